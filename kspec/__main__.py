@@ -1,0 +1,5 @@
+import sys
+
+from kspec.cli import main
+
+sys.exit(main())

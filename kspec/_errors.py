@@ -1,0 +1,156 @@
+"""The one error tree of kspec.
+
+Every exception kspec raises on purpose derives from :class:`KspecError`. User mistakes also derive from
+the built-in ``TypeError`` / ``ValueError`` (and ``OverflowError`` / ``NotImplementedError``) so code
+written against CuPy's exceptions keeps catching them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class KspecError(Exception):
+    """Root of every error kspec raises on purpose."""
+
+
+class KspecTypeError(KspecError, TypeError):
+    """A call or constructor argument has the wrong type (the message names the parameter)."""
+
+
+class KspecValueError(KspecError, ValueError):
+    """A call or constructor argument has a wrong value (the message names the parameter)."""
+
+
+class KspecOverflowError(KspecError, OverflowError):
+    """A Python scalar does not fit the declared type of its parameter."""
+
+
+class KspecNotImplementedError(KspecError, NotImplementedError):
+    """A CuPy feature kspec deliberately does not provide (the message says what to do instead)."""
+
+
+class SpecError(KspecError, ValueError):
+    """A kernel spec is invalid. Carries where: the spec file, the kernel and the field.
+
+    ``str(err)`` reads ``file: kernel 'name': field 'f': what is wrong``; parts that are unknown
+    (a spec built in Python has no file) are left out.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        kernel: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.kernel = kernel
+        self.field = field
+        super().__init__(message)
+
+    def located(
+        self, *, file: str | Path | None = None, kernel: str | None = None, field: str | None = None
+    ) -> "SpecError":
+        """Return a copy of this error with the missing location parts filled in."""
+        err = type(self)(
+            self.message,
+            file=self.file if self.file is not None else file,
+            kernel=self.kernel if self.kernel is not None else kernel,
+            field=self.field if self.field is not None else field,
+        )
+        return err
+
+    def __str__(self) -> str:
+        where = []
+        if self.file:
+            where.append(self.file)
+        if self.kernel:
+            where.append(f"kernel '{self.kernel}'")
+        if self.field:
+            where.append(f"field '{self.field}'")
+        return ": ".join([*where, self.message])
+
+    def __reduce__(self):  # keep the location through pickling (multiprocessing, pytest-xdist)
+        return (_rebuild_spec_error, (type(self), self.message, self.file, self.kernel, self.field))
+
+
+def _rebuild_spec_error(cls, message, file, kernel, field):  # type: ignore[no-untyped-def]
+    return cls(message, file=file, kernel=kernel, field=field)
+
+
+class UnknownDtypeError(SpecError):
+    """A type name is neither a dtype of kspec's table nor a one-letter placeholder."""
+
+
+class InvalidNameError(SpecError):
+    """A kernel or parameter name is not a C identifier, or is a C/C++ keyword."""
+
+
+class ReservedNameError(SpecError):
+    """A parameter uses a name kspec's templates define (``i``, or a leading underscore)."""
+
+
+class DuplicateNameError(SpecError):
+    """Two parameters, or two kernels of one namespace, share a name."""
+
+
+class InstantiationError(SpecError):
+    """A declared instantiation names an unknown placeholder or leaves one unbound."""
+
+
+class SpecFileError(SpecError):
+    """A spec file cannot be read: bad syntax, unknown keys, an unsupported schema version."""
+
+
+class SpecErrorGroup(SpecError):
+    """Several spec errors found at once (``kspec validate`` reports every one)."""
+
+    def __init__(self, errors: list[SpecError]) -> None:
+        self.errors = list(errors)
+        first = self.errors[0]
+        super().__init__(
+            "\n".join(str(e) for e in self.errors),
+        )
+        self.file, self.kernel, self.field = first.file, first.kernel, first.field
+
+    def __str__(self) -> str:
+        return f"{len(self.errors)} spec errors:\n" + "\n".join(f"  {e}" for e in self.errors)
+
+    def __reduce__(self):
+        return (SpecErrorGroup, (self.errors,))
+
+
+class CompileError(KspecError, RuntimeError):
+    """NVRTC rejected a kernel. Carries the log, the kernel name and the source with line numbers."""
+
+    def __init__(self, message: str, *, kernel: str | None = None, log: str = "", source: str = "") -> None:
+        self.kernel = kernel
+        self.log = log
+        self.source = source
+        super().__init__(message)
+
+    def __reduce__(self):
+        return (_rebuild_compile_error, (self.args[0], self.kernel, self.log, self.source))
+
+
+def _rebuild_compile_error(message, kernel, log, source):  # type: ignore[no-untyped-def]
+    return CompileError(message, kernel=kernel, log=log, source=source)
+
+
+class NvrtcNotFoundError(KspecError, RuntimeError):
+    """NVRTC (the ``nvidia-cuda-nvrtc`` wheel or a CUDA toolkit) is needed to compile and was not found."""
+
+
+class LaunchError(KspecError, RuntimeError):
+    """The driver refused a launch, a module load or a memory operation."""
+
+
+class NoDeviceError(KspecError, RuntimeError):
+    """No CUDA driver or device is available; the message says what was looked for."""
+
+
+class CacheWarning(UserWarning):
+    """The binary cache cannot be written; kspec goes on with an in-memory cache."""

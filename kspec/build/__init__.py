@@ -1,0 +1,20 @@
+"""Ahead-of-time builds: compile specs to binaries plus a manifest (the CLI's `build`, the hatch hook).
+
+Never imports :mod:`kspec.runtime`: a build machine has no GPU.
+"""
+
+from ._output import MANIFEST_NAME, binary_path, manifest_entry, read_manifest, write_output
+from ._precompile import BuildPlan, BuildResult, BuildUnit, plan_build, precompile
+
+__all__ = [
+    "MANIFEST_NAME",
+    "BuildPlan",
+    "BuildResult",
+    "BuildUnit",
+    "binary_path",
+    "manifest_entry",
+    "plan_build",
+    "precompile",
+    "read_manifest",
+    "write_output",
+]

@@ -1,0 +1,136 @@
+"""Ahead-of-time compilation: every declared instantiation of every spec, for every arch.
+
+Shared by ``kspec build`` and the hatchling hook. Needs NVRTC, never a GPU; never imports the runtime.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from .._errors import KspecError
+from ..compiler import BinaryCache, CompiledProgram, CompileOptions, compile_cached
+from ..compiler._cubin import register_counts
+from ..render import RenderedModule, render, render_raw, specialize
+from ..spec import AnySpec, RawSpec
+
+
+@dataclass(frozen=True)
+class BuildUnit:
+    """One module to compile: a spec, a placeholder binding, an arch."""
+
+    spec: AnySpec
+    types: Mapping[str, str]
+    arch: str
+
+    @property
+    def label(self) -> str:
+        """The instantiation as text: ``T=float32,U=int64``, or ``-`` for a kernel with no placeholders."""
+        return ",".join(f"{k}={v}" for k, v in self.types.items()) or "-"
+
+
+@dataclass
+class BuildResult:
+    unit: BuildUnit
+    program: CompiledProgram | None = None
+    cache_hit: bool = False
+    error: KspecError | None = None
+    source_sha256: str = ""
+    key: str = ""  # the specialization's content key ("" for raw modules)
+    registers: dict[str, int] = field(default_factory=dict)  # lowered name -> registers per thread
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def max_registers(self) -> int | None:
+        return max(self.registers.values()) if self.registers else None
+
+
+@dataclass
+class BuildPlan:
+    """What a build will do: the units, and the kernels it leaves to a lazy compile (and why)."""
+
+    units: list[BuildUnit]
+    skipped: list[tuple[AnySpec, str]]
+
+
+def plan_build(specs: Iterable[AnySpec], archs: Sequence[str]) -> BuildPlan:
+    units: list[BuildUnit] = []
+    skipped: list[tuple[AnySpec, str]] = []
+    for spec in specs:
+        if isinstance(spec, RawSpec):
+            if spec.is_binary:
+                skipped.append((spec, f"precompiled binary {spec.path}"))
+                continue
+            bindings: tuple[Mapping[str, str], ...] = ({},)
+        else:
+            bindings = spec.declared_instantiations()
+            if not bindings:
+                skipped.append((spec, "no instantiations declared: compiled on first call"))
+                continue
+        units.extend(BuildUnit(spec, dict(types), arch) for types in bindings for arch in archs)
+    return BuildPlan(units, skipped)
+
+
+def precompile(
+    units: Sequence[BuildUnit],
+    *,
+    jobs: int | None = None,
+    cache: BinaryCache | None = None,
+    on_result: Callable[[BuildResult], None] | None = None,
+) -> list[BuildResult]:
+    """Compile every unit (in parallel threads; NVRTC releases the GIL); failures are recorded, not raised."""
+    rendered: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[RenderedModule, str] | KspecError] = {}
+    for unit in units:  # render once per (spec, binding), whatever the number of archs
+        k = (id(unit.spec), tuple(unit.types.items()))
+        if k not in rendered:
+            try:
+                rendered[k] = _render(unit)
+            except KspecError as exc:
+                rendered[k] = exc
+
+    def build(unit: BuildUnit) -> BuildResult:
+        result = BuildResult(unit)
+        entry = rendered[(id(unit.spec), tuple(unit.types.items()))]
+        if isinstance(entry, KspecError):
+            result.error = entry
+        else:
+            module, key = entry
+            result.key = key
+            result.source_sha256 = hashlib.sha256(module.source.encode()).hexdigest()
+            options = CompileOptions(arch=unit.arch, extra=tuple(unit.spec.options))
+            try:
+                program, hit = compile_cached(
+                    module.source,
+                    name=unit.spec.name,
+                    options=options,
+                    name_expressions=module.name_expressions,
+                    needs=module.needs,
+                    cache=cache,
+                )
+            except KspecError as exc:
+                result.error = exc
+            else:
+                result.program, result.cache_hit = program, hit
+                result.registers = register_counts(program.binary)
+        if on_result is not None:
+            on_result(result)
+        return result
+
+    workers = jobs or min(32, (os.cpu_count() or 1))
+    if workers <= 1:
+        return [build(u) for u in units]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(build, units))
+
+
+def _render(unit: BuildUnit) -> tuple[RenderedModule, str]:
+    if isinstance(unit.spec, RawSpec):
+        return render_raw(unit.spec), ""
+    specialization = specialize(unit.spec, unit.types)
+    return render(specialization), specialization.key

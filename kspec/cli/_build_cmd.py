@@ -1,0 +1,119 @@
+"""`kspec build [PATHS] --arch sm_80,sm_90 [-o DIR]`: compile every declared instantiation for every arch."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .._errors import KspecError, SpecError
+from ._common import add_spec_paths, error
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    from ..compiler import DEFAULT_ARCHS
+
+    p = sub.add_parser(
+        "build",
+        help="validate, render and compile every declared instantiation (no GPU needed)",
+        description="Compile every declared instantiation of every spec for every arch. "
+        f"Default archs: {','.join(DEFAULT_ARCHS)} (those the installed NVRTC supports).",
+    )
+    add_spec_paths(p)
+    p.add_argument("--arch", default=None, help="comma-separated targets, e.g. sm_80,sm_90 (compute_XX for PTX)")
+    p.add_argument("-o", "--output", default=None, metavar="DIR", help="write binaries and manifest.json here")
+    p.add_argument("-j", "--jobs", type=int, default=None, help="parallel compiles (default: CPU count)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..build import plan_build, precompile, write_output
+    from ..compiler import DEFAULT_ARCHS, supported_archs
+    from ..compiler._options import check_arch
+    from ..spec import load_library
+
+    try:
+        library = load_library(args.paths)
+    except SpecError as exc:
+        error(str(exc))
+        return 1
+    try:
+        if args.arch:
+            archs = [check_arch(a.strip(), param="--arch") for a in args.arch.split(",") if a.strip()]
+        else:
+            supported = set(supported_archs())
+            archs = [a for a in DEFAULT_ARCHS if a in supported]
+    except KspecError as exc:
+        error(str(exc))
+        return 1
+    plan = plan_build(library.values(), archs)
+    start = time.perf_counter()
+    with _Progress(len(plan.units)) as progress:
+        results = precompile(plan.units, jobs=args.jobs, on_result=progress.advance)
+    wall = time.perf_counter() - start
+    _print_table(results)
+    for spec, why in plan.skipped:
+        print(f"skipped {spec.name}: {why}")
+    failures = [r for r in results if not r.ok]
+    for r in failures:
+        print(f"\nFAILED {r.unit.spec.name} [{r.unit.label}] {r.unit.arch}:\n{r.error}", file=sys.stderr)
+    hits = sum(r.cache_hit for r in results)
+    print(
+        f"{len(results) - len(failures)}/{len(results)} modules built for {','.join(archs)} "
+        f"in {wall:.2f} s ({hits} from the cache), {len(failures)} failed"
+    )
+    if args.output:
+        manifest = write_output(results, args.output)
+        print(f"wrote {manifest}")
+    return 1 if failures else 0
+
+
+def _print_table(results: list) -> None:  # type: ignore[type-arg]
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="kspec build", show_lines=False)
+    for col, justify in (("kernel", "left"), ("types", "left"), ("arch", "left"), ("regs", "right"),
+                         ("compile ms", "right"), ("cache", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for r in sorted(results, key=lambda r: (r.unit.spec.name, r.unit.label, r.unit.arch)):
+        regs = r.max_registers
+        table.add_row(
+            r.unit.spec.name,
+            r.unit.label,
+            r.unit.arch,
+            "-" if regs is None else str(regs),
+            "FAILED" if not r.ok else f"{r.program.compile_ms:.0f}" if not r.cache_hit else "-",
+            "hit" if r.cache_hit else "",
+        )
+    Console(width=120).print(table)
+
+
+class _Progress:
+    """A progress bar on a terminal (rich); nothing when stderr is a file or a pipe (CI logs stay clean)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self._bar = None
+        self._task = None
+
+    def __enter__(self) -> "_Progress":
+        if sys.stderr.isatty() and self.total:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(
+                TextColumn("compiling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TextColumn("{task.description}"), console=Console(stderr=True), transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task("", total=self.total)
+        return self
+
+    def advance(self, result) -> None:  # type: ignore[no-untyped-def]
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, description=f"{result.unit.spec.name} {result.unit.arch}")
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
