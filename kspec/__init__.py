@@ -48,4 +48,38 @@ __all__ = [
     "SpecFileError",
     "UnknownDtypeError",
     "__version__",
+    # runtime and raw kernels, imported on first access (see __getattr__ below)
+    "Device",
+    "DeviceArray",
+    "RawKernel",
+    "RawModule",
+    "Stream",
+    "asarray",
+    "empty",
+    "get_device",
+    "zeros",
 ]
+
+# Lazy exports: `import kspec` stays cheap and driver-free; these load their module on first access.
+_LAZY = {
+    "RawKernel": "kspec.kernels",
+    "RawModule": "kspec.kernels",
+    "DeviceArray": "kspec.runtime",
+    "Device": "kspec.runtime",
+    "Stream": "kspec.runtime",
+    "asarray": "kspec.runtime",
+    "empty": "kspec.runtime",
+    "get_device": "kspec.runtime",
+    "zeros": "kspec.runtime",
+}
+
+
+def __getattr__(name: str) -> object:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'kspec' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value  # later accesses skip __getattr__
+    return value

@@ -28,8 +28,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 def run(args: argparse.Namespace) -> int:
     from ..build import plan_build, precompile, write_output
-    from ..compiler import DEFAULT_ARCHS, supported_archs
-    from ..compiler._options import check_arch
+    from ..compiler import DEFAULT_ARCHS, check_arch, supported_archs
     from ..spec import load_library
 
     try:

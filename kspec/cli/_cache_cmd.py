@@ -1,0 +1,51 @@
+"""`kspec cache info|clear`: the on-disk binary cache."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..compiler import BinaryCache, default_cache
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser(
+        "cache",
+        help="show or clear the compiled-binary cache",
+        description="The binary cache lives in KSPEC_CACHE_DIR, else the platform's user cache directory.",
+    )
+    actions = p.add_subparsers(dest="cache_action", metavar="ACTION", required=True)
+    for action, run, help_text in (
+        ("info", _info, "print the cache directory, its number of entries and their size"),
+        ("clear", _clear, "remove every entry and print how many were removed"),
+    ):
+        a = actions.add_parser(action, help=help_text, description=help_text)
+        a.add_argument("--dir", metavar="DIR", help="cache directory to use instead of KSPEC_CACHE_DIR / the default")
+        a.set_defaults(run=run)
+
+
+def _cache(args: argparse.Namespace) -> BinaryCache:
+    return BinaryCache(args.dir) if args.dir else default_cache()
+
+
+def _info(args: argparse.Namespace) -> int:
+    info = _cache(args).info()
+    print(f"directory: {info.directory}")
+    print(f"entries:   {info.entries}")
+    print(f"size:      {_human(info.total_bytes)} ({info.total_bytes} bytes)")
+    return 0
+
+
+def _clear(args: argparse.Namespace) -> int:
+    cache = _cache(args)
+    removed = cache.clear()
+    print(f"removed {removed} {'entry' if removed == 1 else 'entries'} from {cache.directory}")
+    return 0
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")

@@ -1,0 +1,274 @@
+"""The binary cache: an in-process dict in front of one file per entry on disk.
+
+An entry file holds the binary together with its name-expression -> lowered-name map and metadata, so a
+cached module is usable on its own. Layout (little-endian)::
+
+    b"KSPECBIN" | u32 entry format | u32 header length | u64 binary length | sha256(header + binary)
+    | header (UTF-8 JSON: key, format, arch, lowered_names, log, nvrtc_version) | binary
+
+A file that is short, has the wrong magic, format or key, or fails its digest is a miss, never an error;
+the next ``put`` replaces it. Writes go to a temporary file in the same directory and are renamed into
+place, so readers (other processes included) see either no entry or a whole one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import struct
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .._errors import CacheWarning, KspecValueError
+from ._key import ENTRY_FORMAT_VERSION
+from ._program import CompiledProgram
+
+_MAGIC = b"KSPECBIN"
+_PREFIX = struct.Struct("<8sIIQ32s")
+_SUFFIX = ".kbin"
+_TMP_SUFFIX = ".tmp"
+# A temporary file this old is an orphan of a killed writer; `clear` removes it. Younger ones may be in use.
+_ORPHAN_AGE_S = 3600.0
+_KEY_RE = re.compile(r"[0-9A-Za-z_.-]{1,128}")
+
+_warned_lock = threading.Lock()
+_warned_dirs: set[str] = set()
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """What ``BinaryCache.info()`` reports. ``directory`` is None for an in-memory cache."""
+
+    directory: Path | None
+    entries: int
+    total_bytes: int
+
+
+def encode_entry(key: str, program: CompiledProgram) -> bytes:
+    """The bytes of one entry file."""
+    header = json.dumps(
+        {
+            "key": key,
+            "format": program.format,
+            "arch": program.arch,
+            "lowered_names": dict(program.lowered_names),
+            "log": program.log,
+            "nvrtc_version": list(program.nvrtc_version),
+        },
+        sort_keys=True,
+    ).encode("utf-8")
+    digest = hashlib.sha256(header + program.binary).digest()
+    prefix = _PREFIX.pack(_MAGIC, ENTRY_FORMAT_VERSION, len(header), len(program.binary), digest)
+    return prefix + header + program.binary
+
+
+def decode_entry(data: bytes, key: str) -> CompiledProgram | None:
+    """The program stored in ``data`` under ``key``, or None when the bytes are not a whole, valid entry."""
+    if len(data) < _PREFIX.size:
+        return None
+    magic, version, header_len, binary_len, digest = _PREFIX.unpack_from(data)
+    if magic != _MAGIC or version != ENTRY_FORMAT_VERSION:
+        return None
+    if len(data) != _PREFIX.size + header_len + binary_len:
+        return None
+    body = data[_PREFIX.size :]
+    if hashlib.sha256(body).digest() != digest:
+        return None
+    try:
+        header = json.loads(body[:header_len].decode("utf-8"))
+        if header["key"] != key:  # a file copied or renamed under another key's name
+            return None
+        major, minor = header["nvrtc_version"]
+        return CompiledProgram(
+            binary=bytes(body[header_len:]),
+            format=str(header["format"]),
+            arch=str(header["arch"]),
+            lowered_names={str(k): str(v) for k, v in header["lowered_names"].items()},
+            log=str(header["log"]),
+            nvrtc_version=(int(major), int(minor)),
+            compile_ms=0.0,
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+class BinaryCache:
+    """Compiled programs by cache key: in memory, and on disk under ``directory`` (None: memory only).
+
+    Never raises for I/O: an unreadable entry is a miss; a directory that cannot be written gives one
+    ``CacheWarning`` per process and directory, after which this cache keeps entries in memory only.
+    Constructing one touches no disk.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str] | None) -> None:
+        self._directory = None if directory is None else Path(os.path.abspath(os.path.expanduser(directory)))
+        self._memory: dict[str, CompiledProgram] = {}
+        self._writable = self._directory is not None
+
+    def __repr__(self) -> str:
+        where = "memory only" if self._directory is None else str(self._directory)
+        return f"BinaryCache({where})"
+
+    @property
+    def directory(self) -> Path | None:
+        return self._directory
+
+    def _path(self, key: str) -> Path:
+        assert self._directory is not None
+        if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
+            raise KspecValueError(f"key: expected a hex digest from cache_key(), got {key!r}")
+        return self._directory / f"{key}{_SUFFIX}"
+
+    def get(self, key: str) -> CompiledProgram | None:
+        """The cached program (``compile_ms == 0.0``), or None."""
+        program = self._memory.get(key)
+        if program is not None or self._directory is None:
+            return program
+        try:
+            data = self._path(key).read_bytes()
+        except OSError:  # absent, unreadable, or the "directory" is a file
+            return None
+        program = decode_entry(data, key)
+        if program is not None:
+            self._memory[key] = program
+        return program
+
+    def put(self, key: str, program: CompiledProgram) -> None:
+        """Store ``program`` in memory and, while the directory is writable, on disk."""
+        program = replace(program, compile_ms=0.0) if program.compile_ms else program
+        path = self._path(key) if self._directory is not None else None
+        self._memory[key] = program
+        if path is None or not self._writable:
+            return
+        try:
+            self._write(path, encode_entry(key, program))
+        except OSError as exc:
+            if decode_entry(_read_or_empty(path), key) is not None:
+                return  # another process put the same entry first (os.replace over an open file on Windows)
+            self._writable = False
+            _warn_once(path.parent, exc)
+
+    @staticmethod
+    def _write(path: Path, payload: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Unique temporary name per writer: processes compiling the same key never write the same file.
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:16]}.", suffix=_TMP_SUFFIX, dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(payload)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+    def _entry_files(self) -> list[Path]:
+        if self._directory is None:
+            return []
+        try:
+            return [p for p in self._directory.iterdir() if p.name.endswith(_SUFFIX) and p.is_file()]
+        except OSError:
+            return []
+
+    def info(self) -> CacheInfo:
+        """Directory, number of entries and their total size in bytes (of the memory layer when no directory)."""
+        if self._directory is None:
+            total = sum(len(p.binary) for p in self._memory.values())
+            return CacheInfo(None, len(self._memory), total)
+        entries, total = 0, 0
+        for path in self._entry_files():
+            try:
+                total += path.stat().st_size
+            except OSError:
+                continue
+            entries += 1
+        return CacheInfo(self._directory, entries, total)
+
+    def clear(self) -> int:
+        """Remove every entry (memory and disk); return how many were removed (on disk, when there is a disk)."""
+        in_memory = len(self._memory)
+        self._memory.clear()
+        if self._directory is None:
+            return in_memory
+        removed = 0
+        for path in self._entry_files():
+            try:
+                path.unlink()
+                removed += 1
+            except OSError:
+                pass
+        self._remove_orphans()
+        return removed
+
+    def _remove_orphans(self) -> None:
+        assert self._directory is not None
+        cutoff = time.time() - _ORPHAN_AGE_S
+        try:
+            candidates = [p for p in self._directory.iterdir() if p.name.endswith(_TMP_SUFFIX)]
+        except OSError:
+            return
+        for path in candidates:
+            try:
+                if path.stat().st_mtime < cutoff:
+                    path.unlink()
+            except OSError:
+                pass
+
+
+def _read_or_empty(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def _warn_once(directory: Path, exc: OSError) -> None:
+    with _warned_lock:
+        if str(directory) in _warned_dirs:
+            return
+        _warned_dirs.add(str(directory))
+    warnings.warn(
+        f"kspec cannot write its binary cache at {directory} ({exc.__class__.__name__}: {exc}); compiled "
+        "kernels are kept in memory for this process only. Set KSPEC_CACHE_DIR to a writable directory.",
+        CacheWarning,
+        stacklevel=4,
+    )
+
+
+def default_cache_dir() -> Path:
+    """``KSPEC_CACHE_DIR``, else the platform's per-user cache directory + kspec."""
+    configured = os.environ.get("KSPEC_CACHE_DIR")
+    if configured:
+        return Path(os.path.abspath(os.path.expanduser(configured)))
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
+        return Path(base, "kspec", "Cache")
+    if sys.platform == "darwin":
+        return Path(os.path.expanduser("~"), "Library", "Caches", "kspec")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec says to ignore a relative value
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base, "kspec")
+
+
+_registry_lock = threading.Lock()
+_registry: dict[Path, BinaryCache] = {}
+
+
+def default_cache() -> BinaryCache:
+    """The process's cache for the current ``default_cache_dir()`` (the variable is read on every call)."""
+    directory = default_cache_dir()
+    with _registry_lock:
+        cache = _registry.get(directory)
+        if cache is None:
+            cache = _registry[directory] = BinaryCache(directory)
+        return cache

@@ -1,0 +1,166 @@
+"""compile_source (one NVRTC run, with useful errors) and compile_cached (the same behind the cache)."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from .._errors import CompileError, KspecTypeError, KspecValueError
+from ._cache import BinaryCache, default_cache
+from ._includes import include_dirs
+from ._key import cache_key, check_name_expressions
+from ._nvrtc import NvrtcCallError, nvrtc_version, run_nvrtc, supported_archs
+from ._options import CompileOptions, arch_number
+from ._program import CompiledProgram
+
+logger = logging.getLogger("kspec.compiler")
+
+_FALSE = ("", "0", "false", "no", "off")
+
+
+def number_lines(source: str) -> str:
+    """The source with right-aligned line numbers, ``"  12 | code"``, as NVRTC's ``name.cu(12)`` refers to."""
+    lines = source.splitlines() or [""]
+    width = len(str(len(lines)))
+    return "\n".join(f"  {number:>{width}} | {line}" for number, line in enumerate(lines, 1))
+
+
+def _dump_requested() -> bool:
+    return os.environ.get("KSPEC_DUMP_SOURCE", "").strip().lower() not in _FALSE
+
+
+def dump_source(source: str, name: str) -> Path:
+    """Write ``source`` under ``KSPEC_DUMP_DIR`` (default: ``<tmp>/kspec-dump``); return the file's path."""
+    directory = Path(os.environ.get("KSPEC_DUMP_DIR") or Path(tempfile.gettempdir(), "kspec-dump"))
+    directory.mkdir(parents=True, exist_ok=True)
+    safe_name = re.sub(r"[^\w.-]", "_", name)[:80]
+    # The digest makes one file per distinct source, so specializations of one kernel do not overwrite.
+    path = directory / f"{safe_name}-{hashlib.sha256(source.encode()).hexdigest()[:12]}.cu"
+    path.write_text(source, encoding="utf-8")
+    return path
+
+
+def _check_inputs(source: object, name: object, options: object) -> None:
+    if not isinstance(source, str):
+        raise KspecTypeError(f"source: expected CUDA C++ source as a str, got {type(source).__name__}")
+    if not isinstance(name, str) or not name:
+        raise KspecValueError(f"name: expected a non-empty kernel or module name, got {name!r}")
+    if not isinstance(options, CompileOptions):
+        raise KspecTypeError(f"options: expected a CompileOptions, got {type(options).__name__}")
+
+
+def _check_arch_supported(options: CompileOptions) -> None:
+    arch = options.effective_arch
+    supported = supported_archs()
+    if f"sm_{arch_number(arch)}" not in supported:
+        param = "arch" if arch == options.arch else "extra (its -arch option)"
+        major, minor = nvrtc_version()
+        raise KspecValueError(
+            f"{param}: {arch!r} is not a target of NVRTC {major}.{minor}; it supports "
+            f"{', '.join(supported)} (sm_XX for a CUBIN, compute_XX for PTX)"
+        )
+
+
+def compile_source(
+    source: str,
+    *,
+    name: str,
+    options: CompileOptions = CompileOptions(),
+    name_expressions: Sequence[str] = (),
+    needs: Iterable[str] = (),
+) -> CompiledProgram:
+    """Compile CUDA C++ ``source`` with NVRTC into a CUBIN (``sm_XX``) or PTX (``compute_XX``); no cache.
+
+    ``name`` names the kernel or module in messages and the NVRTC program (``name.cu``). Each of
+    ``name_expressions`` (``"fx3<float>"``, ``"ns::k"``) is registered before the compile and resolved to
+    its lowered symbol after it. Raises CompileError carrying the NVRTC log and the numbered source. With
+    ``KSPEC_DUMP_SOURCE=1`` the source is also written to a file (``KSPEC_DUMP_DIR``), named in the error
+    or logged on success.
+    """
+    _check_inputs(source, name, options)
+    names = check_name_expressions(name_expressions)
+    args = options.to_args(include_dirs(needs))
+    _check_arch_supported(options)
+    arch = options.effective_arch
+    version = nvrtc_version()
+
+    start = time.perf_counter()
+    try:
+        output = run_nvrtc(source, f"{name}.cu", args, names, ptx=options.is_ptx)
+        error, log = output.error, output.log
+    except NvrtcCallError as exc:
+        output, error, log = None, str(exc), ""
+    compile_ms = (time.perf_counter() - start) * 1e3
+
+    dump_note = ""
+    if _dump_requested():
+        try:
+            dump_path = dump_source(source, name)
+            dump_note = f"source written to {dump_path}"
+            if not error:
+                logger.info("kernel %r: %s", name, dump_note)
+        except OSError as exc:
+            dump_note = f"could not write the source dump ({exc})"
+            logger.warning("kernel %r: %s", name, dump_note)
+
+    if error:
+        parts = [
+            f"kernel '{name}': NVRTC {version[0]}.{version[1]} failed to compile it for {arch} ({error})",
+            "NVRTC log:",
+            _indent(log) if log else "  (empty)",
+            "options: " + " ".join(args),
+            f"source ({name}.cu):",
+            number_lines(source),
+        ]
+        if dump_note:
+            parts.append(dump_note)
+        raise CompileError("\n".join(parts), kernel=name, log=log, source=source)
+
+    assert output is not None
+    if log:
+        logger.debug("kernel %r compiled with messages:\n%s", name, log)
+    return CompiledProgram(
+        binary=output.binary,
+        format="ptx" if options.is_ptx else "cubin",
+        arch=arch,
+        lowered_names=output.lowered_names,
+        log=log,
+        nvrtc_version=version,
+        compile_ms=compile_ms,
+    )
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def compile_cached(
+    source: str,
+    *,
+    name: str,
+    options: CompileOptions = CompileOptions(),
+    name_expressions: Sequence[str] = (),
+    needs: Iterable[str] = (),
+    cache: BinaryCache | None = None,
+) -> tuple[CompiledProgram, bool]:
+    """``compile_source`` behind ``cache`` (default: ``default_cache()``); returns ``(program, cache_hit)``.
+
+    A hit costs a key computation and a dict lookup in-process, or one file read from disk.
+    """
+    _check_inputs(source, name, options)
+    if cache is None:
+        cache = default_cache()
+    needs = tuple(needs) if not isinstance(needs, str) else (needs,)
+    key = cache_key(source, options=options, name_expressions=name_expressions, needs=needs)
+    program = cache.get(key)
+    if program is not None:
+        return program, True
+    program = compile_source(source, name=name, options=options, name_expressions=name_expressions, needs=needs)
+    cache.put(key, program)
+    return program, False

@@ -1,0 +1,115 @@
+"""The content-addressed cache key: everything that can change the bytes NVRTC produces."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+from .._errors import KspecTypeError
+from ._includes import cuda_header_dir, include_dirs, kspec_include_dir
+from ._nvrtc import nvrtc_version
+from ._options import CompileOptions
+
+# Bump when kspec's templates or device headers change meaning in a way their text does not show (the text
+# itself is hashed), so binaries cached by an older kspec are not reused.
+TEMPLATE_VERSION = 1
+
+# Bump when the cache entry layout changes; part of the key, so old and new kspec never share a file name.
+ENTRY_FORMAT_VERSION = 1
+
+
+def check_name_expressions(name_expressions: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(name_expressions, str):  # one expression, not a sequence of one-letter ones
+        return (name_expressions,)
+    result = tuple(name_expressions)
+    for expression in result:
+        if not isinstance(expression, str) or not expression.strip():
+            raise KspecTypeError(f"name_expressions: every item must be a non-empty str, got {expression!r}")
+    return result
+
+
+@lru_cache(maxsize=1)
+def kspec_headers_digest() -> str:
+    """sha256 over every file under kspec's device-header directory (path and content); once per process."""
+    digest = hashlib.sha256()
+    root = Path(kspec_include_dir())
+    if root.is_dir():
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _file_stamp(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "-"
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+@lru_cache(maxsize=1)
+def toolchain_identity() -> str:
+    """Which CUDA headers kernels are compiled against; once per process.
+
+    Hashing the CCCL tree (thousands of files) per call would cost more than many compiles. Instead: the
+    header packages' versions when they are pip wheels, CCCL's small version header when found (covers a
+    CUDA toolkit), and size + mtime of the runtime's fp16/bf16/API headers (catches a reinstall). The
+    directories themselves are in the option list, which is hashed too.
+    """
+    parts = []
+    for dist in ("nvidia-cuda-cccl", "nvidia-cuda-runtime"):
+        try:
+            parts.append(f"{dist}={metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{dist}=-")
+    cccl = cuda_header_dir("cccl")
+    if cccl is not None:
+        version_h = os.path.join(cccl, "cuda", "std", "__cccl", "version.h")
+        try:
+            parts.append(hashlib.sha256(Path(version_h).read_bytes()).hexdigest())
+        except OSError:
+            parts.append("no-cccl-version.h")
+    cudart = cuda_header_dir("cudart")
+    if cudart is not None:
+        for header in ("cuda_runtime_api.h", "cuda_fp16.hpp", "cuda_bf16.hpp"):
+            parts.append(f"{header}={_file_stamp(os.path.join(cudart, header))}")
+    return ";".join(parts)
+
+
+def cache_key(
+    source: str,
+    *,
+    options: CompileOptions = CompileOptions(),
+    name_expressions: Sequence[str] = (),
+    needs: Iterable[str] = (),
+) -> str:
+    """The sha256 (hex) naming the cache entry of one compile.
+
+    Covers the source, the full NVRTC option list (include directories included), the name expressions in
+    order, kspec's device headers, the CUDA header packages, the NVRTC version, the target architecture,
+    ``TEMPLATE_VERSION`` and the entry format.
+    """
+    args = options.to_args(include_dirs(needs))
+    major, minor = nvrtc_version()
+    digest = hashlib.sha256()
+
+    def part(label: str, value: str) -> None:
+        # Length-prefixed, so no two different inputs can concatenate to the same bytes.
+        data = value.encode("utf-8", errors="surrogatepass")
+        digest.update(label.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+
+    part("entry-format", str(ENTRY_FORMAT_VERSION))
+    part("template-version", str(TEMPLATE_VERSION))
+    part("nvrtc", f"{major}.{minor}")
+    part("arch", options.effective_arch)
+    part("kspec-headers", kspec_headers_digest())
+    part("toolchain", toolchain_identity())
+    part("args", "\0".join(args))
+    part("names", "\0".join(check_name_expressions(name_expressions)))
+    part("source", source)
+    return digest.hexdigest()

@@ -1,0 +1,396 @@
+"""The launch ABI of rendered modules: what each entry point takes, byte for byte, and how to pick one.
+
+The launcher packs arguments from this data and never parses C. Every variant of a rendered module has an
+:class:`EntryAbi`: an ordered tuple of :class:`Slot` (one kernel parameter each) with the exact C layout
+of each (:class:`Layout`: fields, offsets, size, alignment, and a NumPy dtype that reproduces it), and the
+offsets of the slots in the kernel-parameter buffer (C rules: each slot at the next multiple of its
+alignment; the form ``cuLaunchKernel``'s ``CU_LAUNCH_PARAM_BUFFER_POINTER`` takes). ``tests/test_render_abi``
+compiles static_asserts of every offset and checks the PTX parameter list against these numbers.
+
+Conventions of all index structs (``templates/include/kspec/indexer.cuh``):
+
+* dims are stored INNERMOST FIRST (``extent[0]`` is the last axis of the C-order shape), unused trailing
+  entries are ignored (fill them with 0);
+* strides are in BYTES, negative and zero (broadcast) allowed;
+* ``IndexT`` (``index``) is int32 or int64 and types every size, extent and stride of the launch.
+
+Slots (``Slot.kind``; ``Slot.name`` is the parameter's name, or ``_<kind>`` for the others):
+
+============== =================================================== =========================================
+kind           C type                                              fields (in order)
+============== =================================================== =========================================
+size           ``IndexT``                                          value: the loop size
+shape          ``kspec::Shape<NDIM, IndexT>``                      size, extent[N] (+ ndim: int when NDIM=0)
+array          ``T*``                                              value: the data pointer
+strided_array  ``kspec::StridedArray<T, NDIM, IndexT>``            ptr, stride[N]
+scalar         the dtype's C type                                  value (bool: 1 byte; bfloat16: its bits)
+raw_view       ``kspec::RawView<T>``                               ``ptr_, size_, ndim_, c_contiguous_,
+                                                                   shape_[16], strides_[16]`` (C order,
+                                                                   bytes, int64: CuPy's raw CArray)
+reduce_shape   ``kspec::ReduceShape<RNDIM, IndexT>``               out_size, red_size, kept_extent[16],
+                                                                   red_extent[R], kept_ndim: int,
+                                                                   red_ndim: int
+group          ``int``                                             value: lanes per segment (rows only)
+reduce_array   ``kspec::ReduceArray<T, RNDIM, IndexT>``            ptr, kept_stride[16], red_stride[R]
+workspace      ``kspec::SplitWorkspace<IndexT>``                   ptr, nchunks, chunk
+============== =================================================== =========================================
+
+(N = NDIM, or 16 when NDIM is 0; R = RNDIM, or 16 when RNDIM is 0.)
+
+Entry points and their slots, parameters in declaration order (inputs, then outputs):
+
+* elementwise ``contig<I, VEC>``: size; then per parameter: array (non-raw array), scalar, raw_view.
+* elementwise ``strided<I, NDIM>``: shape; then strided_array / scalar / raw_view.
+* reduction ``rows<I, R, VEC>``: reduce_shape, group; inputs: reduce_array / scalar / raw_view; outputs:
+  strided_array with NDIM 0 (strides over the kept dims) / raw_view; workspace.
+* reduction ``cols<I, R>``: reduce_shape; inputs and outputs as rows (no group, no workspace).
+* reduction ``split_final<I>``: reduce_shape (R = 1; only out_size, red_size and the kept dims are read);
+  scalar and raw inputs only (it reads the workspace, not the array inputs); outputs as rows; workspace.
+
+The module's variants (:mod:`kspec.render._variants`) are a trimmed set of instantiations: today contig is
+int64 only, strided is int32 with NDIM 2 or 0 plus int64 with NDIM 0, reductions are int64 only. Pick among
+``RenderedModule.variants``; never assume a variant exists.
+
+How the launcher picks a variant
+---------------------------------
+Index: int32 when the loop size and every array operand's reachable byte offset
+``sum((extent-1) * |stride|)`` are below 2**31, and ``gridDim.x * blockDim.x < 2**31``; else int64.
+
+Vector width needs no choice: the one ``contig`` variant, and the ``rows`` variant with R = 1, carry
+``vec`` = :attr:`Specialization.vec` and test alignment themselves (every array operand 16-byte aligned;
+for a reduction row also a reduced stride equal to the item size and a chunk start that is a multiple of
+vec), falling back to scalar loads. Any pointer may be passed to any variant.
+
+Elementwise, after merging dims (``reduce_dims``): ``contig`` when every non-raw array operand (inputs that
+are not scalars, and outputs) is C-contiguous over the loop shape (no broadcasting). Otherwise ``strided``
+with NDIM = ndim when a static variant exists for it, else 0 (runtime ndim, <= 16). A 0-d loop (size 1)
+takes ``contig``; so does a kernel whose arguments are all raw or scalar (``size=``). Block: any size up
+to the function's MAX_THREADS_PER_BLOCK attribute. Grid: any (every loop is grid-stride); measured on the
+H200: ``contig`` at 16 blocks of 256 per SM reaches ~3950 GB/s (vec 4, float32 (x-y)^2, 2**28 elements;
+CuPy 2536), while ``strided`` wants one element per thread, ``ceil(size / block)`` blocks: a transposed
+operand runs at 1592 GB/s that way and at 561 GB/s with a device-sized grid (the grid-stride order loses
+the locality between neighbouring rows).
+
+Reduction, with kept axes outer and reduced axes inner (logically, by strides): R = 1 when the reduced
+dims merge into one (any stride), else 0 (runtime, <= 16 reduced dims).
+
+* ``rows`` reduces *segments*: segment ``seg`` is chunk ``s = seg % nchunks`` of output ``o = seg //
+  nchunks``, i.e. row elements ``[s*chunk, min((s+1)*chunk, red_size))``. ``group`` lanes reduce one
+  segment: a power of two 1..32 (about the row length / VEC: short rows), or ``group == blockDim.x`` (one
+  block per segment: long rows). blockDim.x a multiple of 32 and of ``group``; grid: any (grid-stride over
+  segments). Plain reduction: workspace ``{ptr: 0, nchunks: 1, chunk: red_size}``; the groups write the
+  outputs.
+* ``cols``: when the inputs' innermost kept dim is the contiguous one (``axis=0`` of a C-contiguous
+  matrix): lane l of each warp takes output ``o0 + l``, the warps of the block split the row. blockDim.x in
+  {32, 64, ..., 256} (at most COLS_MAX_WARPS = 8 warps: static shared memory); grid: any.
+* split (few outputs with long rows, e.g. a full reduction), two launches, no atomics: pass 1 is ``rows``
+  with ``group == blockDim.x``, a real workspace, ``chunk`` (a multiple of vec, or it loads scalars) and
+  ``nchunks = ceil(red_size / chunk) > 1``, so every chunk is non-empty (identity None needs that); it
+  writes partial ``seg`` instead of an output. Pass 2 is ``split_final`` with the same workspace (one block
+  per output, grid-stride; blockDim.x a multiple of 32), which merges each output's partials and writes it.
+
+Workspace (split only): ``out_size * nchunks`` values of the reduce type, output-major, aligned to the
+reduce type's alignment (any allocation aligned to 256 bytes is). The item size and alignment are in
+``RenderedModule.reduce_item`` when the reduce type is one of kspec's dtypes; for an opaque C type (a
+preamble struct) read the module global ``<name>__reduce_type_info`` (two uint64: sizeof, alignof) with
+``cuModuleGetGlobal``. Zero-size: out_size == 0 -> no launch; red_size == 0 -> ``rows`` writes
+post_map(identity) (identity None: the caller raises before launching).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from .. import dtypes
+from ._specialize import Operand
+from ._variants import DYNAMIC_NDIM, INDEX_C_TYPES, MAX_NDIM, IndexType, VariantKey
+
+SlotKind = Literal[
+    "size",
+    "shape",
+    "array",
+    "strided_array",
+    "scalar",
+    "raw_view",
+    "reduce_shape",
+    "group",
+    "reduce_array",
+    "workspace",
+]
+
+# Blocks of the cols reduction have at most this many warps (KSPEC_COLS_MAX_WARPS of reduction.cu.j2).
+COLS_MAX_WARPS = 8
+
+_POINTER = ("<u8", 8, 8)
+_INT32 = ("<i4", 4, 4)
+_INDEX_FIELDS = {"int32": _INT32, "int64": ("<i8", 8, 8)}
+_PTRDIFF = ("<i8", 8, 8)
+
+# NumPy format of a dtype's value inside a kernel parameter. bfloat16 travels as its 16 raw bits
+# (ml_dtypes' bfloat16 ``.view('<u2')``); every other format is the dtype itself. C alignment == item size.
+_VALUE_FORMATS = {
+    "bool": "?",
+    "int8": "i1",
+    "int16": "<i2",
+    "int32": "<i4",
+    "int64": "<i8",
+    "uint8": "u1",
+    "uint16": "<u2",
+    "uint32": "<u4",
+    "uint64": "<u8",
+    "float16": "<f2",
+    "bfloat16": "<u2",
+    "float32": "<f4",
+    "float64": "<f8",
+    "complex64": "<c8",
+    "complex128": "<c16",
+}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One member of a C struct: a value of NumPy ``format``, or a C array of ``count`` of them."""
+
+    name: str
+    format: str
+    count: int  # 1 for a plain value
+    offset: int
+    is_array: bool = False  # a C array, even of length 1 (``red_extent[1]``): a NumPy subarray field
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.format).itemsize
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The exact bytes of one kernel parameter's C type.
+
+    ``struct`` False: a plain value (pointer, integer, dtype value) with a single field ``value``.
+    """
+
+    c_type: str
+    fields: tuple[Field, ...]
+    size: int
+    align: int
+    struct: bool = True
+
+    def numpy_dtype(self) -> np.dtype:
+        """A NumPy structured dtype with these offsets and this size (fill it, then ``tobytes()``)."""
+        return np.dtype(
+            {
+                "names": [f.name for f in self.fields],
+                "formats": [(f.format, (f.count,)) if f.is_array else f.format for f in self.fields],
+                "offsets": [f.offset for f in self.fields],
+                "itemsize": self.size,
+            }
+        )
+
+    def field(self, name: str) -> Field:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One kernel parameter: what it carries (``kind``, ``param``, ``dtype``) and its bytes (``layout``)."""
+
+    kind: SlotKind
+    layout: Layout
+    param: str | None = None  # the spec parameter (array, strided_array, scalar, raw_view, reduce_array)
+    dtype: str | None = None  # that parameter's canonical dtype
+
+    @property
+    def name(self) -> str:
+        """Field name in :meth:`EntryAbi.numpy_dtype`: the parameter's name, or ``_<kind>``."""
+        return self.param if self.param is not None else f"_{self.kind}"
+
+
+@dataclass(frozen=True)
+class EntryAbi:
+    """The parameter list of one entry point: slots in order, their offsets in the parameter buffer."""
+
+    variant: VariantKey
+    slots: tuple[Slot, ...]
+    offsets: tuple[int, ...]
+    size: int  # bytes of the parameter buffer: end of the last slot (CU_LAUNCH_PARAM_BUFFER_SIZE)
+
+    def numpy_dtype(self) -> np.dtype:
+        """The whole parameter buffer as one NumPy structured dtype with a field per slot (``Slot.name``)."""
+        return np.dtype(
+            {
+                "names": [s.name for s in self.slots],
+                "formats": [s.layout.numpy_dtype() for s in self.slots],
+                "offsets": list(self.offsets),
+                "itemsize": self.size,
+            }
+        )
+
+    def slot(self, name: str) -> Slot:
+        for s in self.slots:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+
+def _round_up(value: int, align: int) -> int:
+    return (value + align - 1) // align * align
+
+
+def _struct(c_type: str, members: list[tuple[str, tuple[str, int, int], int | None]]) -> Layout:
+    """C layout rules: each member at the next multiple of its alignment, size padded to the max alignment.
+
+    A member's count is None for a plain value, else the length of a C array.
+    """
+    fields = []
+    offset = 0
+    align = 1
+    for name, (fmt, itemsize, member_align), array_len in members:
+        count = 1 if array_len is None else array_len
+        offset = _round_up(offset, member_align)
+        fields.append(Field(name, fmt, count, offset, is_array=array_len is not None))
+        offset += itemsize * count
+        align = max(align, member_align)
+    return Layout(c_type, tuple(fields), _round_up(offset, align), align)
+
+
+def _value(c_type: str, spec: tuple[str, int, int]) -> Layout:
+    fmt, itemsize, align = spec
+    return Layout(c_type, (Field("value", fmt, 1, 0),), itemsize, align, struct=False)
+
+
+def _value_spec(dtype: str) -> tuple[str, int, int]:
+    size = dtypes.BY_NAME[dtype].itemsize
+    return (_VALUE_FORMATS[dtype], size, size)
+
+
+def _capacity(ndim: int) -> int:
+    return MAX_NDIM if ndim == DYNAMIC_NDIM else ndim
+
+
+def index_layout(index: IndexType) -> Layout:
+    return _value(INDEX_C_TYPES[index], _INDEX_FIELDS[index])
+
+
+def pointer_layout(c_type: str) -> Layout:
+    return _value(f"{c_type}*", _POINTER)
+
+
+def scalar_layout(dtype: str) -> Layout:
+    return _value(dtypes.BY_NAME[dtype].c_type, _value_spec(dtype))
+
+
+def shape_layout(ndim: int, index: IndexType) -> Layout:
+    it = _INDEX_FIELDS[index]
+    members = [("size", it, None), ("extent", it, _capacity(ndim))]
+    if ndim == DYNAMIC_NDIM:
+        members.append(("ndim", _INT32, None))
+    return _struct(f"kspec::Shape<{ndim}, {INDEX_C_TYPES[index]}>", members)
+
+
+def strided_array_layout(c_type: str, ndim: int, index: IndexType) -> Layout:
+    it = _INDEX_FIELDS[index]
+    return _struct(
+        f"kspec::StridedArray<{c_type}, {ndim}, {INDEX_C_TYPES[index]}>",
+        [("ptr", _POINTER, None), ("stride", it, _capacity(ndim))],
+    )
+
+
+def raw_view_layout(c_type: str) -> Layout:
+    return _struct(
+        f"kspec::RawView<{c_type}>",
+        [
+            ("ptr_", _POINTER, None),
+            ("size_", _PTRDIFF, None),
+            ("ndim_", _INT32, None),
+            ("c_contiguous_", _INT32, None),
+            ("shape_", _PTRDIFF, MAX_NDIM),
+            ("strides_", _PTRDIFF, MAX_NDIM),
+        ],
+    )
+
+
+def reduce_shape_layout(rndim: int, index: IndexType) -> Layout:
+    it = _INDEX_FIELDS[index]
+    return _struct(
+        f"kspec::ReduceShape<{rndim}, {INDEX_C_TYPES[index]}>",
+        [
+            ("out_size", it, None),
+            ("red_size", it, None),
+            ("kept_extent", it, MAX_NDIM),
+            ("red_extent", it, _capacity(rndim)),
+            ("kept_ndim", _INT32, None),
+            ("red_ndim", _INT32, None),
+        ],
+    )
+
+
+def reduce_array_layout(c_type: str, rndim: int, index: IndexType) -> Layout:
+    it = _INDEX_FIELDS[index]
+    return _struct(
+        f"kspec::ReduceArray<{c_type}, {rndim}, {INDEX_C_TYPES[index]}>",
+        [("ptr", _POINTER, None), ("kept_stride", it, MAX_NDIM), ("red_stride", it, _capacity(rndim))],
+    )
+
+
+def workspace_layout(index: IndexType) -> Layout:
+    it = _INDEX_FIELDS[index]
+    return _struct(
+        f"kspec::SplitWorkspace<{INDEX_C_TYPES[index]}>",
+        [("ptr", _POINTER, None), ("nchunks", it, None), ("chunk", it, None)],
+    )
+
+
+def _c_type(op: Operand) -> str:
+    return dtypes.BY_NAME[op.dtype].c_type
+
+
+def _param_slot(op: Operand, kind: SlotKind, array: Layout) -> Slot:
+    """The slot of one parameter: ``array`` for an array operand; scalars and raw views look alike everywhere."""
+    if op.raw:
+        return Slot("raw_view", raw_view_layout(_c_type(op)), op.name, op.dtype)
+    if op.scalar:
+        return Slot("scalar", scalar_layout(op.dtype), op.name, op.dtype)
+    return Slot(kind, array, op.name, op.dtype)
+
+
+def _elementwise_slots(v: VariantKey, operands: tuple[Operand, ...]) -> list[Slot]:
+    if v.entry == "contig":
+        head = Slot("size", index_layout(v.index))
+        return [head] + [_param_slot(op, "array", pointer_layout(_c_type(op))) for op in operands]
+    head = Slot("shape", shape_layout(v.ndim, v.index))
+    return [head] + [
+        _param_slot(op, "strided_array", strided_array_layout(_c_type(op), v.ndim, v.index)) for op in operands
+    ]
+
+
+def _reduction_slots(v: VariantKey, operands: tuple[Operand, ...]) -> list[Slot]:
+    final = v.entry == "split_final"
+    slots = [Slot("reduce_shape", reduce_shape_layout(1 if final else v.ndim, v.index))]
+    if v.entry == "rows":
+        slots.append(Slot("group", _value("int", _INT32)))
+    for op in operands:
+        if op.is_output:  # strides over the kept dims
+            slots.append(_param_slot(op, "strided_array", strided_array_layout(_c_type(op), DYNAMIC_NDIM, v.index)))
+        elif not (final and op.is_array):  # pass 2 reads the workspace, not the array inputs
+            slots.append(_param_slot(op, "reduce_array", reduce_array_layout(_c_type(op), v.ndim, v.index)))
+    if v.entry != "cols":
+        slots.append(Slot("workspace", workspace_layout(v.index)))
+    return slots
+
+
+def entry_abi(kind: str, variant: VariantKey, operands: tuple[Operand, ...]) -> EntryAbi:
+    """The parameter list of ``variant`` of an elementwise or reduction module over ``operands``."""
+    slots = _elementwise_slots(variant, operands) if kind == "elementwise" else _reduction_slots(variant, operands)
+    offsets = []
+    end = 0
+    for slot in slots:
+        offset = _round_up(end, slot.layout.align)
+        offsets.append(offset)
+        end = offset + slot.layout.size
+    return EntryAbi(variant, tuple(slots), tuple(offsets), end)

@@ -1,0 +1,68 @@
+"""Small, conservative text analyses of kernel code that the templates need.
+
+They never parse C++; each answers a yes/no question where "no" is always safe (it only costs speed).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# Anything that can make an assignment conditional or skip it.
+_CONTROL = re.compile(r"\b(?:if|else|for|while|do|switch|case|goto|return|break|continue)\b")
+
+
+def is_write_only(operation: str, name: str) -> bool:
+    """True when ``operation`` surely assigns ``name`` and never reads it.
+
+    The vectorised elementwise path builds each output in registers and stores whole vectors, so an output
+    that the body reads (``z += x``), or may leave unassigned (``if (x > 0) z = x;``), must be loaded first
+    to keep CuPy's semantics, where outputs are references into memory. "Surely" means: no control flow
+    at all, ``name`` occurs at least once, and every occurrence starts a statement and is followed by a
+    plain ``=``. Anything else (``z = z * 2``, ``f(z)``, ``y = z = x``, a comment naming ``z``) answers
+    False, which is always correct, only slower.
+    """
+    if _CONTROL.search(operation):
+        return False
+    found = False
+    for match in re.finditer(rf"\b{re.escape(name)}\b", operation):
+        before = operation[: match.start()].rstrip()
+        after = operation[match.end() :].lstrip()
+        starts_statement = not before or before[-1] in ";{}"
+        plain_assignment = after.startswith("=") and not after.startswith("==")
+        if not (starts_statement and plain_assignment):
+            return False
+        found = True
+    return found
+
+
+# Type names whose device header a kernel needs even when no parameter has that dtype (a preamble that
+# computes in __half, a reduce_type of complex<float>).
+_HEADER_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\b__half2?\b"), "fp16"),
+    (re.compile(r"\b__nv_bfloat162?\b"), "bf16"),
+    (re.compile(r"\bcomplex\s*<"), "complex"),
+)
+
+# Headers a raw source includes itself; only used to report what it needs (the include path is there anyway).
+_RAW_INCLUDES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"#\s*include\s*[<\"]cuda_fp16\.h[>\"]"), "fp16"),
+    (re.compile(r"#\s*include\s*[<\"]cuda_bf16\.h[>\"]"), "bf16"),
+    (re.compile(r"#\s*include\s*[<\"](?:cupy|kspec)/complex\.cuh[>\"]|#\s*include\s*<cuda/std/complex>"), "complex"),
+    (re.compile(r"#\s*include\s*[<\"]cub/"), "cub"),
+)
+
+
+def needs_from_text(texts: Iterable[str]) -> set[str]:
+    """Headers that type names used in kernel text (preamble, expressions) call for."""
+    found: set[str] = set()
+    for text in texts:
+        for pattern, need in _HEADER_WORDS:
+            if pattern.search(text):
+                found.add(need)
+    return found
+
+
+def needs_of_raw_source(source: str) -> set[str]:
+    """Headers a raw CUDA source includes, as the compiler's ``needs`` names."""
+    return {need for pattern, need in _RAW_INCLUDES if pattern.search(source)}

@@ -1,0 +1,180 @@
+"""Rendering: one Specialization -> one CUDA module (source, name expressions, launch ABI)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from .. import dtypes
+from .._errors import KspecTypeError
+from ..spec import ElementwiseSpec, RawSpec, ReductionSpec
+from ._abi import EntryAbi, entry_abi
+from ._analysis import is_write_only
+from ._env import environment
+from ._specialize import AnySpec, Specialization, specialize
+from ._variants import VariantKey
+
+
+@dataclass(frozen=True)
+class ReduceItem:
+    """The reduce type as the split reduction's workspace holds it.
+
+    ``itemsize`` / ``align`` are known when the reduce type is one of kspec's dtypes; for an opaque C type
+    they are None and the launcher reads them from the module global ``symbol`` (two uint64: sizeof, alignof).
+    """
+
+    c_type: str
+    dtype: str | None
+    itemsize: int | None
+    align: int | None
+    symbol: str
+
+
+@dataclass(frozen=True, eq=False)
+class RenderedModule:
+    """What the compiler and the launcher need from one rendered module.
+
+    ``variants`` maps each launch variant to its name expression (the compiler resolves these to lowered
+    names); ``abi`` gives each variant's parameter list (see ``kspec/render/_abi.py`` for the layouts and
+    for how the launcher picks a variant). Raw modules have no variants and no ABI: their entries are
+    ``name_expressions`` (the spec's kernels, then its name_expressions) and the user packs the arguments.
+    """
+
+    name: str
+    kind: str  # "elementwise", "reduction" or "raw"
+    key: str  # the specialization's content key
+    source: str
+    name_expressions: tuple[str, ...]
+    variants: Mapping[VariantKey, str]
+    abi: Mapping[VariantKey, EntryAbi]
+    needs: frozenset[str]
+    reduce_item: ReduceItem | None = None
+
+
+def render(target: AnySpec | Specialization) -> RenderedModule:
+    """Render a Specialization (or a spec without placeholders, or a raw spec) into CUDA source."""
+    if isinstance(target, RawSpec):
+        return render_raw(target)
+    if isinstance(target, (ElementwiseSpec, ReductionSpec)):
+        target = specialize(target)
+    if not isinstance(target, Specialization):
+        raise KspecTypeError(f"render: expected a Specialization or a kernel spec, got {type(target).__name__}")
+    if isinstance(target.spec, RawSpec):
+        return render_raw(target.spec)
+
+    if target.kind == "elementwise":
+        template, context = "elementwise.cu.j2", _elementwise_context(target)
+    else:
+        template, context = "reduction.cu.j2", _reduction_context(target)
+    source = environment().get_template(template).render(**context)
+    variants = target.variants
+    return RenderedModule(
+        name=target.name,
+        kind=target.kind,
+        key=target.key,
+        source=source,
+        name_expressions=target.name_expressions,
+        variants=MappingProxyType({v: target.name_expression(v) for v in variants}),
+        abi=MappingProxyType({v: entry_abi(target.kind, v, target.operands) for v in variants}),
+        needs=target.needs,
+        reduce_item=_reduce_item(target),
+    )
+
+
+def raw_source(code: str, *, translate_cucomplex: bool = False) -> str:
+    """The source NVRTC compiles for a raw module: the user's code behind the kspec headers it asked for.
+
+    The one path for raw code, whether it comes from a spec file or from ``RawModule(code=...)``.
+    """
+    return environment().get_template("raw.cu.j2").render(source=code, translate_cucomplex=translate_cucomplex)
+
+
+def render_raw(spec: RawSpec) -> RenderedModule:
+    """A raw module: the spec's source (inline or from its .cu file), with the cuComplex translation header
+    first when ``translate_cucomplex`` is set. Name expressions: the spec's kernels, then its name_expressions."""
+    if not isinstance(spec, RawSpec):
+        raise KspecTypeError(f"render_raw: expected a RawSpec, got {type(spec).__name__}")
+    specialization = specialize(spec)
+    source = raw_source(spec.read_source(), translate_cucomplex=spec.translate_cucomplex)
+    return RenderedModule(
+        name=spec.name,
+        kind="raw",
+        key=specialization.key,
+        source=source,
+        name_expressions=specialization.name_expressions,
+        variants=MappingProxyType({}),
+        abi=MappingProxyType({}),
+        needs=specialization.needs,
+    )
+
+
+def _common_context(s: Specialization) -> dict[str, Any]:
+    spec = s.spec
+    assert isinstance(spec, (ElementwiseSpec, ReductionSpec))
+    binding = ", ".join(f"{letter}={dtype}" for letter, dtype in s.types.items())
+    if s.scalars:
+        binding = ", ".join(filter(None, [binding, "scalars: " + " ".join(sorted(s.scalars))]))
+    return {
+        "name": s.name,
+        "kind": s.kind,
+        "key": s.key,
+        "binding": binding,
+        "need_macros": [f"KSPEC_NEED_{need.upper()}" for need in ("fp16", "bf16", "complex") if need in s.needs],
+        "extra_includes": [],
+        "typedefs": [(letter, dtypes.BY_NAME[dtype].c_type) for letter, dtype in s.types.items()],
+        "preamble": spec.preamble.strip("\n"),
+        "operands": s.operands,
+        "vec": s.vec,
+    }
+
+
+def _elementwise_context(s: Specialization) -> dict[str, Any]:
+    spec = s.spec
+    assert isinstance(spec, ElementwiseSpec)
+    context = _common_context(s)
+    context.update(
+        operation=spec.operation.strip(),
+        loop_prep=spec.loop_prep.strip(),
+        after_loop=spec.after_loop.strip(),
+        # outputs the vector path must load before the body runs (it reads them, or may not assign them)
+        read_outputs=[
+            op.name for op in s.operands if op.is_output and op.is_array and not is_write_only(spec.operation, op.name)
+        ],
+    )
+    return context
+
+
+def _reduction_context(s: Specialization) -> dict[str, Any]:
+    spec = s.spec
+    assert isinstance(spec, ReductionSpec) and s.reduce_type is not None
+    context = _common_context(s)
+    opaque = s.reduce_type.dtype is None
+    context.update(
+        extra_includes=["kspec/reduce.cuh"],
+        # a dtype reduce type is typedef'd with the placeholders (the preamble may use it); a C type from
+        # the spec after the preamble, which may be where it is defined
+        early_typedefs=[] if opaque else [("_type_reduce", s.reduce_type.c_type)],
+        late_reduce_typedef=opaque,
+        reduce_c_type=s.reduce_type.c_type,
+        map_expr=spec.map_expr.strip(),
+        reduce_expr=spec.reduce_expr.strip(),
+        post_map_expr=spec.post_map_expr.strip(),
+        identity=spec.identity,
+    )
+    return context
+
+
+def _reduce_item(s: Specialization) -> ReduceItem | None:
+    if s.reduce_type is None:
+        return None
+    size = s.reduce_type.itemsize
+    return ReduceItem(
+        c_type=s.reduce_type.c_type,
+        dtype=s.reduce_type.dtype,
+        itemsize=size,
+        align=size,  # every dtype of kspec's table is aligned to its size
+        symbol=f"{s.name}__reduce_type_info",
+    )
+

@@ -1,0 +1,282 @@
+"""Specialization: a spec with its placeholders bound and its scalar inputs chosen, plus a content key.
+
+This is the unit of rendering and compiling: one Specialization -> one CUDA module that holds every
+launch variant (see ``_variants``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Union
+
+from .. import dtypes
+from .._errors import KspecTypeError, KspecValueError
+from .._resources import templates_dir
+from ..spec import ElementwiseSpec, RawSpec, ReductionSpec
+from ._analysis import needs_from_text, needs_of_raw_source
+from ._variants import VECTOR_BYTES, VariantKey, elementwise_variants, name_expression, reduction_variants
+
+AnySpec = Union[ElementwiseSpec, ReductionSpec, RawSpec]
+
+# Bump when the generated code or its ABI changes meaning in a way the template files do not show. The
+# key also hashes every file under templates/, so an edited template can never reuse an old key.
+TEMPLATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One kernel parameter as this specialization passes it."""
+
+    name: str
+    dtype: str  # canonical dtype name
+    c_type: str  # spelling in the kernel: the placeholder letter (typedef'd) or the dtype's C type
+    is_output: bool
+    raw: bool  # a RawView, indexed by hand, not broadcast
+    scalar: bool  # an input passed by value at this call
+    non_const: bool
+
+    @property
+    def is_array(self) -> bool:
+        """An array operand of the loop (not raw, not a scalar): indexed by the kernel, and broadcast."""
+        return not self.raw and not self.scalar
+
+    @property
+    def itemsize(self) -> int:
+        return dtypes.BY_NAME[self.dtype].itemsize
+
+
+@dataclass(frozen=True)
+class ReduceType:
+    """The accumulator type of a reduction (``_type_reduce``)."""
+
+    c_type: str  # C spelling: a dtype's C type, or a C type from the spec (a preamble struct)
+    dtype: str | None  # canonical dtype when it is one of kspec's dtypes; None for an opaque C type
+
+    @property
+    def itemsize(self) -> int | None:
+        return None if self.dtype is None else dtypes.BY_NAME[self.dtype].itemsize
+
+
+@dataclass(frozen=True, eq=False)
+class Specialization:
+    """A spec, its placeholder binding and its scalar inputs: everything the rendered source depends on.
+
+    Equal (and hashed) by :attr:`key`. Build with :func:`specialize`.
+    """
+
+    spec: AnySpec
+    types: Mapping[str, str]  # placeholder letter -> canonical dtype name
+    scalars: frozenset[str]  # non-raw inputs passed by value at this call
+    key: str  # sha256 hex over spec data, binding, scalars, TEMPLATE_VERSION and the templates
+    needs: frozenset[str]  # heavy headers: "fp16", "bf16", "complex"
+    operands: tuple[Operand, ...] = field(repr=False)
+    reduce_type: ReduceType | None = field(default=None, repr=False)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Specialization) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def kind(self) -> str:
+        return self.spec.KIND
+
+    @property
+    def vec(self) -> int:
+        """Elements per 16-byte vector access of the contiguous paths (1: no vector variant).
+
+        Sized by the widest element among the operands moved in vectors (elementwise: array inputs and
+        outputs; reductions: array inputs), so that one moves 16 bytes and the others fewer. No vector
+        variant when an array input is ``_non_const``: the body could write it through its reference, and
+        a vector copy in registers would lose that write.
+        """
+        moved = [op for op in self.operands if op.is_array and (self.kind == "elementwise" or not op.is_output)]
+        if not moved or any(op.non_const and not op.is_output for op in moved):
+            return 1
+        return max(1, VECTOR_BYTES // max(op.itemsize for op in moved))
+
+    @property
+    def variants(self) -> tuple[VariantKey, ...]:
+        """Every launch variant the rendered module holds (none for a raw module)."""
+        if self.kind == "elementwise":
+            return elementwise_variants(self.vec)
+        if self.kind == "reduction":
+            return reduction_variants(self.vec)
+        return ()
+
+    def name_expression(self, variant: VariantKey) -> str:
+        if variant not in self.variants:
+            raise KspecValueError(f"kernel '{self.name}': no launch variant {variant}")
+        return name_expression(self.name, variant)
+
+    @property
+    def name_expressions(self) -> tuple[str, ...]:
+        if isinstance(self.spec, RawSpec):
+            return (*self.spec.kernels, *self.spec.name_expressions)
+        return tuple(name_expression(self.name, v) for v in self.variants)
+
+
+def specialize(
+    spec: AnySpec, types: Mapping[str, str] = MappingProxyType({}), *, scalars: Iterable[str] = ()
+) -> Specialization:
+    """Bind ``spec``'s placeholders to dtypes (``{"T": "float32"}``) and mark the inputs passed as scalars.
+
+    Every placeholder must be bound and no other letter given (KspecTypeError / KspecValueError naming the
+    letter); dtype names go through kspec's table (aliases such as ``"f4"`` are accepted). ``scalars``
+    names non-raw input parameters passed by value at this call (CuPy specialises ``f(x, 5)`` on it).
+    """
+    if not isinstance(spec, (ElementwiseSpec, ReductionSpec, RawSpec)):
+        raise KspecTypeError(f"spec: expected an ElementwiseSpec, ReductionSpec or RawSpec, got {type(spec).__name__}")
+    if isinstance(scalars, str):  # one name, not its letters
+        scalars = (scalars,)
+    scalar_set = frozenset(scalars)
+    if isinstance(spec, RawSpec):
+        return _specialize_raw(spec, types, scalar_set)
+
+    binding = _bind(spec, types)
+    _check_scalars(spec, scalar_set)
+    operands = tuple(
+        Operand(
+            name=p.name,
+            dtype=binding[p.type] if p.is_placeholder else p.type,
+            c_type=p.type if p.is_placeholder else dtypes.BY_NAME[p.type].c_type,
+            is_output=is_output,
+            raw=p.raw,
+            scalar=p.name in scalar_set,
+            non_const=p.non_const,
+        )
+        for is_output, params in ((False, spec.in_params), (True, spec.out_params))
+        for p in params
+    )
+    reduce_type = _reduce_type(spec, binding, operands) if isinstance(spec, ReductionSpec) else None
+
+    needs: set[str] = set(dtypes.headers_for({op.dtype for op in operands}))
+    if reduce_type is not None and reduce_type.dtype is not None:
+        needs |= dtypes.headers_for([reduce_type.dtype])
+    needs |= needs_from_text(_code_texts(spec))
+    key = _key(spec.to_data(), binding, scalar_set)
+    return Specialization(
+        spec=spec,
+        types=MappingProxyType(binding),
+        scalars=scalar_set,
+        key=key,
+        needs=frozenset(needs),
+        operands=operands,
+        reduce_type=reduce_type,
+    )
+
+
+def _specialize_raw(spec: RawSpec, types: Mapping[str, str], scalars: frozenset[str]) -> Specialization:
+    if types:
+        letter = next(iter(types))
+        raise KspecValueError(f"kernel '{spec.name}': a raw kernel has no placeholders, got one for {letter!r}")
+    if scalars:
+        raise KspecValueError(f"kernel '{spec.name}': a raw kernel has no declared inputs to pass as scalars")
+    source = spec.read_source()
+    needs = needs_of_raw_source(source) | ({"complex"} if spec.translate_cucomplex else set())
+    data = spec.to_data()
+    data["source_text"] = source  # a spec that points at a .cu file must change key with the file
+    return Specialization(
+        spec=spec,
+        types=MappingProxyType({}),
+        scalars=scalars,
+        key=_key(data, {}, scalars),
+        needs=frozenset(needs),
+        operands=(),
+    )
+
+
+def _bind(spec: ElementwiseSpec | ReductionSpec, types: Mapping[str, str]) -> dict[str, str]:
+    if not isinstance(types, Mapping):
+        raise KspecTypeError(f"types: expected a mapping of placeholder to dtype, got {type(types).__name__}")
+    placeholders = spec.placeholders
+    known = ", ".join(repr(p) for p in placeholders) or "none"
+    binding: dict[str, str] = {}
+    for letter, type_name in types.items():
+        if letter not in placeholders:
+            raise KspecValueError(
+                f"kernel '{spec.name}': {letter!r} is not a type placeholder of this kernel (its placeholders: {known})"
+            )
+        name = dtypes.canonical_name(str(type_name)) if isinstance(type_name, str) else None
+        if name is None:
+            try:  # a NumPy dtype or scalar type
+                name = dtypes.from_numpy(type_name).name
+            except (KeyError, TypeError):
+                raise KspecValueError(
+                    f"kernel '{spec.name}': placeholder {letter!r} bound to {type_name!r}, which is not a dtype "
+                    f"kspec supports ({', '.join(dtypes.NAMES)})"
+                ) from None
+        binding[letter] = name
+    missing = [p for p in placeholders if p not in binding]
+    if missing:
+        users = [p.name for p in spec.params if p.type == missing[0]]
+        used_by = f" (type of {', '.join(users)})" if users else " (the reduce_type)"
+        raise KspecTypeError(
+            f"kernel '{spec.name}': type placeholder {missing[0]!r}{used_by} is not bound; give it a dtype"
+        )
+    return {letter: binding[letter] for letter in placeholders}  # order of first use, for stable output
+
+
+def _check_scalars(spec: ElementwiseSpec | ReductionSpec, scalars: frozenset[str]) -> None:
+    inputs = {p.name: p for p in spec.in_params}
+    for name in sorted(scalars):
+        if name not in inputs:
+            where = "an output" if any(p.name == name for p in spec.out_params) else "not a parameter"
+            raise KspecValueError(f"kernel '{spec.name}': scalars: {name!r} is {where}; only inputs can be scalars")
+        if inputs[name].raw:
+            raise KspecValueError(f"kernel '{spec.name}': scalars: {name!r} is a raw parameter; it must be an array")
+
+
+def _reduce_type(spec: ReductionSpec, binding: Mapping[str, str], operands: tuple[Operand, ...]) -> ReduceType:
+    rt = spec.reduce_type
+    if rt is None:  # CuPy's default: the first output's type
+        first = next(op for op in operands if op.is_output)
+        return ReduceType(first.c_type, first.dtype)
+    if rt in dtypes.BY_C_TYPE:  # a C spelling of one of kspec's dtypes ("float", "complex<float>")
+        return ReduceType(rt, dtypes.BY_C_TYPE[rt].name)
+    if dtypes.is_placeholder(rt):
+        return ReduceType(rt, binding[rt])
+    name = dtypes.canonical_name(rt)
+    if name is not None:
+        return ReduceType(dtypes.BY_NAME[name].c_type, name)
+    return ReduceType(rt, None)
+
+
+def _code_texts(spec: ElementwiseSpec | ReductionSpec) -> list[str]:
+    if isinstance(spec, ElementwiseSpec):
+        return [spec.preamble, spec.operation, spec.loop_prep, spec.after_loop]
+    return [spec.preamble, spec.map_expr, spec.reduce_expr, spec.post_map_expr, spec.identity or "", spec.reduce_type or ""]
+
+
+@lru_cache(maxsize=1)
+def templates_digest() -> str:
+    """sha256 over every file under templates/ (relative path and content), once per process."""
+    digest = hashlib.sha256()
+    root = templates_dir()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _key(data: Mapping[str, object], binding: Mapping[str, str], scalars: frozenset[str]) -> str:
+    payload = {
+        "template_version": TEMPLATE_VERSION,
+        "templates": templates_digest(),
+        "spec": data,
+        "types": dict(sorted(binding.items())),
+        "scalars": sorted(scalars),
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+

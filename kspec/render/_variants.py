@@ -1,0 +1,111 @@
+"""Launch variants: the template instantiations one rendered module holds, and their name expressions.
+
+One module per specialization serves every call shape (a precompiled wheel never compiles at run time):
+ndim, contiguity, vector width and index width are template arguments of a few entry points, each
+instantiation reached through an NVRTC name expression.
+
+Elementwise entries (``V`` = :attr:`Specialization.vec`):
+
+==========================  ==========================================================================
+``<name>__contig<I, V>``     every non-raw array operand C-contiguous over the loop shape: ``p[i]``;
+                             V elements per load/store when they are all 16-byte aligned (checked inside)
+``<name>__strided<I, N>``    any strides: N = 1..4 dims known at compile time, or N = 0 (runtime, <= 16)
+==========================  ==========================================================================
+
+Reduction entries (``R`` = how the reduced dims are addressed: 1 = one reduced dim with any stride,
+0 = runtime number of reduced dims; ``v`` = V: vector loads on the rows that are contiguous and 16-byte
+aligned, checked inside):
+
+==============================  ==========================================================================
+``<name>__rows<I, R, v>``       a group of lanes per row segment (a power of two <= 32, or the whole
+                                block): long rows, short rows, and pass 1 of the split reduction
+``<name>__cols<I, R>``          32 consecutive outputs per block, warps split the row: reduced axis outer
+                                in memory (``axis=0`` of a C-contiguous matrix)
+``<name>__split_final<I>``      pass 2 of the split reduction: partials -> outputs (no atomics)
+==============================  ==========================================================================
+
+``I`` is ``int`` or ``long long`` (:data:`INDEX_C_TYPES`). How the launcher picks one is written down in
+``kspec/render/_abi.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+IndexType = Literal["int32", "int64"]
+Entry = Literal["contig", "strided", "rows", "cols", "split_final"]
+
+INDEX_C_TYPES: dict[str, str] = {"int32": "int", "int64": "long long"}
+
+# NDIM / RNDIM template argument meaning "rank known only at run time" (up to MAX_NDIM dims).
+DYNAMIC_NDIM = 0
+MAX_NDIM = 16  # KSPEC_MAX_NDIM of templates/include/kspec/indexer.cuh
+
+# Byte width of one vector load/store of the contiguous fast paths.
+VECTOR_BYTES = 16
+
+
+@dataclass(frozen=True, order=True)
+class VariantKey:
+    """One launch variant of a rendered module.
+
+    ``ndim``: elementwise ``strided``: a static rank (the templates take any; the module instantiates 2), or
+    0 for a runtime rank; reductions: 1 = one reduced dim, 0 = a runtime number of reduced dims; ``contig``
+    and ``split_final``: always 0 (unused).
+    ``vec``: elements per vector load (1 = scalar loads).
+    """
+
+    entry: Entry
+    index: IndexType
+    ndim: int = 0
+    vec: int = 1
+
+    @property
+    def index_c_type(self) -> str:
+        return INDEX_C_TYPES[self.index]
+
+
+def elementwise_variants(vec: int) -> tuple[VariantKey, ...]:
+    """The instantiations of an elementwise module, trimmed for NVRTC time.
+
+    Every instantiation costs ~10 ms of NVRTC time however small it is, and the float32 module must
+    compile in under 100 ms cold, so: one contiguous entry, 64-bit (it divides nothing, so 32-bit indexing
+    would save nothing) and vectorised when the dtypes allow (it checks alignment itself and falls back to
+    scalar loads); the strided path in 32-bit with 2 static dims (broadcast rows/columns, transposes: the
+    common strided case) and a runtime rank; a 64-bit runtime-rank fallback for launches beyond 2**31.
+    The templates take any (IndexT, NDIM, VEC); only this list is compiled.
+    """
+    return (
+        VariantKey("contig", "int64", 0, vec),
+        VariantKey("strided", "int32", 2, 1),
+        VariantKey("strided", "int32", DYNAMIC_NDIM, 1),
+        VariantKey("strided", "int64", DYNAMIC_NDIM, 1),
+    )
+
+
+def reduction_variants(vec: int) -> tuple[VariantKey, ...]:
+    """The instantiations of a reduction module: 64-bit only (their inner loops divide nothing except in
+    the rare runtime-rank path, and each reduction instantiation costs ~30 ms of NVRTC time); the one-
+    reduced-dim rows entry vectorises by itself when a row allows it."""
+    return (
+        VariantKey("rows", "int64", 1, vec),
+        VariantKey("rows", "int64", DYNAMIC_NDIM, 1),
+        VariantKey("cols", "int64", 1, 1),
+        VariantKey("split_final", "int64", 0, 1),
+    )
+
+
+def name_expression(kernel: str, variant: VariantKey) -> str:
+    """The NVRTC name expression of ``variant`` in the module of kernel ``kernel``."""
+    it = variant.index_c_type
+    entry = variant.entry
+    if entry == "contig":
+        args = f"{it}, {variant.vec}"
+    elif entry == "strided" or entry == "cols":
+        args = f"{it}, {variant.ndim}"
+    elif entry == "rows":
+        args = f"{it}, {variant.ndim}, {variant.vec}"
+    else:
+        args = it
+    return f"{kernel}__{entry}<{args}>"

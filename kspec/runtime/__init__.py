@@ -1,0 +1,49 @@
+"""kspec's runtime: devices, streams, arrays from any library, memory, module loading and launch plans.
+
+Nothing here touches the CUDA driver at import time; the first launch, allocation or device query loads
+and initialises it, and a machine without a GPU then gets a :class:`kspec.NoDeviceError` saying why.
+
+Streams: ``stream=`` takes a :class:`Stream`, an int handle, or any object with ``__cuda_stream__``,
+``.ptr`` (CuPy) or ``.cuda_stream`` (PyTorch). Without one, work goes to the current stream of the inputs'
+array library (CuPy's or PyTorch's), else to the legacy default stream.
+"""
+
+from __future__ import annotations
+
+from ._device import Device, current_device_id, device_count, get_device
+from ._devicearray import DeviceArray, allocate_like, asarray, device_array_from_pointer, empty, zeros
+from ._driver import why_no_device
+from ._interop import ArrayInfo, array_info, check_same_device, is_device_array, library_of
+from ._launch import LaunchPlan, dim3
+from ._memory import Allocation, MemoryPool, get_pool
+from ._module import LoadedModule, kernel_param_sizes
+from ._stream import Stream, default_stream_getter, stream_handle
+
+__all__ = [
+    "Allocation",
+    "ArrayInfo",
+    "Device",
+    "DeviceArray",
+    "LaunchPlan",
+    "LoadedModule",
+    "MemoryPool",
+    "Stream",
+    "allocate_like",
+    "array_info",
+    "asarray",
+    "check_same_device",
+    "current_device_id",
+    "default_stream_getter",
+    "device_array_from_pointer",
+    "device_count",
+    "dim3",
+    "empty",
+    "get_device",
+    "get_pool",
+    "is_device_array",
+    "kernel_param_sizes",
+    "library_of",
+    "stream_handle",
+    "why_no_device",
+    "zeros",
+]

@@ -1,0 +1,272 @@
+"""DLPack through ctypes: reading a producer's capsule, and building capsules for kspec's DeviceArray.
+
+Only the C structs of the DLPack ABI (v0.8 unversioned ``dltensor`` and v1.x ``dltensor_versioned``) are
+needed; no DLPack package exists to import.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._errors import KspecTypeError
+
+# DLDeviceType values kspec deals with.
+KDL_CPU = 1
+KDL_CUDA = 2
+KDL_CUDA_HOST = 3
+KDL_CUDA_MANAGED = 13
+DEVICE_ACCESSIBLE = (KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED)
+
+# DLDataTypeCode
+_INT, _UINT, _FLOAT, _BFLOAT, _COMPLEX, _BOOL = 0, 1, 2, 4, 5, 6
+
+_FLAG_READ_ONLY = 1
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+_Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter)]
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [
+        ("version", DLPackVersion),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", _Deleter),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
+
+
+_api = ctypes.pythonapi
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_New.restype = ctypes.py_object
+_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_api.PyCapsule_GetName.restype = ctypes.c_char_p
+_api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+
+# Raw-pointer flavours for the capsule destructor, which receives the capsule as a PyObject*.
+_capsule_is_valid_raw = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", _api)
+)
+_capsule_get_pointer_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _api)
+)
+
+_NAME = b"dltensor"
+_NAME_VERSIONED = b"dltensor_versioned"
+
+
+# -- reading ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DLPackView:
+    """What a producer's capsule describes. ``capsule`` must stay referenced while the memory is used."""
+
+    ptr: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in bytes
+    dtype: np.dtype
+    device_type: int
+    device_id: int
+    readonly: bool
+    capsule: Any
+
+
+def _dtype_from_dl(code: int, bits: int, lanes: int) -> np.dtype:
+    if lanes != 1:
+        raise KspecTypeError(f"DLPack dtype with {lanes} lanes is not supported")
+    if code == _BOOL or (code == _UINT and bits == 1):
+        return np.dtype(np.bool_)
+    if code == _INT:
+        return np.dtype(f"int{bits}")
+    if code == _UINT:
+        return np.dtype(f"uint{bits}")
+    if code == _FLOAT:
+        return np.dtype(f"float{bits}")
+    if code == _COMPLEX:
+        return np.dtype(f"complex{bits}")
+    if code == _BFLOAT and bits == 16:
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise KspecTypeError("a bfloat16 DLPack tensor needs the ml_dtypes package for its NumPy dtype") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    raise KspecTypeError(f"DLPack dtype code {code} with {bits} bits is not supported")
+
+
+def _dl_from_dtype(dtype: np.dtype) -> tuple[int, int]:
+    if dtype.kind == "b":
+        return _BOOL, 8
+    if dtype.name == "bfloat16":
+        return _BFLOAT, 16
+    code = {"i": _INT, "u": _UINT, "f": _FLOAT, "c": _COMPLEX}.get(dtype.kind)
+    if code is None:
+        raise KspecTypeError(f"dtype {dtype} has no DLPack equivalent")
+    return code, dtype.itemsize * 8
+
+
+def read_capsule(capsule: Any) -> DLPackView:
+    """Parse a ``dltensor`` or ``dltensor_versioned`` capsule without consuming it."""
+    managed: Any
+    if _api.PyCapsule_IsValid(capsule, _NAME_VERSIONED):
+        managed = DLManagedTensorVersioned.from_address(_api.PyCapsule_GetPointer(capsule, _NAME_VERSIONED))
+        readonly = bool(managed.flags & _FLAG_READ_ONLY)
+    elif _api.PyCapsule_IsValid(capsule, _NAME):
+        managed = DLManagedTensor.from_address(_api.PyCapsule_GetPointer(capsule, _NAME))
+        readonly = False
+    else:
+        raise KspecTypeError("__dlpack__() did not return a DLPack capsule ('dltensor' or 'dltensor_versioned')")
+    t = managed.dl_tensor
+    ndim = t.ndim
+    shape = tuple(t.shape[i] for i in range(ndim))
+    dtype = _dtype_from_dl(t.dtype.code, t.dtype.bits, t.dtype.lanes)
+    if t.strides:
+        strides = tuple(t.strides[i] * dtype.itemsize for i in range(ndim))
+    else:  # NULL strides: C-contiguous
+        strides = c_strides(shape, dtype.itemsize)
+    return DLPackView(
+        ptr=(t.data or 0) + t.byte_offset,
+        shape=shape,
+        strides=strides,
+        dtype=dtype,
+        device_type=t.device.device_type,
+        device_id=t.device.device_id,
+        readonly=readonly,
+        capsule=capsule,
+    )
+
+
+def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """C-contiguous strides in bytes."""
+    strides = []
+    step = itemsize
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(extent, 1)
+    return tuple(reversed(strides))
+
+
+# -- writing ---------------------------------------------------------------------------------------------
+
+# Everything a capsule we made points into, kept alive until its consumer (or the capsule's destructor)
+# calls the deleter: address of the managed struct -> (struct, shape array, strides array, owner).
+_exported: dict[int, tuple[Any, ...]] = {}
+_exported_lock = threading.Lock()
+
+
+def _release(address: int) -> None:
+    try:
+        with _exported_lock:
+            _exported.pop(address, None)
+    except Exception:  # interpreter shutdown
+        pass
+
+
+@_Deleter
+def _deleter(address: int) -> None:
+    _release(address)
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _capsule_destructor(capsule_address: int) -> None:
+    # An unconsumed capsule still carries its original name: nobody took ownership, so release here. A
+    # consumer renames it ('used_dltensor'...) and calls the deleter itself when it is done.
+    try:
+        for name in (_NAME, _NAME_VERSIONED):
+            if _capsule_is_valid_raw(capsule_address, name):
+                _release(_capsule_get_pointer_raw(capsule_address, name))
+                return
+    except Exception:
+        pass
+
+
+# The two callbacks must outlive every capsule, including ones freed during interpreter shutdown after this
+# module's globals are cleared: take one extra reference that is never dropped.
+ctypes.pythonapi.Py_IncRef(ctypes.py_object(_deleter))
+ctypes.pythonapi.Py_IncRef(ctypes.py_object(_capsule_destructor))
+_DESTRUCTOR_ADDRESS = ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
+
+
+def make_capsule(
+    *,
+    ptr: int,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    dtype: np.dtype,
+    device_id: int,
+    owner: Any,
+    versioned: bool,
+    readonly: bool = False,
+    device_type: int = KDL_CUDA,
+) -> Any:
+    """A DLPack capsule over device memory ``ptr`` that keeps ``owner`` alive until the consumer is done."""
+    code, bits = _dl_from_dtype(dtype)
+    ndim = len(shape)
+    shape_arr = (ctypes.c_int64 * max(ndim, 1))(*shape)
+    # DLPack strides count elements, not bytes.
+    strides_arr = (ctypes.c_int64 * max(ndim, 1))(*(s // dtype.itemsize for s in strides))
+    managed: Any
+    if versioned:
+        managed = DLManagedTensorVersioned()
+        managed.version.major, managed.version.minor = 1, 0
+        managed.flags = _FLAG_READ_ONLY if readonly else 0
+        name = _NAME_VERSIONED
+    else:
+        managed = DLManagedTensor()
+        name = _NAME
+    t = managed.dl_tensor
+    t.data = ptr or None
+    t.device.device_type = device_type
+    t.device.device_id = device_id
+    t.ndim = ndim
+    t.dtype.code, t.dtype.bits, t.dtype.lanes = code, bits, 1
+    t.shape = ctypes.cast(shape_arr, ctypes.POINTER(ctypes.c_int64))
+    t.strides = ctypes.cast(strides_arr, ctypes.POINTER(ctypes.c_int64))
+    t.byte_offset = 0
+    managed.deleter = _deleter
+    address = ctypes.addressof(managed)
+    managed.manager_ctx = address
+    with _exported_lock:
+        _exported[address] = (managed, shape_arr, strides_arr, owner)
+    return _api.PyCapsule_New(address, name, _DESTRUCTOR_ADDRESS)
+
+
+def exported_count() -> int:
+    """How many capsules kspec made are still held by a consumer (tests use it to check for leaks)."""
+    return len(_exported)

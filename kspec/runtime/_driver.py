@@ -1,0 +1,148 @@
+"""The CUDA driver, loaded on first use.
+
+Importing kspec never imports ``cuda.bindings.driver`` nor calls into libcuda: the first call of
+:func:`driver` does (``cuInit``), and a machine without a driver or a device gets a :class:`NoDeviceError`
+that says what was looked for, never a traceback from inside the bindings.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from types import ModuleType
+from typing import Any
+
+from .._errors import LaunchError, NoDeviceError
+
+_lock = threading.Lock()
+_driver: ModuleType | None = None
+_failure: str | None = None  # why the driver is unusable, remembered so every later call says the same
+_device_count = 0
+
+_COMPILE_HINT = (
+    "Launching needs an NVIDIA GPU and its driver; compiling does not (`kspec build`, "
+    "RawModule.compile(arch='sm_90'), kspec.compiler all work on a machine without one)."
+)
+
+
+def _visible_devices_note() -> str:
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return "" if value is None else f" (CUDA_VISIBLE_DEVICES={value!r})"
+
+
+def _init() -> ModuleType:
+    global _driver, _failure, _device_count
+    try:
+        from cuda.bindings import driver as cu
+    except ImportError as exc:
+        _failure = (
+            f"the cuda-bindings package is not importable ({exc}); kspec talks to the CUDA driver through it "
+            "(pip install cuda-bindings)"
+        )
+        raise NoDeviceError(f"no CUDA device: {_failure.rstrip('.')}. {_COMPILE_HINT}") from None
+    try:
+        (err,) = cu.cuInit(0)
+    except Exception as exc:  # cuda.pathfinder raises its own error types when libcuda is missing
+        _failure = (
+            "the NVIDIA driver library libcuda.so.1 could not be loaded; kspec looked for it through "
+            f"cuda.bindings (the system library search path): {type(exc).__name__}: {exc}"
+        )
+        raise NoDeviceError(f"no CUDA device: {_failure.rstrip('.')}. {_COMPILE_HINT}") from None
+    if err != cu.CUresult.CUDA_SUCCESS:
+        version = _driver_version(cu)
+        _failure = (
+            f"the NVIDIA driver{version} was found but cuInit failed with {_result_name(cu, err)}"
+            f"{_visible_devices_note()}"
+        )
+        raise NoDeviceError(f"no CUDA device: {_failure.rstrip('.')}. {_COMPILE_HINT}")
+    err, count = cu.cuDeviceGetCount()
+    if err != cu.CUresult.CUDA_SUCCESS or count == 0:
+        _failure = (
+            f"the NVIDIA driver{_driver_version(cu)} reports no CUDA device{_visible_devices_note()}"
+        )
+        raise NoDeviceError(f"no CUDA device: {_failure.rstrip('.')}. {_COMPILE_HINT}")
+    _device_count = int(count)
+    _driver = cu
+    return cu
+
+
+def _driver_version(cu: Any) -> str:
+    try:
+        err, version = cu.cuDriverGetVersion()
+    except Exception:
+        return ""
+    if err != cu.CUresult.CUDA_SUCCESS:
+        return ""
+    return f" (CUDA {version // 1000}.{version % 1000 // 10})"
+
+
+def driver() -> ModuleType:
+    """``cuda.bindings.driver``, initialised; :class:`NoDeviceError` when there is no usable device."""
+    if _driver is not None:
+        return _driver
+    with _lock:
+        if _driver is not None:
+            return _driver
+        if _failure is not None:
+            raise NoDeviceError(f"no CUDA device: {_failure.rstrip('.')}. {_COMPILE_HINT}")
+        return _init()
+
+
+def device_count() -> int:
+    """Number of visible CUDA devices; 0 (never an exception) when there is no driver or device."""
+    try:
+        driver()
+    except NoDeviceError:
+        return 0
+    return _device_count
+
+
+def why_no_device() -> str | None:
+    """None when a device is usable, else the reason (the text of the NoDeviceError a launch would raise)."""
+    try:
+        driver()
+    except NoDeviceError as exc:
+        return str(exc)
+    return None
+
+
+def is_initialized() -> bool:
+    """True once the driver was loaded and initialised in this process (tests use it)."""
+    return _driver is not None
+
+
+def _result_name(cu: Any, err: Any) -> str:
+    try:
+        return cu.CUresult(int(err)).name
+    except Exception:
+        return f"CUresult {int(err)}"
+
+
+def describe(err: Any) -> str:
+    """``CUDA_ERROR_X (the driver's description)`` for a CUresult."""
+    cu = _driver
+    if cu is None:
+        return f"CUresult {int(err)}"
+    name = _result_name(cu, err)
+    try:
+        res, text = cu.cuGetErrorString(err)
+        if res == cu.CUresult.CUDA_SUCCESS and text:
+            return f"{name} ({text.decode() if isinstance(text, bytes) else text})"
+    except Exception:
+        pass
+    return name
+
+
+def check(result: tuple, what: str) -> Any:
+    """Unpack a bindings call's ``(err, *values)``; raise LaunchError naming ``what`` when err is not success.
+
+    Returns None for no values, the value for one, the tuple for several.
+    """
+    err = result[0]
+    if err:  # CUresult is an int enum; CUDA_SUCCESS is 0
+        raise LaunchError(f"{what} failed: {describe(err)}")
+    if len(result) == 1:
+        return None
+    if len(result) == 2:
+        return result[1]
+    return result[1:]

@@ -1,0 +1,73 @@
+// kspec device header: `raw` parameters (RawView) and the vector type of the contiguous fast paths.
+// Layouts are written down in kspec/render/_abi.py.
+#pragma once
+
+#include <kspec/indexer.cuh>
+
+namespace kspec {
+
+// A `raw` parameter: CuPy's raw CArray, an array view that the kernel body indexes by hand.
+// shape()/strides() are in C order and strides in bytes, as CuPy gives them, so code that computes
+// with y.strides() behaves the same. The view is shallow: indexing a const view yields a writable T&.
+template <typename T>
+struct RawView {
+  T* ptr_;
+  ptrdiff_t size_;                      // number of elements
+  int ndim_;
+  int c_contiguous_;                    // 1 when element i (C order) is ptr_[i]
+  ptrdiff_t shape_[KSPEC_MAX_NDIM];     // C order
+  ptrdiff_t strides_[KSPEC_MAX_NDIM];   // bytes, C order
+
+  __device__ __forceinline__ ptrdiff_t size() const { return size_; }
+  __device__ __forceinline__ int ndim() const { return ndim_; }
+  __device__ __forceinline__ const ptrdiff_t* shape() const { return shape_; }
+  __device__ __forceinline__ const ptrdiff_t* strides() const { return strides_; }
+  __device__ __forceinline__ T* data() const { return ptr_; }
+
+  // Element `i` in C order over the view's own shape (not the kernel's loop shape), strides honoured.
+  __device__ __forceinline__ T& operator[](ptrdiff_t i) const {
+    if (c_contiguous_) return ptr_[i];
+    ptrdiff_t offset = 0;
+    for (int d = ndim_ - 1; d > 0; --d) {  // innermost axis first; axis 0 takes what is left
+      const ptrdiff_t q = i / shape_[d];
+      offset += (i - q * shape_[d]) * strides_[d];
+      i = q;
+    }
+    if (ndim_ > 0) offset += i * strides_[0];
+    return *at(ptr_, offset);
+  }
+
+  // Element at an n-d index (`idx[d]` along axis d; N must equal ndim()).
+  template <typename I, int N>
+  __device__ __forceinline__ T& operator[](const I (&idx)[N]) const {
+    ptrdiff_t offset = 0;
+#pragma unroll
+    for (int d = 0; d < N; ++d) offset += static_cast<ptrdiff_t>(idx[d]) * strides_[d];
+    return *at(ptr_, offset);
+  }
+};
+
+// N consecutive elements moved by one load or store. The contiguous fast paths use it only after checking
+// that every operand is 16-byte aligned; N is chosen so that the largest element type moves 16 bytes.
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+// The address of p as an integer, to test alignment.
+__device__ __forceinline__ unsigned long long address(const void* p) {
+  return reinterpret_cast<unsigned long long>(p);
+}
+
+// The N elements starting at p, which must be aligned to sizeof(T) * N bytes.
+template <int N, typename T>
+__device__ __forceinline__ Vec<T, N> load_vec(const T* p) {
+  return *reinterpret_cast<const Vec<T, N>*>(p);
+}
+
+template <int N, typename T>
+__device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& value) {
+  *reinterpret_cast<Vec<T, N>*>(p) = value;
+}
+
+}  // namespace kspec

@@ -1,0 +1,122 @@
+// kspec device header: loop and index arithmetic of generated elementwise and reduction kernels.
+//
+// These structs are kernel parameters that the launcher packs byte for byte from Python; their exact
+// layouts are written down in kspec/render/_abi.py (a test compiles static_asserts of every offset).
+//
+// Conventions:
+//  * Dimensions are stored INNERMOST FIRST: extent[0] and stride[0] describe the last, fastest-varying
+//    axis of the C-order shape. Unravelling a flat index then walks the arrays from index 0 upwards, so
+//    a fully unrolled loop touches them with compile-time indices only (no copy to local memory, even
+//    when the number of dims is a runtime value).
+//  * Strides are in BYTES, as CuPy and the CUDA Array Interface give them. Negative strides (reversed
+//    views) and zero strides (broadcast operands) are fine.
+//  * IndexT is int or long long. The launcher picks the int variants only when every flat index and
+//    every byte offset of the launch fits in a signed 32-bit int; 32-bit division is several times
+//    cheaper than 64-bit division, which is what the strided paths spend their time on.
+#pragma once
+
+#ifndef KSPEC_MAX_NDIM
+#define KSPEC_MAX_NDIM 16
+#endif
+
+namespace kspec {
+
+// How many dims a struct stores: NDIM > 0 is a compile-time rank, NDIM == 0 a runtime rank (<= 16).
+template <int NDIM>
+struct Capacity {
+  static constexpr int value = NDIM > 0 ? NDIM : KSPEC_MAX_NDIM;
+  // How far loops over the dims unroll: fully for a static rank; not at all for a runtime rank, which
+  // is the rare case (more than 4 dims after merging) and would otherwise cost NVRTC a lot of code.
+  static constexpr int unroll = NDIM > 0 ? NDIM : 1;
+};
+
+// `_ind` of elementwise kernels, `_in_ind` / `_out_ind` of reductions: CuPy code calls `.size()`.
+template <typename IndexT>
+struct LoopSize {
+  IndexT n;
+  __device__ __forceinline__ IndexT size() const { return n; }
+};
+
+// The iteration shape of the strided elementwise path.
+template <int NDIM, typename IndexT>
+struct Shape {
+  IndexT size;          // product of the extents: the loop size
+  IndexT extent[NDIM];  // innermost first
+  __device__ __forceinline__ int dims() const { return NDIM; }
+};
+
+template <typename IndexT>
+struct Shape<0, IndexT> {
+  IndexT size;
+  IndexT extent[KSPEC_MAX_NDIM];
+  int ndim;  // 1..KSPEC_MAX_NDIM
+  __device__ __forceinline__ int dims() const { return ndim; }
+};
+
+// One array operand of a strided path: base pointer plus byte strides over the iteration dims.
+template <typename T, int NDIM, typename IndexT>
+struct StridedArray {
+  T* ptr;
+  IndexT stride[Capacity<NDIM>::value];  // bytes, innermost first
+};
+
+// The iteration shape of a reduction: kept dims (one output each) outside, reduced dims inside.
+template <int RNDIM, typename IndexT>
+struct ReduceShape {
+  IndexT out_size;                               // number of outputs: product of kept_extent
+  IndexT red_size;                               // elements reduced into each output: product of red_extent
+  IndexT kept_extent[KSPEC_MAX_NDIM];            // innermost first
+  IndexT red_extent[Capacity<RNDIM>::value];     // innermost first
+  int kept_ndim;                                 // 0 for a full reduction
+  int red_ndim;                                  // 1..; must equal RNDIM when RNDIM > 0
+  __device__ __forceinline__ int red_dims() const { return RNDIM > 0 ? RNDIM : red_ndim; }
+};
+
+// A non-raw input of a reduction: byte strides over the kept dims and over the reduced dims.
+template <typename T, int RNDIM, typename IndexT>
+struct ReduceArray {
+  T* ptr;
+  IndexT kept_stride[KSPEC_MAX_NDIM];          // bytes, innermost first
+  IndexT red_stride[Capacity<RNDIM>::value];   // bytes, innermost first
+};
+
+// Where the split (two-pass) reduction keeps its per-chunk partial results: nchunks values of the
+// reduce type per output, output-major (partial s of output o at index o * nchunks + s).
+template <typename IndexT>
+struct SplitWorkspace {
+  void* ptr;
+  IndexT nchunks;  // chunks per row (== gridDim.x of the partial pass)
+  IndexT chunk;    // elements per chunk; every chunk is non-empty: (nchunks - 1) * chunk < red_size
+};
+
+// Address `byte_offset` bytes away from `p`.
+template <typename T, typename IndexT>
+__device__ __forceinline__ T* at(T* p, IndexT byte_offset) {
+  return reinterpret_cast<T*>(reinterpret_cast<char*>(p) + byte_offset);
+}
+
+// A thread's first index of a grid-stride loop, clamped to `end` so that the product of a large
+// blockIdx and blockDim never wraps a 32-bit IndexT.
+template <typename IndexT>
+__device__ __forceinline__ IndexT first_index(unsigned long long start, IndexT end) {
+  return start < static_cast<unsigned long long>(end) ? static_cast<IndexT>(start) : end;
+}
+
+// The next index of a grid-stride loop without overflow: `i + step` could pass INT_MAX when the
+// loop ends near it, so step to `end` instead of past it.
+template <typename IndexT>
+__device__ __forceinline__ IndexT next_index(IndexT i, IndexT step, IndexT end) {
+  return end - i > step ? i + step : end;
+}
+
+// The global thread number and the thread count of a 1-D grid, as 64-bit values.
+__device__ __forceinline__ unsigned long long global_thread() {
+  return static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+template <typename IndexT>
+__device__ __forceinline__ IndexT grid_threads() {
+  return static_cast<IndexT>(static_cast<unsigned long long>(gridDim.x) * blockDim.x);
+}
+
+}  // namespace kspec

@@ -1,0 +1,97 @@
+// kspec device header: accumulators and the warp / block combine steps of generated reductions.
+// Everything is templated on the kernel's reduce functor `Op` (reduce_expr over `a` and `b`), so the
+// same code serves any reduce type, including a struct from the kernel's preamble.
+#pragma once
+
+namespace kspec {
+
+// A running reduction. With an identity, the value starts at it; without one (identity None) a flag
+// says whether any element has been seen, so the first element seeds the value.
+template <typename T, bool HAS_IDENTITY>
+struct Acc {
+  T value;
+  bool has;
+};
+
+template <typename T>
+struct Acc<T, true> {
+  T value;
+};
+
+template <typename T, typename Op>
+__device__ __forceinline__ void push(Acc<T, true>& acc, const T& x, const Op& op) {
+  acc.value = op(acc.value, x);
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ void push(Acc<T, false>& acc, const T& x, const Op& op) {
+  acc.value = acc.has ? op(acc.value, x) : x;
+  acc.has = true;
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ void merge(Acc<T, true>& acc, const Acc<T, true>& other, const Op& op) {
+  acc.value = op(acc.value, other.value);
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ void merge(Acc<T, false>& acc, const Acc<T, false>& other, const Op& op) {
+  if (other.has) push(acc, other.value, op);
+}
+
+// Uninitialised, suitably aligned shared-memory room for N values of T: a __shared__ variable cannot
+// have a constructor, and complex<T> has one.
+template <typename T, int N>
+struct alignas(alignof(T)) Storage {
+  unsigned char bytes[sizeof(T) * N];
+  __device__ __forceinline__ T* get() { return reinterpret_cast<T*>(bytes); }
+};
+
+// __shfl_xor_sync for any trivially copyable T (a struct, complex<double>, an Acc): moved as 32-bit words.
+template <typename T>
+__device__ __forceinline__ T shfl_xor(const T& value, int lane_mask) {
+  constexpr int kWords = (sizeof(T) + 3) / 4;
+  int words[kWords];
+  memcpy(words, &value, sizeof(T));
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) words[w] = __shfl_xor_sync(0xffffffffu, words[w], lane_mask);
+  T out;
+  memcpy(&out, words, sizeof(T));
+  return out;
+}
+
+// Combine within aligned groups of `width` consecutive lanes (a power of two, 1..32) by a butterfly:
+// afterwards every lane holds its group's total. All 32 lanes of the warp must call it.
+template <typename A, typename Op>
+__device__ __forceinline__ void warp_combine(A& acc, int width, const Op& op) {
+  for (int mask = width >> 1; mask > 0; mask >>= 1) {
+    const A other = shfl_xor(acc, mask);
+    merge(acc, other, op);
+  }
+}
+
+// Combine over the whole block (blockDim.x a multiple of 32): warps first, then warp 0 over the warps'
+// totals. Thread 0 ends with the block's total. Every thread of the block must call it; `smem` holds 32
+// accumulators and may be reused right after the call returns (it ends with a barrier).
+template <typename A, typename Op>
+__device__ __forceinline__ void block_combine(A& acc, A* smem, const A& empty, const Op& op) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int nwarps = blockDim.x >> 5;
+  warp_combine(acc, 32, op);
+  if (lane == 0) smem[warp] = acc;
+  __syncthreads();
+  if (warp == 0) {
+    acc = lane < nwarps ? smem[lane] : empty;
+    warp_combine(acc, 32, op);
+  }
+  __syncthreads();
+}
+
+}  // namespace kspec
+
+// Blocks of the `cols` reduction have at most this many warps: their partial results live in static
+// shared memory (32 * KSPEC_COLS_MAX_WARPS accumulators). kspec/render/_abi.py says the same.
+#ifndef KSPEC_COLS_MAX_WARPS
+#define KSPEC_COLS_MAX_WARPS 8
+#endif
