@@ -33,7 +33,8 @@ def test_key_is_stable_across_processes():
     keys = {
         subprocess.run(
             [sys.executable, "-c", _KEY_SCRIPT], capture_output=True, text=True, check=True, cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": str(seed)},
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+                 "PYTHONHASHSEED": str(seed)},
         ).stdout.strip()
         for seed in (1, 2)
     }
