@@ -7,6 +7,8 @@ carries data to and from kernels. Other libraries take it without a copy: ``cupy
 
 from __future__ import annotations
 
+import math
+
 import operator
 import sys
 from typing import Any
@@ -121,10 +123,7 @@ class DeviceArray:
 
     @property
     def size(self) -> int:
-        n = 1
-        for extent in self._shape:
-            n *= extent
-        return n
+        return math.prod(self._shape)
 
     @property
     def itemsize(self) -> int:

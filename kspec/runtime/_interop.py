@@ -9,6 +9,8 @@ ever imported by kspec: a type is recognised through ``sys.modules`` only when o
 
 from __future__ import annotations
 
+import math
+
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -159,10 +161,7 @@ class ArrayInfo:
 
     @property
     def size(self) -> int:
-        n = 1
-        for extent in self.shape:
-            n *= extent
-        return n
+        return math.prod(self.shape)
 
     @property
     def is_c_contiguous(self) -> bool:
