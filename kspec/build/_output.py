@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from .._atomic import write_atomic
 from ._precompile import BuildResult
 
 MANIFEST_NAME = "manifest.json"
@@ -54,12 +54,12 @@ def write_output(results: Sequence[BuildResult], out_dir: str | os.PathLike[str]
         if result.program is None:
             continue
         rel = binary_path(result)
-        _atomic_write(out / rel, result.program.binary)
+        write_atomic(out / rel, result.program.binary)
         entries.append(manifest_entry(result))
     previous = read_manifest(out)
     manifest = {"kspec_manifest": MANIFEST_VERSION, "kspec_version": __version__, "entries": entries}
     path = out / MANIFEST_NAME
-    _atomic_write(path, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+    write_atomic(path, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
     # Binaries of an earlier build that this one no longer has would only mislead a reader of the directory.
     kept = {e["file"] for e in entries}
     for old in previous.get("entries", []) if previous else []:
@@ -77,15 +77,3 @@ def read_manifest(out_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and data.get("kspec_manifest") == MANIFEST_VERSION else None
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

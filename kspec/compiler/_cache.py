@@ -19,13 +19,13 @@ import os
 import re
 import struct
 import sys
-import tempfile
 import threading
 import time
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .._atomic import write_atomic
 from .._errors import CacheWarning, KspecValueError
 from ._key import ENTRY_FORMAT_VERSION
 from ._program import CompiledProgram
@@ -148,28 +148,12 @@ class BinaryCache:
         if path is None or not self._writable:
             return
         try:
-            self._write(path, encode_entry(key, program))
+            write_atomic(path, encode_entry(key, program), tmp_suffix=_TMP_SUFFIX)
         except OSError as exc:
             if decode_entry(_read_or_empty(path), key) is not None:
                 return  # another process put the same entry first (os.replace over an open file on Windows)
             self._writable = False
             _warn_once(path.parent, exc)
-
-    @staticmethod
-    def _write(path: Path, payload: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Unique temporary name per writer: processes compiling the same key never write the same file.
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:16]}.", suffix=_TMP_SUFFIX, dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(payload)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
 
     def _entry_files(self) -> list[Path]:
         if self._directory is None:
