@@ -26,6 +26,7 @@ from kspec.compiler import (
     compile_cached,
     default_cache,
 )
+from kspec import _atomic
 from kspec.compiler import _cache
 from kspec.compiler import _compile as compile_module
 
@@ -367,7 +368,7 @@ def test_permission_denied_warns_once(monkeypatch):
     def denied(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(_cache.tempfile, "mkstemp", denied)
+    monkeypatch.setattr(_atomic.tempfile, "mkstemp", denied)  # where cache writes create their temp file
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         program, _ = _compile()
