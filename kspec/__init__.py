@@ -6,6 +6,7 @@ Importing kspec touches no CUDA driver and needs no GPU; the runtime initialises
 from __future__ import annotations
 
 from ._errors import (
+    AxisError,
     CacheWarning,
     CompileError,
     DuplicateNameError,
@@ -29,6 +30,7 @@ from ._errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "AxisError",
     "CacheWarning",
     "CompileError",
     "DuplicateNameError",
@@ -51,17 +53,25 @@ __all__ = [
     # runtime and raw kernels, imported on first access (see __getattr__ below)
     "Device",
     "DeviceArray",
+    "ElementwiseKernel",
+    "KernelLibrary",
     "RawKernel",
     "RawModule",
+    "ReductionKernel",
     "Stream",
     "asarray",
     "empty",
     "get_device",
+    "load",
     "zeros",
 ]
 
 # Lazy exports: `import kspec` stays cheap and driver-free; these load their module on first access.
 _LAZY = {
+    "ElementwiseKernel": "kspec.kernels",
+    "ReductionKernel": "kspec.kernels",
+    "KernelLibrary": "kspec.kernels",
+    "load": "kspec.kernels",
     "RawKernel": "kspec.kernels",
     "RawModule": "kspec.kernels",
     "DeviceArray": "kspec.runtime",

@@ -26,6 +26,10 @@ class KspecOverflowError(KspecError, OverflowError):
     """A Python scalar does not fit the declared type of its parameter."""
 
 
+class AxisError(KspecValueError, IndexError):
+    """An ``axis`` argument names an axis the array does not have (NumPy's AxisError is also both)."""
+
+
 class KspecNotImplementedError(KspecError, NotImplementedError):
     """A CuPy feature kspec deliberately does not provide (the message says what to do instead)."""
 

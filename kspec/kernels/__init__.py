@@ -1,7 +1,10 @@
-"""The user-facing kernel callables."""
+"""The user-facing kernel callables: elementwise, reduction and raw kernels, and ``load`` for spec files."""
 
 from __future__ import annotations
 
+from ._elementwise import ElementwiseKernel
+from ._library import KernelLibrary, load
 from ._raw import DeviceGlobal, RawKernel, RawModule
+from ._reduction import ReductionKernel
 
-__all__ = ["DeviceGlobal", "RawKernel", "RawModule"]
+__all__ = ["DeviceGlobal", "ElementwiseKernel", "KernelLibrary", "RawKernel", "RawModule", "ReductionKernel", "load"]

@@ -1,0 +1,210 @@
+"""Binding a call's arguments to a kernel's parameters (ElementwiseKernel and ReductionKernel).
+
+CuPy's rules (REFERENCE.md): type placeholders bind from the given outputs first, then from the input
+arrays; arrays are never cast (a dtype that differs from the declared or already-bound type is a
+TypeError naming the parameter, both dtypes and the placeholder); scalars never bind a placeholder and are
+converted to their parameter's type (out-of-range values raise OverflowError, and, where kspec is stricter
+than CuPy, a float for an integer parameter or a complex for a real one is a TypeError rather than a silent
+truncation). Pure Python: array descriptions come from :func:`kspec.runtime.array_info`, which needs no
+driver for kspec's own arrays, CuPy arrays and PyTorch tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from .._errors import KspecOverflowError, KspecTypeError, KspecValueError
+from ..runtime._interop import ARRAY_KINDS, HOST, ArrayInfo, array_info, check_same_device, kind_of_object
+from ..spec import ElementwiseSpec, Param, ReductionSpec
+
+_PYTHON_SCALARS = (bool, int, float, complex)
+_KIND_WORDS = {"b": "bool", "i": "integer", "u": "integer", "f": "float", "c": "complex"}
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayArg:
+    """A device array given for one parameter."""
+
+    param: Param
+    info: ArrayInfo
+    dtype: str  # canonical kspec dtype name
+    obj: Any  # the caller's object (returned as-is when it is an output)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A call's arguments sorted by parameter, placeholders bound, scalars converted to their bytes."""
+
+    kernel: str
+    arrays: dict[str, ArrayArg]  # given device arrays by parameter name (inputs, given outputs, raw ones)
+    scalars: dict[str, bytes]  # input parameter -> its value in the kernel's parameter format
+    types: dict[str, str]  # placeholder letter -> dtype, in the spec's order
+    dtypes: dict[str, str]  # every parameter -> its dtype
+    outputs_given: bool
+    device_id: int | None  # the arrays' device; None when the call has no array
+    library: str | None  # 'cupy' / 'torch' / None: where allocated outputs go (the first array's library)
+
+
+def is_scalar(obj: object) -> bool:
+    """A Python or NumPy scalar (passed by value), as opposed to an array."""
+    return isinstance(obj, _PYTHON_SCALARS) or isinstance(obj, np.generic)
+
+
+def bind(spec: ElementwiseSpec | ReductionSpec, inputs: Sequence[Any], outputs: Sequence[Any] | None) -> Bound:
+    """Describe ``inputs`` (and ``outputs`` when given) against ``spec``'s parameters and bind its types."""
+    kernel = spec.name
+    arrays: dict[str, ArrayArg] = {}
+    scalar_inputs: dict[str, Any] = {}
+    order: list[str] = []  # array parameters in argument order (the first one's library wins)
+    pairs = [(p, obj) for p, obj in zip(spec.in_params, inputs)]
+    if outputs is not None:
+        pairs += [(p, obj) for p, obj in zip(spec.out_params, outputs)]
+    output_names = {p.name for p in spec.out_params}
+    for param, obj in pairs:
+        is_output = param.name in output_names
+        if not is_output and is_scalar(obj):
+            if param.raw:
+                raise KspecTypeError(
+                    f"kernel '{kernel}': {param.name} is a raw parameter and needs a device array, got a scalar "
+                    f"{type(obj).__name__}"
+                )
+            scalar_inputs[param.name] = obj
+            continue
+        arrays[param.name] = _array_arg(kernel, param, obj, is_output)
+        order.append(param.name)
+
+    types = _bind_types(spec, arrays, outputs is not None, scalar_inputs)
+    param_dtypes = {p.name: types[p.type] if p.is_placeholder else p.type for p in spec.params}
+    scalars = {name: scalar_bytes(kernel, name, value, param_dtypes[name]) for name, value in scalar_inputs.items()}
+
+    device_id = None
+    if arrays:
+        named = [(name, arrays[name].info.device_id) for name in order]
+        try:
+            device_id = check_same_device(named)
+        except KspecValueError as exc:
+            raise KspecValueError(f"kernel '{kernel}': {exc}") from None
+    library = arrays[order[0]].info.library if order else None
+    return Bound(kernel, arrays, scalars, types, param_dtypes, outputs is not None, device_id, library)
+
+
+def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool) -> ArrayArg:
+    kind = kind_of_object(obj)
+    role = "output" if is_output else "input"
+    if kind not in ARRAY_KINDS:
+        if kind == HOST:
+            what = (
+                f"a {type(obj).__module__}.{type(obj).__name__} in host memory; copy it to the device first "
+                "(kspec.asarray(x), cupy.asarray(x) or torch.as_tensor(x, device='cuda'))"
+            )
+        elif is_output and is_scalar(obj):
+            what = f"a scalar {type(obj).__name__}"
+        else:
+            what = f"a {type(obj).__name__}"
+        raise KspecTypeError(f"kernel '{kernel}': {role} {param.name} must be a device array, got {what}")
+    try:
+        info = array_info(obj, param=param.name)
+    except KspecTypeError as exc:
+        raise KspecTypeError(f"kernel '{kernel}': {exc}") from None
+    try:
+        name = dtypes.from_numpy(info.dtype).name
+    except (KeyError, TypeError, ValueError):
+        raise KspecTypeError(
+            f"kernel '{kernel}': {role} {param.name} has dtype {info.dtype}, which kspec kernels do not take "
+            f"(supported: {', '.join(dtypes.NAMES)})"
+        ) from None
+    return ArrayArg(param, info, name, obj)
+
+
+def _bind_types(
+    spec: ElementwiseSpec | ReductionSpec, arrays: dict[str, ArrayArg], outputs_given: bool, scalars: dict[str, Any]
+) -> dict[str, str]:
+    kernel = spec.name
+    bound: dict[str, tuple[str, str]] = {}  # letter -> (dtype, parameter that bound it)
+    params = (*spec.out_params, *spec.in_params) if outputs_given else spec.in_params
+    for param in params:
+        given = arrays.get(param.name)
+        if given is None:
+            continue
+        if not param.is_placeholder:
+            if given.dtype != param.type:
+                raise KspecTypeError(
+                    f"kernel '{kernel}': {param.name} is an array of {given.dtype} but the parameter is declared "
+                    f"{param.type} (arrays are not cast; convert it with .astype('{param.type}'))"
+                )
+            continue
+        previous = bound.get(param.type)
+        if previous is None:
+            bound[param.type] = (given.dtype, param.name)
+        elif previous[0] != given.dtype:
+            raise KspecTypeError(
+                f"kernel '{kernel}': {param.name} is an array of {given.dtype}, but type placeholder "
+                f"'{param.type}' is already bound to {previous[0]} by {previous[1]} (arrays are not cast)"
+            )
+    for letter in spec.placeholders:
+        if letter not in bound:
+            raise KspecTypeError(_unbound_message(spec, letter, outputs_given, scalars))
+    return {letter: bound[letter][0] for letter in spec.placeholders}
+
+
+def _unbound_message(spec: ElementwiseSpec | ReductionSpec, letter: str, outputs_given: bool, scalars: dict[str, Any]) -> str:
+    users = [p for p in spec.params if p.type == letter]
+    names = ", ".join(p.name for p in users) or "reduce_type"
+    head = f"kernel '{spec.name}': type placeholder '{letter}' (of {names}) is not bound"
+    outs = [p.name for p in users if p in spec.out_params]
+    if outs and not outputs_given and all(p in spec.out_params for p in users):
+        return f"{head}: only the output {', '.join(outs)} has it, so pass the output array(s) explicitly"
+    if any(p.name in scalars for p in users):
+        return f"{head}: it is given only scalars, and a scalar never binds a placeholder; pass an array for it"
+    return f"{head}: no array argument has it"
+
+
+def scalar_bytes(kernel: str, param: str, value: Any, dtype: str) -> bytes:
+    """``value`` converted to ``dtype`` as the kernel receives it (little-endian bytes)."""
+    target = dtypes.BY_NAME[dtype]
+    if isinstance(value, np.generic):
+        value_kind = np.dtype(type(value)).kind
+        value = value.item()
+    else:
+        value_kind = "b" if isinstance(value, bool) else "i" if isinstance(value, int) else "f" if isinstance(value, float) else "c"
+    if value_kind in "iu":
+        value_kind = "i"
+    lossy = (target.kind in "biu" and value_kind in "fc") or (target.kind == "f" and value_kind == "c")
+    if lossy:
+        raise KspecTypeError(
+            f"kernel '{kernel}': {param} is {dtype} but got a {_KIND_WORDS[value_kind]} scalar {value!r}; "
+            f"convert it explicitly (kspec does not drop a fraction or an imaginary part silently)"
+        )
+    if target.kind in "iu" or (target.kind == "b" and value_kind == "i"):
+        if target.kind == "b":
+            return np.bool_(value).tobytes()
+        info = np.iinfo(target.name)
+        if not info.min <= int(value) <= info.max:
+            raise KspecOverflowError(
+                f"kernel '{kernel}': {param} = {value} is out of range for {dtype} ({info.min} .. {info.max})"
+            )
+        return np.asarray(int(value), dtype=target.name).tobytes()
+    if target.kind == "b":
+        return np.bool_(value).tobytes()
+    if dtype == "bfloat16":
+        return _bfloat16_bits(float(value)).tobytes()
+    try:
+        with np.errstate(over="ignore"):
+            return np.asarray(value, dtype=target.name).tobytes()
+    except OverflowError:
+        raise KspecOverflowError(f"kernel '{kernel}': {param} = {value} does not fit {dtype}") from None
+
+
+def _bfloat16_bits(value: float) -> np.ndarray:
+    """Round a float to bfloat16 (to nearest, ties to even) and return its 16 bits."""
+    with np.errstate(over="ignore"):
+        bits = np.asarray(value, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    if np.isnan(value):
+        return np.asarray(0x7FC0, dtype=np.uint16)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return np.asarray(rounded & 0xFFFF, dtype=np.uint16)

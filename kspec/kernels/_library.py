@@ -1,0 +1,104 @@
+"""``kspec.load``: the kernels of spec files as callables, in a namespace.
+
+``kernels = kspec.load("specs")`` then ``kernels.squared_diff(x, y)``. Elementwise and reduction specs
+become :class:`ElementwiseKernel` / :class:`ReductionKernel`; a raw spec becomes a :class:`RawKernel` when
+it exposes one plain kernel, else a :class:`RawModule` (``kernels.mod.get_function("fx3<float>")``).
+Nothing is compiled here: each kernel compiles on its first call (from the binary cache when it is warm).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .._errors import KspecValueError
+from ..spec import ElementwiseSpec, RawSpec, ReductionSpec, load_library
+from ..spec._models import AnySpec
+from ._elementwise import ElementwiseKernel
+from ._raw import RawKernel, RawModule
+from ._reduction import ReductionKernel
+
+
+def callable_of(spec: AnySpec) -> Any:
+    """The kernel object a spec describes."""
+    if isinstance(spec, ElementwiseSpec):
+        return ElementwiseKernel.from_spec(spec)
+    if isinstance(spec, ReductionSpec):
+        return ReductionKernel.from_spec(spec)
+    assert isinstance(spec, RawSpec)
+    if spec.is_binary:
+        return RawModule(path=spec.resolved_path())
+    source = spec.read_source()
+    if len(spec.kernels) == 1 and not spec.name_expressions:
+        return RawKernel(
+            source,
+            spec.kernels[0],
+            options=spec.options,
+            translate_cucomplex=spec.translate_cucomplex,
+            enable_cooperative_groups=spec.cooperative,
+        )
+    return RawModule(
+        code=source,
+        options=spec.options,
+        translate_cucomplex=spec.translate_cucomplex,
+        enable_cooperative_groups=spec.cooperative,
+        name_expressions=spec.name_expressions or None,
+    )
+
+
+class KernelLibrary:
+    """The kernels of some spec files by name: attributes (``lib.saxpy``), ``lib["saxpy"]``, iteration."""
+
+    def __init__(self, specs: Iterable[AnySpec]) -> None:
+        self._specs: dict[str, AnySpec] = {}
+        self._kernels: dict[str, Any] = {}
+        for spec in specs:
+            self._specs[spec.name] = spec
+            self._kernels[spec.name] = callable_of(spec)
+
+    def __getattr__(self, name: str) -> Any:
+        kernels = self.__dict__.get("_kernels", {})
+        if name in kernels:
+            return kernels[name]
+        raise AttributeError(
+            f"no kernel named {name!r} in this library (it has: {', '.join(sorted(kernels)) or 'none'})"
+        )
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return self._kernels[name]
+        except KeyError:
+            raise KspecValueError(
+                f"no kernel named {name!r} in this library (it has: {', '.join(sorted(self._kernels)) or 'none'})"
+            ) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._kernels
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kernels)
+
+    def __len__(self) -> int:
+        return len(self._kernels)
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *self._kernels]
+
+    def spec(self, name: str) -> AnySpec:
+        """The spec a kernel was made from."""
+        return self._specs[name]
+
+    def __repr__(self) -> str:
+        return f"<kspec.KernelLibrary {len(self)} kernels: {', '.join(self._kernels)}>"
+
+
+def load(path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> KernelLibrary:
+    """Load spec files (a directory, one file, or several) as a namespace of kernel callables.
+
+    Invalid specs raise :class:`kspec.SpecErrorGroup` listing every error with its file and kernel.
+    """
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    library = load_library([Path(p) for p in paths])
+    return KernelLibrary(library[name] for name in library)

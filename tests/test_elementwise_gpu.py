@@ -1,0 +1,833 @@
+"""kspec.ElementwiseKernel on a GPU, against NumPy computed in float64 / complex128.
+
+Every dtype of kspec's table; CuPy arrays, PyTorch tensors and kspec arrays; broadcasting, views (transposes,
+slices, negative strides) as inputs and outputs, 0-d arrays, scalars, sizes around powers of two; raw
+arguments, ``size=``; several outputs, return_tuple, no_return, _non_const, preamble, loop_prep/after_loop,
+options, block_size, streams, zero-size calls, reduce_dims=False, a launch over more than 2**31 elements,
+and pickling.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import kspec
+
+pytestmark = pytest.mark.gpu
+
+
+# -- helpers -------------------------------------------------------------------------------------------------
+
+ALL_DTYPES = [
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+]  # fmt: skip
+
+# Relative tolerances of one rounded operation in the dtype, against a float64 / complex128 reference.
+RTOL = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-6, "float64": 1e-14, "complex64": 1e-5, "complex128": 1e-13}
+
+
+@pytest.fixture
+def cp():
+    return pytest.importorskip("cupy")
+
+
+def ew(*args, **kwargs):
+    return kspec.ElementwiseKernel(*args, **kwargs)
+
+
+def rand(rng: np.random.Generator, shape, dtype) -> np.ndarray:
+    """Fresh random host data: no zeros for floats (magnitude in [0.5, 2), random sign); integers in half their
+    range (so that a + b never overflows); random booleans."""
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return np.asarray(rng.random(shape) < 0.5)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        lo = 0 if dt.kind == "u" else info.min // 2
+        return np.asarray(rng.integers(lo, info.max // 2, size=shape, endpoint=True, dtype=np.int64 if dt != np.uint64 else np.uint64)).astype(dt)
+
+    def signed():
+        return np.asarray(rng.uniform(0.5, 2.0, size=shape) * rng.choice([-1.0, 1.0], size=shape))
+
+    if dt.kind == "c":
+        return (signed() + 1j * signed()).astype(dt)
+    return signed().astype(dt)
+
+
+def wide(a: np.ndarray) -> np.ndarray:
+    """The reference precision of a host array: float64 / complex128 for floats, itself otherwise."""
+    if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
+        return a.astype(np.float64)
+    if a.dtype.kind == "c":
+        return a.astype(np.complex128)
+    return a
+
+
+def check(actual: np.ndarray, expected: np.ndarray, dtype: str) -> None:
+    """Exact for bool and integers; dtype-appropriate relative tolerance for floats and complex numbers."""
+    assert actual.shape == np.shape(expected), (actual.shape, np.shape(expected))
+    if dtype in RTOL:
+        rtol = RTOL[dtype]
+        atol = rtol * float(np.max(np.abs(expected), initial=0.0)) if dtype.startswith("complex") else 0.0
+        np.testing.assert_allclose(wide(actual), expected, rtol=rtol, atol=atol)
+    else:
+        np.testing.assert_array_equal(actual, expected)
+
+
+class Lib:
+    """One array library, seen through the few operations the tests need."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        if name == "cupy":
+            self.mod = pytest.importorskip("cupy")
+            self.array_type = self.mod.ndarray
+        elif name == "torch":
+            self.mod = pytest.importorskip("torch")
+            if not self.mod.cuda.is_available():
+                pytest.skip("PyTorch has no CUDA here")
+            self.array_type = self.mod.Tensor
+        else:
+            self.mod = kspec
+            self.array_type = kspec.DeviceArray
+
+    def asarray(self, host: np.ndarray):
+        if self.name == "cupy":
+            return self.mod.asarray(host)
+        if self.name == "torch":
+            return self.mod.as_tensor(np.ascontiguousarray(host), device="cuda")
+        return kspec.asarray(host)
+
+    def empty(self, shape, dtype):
+        return self.asarray(np.full(shape, 7, dtype=dtype))  # not zeros: a missed write shows
+
+    def get(self, a) -> np.ndarray:
+        assert isinstance(a, self.array_type), f"expected a {self.array_type}, got {type(a)}"
+        if self.name == "cupy":
+            return self.mod.asnumpy(a)
+        if self.name == "torch":
+            return a.cpu().numpy()
+        kspec.get_device().synchronize()
+        return a.get()
+
+
+@pytest.fixture(params=["cupy", "torch", "kspec"])
+def lib(request) -> Lib:
+    return Lib(request.param)
+
+
+def torch_with(dtype: str):
+    """PyTorch with CUDA tensors of `dtype` that round-trip to NumPy, or skip."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch has no CUDA here")
+    if dtype == "bfloat16":
+        pytest.importorskip("ml_dtypes")  # kspec maps torch.bfloat16 through ml_dtypes
+        return torch
+    try:
+        t = torch.as_tensor(np.arange(3, dtype=dtype), device="cuda")
+        assert t.cpu().numpy().dtype == np.dtype(dtype)
+    except Exception as exc:  # an old PyTorch without this dtype (uint16/32/64 came in 2.3)
+        pytest.skip(f"PyTorch cannot hold {dtype} on the GPU: {exc}")
+    return torch
+
+
+# The generic binary kernel of every dtype: one operation per kind that is exact or one rounding.
+BODY = {"b": "z = x ^ y", "i": "z = x + y", "u": "z = x + y", "f": "z = x * y", "c": "z = x * y"}
+
+
+def kind_of(dtype: str) -> str:
+    return "f" if dtype == "bfloat16" else np.dtype(dtype).kind
+
+
+def reference(dtype: str, hx: np.ndarray, hy: np.ndarray) -> np.ndarray:
+    kind = kind_of(dtype)
+    if kind == "b":
+        return hx ^ hy
+    if kind in "iu":
+        return hx + hy
+    return wide(hx) * wide(hy)
+
+
+def generic(dtype: str):
+    return ew("T x, T y", "T z", BODY[kind_of(dtype)], f"generic_{kind_of(dtype)}")
+
+
+# -- every dtype ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_every_dtype(dtype):
+    rng = np.random.default_rng(100 + ALL_DTYPES.index(dtype))
+    k = generic(dtype)
+    if dtype == "bfloat16":  # CuPy has no bfloat16: PyTorch holds it
+        torch = torch_with("bfloat16")
+
+        def to_dev(h):
+            return torch.as_tensor(h, device="cuda").to(torch.bfloat16)
+
+        def to_host(t):
+            return t.float().cpu().numpy()
+
+        def dtype_ok(t):
+            return t.dtype == torch.bfloat16
+
+        source = "float32"
+    else:
+        cupy = pytest.importorskip("cupy")
+        to_dev, to_host = cupy.asarray, cupy.asnumpy
+
+        def dtype_ok(a):
+            return a.dtype == np.dtype(dtype)
+
+        source = dtype
+    # contiguous, an odd size (fast path with a scalar tail), then a broadcast row (general path)
+    for xshape, yshape in (((4099,), (4099,)), ((65, 33), (33,))):
+        x, y = to_dev(rand(rng, xshape, source)), to_dev(rand(rng, yshape, source))
+        z = k(x, y)
+        assert dtype_ok(z)
+        hx, hy = to_host(x), to_host(y)  # the values the device holds (bfloat16 rounded)
+        check(to_host(z).astype(np.float32) if dtype == "bfloat16" else to_host(z), reference(dtype, hx, hy), dtype)
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64"])
+def test_wide_unsigned_with_torch(dtype):
+    torch = torch_with(dtype)
+    rng = np.random.default_rng(120)
+    k = generic(dtype)
+    hx, hy = rand(rng, (1000, 3), dtype), rand(rng, (3,), dtype)
+    z = k(torch.as_tensor(hx, device="cuda"), torch.as_tensor(hy, device="cuda"))
+    assert isinstance(z, torch.Tensor) and z.is_cuda and tuple(z.shape) == (1000, 3)
+    np.testing.assert_array_equal(z.cpu().numpy(), hx + hy)
+
+
+# -- array libraries -----------------------------------------------------------------------------------------
+
+
+def test_libraries(lib):
+    rng = np.random.default_rng(130)
+    k = ew("T x, T y", "T z", "z = x * y - x", "mul_sub")
+    hx, hy, hrow = rand(rng, (37, 129), np.float32), rand(rng, (37, 129), np.float32), rand(rng, (129,), np.float32)
+    x, y, row = lib.asarray(hx), lib.asarray(hy), lib.asarray(hrow)
+    want = wide(hx) * wide(hy) - wide(hx)
+    check(lib.get(k(x, y)), want, "float32")
+    z = lib.empty((37, 129), np.float32)
+    assert k(x, y, z) is z
+    check(lib.get(z), want, "float32")
+    check(lib.get(k(x, row)), wide(hx) * wide(hrow) - wide(hx), "float32")
+    check(lib.get(k(x, 3)), wide(hx) * 3 - wide(hx), "float32")
+
+
+@pytest.mark.parametrize(
+    "first, second", [("cupy", "torch"), ("torch", "cupy"), ("kspec", "cupy"), ("cupy", "kspec"), ("torch", "kspec")]
+)
+def test_output_goes_to_the_first_array_argument_library(first, second):
+    a, b = Lib(first), Lib(second)
+    rng = np.random.default_rng(131)
+    k = ew("float32 x, float32 y", "float32 z", "z = x - y", "sub_mixed")
+    hx, hy = rand(rng, (100,), np.float32), rand(rng, (100,), np.float32)
+    x, y = a.asarray(hx), b.asarray(hy)
+    kspec.get_device().synchronize()
+    check(a.get(k(x, y)), wide(hx) - wide(hy), "float32")
+    # a scalar first does not count: the first *array* decides
+    check(b.get(k(2.0, y)), 2.0 - wide(hy), "float32")
+
+
+# -- broadcasting --------------------------------------------------------------------------------------------
+
+BROADCAST_CASES = [
+    ((5,), (1,)),
+    ((1,), (7,)),
+    ((3, 1), (1, 4)),
+    ((6, 5), (5,)),
+    ((2, 1, 4), (3, 1)),
+    ((2, 3, 1, 5), (1, 3, 4, 1)),
+    ((1, 1, 1, 9), (4, 1, 2, 1)),
+    ((), (3, 4)),
+]
+
+
+@pytest.mark.parametrize("xshape, yshape", BROADCAST_CASES, ids=str)
+def test_broadcast(cp, xshape, yshape):
+    rng = np.random.default_rng(140)
+    k = ew("T x, T y", "T z", "z = (x - y) * x", "bcast")
+    hx, hy = rand(rng, xshape, np.float32), rand(rng, yshape, np.float32)
+    want = (wide(hx) - wide(hy)) * wide(hx)
+    z = k(cp.asarray(hx), cp.asarray(hy))
+    assert z.shape == want.shape and z.flags.c_contiguous
+    check(cp.asnumpy(z), want, "float32")
+    out = cp.full(want.shape, np.nan, np.float32)
+    assert k(cp.asarray(hx), cp.asarray(hy), out) is out
+    check(cp.asnumpy(out), want, "float32")
+
+
+def test_output_broadcasts_with_the_inputs(cp):
+    # NumPy rules over inputs and outputs together: the given output's shape sets the loop shape
+    rng = np.random.default_rng(141)
+    k = ew("float64 x, float64 y", "float64 z", "z = x * y", "bcast_out")
+    hx, hy = rand(rng, (4,), np.float64), rand(rng, (3, 1), np.float64)
+    z = cp.empty((2, 3, 4), np.float64)
+    assert k(cp.asarray(hx), cp.asarray(hy), z) is z
+    check(cp.asnumpy(z), np.broadcast_to(hx * hy, (2, 3, 4)), "float64")
+
+
+def test_shapes_that_do_not_broadcast(cp):
+    k = ew("float32 x, float32 y", "float32 z", "z = x + y", "no_bcast")
+    with pytest.raises(ValueError):
+        k(cp.zeros((3, 4), np.float32), cp.zeros((5,), np.float32))
+    with pytest.raises(ValueError):  # a given output of the wrong shape
+        k(cp.zeros((3, 4), np.float32), cp.zeros((4,), np.float32), cp.zeros((4, 4), np.float32))
+
+
+def test_arrays_are_never_cast(cp):
+    k = ew("float32 x, float32 y", "float32 z", "z = x + y", "no_cast")
+    with pytest.raises(TypeError):
+        k(cp.zeros(4, np.float32), cp.zeros(4, np.float64))
+    with pytest.raises(TypeError):  # nor the output
+        k(cp.zeros(4, np.float32), cp.zeros(4, np.float32), cp.zeros(4, np.float64))
+    g = ew("T x, T y", "T z", "z = x + y", "no_cast_generic")
+    with pytest.raises(TypeError):
+        g(cp.zeros(4, np.int32), cp.zeros(4, np.int64))
+
+
+# -- views ---------------------------------------------------------------------------------------------------
+
+
+def _mul_add():
+    return ew("T x, T y", "T z", "z = x * y + x", "mul_add")
+
+
+def _want(hx, hy):
+    return wide(hx) * wide(hy) + wide(hx)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_transposed_inputs(cp, dtype):
+    rng = np.random.default_rng(150)
+    hx, hy = rand(rng, (129, 67), dtype), rand(rng, (67, 129), dtype)
+    x, y = cp.asarray(hx).T, cp.asarray(hy)  # x: F-ordered view
+    check(cp.asnumpy(_mul_add()(x, y)), _want(hx.T, hy), dtype)
+    check(cp.asnumpy(_mul_add()(x, cp.asarray(hx).T)), _want(hx.T, hx.T), dtype)  # both transposed
+    h3 = rand(rng, (4, 5, 6), dtype)
+    t = cp.asarray(h3).transpose(2, 0, 1)
+    check(cp.asnumpy(_mul_add()(t, t)), _want(h3.transpose(2, 0, 1), h3.transpose(2, 0, 1)), dtype)
+
+
+def test_sliced_inputs(cp):
+    rng = np.random.default_rng(151)
+    hx, hy = rand(rng, (64, 40), np.float32), rand(rng, (32, 39), np.float32)
+    x = cp.asarray(hx)[::2, 1:]
+    check(cp.asnumpy(_mul_add()(x, cp.asarray(hy))), _want(hx[::2, 1:], hy), "float32")
+    h1 = rand(rng, (1000,), np.float32)
+    check(cp.asnumpy(_mul_add()(cp.asarray(h1)[1:], cp.asarray(h1)[:-1])), _want(h1[1:], h1[:-1]), "float32")  # misaligned
+    check(cp.asnumpy(_mul_add()(cp.asarray(h1)[3::7], cp.asarray(h1)[::7][:-1])), _want(h1[3::7], h1[::7][:-1]), "float32")
+
+
+def test_negative_strides(cp):
+    rng = np.random.default_rng(152)
+    h1, h2 = rand(rng, (1001,), np.float64), rand(rng, (1001,), np.float64)
+    check(cp.asnumpy(_mul_add()(cp.asarray(h1)[::-1], cp.asarray(h2))), _want(h1[::-1], h2), "float64")
+    m = rand(rng, (30, 50), np.float64)
+    v = cp.asarray(m)[::-1, ::-2]
+    check(cp.asnumpy(_mul_add()(v, v)), _want(m[::-1, ::-2], m[::-1, ::-2]), "float64")
+
+
+def test_many_dims_non_mergeable(cp):
+    # six dims, permuted so no two merge: the runtime-ndim general path
+    rng = np.random.default_rng(153)
+    h = rand(rng, (2, 3, 2, 3, 2, 3), np.float32)
+    perm = (5, 0, 3, 1, 4, 2)
+    x = cp.asarray(h).transpose(perm)
+    y = cp.asarray(h)[::-1].transpose(perm)
+    check(cp.asnumpy(_mul_add()(x, y)), _want(h.transpose(perm), h[::-1].transpose(perm)), "float32")
+
+
+def test_transposed_output(cp):
+    rng = np.random.default_rng(154)
+    hx, hy = rand(rng, (33, 70), np.float32), rand(rng, (33, 70), np.float32)
+    z = cp.empty((70, 33), np.float32).T
+    assert _mul_add()(cp.asarray(hx), cp.asarray(hy), z) is z
+    check(cp.asnumpy(z), _want(hx, hy), "float32")
+
+
+def test_sliced_output_leaves_the_rest_alone(cp):
+    rng = np.random.default_rng(155)
+    hx, hy = rand(rng, (20, 30), np.float32), rand(rng, (20, 30), np.float32)
+    base = cp.zeros((20, 60), np.float32)
+    z = base[:, ::2]
+    assert _mul_add()(cp.asarray(hx), cp.asarray(hy), z) is z
+    hbase = cp.asnumpy(base)
+    check(hbase[:, ::2], _want(hx, hy), "float32")
+    assert not hbase[:, 1::2].any()
+
+
+def test_negative_stride_output(cp):
+    rng = np.random.default_rng(156)
+    hx, hy = rand(rng, (513,), np.float64), rand(rng, (513,), np.float64)
+    base = cp.zeros(513, np.float64)
+    z = base[::-1]
+    assert _mul_add()(cp.asarray(hx), cp.asarray(hy), z) is z
+    check(cp.asnumpy(base), _want(hx, hy)[::-1], "float64")
+
+
+def test_in_place(cp):
+    rng = np.random.default_rng(157)
+    hx, hy = rand(rng, (10_001,), np.float32), rand(rng, (10_001,), np.float32)
+    x = cp.asarray(hx)
+    assert _mul_add()(x, cp.asarray(hy), x) is x
+    check(cp.asnumpy(x), _want(hx, hy), "float32")
+
+
+def test_zero_dim_arrays(cp):
+    rng = np.random.default_rng(158)
+    hx, hy = rand(rng, (), np.float32), rand(rng, (), np.float32)
+    z = _mul_add()(cp.asarray(hx), cp.asarray(hy))
+    assert isinstance(z, cp.ndarray) and z.shape == ()
+    check(cp.asnumpy(z), _want(hx, hy), "float32")
+    out = cp.empty((), np.float32)
+    assert _mul_add()(cp.asarray(hx), cp.asarray(hy), out) is out
+    check(cp.asnumpy(out), _want(hx, hy), "float32")
+    hv = rand(rng, (9,), np.float32)  # a 0-d array broadcasts against a vector
+    check(cp.asnumpy(_mul_add()(cp.asarray(hx), cp.asarray(hv))), _want(np.broadcast_to(hx, (9,)), hv), "float32")
+
+
+# -- scalars -------------------------------------------------------------------------------------------------
+
+
+def test_python_scalars(cp):
+    rng = np.random.default_rng(160)
+    hx = rand(rng, (300,), np.float32)
+    z = _mul_add()(cp.asarray(hx), 3)  # an int into T = float32
+    assert z.dtype == np.float32
+    check(cp.asnumpy(z), _want(hx, np.float32(3)), "float32")
+    z = _mul_add()(cp.asarray(hx), 0.1)  # a float converted to float32 (not a float64 computation)
+    assert z.dtype == np.float32
+    check(cp.asnumpy(z), _want(hx, np.float32(0.1)), "float32")
+    hi = rand(rng, (300,), np.int8)
+    g = generic("int8")
+    zi = g(cp.asarray(hi), 5)
+    assert zi.dtype == np.int8
+    np.testing.assert_array_equal(cp.asnumpy(zi), hi + np.int8(5))
+    t = ew("T x, float64 s", "T z", "z = x * s", "times_scalar")  # explicit scalar type
+    check(cp.asnumpy(t(cp.asarray(hx), 2)), wide(hx) * 2, "float32")
+
+
+def test_numpy_scalars_never_bind_a_placeholder(cp):
+    rng = np.random.default_rng(161)
+    hx = rand(rng, (300,), np.float32)
+    z = _mul_add()(cp.asarray(hx), np.float64(0.25))
+    assert z.dtype == np.float32  # T comes from the array; the NumPy scalar is converted to it
+    check(cp.asnumpy(z), _want(hx, np.float32(0.25)), "float32")
+    k = ew("float32 x, float32 y", "float32 z", "z = x * y + x", "np_scalar")
+    check(cp.asnumpy(k(cp.asarray(hx), np.float32(1.5))), _want(hx, np.float32(1.5)), "float32")
+    check(cp.asnumpy(k(np.int64(2), cp.asarray(hx))), _want(np.float32(2), hx), "float32")
+
+
+# -- sizes ---------------------------------------------------------------------------------------------------
+
+SIZES = [1, 2, 3, 31, 32, 33, 1023, 1024, 1025, 2**20 - 1, 2**20, 2**20 + 1]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+@pytest.mark.parametrize("n", SIZES)
+def test_sizes(cp, n, layout):
+    rng = np.random.default_rng(170 + SIZES.index(n))
+    hx = rand(rng, (n,), np.float32)
+    hy = rand(rng, (2 * n,) if layout == "strided" else (n,), np.float32)
+    y = cp.asarray(hy)[::2] if layout == "strided" else cp.asarray(hy)
+    hy = hy[::2] if layout == "strided" else hy
+    z = _mul_add()(cp.asarray(hx), y)
+    check(cp.asnumpy(z), _want(hx, hy), "float32")
+
+
+# -- raw arguments and size= ---------------------------------------------------------------------------------
+
+
+def _add_reverse():
+    return ew("T x, raw T y", "T z", "z = x + y[_ind.size() - i - 1]", "add_reverse")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+@pytest.mark.parametrize("n", [1, 33, 4099])
+def test_add_reverse(cp, dtype, n):
+    rng = np.random.default_rng(180)
+    hx, hy = rand(rng, (n,), dtype), rand(rng, (n,), dtype)
+    z = _add_reverse()(cp.asarray(hx), cp.asarray(hy))
+    check(cp.asnumpy(z), wide(hx) + wide(hy)[::-1], dtype)
+
+
+def test_add_reverse_raw_view_keeps_its_own_shape_and_strides(cp):
+    # a raw argument is indexed in C order over its own shape, whatever its strides
+    rng = np.random.default_rng(181)
+    hx, hy = rand(rng, (24,), np.float64), rand(rng, (4, 6), np.float64)
+    z = _add_reverse()(cp.asarray(hx), cp.asarray(hy).T)
+    check(cp.asnumpy(z), hx + hy.T.ravel()[::-1], "float64")
+    hz = rand(rng, (48,), np.float64)
+    z = _add_reverse()(cp.asarray(hx), cp.asarray(hz)[::-2])
+    check(cp.asnumpy(z), hx + hz[::-2][::-1], "float64")
+    # the loop shape comes from the non-raw arguments only: a 2-d x
+    hx2 = rand(rng, (4, 6), np.float64)
+    z = _add_reverse()(cp.asarray(hx2), cp.asarray(hz[:24]))
+    check(cp.asnumpy(z), hx2 + hz[:24][::-1].reshape(4, 6), "float64")
+
+
+def test_raw_argument_of_another_shape_and_its_size(cp):
+    rng = np.random.default_rng(182)
+    k = ew("T x, raw T table", "T z", "z = x * table[i % table.size()]", "cyclic_table")
+    hx, ht = rand(rng, (1000,), np.float32), rand(rng, (7,), np.float32)
+    z = k(cp.asarray(hx), cp.asarray(ht))
+    assert z.shape == (1000,)
+    check(cp.asnumpy(z), wide(hx) * wide(ht)[np.arange(1000) % 7], "float32")
+
+
+def test_raw_argument_nd_index(cp):
+    rng = np.random.default_rng(183)
+    k = ew(
+        "T x, raw T table",
+        "T z",
+        "ptrdiff_t idx[2] = {i % table.shape()[0], i % table.shape()[1]}; z = x + table[idx]",
+        "table_nd",
+    )
+    hx, ht = rand(rng, (500,), np.float64), rand(rng, (5, 7), np.float64)
+    rows, cols = np.arange(500) % 5, np.arange(500) % 7
+    check(cp.asnumpy(k(cp.asarray(hx), cp.asarray(ht))), hx + ht[rows, cols], "float64")
+    # a transposed table: the n-d index honours the strides
+    ht2 = rand(rng, (7, 5), np.float64)
+    check(cp.asnumpy(k(cp.asarray(hx), cp.asarray(ht2).T)), hx + ht2.T[rows, cols], "float64")
+
+
+def test_size_with_all_raw_arguments(cp):
+    rng = np.random.default_rng(184)
+    k = ew("raw T x, raw T y", "raw T z", "z[i] = x[i] * y[_ind.size() - i - 1]", "all_raw")
+    n = 3001
+    hx, hy = rand(rng, (n,), np.float32), rand(rng, (n,), np.float32)
+    z = cp.zeros(n, np.float32)
+    assert k(cp.asarray(hx), cp.asarray(hy), z, size=n) is z
+    check(cp.asnumpy(z), wide(hx) * wide(hy)[::-1], "float32")
+    # size smaller than the arrays: only the first `size` elements are written
+    z = cp.zeros(n, np.float32)
+    k(cp.asarray(hx), cp.asarray(hy), z, size=1000)
+    hz = cp.asnumpy(z)
+    check(hz[:1000], wide(hx[:1000]) * wide(hy[:1000])[::-1], "float32")
+    assert not hz[1000:].any()
+
+
+def test_size_allocates_outputs_of_shape_size(cp):
+    rng = np.random.default_rng(185)
+    hx = rand(rng, (2000,), np.float64)
+    plain_out = ew("raw T x", "T z", "z = x[2 * i] + x[2 * i + 1]", "pair_sum")
+    z = plain_out(cp.asarray(hx), size=1000)
+    assert isinstance(z, cp.ndarray) and z.shape == (1000,) and z.dtype == np.float64
+    check(cp.asnumpy(z), hx[0::2] + hx[1::2], "float64")
+    raw_out = ew("raw T x", "raw T z", "z[i] = x[_ind.size() - i - 1]", "reverse_raw_out")
+    z = raw_out(cp.asarray(hx), size=2000)
+    assert isinstance(z, cp.ndarray) and z.shape == (2000,)
+    check(cp.asnumpy(z), hx[::-1], "float64")
+
+
+def test_size_is_refused_with_non_raw_arrays(cp):
+    k = ew("T x, raw T y", "T z", "z = x + y[i]", "size_refused")
+    with pytest.raises(ValueError):
+        k(cp.zeros(8, np.float32), cp.zeros(8, np.float32), size=8)
+
+
+def test_all_raw_without_size_is_undecided(cp):
+    k = ew("raw T x", "raw T z", "z[i] = x[i]", "undecided")
+    with pytest.raises(ValueError):
+        k(cp.zeros(8, np.float32))
+
+
+# -- outputs and call options --------------------------------------------------------------------------------
+
+
+def test_several_outputs(cp):
+    rng = np.random.default_rng(190)
+    k = ew("T x, T y", "T s, T d", "s = x + y; d = x - y", "sum_diff")
+    hx, hy = rand(rng, (17, 31), np.float64), rand(rng, (31,), np.float64)
+    result = k(cp.asarray(hx), cp.asarray(hy))
+    assert isinstance(result, tuple) and len(result) == 2
+    s, d = result
+    check(cp.asnumpy(s), hx + hy, "float64")
+    check(cp.asnumpy(d), hx - hy, "float64")
+    s_out, d_out = cp.empty((17, 31), np.float64), cp.empty((17, 31), np.float64)
+    result = k(cp.asarray(hx), cp.asarray(hy), s_out, d_out)
+    assert isinstance(result, tuple) and result[0] is s_out and result[1] is d_out
+    check(cp.asnumpy(d_out), hx - hy, "float64")
+
+
+def test_several_outputs_of_different_types(cp):
+    rng = np.random.default_rng(191)
+    k = ew("float32 x", "int32 q, float32 r, bool neg", "q = (int)floorf(x); r = x - q; neg = x < 0", "split_parts")
+    hx = rand(rng, (999,), np.float32) * 10
+    q, r, neg = k(cp.asarray(hx))
+    assert (q.dtype, r.dtype, neg.dtype) == (np.int32, np.float32, np.bool_)
+    np.testing.assert_array_equal(cp.asnumpy(q), np.floor(hx).astype(np.int32))
+    np.testing.assert_allclose(cp.asnumpy(r), hx - np.floor(hx), atol=1e-5)
+    np.testing.assert_array_equal(cp.asnumpy(neg), hx < 0)
+
+
+def test_return_tuple(cp):
+    k = ew("T x", "T y", "y = x + x", "twice_tuple", return_tuple=True)
+    x = cp.arange(5, dtype=np.float32)
+    result = k(x)
+    assert isinstance(result, tuple) and len(result) == 1
+    np.testing.assert_array_equal(cp.asnumpy(result[0]), np.arange(5) * 2)
+    y = cp.empty(5, np.float32)
+    result = k(x, y)
+    assert isinstance(result, tuple) and len(result) == 1 and result[0] is y
+
+
+def test_no_return(cp):
+    k = ew("T x", "T y", "y = x * 3", "thrice_silent", no_return=True)
+    x = cp.arange(6, dtype=np.int64)
+    y = cp.zeros(6, np.int64)
+    assert k(x, y) is None
+    np.testing.assert_array_equal(cp.asnumpy(y), np.arange(6) * 3)
+
+
+def test_non_const_input_written_by_the_body(cp):
+    rng = np.random.default_rng(192)
+    k = ew("_non_const T x, T y", "T z", "z = x + y; x = x * y", "write_input")
+    hx, hy = rand(rng, (2049,), np.float32), rand(rng, (2049,), np.float32)
+    x = cp.asarray(hx)
+    z = k(x, cp.asarray(hy))
+    check(cp.asnumpy(z), wide(hx) + wide(hy), "float32")
+    check(cp.asnumpy(x), wide(hx) * wide(hy), "float32")
+
+
+def test_preamble_device_function(cp):
+    rng = np.random.default_rng(193)
+    preamble = """
+    __device__ float cube(float v) { return v * v * v; }
+    """
+    k = ew("float32 x", "float32 y", "y = cube(x) + 1.0f", "use_cube", preamble=preamble)
+    hx = rand(rng, (1000,), np.float32)
+    check(cp.asnumpy(k(cp.asarray(hx))), wide(hx) ** 3 + 1, "float32")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_preamble_uses_the_placeholder_type(cp, dtype):
+    rng = np.random.default_rng(194)
+    preamble = "__device__ T twice_plus(T a, T b) { return a + a + b; }"
+    k = ew("T x, T y", "T z", "z = twice_plus(x, y)", "use_twice_plus", preamble=preamble)
+    hx, hy = rand(rng, (700,), dtype), rand(rng, (700,), dtype)
+    if dtype == "int64":
+        hx, hy = hx // 4, hy // 4
+    check(cp.asnumpy(k(cp.asarray(hx), cp.asarray(hy))), wide(hx) + wide(hx) + wide(hy), dtype)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_loop_prep_and_after_loop(cp, layout):
+    # loop_prep runs once per thread before the loop, after_loop once after it, in the same scope
+    rng = np.random.default_rng(195)
+    k = ew(
+        "T x",
+        "T y, raw unsigned long long visits",
+        "y = x * scale; ++seen",
+        "counted",
+        loop_prep="const T scale = T(2); unsigned long long seen = 0",
+        after_loop="atomicAdd(&visits[0], seen)",
+    )
+    h = rand(rng, (300, 211), np.float32)
+    x = cp.asarray(h) if layout == "contiguous" else cp.asarray(np.ascontiguousarray(h.T)).T
+    y = cp.empty((300, 211), np.float32)
+    visits = cp.zeros(1, np.uint64)
+    k(x, y, visits)
+    check(cp.asnumpy(y), wide(h) * 2, "float32")
+    assert int(visits[0]) == h.size
+
+
+def test_options_define_a_macro(cp):
+    k = ew("T x", "T y", "y = x * SCALE", "scaled", options=("-DSCALE=3",))
+    x = cp.arange(10, dtype=np.int32)
+    np.testing.assert_array_equal(cp.asnumpy(k(x)), np.arange(10) * 3)
+
+
+@pytest.mark.parametrize("block_size", [32, 64, 1024])
+def test_block_size(cp, block_size):
+    rng = np.random.default_rng(196)
+    hx, hy = rand(rng, (100_003,), np.float32), rand(rng, (100_003,), np.float32)
+    z = _mul_add()(cp.asarray(hx), cp.asarray(hy), block_size=block_size)
+    check(cp.asnumpy(z), _want(hx, hy), "float32")
+    hm = rand(rng, (301, 7), np.float32)  # the general path too
+    z = _mul_add()(cp.asarray(hm).T, cp.asarray(hm).T, block_size=block_size)
+    check(cp.asnumpy(z), _want(hm.T, hm.T), "float32")
+
+
+def test_block_size_must_be_positive(cp):
+    with pytest.raises(ValueError):
+        _mul_add()(cp.zeros(4, np.float32), cp.zeros(4, np.float32), block_size=0)
+
+
+def test_cupy_stream(cp):
+    rng = np.random.default_rng(197)
+    k = _mul_add()
+    hx, hy = rand(rng, (1 << 22,), np.float32), rand(rng, (1 << 22,), np.float32)
+    x, y = cp.asarray(hx), cp.asarray(hy)
+    cp.cuda.Device().synchronize()
+    stream = cp.cuda.Stream(non_blocking=True)
+    z = k(x, y, stream=stream)
+    out = cp.empty_like(x)
+    assert k(x, y, out, stream=stream) is out
+    stream.synchronize()
+    check(cp.asnumpy(z), _want(hx, hy), "float32")
+    check(cp.asnumpy(out), _want(hx, hy), "float32")
+    with stream:  # CuPy's current stream is the default when no stream= is given
+        z2 = k(x, y)
+    stream.synchronize()
+    check(cp.asnumpy(z2), _want(hx, hy), "float32")
+
+
+def test_kspec_stream():
+    rng = np.random.default_rng(198)
+    hx, hy = rand(rng, (1 << 20,), np.float64), rand(rng, (1 << 20,), np.float64)
+    stream = kspec.Stream(non_blocking=True)
+    x, y = kspec.asarray(hx), kspec.asarray(hy)
+    kspec.get_device().synchronize()
+    z = _mul_add()(x, y, stream=stream)
+    stream.synchronize()
+    assert isinstance(z, kspec.DeviceArray)
+    check(z.get(), _want(hx, hy), "float64")
+
+
+@pytest.mark.parametrize("xshape, yshape", [((0,), (0,)), ((2, 0, 3), (3,)), ((0, 4), (1, 4)), ((5, 0), ())], ids=str)
+def test_zero_size(cp, xshape, yshape):
+    k = _mul_add()
+    x, y = cp.empty(xshape, np.float32), cp.empty(yshape, np.float32)
+    z = k(x, y)
+    assert isinstance(z, cp.ndarray) and z.shape == np.broadcast_shapes(xshape, yshape) and z.dtype == np.float32
+    out = cp.empty(z.shape, np.float32)
+    assert k(x, y, out) is out
+    several = ew("T x", "T a, T b", "a = x; b = x", "zero_two")
+    a, b = several(x)
+    assert a.shape == b.shape == xshape
+
+
+@pytest.mark.parametrize(
+    "case", ["contiguous", "broadcast", "transposed", "sliced", "negative", "scalar"]
+)
+def test_reduce_dims_false_gives_the_same_result(cp, case):
+    rng = np.random.default_rng(199)
+    merged = ew("T x, T y", "T z", "z = x * y + x", "rd_true")
+    unmerged = ew("T x, T y", "T z", "z = x * y + x", "rd_false", reduce_dims=False)
+    hx = rand(rng, (6, 40, 50), np.float32)
+    hy = {
+        "contiguous": lambda: rand(rng, (6, 40, 50), np.float32),
+        "broadcast": lambda: rand(rng, (40, 1), np.float32),
+        "transposed": lambda: rand(rng, (50, 40, 6), np.float32),
+        "sliced": lambda: rand(rng, (12, 40, 100), np.float32),
+        "negative": lambda: rand(rng, (6, 40, 50), np.float32),
+        "scalar": lambda: np.float32(1.25),
+    }[case]()
+    y = cp.asarray(hy)
+    y, hy_view = {
+        "transposed": (y.T, hy.T),
+        "sliced": (y[::2, :, 1::2], hy[::2, :, 1::2]),
+        "negative": (y[::-1, :, ::-1], hy[::-1, :, ::-1]),
+    }.get(case, (y, hy))
+    if case == "scalar":
+        y = 1.25
+    want = _want(hx, hy_view)
+    for k in (merged, unmerged):
+        check(cp.asnumpy(k(cp.asarray(hx), y)), want, "float32")
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "broadcast", "transposed"])
+def test_float16(cp, layout):
+    rng = np.random.default_rng(200)
+    k = ew("T x, T y", "T z", "z = x * y + x", "half_mul_add")
+    hx = rand(rng, (257, 65), np.float16)
+    hy = {"contiguous": (257, 65), "broadcast": (65,), "transposed": (65, 257)}[layout]
+    hy = rand(rng, hy, np.float16)
+    y, hy_view = (cp.asarray(hy).T, hy.T) if layout == "transposed" else (cp.asarray(hy), hy)
+    z = k(cp.asarray(hx), y)
+    assert z.dtype == np.float16
+    check(cp.asnumpy(z), _want(hx, hy_view), "float16")
+    # float math on __half through float
+    f = ew("float16 x", "float16 y", "y = __float2half(sqrtf(__half2float(x) * __half2float(x)))", "half_abs")
+    check(cp.asnumpy(f(cp.asarray(hx))), np.abs(wide(hx)), "float16")
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex(cp, dtype):
+    rng = np.random.default_rng(201)
+    k = ew("T x, T y", "T z", "z = x * y", "complex_mul")
+    hx, hy = rand(rng, (1001,), dtype), rand(rng, (33, 1), dtype)
+    z = k(cp.asarray(hx), cp.asarray(hy))
+    assert z.dtype == np.dtype(dtype) and z.shape == (33, 1001)
+    check(cp.asnumpy(z), wide(hx) * wide(hy), dtype)
+    z = k(cp.asarray(hx), 1 - 2j)  # a Python complex converted to T
+    check(cp.asnumpy(z), wide(hx) * (1 - 2j), dtype)
+    parts = ew("T z", "float64 re, float64 im, float64 mag2", "re = z.real(); im = z.imag(); mag2 = norm(z)", "cparts")
+    re, im, mag2 = parts(cp.asarray(hx))
+    np.testing.assert_array_equal(cp.asnumpy(re), hx.real.astype(np.float64))
+    np.testing.assert_array_equal(cp.asnumpy(im), hx.imag.astype(np.float64))
+    check(cp.asnumpy(mag2), np.abs(wide(hx)) ** 2, "float32" if dtype == "complex64" else "float64")
+
+
+# -- big launches --------------------------------------------------------------------------------------------
+
+
+def test_more_than_2_to_the_31_elements(cp):
+    n = 2**31 + 33
+    free, _total = cp.cuda.runtime.memGetInfo()
+    if free < 8 * 2**30:
+        pytest.skip(f"needs 8 GiB of free device memory, {free / 2**30:.1f} GiB free")
+    k = ew("uint8 x, uint8 y", "uint8 z", "z = x + y + (unsigned char)(i % 251)", "big_index")
+    pool = cp.get_default_memory_pool()
+    try:
+        x = cp.full(n, 3, np.uint8)
+        y = cp.asarray(np.uint8(1))  # a broadcast 0-d operand
+        z = cp.zeros(n, np.uint8)
+        assert k(x, y, z) is z
+        del x
+        cp.cuda.Device().synchronize()
+        # every element, a chunk at a time: z[j] == (4 + j % 251) % 256
+        chunk = 2**28
+        for start in range(0, n, chunk):
+            stop = min(start + chunk, n)
+            want = ((cp.arange(start, stop, dtype=cp.int64) % 251 + 4) % 256).astype(cp.uint8)
+            assert bool((z[start:stop] == want).all()), f"wrong values in [{start}, {stop})"
+            del want
+        for j in (0, 2**31 - 1, 2**31, 2**31 + 1, n - 1):
+            assert int(z[j]) == (4 + j % 251) % 256, j
+        tail = cp.asnumpy(z[-64:])
+        np.testing.assert_array_equal(tail, ((np.arange(n - 64, n) % 251 + 4) % 256).astype(np.uint8))
+        # an allocated output of that size, sampled
+        z2 = k(cp.full(n, 5, np.uint8), 0)
+        assert z2.shape == (n,)
+        for j in (0, 2**31 - 1, 2**31, n - 33, n - 1):
+            assert int(z2[j]) == (5 + j % 251) % 256, j
+    finally:
+        x = y = z = z2 = None  # noqa: F841
+        pool.free_all_blocks()
+
+
+# -- pickling ------------------------------------------------------------------------------------------------
+
+
+def test_pickled_kernel_runs(cp):
+    rng = np.random.default_rng(210)
+    k = ew(
+        "T x, T y",
+        "T z",
+        "z = helper(x, y) * SCALE",
+        "pickled_kernel",
+        preamble="__device__ T helper(T a, T b) { return a * b + a; }",
+        options=("-DSCALE=2",),
+    )
+    hx, hy = rand(rng, (1000,), np.float32), rand(rng, (1000,), np.float32)
+    x, y = cp.asarray(hx), cp.asarray(hy)
+    before = cp.asnumpy(k(x, y))
+    k2 = pickle.loads(pickle.dumps(k))
+    assert isinstance(k2, kspec.ElementwiseKernel)
+    after = cp.asnumpy(k2(x, y))
+    np.testing.assert_array_equal(after, before)
+    check(after, _want(hx, hy) * 2, "float32")
+    # a kernel pickled before it ever ran
+    fresh = pickle.loads(pickle.dumps(ew("T x", "T y", "y = x + x", "pickled_fresh", no_return=False)))
+    np.testing.assert_array_equal(cp.asnumpy(fresh(cp.arange(4, dtype=np.int16))), [0, 2, 4, 6])
