@@ -16,6 +16,7 @@ element is reduced first does not matter) and merged. Raw inputs only when the r
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -113,16 +114,19 @@ def raw_layout(kernel: str, arg: ArrayArg) -> RawLayout:
     return RawLayout(info.shape, info.strides, info.size, info.is_c_contiguous)
 
 
+def as_int(kernel: str, what: str, value: object, expected: str = "an int") -> int:
+    """An int (or NumPy integer, not a bool) argument; a KspecTypeError naming ``what`` otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if not isinstance(value, bool) and hasattr(type(value), "__index__"):
+        return operator.index(value)  # type: ignore[arg-type]  # NumPy integers
+    raise KspecTypeError(f"kernel '{kernel}': {what} must be {expected}, got {value!r} ({type(value).__name__})")
+
+
 def check_block_size(kernel: str, block_size: object) -> int | None:
     if block_size is None:
         return None
-    if isinstance(block_size, bool) or not isinstance(block_size, int):
-        try:
-            import operator
-
-            block_size = operator.index(block_size)  # NumPy integers
-        except TypeError:
-            raise KspecTypeError(f"kernel '{kernel}': block_size must be an int, got {type(block_size).__name__}") from None
+    block_size = as_int(kernel, "block_size", block_size)
     if not 1 <= block_size <= MAX_BLOCK:
         raise KspecValueError(f"kernel '{kernel}': block_size must be between 1 and {MAX_BLOCK}, got {block_size}")
     return int(block_size)
@@ -168,13 +172,7 @@ def plan_elementwise(
     params = spec.params
     looped = [p for p in params if not p.raw and p.name in bound.arrays]  # broadcast operands given
     if size is not None:
-        if isinstance(size, bool) or not isinstance(size, int):
-            import operator
-
-            try:
-                size = operator.index(size)
-            except TypeError:
-                raise KspecTypeError(f"kernel '{kernel}': size must be an int, got {type(size).__name__}") from None
+        size = as_int(kernel, "size", size)
         if looped:
             raise KspecValueError(
                 f"kernel '{kernel}': size= is only allowed when every array argument is raw, but "
@@ -272,15 +270,7 @@ def normalize_axis(kernel: str, axis: object, ndim: int) -> tuple[int, ...]:
     items = list(axis) if isinstance(axis, (tuple, list)) else [axis]
     result = []
     for item in items:
-        if isinstance(item, bool) or not isinstance(item, int):
-            import operator
-
-            try:
-                item = operator.index(item)
-            except TypeError:
-                raise KspecTypeError(
-                    f"kernel '{kernel}': axis must be None, an int or a tuple of ints, got {axis!r}"
-                ) from None
+        item = as_int(kernel, "axis", item, "None, an int or a tuple of ints")
         if not -ndim <= item < ndim:
             raise AxisError(f"kernel '{kernel}': axis {item} is out of bounds for an array of dimension {ndim}")
         result.append(item % ndim if ndim else item)

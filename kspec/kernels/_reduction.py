@@ -13,21 +13,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._errors import KspecTypeError, KspecValueError
-from ..render import Specialization
+from .._errors import KspecValueError
 from ..runtime._device import Device, get_device
-from ..runtime._interop import array_info
 from ..runtime._memory import allocate as allocate_bytes
 from ..spec import ReductionSpec
 from . import _typed
 from ._bind import Bound, bind
-from ._elementwise import _spec_key, raw_view_values
+from ._elementwise import raw_view_values
 from ._frame import Frame
 from ._plan import Pass, ReductionPlan, Strategy, plan_reduction, reduction_strategy
 
 
-class ReductionKernel:
+class ReductionKernel(_typed.SpecKernel):
     """A reduction kernel: ``k(*inputs)`` or ``k(*inputs, *outputs)``; kwargs ``axis``, ``keepdims``, ``out``, ``stream``."""
+
+    SPEC = ReductionSpec
 
     def __init__(
         self,
@@ -43,112 +43,36 @@ class ReductionKernel:
         preamble: str = "",
         options: Sequence[str] = (),
     ) -> None:
-        for what, value in (("in_params", in_params), ("out_params", out_params), ("map_expr", map_expr),
-                            ("reduce_expr", reduce_expr), ("post_map_expr", post_map_expr), ("name", name),
-                            ("preamble", preamble)):
-            if not isinstance(value, str):
-                raise KspecTypeError(f"{what}: expected a str, got {type(value).__name__}")
-        spec = ReductionSpec(
-            name=name,
-            in_params=in_params,
-            out_params=out_params,
-            map_expr=map_expr,
-            reduce_expr=reduce_expr,
-            post_map_expr=post_map_expr,
-            identity=identity,
-            reduce_type=reduce_type,
-            reduce_dims=bool(reduce_dims),
-            preamble=preamble,
-            options=(options,) if isinstance(options, str) else tuple(options),
-        )
-        self._setup(spec)
-
-    @classmethod
-    def from_spec(cls, spec: ReductionSpec) -> ReductionKernel:
-        """The callable of a reduction spec (from a spec file or built in Python)."""
-        if not isinstance(spec, ReductionSpec):
-            raise KspecTypeError(f"spec: expected a ReductionSpec, got {type(spec).__name__}")
-        kernel = object.__new__(cls)
-        kernel._setup(spec)
-        return kernel
-
-    def _setup(self, spec: ReductionSpec) -> None:
-        self._spec = spec
-        self._key = _spec_key(spec)
-        self._nin = len(spec.in_params)
-        self._nout = len(spec.out_params)
-
-    # -- CuPy's attributes -------------------------------------------------------------------------------
+        texts = dict(in_params=in_params, out_params=out_params, map_expr=map_expr, reduce_expr=reduce_expr,
+                     post_map_expr=post_map_expr, name=name, preamble=preamble)
+        fields: dict[str, Any] = dict(identity=identity, reduce_type=reduce_type, reduce_dims=bool(reduce_dims),
+                                      options=options)
+        self._setup(self._build_spec(ReductionSpec, texts, fields))
 
     @property
-    def spec(self) -> ReductionSpec:
-        return self._spec
+    def map_expr(self) -> str:
+        return str(self._spec.map_expr)
 
     @property
-    def name(self) -> str:
-        return self._spec.name
+    def reduce_expr(self) -> str:
+        return str(self._spec.reduce_expr)
 
     @property
-    def in_params(self) -> tuple[Any, ...]:
-        return self._spec.in_params
-
-    @property
-    def out_params(self) -> tuple[Any, ...]:
-        return self._spec.out_params
-
-    @property
-    def params(self) -> tuple[Any, ...]:
-        return self._spec.params
-
-    @property
-    def nin(self) -> int:
-        return self._nin
-
-    @property
-    def nout(self) -> int:
-        return self._nout
-
-    @property
-    def nargs(self) -> int:
-        return self._nin + self._nout
+    def post_map_expr(self) -> str:
+        return str(self._spec.post_map_expr)
 
     @property
     def identity(self) -> str | None:
-        return self._spec.identity
+        return self._spec.identity  # type: ignore[no-any-return]
 
     @property
     def reduce_type(self) -> str | None:
-        return self._spec.reduce_type
-
-    @property
-    def options(self) -> tuple[str, ...]:
-        return tuple(self._spec.options)
-
-    def __repr__(self) -> str:
-        return f"<kspec.ReductionKernel {self.name!r}>"
-
-    def __reduce__(self):  # type: ignore[no-untyped-def]
-        return (ReductionKernel.from_spec, (self._spec,))
-
-    # -- the call ----------------------------------------------------------------------------------------
+        return self._spec.reduce_type  # type: ignore[no-any-return]
 
     def __call__(
         self, *args: Any, out: Any = None, axis: object = None, keepdims: bool = False, stream: object = None, **kwargs: Any
     ) -> Any:
-        if kwargs:
-            bad = next(iter(kwargs))
-            raise KspecTypeError(
-                f"kernel '{self.name}': unexpected keyword argument {bad!r} (ReductionKernel takes axis=, "
-                "keepdims=, out= and stream=)"
-            )
-        n = len(args)
-        if n != self._nin and n != self._nin + self._nout:
-            raise KspecTypeError(
-                f"kernel '{self.name}' takes {self._nin} arguments (inputs) or {self._nin + self._nout} "
-                f"(inputs and outputs), got {n}"
-            )
-        inputs = args[: self._nin]
-        outputs: Sequence[Any] | None = args[self._nin :] if n > self._nin else None
+        inputs, outputs = self._split_args(args, kwargs, "axis=, keepdims=, out= and stream=")
         if out is not None:
             if outputs is not None:
                 raise KspecValueError(f"kernel '{self.name}': out was given both as an argument and as out=")
@@ -161,28 +85,10 @@ class ReductionKernel:
         plan = plan_reduction(self._spec, bound, self._specializer, axis=axis, keepdims=bool(keepdims))
         return self._run(bound, plan, stream)
 
-    def _specializer(self, types: dict[str, str], scalars: frozenset[str]) -> Specialization:
-        return _typed.specialization_of(self._spec, self._key, types, scalars)
-
     def _run(self, bound: Bound, plan: ReductionPlan, stream: object) -> Any:
         device_id = bound.device_id if bound.device_id is not None else get_device().id
-        try:
-            handle = _typed.resolve_stream(stream, bound.library, device_id)
-        except KspecTypeError as exc:
-            raise KspecTypeError(f"kernel '{self.name}': {exc}") from None
-        results = []
-        pointers: dict[str, int] = {}
-        allocated = dict(plan.allocate)
-        for p in self._spec.out_params:
-            given = bound.arrays.get(p.name)
-            if given is None:
-                obj = _typed.allocate(bound.library, plan.out_shape, allocated[p.name], handle, device_id)
-                pointers[p.name] = array_info(obj).ptr
-                results.append(obj)
-            else:
-                results.append(given.obj)
-        for name, arg in bound.arrays.items():
-            pointers[name] = arg.info.ptr
+        handle = self._stream(stream, bound.library, device_id)
+        results, pointers = self._outputs(bound, plan.allocate, plan.out_shape, handle, device_id)
         if plan.out_size:
             _typed.activate(device_id)
             strategy = reduction_strategy(plan, Device(device_id).multiprocessor_count)

@@ -7,11 +7,14 @@ once per device. The tables are module-level, so two kernel objects with equal s
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._errors import LaunchError
+from .._errors import KspecTypeError, LaunchError
 from ..compiler import CompileOptions, compile_cached
 from ..render import RenderedModule, Specialization, VariantKey, render, specialize
 from ..runtime import _driver
@@ -119,3 +122,131 @@ def activate(device_id: int) -> None:
     """Make the arrays' device current when the process sees several (one device: nothing to do)."""
     if _driver._device_count > 1:
         Device(device_id).activate()
+
+
+class SpecKernel:
+    """Base of ElementwiseKernel and ReductionKernel: a spec, CuPy's attributes, arity, pickling, streams.
+
+    Subclasses set ``SPEC`` (the spec model class) and implement ``__call__``.
+    """
+
+    SPEC: type[ElementwiseSpec] | type[ReductionSpec]
+
+    @staticmethod
+    def _build_spec(cls_spec: type[ElementwiseSpec] | type[ReductionSpec], texts: dict[str, Any], fields: dict[str, Any]) -> Any:
+        """The spec of a constructor call: its text arguments must be str (TypeError naming the argument)."""
+        for what, value in texts.items():
+            if not isinstance(value, str):
+                raise KspecTypeError(f"{what}: expected a str, got {type(value).__name__}")
+        options = fields.get("options", ())
+        fields["options"] = (options,) if isinstance(options, str) else tuple(options)  # type: ignore[arg-type]
+        return cls_spec(**texts, **fields)
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> Any:
+        """The callable of a spec (from a spec file or built in Python)."""
+        if not isinstance(spec, cls.SPEC):
+            raise KspecTypeError(f"spec: expected a {cls.SPEC.__name__}, got {type(spec).__name__}")
+        kernel = object.__new__(cls)
+        kernel._setup(spec)
+        return kernel
+
+    def _setup(self, spec: Any) -> None:
+        self._spec = spec
+        text = json.dumps(spec.to_data(), sort_keys=True, separators=(",", ":"), default=str)
+        self._key = hashlib.sha256(text.encode()).hexdigest()
+        self._nin = len(spec.in_params)
+        self._nout = len(spec.out_params)
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (type(self).from_spec, (self._spec,))
+
+    def __repr__(self) -> str:
+        return f"<kspec.{type(self).__name__} {self.name!r}>"
+
+    @property
+    def spec(self) -> Any:
+        return self._spec
+
+    @property
+    def name(self) -> str:
+        return str(self._spec.name)
+
+    @property
+    def in_params(self) -> tuple[Any, ...]:
+        return tuple(self._spec.in_params)
+
+    @property
+    def out_params(self) -> tuple[Any, ...]:
+        return tuple(self._spec.out_params)
+
+    @property
+    def params(self) -> tuple[Any, ...]:
+        return tuple(self._spec.params)
+
+    @property
+    def nin(self) -> int:
+        return self._nin
+
+    @property
+    def nout(self) -> int:
+        return self._nout
+
+    @property
+    def nargs(self) -> int:
+        return self._nin + self._nout
+
+    @property
+    def preamble(self) -> str:
+        return str(self._spec.preamble)
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return tuple(self._spec.options)
+
+    @property
+    def reduce_dims(self) -> bool:
+        return bool(self._spec.reduce_dims)
+
+    def _split_args(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], accepted: str) -> tuple[Sequence[Any], Sequence[Any] | None]:
+        """(inputs, outputs or None) of a call; TypeErrors for a stray keyword or a wrong argument count."""
+        if kwargs:
+            bad = next(iter(kwargs))
+            raise KspecTypeError(
+                f"kernel '{self.name}': unexpected keyword argument {bad!r} ({type(self).__name__} takes {accepted})"
+            )
+        n = len(args)
+        if n != self._nin and n != self._nin + self._nout:
+            raise KspecTypeError(
+                f"kernel '{self.name}' takes {self._nin} arguments (inputs) or {self._nin + self._nout} "
+                f"(inputs and outputs), got {n}"
+            )
+        return args[: self._nin], (args[self._nin :] if n > self._nin else None)
+
+    def _specializer(self, types: dict[str, str], scalars: frozenset[str]) -> Specialization:
+        return specialization_of(self._spec, self._key, types, scalars)
+
+    def _stream(self, stream: object, library: str | None, device_id: int) -> int:
+        try:
+            return resolve_stream(stream, library, device_id)
+        except KspecTypeError as exc:
+            raise KspecTypeError(f"kernel '{self.name}': {exc}") from None
+
+    def _outputs(
+        self, bound: Any, allocate_: tuple[tuple[str, str], ...], shape: tuple[int, ...], stream: int, device_id: int
+    ) -> tuple[list[Any], dict[str, int]]:
+        """The call's outputs (given ones as they are, missing ones allocated) and every array's pointer."""
+        from ..runtime._interop import array_info
+
+        missing = dict(allocate_)
+        results = []
+        pointers = {name: arg.info.ptr for name, arg in bound.arrays.items()}
+        for p in self._spec.out_params:
+            given = bound.arrays.get(p.name)
+            if given is None:
+                obj = allocate(bound.library, shape, missing[p.name], stream, device_id)
+                pointers[p.name] = array_info(obj).ptr
+                results.append(obj)
+            else:
+                results.append(given.obj)
+        return results, pointers

@@ -1,0 +1,240 @@
+"""Call plans of ElementwiseKernel / ReductionKernel without a GPU: shapes, layouts, variants, grids, frames."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+import kspec
+from kspec.kernels import _typed
+from kspec.kernels._bind import bind, scalar_bytes
+from kspec.kernels._elementwise import _static_values
+from kspec.kernels._frame import Frame
+from kspec.kernels._plan import (
+    broadcast_strides,
+    merge_dims,
+    normalize_axis,
+    plan_elementwise,
+    plan_reduction,
+    reduction_strategy,
+)
+from kspec.render import VariantKey
+from kspec.runtime._devicearray import DeviceArray
+
+PTR = 0x7F0000000000
+H200_SMS = 132
+
+
+def fake(shape, dtype="float32", strides=None, ptr=PTR):
+    return DeviceArray._wrap(ptr, tuple(shape), np.dtype(dtype), 0, None, strides=strides)
+
+
+def transposed(shape, dtype="float32"):
+    """A fake view of a C-contiguous array of ``shape`` reversed, transposed back (like ``x.T``)."""
+    c = np.empty(tuple(reversed(shape)), dtype).strides
+    return fake(shape, dtype, strides=tuple(reversed(c)))
+
+
+@pytest.fixture(scope="module")
+def sqd():
+    return kspec.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd")
+
+
+@pytest.fixture(scope="module")
+def ssq():
+    return kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "ssq")
+
+
+def eplan(kernel, *args, **kwargs):
+    nin = kernel.nin
+    bound = bind(kernel.spec, args[:nin], args[nin:] or None)
+    return bound, plan_elementwise(kernel.spec, bound, kernel._specializer, **kwargs)
+
+
+def rplan(kernel, *args, axis=None, keepdims=False):
+    bound = bind(kernel.spec, args[: kernel.nin], args[kernel.nin :] or None)
+    return bound, plan_reduction(kernel.spec, bound, kernel._specializer, axis=axis, keepdims=keepdims)
+
+
+# -- helpers ---------------------------------------------------------------------------------------------
+
+
+def test_merge_dims_merges_contiguous_axes_and_drops_ones():
+    extents, strides = merge_dims([2, 1, 3, 4], [[48, 999, 16, 4], [0, 0, 0, 4]])
+    # the extent-1 axis goes whatever its stride; operand 2 is broadcast over both outer axes, so they merge,
+    # but its stride 0 then 4 keeps the inner axis apart
+    assert extents == [6, 4]
+    assert strides == [[16, 4], [0, 4]]
+    extents, strides = merge_dims([2, 3, 4], [[48, 16, 4], [96, 32, 8]])
+    assert extents == [24] and strides == [[4], [8]]
+
+
+def test_broadcast_strides_zero_on_broadcast_axes():
+    assert broadcast_strides((2, 3, 5), (5,), (4,)) == (0, 0, 4)
+    assert broadcast_strides((2, 3, 5), (3, 1), (4, 4)) == (0, 4, 0)
+
+
+@pytest.mark.parametrize(
+    "axis, ndim, expected",
+    [(None, 3, (0, 1, 2)), (-1, 3, (2,)), ((2, 0), 3, (0, 2)), ([1], 2, (1,)), (np.int64(1), 2, (1,)), ((), 2, ())],
+)
+def test_normalize_axis(axis, ndim, expected):
+    assert normalize_axis("k", axis, ndim) == expected
+
+
+# -- elementwise -------------------------------------------------------------------------------------------
+
+
+def test_contiguous_operands_take_the_contig_variant_with_a_device_sized_grid(sqd):
+    _, plan = eplan(sqd, fake((1 << 28,)), fake((1 << 28,)))
+    assert plan.variant == VariantKey("contig", "int64", 0, 4)
+    assert plan.grid(H200_SMS) == H200_SMS * 16  # capped, grid-stride loop does the rest
+    _, small = eplan(sqd, fake((1000,)), fake((1000,)))
+    assert small.grid(H200_SMS) == 1
+
+
+def test_broadcast_row_takes_the_2d_int32_strided_variant(sqd):
+    bound, plan = eplan(sqd, fake((2, 5)), fake((5,)))
+    assert plan.shape == (2, 5) and plan.allocate == (("z", "float32"),)
+    assert plan.variant == VariantKey("strided", "int32", 2, 1)
+    assert plan.extents == (5, 2)  # innermost first
+    assert plan.strides == {"x": (4, 20), "y": (4, 0), "z": (4, 20)}
+    assert plan.grid(H200_SMS) == 1
+
+
+def test_transposed_operand_is_strided_and_dims_merge_where_they_can(sqd):
+    _, plan = eplan(sqd, transposed((400, 300)), fake((400, 300)))
+    assert plan.variant.entry == "strided" and plan.extents == (300, 400)
+    # a 4-d call whose outer axes merge into one
+    _, plan = eplan(sqd, fake((2, 3, 4, 5)), fake((4, 1)))
+    assert plan.extents == (5, 4, 6) and plan.variant == VariantKey("strided", "int32", 0, 1)
+
+
+def test_reduce_dims_false_keeps_every_axis(sqd):
+    k = kspec.ElementwiseKernel("T x, T y", "T z", "z = x - y", "nomerge", reduce_dims=False)
+    _, plan = eplan(k, fake((2, 3, 4)), fake((4,)))
+    assert plan.extents == (4, 3, 2)
+
+
+def test_64bit_index_when_an_operand_reaches_beyond_2_31_bytes(sqd):
+    n = 1 << 28  # every other row of a (2n, 2) float32 array: its last element is 4 GiB from the first
+    big = fake((n, 2), strides=(16, 4))
+    _, plan = eplan(sqd, big, fake((n, 2)))
+    assert plan.variant == VariantKey("strided", "int64", 0, 1)
+
+
+def test_zero_size_plans_no_launch_but_allocates(sqd):
+    _, plan = eplan(sqd, fake((0, 5)), fake((5,)))
+    assert plan.variant is None and plan.shape == (0, 5) and plan.allocate == (("z", "float32"),)
+
+
+def test_scalars_specialise_and_do_not_bind(sqd):
+    bound, plan = eplan(sqd, fake((3,), "float64"), 2)
+    assert bound.types == {"T": "float64"} and bound.scalars == {"y": np.float64(2).tobytes()}
+    assert plan.specialization.scalars == frozenset({"y"})
+
+
+def test_size_with_all_raw_arguments():
+    k = kspec.ElementwiseKernel("raw T x", "T y", "y = x[i % x.size()]", "rawonly")
+    _, plan = eplan(k, fake((7,)), size=20)
+    assert plan.shape == (20,) and plan.variant.entry == "contig" and "x" in plan.raw
+    assert plan.raw["x"].shape == (7,) and plan.raw["x"].c_contiguous
+
+
+@pytest.mark.parametrize(
+    "value, dtype, expected",
+    [
+        (3, "int8", np.int8(3)),
+        (True, "float32", np.float32(1)),
+        (2.5, "float16", np.float16(2.5)),
+        (1 + 2j, "complex64", np.complex64(1 + 2j)),
+        (np.float64(0.1), "float32", np.float32(0.1)),
+        (2**64 - 1, "uint64", np.uint64(2**64 - 1)),
+    ],
+)
+def test_scalar_conversion_bytes(value, dtype, expected):
+    assert scalar_bytes("k", "p", value, dtype) == expected.tobytes()
+
+
+def test_bfloat16_scalar_rounds_to_nearest_even():
+    assert scalar_bytes("k", "p", 1.0, "bfloat16") == np.uint16(0x3F80).tobytes()
+    assert scalar_bytes("k", "p", 1.00390625, "bfloat16") == np.uint16(0x3F80).tobytes()  # tie: even
+    assert scalar_bytes("k", "p", 1.01171875, "bfloat16") == np.uint16(0x3F82).tobytes()  # tie: up to even
+
+
+def test_frame_bytes_follow_the_abi(sqd):
+    bound, plan = eplan(sqd, fake((2, 5)), fake((5,)))
+    rendered = _typed.rendered_module(plan.specialization)
+    abi = rendered.abi[plan.variant]
+    frame = Frame(abi, _static_values(plan))
+    address = frame.fill({"x": 0x1000, "y": 0x2000, "z": 0x3000}, bound.scalars)
+    slots = (ctypes.c_void_p * len(abi.slots)).from_address(address)
+    base = slots[0]
+    raw = ctypes.string_at(base, abi.size)
+    record = np.frombuffer(raw, abi.numpy_dtype())[0]
+    assert record["_shape"]["size"] == 10 and list(record["_shape"]["extent"]) == [5, 2]
+    assert record["x"]["ptr"] == 0x1000 and list(record["x"]["stride"]) == [4, 20]
+    assert record["y"]["ptr"] == 0x2000 and list(record["y"]["stride"]) == [4, 0]
+    assert [slots[i] - base for i in range(len(abi.slots))] == list(abi.offsets)
+
+
+# -- reduction ---------------------------------------------------------------------------------------------
+
+
+def test_reduction_axis1_of_a_short_matrix_uses_small_groups(ssq):
+    _, plan = rplan(ssq, fake((2, 5)), axis=1)
+    assert plan.out_shape == (2,) and plan.kept == (2,) and plan.red == (5,)
+    strategy = reduction_strategy(plan, H200_SMS)
+    assert strategy.kind == "rows" and strategy.passes[0].group == 2  # 5 elements / vec 4 -> 2 lanes
+
+
+def test_reduction_axis0_of_a_c_matrix_is_column_wise(ssq):
+    _, plan = rplan(ssq, fake((1000, 333)), axis=0)
+    assert plan.contiguous_cols
+    strategy = reduction_strategy(plan, H200_SMS)
+    assert strategy.kind == "cols" and strategy.passes[0].block % 32 == 0 and strategy.passes[0].block <= 256
+
+
+def test_full_reduction_of_a_long_array_splits_in_two_passes(ssq):
+    _, plan = rplan(ssq, fake((1 << 24,)))
+    assert plan.out_shape == () and plan.out_size == 1 and plan.red_size == 1 << 24
+    strategy = reduction_strategy(plan, H200_SMS)
+    first, second = strategy.passes
+    assert strategy.kind == "split" and first.nchunks > 1 and first.chunk % 4 == 0
+    assert (first.nchunks - 1) * first.chunk < plan.red_size <= first.nchunks * first.chunk  # no empty chunk
+    assert second.variant.entry == "split_final" and strategy.workspace_items == first.nchunks
+
+
+def test_long_rows_with_many_outputs_take_a_block_per_row(ssq):
+    _, plan = rplan(ssq, fake((1000, 100000)), axis=1)
+    strategy = reduction_strategy(plan, H200_SMS)
+    assert strategy.kind == "rows" and strategy.passes[0].group == strategy.passes[0].block
+
+
+def test_reduction_over_axes_1_and_3_of_4d(ssq):
+    _, plan = rplan(ssq, fake((2, 3, 4, 5)), axis=(1, 3), keepdims=True)
+    assert plan.out_shape == (2, 1, 4, 1)
+    assert plan.kept == (4, 2) and plan.red == (5, 3) and plan.rndim == 0
+    assert plan.in_strides["x"] == ((20, 240), (4, 80))
+    assert plan.out_strides["y"] == (4, 16)
+
+
+def test_reduced_axes_merge_into_one_when_contiguous(ssq):
+    _, plan = rplan(ssq, fake((6, 7, 8)), axis=(1, 2))
+    assert plan.red == (56,) and plan.rndim == 1 and plan.kept == (6,)
+
+
+def test_zero_size_reductions(ssq):
+    _, plan = rplan(ssq, fake((0, 5)), axis=0)
+    assert plan.out_shape == (5,) and plan.red_size == 0 and plan.red == (0,)
+    assert reduction_strategy(plan, H200_SMS).passes[0].chunk == 0
+    _, plan = rplan(ssq, fake((0, 5)), axis=1)
+    assert plan.out_size == 0 and reduction_strategy(plan, H200_SMS).passes == ()
+
+
+def test_reduction_inputs_broadcast_together():
+    k = kspec.ReductionKernel("T x, T w", "T y", "x * w", "a + b", "y = a", "0", "dot_rows")
+    _, plan = rplan(k, fake((4, 6)), fake((1, 6)), axis=1)
+    assert plan.in_strides["w"] == ((0,), (4,)) and plan.out_shape == (4,)
