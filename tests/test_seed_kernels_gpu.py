@@ -175,7 +175,9 @@ SUPER_GENERIC_CASES = {
 
 
 @pytest.mark.parametrize(
-    "source, types", [(s, t) for s in SOURCES for t in SUPER_GENERIC_CASES[s]], ids=lambda v: v if isinstance(v, str) else "-".join(v)
+    "source, types",
+    [(s, t) for s in SOURCES for t in SUPER_GENERIC_CASES[s]],
+    ids=lambda v: v if isinstance(v, str) else "-".join(v),
 )
 def test_squared_diff_super_generic_explicit_output(cp, source, types):
     squared_diff_super_generic = kernel(source, "squared_diff_super_generic")

@@ -68,7 +68,7 @@ class ElementwiseKernel(_typed.SpecKernel):
     def _run(self, bound: Bound, plan: ElementwisePlan, stream: object) -> Any:
         device_id = bound.device_id if bound.device_id is not None else get_device().id
         handle = self._stream(stream, bound.library, device_id)
-        results, pointers = self._outputs(bound, plan.allocate, plan.shape, handle, device_id)
+        results, pointers = self._outputs(bound, plan.allocate, plan.shape, stream if stream is not None else handle, device_id)
         if plan.variant is not None:
             _typed.activate(device_id)
             loaded = _typed.loaded_kernel(plan.specialization, device_id)

@@ -88,21 +88,28 @@ class ReductionKernel(_typed.SpecKernel):
     def _run(self, bound: Bound, plan: ReductionPlan, stream: object) -> Any:
         device_id = bound.device_id if bound.device_id is not None else get_device().id
         handle = self._stream(stream, bound.library, device_id)
-        results, pointers = self._outputs(bound, plan.allocate, plan.out_shape, handle, device_id)
+        results, pointers = self._outputs(bound, plan.allocate, plan.out_shape, stream if stream is not None else handle, device_id)
         if plan.out_size:
             _typed.activate(device_id)
             strategy = reduction_strategy(plan, Device(device_id).multiprocessor_count)
-            self._launch(plan, strategy, bound, pointers, handle, device_id)
+            self._launch(plan, strategy, bound, pointers, handle, device_id, stream)
         return results[0] if len(results) == 1 else tuple(results)
 
     def _launch(
-        self, plan: ReductionPlan, strategy: Strategy, bound: Bound, pointers: dict[str, int], handle: int, device_id: int
+        self,
+        plan: ReductionPlan,
+        strategy: Strategy,
+        bound: Bound,
+        pointers: dict[str, int],
+        handle: int,
+        device_id: int,
+        stream_owner: object,
     ) -> None:
         loaded = _typed.loaded_kernel(plan.specialization, device_id)
         workspace = None
         if strategy.workspace_items:
             itemsize = _reduce_itemsize(loaded)
-            workspace = allocate_bytes(strategy.workspace_items * itemsize, device_id, handle)
+            workspace = allocate_bytes(strategy.workspace_items * itemsize, device_id, handle, stream_owner)
             pointers = {**pointers, "_workspace": workspace.ptr}
         for step in strategy.passes:
             frame = Frame(loaded.rendered.abi[step.variant], _static_values(plan, step))

@@ -99,7 +99,9 @@ def resolve_stream(stream: object, library: str | None, device_id: int) -> int:
     return default_stream_getter(library)(device_id)
 
 
-def allocate(library: str | None, shape: tuple[int, ...], dtype: str, stream: int, device_id: int) -> Any:
+def allocate(library: str | None, shape: tuple[int, ...], dtype: str, stream: object, device_id: int) -> Any:
+    """A C-contiguous output in ``library``'s array type. ``stream`` is the caller's stream object when one
+    was given (the allocation keeps it alive until the memory is freed in its order), else a handle."""
     from .. import dtypes
 
     np_dtype = dtypes.BY_NAME[dtype].numpy
@@ -233,7 +235,7 @@ class SpecKernel:
             raise KspecTypeError(f"kernel '{self.name}': {exc}") from None
 
     def _outputs(
-        self, bound: Any, allocate_: tuple[tuple[str, str], ...], shape: tuple[int, ...], stream: int, device_id: int
+        self, bound: Any, allocate_: tuple[tuple[str, str], ...], shape: tuple[int, ...], stream: object, device_id: int
     ) -> tuple[list[Any], dict[str, int]]:
         """The call's outputs (given ones as they are, missing ones allocated) and every array's pointer."""
         from ..runtime._interop import array_info

@@ -386,7 +386,7 @@ def allocate_like(library: str | None, shape: Any, dtype: Any, stream: object, d
         return tensor
     if library is not None:
         raise KspecValueError(f"library: expected 'cupy', 'torch' or None, got {library!r}")
-    return empty(shape_t, dt, device=device_id, stream=handle)
+    return empty(shape_t, dt, device=device_id, stream=stream)  # the object, not the handle: it owns the stream
 
 
 def device_array_from_pointer(
