@@ -837,3 +837,41 @@ def test_pickled_kernel_runs(cp):
     # a kernel pickled before it ever ran
     fresh = pickle.loads(pickle.dumps(ew("T x", "T y", "y = x + x", "pickled_fresh", no_return=False)))
     np.testing.assert_array_equal(cp.asnumpy(fresh(cp.arange(4, dtype=np.int16))), [0, 2, 4, 6])
+
+
+# -- repeated calls take the prepared path (kspec/kernels/_prepared.py) ------------------------------------
+
+
+def test_repeated_calls_with_one_signature_use_each_calls_data(cp):
+    k = ew("T x, T y", "T z", "z = x * y + 1", "repeat_sig")
+    rng = np.random.default_rng(310)
+    for _ in range(3):
+        x = rng.uniform(0.5, 2.0, (64, 33)).astype(np.float32)
+        y = rng.uniform(0.5, 2.0, (33,)).astype(np.float32)
+        np.testing.assert_allclose(cp.asnumpy(k(cp.asarray(x), cp.asarray(y))), x * y + 1, rtol=1e-6)
+        z = cp.empty((64, 33), np.float32)
+        assert k(cp.asarray(x), cp.asarray(y), z) is z
+        np.testing.assert_allclose(cp.asnumpy(z), x * y + 1, rtol=1e-6)
+
+
+def test_repeated_scalar_calls_convert_and_check_every_value(cp):
+    k = ew("int8 x, int8 s", "int8 z", "z = x + s", "repeat_scalar")
+    x = cp.arange(10, dtype=np.int8)
+    for s in (1, -3, 7):
+        np.testing.assert_array_equal(cp.asnumpy(k(x, s)), np.arange(10, dtype=np.int8) + s)
+    with pytest.raises(OverflowError, match="s"):
+        k(x, 300)  # same signature as the calls above: the value is still checked
+    with pytest.raises(TypeError, match="s"):
+        k(x, 2.5)
+
+
+def test_repeated_reductions_with_one_signature(cp):
+    k = kspec.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "repeat_red")
+    rng = np.random.default_rng(311)
+    for _ in range(3):
+        x = rng.uniform(0.5, 2.0, (5, 1 << 16))
+        np.testing.assert_allclose(cp.asnumpy(k(cp.asarray(x), axis=1)), x.sum(1), rtol=1e-12)
+        np.testing.assert_allclose(float(k(cp.asarray(x))), x.sum(), rtol=1e-12)
+        out = cp.empty(5)
+        assert k(cp.asarray(x), axis=1, out=out) is out
+        np.testing.assert_allclose(cp.asnumpy(out), x.sum(1), rtol=1e-12)

@@ -238,3 +238,34 @@ def test_reduction_inputs_broadcast_together():
     k = kspec.ReductionKernel("T x, T w", "T y", "x * w", "a + b", "y = a", "0", "dot_rows")
     _, plan = rplan(k, fake((4, 6)), fake((1, 6)), axis=1)
     assert plan.in_strides["w"] == ((0,), (4,)) and plan.out_shape == (4,)
+
+
+# -- repeated calls (kspec/kernels/_prepared.py) -------------------------------------------------------------
+
+
+def test_signature_reads_shapes_strides_dtypes_devices_and_scalar_types():
+    from kspec.kernels._prepared import signature
+
+    a, b = fake((2, 3), ptr=0x1000), fake((2, 3), ptr=0x2000)
+    key_a, pointers = signature((a, 2.0))
+    key_b, _ = signature((b, 3.0))
+    assert key_a == key_b and pointers == [0x1000, 0]  # values and pointers are not part of it
+    assert signature((fake((3, 2)), 2.0))[0] != key_a
+    assert signature((fake((2, 3), strides=(4, 8)), 2.0))[0] != key_a
+    assert signature((a, 2))[0] != key_a  # an int scalar converts differently
+    assert signature((a, object())) is None  # anything else takes the full path every time
+
+
+def test_scalar_packers_fall_back_to_the_full_conversion():
+    from kspec.kernels._prepared import scalar_packer
+
+    to_int8 = scalar_packer("k", "coef", "int8", int)
+    assert to_int8(-5) == np.int8(-5).tobytes()
+    with pytest.raises(kspec.KspecOverflowError, match="coef"):
+        to_int8(300)
+    to_f32 = scalar_packer("k", "coef", "float32", float)
+    assert to_f32(0.1) == np.float32(0.1).tobytes()
+    assert to_f32(1e300) == np.float32(np.inf).tobytes()  # as NumPy converts it
+    with pytest.raises(kspec.KspecTypeError, match="coef"):
+        scalar_packer("k", "coef", "int32", float)(2.5)
+    assert scalar_packer("k", "coef", "float16", float)(1e6) == np.float16(np.inf).tobytes()

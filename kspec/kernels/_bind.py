@@ -43,6 +43,7 @@ class Bound:
     kernel: str
     arrays: dict[str, ArrayArg]  # given device arrays by parameter name (inputs, given outputs, raw ones)
     scalars: dict[str, bytes]  # input parameter -> its value in the kernel's parameter format
+    scalar_types: dict[str, type]  # input parameter -> the Python type of the value given
     types: dict[str, str]  # placeholder letter -> dtype, in the spec's order
     dtypes: dict[str, str]  # every parameter -> its dtype
     outputs_given: bool
@@ -90,7 +91,8 @@ def bind(spec: ElementwiseSpec | ReductionSpec, inputs: Sequence[Any], outputs: 
         except KspecValueError as exc:
             raise KspecValueError(f"kernel '{kernel}': {exc}") from None
     library = arrays[order[0]].info.library if order else None
-    return Bound(kernel, arrays, scalars, types, param_dtypes, outputs is not None, device_id, library)
+    scalar_types = {name: type(value) for name, value in scalar_inputs.items()}
+    return Bound(kernel, arrays, scalars, scalar_types, types, param_dtypes, outputs is not None, device_id, library)
 
 
 def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool) -> ArrayArg:

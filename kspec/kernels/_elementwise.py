@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..runtime._device import Device, get_device
+from ..runtime._device import get_device
 from ..spec import ElementwiseSpec
 from . import _typed
 from ._bind import Bound, bind
 from ._frame import Frame
 from ._plan import ElementwisePlan, plan_elementwise
+from ._prepared import Launch, PreparedCall, bound_pointers, signature, sm_count
 
 
 class ElementwiseKernel(_typed.SpecKernel):
@@ -60,28 +61,44 @@ class ElementwiseKernel(_typed.SpecKernel):
         return bool(self._spec.return_tuple)
 
     def __call__(self, *args: Any, size: object = None, block_size: object = None, stream: object = None, **kwargs: Any) -> Any:
+        sig = None if kwargs else signature(args)
+        key = None
+        if sig is not None and _plain(size) and _plain(block_size):
+            key = (sig[0], size, block_size)
+            prepared = self._prepared.get(key)
+            if prepared is not None:
+                return self._results(args, prepared.run(args, sig[1], stream))
         inputs, outputs = self._split_args(args, kwargs, "size=, block_size= and stream=")
+        self._check_stream(stream)
         bound = bind(self._spec, inputs, outputs)
         plan = plan_elementwise(self._spec, bound, self._specializer, size=size, block_size=block_size)
-        return self._run(bound, plan, stream)
+        prepared = self._prepare(bound, plan)
+        self._remember(key if bound.device_id is not None else None, prepared)
+        pointers = sig[1] if sig is not None else bound_pointers(bound, self._spec)
+        return self._results(args, prepared.run(args, pointers, stream))
 
-    def _run(self, bound: Bound, plan: ElementwisePlan, stream: object) -> Any:
+    def _prepare(self, bound: Bound, plan: ElementwisePlan) -> PreparedCall:
         device_id = bound.device_id if bound.device_id is not None else get_device().id
-        handle = self._stream(stream, bound.library, device_id)
-        results, pointers = self._outputs(bound, plan.allocate, plan.shape, stream if stream is not None else handle, device_id)
+        launches = []
         if plan.variant is not None:
-            _typed.activate(device_id)
             loaded = _typed.loaded_kernel(plan.specialization, device_id)
-            fn = loaded.function(plan.variant)
             frame = Frame(loaded.rendered.abi[plan.variant], _static_values(plan))
-            grid = plan.grid(Device(device_id).multiprocessor_count)
-            params = frame.fill(pointers, bound.scalars)
-            _typed.launch(fn, grid, plan.block, params, handle, device_id, f"kernel '{self.name}' ({plan.variant.entry})")
+            what = f"kernel '{self.name}' ({plan.variant.entry})"
+            launches.append(Launch(plan.variant, frame, plan.grid(sm_count(device_id)), plan.block, what))
+        return PreparedCall(self, bound, device_id, plan.specialization, plan.allocate, plan.shape, launches)
+
+    def _results(self, args: tuple[Any, ...], allocated: dict[str, Any]) -> Any:
         if self._spec.no_return:
             return None
+        results = [allocated[p.name] if p.name in allocated else args[self._nin + j] for j, p in enumerate(self._spec.out_params)]
         if len(results) == 1 and not self._spec.return_tuple:
             return results[0]
         return tuple(results)
+
+
+def _plain(value: object) -> bool:
+    """A keyword value that can be part of a signature as it is."""
+    return value is None or type(value) is int
 
 
 def _static_values(plan: ElementwisePlan) -> dict[str, Any]:

@@ -19,7 +19,6 @@ import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from .. import dtypes
 from .._errors import AxisError, KspecNotImplementedError, KspecTypeError, KspecValueError

@@ -14,14 +14,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._errors import KspecValueError
-from ..runtime._device import Device, get_device
-from ..runtime._memory import allocate as allocate_bytes
 from ..spec import ReductionSpec
 from . import _typed
 from ._bind import Bound, bind
 from ._elementwise import raw_view_values
 from ._frame import Frame
-from ._plan import Pass, ReductionPlan, Strategy, plan_reduction, reduction_strategy
+from ._plan import Pass, ReductionPlan, plan_reduction, reduction_strategy
+from ._prepared import Launch, PreparedCall, bound_pointers, signature, sm_count
 
 
 class ReductionKernel(_typed.SpecKernel):
@@ -72,7 +71,22 @@ class ReductionKernel(_typed.SpecKernel):
     def __call__(
         self, *args: Any, out: Any = None, axis: object = None, keepdims: bool = False, stream: object = None, **kwargs: Any
     ) -> Any:
+        full = args if out is None or len(args) != self._nin else (*args, *(out if isinstance(out, tuple) else (out,)))
+        sig = None if kwargs else signature(full)
+        key = None
+        if sig is not None and (out is None or full is not args):
+            if isinstance(axis, (list, tuple)):
+                axis_key: object = tuple(axis)
+                plain = all(type(a) is int for a in axis)
+            else:
+                axis_key, plain = axis, axis is None or type(axis) is int
+            if plain:
+                key = (sig[0], axis_key, bool(keepdims))
+                prepared = self._prepared.get(key)
+                if prepared is not None:
+                    return self._results(full, prepared.run(full, sig[1], stream))
         inputs, outputs = self._split_args(args, kwargs, "axis=, keepdims=, out= and stream=")
+        self._check_stream(stream)
         if out is not None:
             if outputs is not None:
                 raise KspecValueError(f"kernel '{self.name}': out was given both as an argument and as out=")
@@ -83,40 +97,31 @@ class ReductionKernel(_typed.SpecKernel):
                 )
         bound = bind(self._spec, inputs, outputs)
         plan = plan_reduction(self._spec, bound, self._specializer, axis=axis, keepdims=bool(keepdims))
-        return self._run(bound, plan, stream)
+        prepared = self._prepare(bound, plan)
+        self._remember(key, prepared)
+        full = (*inputs, *outputs) if outputs is not None else tuple(inputs)
+        pointers = sig[1] if sig is not None else bound_pointers(bound, self._spec)
+        return self._results(full, prepared.run(full, pointers, stream))
 
-    def _run(self, bound: Bound, plan: ReductionPlan, stream: object) -> Any:
-        device_id = bound.device_id if bound.device_id is not None else get_device().id
-        handle = self._stream(stream, bound.library, device_id)
-        results, pointers = self._outputs(bound, plan.allocate, plan.out_shape, stream if stream is not None else handle, device_id)
+    def _prepare(self, bound: Bound, plan: ReductionPlan) -> PreparedCall:
+        assert bound.device_id is not None  # a reduction always has an array input
+        device_id = bound.device_id
+        launches = []
+        workspace = 0
         if plan.out_size:
-            _typed.activate(device_id)
-            strategy = reduction_strategy(plan, Device(device_id).multiprocessor_count)
-            self._launch(plan, strategy, bound, pointers, handle, device_id, stream)
-        return results[0] if len(results) == 1 else tuple(results)
+            strategy = reduction_strategy(plan, sm_count(device_id))
+            loaded = _typed.loaded_kernel(plan.specialization, device_id)
+            if strategy.workspace_items:
+                workspace = strategy.workspace_items * _reduce_itemsize(loaded)
+            for step in strategy.passes:
+                frame = Frame(loaded.rendered.abi[step.variant], _static_values(plan, step))
+                what = f"kernel '{self.name}' ({step.variant.entry})"
+                launches.append(Launch(step.variant, frame, step.grid, step.block, what))
+        return PreparedCall(self, bound, device_id, plan.specialization, plan.allocate, plan.out_shape, launches, workspace)
 
-    def _launch(
-        self,
-        plan: ReductionPlan,
-        strategy: Strategy,
-        bound: Bound,
-        pointers: dict[str, int],
-        handle: int,
-        device_id: int,
-        stream_owner: object,
-    ) -> None:
-        loaded = _typed.loaded_kernel(plan.specialization, device_id)
-        workspace = None
-        if strategy.workspace_items:
-            itemsize = _reduce_itemsize(loaded)
-            workspace = allocate_bytes(strategy.workspace_items * itemsize, device_id, handle, stream_owner)
-            pointers = {**pointers, "_workspace": workspace.ptr}
-        for step in strategy.passes:
-            frame = Frame(loaded.rendered.abi[step.variant], _static_values(plan, step))
-            params = frame.fill(pointers, bound.scalars)
-            fn = loaded.function(step.variant)
-            _typed.launch(fn, step.grid, step.block, params, handle, device_id, f"kernel '{self.name}' ({step.variant.entry})")
-        del workspace  # freed in stream order after the launches that use it
+    def _results(self, args: tuple[Any, ...], allocated: dict[str, Any]) -> Any:
+        results = [allocated[p.name] if p.name in allocated else args[self._nin + j] for j, p in enumerate(self._spec.out_params)]
+        return results[0] if len(results) == 1 else tuple(results)
 
 
 def _reduce_itemsize(loaded: _typed.LoadedKernel) -> int:

@@ -21,7 +21,7 @@ from ..runtime import _driver
 from ..runtime._device import Device
 from ..runtime._devicearray import allocate_like
 from ..runtime._module import LoadedModule
-from ..runtime._stream import cu_stream, default_stream_getter, stream_handle
+from ..runtime._stream import cu_stream, stream_handle
 from ..spec import ElementwiseSpec, ReductionSpec
 
 _INVALID_CONTEXT = 201
@@ -92,13 +92,6 @@ def loaded_kernel(specialization: Specialization, device_id: int) -> LoadedKerne
     return found
 
 
-def resolve_stream(stream: object, library: str | None, device_id: int) -> int:
-    """The handle to launch on: ``stream=`` when given, else the current stream of the arrays' library."""
-    if stream is not None:
-        return stream_handle(stream)
-    return default_stream_getter(library)(device_id)
-
-
 def allocate(library: str | None, shape: tuple[int, ...], dtype: str, stream: object, device_id: int) -> Any:
     """A C-contiguous output in ``library``'s array type. ``stream`` is the caller's stream object when one
     was given (the allocation keeps it alive until the memory is freed in its order), else a handle."""
@@ -159,6 +152,14 @@ class SpecKernel:
         self._key = hashlib.sha256(text.encode()).hexdigest()
         self._nin = len(spec.in_params)
         self._nout = len(spec.out_params)
+        self._prepared: dict[Any, Any] = {}  # call signature -> PreparedCall (kspec/kernels/_prepared.py)
+
+    def _remember(self, key: Any, prepared: Any) -> None:
+        if key is None:
+            return
+        if len(self._prepared) >= 256:  # a program cycling through many shapes: start over (still correct)
+            self._prepared.clear()
+        self._prepared[key] = prepared
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
         return (type(self).from_spec, (self._spec,))
@@ -228,27 +229,10 @@ class SpecKernel:
     def _specializer(self, types: dict[str, str], scalars: frozenset[str]) -> Specialization:
         return specialization_of(self._spec, self._key, types, scalars)
 
-    def _stream(self, stream: object, library: str | None, device_id: int) -> int:
-        try:
-            return resolve_stream(stream, library, device_id)
-        except KspecTypeError as exc:
-            raise KspecTypeError(f"kernel '{self.name}': {exc}") from None
-
-    def _outputs(
-        self, bound: Any, allocate_: tuple[tuple[str, str], ...], shape: tuple[int, ...], stream: object, device_id: int
-    ) -> tuple[list[Any], dict[str, int]]:
-        """The call's outputs (given ones as they are, missing ones allocated) and every array's pointer."""
-        from ..runtime._interop import array_info
-
-        missing = dict(allocate_)
-        results = []
-        pointers = {name: arg.info.ptr for name, arg in bound.arrays.items()}
-        for p in self._spec.out_params:
-            given = bound.arrays.get(p.name)
-            if given is None:
-                obj = allocate(bound.library, shape, missing[p.name], stream, device_id)
-                pointers[p.name] = array_info(obj).ptr
-                results.append(obj)
-            else:
-                results.append(given.obj)
-        return results, pointers
+    def _check_stream(self, stream: object) -> None:
+        """A KspecTypeError naming the kernel for a ``stream=`` that is not a stream (before anything compiles)."""
+        if stream is not None:
+            try:
+                stream_handle(stream)
+            except KspecTypeError as exc:
+                raise KspecTypeError(f"kernel '{self.name}': {exc}") from None

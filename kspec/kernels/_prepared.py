@@ -1,0 +1,193 @@
+"""Repeated calls: a call's *signature* -> everything prepared, so a call costs a dict lookup and a launch.
+
+Binding, planning and building a parameter frame cost tens of microseconds; none of it depends on pointer
+or scalar *values*. A signature holds, per argument, its type and, for arrays, shape, byte strides, dtype
+and device (read through the cheapest attributes of CuPy, PyTorch and kspec arrays), plus the call's
+keyword values. The first call with a signature takes the full path (every check, every error) and stores a
+:class:`PreparedCall`; later calls with the same signature read the pointers, pack the scalars and launch.
+Arguments of other libraries (``__cuda_array_interface__``, DLPack) always take the full path.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from .._errors import KspecTypeError
+from ..runtime._device import Device
+from ..runtime._interop import CUPY, KSPEC, TORCH, kind_of
+from ..runtime._memory import allocate as allocate_bytes
+from ..runtime._stream import default_stream_getter, stream_handle
+from . import _typed
+from ._bind import Bound, scalar_bytes
+from ._frame import Frame
+
+MAX_SIGNATURES = 256  # per kernel; a program cycling through more shapes re-plans (still correct)
+
+_SCALAR_TYPES = (bool, int, float, complex)
+
+
+def signature(args: Sequence[Any]) -> tuple[tuple[Any, ...], list[int]] | None:
+    """(hashable signature, pointer per argument (0 for scalars)), or None when an argument needs the full path."""
+    keys: list[Any] = []
+    pointers: list[int] = []
+    for a in args:
+        tp = type(a)
+        kind = kind_of(tp)
+        if kind == CUPY:
+            memory = a.data
+            keys.append((tp, a.shape, a.strides, a.dtype, memory.device_id))
+            pointers.append(memory.ptr)
+        elif kind == TORCH:
+            keys.append((tp, a.shape, a.stride(), a.dtype, a.get_device()))
+            pointers.append(a.data_ptr())
+        elif kind == KSPEC:
+            keys.append((tp, a._shape, a._strides, a._dtype, a._device_id))
+            pointers.append(a._ptr)
+        elif tp in _SCALAR_TYPES or isinstance(a, np.generic):
+            keys.append(tp)
+            pointers.append(0)
+        else:
+            return None
+    return tuple(keys), pointers
+
+
+def pointer_of(obj: Any) -> int:
+    """The data pointer of an array kspec allocated (CuPy, PyTorch or kspec)."""
+    kind = kind_of(type(obj))
+    if kind == CUPY:
+        return int(obj.data.ptr)
+    if kind == TORCH:
+        return int(obj.data_ptr())
+    return int(obj._ptr)
+
+
+_FAST_FORMATS = {
+    "int8": "<b", "int16": "<h", "int32": "<i", "int64": "<q",
+    "uint8": "<B", "uint16": "<H", "uint32": "<I", "uint64": "<Q",
+    "float32": "<f", "float64": "<d",
+}
+
+
+def scalar_packer(kernel: str, param: str, dtype: str, value_type: type) -> Callable[[Any], bytes]:
+    """value -> bytes for one scalar parameter and one Python value type.
+
+    Python ints and floats into integer and float parameters use ``struct`` (anything it refuses, such as an
+    out-of-range int, goes to :func:`scalar_bytes`, which raises the proper error); every other case always
+    takes :func:`scalar_bytes`.
+    """
+    fmt = _FAST_FORMATS.get(dtype)
+    kind = dtypes.BY_NAME[dtype].kind
+    if fmt is None or not (value_type is int or (value_type is float and kind == "f")):
+        return lambda value: scalar_bytes(kernel, param, value, dtype)
+    pack = struct.Struct(fmt).pack
+
+    def packed(value: Any) -> bytes:
+        try:
+            return pack(value)
+        except (struct.error, OverflowError):
+            return scalar_bytes(kernel, param, value, dtype)
+
+    return packed
+
+
+class Launch:
+    """One kernel launch of a prepared call: the entry point's variant, frame, grid and block."""
+
+    __slots__ = ("variant", "frame", "grid", "block", "what")
+
+    def __init__(self, variant: Any, frame: Frame, grid: int, block: int, what: str) -> None:
+        self.variant = variant
+        self.frame = frame
+        self.grid = grid
+        self.block = block
+        self.what = what
+
+
+class PreparedCall:
+    """Everything about one call signature of a kernel on one device (see the module docstring).
+
+    ``launches`` run in order; ``workspace`` bytes are allocated per call when a split reduction needs them.
+    :meth:`run` returns the outputs it allocated, by parameter name.
+    """
+
+    def __init__(
+        self,
+        kernel: Any,
+        bound: Bound,
+        device_id: int,
+        specialization: Any,
+        allocate: tuple[tuple[str, str], ...],
+        out_shape: tuple[int, ...],
+        launches: list[Launch],
+        workspace: int = 0,
+    ) -> None:
+        spec = kernel.spec
+        self.kernel_name = kernel.name
+        self.device_id = device_id
+        self.library = bound.library
+        self.default_stream = default_stream_getter(bound.library)
+        self.specialization = specialization
+        self.launches = launches
+        self.workspace = workspace
+        self.out_shape = out_shape
+        self.allocate = allocate
+        params = [*spec.in_params, *spec.out_params]
+        # argument position -> parameter, for the given arrays and for the scalars (with their packers)
+        self.array_positions = [(i, p.name) for i, p in enumerate(params) if p.name in bound.arrays]
+        self.scalars = [
+            (i, p.name, scalar_packer(kernel.name, p.name, bound.dtypes[p.name], bound.scalar_types[p.name]))
+            for i, p in enumerate(params)
+            if p.name in bound.scalars
+        ]
+        self._functions: dict[int, list[Any]] = {}
+
+    def _functions_on(self, device_id: int) -> list[Any]:
+        fns = self._functions.get(device_id)
+        if fns is None:
+            loaded = _typed.loaded_kernel(self.specialization, device_id)
+            fns = self._functions[device_id] = [loaded.function(step.variant) for step in self.launches]
+        return fns
+
+    def run(self, args: Sequence[Any], pointer_list: Sequence[int], stream: object) -> dict[str, Any]:
+        device_id = self.device_id
+        if stream is None:
+            handle = self.default_stream(device_id)
+        else:
+            try:
+                handle = stream_handle(stream)
+            except KspecTypeError as exc:
+                raise KspecTypeError(f"kernel '{self.kernel_name}': {exc}") from None
+        owner = handle if stream is None else stream  # an allocation keeps the caller's stream object alive
+        pointers = {name: pointer_list[i] for i, name in self.array_positions}
+        scalars = {name: pack(args[i]) for i, name, pack in self.scalars}
+        allocated = {}
+        for name, dtype in self.allocate:
+            obj = _typed.allocate(self.library, self.out_shape, dtype, owner, device_id)
+            allocated[name] = obj
+            pointers[name] = pointer_of(obj)
+        if self.launches:
+            _typed.activate(device_id)
+            buffer = None
+            if self.workspace:
+                buffer = allocate_bytes(self.workspace, device_id, handle, None if stream is None else stream)
+                pointers["_workspace"] = buffer.ptr
+            for step, fn in zip(self.launches, self._functions_on(device_id)):
+                params = step.frame.fill(pointers, scalars)
+                _typed.launch(fn, step.grid, step.block, params, handle, device_id, step.what)
+            del buffer  # freed in stream order, after the launches that use it
+        return allocated
+
+
+def bound_pointers(bound: Bound, spec: Any) -> list[int]:
+    """Pointer per argument position (0 for scalars) from a bound call (the full path)."""
+    params = [*spec.in_params, *spec.out_params]
+    return [bound.arrays[p.name].info.ptr if p.name in bound.arrays else 0 for p in params]
+
+
+def sm_count(device_id: int) -> int:
+    return Device(device_id).multiprocessor_count
