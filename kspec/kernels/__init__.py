@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from ._binaries import BinaryStore
 from ._elementwise import ElementwiseKernel
-from ._library import KernelLibrary, load
+from ._library import KernelLibrary, load, load_specs
 from ._raw import DeviceGlobal, RawKernel, RawModule
 from ._reduction import ReductionKernel
 
-__all__ = ["DeviceGlobal", "ElementwiseKernel", "KernelLibrary", "RawKernel", "RawModule", "ReductionKernel", "load"]
+__all__ = ["BinaryStore", "load_specs", "DeviceGlobal", "ElementwiseKernel", "KernelLibrary", "RawKernel", "RawModule", "ReductionKernel", "load"]

@@ -81,7 +81,7 @@ class ElementwiseKernel(_typed.SpecKernel):
         device_id = bound.device_id if bound.device_id is not None else get_device().id
         launches = []
         if plan.variant is not None:
-            loaded = _typed.loaded_kernel(plan.specialization, device_id)
+            loaded = _typed.loaded_kernel(plan.specialization, device_id, self._binaries)
             frame = Frame(loaded.rendered.abi[plan.variant], _static_values(plan))
             what = f"kernel '{self.name}' ({plan.variant.entry})"
             launches.append(Launch(plan.variant, frame, plan.grid(sm_count(device_id)), plan.block, what))

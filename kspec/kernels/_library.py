@@ -9,24 +9,25 @@ Nothing is compiled here: each kernel compiles on its first call (from the binar
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from .._errors import KspecValueError
-from ..spec import ElementwiseSpec, RawSpec, ReductionSpec, load_library
+from ..spec import ElementwiseSpec, RawSpec, ReductionSpec, load_library, parse_spec
 from ..spec._models import AnySpec
+from ._binaries import BinaryStore, binary_store
 from ._elementwise import ElementwiseKernel
 from ._raw import RawKernel, RawModule
 from ._reduction import ReductionKernel
 
 
-def callable_of(spec: AnySpec) -> Any:
-    """The kernel object a spec describes."""
+def callable_of(spec: AnySpec, binaries: BinaryStore | None = None) -> Any:
+    """The kernel object a spec describes (elementwise and reduction kernels load from ``binaries`` first)."""
     if isinstance(spec, ElementwiseSpec):
-        return ElementwiseKernel.from_spec(spec)
+        return ElementwiseKernel.from_spec(spec, binaries=binaries)
     if isinstance(spec, ReductionSpec):
-        return ReductionKernel.from_spec(spec)
+        return ReductionKernel.from_spec(spec, binaries=binaries)
     assert isinstance(spec, RawSpec)
     if spec.is_binary:
         return RawModule(path=spec.resolved_path())
@@ -51,12 +52,13 @@ def callable_of(spec: AnySpec) -> Any:
 class KernelLibrary:
     """The kernels of some spec files by name: attributes (``lib.saxpy``), ``lib["saxpy"]``, iteration."""
 
-    def __init__(self, specs: Iterable[AnySpec]) -> None:
+    def __init__(self, specs: Iterable[AnySpec], *, binaries: Any = None) -> None:
+        store = binary_store(binaries)
         self._specs: dict[str, AnySpec] = {}
         self._kernels: dict[str, Any] = {}
         for spec in specs:
             self._specs[spec.name] = spec
-            self._kernels[spec.name] = callable_of(spec)
+            self._kernels[spec.name] = callable_of(spec, store)
 
     def __getattr__(self, name: str) -> Any:
         kernels = self.__dict__.get("_kernels", {})
@@ -94,11 +96,22 @@ class KernelLibrary:
         return f"<kspec.KernelLibrary {len(self)} kernels: {', '.join(self._kernels)}>"
 
 
-def load(path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> KernelLibrary:
+def load(
+    path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, binaries: str | os.PathLike[str] | None = None
+) -> KernelLibrary:
     """Load spec files (a directory, one file, or several) as a namespace of kernel callables.
 
-    Invalid specs raise :class:`kspec.SpecErrorGroup` listing every error with its file and kernel.
+    ``binaries``: a ``kspec build`` output directory; elementwise and reduction kernels load their binary
+    for the device from it (no NVRTC) and compile only what it lacks. Invalid specs raise
+    :class:`kspec.SpecErrorGroup` listing every error with its file and kernel.
     """
     paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
     library = load_library([Path(p) for p in paths])
-    return KernelLibrary(library[name] for name in library)
+    return KernelLibrary((library[name] for name in library), binaries=binaries)
+
+
+def load_specs(specs: Iterable[Mapping[str, Any]], *, binaries: str | os.PathLike[str] | None = None) -> KernelLibrary:
+    """A namespace of kernels from spec tables (``kspec.spec.spec_to_data`` of each), as generated modules
+    embed them. ``binaries`` as for :func:`load`; a directory without a manifest is ignored (a package
+    shipped without binaries compiles on first call)."""
+    return KernelLibrary((parse_spec(dict(table)) for table in specs), binaries=binaries)

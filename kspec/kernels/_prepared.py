@@ -128,6 +128,7 @@ class PreparedCall:
     ) -> None:
         spec = kernel.spec
         self.kernel_name = kernel.name
+        self.binaries = kernel._binaries
         self.device_id = device_id
         self.library = bound.library
         self.default_stream = default_stream_getter(bound.library)
@@ -149,7 +150,7 @@ class PreparedCall:
     def _functions_on(self, device_id: int) -> list[Any]:
         fns = self._functions.get(device_id)
         if fns is None:
-            loaded = _typed.loaded_kernel(self.specialization, device_id)
+            loaded = _typed.loaded_kernel(self.specialization, device_id, self.binaries)
             fns = self._functions[device_id] = [loaded.function(step.variant) for step in self.launches]
         return fns
 

@@ -110,7 +110,7 @@ class ReductionKernel(_typed.SpecKernel):
         workspace = 0
         if plan.out_size:
             strategy = reduction_strategy(plan, sm_count(device_id))
-            loaded = _typed.loaded_kernel(plan.specialization, device_id)
+            loaded = _typed.loaded_kernel(plan.specialization, device_id, self._binaries)
             if strategy.workspace_items:
                 workspace = strategy.workspace_items * _reduce_itemsize(loaded)
             for step in strategy.passes:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._errors import KspecTypeError, LaunchError
+from .._errors import KspecTypeError, LaunchError, NvrtcNotFoundError
 from ..compiler import CompileOptions, compile_cached
 from ..render import RenderedModule, Specialization, VariantKey, render, specialize
 from ..runtime import _driver
@@ -68,8 +68,9 @@ class LoadedKernel:
         return fn
 
 
-def loaded_kernel(specialization: Specialization, device_id: int) -> LoadedKernel:
-    """Render, compile (or fetch from the binary cache) and load ``specialization`` on a device, once."""
+def loaded_kernel(specialization: Specialization, device_id: int, binaries: Any = None) -> LoadedKernel:
+    """``specialization``'s module on a device, once: from ``binaries`` (a BinaryStore) when it has a binary
+    for the device, else rendered and compiled (or fetched from the binary cache)."""
     key = (specialization.key, device_id)
     found = _loaded.get(key)
     if found is not None:
@@ -79,17 +80,39 @@ def loaded_kernel(specialization: Specialization, device_id: int) -> LoadedKerne
         if found is None:
             device = Device(device_id)
             rendered = rendered_module(specialization)
-            options = CompileOptions(arch=device.arch, extra=tuple(specialization.spec.options))
-            program, _hit = compile_cached(
-                rendered.source,
-                name=rendered.name,
-                options=options,
-                name_expressions=rendered.name_expressions,
-                needs=rendered.needs,
-            )
-            module = LoadedModule(program.binary, device, what=f"kernel '{rendered.name}'")
-            found = _loaded[key] = LoadedKernel(rendered, module, dict(program.lowered_names), {})
+            stored = binaries.find(specialization.key, device.arch) if binaries is not None else None
+            if stored is not None:
+                image, lowered = stored.read(), stored.lowered_names
+                what = f"kernel '{rendered.name}' ({stored.path})"
+            else:
+                image, lowered = _compile(specialization, rendered, device, binaries)
+                what = f"kernel '{rendered.name}'"
+            module = LoadedModule(image, device, what=what)
+            found = _loaded[key] = LoadedKernel(rendered, module, dict(lowered), {})
     return found
+
+
+def _compile(specialization: Specialization, rendered: RenderedModule, device: Device, binaries: Any) -> tuple[bytes, Mapping[str, str]]:
+    options = CompileOptions(arch=device.arch, extra=tuple(specialization.spec.options))
+    try:
+        program, _hit = compile_cached(
+            rendered.source,
+            name=rendered.name,
+            options=options,
+            name_expressions=rendered.name_expressions,
+            needs=rendered.needs,
+        )
+    except NvrtcNotFoundError as exc:
+        if binaries is None:
+            raise
+        archs = binaries.archs(specialization.key)
+        raise LaunchError(
+            f"kernel '{rendered.name}' ({dict(specialization.types) or 'no placeholders'}): no precompiled binary for "
+            f"this device ({device.arch}) in {binaries.directory} (it has: {', '.join(archs) or 'none for this binding'}) "
+            f"and NVRTC is not installed to compile one ({exc}); rebuild the binaries with --arch {device.arch} or "
+            "install kspec[nvrtc]"
+        ) from None
+    return program.binary, program.lowered_names
 
 
 def allocate(library: str | None, shape: tuple[int, ...], dtype: str, stream: object, device_id: int) -> Any:
@@ -138,15 +161,19 @@ class SpecKernel:
         return cls_spec(**texts, **fields)
 
     @classmethod
-    def from_spec(cls, spec: Any) -> Any:
-        """The callable of a spec (from a spec file or built in Python)."""
+    def from_spec(cls, spec: Any, *, binaries: Any = None) -> Any:
+        """The callable of a spec (from a spec file or built in Python). ``binaries``: a directory written by
+        ``kspec build`` (or a :class:`BinaryStore`) to load precompiled binaries from before compiling."""
         if not isinstance(spec, cls.SPEC):
             raise KspecTypeError(f"spec: expected a {cls.SPEC.__name__}, got {type(spec).__name__}")
         kernel = object.__new__(cls)
-        kernel._setup(spec)
+        kernel._setup(spec, binaries)
         return kernel
 
-    def _setup(self, spec: Any) -> None:
+    def _setup(self, spec: Any, binaries: Any = None) -> None:
+        from ._binaries import binary_store
+
+        self._binaries = binary_store(binaries)
         self._spec = spec
         text = json.dumps(spec.to_data(), sort_keys=True, separators=(",", ":"), default=str)
         self._key = hashlib.sha256(text.encode()).hexdigest()
@@ -162,7 +189,8 @@ class SpecKernel:
         self._prepared[key] = prepared
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
-        return (type(self).from_spec, (self._spec,))
+        directory = None if self._binaries is None else str(self._binaries.directory)
+        return (_rebuild, (type(self), self._spec, directory))
 
     def __repr__(self) -> str:
         return f"<kspec.{type(self).__name__} {self.name!r}>"
@@ -236,3 +264,7 @@ class SpecKernel:
                 stream_handle(stream)
             except KspecTypeError as exc:
                 raise KspecTypeError(f"kernel '{self.name}': {exc}") from None
+
+
+def _rebuild(cls: type[SpecKernel], spec: Any, binaries: str | None) -> Any:
+    return cls.from_spec(spec, binaries=binaries)

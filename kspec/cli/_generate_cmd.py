@@ -1,0 +1,83 @@
+"""`kspec generate [SPECS] -o OUT [--check]`: typed Python modules for spec files, one per file.
+
+Writes only the files whose content changed (atomically); ``--check`` writes nothing and exits 1 when a
+file is stale or missing, which is how CI notices a ``generated/`` that was not regenerated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+from .. import __version__
+from .._atomic import write_atomic
+from .._errors import SpecError
+from ..codegen import generate
+from ..spec import spec_files
+from ._common import add_spec_paths, error
+
+DEFAULT_OUT = "generated"
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser("generate", help="write typed Python modules for spec files")
+    add_spec_paths(p)
+    p.add_argument("-o", "--out", default=DEFAULT_OUT, metavar="OUT", help=f"output directory (default: {DEFAULT_OUT}/)")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file is stale or missing")
+    p.set_defaults(run=run)
+
+
+def command_line(paths: list[str], out: str) -> str:
+    """The command recorded in each header: the same for a run and for its ``--check``."""
+    return shlex.join(["kspec", "generate", *paths, "-o", out])
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        files = spec_files(args.paths)
+    except SpecError as exc:
+        error(str(exc))
+        return 1
+    if not files:
+        error(f"no spec files (*.toml, *.json) in {' '.join(args.paths)}")
+        return 1
+    out = Path(args.out)
+    result = generate(files, command=command_line(list(args.paths), args.out), version=__version__, out_dir=out)
+    if not result.ok:
+        n_errors = 0
+        for path, errors in result.errors:
+            n_errors += len(errors)
+            status = "ok" if not errors else f"{len(errors)} error{'s' * (len(errors) != 1)}"
+            n = result.kernels.get(path, 0)
+            print(f"{path}: {n} kernel{'s' * (n != 1)}, {status}")
+            for exc in errors:
+                print(f"  error: {exc}")
+        print(f"{n_errors} error{'s' * (n_errors != 1)}: nothing generated")
+        return 1
+    changed = []
+    for name, text in result.files.items():
+        target = out / name
+        data = text.encode()
+        try:
+            current: bytes | None = target.read_bytes()
+        except OSError:
+            current = None
+        if current == data:
+            continue
+        changed.append((target, current is None))
+        if not args.check:
+            write_atomic(target, data)
+    if args.check:
+        for target, missing in changed:
+            print(f"{target}: {'missing' if missing else 'stale'}")
+        if changed:
+            print(f"{len(changed)} file{'s' * (len(changed) != 1)} out of date: run {command_line(list(args.paths), args.out)}")
+            return 1
+        print(f"{out}: up to date ({len(result.files)} files)")
+        return 0
+    for target, missing in changed:
+        print(f"wrote {target}")
+    if not changed:
+        print(f"{out}: up to date ({len(result.files)} files)")
+    return 0
