@@ -51,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
             status = "ok" if not errors else f"{len(errors)} error{'s' * (len(errors) != 1)}"
             n = result.kernels.get(path, 0)
             print(f"{path}: {n} kernel{'s' * (n != 1)}, {status}")
-            for exc in errors:
-                print(f"  error: {exc}")
+            for err in errors:
+                print(f"  error: {err}")
         print(f"{n_errors} error{'s' * (n_errors != 1)}: nothing generated")
         return 1
     changed = []

@@ -32,7 +32,7 @@ def emit_module(*, version: str, command: str, spec_path: str, specs_data: list[
         "from kspec.kernels import load_specs",
         "from kspec.typing import CudaArray",
         "",
-        "__all__ = [" + ", ".join(repr(a.name) for a in apis) + "]",
+        f"__all__ = {literal([a.name for a in apis])}",
         "",
         f"_SPECS: list[dict[str, Any]] = {literal(specs_data)}",
         "",
@@ -89,12 +89,12 @@ def _emit_function(api: ApiFunction) -> list[str]:
     doc += [f"{body}    {inst}" for inst in api.instantiations] or [f"{body}    (none: compiled on first call)"]
     doc.append(body + '"""')
     out += doc
-    args = ", ".join(p.name for p in api.inputs)
+    call_args = [p.name for p in api.inputs]
     if api.outputs:
         outs = ", ".join(f"{p.name}={p.name}" for p in api.outputs)
-        out.append(f"    outputs = _outputs({api.name!r}, {outs})")
-        args += ", *outputs" if args else "*outputs"
-    call_args = ([args] if args else []) + [f"{p.name}={p.name}" for p in api.options]
+        out.append(f'    outputs = _outputs("{api.name}", {outs})')
+        call_args.append("*outputs")
+    call_args += [f"{p.name}={p.name}" for p in api.options]
     lead = "    " if api.returns == "None" else f"    result: {api.returns} = "
     call = f"{lead}_KERNELS.{api.name}({', '.join(call_args)})"
     if len(call) > 100:  # black's style: one argument per line, trailing comma
@@ -107,9 +107,7 @@ def _emit_function(api: ApiFunction) -> list[str]:
 
 def _emit_raw(api: ApiRaw) -> list[str]:
     functions = ", ".join(api.functions)
-    out = [f"# Raw kernel {api.name!r} (CUDA functions: {functions}): the kernel object of kspec.kernels itself,"]
-    out.append("# launched as kernel(grid, block, args, shared_mem=0, stream=None); untyped (Any).")
-    if api.doc:
-        out += _doc_lines(api.doc, "# ")
+    out = _doc_lines(api.doc, "# ") if api.doc else []
+    out.append(f"# Raw kernel (CUDA functions: {functions}): the kernel object of kspec.kernels itself, untyped.")
     out.append(f"{api.name}: Any = _KERNELS.{api.name}")
     return out

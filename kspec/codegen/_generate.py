@@ -11,6 +11,7 @@ from .._errors import SpecError
 from ..spec import AnySpec, RawSpec, SpecLibrary, read_file, spec_to_data
 from ._api import api_of
 from ._emit import emit_module
+from ._literal import literal
 
 
 @dataclass
@@ -88,7 +89,7 @@ def generate(files: list[Path], *, command: str, version: str, out_dir: Path | N
             "",
             *(f"from . import {n}" for n in names),
             "",
-            "__all__ = [" + ", ".join(repr(n) for n in names) + "]",
+            f"__all__ = {literal(names)}",
         ]
         result.files["__init__.py"] = "\n".join(lines) + "\n"
     return result

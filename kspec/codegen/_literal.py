@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 _INDENT = "    "
@@ -13,6 +14,10 @@ def literal(value: Any, level: int = 0) -> str:
     if isinstance(value, dict):
         if not value:
             return "{}"
+        if all(not isinstance(v, (dict, list, tuple)) for v in value.values()):
+            flat = "{" + ", ".join(f"{_scalar(k)}: {_scalar(v)}" for k, v in value.items()) + "}"
+            if len(pad) + len(flat) <= 80:
+                return flat
         items = [f"{inner}{_scalar(k)}: {literal(v, level + 1)}," for k, v in value.items()]
         return "{\n" + "\n".join(items) + f"\n{pad}}}"
     if isinstance(value, (list, tuple)):
@@ -29,7 +34,10 @@ def literal(value: Any, level: int = 0) -> str:
 
 
 def _scalar(value: Any) -> str:
-    if value is None or isinstance(value, (bool, int, str)):
+    if isinstance(value, str):
+        # Double quotes as black writes them; a JSON string is a valid Python string with the same value.
+        return json.dumps(value, ensure_ascii=False)
+    if value is None or isinstance(value, (bool, int)):
         return repr(value)
     if isinstance(value, float):
         return repr(value)
