@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+from .._errors import SpecError
+from ..spec import spec_files
 
 DEFAULT_SPECS = "specs"
 
@@ -20,3 +24,16 @@ def add_spec_paths(parser: argparse.ArgumentParser) -> None:
 
 def error(message: str) -> None:
     print(f"kspec: error: {message}", file=sys.stderr)
+
+
+def spec_files_or_report(paths: list[str]) -> list[Path] | None:
+    """The spec files under ``paths``, or None after reporting why there are none (the caller exits 1)."""
+    try:
+        files = spec_files(paths)
+    except SpecError as exc:
+        error(str(exc))
+        return None
+    if not files:
+        error(f"no spec files (*.toml, *.json) in {' '.join(paths)}")
+        return None
+    return files

@@ -12,10 +12,8 @@ from pathlib import Path
 
 from .. import __version__
 from .._atomic import write_atomic
-from .._errors import SpecError
 from ..codegen import generate
-from ..spec import spec_files
-from ._common import add_spec_paths, error
+from ._common import add_spec_paths, error, spec_files_or_report
 
 DEFAULT_OUT = "generated"
 
@@ -34,13 +32,8 @@ def command_line(paths: list[str], out: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        files = spec_files(args.paths)
-    except SpecError as exc:
-        error(str(exc))
-        return 1
-    if not files:
-        error(f"no spec files (*.toml, *.json) in {' '.join(args.paths)}")
+    files = spec_files_or_report(list(args.paths))
+    if files is None:
         return 1
     out = Path(args.out)
     result = generate(files, command=command_line(list(args.paths), args.out), version=__version__, out_dir=out)

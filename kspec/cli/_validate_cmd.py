@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from .._errors import SpecError
-from ..spec import SpecLibrary, read_file, spec_files
-from ._common import add_spec_paths, error
+from ..spec import SpecLibrary, read_file
+from ._common import add_spec_paths, error, spec_files_or_report
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -16,13 +16,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        files = spec_files(args.paths)
-    except SpecError as exc:
-        error(str(exc))
-        return 1
-    if not files:
-        error(f"no spec files (*.toml, *.json) in {' '.join(args.paths)}")
+    files = spec_files_or_report(list(args.paths))
+    if files is None:
         return 1
     library = SpecLibrary()
     n_errors = n_kernels = 0
@@ -38,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         n_errors += len(errors)
         status = "ok" if not errors else f"{len(errors)} error{'s' * (len(errors) != 1)}"
         print(f"{path}: {len(report.specs)} kernel{'s' * (len(report.specs) != 1)}, {status}")
-        for exc in errors:
-            print(f"  error: {exc}")
+        for err in errors:
+            print(f"  error: {err}")
     print(f"{len(files)} file{'s' * (len(files) != 1)}, {n_kernels} kernels, {n_errors} errors")
     return 1 if n_errors else 0

@@ -131,6 +131,26 @@ def check_block_size(kernel: str, block_size: object) -> int | None:
     return int(block_size)
 
 
+def plan_outputs(
+    spec: ElementwiseSpec | ReductionSpec, bound: Bound, shape: tuple[int, ...], expected: str
+) -> tuple[tuple[tuple[str, str], ...], dict[str, RawLayout]]:
+    """Check the given non-raw outputs against ``shape`` (``expected`` says where it comes from) and return
+    the outputs to allocate ((name, dtype), C-contiguous with ``shape``) and every raw parameter's view
+    (a raw output that is allocated gets ``shape``)."""
+    kernel = spec.name
+    for p in spec.out_params:
+        given = bound.arrays.get(p.name)
+        if given is not None and not p.raw and given.info.shape != shape:
+            raise KspecValueError(f"kernel '{kernel}': output {p.name} has shape {given.info.shape} but {expected}")
+    allocate = tuple((p.name, bound.dtypes[p.name]) for p in spec.out_params if p.name not in bound.arrays)
+    raw = {p.name: raw_layout(kernel, bound.arrays[p.name]) for p in spec.params if p.raw and p.name in bound.arrays}
+    for p in spec.out_params:
+        if p.raw and p.name not in bound.arrays:
+            itemsize = dtypes.BY_NAME[bound.dtypes[p.name]].itemsize
+            raw[p.name] = RawLayout(shape, c_strides(shape, itemsize), math.prod(shape), True)
+    return allocate, raw
+
+
 # -- elementwise -----------------------------------------------------------------------------------------
 
 
@@ -188,20 +208,9 @@ def plan_elementwise(
         )
     else:
         shape = ()  # scalars only: one element, as NumPy does with scalars
-    for p in spec.out_params:
-        given = bound.arrays.get(p.name)
-        if given is not None and not p.raw and given.info.shape != shape:
-            raise KspecValueError(
-                f"kernel '{kernel}': output {p.name} has shape {given.info.shape} but the loop shape is {shape} "
-                "(outputs are not broadcast)"
-            )
-
-    allocate = tuple((p.name, bound.dtypes[p.name]) for p in spec.out_params if p.name not in bound.arrays)
-    raw = {p.name: raw_layout(kernel, bound.arrays[p.name]) for p in params if p.raw and p.name in bound.arrays}
-    for name, _ in allocate:  # a raw output that was not given is allocated with the loop shape
-        if next(p for p in spec.out_params if p.name == name).raw:
-            itemsize = dtypes.BY_NAME[bound.dtypes[name]].itemsize
-            raw[name] = RawLayout(shape, c_strides(shape, itemsize), math.prod(shape), True)
+    allocate, raw = plan_outputs(
+        spec, bound, shape, f"the loop shape is {shape} (outputs are not broadcast)"
+    )
     specialization = specializer(bound.types, frozenset(bound.scalars))
     total = math.prod(shape)
     if total == 0:
@@ -322,19 +331,9 @@ def plan_reduction(
         )
     kept_shape = tuple(in_shape[a] for a in kept_axes)
     out_shape = tuple(1 if a in reduced else in_shape[a] for a in range(ndim)) if keepdims else kept_shape
-    for p in spec.out_params:
-        given = bound.arrays.get(p.name)
-        if given is not None and not p.raw and given.info.shape != out_shape:
-            raise KspecValueError(
-                f"kernel '{kernel}': output {p.name} has shape {given.info.shape} but the reduction's output "
-                f"shape is {out_shape} (axis={axis!r}, keepdims={bool(keepdims)})"
-            )
-    allocate = tuple((p.name, bound.dtypes[p.name]) for p in spec.out_params if p.name not in bound.arrays)
-    raw = {p.name: raw_layout(kernel, bound.arrays[p.name]) for p in spec.params if p.raw and p.name in bound.arrays}
-    for name, dtype in allocate:
-        if next(p for p in spec.out_params if p.name == name).raw:
-            itemsize = dtypes.BY_NAME[dtype].itemsize
-            raw[name] = RawLayout(out_shape, c_strides(out_shape, itemsize), math.prod(out_shape), True)
+    allocate, raw = plan_outputs(
+        spec, bound, out_shape, f"the reduction's output shape is {out_shape} (axis={axis!r}, keepdims={bool(keepdims)})"
+    )
     specialization = specializer(bound.types, frozenset(bound.scalars))
 
     out_size = math.prod(kept_shape)

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import dtypes
 from .._errors import KspecTypeError, LaunchError, NvrtcNotFoundError
 from ..compiler import CompileOptions, compile_cached
 from ..render import RenderedModule, Specialization, VariantKey, render, specialize
@@ -118,8 +119,6 @@ def _compile(specialization: Specialization, rendered: RenderedModule, device: D
 def allocate(library: str | None, shape: tuple[int, ...], dtype: str, stream: object, device_id: int) -> Any:
     """A C-contiguous output in ``library``'s array type. ``stream`` is the caller's stream object when one
     was given (the allocation keeps it alive until the memory is freed in its order), else a handle."""
-    from .. import dtypes
-
     np_dtype = dtypes.BY_NAME[dtype].numpy
     return allocate_like(library, shape, np_dtype, stream, device=device_id)
 
