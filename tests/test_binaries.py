@@ -70,3 +70,29 @@ def test_load_specs_builds_the_callables_and_keeps_the_store_through_pickling(tm
     assert lib.spec("l2norm") == next(s for s in load_file("specs/reduction.toml") if s.name == "l2norm")
     clone = pickle.loads(pickle.dumps(lib.l2norm))
     assert clone.spec == lib.l2norm.spec and clone._binaries.directory == store.directory
+
+
+def test_raw_specs_find_their_binaries_by_key(tmp_path):
+    """A raw spec's binary (real NVRTC output, no GPU) is filed under the key `kspec.load` looks it up by,
+    and template kernels resolve through the manifest's lowered names rather than a compile."""
+    from kspec.build import plan_build, precompile, write_output
+    from kspec.render import specialize
+
+    specs = {spec.name: spec for spec in load_file("specs/raw.toml")}
+    plan = plan_build(specs.values(), ["sm_90"])
+    results = precompile(plan.units, jobs=4)
+    assert all(r.ok for r in results), [str(r.error) for r in results if not r.ok]
+    write_output(results, tmp_path)
+    store = BinaryStore(tmp_path)
+    lib = kspec.load("specs/raw.toml", binaries=tmp_path)
+    for name, spec in specs.items():
+        assert store.find(specialize(spec).key, "sm_90") is not None, name
+        assert store.find(specialize(spec).key, "sm_80") is None, name
+    fx3 = lib.fx3  # a RawModule with name expressions
+    assert fx3._stored("sm_90") is not None
+    lowered = fx3._symbol("fx3<float>", "sm_90")
+    assert lowered.startswith("_Z") and "fx3" in lowered
+    assert fx3._programs == {}  # nothing was compiled to get there
+    my_add = lib.my_add  # a plain RawKernel
+    assert my_add._module._stored("sm_90").path.suffix == ".cubin"
+    assert my_add._module._symbol("my_add", "sm_90") == "my_add"

@@ -180,3 +180,25 @@ def test_raw_view_layout():
         ("strides_", 24 + 8 * MAX_NDIM, MAX_NDIM),
     ]
     assert view.layout.size == 24 + 16 * MAX_NDIM
+
+
+@pytest.mark.parametrize("spec_name", ["squared_diff_generic", "l2norm"])
+def test_module_interface_is_what_render_gives_without_jinja(spec_name, monkeypatch):
+    """Loading a precompiled binary needs only the interface, and it must not touch the templates."""
+    from kspec.render import module_interface, render, specialize
+    from kspec.render import _render
+    from kspec.spec import load_library
+
+    spec = load_library("specs")[spec_name]
+    s = specialize(spec, {"T": "float32"})
+    rendered = render(s)
+
+    def no_jinja():
+        raise AssertionError("module_interface rendered a template")
+
+    monkeypatch.setattr(_render, "environment", no_jinja)
+    interface = module_interface(s)
+    assert (interface.name, interface.kind, interface.key) == (rendered.name, rendered.kind, rendered.key)
+    assert dict(interface.variants) == dict(rendered.variants)
+    assert dict(interface.abi) == dict(rendered.abi)
+    assert interface.reduce_item == rendered.reduce_item

@@ -39,7 +39,7 @@ class BuildResult:
     cache_hit: bool = False
     error: KspecError | None = None
     source_sha256: str = ""
-    key: str = ""  # the specialization's content key ("" for raw modules)
+    key: str = ""  # the specialization's content key (what a BinaryStore finds the binary by)
     registers: dict[str, int] = field(default_factory=dict)  # lowered name -> registers per thread
 
     @property
@@ -131,6 +131,7 @@ def precompile(
 
 def _render(unit: BuildUnit) -> tuple[RenderedModule, str]:
     if isinstance(unit.spec, RawSpec):
-        return render_raw(unit.spec), ""
+        module = render_raw(unit.spec)
+        return module, module.key
     specialization = specialize(unit.spec, unit.types)
     return render(specialization), specialization.key

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._errors import KspecValueError
+from .._errors import KspecValueError, LaunchError
 from ..build._output import MANIFEST_NAME, read_manifest
 
 
@@ -82,6 +82,15 @@ class BinaryStore:
         if best is not None:
             return best[1]
         return ptx[1] if ptx is not None else None
+
+    def missing(self, what: str, key: str, device_arch: str, cause: Exception) -> LaunchError:
+        """The error for a kernel this store has no binary of for the device, when NVRTC is absent too."""
+        archs = self.archs(key)
+        return LaunchError(
+            f"{what}: no precompiled binary for this device ({device_arch}) in {self.directory} (it has: "
+            f"{', '.join(archs) or 'none for this kernel'}) and NVRTC is not installed to compile one ({cause}); "
+            f"rebuild the binaries with --arch {device_arch} or install kspec[nvrtc]"
+        )
 
     def __repr__(self) -> str:
         return f"<kspec.BinaryStore {str(self.directory)!r}: {len(self._by_key)} specializations>"

@@ -82,7 +82,7 @@ class ElementwiseKernel(_typed.SpecKernel):
         launches = []
         if plan.variant is not None:
             loaded = _typed.loaded_kernel(plan.specialization, device_id, self._binaries)
-            frame = Frame(loaded.rendered.abi[plan.variant], _static_values(plan))
+            frame = Frame(loaded.interface.abi[plan.variant], _static_values(plan))
             what = f"kernel '{self.name}' ({plan.variant.entry})"
             launches.append(Launch(plan.variant, frame, plan.grid(sm_count(device_id)), plan.block, what))
         return PreparedCall(self, bound, device_id, plan.specialization, plan.allocate, plan.shape, launches)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import KspecValueError
+from ..render import specialize
 from ..spec import ElementwiseSpec, RawSpec, ReductionSpec, load_library, parse_spec
 from ..spec._models import AnySpec
 from ._binaries import BinaryStore, binary_store
@@ -32,21 +33,27 @@ def callable_of(spec: AnySpec, binaries: BinaryStore | None = None) -> Any:
     if spec.is_binary:
         return RawModule(path=spec.resolved_path())
     source = spec.read_source()
+    kernel: RawKernel | None = None
     if len(spec.kernels) == 1 and not spec.name_expressions:
-        return RawKernel(
+        kernel = RawKernel(
             source,
             spec.kernels[0],
             options=spec.options,
             translate_cucomplex=spec.translate_cucomplex,
             enable_cooperative_groups=spec.cooperative,
         )
-    return RawModule(
-        code=source,
-        options=spec.options,
-        translate_cucomplex=spec.translate_cucomplex,
-        enable_cooperative_groups=spec.cooperative,
-        name_expressions=spec.name_expressions or None,
-    )
+        module = kernel._module
+    else:
+        module = RawModule(
+            code=source,
+            options=spec.options,
+            translate_cucomplex=spec.translate_cucomplex,
+            enable_cooperative_groups=spec.cooperative,
+            name_expressions=spec.name_expressions or None,
+        )
+    if binaries is not None:
+        module._use_binaries(binaries, specialize(spec).key)  # the key `kspec build` filed its binary under
+    return kernel if kernel is not None else module
 
 
 class KernelLibrary:

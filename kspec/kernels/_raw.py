@@ -33,6 +33,7 @@ from .._errors import (
     KspecTypeError,
     KspecValueError,
     LaunchError,
+    NvrtcNotFoundError,
 )
 from ..runtime import _driver
 from ..runtime._device import Device, get_device
@@ -208,6 +209,8 @@ class RawModule:
                 "get_function takes its symbol names)"
             )
         self._label = "raw_module"
+        self._binaries: Any = None  # a BinaryStore serving this module's source (kspec.load of a raw spec)
+        self._binary_key = ""
         self._programs: dict[str, Any] = {}
         self._loaded: dict[int, LoadedModule] = {}
         self._kernels: dict[str, RawKernel] = {}
@@ -298,13 +301,29 @@ class RawModule:
         if arch is None:
             self._module(get_device().id)
 
+    def _use_binaries(self, store: Any, key: str) -> None:
+        """Load from ``store`` (a BinaryStore) the binary built for this source under ``key`` when it has one
+        for the device; compile otherwise. NVRTC is not imported when a binary serves."""
+        self._binaries, self._binary_key = store, key
+
+    def _stored(self, arch: str) -> Any:
+        return self._binaries.find(self._binary_key, arch) if self._binaries is not None else None
+
     def _image(self, device: Device) -> bytes:
         if self._path is not None:
             data = Path(self._path).read_bytes()
             if self._path.endswith(".ptx") and not data.endswith(b"\0"):
                 data += b"\0"  # cuModuleLoadData reads PTX as a NUL-terminated string
             return data
-        return self._program(device.arch).binary
+        stored = self._stored(device.arch)
+        if stored is not None:
+            return stored.read()
+        try:
+            return self._program(device.arch).binary
+        except NvrtcNotFoundError as exc:
+            if self._binaries is None:
+                raise
+            raise self._binaries.missing(f"module {self._label!r}", self._binary_key, device.arch, exc) from None
 
     def _module(self, device_id: int) -> LoadedModule:
         module = self._loaded.get(device_id)
@@ -320,7 +339,9 @@ class RawModule:
 
     def _symbol(self, name: str, arch: str) -> str:
         if self._code is not None and name in self._name_expressions:
-            return self._program(arch).lowered_names[name]
+            stored = self._stored(arch)
+            lowered = stored.lowered_names if stored is not None else self._program(arch).lowered_names
+            return str(lowered[name])
         return name
 
     def _function(self, device_id: int, name: str) -> Any:

@@ -114,7 +114,7 @@ class ReductionKernel(_typed.SpecKernel):
             if strategy.workspace_items:
                 workspace = strategy.workspace_items * _reduce_itemsize(loaded)
             for step in strategy.passes:
-                frame = Frame(loaded.rendered.abi[step.variant], _static_values(plan, step))
+                frame = Frame(loaded.interface.abi[step.variant], _static_values(plan, step))
                 what = f"kernel '{self.name}' ({step.variant.entry})"
                 launches.append(Launch(step.variant, frame, step.grid, step.block, what))
         return PreparedCall(self, bound, device_id, plan.specialization, plan.allocate, plan.out_shape, launches, workspace)
@@ -125,7 +125,7 @@ class ReductionKernel(_typed.SpecKernel):
 
 
 def _reduce_itemsize(loaded: _typed.LoadedKernel) -> int:
-    item = loaded.rendered.reduce_item
+    item = loaded.interface.reduce_item
     assert item is not None
     if item.itemsize is not None:
         return item.itemsize

@@ -17,7 +17,7 @@ from typing import Any
 from .. import dtypes
 from .._errors import KspecTypeError, LaunchError, NvrtcNotFoundError
 from ..compiler import CompileOptions, compile_cached
-from ..render import RenderedModule, Specialization, VariantKey, render, specialize
+from ..render import ModuleInterface, RenderedModule, Specialization, VariantKey, module_interface, render, specialize
 from ..runtime import _driver
 from ..runtime._device import Device
 from ..runtime._devicearray import allocate_like
@@ -30,6 +30,7 @@ _INVALID_CONTEXT = 201
 _lock = threading.Lock()
 _specializations: dict[tuple[str, tuple[tuple[str, str], ...], frozenset[str]], Specialization] = {}
 _rendered: dict[str, RenderedModule] = {}
+_interfaces: dict[str, ModuleInterface] = {}
 _loaded: dict[tuple[str, int], "LoadedKernel"] = {}
 
 
@@ -39,6 +40,14 @@ def specialization_of(spec: ElementwiseSpec | ReductionSpec, spec_key: str, type
     found = _specializations.get(key)
     if found is None:
         found = _specializations[key] = specialize(spec, types, scalars=scalars)
+    return found
+
+
+def interface_of(specialization: Specialization) -> ModuleInterface:
+    """The memoised launch interface (no Jinja: a kernel served by a binary never renders its source)."""
+    found = _interfaces.get(specialization.key)
+    if found is None:
+        found = _interfaces[specialization.key] = module_interface(specialization)
     return found
 
 
@@ -53,7 +62,7 @@ def rendered_module(specialization: Specialization) -> RenderedModule:
 class LoadedKernel:
     """One specialization's module loaded on one device, and its entry points by variant."""
 
-    rendered: RenderedModule
+    interface: ModuleInterface
     module: LoadedModule
     lowered: dict[str, str]
     functions: dict[VariantKey, Any]
@@ -61,7 +70,7 @@ class LoadedKernel:
     def function(self, variant: VariantKey) -> Any:
         fn = self.functions.get(variant)
         if fn is None:
-            expression = self.rendered.variants[variant]
+            expression = self.interface.variants[variant]
             fn = self.module.function(self.lowered[expression])
             if fn is None:
                 raise LaunchError(f"{self.module.what}: entry point {expression} is missing from the binary")
@@ -80,16 +89,16 @@ def loaded_kernel(specialization: Specialization, device_id: int, binaries: Any 
         found = _loaded.get(key)
         if found is None:
             device = Device(device_id)
-            rendered = rendered_module(specialization)
+            interface = interface_of(specialization)
             stored = binaries.find(specialization.key, device.arch) if binaries is not None else None
             if stored is not None:
                 image, lowered = stored.read(), stored.lowered_names
-                what = f"kernel '{rendered.name}' ({stored.path})"
+                what = f"kernel '{interface.name}' ({stored.path})"
             else:
-                image, lowered = _compile(specialization, rendered, device, binaries)
-                what = f"kernel '{rendered.name}'"
+                image, lowered = _compile(specialization, rendered_module(specialization), device, binaries)
+                what = f"kernel '{interface.name}'"
             module = LoadedModule(image, device, what=what)
-            found = _loaded[key] = LoadedKernel(rendered, module, dict(lowered), {})
+            found = _loaded[key] = LoadedKernel(interface, module, dict(lowered), {})
     return found
 
 
@@ -106,13 +115,8 @@ def _compile(specialization: Specialization, rendered: RenderedModule, device: D
     except NvrtcNotFoundError as exc:
         if binaries is None:
             raise
-        archs = binaries.archs(specialization.key)
-        raise LaunchError(
-            f"kernel '{rendered.name}' ({dict(specialization.types) or 'no placeholders'}): no precompiled binary for "
-            f"this device ({device.arch}) in {binaries.directory} (it has: {', '.join(archs) or 'none for this binding'}) "
-            f"and NVRTC is not installed to compile one ({exc}); rebuild the binaries with --arch {device.arch} or "
-            "install kspec[nvrtc]"
-        ) from None
+        what = f"kernel '{rendered.name}' ({dict(specialization.types) or 'no placeholders'})"
+        raise binaries.missing(what, specialization.key, device.arch, exc) from None
     return program.binary, program.lowered_names
 
 

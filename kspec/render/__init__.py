@@ -9,7 +9,7 @@ data (:mod:`kspec.render._abi` documents the exact layouts and how the launcher 
 
 from ._abi import COLS_MAX_WARPS, EntryAbi, Field, Layout, Slot
 from ._env import make_environment
-from ._render import ReduceItem, RenderedModule, raw_source, render, render_raw
+from ._render import ModuleInterface, ReduceItem, RenderedModule, module_interface, raw_source, render, render_raw
 from ._specialize import TEMPLATE_VERSION, Operand, ReduceType, Specialization, specialize
 from ._variants import DYNAMIC_NDIM, INDEX_C_TYPES, MAX_NDIM, VECTOR_BYTES, VariantKey
 
@@ -23,6 +23,7 @@ __all__ = [
     "EntryAbi",
     "Field",
     "Layout",
+    "ModuleInterface",
     "Operand",
     "ReduceItem",
     "ReduceType",
@@ -31,6 +32,7 @@ __all__ = [
     "Specialization",
     "VariantKey",
     "make_environment",
+    "module_interface",
     "raw_source",
     "render",
     "render_raw",

@@ -33,13 +33,29 @@ class ReduceItem:
 
 
 @dataclass(frozen=True, eq=False)
-class RenderedModule:
-    """What the compiler and the launcher need from one rendered module.
+class ModuleInterface:
+    """What a launcher needs from a specialization's module, known without rendering its source.
 
     ``variants`` maps each launch variant to its name expression (the compiler resolves these to lowered
     names); ``abi`` gives each variant's parameter list (see ``kspec/render/_abi.py`` for the layouts and
-    for how the launcher picks a variant). Raw modules have no variants and no ABI: their entries are
-    ``name_expressions`` (the spec's kernels, then its name_expressions) and the user packs the arguments.
+    for how the launcher picks a variant). Loading a precompiled binary needs only this, so a deployed
+    kernel never pays for Jinja.
+    """
+
+    name: str
+    kind: str  # "elementwise" or "reduction"
+    key: str  # the specialization's content key
+    variants: Mapping[VariantKey, str]
+    abi: Mapping[VariantKey, EntryAbi]
+    reduce_item: ReduceItem | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class RenderedModule:
+    """What the compiler and the launcher need from one rendered module: the source, the name expressions
+    NVRTC resolves, and the :class:`ModuleInterface` fields. Raw modules have no variants and no ABI: their
+    entries are ``name_expressions`` (the spec's kernels, then its name_expressions) and the user packs the
+    arguments.
     """
 
     name: str
@@ -51,6 +67,20 @@ class RenderedModule:
     abi: Mapping[VariantKey, EntryAbi]
     needs: frozenset[str]
     reduce_item: ReduceItem | None = None
+
+
+def module_interface(target: Specialization) -> ModuleInterface:
+    """The launch interface of an elementwise or reduction specialization (no template is rendered)."""
+    if isinstance(target.spec, RawSpec):
+        raise KspecTypeError("module_interface: raw modules have no launch interface (the user packs arguments)")
+    return ModuleInterface(
+        name=target.name,
+        kind=target.kind,
+        key=target.key,
+        variants=MappingProxyType({v: target.name_expression(v) for v in target.variants}),
+        abi=MappingProxyType({v: entry_abi(target.kind, v, target.operands) for v in target.variants}),
+        reduce_item=_reduce_item(target),
+    )
 
 
 def render(target: AnySpec | Specialization) -> RenderedModule:
@@ -69,17 +99,17 @@ def render(target: AnySpec | Specialization) -> RenderedModule:
     else:
         template, context = "reduction.cu.j2", _reduction_context(target)
     source = environment().get_template(template).render(**context)
-    variants = target.variants
+    interface = module_interface(target)
     return RenderedModule(
-        name=target.name,
-        kind=target.kind,
-        key=target.key,
+        name=interface.name,
+        kind=interface.kind,
+        key=interface.key,
         source=source,
         name_expressions=target.name_expressions,
-        variants=MappingProxyType({v: target.name_expression(v) for v in variants}),
-        abi=MappingProxyType({v: entry_abi(target.kind, v, target.operands) for v in variants}),
+        variants=interface.variants,
+        abi=interface.abi,
         needs=target.needs,
-        reduce_item=_reduce_item(target),
+        reduce_item=interface.reduce_item,
     )
 
 
