@@ -127,6 +127,11 @@ class SpecErrorGroup(SpecError):
         return (SpecErrorGroup, (self.errors,))
 
 
+class BuildHookError(KspecValueError):
+    """An option of the hatchling build hook is wrong; the message names it in full, as
+    ``tool.hatch.build.hooks.kspec.<option>: what is wrong``."""
+
+
 class CompileError(KspecError, RuntimeError):
     """NVRTC rejected a kernel. Carries the log, the kernel name and the source with line numbers."""
 

@@ -5,10 +5,12 @@ Never imports :mod:`kspec.runtime`: a build machine has no GPU.
 
 from ._output import MANIFEST_NAME, binary_path, manifest_entry, read_manifest, write_output
 from ._precompile import BuildPlan, BuildResult, BuildUnit, plan_build, precompile
+from ._progress import BuildProgress
 
 __all__ = [
     "MANIFEST_NAME",
     "BuildPlan",
+    "BuildProgress",
     "BuildResult",
     "BuildUnit",
     "binary_path",

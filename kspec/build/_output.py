@@ -1,6 +1,8 @@
 """The output of an ahead-of-time build: one binary per (kernel, instantiation, arch) and a manifest.
 
 ``manifest.json`` is written last and atomically, so a reader never sees a manifest naming a missing file.
+A file whose bytes are already there is not rewritten (an editable install rebuilt by the hatch hook keeps
+its binaries' mtimes).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ def manifest_entry(result: BuildResult) -> dict[str, Any]:
         "kernel": unit.spec.name,
         "kind": unit.spec.KIND,
         "instantiation": dict(unit.types),
+        "scalars": sorted(unit.scalars),
         "arch": unit.arch,
         "format": program.format,
         "file": binary_path(result),
@@ -54,12 +57,12 @@ def write_output(results: Sequence[BuildResult], out_dir: str | os.PathLike[str]
         if result.program is None:
             continue
         rel = binary_path(result)
-        write_atomic(out / rel, result.program.binary)
+        _write_if_changed(out / rel, result.program.binary)
         entries.append(manifest_entry(result))
     previous = read_manifest(out)
     manifest = {"kspec_manifest": MANIFEST_VERSION, "kspec_version": __version__, "entries": entries}
     path = out / MANIFEST_NAME
-    write_atomic(path, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+    _write_if_changed(path, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
     # Binaries of an earlier build that this one no longer has would only mislead a reader of the directory.
     kept = {e["file"] for e in entries}
     for old in previous.get("entries", []) if previous else []:
@@ -67,6 +70,15 @@ def write_output(results: Sequence[BuildResult], out_dir: str | os.PathLike[str]
         if isinstance(stale, str) and stale not in kept:
             (out / stale).unlink(missing_ok=True)
     return path
+
+
+def _write_if_changed(path: Path, data: bytes) -> None:
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    write_atomic(path, data)
 
 
 def read_manifest(out_dir: str | os.PathLike[str]) -> dict[str, Any] | None:

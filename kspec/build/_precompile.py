@@ -25,11 +25,16 @@ class BuildUnit:
     spec: AnySpec
     types: Mapping[str, str]
     arch: str
+    scalars: frozenset[str] = frozenset()  # inputs passed by value (a Python number at the call)
 
     @property
     def label(self) -> str:
-        """The instantiation as text: ``T=float32,U=int64``, or ``-`` for a kernel with no placeholders."""
-        return ",".join(f"{k}={v}" for k, v in self.types.items()) or "-"
+        """The instantiation as text: ``T=float32,U=int64`` (``+scalars=a`` when inputs go by value), or
+        ``-`` for a kernel with no placeholders and no scalars."""
+        text = ",".join(f"{k}={v}" for k, v in self.types.items())
+        if self.scalars:
+            text += ("+" if text else "") + "scalars=" + "-".join(sorted(self.scalars))
+        return text or "-"
 
 
 @dataclass
@@ -73,8 +78,24 @@ def plan_build(specs: Iterable[AnySpec], archs: Sequence[str]) -> BuildPlan:
             if not bindings:
                 skipped.append((spec, "no instantiations declared: compiled on first call"))
                 continue
-        units.extend(BuildUnit(spec, dict(types), arch) for types in bindings for arch in archs)
+        units.extend(
+            BuildUnit(spec, dict(types), arch, scalars) for types in bindings for scalars in scalar_sets(spec) for arch in archs
+        )
     return BuildPlan(units, skipped)
+
+
+def scalar_sets(spec: AnySpec) -> tuple[frozenset[str], ...]:
+    """The scalar choices a build compiles per instantiation: every input an array, and, when the kernel
+    mixes placeholder inputs with inputs of a fixed dtype (``T x, T y, float32 scale``), the fixed ones
+    passed by value, which is how such kernels are called (``k(x, y, 2.0)``). A kernel whose inputs all have
+    fixed dtypes gives no hint of which are scalars; any call with a number compiles on first use."""
+    if isinstance(spec, RawSpec):
+        return (frozenset(),)
+    inputs = [p for p in spec.in_params if not p.raw]
+    fixed = frozenset(p.name for p in inputs if not p.is_placeholder)
+    if fixed and len(fixed) < len(inputs):
+        return (frozenset(), fixed)
+    return (frozenset(),)
 
 
 def precompile(
@@ -85,9 +106,9 @@ def precompile(
     on_result: Callable[[BuildResult], None] | None = None,
 ) -> list[BuildResult]:
     """Compile every unit (in parallel threads; NVRTC releases the GIL); failures are recorded, not raised."""
-    rendered: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[RenderedModule, str] | KspecError] = {}
-    for unit in units:  # render once per (spec, binding), whatever the number of archs
-        k = (id(unit.spec), tuple(unit.types.items()))
+    rendered: dict[tuple[int, tuple[tuple[str, str], ...], frozenset[str]], tuple[RenderedModule, str] | KspecError] = {}
+    for unit in units:  # render once per (spec, binding, scalars), whatever the number of archs
+        k = (id(unit.spec), tuple(unit.types.items()), unit.scalars)
         if k not in rendered:
             try:
                 rendered[k] = _render(unit)
@@ -96,7 +117,7 @@ def precompile(
 
     def build(unit: BuildUnit) -> BuildResult:
         result = BuildResult(unit)
-        entry = rendered[(id(unit.spec), tuple(unit.types.items()))]
+        entry = rendered[(id(unit.spec), tuple(unit.types.items()), unit.scalars)]
         if isinstance(entry, KspecError):
             result.error = entry
         else:
@@ -133,5 +154,5 @@ def _render(unit: BuildUnit) -> tuple[RenderedModule, str]:
     if isinstance(unit.spec, RawSpec):
         module = render_raw(unit.spec)
         return module, module.key
-    specialization = specialize(unit.spec, unit.types)
+    specialization = specialize(unit.spec, unit.types, scalars=unit.scalars)
     return render(specialization), specialization.key

@@ -27,7 +27,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..build import plan_build, precompile, write_output
+    from ..build import BuildProgress, plan_build, precompile, write_output
     from ..compiler import DEFAULT_ARCHS, check_arch, supported_archs
     from ..spec import load_library
 
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     plan = plan_build(library.values(), archs)
     start = time.perf_counter()
-    with _Progress(len(plan.units)) as progress:
+    with BuildProgress(len(plan.units)) as progress:
         results = precompile(plan.units, jobs=args.jobs, on_result=progress.advance)
     wall = time.perf_counter() - start
     _print_table(results)
@@ -87,32 +87,3 @@ def _print_table(results: list) -> None:  # type: ignore[type-arg]
         )
     Console(width=120).print(table)
 
-
-class _Progress:
-    """A progress bar on a terminal (rich); nothing when stderr is a file or a pipe (CI logs stay clean)."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self._bar = None
-        self._task = None
-
-    def __enter__(self) -> "_Progress":
-        if sys.stderr.isatty() and self.total:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(
-                TextColumn("compiling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                TextColumn("{task.description}"), console=Console(stderr=True), transient=True,
-            )
-            self._bar.start()
-            self._task = self._bar.add_task("", total=self.total)
-        return self
-
-    def advance(self, result) -> None:  # type: ignore[no-untyped-def]
-        if self._bar is not None:
-            self._bar.update(self._task, advance=1, description=f"{result.unit.spec.name} {result.unit.arch}")
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()

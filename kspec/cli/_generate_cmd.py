@@ -11,8 +11,7 @@ import shlex
 from pathlib import Path
 
 from .. import __version__
-from .._atomic import write_atomic
-from ..codegen import generate
+from ..codegen import generate, sync_files
 from ._common import add_spec_paths, error, spec_files_or_report
 
 DEFAULT_OUT = "generated"
@@ -48,19 +47,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  error: {err}")
         print(f"{n_errors} error{'s' * (n_errors != 1)}: nothing generated")
         return 1
-    changed = []
-    for name, text in result.files.items():
-        target = out / name
-        data = text.encode()
-        try:
-            current: bytes | None = target.read_bytes()
-        except OSError:
-            current = None
-        if current == data:
-            continue
-        changed.append((target, current is None))
-        if not args.check:
-            write_atomic(target, data)
+    changed = sync_files(result.files, out, check=args.check)
     if args.check:
         for target, missing in changed:
             print(f"{target}: {'missing' if missing else 'stale'}")

@@ -9,5 +9,6 @@ from ._api import Api, ApiFunction, ApiParam, ApiRaw, api_of
 from ._emit import emit_module
 from ._generate import Generation, generate
 from ._literal import literal
+from ._write import sync_files
 
-__all__ = ["Api", "ApiFunction", "ApiParam", "ApiRaw", "Generation", "api_of", "emit_module", "generate", "literal"]
+__all__ = ["Api", "ApiFunction", "ApiParam", "ApiRaw", "Generation", "api_of", "emit_module", "generate", "literal", "sync_files"]

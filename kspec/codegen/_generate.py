@@ -21,6 +21,7 @@ class Generation:
     files: dict[str, str] = field(default_factory=dict)  # "elementwise.py" -> text
     errors: list[tuple[Path, list[SpecError]]] = field(default_factory=list)  # per spec file
     kernels: dict[Path, int] = field(default_factory=dict)
+    specs: list[AnySpec] = field(default_factory=list)  # every valid kernel, in file order (what a build compiles)
 
     @property
     def ok(self) -> bool:
@@ -42,12 +43,24 @@ def _spec_data(spec: AnySpec, out_dir: Path | None) -> dict[str, Any]:
     return data
 
 
-def display_path(path: Path) -> str:
+def display_path(path: Path, root: Path | None = None) -> str:
+    """How a header names a spec file: as given, or relative to ``root`` when it lies under it."""
+    if root is not None:
+        try:
+            return path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            pass
     return path.as_posix()
 
 
-def generate(files: list[Path], *, command: str, version: str, out_dir: Path | None = None) -> Generation:
-    """Validate ``files`` (one namespace, as ``kspec validate``) and render one module per file."""
+def generate(
+    files: list[Path], *, command: str, version: str, out_dir: Path | None = None, root: Path | None = None
+) -> Generation:
+    """Validate ``files`` (one namespace, as ``kspec validate``) and render one module per file.
+
+    ``root``: headers name the spec files relative to it (the build hook passes the project root, so a
+    wheel built from an unpacked sdist in a temporary directory has the same bytes).
+    """
     result = Generation()
     library = SpecLibrary()
     modules: dict[str, Path] = {}
@@ -55,6 +68,7 @@ def generate(files: list[Path], *, command: str, version: str, out_dir: Path | N
         report = read_file(path)
         errors = list(report.errors)
         result.kernels[path] = len(report.specs)
+        result.specs.extend(report.specs)
         for spec in report.specs:
             try:
                 library.add(spec)
@@ -78,7 +92,7 @@ def generate(files: list[Path], *, command: str, version: str, out_dir: Path | N
         result.errors.append((path, errors))
         if not errors:
             result.files[f"{module}.py"] = emit_module(
-                version=version, command=command, spec_path=display_path(path), specs_data=data, apis=apis
+                version=version, command=command, spec_path=display_path(path, root), specs_data=data, apis=apis
             )
     if result.ok:
         names = sorted(Path(f).stem for f in result.files)

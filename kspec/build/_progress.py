@@ -1,0 +1,41 @@
+"""The progress bar of a build (``kspec build`` and the hatch hook): rich on a terminal, silent otherwise."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ._precompile import BuildResult
+
+
+class BuildProgress:
+    """A progress bar on a terminal (rich); nothing when stderr is a file or a pipe (CI logs stay clean).
+
+    Use as a context manager and pass :meth:`advance` as ``precompile(..., on_result=)``.
+    """
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> "BuildProgress":
+        if sys.stderr.isatty() and self.total:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(
+                TextColumn("compiling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TextColumn("{task.description}"), console=Console(stderr=True), transient=True,
+            )  # fmt: skip
+            self._bar.start()
+            self._task = self._bar.add_task("", total=self.total)
+        return self
+
+    def advance(self, result: BuildResult) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, description=f"{result.unit.spec.name} {result.unit.arch}")
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
