@@ -187,14 +187,22 @@ def test_reduction_axis1_of_a_short_matrix_uses_small_groups(ssq):
     _, plan = rplan(ssq, fake((2, 5)), axis=1)
     assert plan.out_shape == (2,) and plan.kept == (2,) and plan.red == (5,)
     strategy = reduction_strategy(plan, H200_SMS)
-    assert strategy.kind == "rows" and strategy.passes[0].group == 2  # 5 elements / vec 4 -> 2 lanes
+    assert strategy.kind == "rows" and strategy.passes[0].group == 1  # 2 vectors: one lane holds both
+    _, plan = rplan(ssq, fake((1 << 24, 16)), axis=1)
+    assert reduction_strategy(plan, H200_SMS).passes[0].group == 1  # 4 vectors of 16 bytes per lane
+    _, plan = rplan(ssq, fake((1000, 100)), axis=1)
+    assert reduction_strategy(plan, H200_SMS).passes[0].group == 8  # 25 vectors: 8 lanes, <= 4 each
 
 
 def test_reduction_axis0_of_a_c_matrix_is_column_wise(ssq):
     _, plan = rplan(ssq, fake((1000, 333)), axis=0)
     assert plan.contiguous_cols
     strategy = reduction_strategy(plan, H200_SMS)
-    assert strategy.kind == "cols" and strategy.passes[0].block % 32 == 0 and strategy.passes[0].block <= 256
+    assert strategy.kind == "cols" and strategy.passes[0].block % 32 == 0 and strategy.passes[0].block <= 1024
+    _, plan = rplan(ssq, fake((1 << 14, 1 << 14)), axis=0)
+    first = reduction_strategy(plan, H200_SMS).passes[0]
+    assert first.grid == 512 and first.block == 512  # 4 blocks of 16 warps per SM: one full wave
+    assert reduction_strategy(plan, H200_SMS, block_size=128).passes[0].block == 128  # the caller's choice
 
 
 def test_full_reduction_of_a_long_array_splits_in_two_passes(ssq):

@@ -10,6 +10,7 @@ import pytest
 
 from kspec import dtypes
 from kspec.compiler import CompileOptions, compile_source
+from kspec.render._abi import COLS_WIDE_ACC, COLS_WIDE_WARPS
 from kspec.render import COLS_MAX_WARPS, MAX_NDIM, VariantKey, render, specialize
 from kspec.render._abi import entry_abi
 from render_cases import ARGMAX, AXPY, L2NORM, L2NORM_HALF, MAX_NO_IDENTITY, REVERSE, SQUARED_DIFF
@@ -50,6 +51,8 @@ def test_struct_layouts_match_the_headers():
     asserts = [
         f"static_assert(KSPEC_MAX_NDIM == {MAX_NDIM}, \"KSPEC_MAX_NDIM\");",
         f"static_assert(KSPEC_COLS_MAX_WARPS == {COLS_MAX_WARPS}, \"KSPEC_COLS_MAX_WARPS\");",
+        f"static_assert(KSPEC_COLS_WIDE_WARPS == {COLS_WIDE_WARPS}, \"KSPEC_COLS_WIDE_WARPS\");",
+        f"static_assert(KSPEC_COLS_WIDE_ACC == {COLS_WIDE_ACC}, \"KSPEC_COLS_WIDE_ACC\");",
     ]
     for layout in _layouts(_rendered()):
         c = layout.c_type

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from .. import dtypes
 from .._errors import AxisError, KspecNotImplementedError, KspecTypeError, KspecValueError
 from ..render import DYNAMIC_NDIM, MAX_NDIM, Specialization, VariantKey
-from ..render._abi import COLS_MAX_WARPS
+from ..render._abi import COLS_MAX_WARPS, COLS_WIDE_ACC, COLS_WIDE_WARPS
 from ..spec import ElementwiseSpec, ReductionSpec
 from ._bind import ArrayArg, Bound
 
@@ -32,6 +32,7 @@ MAX_BLOCK = 1024
 DEFAULT_BLOCK = 256
 # Grid of the contiguous elementwise path: blocks per SM (measured on the H200, see kspec/render/_abi.py).
 CONTIG_BLOCKS_PER_SM = 16
+EW_UNROLL = 4  # KSPEC_EW_UNROLL of indexer.cuh
 MAX_GRID = 2**31 - 1
 
 Specializer = Callable[[dict[str, str], frozenset[str]], Specialization]
@@ -171,10 +172,14 @@ class ElementwisePlan:
     def grid(self, sm_count: int) -> int:
         if self.variant is None:
             return 0
+        resident = sm_count * CONTIG_BLOCKS_PER_SM * DEFAULT_BLOCK // self.block
         if self.variant.entry == "contig":
             vec = max(1, self.variant.vec)
-            wanted = -(-self.size // (vec * self.block))
-            return max(1, min(wanted, sm_count * CONTIG_BLOCKS_PER_SM * DEFAULT_BLOCK // self.block))
+            return max(1, min(-(-self.size // (vec * self.block)), resident))
+        if self.variant.ndim > 0:
+            # the static-rank strided entry loads EW_UNROLL elements per thread at a time (when the body
+            # allows it), which needs a grid that leaves each thread several elements
+            return max(1, min(-(-self.size // (EW_UNROLL * self.block)), resident))
         return max(1, min(-(-self.size // self.block), MAX_GRID))
 
 
@@ -427,6 +432,8 @@ class Strategy:
 SHORT_ROW = 32  # rows of at most this many vectors: a power-of-two group of lanes (<= a warp) per row
 SPLIT_MIN_ROW = 16384  # rows at least this long are split over several blocks when the outputs are few
 BLOCKS_PER_SM = 4  # the grid a reduction aims at, in resident blocks per SM
+REDUCE_UNROLL = 4  # loads a lane issues before using them (KSPEC_REDUCE_UNROLL of reduce.cuh)
+WARPS_PER_SM = 64  # resident warps per SM on sm_80..sm_90 (2048 threads): what the cols grid aims to fill
 
 
 def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | None = None) -> Strategy:
@@ -443,8 +450,16 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
 
     if plan.contiguous_cols and plan.out_size >= 32 and red >= 2:
         cols = next(v for v in variants if v.entry == "cols")
-        warps = max(1, min(COLS_MAX_WARPS, block // 32, -(-red // 8)))
         grid = min(-(-plan.out_size // 32), MAX_GRID)
+        cap = COLS_MAX_WARPS if _acc_bytes_at_most(plan) <= COLS_WIDE_ACC else COLS_WIDE_WARPS
+        if block_size is not None:
+            warps = block // 32
+        else:
+            # 32 outputs per block: with few outputs, more warps per block split each row so that one wave
+            # fills the device (axis=0 of a 16384^2 matrix: 512 blocks of 8 warps fill half of an H200; of
+            # 16 warps, 4 per SM, all of it)
+            warps = max(block // 32, WARPS_PER_SM // -(-grid // sm_count))
+        warps = max(1, min(cap, warps, -(-red // (2 * REDUCE_UNROLL))))
         return Strategy((Pass(cols, grid, 32 * warps),), kind="cols")
 
     if red >= SPLIT_MIN_ROW and plan.out_size < target_blocks:
@@ -462,8 +477,10 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
 
     vectors = -(-max(red, 1) // vec)
     if vectors <= SHORT_ROW:
+        # a group small enough that each lane has REDUCE_UNROLL vectors in flight (rows of 16 float32: one
+        # lane per row, four 16-byte loads; adjacent lanes read adjacent rows, so warps stay coalesced)
         group = 1
-        while group < vectors:
+        while group * REDUCE_UNROLL < vectors:
             group *= 2
     elif red <= 4096:
         group = 32
@@ -472,3 +489,13 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
     per_block = block // group
     grid = max(1, min(-(-plan.out_size // per_block), sm_count * 32, MAX_GRID))
     return Strategy((Pass(rows_variant, grid, block, group=group, nchunks=1, chunk=red),), kind="rows")
+
+
+def _acc_bytes_at_most(plan: ReductionPlan) -> float:
+    """An upper bound of sizeof(kspec::Acc) in the templates: the reduce type, plus a has-value flag padded to
+    the type's alignment (at most its size) without an identity; unbounded for an opaque C type."""
+    reduce_type = plan.specialization.reduce_type
+    item = reduce_type.itemsize if reduce_type is not None else None
+    if item is None:
+        return float("inf")
+    return item if plan.specialization.spec.identity is not None else 2 * item

@@ -82,7 +82,8 @@ dims merge into one (any stride), else 0 (runtime, <= 16 reduced dims).
   outputs.
 * ``cols``: when the inputs' innermost kept dim is the contiguous one (``axis=0`` of a C-contiguous
   matrix): lane l of each warp takes output ``o0 + l``, the warps of the block split the row. blockDim.x in
-  {32, 64, ..., 256} (at most COLS_MAX_WARPS = 8 warps: static shared memory); grid: any.
+  {32, 64, ..., 1024} (at most COLS_MAX_WARPS = 32 warps, 8 for an opaque reduce type: static shared
+  memory); grid: any.
 * split (few outputs with long rows, e.g. a full reduction), two launches, no atomics: pass 1 is ``rows``
   with ``group == blockDim.x``, a real workspace, ``chunk`` (a multiple of vec, or it loads scalars) and
   ``nchunks = ceil(red_size / chunk) > 1``, so every chunk is non-empty (identity None needs that); it
@@ -121,8 +122,12 @@ SlotKind = Literal[
     "workspace",
 ]
 
-# Blocks of the cols reduction have at most this many warps (KSPEC_COLS_MAX_WARPS of reduction.cu.j2).
-COLS_MAX_WARPS = 8
+# Blocks of the cols reduction have at most this many warps (KSPEC_COLS_MAX_WARPS of reduce.cuh), or
+# COLS_WIDE_WARPS when the accumulator is wider than COLS_WIDE_ACC bytes: a reduce type that is not one of
+# kspec's dtypes counts as wide, since its size is known only to the compiler.
+COLS_MAX_WARPS = 32
+COLS_WIDE_WARPS = 8
+COLS_WIDE_ACC = 24
 
 _POINTER = ("<u8", 8, 8)
 _INT32 = ("<i4", 4, 4)

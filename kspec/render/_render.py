@@ -172,6 +172,9 @@ def _elementwise_context(s: Specialization) -> dict[str, Any]:
         read_outputs=[
             op.name for op in s.operands if op.is_output and op.is_array and not is_write_only(spec.operation, op.name)
         ],
+        # the strided path may load several elements into registers before running the body on them,
+        # unless the body could write an input through its reference
+        hoist_loads=not any(op.non_const and op.is_array and not op.is_output for op in s.operands),
     )
     return context
 

@@ -19,6 +19,11 @@
 #define KSPEC_MAX_NDIM 16
 #endif
 
+// Elements a thread of the strided elementwise path loads before it runs the body on any of them.
+#ifndef KSPEC_EW_UNROLL
+#define KSPEC_EW_UNROLL 4
+#endif
+
 namespace kspec {
 
 // How many dims a struct stores: NDIM > 0 is a compile-time rank, NDIM == 0 a runtime rank (<= 16).

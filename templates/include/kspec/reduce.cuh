@@ -91,7 +91,16 @@ __device__ __forceinline__ void block_combine(A& acc, A* smem, const A& empty, c
 }  // namespace kspec
 
 // Blocks of the `cols` reduction have at most this many warps: their partial results live in static
-// shared memory (32 * KSPEC_COLS_MAX_WARPS accumulators). kspec/render/_abi.py says the same.
+// shared memory (32 * KSPEC_COLS_MAX_WARPS accumulators). An accumulator wider than
+// KSPEC_COLS_WIDE_ACC bytes (an opaque reduce type) gets KSPEC_COLS_WIDE_WARPS warps, so a large struct
+// cannot push the module past the static shared-memory limit. kspec/render/_abi.py says the same.
 #ifndef KSPEC_COLS_MAX_WARPS
-#define KSPEC_COLS_MAX_WARPS 8
+#define KSPEC_COLS_MAX_WARPS 32
+#endif
+#define KSPEC_COLS_WIDE_ACC 24
+#define KSPEC_COLS_WIDE_WARPS 8
+
+// Loads a reduction thread issues before it pushes any of them (see map_range in reduction.cu.j2).
+#ifndef KSPEC_REDUCE_UNROLL
+#define KSPEC_REDUCE_UNROLL 4
 #endif
