@@ -277,3 +277,15 @@ def test_scalar_packers_fall_back_to_the_full_conversion():
     with pytest.raises(kspec.KspecTypeError, match="coef"):
         scalar_packer("k", "coef", "int32", float)(2.5)
     assert scalar_packer("k", "coef", "float16", float)(1e6) == np.float16(np.inf).tobytes()
+
+
+def test_strided_grid_unrolls_only_when_inner_strides_are_dense(sqd):
+    """A broadcast row vector keeps unit inner strides: fewer threads, four elements each in flight. A
+    transposed input does not: one element per thread (see ElementwisePlan.grid)."""
+    n = 1 << 14
+    _, broadcast = eplan(sqd, fake((n, n)), fake((n,)))
+    assert broadcast.variant.entry == "strided" and broadcast.inner_dense
+    assert broadcast.grid(H200_SMS) == H200_SMS * 16
+    _, across = eplan(sqd, transposed((n, n)), fake((n, n)))
+    assert across.variant.entry == "strided" and not across.inner_dense
+    assert across.grid(H200_SMS) == n * n // 256

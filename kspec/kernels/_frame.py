@@ -74,8 +74,10 @@ class Frame:
     def scalar_offset(self, name: str) -> int | None:
         return self._scalars.get(name)
 
-    def fill(self, pointers: Mapping[str, int], scalars: Mapping[str, bytes]) -> int:
-        """Write one call's values into this thread's buffer; returns the address for ``kernelParams``."""
+    def buffer(self) -> tuple[Any, int]:
+        """This thread's parameter buffer (static values written) and the ``kernelParams`` address for it.
+
+        Per thread: the driver bindings release the GIL during a launch, so threads must not share one."""
         local = self._local
         buf = getattr(local, "buf", None)
         if buf is None:
@@ -84,10 +86,15 @@ class Frame:
             local.params = (ctypes.c_void_p * max(1, len(self._slot_offsets)))(
                 *[base + off for off in self._slot_offsets]
             )
-            local.address = ctypes.addressof(local.params)
+            local.address = int(ctypes.addressof(local.params))
+        return buf, local.address
+
+    def fill(self, pointers: Mapping[str, int], scalars: Mapping[str, bytes]) -> int:
+        """Write one call's values into this thread's buffer; returns the address for ``kernelParams``."""
+        buf, address = self.buffer()
         for name, offset in self._pointers.items():
             _U64.pack_into(buf, offset, pointers.get(name, 0))
         for name, offset in self._scalars.items():
             value = scalars[name]
             ctypes.memmove(ctypes.addressof(buf) + offset, value, len(value))
-        return int(local.address)
+        return address
