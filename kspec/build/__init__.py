@@ -5,7 +5,7 @@ Never imports :mod:`kspec.runtime`: a build machine has no GPU.
 
 from ._output import MANIFEST_NAME, binary_path, manifest_entry, read_manifest, write_output
 from ._precompile import BuildPlan, BuildResult, BuildUnit, plan_build, precompile
-from ._progress import BuildProgress
+from ._progress import BuildProgress, precompile_with_progress
 
 __all__ = [
     "MANIFEST_NAME",
@@ -17,6 +17,7 @@ __all__ = [
     "manifest_entry",
     "plan_build",
     "precompile",
+    "precompile_with_progress",
     "read_manifest",
     "write_output",
 ]

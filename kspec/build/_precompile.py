@@ -52,6 +52,11 @@ class BuildResult:
         return self.error is None
 
     @property
+    def what(self) -> str:
+        """``kernel [instantiation] arch``, as build reports name a module."""
+        return f"{self.unit.spec.name} [{self.unit.label}] {self.unit.arch}"
+
+    @property
     def max_registers(self) -> int | None:
         return max(self.registers.values()) if self.registers else None
 

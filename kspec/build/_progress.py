@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Sequence
 from typing import Any
 
-from ._precompile import BuildResult
+from ._precompile import BuildResult, BuildUnit, precompile
 
 
 class BuildProgress:
@@ -39,3 +41,11 @@ class BuildProgress:
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.stop()
+
+
+def precompile_with_progress(units: Sequence[BuildUnit], *, jobs: int | None = None) -> tuple[list[BuildResult], float]:
+    """:func:`precompile` behind a progress bar; the results and the wall time in seconds."""
+    start = time.perf_counter()
+    with BuildProgress(len(units)) as progress:
+        results = precompile(units, jobs=jobs, on_result=progress.advance)
+    return results, time.perf_counter() - start

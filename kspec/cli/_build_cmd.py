@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from .._errors import KspecError, SpecError
 from ._common import add_spec_paths, error
@@ -27,8 +26,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..build import BuildProgress, plan_build, precompile, write_output
-    from ..compiler import DEFAULT_ARCHS, check_arch, supported_archs
+    from ..build import plan_build, precompile_with_progress, write_output
+    from ..compiler import check_arch, default_archs
     from ..spec import load_library
 
     try:
@@ -40,22 +39,18 @@ def run(args: argparse.Namespace) -> int:
         if args.arch:
             archs = [check_arch(a.strip(), param="--arch") for a in args.arch.split(",") if a.strip()]
         else:
-            supported = set(supported_archs())
-            archs = [a for a in DEFAULT_ARCHS if a in supported]
+            archs = default_archs()
     except KspecError as exc:
         error(str(exc))
         return 1
     plan = plan_build(library.values(), archs)
-    start = time.perf_counter()
-    with BuildProgress(len(plan.units)) as progress:
-        results = precompile(plan.units, jobs=args.jobs, on_result=progress.advance)
-    wall = time.perf_counter() - start
+    results, wall = precompile_with_progress(plan.units, jobs=args.jobs)
     _print_table(results)
     for spec, why in plan.skipped:
         print(f"skipped {spec.name}: {why}")
     failures = [r for r in results if not r.ok]
     for r in failures:
-        print(f"\nFAILED {r.unit.spec.name} [{r.unit.label}] {r.unit.arch}:\n{r.error}", file=sys.stderr)
+        print(f"\nFAILED {r.what}:\n{r.error}", file=sys.stderr)
     hits = sum(r.cache_hit for r in results)
     print(
         f"{len(results) - len(failures)}/{len(results)} modules built for {','.join(archs)} "

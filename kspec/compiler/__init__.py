@@ -10,7 +10,7 @@ from ._cache import BinaryCache, CacheInfo, default_cache
 from ._compile import compile_cached, compile_source
 from ._includes import include_dirs
 from ._key import TEMPLATE_VERSION, cache_key
-from ._nvrtc import nvrtc_version, supported_archs
+from ._nvrtc import default_archs, nvrtc_version, supported_archs
 from ._options import DEFAULT_ARCHS, CompileOptions, check_arch
 from ._program import CompiledProgram
 
@@ -25,6 +25,7 @@ __all__ = [
     "check_arch",
     "compile_cached",
     "compile_source",
+    "default_archs",
     "default_cache",
     "include_dirs",
     "nvrtc_version",

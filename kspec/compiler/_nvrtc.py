@@ -69,6 +69,14 @@ def supported_archs() -> tuple[str, ...]:
     return _supported
 
 
+def default_archs() -> list[str]:
+    """kspec's DEFAULT_ARCHS that the running NVRTC supports: what a build compiles when not told."""
+    from ._options import DEFAULT_ARCHS
+
+    supported = set(supported_archs())
+    return [a for a in DEFAULT_ARCHS if a in supported]
+
+
 class NvrtcCallError(RuntimeError):
     """An NVRTC API call other than the compile itself failed (the compile layer wraps it in CompileError)."""
 

@@ -25,7 +25,6 @@ import keyword
 import os
 import re
 import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -35,9 +34,9 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 from .. import __version__
 from .._errors import BuildHookError, CompileError, KspecValueError, SpecError, SpecErrorGroup
-from ..build import MANIFEST_NAME, BuildProgress, BuildResult, plan_build, precompile, read_manifest, write_output
+from ..build import MANIFEST_NAME, BuildResult, plan_build, precompile_with_progress, read_manifest, write_output
 from ..codegen import Generation, generate, sync_files
-from ..compiler import DEFAULT_ARCHS, check_arch, supported_archs
+from ..compiler import check_arch, default_archs, supported_archs
 from ..compiler._options import arch_number
 from ..spec import RawSpec, spec_files
 
@@ -146,7 +145,7 @@ class HookOptions:
         supported = supported_archs()
         numbers = {arch_number(a) for a in supported}
         if self.archs is None:
-            archs = [a for a in DEFAULT_ARCHS if a in supported]
+            archs = default_archs()
         else:
             archs = list(self.archs)
             for i, arch in enumerate(archs):
@@ -249,13 +248,10 @@ class KspecBuildHook(BuildHookInterface):
     def _compile(self, options: HookOptions, generation: Generation) -> list[BuildResult]:
         archs = options.compile_archs()
         plan = plan_build(generation.specs, archs)
-        start = time.perf_counter()
-        with BuildProgress(len(plan.units)) as progress:
-            results = precompile(plan.units, jobs=options.jobs, on_result=progress.advance)
-        wall = time.perf_counter() - start
+        results, wall = precompile_with_progress(plan.units, jobs=options.jobs)
         failures = [r for r in results if not r.ok]
         if failures:
-            details = "\n".join(f"FAILED {r.unit.spec.name} [{r.unit.label}] {r.unit.arch}: {r.error}" for r in failures)
+            details = "\n".join(f"FAILED {r.what}: {r.error}" for r in failures)
             raise CompileError(
                 f"kspec build hook: {len(failures)} of {len(results)} kernel modules failed to compile:\n{details}",
                 kernel=failures[0].unit.spec.name if len({r.unit.spec.name for r in failures}) == 1 else None,

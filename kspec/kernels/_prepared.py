@@ -244,6 +244,8 @@ def _quick_empty(library: str | None, shape: tuple[int, ...], dtype: str) -> Cal
     if _driver._device_count != 1 or library not in ("cupy", "torch"):
         return None
     np_dtype = dtypes.BY_NAME[dtype].numpy
+    if np_dtype is None:  # a dtype NumPy lacks (bfloat16 without ml_dtypes): allocate_like decides
+        return None
     if library == "cupy":
         empty = sys.modules["cupy"].empty
         return lambda: empty(shape, dtype=np_dtype)
