@@ -298,6 +298,36 @@ def reduction_builder(kernel: str, shape: tuple[int, ...], axis: Any, dtype: str
     return build
 
 
+FUSED: dict[str, tuple[Any, Any]] = {}  # name -> (kspec.fuse, cupy.fuse) of the same function
+
+
+def fused_pair(name: str) -> tuple[Any, Any]:
+    """The same Python function under ``kspec.fuse`` and ``cupy.fuse`` (built once)."""
+    if name not in FUSED:
+        fns = {
+            "sqd": lambda x, y: (x - y) ** 2,
+            "ssq_rows": lambda x, y: cp.sum((x - y) ** 2, axis=1),
+        }
+        fn = fns[name]
+        FUSED[name] = (kspec.fuse(kernel_name=f"bench_{name}")(fn), cp.fuse(kernel_name=f"bench_{name}")(fn))
+    return FUSED[name]
+
+
+def fuse_builder(name: str, shape: tuple[int, ...], out_elems: int) -> Callable[[], Built]:
+    """``f(x, y)`` of a fused function (outputs allocated by each library, as fused functions always do)."""
+
+    def build() -> Built:
+        kf, cf = fused_pair(name)
+        x, y = randn(shape, "float32"), randn(shape, "float32")
+        kspec_fn = lambda: kf(x, y)  # noqa: E731
+        cupy_fn = lambda: cf(x, y)  # noqa: E731
+        tol = ELEMENTWISE_TOL["float32"] if out_elems == math.prod(shape) else REDUCTION_TOL
+        return Built(kspec_fn, cupy_fn, x.nbytes + y.nbytes + out_elems * 4,
+                     lambda: compare(kspec_fn(), cupy_fn(), *tol))
+
+    return build
+
+
 def cupy_sum_builder(shape: tuple[int, ...], axis: Any) -> Callable[[], Built]:
     """Reference: plain ``cupy.sum`` (CUB where CuPy's reduction accelerators include it); no kspec row."""
 
@@ -361,6 +391,11 @@ def all_cases() -> list[Case]:
     for desc, shape, axis in shapes[:2]:
         cases.append(Case(f"ssq16 {desc}", "float16->f32", "reduction", TARGET_REDUCTION,
                           reduction_builder("ssq16", shape, axis, "float16")))
+    # kspec.fuse against cupy.fuse, the same Python function
+    cases.append(Case(f"fuse (x-y)**2, {full}", "float32", "elementwise", TARGET_CONTIGUOUS,
+                      fuse_builder("sqd", (N,), N)))
+    cases.append(Case(f"fuse sum((x-y)**2, axis=1) {square}", "float32", "reduction", TARGET_REDUCTION,
+                      fuse_builder("ssq_rows", (SIDE, SIDE), SIDE)))
     # references: plain cupy.sum, CuPy's own best reduction
     for desc, shape, axis in shapes[:2]:
         cases.append(Case(f"cupy.sum (CUB ref) {desc}", "float32", "reference", None, cupy_sum_builder(shape, axis)))
@@ -523,7 +558,8 @@ extern "C" __global__ void sqd(const float* x, const float* y, float* z, long lo
 }
 """
 
-HOST_ROWS = ("elementwise, out given", "elementwise, allocating", "elementwise, Python scalar", "reduction")
+HOST_ROWS = ("elementwise, out given", "elementwise, allocating", "elementwise, Python scalar", "reduction",
+             "fuse (x-y)**2, allocating")
 
 
 def core_launcher(x: Any, y: Any, z: Any) -> tuple[Callable[[], object] | None, str]:
@@ -583,11 +619,13 @@ def run_host_cost(calls: int, only: str | None) -> dict[str, Any]:
     z = cp.empty(1, dtype=np.float32)
     kk, ck = KERNELS.pair("sqd32")
     kr, cr = KERNELS.pair("ssq")
+    kf, cf = fused_pair("sqd")
     calls_of = {
         "elementwise, out given": (lambda: kk(x, y, z), lambda: ck(x, y, z)),
         "elementwise, allocating": (lambda: kk(x, y), lambda: ck(x, y)),
         "elementwise, Python scalar": (lambda: kk(x, 2.0, z), lambda: ck(x, 2.0, z)),
         "reduction": (lambda: kr(x), lambda: cr(x)),
+        "fuse (x-y)**2, allocating": (lambda: kf(x, y), lambda: cf(x, y)),
     }
     variants: dict[str, Callable[[], object]] = {}
     notes: list[str] = []

@@ -10,6 +10,7 @@ from ._errors import (
     CacheWarning,
     CompileError,
     DuplicateNameError,
+    FuseError,
     InstantiationError,
     InvalidNameError,
     KspecError,
@@ -34,6 +35,7 @@ __all__ = [
     "CacheWarning",
     "CompileError",
     "DuplicateNameError",
+    "FuseError",
     "InstantiationError",
     "InvalidNameError",
     "KspecError",
@@ -61,9 +63,11 @@ __all__ = [
     "Stream",
     "asarray",
     "empty",
+    "fuse",
     "get_device",
     "load",
     "zeros",
+    "jit",
 ]
 
 # Lazy exports: `import kspec` stays cheap and driver-free; these load their module on first access.
@@ -81,10 +85,17 @@ _LAZY = {
     "empty": "kspec.runtime",
     "get_device": "kspec.runtime",
     "zeros": "kspec.runtime",
+    "fuse": "kspec.fuse",
 }
 
 
 def __getattr__(name: str) -> object:
+    if name == "jit":  # the subpackage itself (`kspec.jit.rawkernel`), imported on first access
+        import importlib
+
+        value = importlib.import_module("kspec.jit")
+        globals()[name] = value
+        return value
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'kspec' has no attribute {name!r}")

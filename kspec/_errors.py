@@ -34,6 +34,12 @@ class KspecNotImplementedError(KspecError, NotImplementedError):
     """A CuPy feature kspec deliberately does not provide (the message says what to do instead)."""
 
 
+class FuseError(KspecTypeError):
+    """A function given to ``kspec.fuse`` did something a trace cannot turn into a kernel: data-dependent
+    control flow, an operation that is not elementwise or a reduction, a dtype NumPy has no loop for. The
+    message names the function and the line of the call."""
+
+
 class SpecError(KspecError, ValueError):
     """A kernel spec is invalid. Carries where: the spec file, the kernel and the field.
 

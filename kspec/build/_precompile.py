@@ -93,9 +93,12 @@ def scalar_sets(spec: AnySpec) -> tuple[frozenset[str], ...]:
     """The scalar choices a build compiles per instantiation: every input an array, and, when the kernel
     mixes placeholder inputs with inputs of a fixed dtype (``T x, T y, float32 scale``), the fixed ones
     passed by value, which is how such kernels are called (``k(x, y, 2.0)``). A kernel whose inputs all have
-    fixed dtypes gives no hint of which are scalars; any call with a number compiles on first use."""
+    fixed dtypes gives no hint of which are scalars, unless its ``scalars`` field names them (kspec.fuse's
+    specs do); other calls with a number compile on first use."""
     if isinstance(spec, RawSpec):
         return (frozenset(),)
+    if spec.scalars:
+        return (frozenset(spec.scalars),)
     inputs = [p for p in spec.in_params if not p.raw]
     fixed = frozenset(p.name for p in inputs if not p.is_placeholder)
     if fixed and len(fixed) < len(inputs):

@@ -153,6 +153,9 @@ class _TypedKernelSpec(_KernelSpec):
     preamble: str = ""
     reduce_dims: bool = True
     instantiations: tuple[Instantiation, ...] = ()
+    # Inputs that calls pass as numbers (by value), e.g. the scalars of a kspec.fuse kernel: `kspec build`
+    # precompiles that specialization rather than guessing.
+    scalars: tuple[str, ...] = ()
 
     @field_validator("in_params", "out_params", mode="before")
     @classmethod
@@ -225,6 +228,15 @@ class _TypedKernelSpec(_KernelSpec):
             missing = [t for t in self.placeholders if t not in inst]
             if missing:
                 raise InstantiationError(f"leaves placeholder {missing[0]!r} unbound; give it a dtype", field=field)
+        scalar_inputs = {p.name for p in self.in_params if not p.raw}
+        for k, name in enumerate(self.scalars):
+            if name not in scalar_inputs:
+                raise SpecError(
+                    f"{name!r} is not a non-raw input parameter (scalars name inputs that calls pass as numbers)",
+                    field=f"scalars[{k}]",
+                )
+        if len(set(self.scalars)) != len(self.scalars):
+            raise DuplicateNameError("an input is listed twice", field="scalars")
         keys = [tuple(sorted(inst.items())) for inst in self.instantiations]
         if len(set(keys)) != len(keys):
             raise InstantiationError("the same instantiation is declared twice", field="instantiations")
@@ -234,6 +246,8 @@ class _TypedKernelSpec(_KernelSpec):
         data = super().to_data()
         if "instantiations" in data:
             data["instantiations"] = [dict(inst) for inst in self.instantiations]
+        if "scalars" in data:
+            data["scalars"] = list(data["scalars"])
         return data
 
 

@@ -1,0 +1,234 @@
+"""``kspec.fuse``: the decorator, and the fused function's per-signature cache of programs.
+
+A call reads one signature (per argument: array type, dtype and ndim, or the scalar's type), looks it up,
+and runs the program of kernels traced for it; the first call with a signature traces and builds specs.
+Only NumPy arrays or only scalars: the plain function runs (CuPy's rule).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._errors import FuseError, KspecTypeError
+from . import _rules
+from ._program import ArgType, Program, check_name, trace
+
+_PY_SCALARS = (bool, int, float, complex)
+_PASSED_AS_IS = (bool, int, float, complex, type(None))  # keyed by type alone
+_HOST, _DEVICE, _TORCH, _NP_SCALAR, _OTHER = range(5)
+_kinds: dict[type, int] = {}
+
+
+def _kind(tp: type, obj: Any) -> int:
+    kind = _kinds.get(tp)
+    if kind is None:
+        if issubclass(tp, np.generic):
+            kind = _NP_SCALAR
+        elif issubclass(tp, np.ndarray):
+            kind = _HOST
+        elif tp.__module__.partition(".")[0] == "torch" and hasattr(obj, "is_cuda"):
+            kind = _TORCH
+        else:
+            from ..runtime import is_device_array
+
+            kind = _DEVICE if is_device_array(obj) else _OTHER
+        _kinds[tp] = kind
+    return kind
+
+
+def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The cache key of a call: cheap attribute reads only."""
+    key: list[Any] = []
+    for a in args:
+        tp = type(a)
+        if tp in _PASSED_AS_IS:
+            key.append(tp)
+            continue
+        kind = _kinds.get(tp)
+        if kind is None:
+            kind = _kind(tp, a)
+        if kind == _DEVICE or kind == _HOST:
+            key.append((tp, a.dtype, a.ndim))
+        elif kind == _NP_SCALAR:
+            key.append(a.dtype)
+        elif kind == _TORCH:
+            key.append((tp, a.dtype, a.ndim, a.is_cuda))
+        else:
+            key.append((tp, id(tp)))
+    return tuple(key)
+
+
+class FusedFunction:
+    """A function fused into kernels. Call it like the function; ``spec(*args)`` / ``specs(*args)`` and
+    ``cuda_source(*args)`` show what a call with such arguments runs (NumPy arrays serve as stand-ins)."""
+
+    def __init__(self, func: Callable[..., Any], kernel_name: str | None = None) -> None:
+        if not callable(func):
+            raise KspecTypeError(f"kspec.fuse: expected a function, got {type(func).__name__}")
+        if kernel_name is not None and (not isinstance(kernel_name, str) or not kernel_name.isidentifier()):
+            raise KspecTypeError(f"kspec.fuse: kernel_name must be a C identifier, got {kernel_name!r}")
+        functools.update_wrapper(self, func)
+        self._func = func
+        self._kernel_name = kernel_name
+        self._name = getattr(func, "__name__", "fused")
+        self._parameters = _parameters(func)
+        self._by_key: dict[tuple[Any, ...], Any] = {}
+        self._by_types: dict[tuple[ArgType, ...], Program] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def kernel_name(self) -> str:
+        return self._kernel_name or check_name(self._name)
+
+    def __repr__(self) -> str:
+        return f"<kspec.fuse {self._name}>"
+
+    def __reduce__(self) -> Any:
+        import sys
+
+        module = sys.modules.get(self.__module__)
+        target: Any = module
+        for part in self.__qualname__.split("."):
+            target = getattr(target, part, None)
+        if target is self:  # decorated at module level: pickled by name, as the function would be
+            return self.__qualname__
+        return (FusedFunction, (self._func, self._kernel_name))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs or (self._parameters is not None and len(args) < len(self._parameters)):
+            args = self._bind(args, kwargs)
+        key = _signature(args)
+        program = self._by_key.get(key)
+        if program is None:
+            program = self._prepare(key, args)
+        return program(args)
+
+    def _prepare(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
+        devices = hosts = 0
+        for a in args:
+            kind = _OTHER if type(a) in _PASSED_AS_IS else _kind(type(a), a)
+            if kind == _TORCH:
+                kind = _DEVICE if a.is_cuda else _HOST
+            devices += kind == _DEVICE
+            hosts += kind == _HOST
+        if devices and hosts:
+            raise KspecTypeError(
+                f"kspec.fuse: function '{self._name}' was called with both host arrays (NumPy) and device arrays; "
+                "pass all arrays on the device (kspec.asarray, cupy.asarray, torch.as_tensor(..., device='cuda'))"
+            )
+        if not devices:  # CuPy's rule: NumPy arrays or scalars alone run the plain function
+            program: Any = lambda call_args: self._func(*call_args)  # noqa: E731
+        else:
+            program = self._program(tuple(_arg_type(self._name, k, a) for k, a in enumerate(args))).runner()
+        with self._lock:
+            if len(self._by_key) >= 256:  # a program cycling through many signatures: start over
+                self._by_key.clear()
+            self._by_key[key] = program
+        return program
+
+    def _program(self, types: tuple[ArgType, ...]) -> Program:
+        program = self._by_types.get(types)
+        if program is None:
+            names = self._parameters or [f"arg{k}" for k in range(len(types))]
+            if len(names) < len(types):
+                names = list(names) + [f"arg{k}" for k in range(len(names), len(types))]
+            program = trace(self._func, self._name, self.kernel_name, names, types)
+            self._by_types[types] = program
+        return program
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        try:
+            bound = inspect.signature(self._func).bind(*args, **kwargs)
+        except TypeError as exc:
+            raise KspecTypeError(f"kspec.fuse: function '{self._name}': {exc}") from None
+        if bound.kwargs:
+            raise KspecTypeError(f"kspec.fuse: function '{self._name}': keyword-only arguments are not supported")
+        args = tuple(bound.args)
+        for param in list(bound.signature.parameters.values())[len(args):]:  # defaults of positional parameters
+            if param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD) or param.default is param.empty:
+                break
+            args += (param.default,)
+        return args
+
+    def _types(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[ArgType, ...]:
+        if kwargs or (self._parameters is not None and len(args) < len(self._parameters)):
+            args = self._bind(args, kwargs)
+        return tuple(_arg_type(self._name, k, a, stand_in=True) for k, a in enumerate(args))
+
+    def specs(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """The specs of every kernel a call with such arguments runs, in order (one for most functions)."""
+        return self._program(self._types(args, kwargs)).specs
+
+    def spec(self, *args: Any, **kwargs: Any) -> Any:
+        """The elementwise or reduction spec a call with such arguments uses; a function that needs several
+        kernels (two reductions, work after a full reduction) raises: use :meth:`specs`."""
+        specs = self.specs(*args, **kwargs)
+        if len(specs) != 1:
+            raise FuseError(
+                f"kspec.fuse: function '{self._name}' runs {len(specs)} kernels for these arguments; use .specs(...)"
+            )
+        return specs[0]
+
+    def cuda_source(self, *args: Any, **kwargs: Any) -> str:
+        """The CUDA C++ of every kernel a call with such arguments runs (no GPU needed)."""
+        from ..render import render, specialize
+
+        program = self._program(self._types(args, kwargs))
+        return "\n".join(render(specialize(step.spec, {}, scalars=step.scalars)).source for step in program.steps)
+
+
+def _parameters(func: Callable[..., Any]) -> list[str] | None:
+    """Positional parameter names, or None when the function takes ``*args``."""
+    if isinstance(func, np.ufunc):  # numpy.add and friends: their inputs (``out`` is not an argument here)
+        return [f"x{k + 1}" for k in range(func.nin)]
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return None
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _arg_type(func_name: str, index: int, value: Any, stand_in: bool = False) -> ArgType:
+    """How the trace sees one argument. Stand-ins (for spec/cuda_source): NumPy arrays act as device arrays."""
+    tp = type(value)
+    if value is None:  # an optional argument left out: the function sees None
+        return ("none", "", None)
+    if tp in _PY_SCALARS:
+        return ("scalar", _rules.default_dtype(tp), tp)
+    if isinstance(value, np.generic):
+        return ("scalar", _dtype_of(func_name, index, value.dtype), None)
+    if isinstance(value, np.ndarray) or (hasattr(value, "dtype") and hasattr(value, "ndim")):
+        dtype = value.dtype
+        if not isinstance(dtype, np.dtype) and tp.__module__.partition(".")[0] == "torch":
+            from ..runtime import array_info
+
+            dtype = array_info(value).dtype
+        return ("array", _dtype_of(func_name, index, dtype), int(value.ndim))
+    raise KspecTypeError(
+        f"kspec.fuse: function '{func_name}': argument {index} is a {tp.__name__}; fused functions take device "
+        "arrays (CuPy, PyTorch, kspec), NumPy arrays as stand-ins for spec()/cuda_source(), and numbers"
+    )
+
+
+def _dtype_of(func_name: str, index: int, dtype: Any) -> str:
+    name = _rules.dtype_name(dtype)
+    if name is None:
+        raise KspecTypeError(f"kspec.fuse: function '{func_name}': argument {index} has dtype {dtype}, which kspec does not support")
+    return name
+
+
+def fuse(*args: Any, kernel_name: str | None = None) -> Any:
+    """CuPy's ``cupy.fuse``: ``@fuse``, ``@fuse()``, ``@fuse(kernel_name='name')`` or ``fuse(func)``."""
+    if args:
+        if len(args) != 1:
+            raise KspecTypeError("kspec.fuse takes one function (and kernel_name= as a keyword)")
+        return FusedFunction(args[0], kernel_name)
+    return lambda func: FusedFunction(func, kernel_name)

@@ -1,0 +1,86 @@
+"""NumPy 2's dtype rules outside ufunc loops: ``where``, casting checks, reductions, dtype arguments.
+
+Each answer is NumPy's own (``numpy.result_type``, ``numpy.can_cast``) where NumPy has the dtype;
+bfloat16, which NumPy lacks without ml_dtypes, follows float16's rules in its place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+
+# The value that stands for a weak Python scalar of each type in numpy.result_type (NEP 50: only its type counts).
+_WEAK_STAND_IN: dict[type, Any] = {bool: False, int: 0, float: 0.0, complex: 0j}
+_PY_TYPE_OF_KIND = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """NumPy's dtype for a kspec dtype name (float16 standing in for bfloat16)."""
+    return np.dtype("float16" if name == "bfloat16" else name)
+
+
+def dtype_name(value: Any) -> str | None:
+    """The kspec dtype name of a dtype-like (``numpy.float32``, ``'f4'``, ``float``, a dtype), or None."""
+    if isinstance(value, str):
+        name = dtypes.canonical_name(value)
+        if name is not None:
+            return name
+    try:
+        return dtypes.from_numpy(value).name
+    except (KeyError, TypeError):
+        return None
+
+
+def python_type(dtype: str) -> type:
+    """The Python scalar type of a dtype's kind (what a weak result of that kind is)."""
+    return _PY_TYPE_OF_KIND[dtypes.BY_NAME[dtype].kind]
+
+
+def default_dtype(py_type: type) -> str:
+    """The dtype a Python scalar of this type is stored as in a kernel parameter or literal."""
+    return {bool: "bool", int: "int64", float: "float64", complex: "complex128"}[py_type]
+
+
+def result_type(operands: list[tuple[str, type | None]]) -> str:
+    """numpy.result_type of (dtype, weak type or None) operands, with NEP 50 weak Python scalars."""
+    args: list[Any] = [_WEAK_STAND_IN[weak] if weak is not None else numpy_dtype(d) for d, weak in operands]
+    bf16 = any(d == "bfloat16" and weak is None for d, weak in operands)
+    f16 = any(d == "float16" and weak is None for d, weak in operands)
+    name = np.result_type(*args).name
+    if bf16 and name == "float16":
+        return "float32" if f16 else "bfloat16"
+    return name
+
+
+def can_cast_same_kind(source: str, target: str) -> bool:
+    """NumPy's ``same_kind`` rule, which in-place operators and ``out=`` apply."""
+    if source == target:
+        return True
+    return bool(np.can_cast(numpy_dtype(source), numpy_dtype(target), "same_kind"))
+
+
+REDUCTIONS = ("sum", "prod", "max", "min", "all", "any")
+
+
+def reduction_dtype(op: str, dtype: str, requested: str | None) -> str:
+    """The dtype NumPy's ``op`` returns for an input of ``dtype`` (``requested``: the ``dtype=`` argument)."""
+    if op in ("all", "any"):
+        return "bool"
+    if op in ("max", "min"):
+        return dtype
+    if requested is not None:
+        return requested
+    kind = dtypes.BY_NAME[dtype].kind
+    if kind in "bi" and dtypes.BY_NAME[dtype].itemsize < 8:
+        return "int64"
+    if kind == "u" and dtypes.BY_NAME[dtype].itemsize < 8:
+        return "uint64"
+    return dtype
+
+
+def accumulator_dtype(result: str) -> str:
+    """Half-precision sums, products and extrema accumulate in float32 and round once at the end."""
+    return "float32" if result in ("float16", "bfloat16") else result

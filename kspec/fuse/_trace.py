@@ -1,0 +1,296 @@
+"""Tracing: run the user's function once on symbolic values that record what is done to them.
+
+A :class:`TraceValue` stands for an argument or an intermediate result. Python operators, NumPy ufuncs
+(``__array_ufunc__``), NumPy functions (``__array_function__``), CuPy ufuncs
+(``__cupy_override_elementwise_kernel__``) and the ndarray methods CuPy's functions call on a foreign
+object (``x.sum(axis, dtype, out, keepdims)``) all land in :mod:`._steps`, which adds typed nodes to the
+graph. Anything whose answer would depend on the data (``bool(x)``, ``if x > 0``) or on a shape the trace
+does not know (``x.shape``, indexing) is an error naming the function and its line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any, NoReturn
+
+import numpy as np
+
+from .._errors import FuseError
+from . import _graph
+from ._graph import Node
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_SKIPPED_ROOTS = (_HERE, os.path.dirname(np.__file__))
+
+
+class Tracer:
+    """One trace in progress: the function it runs, and the arguments whose values it may overwrite."""
+
+    _local = threading.local()
+
+    def __init__(self, func_name: str) -> None:
+        self.func_name = func_name
+        self.arg_values: list[TraceValue] = []
+
+    def __enter__(self) -> "Tracer":
+        self._local.current = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._local.current = None
+
+    @classmethod
+    def current(cls) -> "Tracer | None":
+        return getattr(cls._local, "current", None)
+
+    def fail(self, what: str, where: str | None = None) -> NoReturn:
+        raise FuseError(f"kspec.fuse: function '{self.func_name}' ({where or user_location()}): {what}")
+
+
+def user_location() -> str:
+    """``file:line`` of the innermost frame outside kspec.fuse, NumPy and CuPy: the user's line."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_SKIPPED_ROOTS) and "/cupy/" not in filename and not filename.startswith("<frozen"):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "<unknown>"
+
+
+def _tracer() -> Tracer:
+    tracer = Tracer.current()
+    if tracer is None:  # a TraceValue that escaped its trace (stored in a global, returned in a closure)
+        raise FuseError("kspec.fuse: a traced value was used after its function returned; fused functions must not keep them")
+    return tracer
+
+
+class TraceValue:
+    """A symbolic array or scalar inside a fused function. ``_node`` is its current value: in-place
+    operations (``x += y``, ``out=x``) replace it, so every alias of the object sees the update, as with
+    NumPy arrays."""
+
+    __slots__ = ("_node", "_arg_index", "__weakref__")
+    __array_priority__ = 10000  # NumPy operators defer to ours (ndarray + TraceValue -> our __radd__)
+
+    def __init__(self, node: Node, arg_index: int | None = None) -> None:
+        self._node = node
+        self._arg_index = arg_index
+
+    # -- what the trace knows without data ----------------------------------------------------------
+
+    @property
+    def dtype(self) -> Any:
+        from .. import dtypes
+
+        return dtypes.BY_NAME[self._node.dtype].numpy or self._node.dtype
+
+    @property
+    def ndim(self) -> int:
+        return max(self._node.ndim, 0)
+
+    @property
+    def shape(self) -> NoReturn:
+        _tracer().fail(".shape is not known while tracing: a fused kernel serves every shape of its argument types")
+
+    @property
+    def size(self) -> NoReturn:
+        _tracer().fail(".size is not known while tracing: a fused kernel serves every shape of its argument types")
+
+    @property
+    def T(self) -> NoReturn:
+        _tracer().fail("transposing (.T) is not an elementwise operation; transpose the argument before the call")
+
+    def __repr__(self) -> str:
+        return f"<kspec.fuse traced value dtype={self._node.dtype} ndim={self.ndim}>"
+
+    # -- data-dependent Python ---------------------------------------------------------------------
+
+    def __bool__(self) -> NoReturn:
+        _tracer().fail(
+            "the truth value of a traced array is not known while tracing (data-dependent control flow: an "
+            "`if`, `while`, `and`/`or` or bool() on a value computed from the arguments); express it with "
+            "numpy.where(cond, a, b) or cupy.where, or move the branch outside the fused function"
+        )
+
+    def _no_conversion(self, what: str) -> NoReturn:
+        _tracer().fail(f"{what} of a traced array is not known while tracing (it depends on the data)")
+
+    def __int__(self) -> NoReturn:
+        self._no_conversion("int()")
+
+    def __float__(self) -> NoReturn:
+        self._no_conversion("float()")
+
+    def __complex__(self) -> NoReturn:
+        self._no_conversion("complex()")
+
+    def __index__(self) -> NoReturn:
+        self._no_conversion("use as an index")
+
+    def __len__(self) -> NoReturn:
+        _tracer().fail("len() is not known while tracing: a fused kernel serves every shape of its argument types")
+
+    def __iter__(self) -> NoReturn:
+        _tracer().fail("iterating over a traced array is not supported: fused functions are elementwise")
+
+    def __getitem__(self, key: object) -> NoReturn:
+        _tracer().fail(f"indexing or slicing a traced array (x[{key!r}]) is not supported; slice the argument before the call")
+
+    def __setitem__(self, key: object, value: object) -> NoReturn:
+        _tracer().fail("assigning into a traced array (x[...] = v) is not supported; use x += ..., numpy.copyto-free "
+                       "ufunc(..., out=x), or return the new value")
+
+    def __array__(self, *args: object, **kwargs: object) -> NoReturn:
+        _tracer().fail("a traced value cannot become a NumPy array (the data lives on the device and is not known yet)")
+
+    def __matmul__(self, other: object) -> NoReturn:
+        _tracer().fail("matmul (@) is not an elementwise operation; fused functions are elementwise plus reductions")
+
+    __rmatmul__ = __matmul__
+
+    def __getattr__(self, name: str) -> NoReturn:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        _tracer().fail(f"x.{name} is not supported inside a fused function")
+
+    # -- protocols of NumPy and CuPy -----------------------------------------------------------------
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        from . import _steps
+
+        return _steps.numpy_ufunc(_tracer(), ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        from . import _steps
+
+        return _steps.numpy_function(_tracer(), func, args, kwargs)
+
+    def __cupy_override_elementwise_kernel__(self, kernel: Any, *args: Any, **kwargs: Any) -> Any:
+        from . import _steps
+
+        return _steps.cupy_kernel(_tracer(), kernel, args, kwargs)
+
+    def __cupy_override_reduction_kernel__(self, kernel: Any, axis: Any, dtype: Any, out: Any, keepdims: Any) -> Any:
+        from . import _steps
+
+        name = str(getattr(kernel, "name", kernel)).removeprefix("cupy_")
+        return _steps.reduction(_tracer(), name, self, axis, dtype, out, keepdims)
+
+    # -- ndarray methods (CuPy's functions call them on a foreign object) -----------------------------
+
+    def astype(self, dtype: Any, order: Any = "K", casting: Any = None, subok: Any = None, copy: Any = True) -> "TraceValue":
+        from . import _steps
+
+        return _steps.astype(_tracer(), self, dtype)
+
+    def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> "TraceValue":
+        from . import _steps
+
+        return _steps.reduction(_tracer(), "sum", self, axis, dtype, out, keepdims)
+
+    def prod(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> "TraceValue":
+        from . import _steps
+
+        return _steps.reduction(_tracer(), "prod", self, axis, dtype, out, keepdims)
+
+    def max(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> "TraceValue":
+        from . import _steps
+
+        return _steps.reduction(_tracer(), "max", self, axis, None, out, keepdims)
+
+    def min(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> "TraceValue":
+        from . import _steps
+
+        return _steps.reduction(_tracer(), "min", self, axis, None, out, keepdims)
+
+    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> "TraceValue":
+        from . import _steps
+
+        return _steps.reduction(_tracer(), "all", self, axis, None, out, keepdims)
+
+    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> "TraceValue":
+        from . import _steps
+
+        return _steps.reduction(_tracer(), "any", self, axis, None, out, keepdims)
+
+    def clip(self, min: Any = None, max: Any = None, out: Any = None) -> Any:
+        from . import _steps
+
+        return _steps.clip(_tracer(), self, min, max, out)
+
+    @property
+    def real(self) -> "TraceValue":
+        from . import _steps
+
+        return _steps.real(_tracer(), self)
+
+    @property
+    def imag(self) -> "TraceValue":
+        from . import _steps
+
+        return _steps.imag(_tracer(), self)
+
+    def conj(self) -> "TraceValue":
+        return self._ufunc("conjugate", self)
+
+    conjugate = conj
+
+    # -- operators: each is the NumPy ufunc of the same meaning ------------------------------------
+
+    def _ufunc(self, name: str, *operands: Any) -> Any:
+        from . import _steps
+
+        return _steps.operator(_tracer(), name, operands)
+
+    def _inplace(self, name: str, other: Any) -> Any:
+        from . import _steps
+
+        return _steps.inplace(_tracer(), name, self, other)
+
+
+def _binary(name: str) -> tuple[Any, Any, Any]:
+    def forward(self: TraceValue, other: Any) -> Any:
+        return self._ufunc(name, self, other)
+
+    def reflected(self: TraceValue, other: Any) -> Any:
+        return self._ufunc(name, other, self)
+
+    def inplace(self: TraceValue, other: Any) -> Any:
+        return self._inplace(name, other)
+
+    return forward, reflected, inplace
+
+
+_BINARY = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide", "floordiv": "floor_divide",
+    "mod": "remainder", "pow": "power", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "lshift": "left_shift", "rshift": "right_shift",
+}
+for _py, _uf in _BINARY.items():
+    _f, _r, _i = _binary(_uf)
+    setattr(TraceValue, f"__{_py}__", _f)
+    setattr(TraceValue, f"__r{_py}__", _r)
+    setattr(TraceValue, f"__i{_py}__", _i)
+
+for _py, _uf in {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}.items():
+    setattr(TraceValue, f"__{_py}__", _binary(_uf)[0])
+TraceValue.__eq__ = _binary("equal")[0]  # type: ignore[method-assign,assignment]
+TraceValue.__ne__ = _binary("not_equal")[0]  # type: ignore[method-assign,assignment]
+TraceValue.__hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise
+TraceValue.__neg__ = lambda self: self._ufunc("negative", self)  # type: ignore[method-assign]
+TraceValue.__pos__ = lambda self: self._ufunc("positive", self)  # type: ignore[method-assign]
+TraceValue.__abs__ = lambda self: self._ufunc("absolute", self)  # type: ignore[method-assign]
+TraceValue.__invert__ = lambda self: self._ufunc("invert", self)  # type: ignore[method-assign]
+TraceValue.__divmod__ = lambda self, other: self._ufunc("divmod", self, other)  # type: ignore[attr-defined]
+TraceValue.__rdivmod__ = lambda self, other: self._ufunc("divmod", other, self)  # type: ignore[attr-defined]
+
+
+def argument(tracer: Tracer, index: int, dtype: str, ndim: int, weak: type | None) -> TraceValue:
+    """The symbolic value of argument ``index``."""
+    node = Node(_graph.ARG, dtype, ndim, attrs={"index": index}, weak=weak)
+    value = TraceValue(node, index)
+    tracer.arg_values.append(value)
+    return value

@@ -1,0 +1,56 @@
+"""Reading a Python function for translation: its AST, file, first line and the names it can see."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ._errors import JitSourceError, SourceLocation
+
+
+@dataclass
+class FunctionSource:
+    tree: ast.FunctionDef
+    location: SourceLocation
+    globals: dict[str, Any]
+    closure: dict[str, Any]
+
+
+_READ_HINT = (
+    "kspec.jit reads the function's source with inspect.getsource, which cannot read functions typed into the "
+    "Python REPL, made by exec(), or lambdas; define it with `def` in a .py file (or a notebook cell)"
+)
+
+
+def read_function(func: Callable[..., Any]) -> FunctionSource:
+    """Parse ``func``'s source; JitSourceError saying why when it cannot be read."""
+    name = getattr(func, "__name__", repr(func))
+    code = getattr(func, "__code__", None)
+    filename = code.co_filename if code is not None else "<unknown>"
+    if name == "<lambda>":
+        raise JitSourceError(f"{filename}:{code.co_firstlineno if code else '?'}: a lambda cannot be a jit kernel: {_READ_HINT}")
+    try:
+        lines, first_line = inspect.getsourcelines(func)
+    except (OSError, TypeError) as exc:
+        raise JitSourceError(f"{filename}: function {name!r}: its source cannot be read ({exc}): {_READ_HINT}") from None
+    text = textwrap.dedent("".join(lines))
+    try:
+        module = ast.parse(text)
+    except SyntaxError as exc:  # e.g. a function defined inside an expression
+        raise JitSourceError(f"{filename}:{first_line}: function {name!r}: its source does not parse on its own ({exc.msg}): {_READ_HINT}") from None
+    tree = next((n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if not isinstance(tree, ast.FunctionDef):
+        raise JitSourceError(f"{filename}:{first_line}: {name!r} is not a plain `def` function: {_READ_HINT}")
+    # inspect.getsourcelines starts at the first decorator; AST lines count from the text's line 1.
+    location = SourceLocation(filename, first_line, name)
+    closure: dict[str, Any] = {}
+    if code is not None and getattr(func, "__closure__", None):
+        for var, cell in zip(code.co_freevars, func.__closure__):  # type: ignore[attr-defined]
+            try:
+                closure[var] = cell.cell_contents
+            except ValueError:  # an empty cell: the name is assigned after the function was made
+                pass
+    return FunctionSource(tree, location, getattr(func, "__globals__", {}), closure)

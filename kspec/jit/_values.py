@@ -1,0 +1,136 @@
+"""What translating an expression yields: a typed C++ expression, a compile-time Python object, or a tuple.
+
+Python literals are *weak* (``Const``): they take the type of what they meet, the way C++ literals do, so
+``x * 2.0`` stays float32 for a float32 ``x`` (the literal is emitted as ``2.0f``) and ``tid + 1`` stays
+uint32. A literal that becomes a value on its own (``s = 128``) is int64 / float64 / bool / complex128.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._types import BOOL, COMPLEX128, FLOAT64, INT32, INT64, JitType, Scalar, common_type, scalar_of
+
+
+@dataclass(frozen=True)
+class Value:
+    """A C++ expression of a known type."""
+
+    code: str
+    type: JitType
+
+
+@dataclass(frozen=True)
+class Const:
+    """A Python object known at compile time: a literal, a module, a builtin, a dtype, a device function."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class TupleValue:
+    items: tuple[Any, ...]  # Value | Const | TupleValue
+
+
+def is_number(obj: Any) -> bool:
+    return isinstance(obj, (bool, int, float, complex, np.generic)) and not isinstance(obj, np.void)
+
+
+def literal_type(obj: Any) -> Scalar:
+    """The type a Python number gets when it stands alone."""
+    if isinstance(obj, np.generic):
+        return scalar_of(obj.dtype)
+    if isinstance(obj, bool):
+        return BOOL
+    if isinstance(obj, int):
+        return INT64
+    if isinstance(obj, float):
+        return FLOAT64
+    return COMPLEX128
+
+
+def weak_int_type(value: int) -> Scalar:
+    """The type C++ gives an integer literal (int, else long long)."""
+    return INT32 if -(2**31) <= value < 2**31 else INT64
+
+
+def literal(obj: Any, as_type: Scalar) -> str:
+    """C++ spelling of a Python number converted to ``as_type``."""
+    name = as_type.name
+    if as_type.kind == "b":
+        return "true" if obj else "false"
+    if as_type.kind in "iu":
+        value = int(obj)
+        if name == "int64":
+            return f"{value}LL" if -(2**63) < value < 2**63 else "(-9223372036854775807LL - 1)"
+        if name == "uint64":
+            return f"{value}ULL"
+        if name == "uint32":
+            return f"{value}u"
+        if name == "int32":
+            return str(value) if value != -(2**31) else "(-2147483647 - 1)"
+        return f"(({as_type.ctype}){value})"
+    if as_type.kind == "f":
+        value = float(obj.real if isinstance(obj, complex) else obj)
+        if math.isnan(value):
+            text = "__longlong_as_double(0x7ff8000000000000LL)"
+        elif math.isinf(value):
+            text = "__longlong_as_double(0x7ff0000000000000LL)" if value > 0 else "(-__longlong_as_double(0x7ff0000000000000LL))"
+        else:
+            text = repr(value)
+            if "e" not in text and "." not in text:
+                text += ".0"
+        if name == "float64":
+            return text
+        if name == "float32":
+            return f"{text}f" if not text.startswith(("(", "_")) else f"((float){text})"
+        return f"(({as_type.ctype})({text}f))" if not text.startswith(("(", "_")) else f"(({as_type.ctype})(float){text})"
+    value = complex(obj)
+    return f"{as_type.ctype}({literal(value.real, FLOAT64)}, {literal(value.imag, FLOAT64)})"
+
+
+def const_to_value(const: Const, against: JitType | None = None) -> Value:
+    """A weak literal as a typed value: of ``against``'s kind when it meets one, else standing alone."""
+    obj = const.value
+    if isinstance(obj, np.generic):
+        t = scalar_of(obj.dtype)
+        return Value(literal(obj.item(), t), t)
+    if isinstance(against, Scalar) and not isinstance(obj, np.generic):
+        if isinstance(obj, bool):
+            return Value(literal(obj, BOOL), BOOL)
+        if isinstance(obj, int):
+            if against.is_float or against.kind == "c":
+                return Value(literal(obj, against if against.name != "float16" else scalar_of("float32")), against)
+            t = weak_int_type(obj)
+            return Value(literal(obj, t), t)
+        if isinstance(obj, float) and against.is_float:
+            t = against if against.itemsize >= 4 else scalar_of("float32")
+            return Value(literal(obj, t), t)
+        if isinstance(obj, float) and against.kind == "c":
+            t = FLOAT64 if against.name == "complex128" else scalar_of("float32")
+            return Value(literal(obj, t), t)
+    t = literal_type(obj)
+    return Value(literal(obj, t), t)
+
+
+def operand_types(a: Value, b: Value) -> Scalar:
+    assert isinstance(a.type, Scalar) and isinstance(b.type, Scalar)
+    return common_type(a.type, b.type)
+
+
+def cast(value: Value, to: Scalar) -> str:
+    """C++ code converting ``value`` to ``to`` (nothing when it already is)."""
+    if value.type == to:
+        return value.code
+    src = value.type
+    if isinstance(src, Scalar) and src.name == "float16" and to.name != "float32" and to.kind != "b":
+        return f"static_cast<{to.ctype}>(__half2float({value.code}))"
+    if isinstance(src, Scalar) and src.name == "float16" and to.kind == "b":
+        return f"(__half2float({value.code}) != 0.0f)"
+    if to.name == "float16" and isinstance(src, Scalar) and src.name not in ("float32",):
+        return f"__float2half(static_cast<float>({value.code}))"
+    return f"static_cast<{to.ctype}>({value.code})"
