@@ -328,6 +328,40 @@ def fuse_builder(name: str, shape: tuple[int, ...], out_elems: int) -> Callable[
     return build
 
 
+JIT: dict[str, Any] = {}  # "kspec" / "cupyx" -> the module of benchmarks/_jit_kernels.py for that library
+
+
+def jit_kernels(lib: str) -> Any:
+    if lib not in JIT:
+        import tempfile
+
+        sys.path.insert(0, str(REPO / "benchmarks"))
+        import _jit_kernels
+
+        JIT[lib] = _jit_kernels.load(lib, tempfile.mkdtemp(prefix="kspec-bench-jit-"))
+    return JIT[lib]
+
+
+def jit_builder(name: str) -> Callable[[], Built]:
+    """The seed's grid-stride copy, or a saxpy, as ``kspec.jit`` and ``cupyx.jit`` kernels of the same source,
+    launched alike (16 blocks of 256 threads per SM)."""
+
+    def build() -> Built:
+        kk = jit_kernels("kspec").fresh(getattr(jit_kernels("kspec"), name))
+        ck = jit_kernels("cupyx").fresh(getattr(jit_kernels("cupyx"), name))
+        grid, block = (cp.cuda.Device().attributes["MultiProcessorCount"] * 16,), (256,)
+        x, y = randn((N,), "float32"), randn((N,), "float32")
+        zk, zc = cp.empty_like(x), cp.empty_like(x)
+        head = (np.float32(2.5),) if name == "saxpy" else ()
+        ins = (x, y) if name == "saxpy" else (x,)
+        kspec_fn = lambda: kk(grid, block, (*head, *ins, zk, np.uint32(N)))  # noqa: E731
+        cupy_fn = lambda: ck(grid, block, (*head, *ins, zc, np.uint32(N)))  # noqa: E731
+        return Built(kspec_fn, cupy_fn, (len(ins) + 1) * x.nbytes,
+                     lambda: check_elementwise(kspec_fn, zk, cupy_fn, zc, "float32"))
+
+    return build
+
+
 def cupy_sum_builder(shape: tuple[int, ...], axis: Any) -> Callable[[], Built]:
     """Reference: plain ``cupy.sum`` (CUB where CuPy's reduction accelerators include it); no kspec row."""
 
@@ -396,6 +430,9 @@ def all_cases() -> list[Case]:
                       fuse_builder("sqd", (N,), N)))
     cases.append(Case(f"fuse sum((x-y)**2, axis=1) {square}", "float32", "reduction", TARGET_REDUCTION,
                       fuse_builder("ssq_rows", (SIDE, SIDE), SIDE)))
+    # kspec.jit against cupyx.jit, the same Python source
+    cases.append(Case(f"jit grid-stride copy, {full}", "float32", "elementwise", TARGET_CONTIGUOUS, jit_builder("copy")))
+    cases.append(Case(f"jit saxpy, {full}", "float32", "elementwise", TARGET_CONTIGUOUS, jit_builder("saxpy")))
     # references: plain cupy.sum, CuPy's own best reduction
     for desc, shape, axis in shapes[:2]:
         cases.append(Case(f"cupy.sum (CUB ref) {desc}", "float32", "reference", None, cupy_sum_builder(shape, axis)))
@@ -559,7 +596,7 @@ extern "C" __global__ void sqd(const float* x, const float* y, float* z, long lo
 """
 
 HOST_ROWS = ("elementwise, out given", "elementwise, allocating", "elementwise, Python scalar", "reduction",
-             "fuse (x-y)**2, allocating")
+             "fuse (x-y)**2, allocating", "jit copy launch, k(grid, block, args)")
 
 
 def core_launcher(x: Any, y: Any, z: Any) -> tuple[Callable[[], object] | None, str]:
@@ -620,12 +657,15 @@ def run_host_cost(calls: int, only: str | None) -> dict[str, Any]:
     kk, ck = KERNELS.pair("sqd32")
     kr, cr = KERNELS.pair("ssq")
     kf, cf = fused_pair("sqd")
+    kj, cj = (jit_kernels(lib).fresh(jit_kernels(lib).copy) for lib in ("kspec", "cupyx"))
+    one = np.uint32(1)
     calls_of = {
         "elementwise, out given": (lambda: kk(x, y, z), lambda: ck(x, y, z)),
         "elementwise, allocating": (lambda: kk(x, y), lambda: ck(x, y)),
         "elementwise, Python scalar": (lambda: kk(x, 2.0, z), lambda: ck(x, 2.0, z)),
         "reduction": (lambda: kr(x), lambda: cr(x)),
         "fuse (x-y)**2, allocating": (lambda: kf(x, y), lambda: cf(x, y)),
+        "jit copy launch, k(grid, block, args)": (lambda: kj((1,), (32,), (x, z, one)), lambda: cj((1,), (32,), (x, z, one))),
     }
     variants: dict[str, Callable[[], object]] = {}
     notes: list[str] = []

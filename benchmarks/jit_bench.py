@@ -9,7 +9,6 @@ empty compile cache, for both libraries. Prints a table; writes JSON to ``$OUT/j
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -26,38 +25,10 @@ import numpy as np  # noqa: E402
 
 import kspec  # noqa: E402
 
-# One kernel source, imported twice: once with `from kspec import jit`, once with `from cupyx import jit`.
-KERNELS = '''
-from {lib} import jit
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _jit_kernels  # noqa: E402
 
-def copy(x, y, size):
-    tid = jit.blockIdx.x * jit.blockDim.x + jit.threadIdx.x
-    ntid = jit.gridDim.x * jit.blockDim.x
-    for i in range(tid, size, ntid):
-        y[i] = x[i]
-
-def saxpy(a, x, y, out, size):
-    tid = jit.blockIdx.x * jit.blockDim.x + jit.threadIdx.x
-    ntid = jit.gridDim.x * jit.blockDim.x
-    for i in range(tid, size, ntid):
-        out[i] = a * x[i] + y[i]
-
-def fresh(fn):
-    return jit.rawkernel()(fn)
-'''
-
-
-def _module(lib: str):
-    path = Path(_TMP) / f"kernels_{lib.replace('.', '_')}.py"
-    path.write_text(KERNELS.format(lib=lib))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-KS, CU = _module("kspec"), _module("cupyx")
+KS, CU = _jit_kernels.load("kspec", _TMP), _jit_kernels.load("cupyx", _TMP)
 
 
 def median_ms(launch, rotate, reps=15):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 import warnings
 
 import numpy as np
@@ -272,9 +271,7 @@ def test_plain_float32_kernel_does_not_pull_heavy_headers():
         f"p_bool[0] = {emit('isnan', ['float32'], ['bool'], ['v_float32'])[0]};",
     ])
     assert needs == () and "KSPEC_NEED" not in source
-    start = time.perf_counter()
-    _compile("plain", source, needs)
-    assert time.perf_counter() - start < 30  # sanity only (no timing claim): it must not include complex
+    _compile("plain", source, needs)  # ufunc.cuh's fp16/bf16/complex parts stay out without the macros
 
 
 def test_fused_style_elementwise_spec_renders_and_compiles():

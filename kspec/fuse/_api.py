@@ -21,8 +21,8 @@ from ._program import ArgType, Program, check_name, trace
 
 _PY_SCALARS = (bool, int, float, complex)
 _PASSED_AS_IS = (bool, int, float, complex, type(None))  # keyed by type alone
-_HOST, _DEVICE, _TORCH, _NP_SCALAR, _OTHER = range(5)
-_kinds: dict[type, int] = {}
+_DEVICE, _HOST, _TORCH, _NP_SCALAR, _AS_IS, _OTHER = range(6)
+_kinds: dict[type, int] = dict.fromkeys(_PASSED_AS_IS, _AS_IS)
 
 
 def _kind(tp: type, obj: Any) -> int:
@@ -43,18 +43,17 @@ def _kind(tp: type, obj: Any) -> int:
 
 
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The cache key of a call: cheap attribute reads only."""
+    """The cache key of a call: one dict lookup per argument and cheap attribute reads (this runs on every call)."""
     key: list[Any] = []
     for a in args:
         tp = type(a)
-        if tp in _PASSED_AS_IS:
-            key.append(tp)
-            continue
         kind = _kinds.get(tp)
         if kind is None:
             kind = _kind(tp, a)
         if kind == _DEVICE or kind == _HOST:
             key.append((tp, a.dtype, a.ndim))
+        elif kind == _AS_IS:
+            key.append(tp)
         elif kind == _NP_SCALAR:
             key.append(a.dtype)
         elif kind == _TORCH:
@@ -78,6 +77,7 @@ class FusedFunction:
         self._kernel_name = kernel_name
         self._name = getattr(func, "__name__", "fused")
         self._parameters = _parameters(func)
+        self._nparams = len(self._parameters) if self._parameters is not None else 0
         self._by_key: dict[tuple[Any, ...], Any] = {}
         self._by_types: dict[tuple[ArgType, ...], Program] = {}
         self._lock = threading.Lock()
@@ -101,18 +101,18 @@ class FusedFunction:
         return (FusedFunction, (self._func, self._kernel_name))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs or (self._parameters is not None and len(args) < len(self._parameters)):
+        if kwargs or len(args) < self._nparams:
             args = self._bind(args, kwargs)
         key = _signature(args)
-        program = self._by_key.get(key)
-        if program is None:
-            program = self._prepare(key, args)
-        return program(args)
+        run = self._by_key.get(key)
+        if run is None:
+            run = self._prepare(key, args)
+        return run(args)
 
     def _prepare(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
         devices = hosts = 0
         for a in args:
-            kind = _OTHER if type(a) in _PASSED_AS_IS else _kind(type(a), a)
+            kind = _kind(type(a), a)
             if kind == _TORCH:
                 kind = _DEVICE if a.is_cuda else _HOST
             devices += kind == _DEVICE

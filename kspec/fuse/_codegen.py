@@ -119,8 +119,11 @@ def _param(dtype: str, name: str, non_const: bool = False) -> str:
 
 
 def _doc(stage: Stage, origin: str) -> str:
-    what = "reduction" if stage.reduce is not None else "elementwise work"
-    return f"kspec.fuse: {what} of {origin}"
+    if stage.reduce is None:
+        return f"kspec.fuse: elementwise work of {origin}"
+    a = stage.reduce.attrs
+    axis = a["axes"][0] if len(a["axes"]) == 1 else a["axes"]
+    return f"kspec.fuse: reduction of {origin}; the fused function calls it with axis={axis}, keepdims={a['keepdims']}"
 
 
 def elementwise_spec(name: str, stage: Stage, materialized: set[int], arg_names: Sequence[str],

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from .._errors import KspecTypeError, KspecValueError
-from ._translate import c_name, module_source, translate_function
+from ._module import c_name, module_source
+from ._translate import translate_function
 from ._types import Array, JitType, parse_signature, signature_tag, type_of_argument
 
 _SCALAR_KEYS: set[type] = {bool, int, float, complex}

@@ -6,7 +6,7 @@ import ast
 from typing import Any
 
 from ._errors import JitTypeError, JitUnsupportedError
-from ._types import BOOL, FLOAT32, FLOAT64, INT64, UINT32, UINT64, Array, Group, Scalar, Shared, Void, can_hold, common_type, scalar_of
+from ._types import BOOL, FLOAT32, FLOAT64, INT64, UINT32, UINT64, Array, Group, Shared, Void, can_hold, common_type, scalar_of
 from ._values import Const, TupleValue, Value, cast, const_to_value, is_number
 
 # -- range loops -----------------------------------------------------------------------------------------

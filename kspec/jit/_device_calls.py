@@ -12,7 +12,8 @@ from ._values import Const, TupleValue, Value
 
 
 def device_call(tr: Any, function: Any, args: list[Any], node: ast.AST) -> Value:
-    from ._translate import FunctionTranslator, c_name  # translate imports builtins, which import us
+    from ._module import c_name
+    from ._translate import FunctionTranslator  # translate imports builtins, which import us
     from ._source import read_function
 
     typed: list[Value] = []

@@ -19,84 +19,9 @@ from . import _builtins as bi
 from ._errors import JitNameError, JitTypeError, JitUnsupportedError
 from ._expressions import ExpressionTranslator
 from ._source import FunctionSource, read_function
-from ._types import Array, Group, JitType, Scalar, Shared, Void, can_hold
-from ._values import Const, TupleValue, Value, cast, const_to_value, is_number, literal
-
-_RESERVED = frozenset(
-    """alignas alignof and asm auto bool break case catch char char16_t char32_t class const constexpr
-    const_cast continue decltype default delete do double dynamic_cast else enum explicit export extern false
-    float for friend goto if inline int long mutable namespace new noexcept not nullptr operator or private
-    protected public register reinterpret_cast return short signed sizeof static static_assert static_cast
-    struct switch template this thread_local throw true try typedef typeid typename union unsigned using
-    virtual void volatile wchar_t while xor threadIdx blockIdx blockDim gridDim warpSize min max abs dim3
-    half float2 int2 main""".split()
-)
-
-HELPERS = r"""namespace kspec_jit {
-// A strided view of a device array, as jit kernels see their array arguments (strides in bytes).
-template <typename T, int N> struct array {
-    T* data;
-    long long shape[N > 0 ? N : 1];
-    long long strides[N > 0 ? N : 1];
-    __device__ T& operator[](long long i) const {
-        return *(T*)((const char*)data + i * strides[0]);  // C cast: T may be const
-    }
-    template <typename... I> __device__ T& operator()(I... index) const {
-        static_assert(sizeof...(I) == N, "index with as many subscripts as the array has dimensions");
-        const long long at[] = {0LL, static_cast<long long>(index)...};
-        const char* p = (const char*)data;
-        for (int k = 0; k < N; ++k) p += at[k + 1] * strides[k];
-        return *(T*)p;
-    }
-    __device__ long long size() const {
-        long long n = 1;
-        for (int k = 0; k < N; ++k) n *= shape[k];
-        return n;
-    }
-};
-__device__ inline unsigned int laneid() {
-    unsigned int lane;
-    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-    return lane;
-}
-// Integer power by squaring (x ** n for integers; a negative exponent gives 0 unless |x| == 1).
-template <typename T> __device__ T ipow(T base, T exp) {
-    if (exp < 0) return base == 1 ? T(1) : (base == T(-1) ? ((exp & 1) ? T(-1) : T(1)) : T(0));
-    T result = 1;
-    while (exp) { if (exp & 1) result *= base; base *= base; exp >>= 1; }
-    return result;
-}
-}  // namespace kspec_jit
-"""
-
-
-class ModuleState:
-    """What one translation unit collects: headers, device functions, flags the launch needs."""
-
-    def __init__(self) -> None:
-        self.fp16 = False
-        self.complex = False
-        self.cooperative_groups = False
-        self.memcpy_async = False
-        self.grid_sync = False
-        self.device_functions: list[str] = []
-        self.device_names: dict[tuple[int, tuple[JitType, ...]], tuple[str, JitType]] = {}
-        self.in_progress: set[int] = set()
-        self.used_names: set[str] = set()
-
-    def note_type(self, t: JitType) -> None:
-        scalar = t.dtype if isinstance(t, (Array, Shared)) else t
-        if isinstance(scalar, Scalar):
-            if scalar.name in ("float16",):
-                self.fp16 = True
-            elif scalar.name == "bfloat16":
-                raise JitTypeError("bfloat16 is not supported by kspec.jit kernels yet; use float16 or float32")
-            elif scalar.kind == "c":
-                self.complex = True
-
-
-def c_name(name: str) -> str:
-    return f"{name}_" if name in _RESERVED or name.startswith("__") else name
+from ._module import ModuleState, c_name
+from ._types import Array, JitType, Scalar, Void, can_hold
+from ._values import Const, TupleValue, Value, cast, is_number, literal
 
 
 class FunctionTranslator(ExpressionTranslator):
@@ -483,22 +408,3 @@ def translate_function(func: Any, types: tuple[JitType, ...], *, device: bool, m
     if device:
         translator.function_name = c_name(func.__name__)
     return translator.translate(), module, translator
-
-
-def module_source(kernel_code: str, module: ModuleState, header: str) -> str:
-    """The whole translation unit: headers, helpers, device functions, the kernel."""
-    parts = [header]
-    if module.fp16:
-        parts.append("#define KSPEC_NEED_FP16")
-    if module.complex:
-        parts.append("#define KSPEC_NEED_COMPLEX")
-    if module.fp16 or module.complex:
-        parts.append("#include <kspec/types.cuh>")
-    if module.cooperative_groups:
-        parts.append("#include <cooperative_groups.h>")
-    if module.memcpy_async:
-        parts.append("#include <cooperative_groups/memcpy_async.h>")
-    parts.append(HELPERS)
-    parts.extend(f + "\n" for f in module.device_functions)
-    parts.append(kernel_code)
-    return "\n".join(parts) + "\n"
