@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from ._errors import (
     AxisError,
+    BinaryWarning,
+    BuildOutputError,
     CacheWarning,
     CompileError,
+    CompileTimeoutError,
     DuplicateNameError,
     FuseError,
     InstantiationError,
@@ -20,6 +23,7 @@ from ._errors import (
     KspecValueError,
     LaunchError,
     NoDeviceError,
+    NvccNotFoundError,
     NvrtcNotFoundError,
     ReservedNameError,
     SpecError,
@@ -32,8 +36,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AxisError",
+    "BinaryWarning",
+    "BuildOutputError",
     "CacheWarning",
     "CompileError",
+    "CompileTimeoutError",
     "DuplicateNameError",
     "FuseError",
     "InstantiationError",
@@ -45,6 +52,7 @@ __all__ = [
     "KspecValueError",
     "LaunchError",
     "NoDeviceError",
+    "NvccNotFoundError",
     "NvrtcNotFoundError",
     "ReservedNameError",
     "SpecError",

@@ -76,15 +76,21 @@ class SpecError(KspecError, ValueError):
     def __str__(self) -> str:
         where = []
         if self.file:
-            where.append(self.file)
+            where.append(_printable(self.file))
         if self.kernel:
-            where.append(f"kernel '{self.kernel}'")
+            where.append(f"kernel '{_printable(self.kernel)}'")
         if self.field:
-            where.append(f"field '{self.field}'")
+            where.append(f"field '{_printable(self.field)}'")
         return ": ".join([*where, self.message])
 
     def __reduce__(self):  # keep the location through pickling (multiprocessing, pytest-xdist)
         return (_rebuild_spec_error, (type(self), self.message, self.file, self.kernel, self.field))
+
+
+def _printable(text: str) -> str:
+    """A file name or kernel name as a message shows it: escaped when it holds a newline, a NUL or a lone
+    surrogate (an undecodable file name), which would break the report or the terminal's encoding."""
+    return text if text.isprintable() else repr(text)[1:-1]
 
 
 def _rebuild_spec_error(cls, message, file, kernel, field):  # type: ignore[no-untyped-def]
@@ -126,6 +132,12 @@ class SpecErrorGroup(SpecError):
         )
         self.file, self.kernel, self.field = first.file, first.kernel, first.field
 
+    def located(
+        self, *, file: str | Path | None = None, kernel: str | None = None, field: str | None = None
+    ) -> "SpecErrorGroup":
+        """A group whose members each get the missing location parts (a group has no location of its own)."""
+        return SpecErrorGroup([e.located(file=file, kernel=kernel, field=field) for e in self.errors])
+
     def __str__(self) -> str:
         return f"{len(self.errors)} spec errors:\n" + "\n".join(f"  {e}" for e in self.errors)
 
@@ -155,8 +167,24 @@ def _rebuild_compile_error(message, kernel, log, source):  # type: ignore[no-unt
     return CompileError(message, kernel=kernel, log=log, source=source)
 
 
+class CompileTimeoutError(CompileError):
+    """A compile ran past its time limit (``kspec build --compile-timeout``) and was stopped."""
+
+    def __reduce__(self):
+        return (_rebuild_timeout, (self.args[0], self.kernel))
+
+
+def _rebuild_timeout(message, kernel):  # type: ignore[no-untyped-def]
+    return CompileTimeoutError(message, kernel=kernel)
+
+
 class NvrtcNotFoundError(KspecError, RuntimeError):
     """NVRTC (the ``nvidia-cuda-nvrtc`` wheel or a CUDA toolkit) is needed to compile and was not found."""
+
+
+class NvccNotFoundError(KspecNotImplementedError):
+    """``backend="nvcc"`` was asked for and no nvcc was found (the message says where kspec looked). A
+    NotImplementedError (so a RuntimeError) as before nvcc was supported."""
 
 
 class LaunchError(KspecError, RuntimeError):
@@ -169,3 +197,12 @@ class NoDeviceError(KspecError, RuntimeError):
 
 class CacheWarning(UserWarning):
     """The binary cache cannot be written; kspec goes on with an in-memory cache."""
+
+
+class BinaryWarning(UserWarning):
+    """A precompiled binary does not match its manifest's sha256; kspec compiles the kernel instead."""
+
+
+class BuildOutputError(KspecValueError):
+    """A build's output directory (``kspec build -o``) cannot be used: not a directory kspec owns, not
+    writable, or a path inside it is in the way. Raised before anything is compiled."""

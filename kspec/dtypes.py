@@ -86,7 +86,7 @@ def canonical_name(type_name: str) -> str | None:
         return None
     try:
         name = np.dtype(type_name).name
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):  # "thrust::pair<float, int>" reads as a struct format
         return None
     return name if name in BY_NAME else None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 
@@ -16,8 +17,10 @@ def write_store(tmp_path, entries):
     for e in entries:
         path = tmp_path / e["file"]
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(b"binary " + e["arch"].encode())
-    manifest = {"kspec_manifest": 1, "kspec_version": kspec.__version__, "entries": entries}
+        data = b"binary " + e["arch"].encode()
+        path.write_bytes(data)
+        e["sha256"] = hashlib.sha256(data).hexdigest()  # manifest version 2: every binary's digest
+    manifest = {"kspec_manifest": 2, "kspec_version": kspec.__version__, "entries": entries}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     return BinaryStore(tmp_path)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import site
 import subprocess
 import sys
 import tempfile
@@ -257,10 +258,17 @@ def test_skip_env_ships_typed_modules_without_binaries(tmp_path: Path, env: dict
 
 
 def _venv(path: Path) -> Path:
-    """A venv that sees this environment's packages (kspec's dependencies, pip) and installs into itself."""
+    """A venv that sees this environment's packages (kspec's dependencies, hatchling, pip) and installs into
+    itself. ``--system-site-packages`` alone is not enough when this environment is itself a venv: the new
+    one is based on the base interpreter and would see its site-packages, not this venv's. A ``.pth`` file
+    adds this environment's site directories after the new venv's own (so what it installs wins)."""
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)], check=True)
     python = path / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     assert python.exists()
+    own = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                         check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
+    outer = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    Path(own, "_outer_environment.pth").write_text("".join(f"{d}\n" for d in outer if Path(d).is_dir()))
     return python
 
 

@@ -29,7 +29,8 @@ def prebuilt(tmp_path_factory) -> tuple[Path, dict]:
         out = Path(given)
     else:
         out = tmp_path_factory.mktemp("prebuilt")
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES="", KSPEC_CACHE_DIR=str(out / "cache"))
+        cache = tmp_path_factory.mktemp("prebuilt-cache")  # not inside out/: a build writes only into a directory it owns
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="", KSPEC_CACHE_DIR=str(cache))
         cmd = [sys.executable, "-m", "kspec", "build", str(REPO / "specs" / "raw.toml"), "--arch", arch, "-o", str(out)]
         done = subprocess.run(cmd, env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -121,7 +122,7 @@ def typed_prebuilt(tmp_path_factory) -> Path:
     if {"squared_diff", "fx3"} <= kernels:
         return Path(given)
     out = tmp_path_factory.mktemp("typed_prebuilt")
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", KSPEC_CACHE_DIR=str(out / "cache"))
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", KSPEC_CACHE_DIR=str(tmp_path_factory.mktemp("typed_prebuilt-cache")))
     specs = [str(REPO / "specs")]
     cmd = [sys.executable, "-m", "kspec", "build", *specs, "--arch", kspec.get_device().arch, "-o", str(out)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)

@@ -20,7 +20,7 @@ def test_code_xor_path(tmp_path):
     with pytest.raises(TypeError, match="exactly one of code= .* and path= .*neither"):
         kspec.RawModule()
     cubin = tmp_path / "k.cubin"
-    cubin.write_bytes(b"\0")
+    cubin.write_bytes(b"\x7fELF\0")  # the ELF magic: RawModule checks the file kind (issue 20)
     with pytest.raises(TypeError, match="exactly one of code= .* and path= .*both"):
         kspec.RawModule(code=ADD, path=str(cubin))
 
@@ -31,18 +31,25 @@ def test_path_checks(tmp_path):
     with pytest.raises(FileNotFoundError, match="k.cubin"):
         kspec.RawModule(path=str(tmp_path / "k.cubin"))
     cubin = tmp_path / "k.cubin"
-    cubin.write_bytes(b"\0")
+    cubin.write_bytes(b"\x7fELF\0")  # the ELF magic: RawModule checks the file kind (issue 20)
     with pytest.raises(ValueError, match="name_expressions"):
         kspec.RawModule(path=cubin, name_expressions=["f<int>"])
     assert kspec.RawModule(path=cubin).file_path == str(cubin.resolve())
 
 
-@pytest.mark.parametrize("backend", ["nvcc", "hiprtc"])
-def test_other_backends_are_not_implemented(backend):
-    with pytest.raises(NotImplementedError, match=f"backend='{backend}' is not supported.*RawModule\\(path="):
-        kspec.RawKernel(ADD, "my_add", backend=backend)
-    with pytest.raises(kspec.KspecNotImplementedError):
-        kspec.RawModule(code=ADD, backend=backend)
+def test_nvcc_backend_without_nvcc_is_not_implemented(monkeypatch):
+    from kspec.compiler import _nvcc
+
+    monkeypatch.setattr(_nvcc, "_candidates", lambda: [("$CUDA_PATH/bin/nvcc", None), ("PATH", None)])
+    with pytest.raises(NotImplementedError, match="backend='nvcc' is not supported.*CUDA_PATH.*RawModule\\(path="):
+        kspec.RawKernel(ADD, "my_add", backend="nvcc")
+    with pytest.raises(kspec.NvccNotFoundError):
+        kspec.RawModule(code=ADD, backend="nvcc")
+
+
+def test_unknown_backend_is_a_value_error():
+    with pytest.raises(ValueError, match="backend.*'hiprtc'"):
+        kspec.RawKernel(ADD, "my_add", backend="hiprtc")
 
 
 def test_jitify_is_refused_with_the_alternative():
@@ -139,5 +146,5 @@ def test_pickling_without_a_gpu(tmp_path):
     kernel = pickle.loads(pickle.dumps(mod.get_function("my_add")))
     assert kernel.name == "my_add" and kernel.module.code == ADD
     cubin = tmp_path / "k.cubin"
-    cubin.write_bytes(b"\0")
+    cubin.write_bytes(b"\x7fELF\0")  # the ELF magic: RawModule checks the file kind (issue 20)
     assert pickle.loads(pickle.dumps(kspec.RawModule(path=cubin))).path == str(cubin.resolve())

@@ -80,7 +80,6 @@ CASES = [
     # fields
     ("unknown-key", case(EW, operatoin="y = x"), kspec.SpecError, ["'operatoin'", "unknown key"]),
     ("missing-operation", case(EW, operation=_DROP), kspec.SpecError, ["operation", "missing"]),
-    ("empty-operation", case(EW, operation="  "), kspec.SpecError, ["operation", "empty"]),
     ("unknown-kind", case(EW, kind="scan"), kspec.SpecError, ["'scan'", "kind"]),
     ("missing-kind", case(EW, kind=_DROP), kspec.SpecError, ["kind", "None"]),
     ("bad-bool", case(EW, no_return="yes please"), kspec.SpecError, ["no_return"]),

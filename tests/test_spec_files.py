@@ -145,8 +145,8 @@ def test_raw_path_is_relative_to_the_spec_file(tmp_path):
 
 
 def test_raw_path_missing_file_names_it(tmp_path):
+    # found at validate (issue 20), no longer only when the source is read
     path = tmp_path / "raw.toml"
     path.write_text('schema = 1\n[[kernel]]\nkind = "raw"\nname = "m"\npath = "gone.cu"\nkernels = ["f"]\n')
-    (spec,) = load_file(path)
-    with pytest.raises(kspec.SpecError, match=r"kernel 'm': field 'path': cannot read .*gone.cu"):
-        spec.read_source()
+    with pytest.raises(kspec.SpecError, match=r"kernel 'm': field 'path': path 'gone.cu' does not exist .*gone.cu"):
+        load_file(path)

@@ -3,7 +3,7 @@
 Never imports :mod:`kspec.runtime`: a build machine has no GPU.
 """
 
-from ._output import MANIFEST_NAME, binary_path, manifest_entry, read_manifest, write_output
+from ._output import MANIFEST_NAME, binary_path, check_output_dir, confined_file, manifest_entry, read_manifest, write_output
 from ._precompile import BuildPlan, BuildResult, BuildUnit, plan_build, precompile
 from ._progress import BuildProgress, precompile_with_progress
 
@@ -14,6 +14,8 @@ __all__ = [
     "BuildResult",
     "BuildUnit",
     "binary_path",
+    "check_output_dir",
+    "confined_file",
     "manifest_entry",
     "plan_build",
     "precompile",

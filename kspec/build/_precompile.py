@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .._errors import KspecError
-from ..compiler import BinaryCache, CompiledProgram, CompileOptions, compile_cached
+from ..compiler import BinaryCache, CompiledProgram, CompileOptions, cache_key, compile_cached, default_cache
 from ..compiler._cubin import register_counts
 from ..render import RenderedModule, render, render_raw, specialize
 from ..spec import AnySpec, RawSpec
+from ._worker import STACK_BYTES
+from ._workers import DEFAULT_COMPILE_TIMEOUT_S, ISOLATED, CompilePool
 
 
 @dataclass(frozen=True)
@@ -112,8 +115,15 @@ def precompile(
     jobs: int | None = None,
     cache: BinaryCache | None = None,
     on_result: Callable[[BuildResult], None] | None = None,
+    timeout: float | None = DEFAULT_COMPILE_TIMEOUT_S,
+    isolate: bool | None = None,
 ) -> list[BuildResult]:
-    """Compile every unit (in parallel threads; NVRTC releases the GIL); failures are recorded, not raised."""
+    """Compile every unit; failures are recorded, not raised.
+
+    Cache hits are served here; each compile runs in a worker process (``isolate``, the default where
+    the platform allows it, see :mod:`._workers`), so a kernel that crashes NVRTC or runs past ``timeout``
+    seconds (None or 0: no limit) fails alone and the others are kept.
+    """
     rendered: dict[tuple[int, tuple[tuple[str, str], ...], frozenset[str]], tuple[RenderedModule, str] | KspecError] = {}
     for unit in units:  # render once per (spec, binding, scalars), whatever the number of archs
         k = (id(unit.spec), tuple(unit.types.items()), unit.scalars)
@@ -122,6 +132,10 @@ def precompile(
                 rendered[k] = _render(unit)
             except KspecError as exc:
                 rendered[k] = exc
+    workers = jobs or min(32, (os.cpu_count() or 1))
+    use_pool = ISOLATED if isolate is None else isolate
+    pool = CompilePool(workers, timeout) if use_pool else None
+    store = cache if cache is not None else default_cache()
 
     def build(unit: BuildUnit) -> BuildResult:
         result = BuildResult(unit)
@@ -132,16 +146,8 @@ def precompile(
             module, key = entry
             result.key = key
             result.source_sha256 = hashlib.sha256(module.source.encode()).hexdigest()
-            options = CompileOptions(arch=unit.arch, extra=tuple(unit.spec.options))
             try:
-                program, hit = compile_cached(
-                    module.source,
-                    name=unit.spec.name,
-                    options=options,
-                    name_expressions=module.name_expressions,
-                    needs=module.needs,
-                    cache=cache,
-                )
+                program, hit = _compile(unit, module, store, pool)
             except KspecError as exc:
                 result.error = exc
             else:
@@ -151,11 +157,38 @@ def precompile(
             on_result(result)
         return result
 
-    workers = jobs or min(32, (os.cpu_count() or 1))
-    if workers <= 1:
-        return [build(u) for u in units]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(build, units))
+    if workers <= 1 and pool is not None:
+        try:
+            return [build(u) for u in units]
+        finally:
+            pool.close()
+    previous = threading.stack_size(STACK_BYTES) if pool is None else None  # in-process NVRTC recursion
+    executor = ThreadPoolExecutor(max_workers=workers)
+    try:
+        return list(executor.map(build, units))
+    finally:
+        # Workers first: on an interrupt (SIGTERM, Ctrl-C) the threads waiting on them return at once.
+        if pool is not None:
+            pool.close()
+        executor.shutdown(wait=True, cancel_futures=True)
+        if previous is not None:
+            threading.stack_size(previous)
+
+
+def _compile(unit: BuildUnit, module: RenderedModule, cache: BinaryCache, pool: CompilePool | None) -> tuple[CompiledProgram, bool]:
+    options = CompileOptions(arch=unit.arch, extra=tuple(unit.spec.options))
+    needs = tuple(module.needs)
+    if pool is None:
+        return compile_cached(module.source, name=unit.spec.name, options=options,
+                              name_expressions=module.name_expressions, needs=needs, cache=cache)  # fmt: skip
+    key = cache_key(module.source, options=options, name_expressions=module.name_expressions, needs=needs)
+    program = cache.get(key)
+    if program is not None:
+        return program, True
+    program = pool.compile(source=module.source, name=unit.spec.name, options=options,
+                           name_expressions=tuple(module.name_expressions), needs=needs)  # fmt: skip
+    cache.put(key, program)
+    return program, False
 
 
 def _render(unit: BuildUnit) -> tuple[RenderedModule, str]:

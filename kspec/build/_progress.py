@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._precompile import BuildResult, BuildUnit, precompile
+from ._workers import DEFAULT_COMPILE_TIMEOUT_S
 
 
 class BuildProgress:
@@ -43,9 +44,11 @@ class BuildProgress:
             self._bar.stop()
 
 
-def precompile_with_progress(units: Sequence[BuildUnit], *, jobs: int | None = None) -> tuple[list[BuildResult], float]:
+def precompile_with_progress(
+    units: Sequence[BuildUnit], *, jobs: int | None = None, timeout: float | None = DEFAULT_COMPILE_TIMEOUT_S
+) -> tuple[list[BuildResult], float]:
     """:func:`precompile` behind a progress bar; the results and the wall time in seconds."""
     start = time.perf_counter()
     with BuildProgress(len(units)) as progress:
-        results = precompile(units, jobs=jobs, on_result=progress.advance)
+        results = precompile(units, jobs=jobs, on_result=progress.advance, timeout=timeout)
     return results, time.perf_counter() - start

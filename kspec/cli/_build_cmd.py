@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
 
-from .._errors import KspecError, SpecError
+from .._errors import KspecError, KspecValueError
 from ._common import add_spec_paths, error
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    from ..compiler import DEFAULT_ARCHS
+    from ..compiler import DEFAULT_ARCHS, DEFAULT_COMPILE_TIMEOUT_S
 
     p = sub.add_parser(
         "build",
@@ -22,29 +27,60 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument("--arch", default=None, help="comma-separated targets, e.g. sm_80,sm_90 (compute_XX for PTX)")
     p.add_argument("-o", "--output", default=None, metavar="DIR", help="write binaries and manifest.json here")
     p.add_argument("-j", "--jobs", type=int, default=None, help="parallel compiles (default: CPU count)")
+    p.add_argument(
+        "--compile-timeout",
+        type=float,
+        default=DEFAULT_COMPILE_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"stop a kernel's compile after this long and report it as failed (default: {DEFAULT_COMPILE_TIMEOUT_S:g}; 0: no limit)",
+    )
     p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..build import plan_build, precompile_with_progress, write_output
+def parse_archs(text: str | None) -> list[str]:
+    """``--arch``: checked, each once, in the order given; the default archs when not given."""
     from ..compiler import check_arch, default_archs
+
+    if text is None:
+        return default_archs()
+    archs: list[str] = []
+    for item in text.split(","):
+        if item.strip():
+            arch = check_arch(item.strip(), param="--arch")
+            if arch not in archs:  # sm_80,sm_80 builds (and lists) sm_80 once
+                archs.append(arch)
+    if not archs:
+        raise KspecValueError(f"--arch: no architecture in {text!r}; give targets such as sm_80,sm_90")
+    return archs
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..build import check_output_dir, plan_build
     from ..spec import load_library
 
-    try:
-        library = load_library(args.paths)
-    except SpecError as exc:
-        error(str(exc))
+    if args.jobs is not None and args.jobs < 1:
+        error(f"--jobs: expected a positive number of parallel compiles, got {args.jobs}")
+        return 1
+    if not args.compile_timeout >= 0:  # NaN too
+        error(f"--compile-timeout: expected seconds >= 0 (0: no limit), got {args.compile_timeout}")
         return 1
     try:
-        if args.arch:
-            archs = [check_arch(a.strip(), param="--arch") for a in args.arch.split(",") if a.strip()]
-        else:
-            archs = default_archs()
+        library = load_library(args.paths)  # no spec files at all is an error, as for validate
+        archs = parse_archs(args.arch)
+        plan = plan_build(library.values(), archs)
+        if args.output:  # every -o problem before the first compile, not after the last
+            check_output_dir(args.output, plan.units)
     except KspecError as exc:
         error(str(exc))
         return 1
-    plan = plan_build(library.values(), archs)
-    results, wall = precompile_with_progress(plan.units, jobs=args.jobs)
+    with _sigterm_as_exit():
+        return _build(args, plan, archs)
+
+
+def _build(args: argparse.Namespace, plan: Any, archs: list[str]) -> int:
+    from ..build import precompile_with_progress, write_output
+
+    results, wall = precompile_with_progress(plan.units, jobs=args.jobs, timeout=args.compile_timeout)
     _print_table(results)
     for spec, why in plan.skipped:
         print(f"skipped {spec.name}: {why}")
@@ -57,9 +93,26 @@ def run(args: argparse.Namespace) -> int:
         f"in {wall:.2f} s ({hits} from the cache), {len(failures)} failed"
     )
     if args.output:
-        manifest = write_output(results, args.output)
+        try:
+            manifest = write_output(results, args.output)
+        except KspecError as exc:  # the directory changed while compiling
+            error(str(exc))
+            return 1
         print(f"wrote {manifest}")
     return 1 if failures else 0
+
+
+@contextlib.contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """SIGTERM ends the build as an exception would: temporary files are removed, workers stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _print_table(results: list) -> None:  # type: ignore[type-arg]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..compiler import BinaryCache, default_cache
+from ._common import error
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -16,7 +17,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     actions = p.add_subparsers(dest="cache_action", metavar="ACTION", required=True)
     for action, run, help_text in (
         ("info", _info, "print the cache directory, its number of entries and their size"),
-        ("clear", _clear, "remove every entry and print how many were removed"),
+        ("clear", _clear, "remove every entry kspec wrote (other files stay) and print how many were removed"),
     ):
         a = actions.add_parser(action, help=help_text, description=help_text)
         a.add_argument("--dir", metavar="DIR", help="cache directory to use instead of KSPEC_CACHE_DIR / the default")
@@ -37,9 +38,17 @@ def _info(args: argparse.Namespace) -> int:
 
 def _clear(args: argparse.Namespace) -> int:
     cache = _cache(args)
-    removed = cache.clear()
-    print(f"removed {removed} {'entry' if removed == 1 else 'entries'} from {cache.directory}")
-    return 0
+    directory = cache.directory
+    if directory is not None and directory.exists() and not directory.is_dir():
+        error(f"cache directory {str(directory)!r} is not a directory")
+        return 1
+    report = cache.clear_report()
+    removed = report.removed
+    print(f"removed {removed} {'entry' if removed == 1 else 'entries'} from {directory}")
+    # Only files named <key>.kbin that start with kspec's magic are entries: other files stay untouched.
+    for path, why in report.failed:
+        error(f"could not remove {path}: {why}")
+    return 1 if report.failed else 0
 
 
 def _human(size: int) -> str:

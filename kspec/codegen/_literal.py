@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 _INDENT = "    "
@@ -35,10 +34,55 @@ def literal(value: Any, level: int = 0) -> str:
 
 def _scalar(value: Any) -> str:
     if isinstance(value, str):
-        # Double quotes as black writes them; a JSON string is a valid Python string with the same value.
-        return json.dumps(value, ensure_ascii=False)
+        return py_str(value)
     if value is None or isinstance(value, (bool, int)):
         return repr(value)
     if isinstance(value, float):
         return repr(value)
     raise TypeError(f"cannot write {type(value).__name__} {value!r} as a literal")
+
+
+# Escapes of the characters a double-quoted Python literal cannot hold as themselves.
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def py_str(text: str) -> str:
+    """``text`` as a double-quoted Python string literal (black's quotes) that evaluates to ``text`` exactly.
+
+    Like ``repr`` (every character that is not printable, NUL, a lone surrogate, U+2028, is written as an
+    escape), so whatever a spec holds stays inside the literal: spec text is never spliced into code.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"cannot write {type(text).__name__} {text!r} as a string literal")
+    out = []
+    for ch in text:
+        esc = _ESCAPES.get(ch)
+        if esc is not None:
+            out.append(esc)
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.append(repr(ch)[1:-1])  # \x00, \ud800, \u2028: Python's own escape of the character
+    return '"' + "".join(out) + '"'
+
+
+def comment_text(text: str) -> str:
+    """``text`` for a ``#`` comment: as it is when every character is printable (nothing can end the
+    comment), else its string literal (a newline or NUL in a path or a name cannot start a line of code)."""
+    return text if text.isprintable() else py_str(text)
+
+
+def docstring_text(text: str) -> str:
+    """``text`` for the inside of a triple-quoted docstring: backslashes and quotes escaped, every
+    character that is not printable escaped except the newlines, which stay line breaks."""
+    out = []
+    for ch in text:
+        if ch == "\n":
+            out.append(ch)
+        elif ch in ("\\", '"'):
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.append(repr(ch)[1:-1])
+    return "".join(out)

@@ -7,7 +7,10 @@ cached module is usable on its own. Layout (little-endian)::
     | header (UTF-8 JSON: key, format, arch, lowered_names, log, nvrtc_version) | binary
 
 A file that is short, has the wrong magic, format or key, or fails its digest is a miss, never an error;
-the next ``put`` replaces it. Writes go to a temporary file in the same directory and are renamed into
+the next ``put`` replaces it. The directory may be shared with other files (``KSPEC_CACHE_DIR`` or
+``kspec cache --dir`` pointed at one): ``info`` counts and ``clear`` removes only files named
+``<key>.kbin`` that start with the magic, and kspec's own old temporary files (``.<key>.XXXXXXXX.tmp``,
+empty or starting with the magic); ``clear_report`` says what it could not remove. Writes go to a temporary file in the same directory and are renamed into
 place, so readers (other processes included) see either no entry or a whole one.
 """
 
@@ -37,6 +40,8 @@ _TMP_SUFFIX = ".tmp"
 # A temporary file this old is an orphan of a killed writer; `clear` removes it. Younger ones may be in use.
 _ORPHAN_AGE_S = 3600.0
 _KEY_RE = re.compile(r"[0-9A-Za-z_.-]{1,128}")
+# write_atomic's temporary names: "." + the key's first 16 characters + "." + mkstemp's 8 + ".tmp"
+_TMP_RE = re.compile(r"\.[0-9A-Za-z_.-]{1,16}\.[0-9A-Za-z_]{8}\.tmp")
 
 _warned_lock = threading.Lock()
 _warned_dirs: set[str] = set()
@@ -156,12 +161,25 @@ class BinaryCache:
             _warn_once(path.parent, exc)
 
     def _entry_files(self) -> list[Path]:
+        """The entry files kspec wrote: named ``<key>.kbin`` and starting with kspec's magic. The directory
+        may be shared with other files (``KSPEC_CACHE_DIR=~/work``): nothing else is counted or removed."""
+        return self._scan()[0]
+
+    def _scan(self) -> tuple[list[Path], list[tuple[Path, str]]]:
+        """(entry files, problems): a directory that exists but cannot be listed is a problem to report."""
         if self._directory is None:
-            return []
+            return [], []
         try:
-            return [p for p in self._directory.iterdir() if p.name.endswith(_SUFFIX) and p.is_file()]
-        except OSError:
-            return []
+            names = list(self._directory.iterdir())
+        except FileNotFoundError:
+            return [], []
+        except OSError as exc:
+            return [], [(self._directory, exc.strerror or str(exc))]
+        found = []
+        for p in names:
+            if p.name.endswith(_SUFFIX) and _KEY_RE.fullmatch(p.name[: -len(_SUFFIX)]) and _has_magic(p, empty_ok=False):
+                found.append(p)
+        return found, []
 
     def info(self) -> CacheInfo:
         """Directory, number of entries and their total size in bytes (of the memory layer when no directory)."""
@@ -179,33 +197,58 @@ class BinaryCache:
 
     def clear(self) -> int:
         """Remove every entry (memory and disk); return how many were removed (on disk, when there is a disk)."""
+        return self.clear_report().removed
+
+    def clear_report(self) -> "ClearReport":
+        """Remove every entry kspec wrote (memory and disk) and say what could not be removed, and why."""
         in_memory = len(self._memory)
         self._memory.clear()
         if self._directory is None:
-            return in_memory
+            return ClearReport(in_memory, [])
+        paths, failed = self._scan()
         removed = 0
-        for path in self._entry_files():
+        for path in paths:
             try:
                 path.unlink()
                 removed += 1
-            except OSError:
-                pass
+            except FileNotFoundError:
+                pass  # another process removed it first
+            except OSError as exc:
+                failed.append((path, exc.strerror or str(exc)))
         self._remove_orphans()
-        return removed
+        return ClearReport(removed, failed)
 
     def _remove_orphans(self) -> None:
         assert self._directory is not None
         cutoff = time.time() - _ORPHAN_AGE_S
         try:
-            candidates = [p for p in self._directory.iterdir() if p.name.endswith(_TMP_SUFFIX)]
+            candidates = [p for p in self._directory.iterdir() if _TMP_RE.fullmatch(p.name)]
         except OSError:
             return
         for path in candidates:
             try:
-                if path.stat().st_mtime < cutoff:
+                # only kspec's own temporary files: its name pattern, and empty or starting with its magic
+                if path.stat().st_mtime < cutoff and _has_magic(path, empty_ok=True):
                     path.unlink()
             except OSError:
                 pass
+
+
+@dataclass(frozen=True)
+class ClearReport:
+    """What ``BinaryCache.clear_report()`` did: entries removed, and the paths it could not remove (why)."""
+
+    removed: int
+    failed: list[tuple[Path, str]]
+
+
+def _has_magic(path: Path, *, empty_ok: bool) -> bool:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(_MAGIC))
+    except OSError:
+        return False
+    return head == _MAGIC or (empty_ok and head == b"")
 
 
 def _read_or_empty(path: Path) -> bytes:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .._errors import CompileError, KspecTypeError, KspecValueError
 from ._cache import BinaryCache, default_cache
-from ._includes import include_dirs
+from ._includes import include_dirs, kspec_include_dir
 from ._key import cache_key, check_name_expressions
 from ._nvrtc import NvrtcCallError, nvrtc_version, run_nvrtc, supported_archs
 from ._options import CompileOptions, arch_number
@@ -74,8 +74,9 @@ def compile_source(
     options: CompileOptions = CompileOptions(),
     name_expressions: Sequence[str] = (),
     needs: Iterable[str] = (),
+    backend: str = "nvrtc",
 ) -> CompiledProgram:
-    """Compile CUDA C++ ``source`` with NVRTC into a CUBIN (``sm_XX``) or PTX (``compute_XX``); no cache.
+    """Compile CUDA C++ ``source`` with NVRTC (or ``backend="nvcc"``: a CUDA toolkit's nvcc) into a CUBIN (``sm_XX``) or PTX (``compute_XX``); no cache.
 
     ``name`` names the kernel or module in messages and the NVRTC program (``name.cu``). Each of
     ``name_expressions`` (``"fx3<float>"``, ``"ns::k"``) is registered before the compile and resolved to
@@ -85,6 +86,9 @@ def compile_source(
     """
     _check_inputs(source, name, options)
     names = check_name_expressions(name_expressions)
+    _check_backend(backend)
+    if backend == "nvcc":
+        return _compile_nvcc(source, name, options, names, tuple(needs))
     args = options.to_args(include_dirs(needs))
     _check_arch_supported(options)
     arch = options.effective_arch
@@ -98,17 +102,7 @@ def compile_source(
         output, error, log = None, str(exc), ""
     compile_ms = (time.perf_counter() - start) * 1e3
 
-    dump_note = ""
-    if _dump_requested():
-        try:
-            dump_path = dump_source(source, name)
-            dump_note = f"source written to {dump_path}"
-            if not error:
-                logger.info("kernel %r: %s", name, dump_note)
-        except OSError as exc:
-            dump_note = f"could not write the source dump ({exc})"
-            logger.warning("kernel %r: %s", name, dump_note)
-
+    dump_note = _dump_note(source, name, error)
     if error:
         parts = [
             f"kernel '{name}': NVRTC {version[0]}.{version[1]} failed to compile it for {arch} ({error})",
@@ -136,6 +130,67 @@ def compile_source(
     )
 
 
+def _dump_note(source: str, name: str, error: str) -> str:
+    """With KSPEC_DUMP_SOURCE set: write the source and say where (or why not)."""
+    dump_note = ""
+    if _dump_requested():
+        try:
+            dump_path = dump_source(source, name)
+            dump_note = f"source written to {dump_path}"
+            if not error:
+                logger.info("kernel %r: %s", name, dump_note)
+        except OSError as exc:
+            dump_note = f"could not write the source dump ({exc})"
+            logger.warning("kernel %r: %s", name, dump_note)
+    return dump_note
+
+
+_BACKENDS = ("nvrtc", "nvcc")
+
+
+def _check_backend(backend: object) -> None:
+    if backend not in _BACKENDS:
+        raise KspecValueError(f"backend: expected 'nvrtc' or 'nvcc', got {backend!r}")
+
+
+def _compile_nvcc(
+    source: str, name: str, options: CompileOptions, names: tuple[str, ...], needs: tuple[str, ...]
+) -> CompiledProgram:
+    """One nvcc run (kspec/compiler/_nvcc.py says how name expressions are lowered)."""
+    from ._nvcc import find_nvcc, instantiating_source, nvcc_version, run_nvcc
+
+    nvcc = find_nvcc()
+    arch = options.effective_arch
+    args = options.to_args([kspec_include_dir()])  # nvcc has its toolkit's headers; kspec adds only its own
+    start = time.perf_counter()
+    error, log, binary = run_nvcc(nvcc, instantiating_source(source, names), f"{name}.cu", args, ptx=options.is_ptx)
+    compile_ms = (time.perf_counter() - start) * 1e3
+    dump_note = _dump_note(source, name, error)
+    if error:
+        parts = [
+            f"kernel '{name}': nvcc {nvcc_version(nvcc)} ({nvcc}) failed to compile it for {arch} ({error})",
+            "nvcc log:",
+            _indent(log) if log else "  (empty)",
+            "options: " + " ".join(args),
+            f"source ({name}.cu):",
+            number_lines(source),
+        ]
+        if dump_note:
+            parts.append(dump_note)
+        raise CompileError("\n".join(parts), kernel=name, log=log, source=source)
+    lowered: dict[str, str] = {}
+    if names:  # NVRTC's own lowering of the same source, parsed only
+        output = run_nvrtc(source, f"{name}.cu", [*options.to_args(include_dirs(needs)), "-fdevice-syntax-only"], names, ptx=False)
+        if output.error:
+            raise CompileError(
+                f"kernel '{name}': nvcc compiled it, but NVRTC could not parse it to lower its name expressions "
+                f"({output.error}):\n{_indent(output.log)}", kernel=name, log=output.log, source=source
+            )
+        lowered = dict(output.lowered_names)
+    return CompiledProgram(binary=binary, format="ptx" if options.is_ptx else "cubin", arch=arch,
+                           lowered_names=lowered, log=log, nvrtc_version=(0, 0), compile_ms=compile_ms)
+
+
 def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
@@ -148,19 +203,29 @@ def compile_cached(
     name_expressions: Sequence[str] = (),
     needs: Iterable[str] = (),
     cache: BinaryCache | None = None,
+    backend: str = "nvrtc",
 ) -> tuple[CompiledProgram, bool]:
     """``compile_source`` behind ``cache`` (default: ``default_cache()``); returns ``(program, cache_hit)``.
 
-    A hit costs a key computation and a dict lookup in-process, or one file read from disk.
+    A hit costs a key computation and a dict lookup in-process, or one file read from disk. With
+    ``KSPEC_DUMP_SOURCE`` set, a hit writes the source too (as a compile does).
     """
     _check_inputs(source, name, options)
     if cache is None:
         cache = default_cache()
     needs = tuple(needs) if not isinstance(needs, str) else (needs,)
-    key = cache_key(source, options=options, name_expressions=name_expressions, needs=needs)
+    _check_backend(backend)
+    key = cache_key(source, options=options, name_expressions=name_expressions, needs=needs, backend=backend)
     program = cache.get(key)
     if program is not None:
+        if _dump_requested():  # the source is wanted whether or not this process compiles it
+            try:
+                logger.info("kernel %r (cache hit): source written to %s", name, dump_source(source, name))
+            except OSError as exc:
+                logger.warning("kernel %r: could not write the source dump (%s)", name, exc)
         return program, True
-    program = compile_source(source, name=name, options=options, name_expressions=name_expressions, needs=needs)
+    program = compile_source(
+        source, name=name, options=options, name_expressions=name_expressions, needs=needs, backend=backend
+    )
     cache.put(key, program)
     return program, False

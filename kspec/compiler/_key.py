@@ -87,15 +87,23 @@ def cache_key(
     options: CompileOptions = CompileOptions(),
     name_expressions: Sequence[str] = (),
     needs: Iterable[str] = (),
+    backend: str = "nvrtc",
 ) -> str:
     """The sha256 (hex) naming the cache entry of one compile.
 
     Covers the source, the full NVRTC option list (include directories included), the name expressions in
     order, kspec's device headers, the CUDA header packages, the NVRTC version, the target architecture,
-    ``TEMPLATE_VERSION`` and the entry format.
+    ``TEMPLATE_VERSION`` and the entry format. ``backend="nvcc"``: nvcc's path and version stand for NVRTC's.
     """
     args = options.to_args(include_dirs(needs))
-    major, minor = nvrtc_version()
+    if backend == "nvcc":
+        from ._nvcc import find_nvcc, nvcc_version
+
+        nvcc = find_nvcc()
+        compiler = f"nvcc {nvcc_version(nvcc)} {nvcc}"
+    else:
+        major, minor = nvrtc_version()
+        compiler = f"{major}.{minor}"
     digest = hashlib.sha256()
 
     def part(label: str, value: str) -> None:
@@ -105,7 +113,7 @@ def cache_key(
 
     part("entry-format", str(ENTRY_FORMAT_VERSION))
     part("template-version", str(TEMPLATE_VERSION))
-    part("nvrtc", f"{major}.{minor}")
+    part("nvrtc" if backend == "nvrtc" else "backend", compiler)
     part("arch", options.effective_arch)
     part("kspec-headers", kspec_headers_digest())
     part("toolchain", toolchain_identity())

@@ -14,6 +14,10 @@ from .._errors import KspecTypeError, KspecValueError
 # each lets NVRTC tune for it. Filter with `supported_archs()` at build time: another NVRTC may differ.
 DEFAULT_ARCHS: tuple[str, ...] = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
 
+# A build stops a kernel's compile after this long (kspec build --compile-timeout): a CUB-heavy kernel
+# compiles in seconds, so ten minutes means a runaway expression, not a slow machine.
+DEFAULT_COMPILE_TIMEOUT_S = 600.0
+
 # sm_XX -> CUBIN, compute_XX -> PTX; the "a" / "f" suffixes are CUDA 12.9+'s arch- and family-specific targets.
 _ARCH_RE = re.compile(r"(sm|compute)_(\d{2,3})([af]?)")
 _STD_RE = re.compile(r"c\+\+\d\d")  # NVRTC knows no gnu++ dialects

@@ -92,12 +92,12 @@ class FusedFunction:
     def __reduce__(self) -> Any:
         import sys
 
-        module = sys.modules.get(self.__module__)
-        target: Any = module
-        for part in self.__qualname__.split("."):
+        qualname = getattr(self, "__qualname__", "")  # set by functools.update_wrapper
+        target: Any = sys.modules.get(self.__module__)
+        for part in qualname.split("."):
             target = getattr(target, part, None)
         if target is self:  # decorated at module level: pickled by name, as the function would be
-            return self.__qualname__
+            return qualname
         return (FusedFunction, (self._func, self._kernel_name))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -208,9 +208,9 @@ def _arg_type(func_name: str, index: int, value: Any, stand_in: bool = False) ->
     if isinstance(value, np.ndarray) or (hasattr(value, "dtype") and hasattr(value, "ndim")):
         dtype = value.dtype
         if not isinstance(dtype, np.dtype) and tp.__module__.partition(".")[0] == "torch":
-            from ..runtime import array_info
+            from ..runtime import torch_dtype_to_numpy
 
-            dtype = array_info(value).dtype
+            dtype = torch_dtype_to_numpy(dtype)
         return ("array", _dtype_of(func_name, index, dtype), int(value.ndim))
     raise KspecTypeError(
         f"kspec.fuse: function '{func_name}': argument {index} is a {tp.__name__}; fused functions take device "

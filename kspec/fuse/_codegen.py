@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 
 from .. import dtypes
-from ..spec import CPP_KEYWORDS, ElementwiseSpec, ReductionSpec
+from ..spec import CPP_KEYWORDS, ElementwiseSpec, Param, ReductionSpec, parse_params
 from . import _graph
 from ._graph import Node
 from ._plan import Stage, stage_leaves
@@ -118,6 +118,10 @@ def _param(dtype: str, name: str, non_const: bool = False) -> str:
     return f"{'_non_const ' if non_const else ''}{dtype} {name}"
 
 
+def _params(texts: list[str], field: str) -> tuple[Param, ...]:
+    return parse_params(", ".join(texts), field=field)
+
+
 def _doc(stage: Stage, origin: str) -> str:
     if stage.reduce is None:
         return f"kspec.fuse: elementwise work of {origin}"
@@ -159,7 +163,7 @@ def elementwise_spec(name: str, stage: Stage, materialized: set[int], arg_names:
     em.lines += [f"{pname} = {value};" for pname, value in zip(out_names, values)]
     used = [n.dtype for n in leaves] + [n.dtype for n in finals]
     spec = ElementwiseSpec(
-        name=name, doc=_doc(stage, origin), in_params=", ".join(ins), out_params=", ".join(outs),
+        name=name, doc=_doc(stage, origin), in_params=_params(ins, "in_params"), out_params=_params(outs, "out_params"),
         operation="\n".join(em.lines), preamble=headers(used), return_tuple=len(out_names) > 1,
         scalars=tuple(leaf_exprs[id(n)][0] for n in inputs if n.is_scalar),
     )
@@ -206,7 +210,7 @@ def reduction_spec(name: str, stage: Stage, materialized: set[int], arg_names: S
         reduce_expr = emit("maximum" if op == "max" else "minimum", (acc, acc), (acc,), ("a", "b"))[0]
     used = [n.dtype for n in leaves] + [n.dtype for n in stage.outputs] + [acc]
     spec = ReductionSpec(
-        name=name, doc=_doc(stage, origin), in_params=", ".join(ins), out_params=", ".join(outs),
+        name=name, doc=_doc(stage, origin), in_params=_params(ins, "in_params"), out_params=_params(outs, "out_params"),
         map_expr=f"{map_fn}({', '.join(map_args)})", reduce_expr=reduce_expr,
         post_map_expr="\n".join(post.lines + assigns), identity=_IDENTITY.get(op), reduce_type=acc,
         preamble=f"{headers(used)}\n\n{function}",

@@ -100,7 +100,7 @@ def plan(roots: list[tuple[Node, int | None]], results: list[tuple[str, object]]
             outs = [n for n in order if id(n) in materialized and deps.owner(n) is node]
             stages.append(Stage(node, outputs=outs))
 
-    groups: dict[tuple[frozenset[int], bool], Stage] = {}
+    groups: dict[tuple[frozenset[object], bool], Stage] = {}
     for node, target in roots:
         if target is None and (id(node) in materialized or node.kind in (_graph.ARG, _graph.CONST)):
             continue  # a reduction kernel writes it, or it is returned as it is

@@ -211,6 +211,7 @@ def _steps(planned: _plan.Plan, kernel_name: str, arg_names: list[str], origin: 
     many = len(planned.stages) > 1
     for k, stage in enumerate(planned.stages):
         name = f"{kernel_name}_{k}" if many else kernel_name
+        spec: Any
         if stage.reduce is not None:
             spec, inputs = _codegen.reduction_spec(name, stage, planned.materialized, arg_names, origin)
             written: list[int] = []

@@ -280,12 +280,10 @@ for _py, _uf in {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "great
 TraceValue.__eq__ = _binary("equal")[0]  # type: ignore[method-assign,assignment]
 TraceValue.__ne__ = _binary("not_equal")[0]  # type: ignore[method-assign,assignment]
 TraceValue.__hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise
-TraceValue.__neg__ = lambda self: self._ufunc("negative", self)  # type: ignore[method-assign]
-TraceValue.__pos__ = lambda self: self._ufunc("positive", self)  # type: ignore[method-assign]
-TraceValue.__abs__ = lambda self: self._ufunc("absolute", self)  # type: ignore[method-assign]
-TraceValue.__invert__ = lambda self: self._ufunc("invert", self)  # type: ignore[method-assign]
-TraceValue.__divmod__ = lambda self, other: self._ufunc("divmod", self, other)  # type: ignore[attr-defined]
-TraceValue.__rdivmod__ = lambda self, other: self._ufunc("divmod", other, self)  # type: ignore[attr-defined]
+for _py, _uf in {"neg": "negative", "pos": "positive", "abs": "absolute", "invert": "invert"}.items():
+    setattr(TraceValue, f"__{_py}__", lambda self, _uf=_uf: self._ufunc(_uf, self))
+setattr(TraceValue, "__divmod__", lambda self, other: self._ufunc("divmod", self, other))
+setattr(TraceValue, "__rdivmod__", lambda self, other: self._ufunc("divmod", other, self))
 
 
 def argument(tracer: Tracer, index: int, dtype: str, ndim: int, weak: type | None) -> TraceValue:

@@ -34,7 +34,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 from .. import __version__
 from .._errors import BuildHookError, CompileError, KspecValueError, SpecError, SpecErrorGroup
-from ..build import MANIFEST_NAME, BuildResult, plan_build, precompile_with_progress, read_manifest, write_output
+from ..build import MANIFEST_NAME, BuildResult, confined_file, plan_build, precompile_with_progress, read_manifest, write_output
 from ..codegen import Generation, generate, sync_files
 from ..compiler import check_arch, default_archs, supported_archs
 from ..compiler._options import arch_number
@@ -216,11 +216,14 @@ class KspecBuildHook(BuildHookInterface):
         for path in _generated_modules(out):
             path.unlink()
         binaries = out / BINARIES
-        manifest = read_manifest(binaries)
+        manifest = read_manifest(binaries, any_version=True)
         if manifest is not None:
-            for entry in manifest.get("entries", []):
-                if isinstance(entry.get("file"), str):
-                    (binaries / entry["file"]).unlink(missing_ok=True)
+            entries = manifest.get("entries")
+            for entry in entries if isinstance(entries, list) else []:
+                # only files inside _binaries/: a manifest is data from disk, not a list of paths to trust
+                path = confined_file(binaries, entry.get("file") if isinstance(entry, dict) else None)
+                if path is not None:
+                    path.unlink(missing_ok=True)
             (binaries / MANIFEST_NAME).unlink()
         for directory in sorted((d for d in [out, *out.rglob("*")] if d.is_dir()), key=lambda d: -len(d.parts)):
             if not any(directory.iterdir()):

@@ -176,7 +176,7 @@ def _array_dtype_ndim(obj: Any) -> tuple[Any, int] | None:
     tp = type(obj)
     module = tp.__module__.partition(".")[0]
     if module == "torch":
-        from ..runtime._interop import torch_dtype_to_numpy  # noqa: PLC0415  (torch only when one is passed)
+        from ..runtime import torch_dtype_to_numpy  # noqa: PLC0415  (torch only when one is passed)
 
         return torch_dtype_to_numpy(obj.dtype), obj.dim()
     if isinstance(obj, np.ndarray) or module in ("cupy", "kspec"):

@@ -4,30 +4,43 @@ A kernel given a :class:`BinaryStore` loads the binary of its specialization for
 compiling: the CUBIN of the same major architecture with the highest minor not above the device's (an
 sm_80 CUBIN runs on sm_86; sm_90 runs only on sm_90), else PTX when the store has it (the driver JIT-compiles
 it), else nothing, and the caller compiles with NVRTC. NVRTC is never imported when a binary serves.
+
+The manifest is data from disk, so it is checked before anything is served: every entry must be whole,
+its file must lie under the directory (no ``..``, no absolute path), and a binary is served only when its
+bytes match the manifest's sha256. A file that does not (truncated, or rewritten by a build that was killed
+before its manifest) is a miss with a :class:`kspec.BinaryWarning`: the kernel compiles instead.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._errors import KspecValueError, LaunchError
-from ..build._output import MANIFEST_NAME, read_manifest
+from .._errors import BinaryWarning, KspecTypeError, KspecValueError, LaunchError
+from ..build._output import MANIFEST_NAME, MANIFEST_VERSION, confined_file, read_manifest
+
+_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
+_FORMATS = ("cubin", "ptx")
 
 
 @dataclass(frozen=True)
 class StoredBinary:
-    """One binary of the store: its file, format, architecture and lowered names."""
+    """One binary of the store: its file, format, architecture, lowered names and expected sha256."""
 
     path: Path
     format: str
     arch: str
     lowered_names: dict[str, str]
+    sha256: str = ""
+    data: bytes | None = None  # the verified bytes, once find() has read them
 
     def read(self) -> bytes:
-        data = self.path.read_bytes()
+        data = self.data if self.data is not None else self.path.read_bytes()
         if self.format == "ptx" and not data.endswith(b"\0"):
             data += b"\0"  # cuModuleLoadData reads PTX as a NUL-terminated string
         return data
@@ -44,44 +57,94 @@ class BinaryStore:
     """The binaries of one ``kspec build`` output directory, by specialization key."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
+        if not isinstance(directory, (str, os.PathLike)):
+            raise KspecTypeError(f"binaries: expected a directory path, got {type(directory).__name__}")
         self.directory = Path(directory)
+        _check_directory(self.directory)
         manifest = read_manifest(self.directory)
         if manifest is None:
             raise KspecValueError(
-                f"binaries: {str(self.directory)!r} has no kspec {MANIFEST_NAME} (write one with kspec build -o DIR)"
+                f"binaries: {str(self.directory)!r} has no kspec {MANIFEST_NAME} of version {MANIFEST_VERSION} "
+                "(write one with kspec build -o DIR)"
             )
         self._by_key: dict[str, list[StoredBinary]] = {}
-        for entry in manifest.get("entries", []):
-            key = entry.get("specialization_key")
-            if not key:
-                continue
-            self._by_key.setdefault(key, []).append(
-                StoredBinary(self.directory / entry["file"], entry["format"], entry["arch"], dict(entry["lowered_names"]))
-            )
+        self._verified: dict[Path, StoredBinary | None] = {}
+        entries = manifest.get("entries")
+        if not isinstance(entries, list):
+            raise self._damaged("'entries' is not a list")
+        for k, entry in enumerate(entries):
+            key, binary = self._entry(k, entry)
+            self._by_key.setdefault(key, []).append(binary)
+
+    def _damaged(self, why: str) -> KspecValueError:
+        return KspecValueError(f"binaries: {str(self.directory / MANIFEST_NAME)!r} is damaged: {why}; rebuild it with kspec build")
+
+    def _entry(self, k: int, entry: object) -> tuple[str, StoredBinary]:
+        if not isinstance(entry, dict):
+            raise self._damaged(f"entry {k} is not a table")
+        fields = {"specialization_key": str, "file": str, "format": str, "arch": str, "sha256": str, "lowered_names": dict}
+        for name, kind in fields.items():
+            if not isinstance(entry.get(name), kind):
+                raise self._damaged(f"entry {k} has no {kind.__name__} {name!r}")
+        names = entry["lowered_names"]
+        if not all(isinstance(a, str) and isinstance(b, str) for a, b in names.items()):
+            raise self._damaged(f"entry {k}: 'lowered_names' must map str to str")
+        if entry["format"] not in _FORMATS or _arch_number(entry["arch"]) is None:
+            raise self._damaged(f"entry {k}: format {entry['format']!r} / arch {entry['arch']!r} unknown")
+        if not _SHA256.match(entry["sha256"]):
+            raise self._damaged(f"entry {k}: 'sha256' is not a sha256 hex digest")
+        path = confined_file(self.directory, entry["file"])
+        if path is None:
+            raise self._damaged(f"entry {k}: file {entry['file']!r} is not a relative path inside the directory")
+        return entry["specialization_key"], StoredBinary(path, entry["format"], entry["arch"], dict(names), entry["sha256"])
 
     def archs(self, key: str) -> list[str]:
         """The architectures the store has for a specialization (for error messages)."""
         return sorted({b.arch for b in self._by_key.get(key, [])})
 
     def find(self, key: str, device_arch: str) -> StoredBinary | None:
-        """The best binary of a specialization for a device (see the module docstring), or None."""
+        """The best binary of a specialization for a device (see the module docstring) whose bytes match the
+        manifest, or None."""
         device = _arch_number(device_arch)
         if device is None:
             return None
-        best: tuple[int, StoredBinary] | None = None
-        ptx: tuple[tuple[int, int], StoredBinary] | None = None
+        cubins: list[tuple[int, StoredBinary]] = []
+        ptxs: list[tuple[tuple[int, int], StoredBinary]] = []
         for binary in self._by_key.get(key, []):
             number = _arch_number(binary.arch)
-            if number is None or not binary.path.is_file():
-                continue
+            assert number is not None  # checked when the manifest was read
             if binary.format == "cubin" and number[0] == device[0] and number[1] <= device[1]:
-                if best is None or number[1] > best[0]:
-                    best = (number[1], binary)
-            elif binary.format == "ptx" and number <= device and (ptx is None or number > ptx[0]):
-                ptx = (number, binary)
-        if best is not None:
-            return best[1]
-        return ptx[1] if ptx is not None else None
+                cubins.append((number[1], binary))
+            elif binary.format == "ptx" and number <= device:
+                ptxs.append((number, binary))
+        # best first; a candidate whose file fails its digest gives way to the next one
+        ordered = [b for _, b in sorted(cubins, key=lambda t: -t[0])] + [b for _, b in sorted(ptxs, key=lambda t: t[0], reverse=True)]
+        for binary in ordered:
+            verified = self._verify(binary)
+            if verified is not None:
+                return verified
+        return None
+
+    def _verify(self, binary: StoredBinary) -> StoredBinary | None:
+        if binary.path in self._verified:
+            return self._verified[binary.path]
+        try:
+            data = binary.path.read_bytes()
+        except OSError:  # a file the manifest names is gone: the kernel compiles, as before
+            data = None
+        verified = None
+        if data is not None and hashlib.sha256(data).hexdigest() == binary.sha256:
+            verified = StoredBinary(binary.path, binary.format, binary.arch, binary.lowered_names, binary.sha256, data)
+        elif data is not None:
+            warnings.warn(
+                f"kspec: {binary.path} does not match the sha256 of {self.directory / MANIFEST_NAME} (truncated, or "
+                "rewritten by a build that did not finish); not using it: the kernel compiles instead. Rebuild "
+                "the binaries to silence this.",
+                BinaryWarning,
+                stacklevel=4,
+            )
+        self._verified[binary.path] = verified
+        return verified
 
     def missing(self, what: str, key: str, device_arch: str, cause: Exception) -> LaunchError:
         """The error for a kernel this store has no binary of for the device, when NVRTC is absent too."""
@@ -96,15 +159,37 @@ class BinaryStore:
         return f"<kspec.BinaryStore {str(self.directory)!r}: {len(self._by_key)} specializations>"
 
 
-def binary_store(binaries: Any) -> BinaryStore | None:
+def _check_directory(directory: Path) -> None:
+    if not directory.exists():
+        raise KspecValueError(f"binaries: {str(directory)!r} does not exist (a kspec build -o DIR output directory)")
+    if not directory.is_dir():
+        raise KspecValueError(f"binaries: {str(directory)!r} is not a directory (give the kspec build -o DIR directory)")
+
+
+def binary_store(binaries: Any, *, optional: bool = False) -> BinaryStore | None:
     """``binaries=`` as given to a kernel or a library: None, a directory, or a BinaryStore.
 
-    A directory without a manifest gives None (a generated module whose package shipped no binaries).
+    A directory that does not exist, a file, or a directory without a manifest is a ``KspecValueError``:
+    the caller asked for binaries. With ``optional`` (generated modules, whose package may ship without
+    binaries) a missing directory, or one with no ``manifest.json`` at all, gives None, and a manifest of
+    another version a ``BinaryWarning`` and None; a damaged one is still an error.
     """
     if binaries is None or isinstance(binaries, BinaryStore):
         return binaries
     if not isinstance(binaries, (str, os.PathLike)):
-        raise KspecValueError(f"binaries: expected a directory path, got {type(binaries).__name__}")
-    if read_manifest(binaries) is None:
-        return None
+        raise KspecTypeError(f"binaries: expected a directory path, got {type(binaries).__name__}")
+    if optional:
+        if not (Path(binaries) / MANIFEST_NAME).exists():
+            return None
+        other = read_manifest(binaries, any_version=True)
+        if other is not None and other.get("kspec_manifest") != MANIFEST_VERSION:
+            # a package built by another kspec: its kernels still work, compiled on first call
+            warnings.warn(
+                f"kspec: {Path(binaries) / MANIFEST_NAME} has manifest version {other.get('kspec_manifest')!r}, this "
+                f"kspec reads {MANIFEST_VERSION}; its binaries are not used (kernels compile on first call)",
+                BinaryWarning,
+                stacklevel=3,
+            )
+            return None
     return BinaryStore(binaries)
+

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes
 from .._errors import KspecOverflowError, KspecTypeError, KspecValueError
-from ..runtime._interop import ARRAY_KINDS, HOST, ArrayInfo, array_info, check_same_device, kind_of_object
+from ..runtime._interop import ARRAY_KINDS, HOST, ArrayInfo, array_info, check_same_device, is_texture_type, kind_of_object
 from ..spec import ElementwiseSpec, Param, ReductionSpec
 
 _PYTHON_SCALARS = (bool, int, float, complex)
@@ -56,8 +56,17 @@ def is_scalar(obj: object) -> bool:
     return isinstance(obj, _PYTHON_SCALARS) or isinstance(obj, np.generic)
 
 
-def bind(spec: ElementwiseSpec | ReductionSpec, inputs: Sequence[Any], outputs: Sequence[Any] | None) -> Bound:
-    """Describe ``inputs`` (and ``outputs`` when given) against ``spec``'s parameters and bind its types."""
+def bind(
+    spec: ElementwiseSpec | ReductionSpec,
+    inputs: Sequence[Any],
+    outputs: Sequence[Any] | None,
+    textures: frozenset[str] = frozenset(),
+) -> Bound:
+    """Describe ``inputs`` (and ``outputs`` when given) against ``spec``'s parameters and bind its types.
+
+    ``textures`` names inputs given a texture/surface object (already replaced by its uint64 handle): the
+    handle is passed by value, and a placeholder of such a parameter binds to uint64 (``cudaTextureObject_t``
+    is ``unsigned long long``), as CuPy binds it to no array dtype."""
     kernel = spec.name
     arrays: dict[str, ArrayArg] = {}
     scalar_inputs: dict[str, Any] = {}
@@ -79,7 +88,7 @@ def bind(spec: ElementwiseSpec | ReductionSpec, inputs: Sequence[Any], outputs: 
         arrays[param.name] = _array_arg(kernel, param, obj, is_output)
         order.append(param.name)
 
-    types = _bind_types(spec, arrays, outputs is not None, scalar_inputs)
+    types = _bind_types(spec, arrays, outputs is not None, scalar_inputs, textures)
     param_dtypes = {p.name: types[p.type] if p.is_placeholder else p.type for p in spec.params}
     scalars = {name: scalar_bytes(kernel, name, value, param_dtypes[name]) for name, value in scalar_inputs.items()}
 
@@ -108,7 +117,8 @@ def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool) -> ArrayArg
             what = f"a scalar {type(obj).__name__}"
         else:
             what = f"a {type(obj).__name__}"
-        raise KspecTypeError(f"kernel '{kernel}': {role} {param.name} must be a device array, got {what}")
+        lead = "Output arguments type must be cupy.ndarray or another device array: " if is_output else ""
+        raise KspecTypeError(f"{lead}kernel '{kernel}': {role} {param.name} must be a device array, got {what}")
     try:
         info = array_info(obj, param=param.name)
     except KspecTypeError as exc:
@@ -124,10 +134,23 @@ def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool) -> ArrayArg
 
 
 def _bind_types(
-    spec: ElementwiseSpec | ReductionSpec, arrays: dict[str, ArrayArg], outputs_given: bool, scalars: dict[str, Any]
+    spec: ElementwiseSpec | ReductionSpec,
+    arrays: dict[str, ArrayArg],
+    outputs_given: bool,
+    scalars: dict[str, Any],
+    textures: frozenset[str] = frozenset(),
 ) -> dict[str, str]:
     kernel = spec.name
     bound: dict[str, tuple[str, str]] = {}  # letter -> (dtype, parameter that bound it)
+    for param in spec.in_params:
+        if param.name in textures:
+            if param.raw or (not param.is_placeholder and param.type != "uint64"):
+                raise KspecTypeError(
+                    f"kernel '{kernel}': {param.name} was given a texture/surface object; declare it with a type "
+                    f"placeholder of its own (e.g. 'U {param.name}'), not '{'raw ' if param.raw else ''}{param.type}'"
+                )
+            if param.is_placeholder:
+                bound[param.type] = ("uint64", param.name)
     params = (*spec.out_params, *spec.in_params) if outputs_given else spec.in_params
     for param in params:
         given = arrays.get(param.name)
@@ -136,7 +159,7 @@ def _bind_types(
         if not param.is_placeholder:
             if given.dtype != param.type:
                 raise KspecTypeError(
-                    f"kernel '{kernel}': {param.name} is an array of {given.dtype} but the parameter is declared "
+                    f"Type is mismatched. kernel '{kernel}': {param.name} is an array of {given.dtype} but the parameter is declared "
                     f"{param.type} (arrays are not cast; convert it with .astype('{param.type}'))"
                 )
             continue
@@ -145,7 +168,7 @@ def _bind_types(
             bound[param.type] = (given.dtype, param.name)
         elif previous[0] != given.dtype:
             raise KspecTypeError(
-                f"kernel '{kernel}': {param.name} is an array of {given.dtype}, but type placeholder "
+                f"Type is mismatched. kernel '{kernel}': {param.name} is an array of {given.dtype}, but type placeholder "
                 f"'{param.type}' is already bound to {previous[0]} by {previous[1]} (arrays are not cast)"
             )
     for letter in spec.placeholders:
@@ -210,3 +233,16 @@ def _bfloat16_bits(value: float) -> np.ndarray:
         return np.asarray(0x7FC0, dtype=np.uint16)
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
     return np.asarray(rounded & 0xFFFF, dtype=np.uint16)
+
+
+def texture_handles(args: tuple[Any, ...], spec: ElementwiseSpec | ReductionSpec) -> tuple[tuple[Any, ...], frozenset[str]]:
+    """``args`` with each input texture/surface object replaced by its handle (a NumPy uint64), and the names
+    of those inputs; ``(args, frozenset())`` unchanged when there is none."""
+    names = [p.name for p in spec.in_params]
+    found = [i for i, a in enumerate(args[: len(names)]) if is_texture_type(type(a))]
+    if not found:
+        return args, frozenset()
+    converted = list(args)
+    for i in found:
+        converted[i] = np.uint64(int(args[i].ptr))
+    return tuple(converted), frozenset(names[i] for i in found)

@@ -13,10 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .._args import flag, options_tuple
+from ..runtime import EXPORTED, export_outputs
 from ..runtime._device import get_device
+from ..runtime._stream import _entered as _stream_entered, current_stream
 from ..spec import ElementwiseSpec
 from . import _typed
-from ._bind import Bound, bind
+from ._bind import Bound, bind, texture_handles
 from ._frame import Frame
 from ._plan import ElementwisePlan, plan_elementwise
 from ._prepared import Launch, PreparedCall, bound_pointers, signature, sm_count
@@ -44,8 +47,8 @@ class ElementwiseKernel(_typed.SpecKernel):
     ) -> None:
         texts = dict(in_params=in_params, out_params=out_params, operation=operation, name=name,
                      preamble=preamble, loop_prep=loop_prep, after_loop=after_loop)
-        fields: dict[str, Any] = dict(reduce_dims=bool(reduce_dims), no_return=bool(no_return),
-                                      return_tuple=bool(return_tuple), options=options)
+        fields: dict[str, Any] = dict(reduce_dims=flag(reduce_dims, "reduce_dims"), no_return=flag(no_return, "no_return"),
+                                      return_tuple=flag(return_tuple, "return_tuple"), options=options_tuple(options))
         self._setup(self._build_spec(ElementwiseSpec, texts, fields))
 
     @property
@@ -61,7 +64,14 @@ class ElementwiseKernel(_typed.SpecKernel):
         return bool(self._spec.return_tuple)
 
     def __call__(self, *args: Any, size: object = None, block_size: object = None, stream: object = None, **kwargs: Any) -> Any:
+        if stream is None and _stream_entered[0]:  # inside `with kspec.Stream(...)`
+            stream = current_stream()
         sig = None if kwargs else signature(args)
+        textures: frozenset[str] = frozenset()
+        if sig is None and not kwargs:  # texture/surface objects go by value as their uint64 handles
+            args, textures = texture_handles(args, self._spec)
+            if textures:
+                sig = signature(args)
         key = None
         if sig is not None and _plain(size) and _plain(block_size):
             key = (sig[0], size, block_size)
@@ -70,12 +80,15 @@ class ElementwiseKernel(_typed.SpecKernel):
                 return self._results(args, prepared.run(args, sig[1], stream))
         inputs, outputs = self._split_args(args, kwargs, "size=, block_size= and stream=")
         self._check_stream(stream)
-        bound = bind(self._spec, inputs, outputs)
+        bound = bind(self._spec, inputs, outputs, textures)
         plan = plan_elementwise(self._spec, bound, self._specializer, size=size, block_size=block_size)
         prepared = self._prepare(bound, plan)
         self._remember(key if bound.device_id is not None else None, prepared)
         pointers = sig[1] if sig is not None else bound_pointers(bound, self._spec)
-        return self._results(args, prepared.run(args, pointers, stream))
+        allocated = prepared.run(args, pointers, stream)
+        if prepared.library in EXPORTED:  # JAX / Numba inputs: outputs go back as theirs, after the launch
+            allocated = export_outputs(allocated, prepared.library)
+        return self._results(args, allocated)
 
     def _prepare(self, bound: Bound, plan: ElementwisePlan) -> PreparedCall:
         device_id = bound.device_id if bound.device_id is not None else get_device().id

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
-from .._errors import KspecValueError
+from .._errors import KspecTypeError, KspecValueError
 from ..render import specialize
 from ..spec import ElementwiseSpec, RawSpec, ReductionSpec, load_library, parse_spec
 from ..spec._models import AnySpec
@@ -112,13 +111,20 @@ def load(
     for the device from it (no NVRTC) and compile only what it lacks. Invalid specs raise
     :class:`kspec.SpecErrorGroup` listing every error with its file and kernel.
     """
-    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-    library = load_library([Path(p) for p in paths])
-    return KernelLibrary((library[name] for name in library), binaries=binaries)
+    if isinstance(path, (str, os.PathLike)):
+        paths = [path]
+    elif isinstance(path, Iterable) and not isinstance(path, (bytes, Mapping)):
+        paths = list(path)
+    else:
+        raise KspecTypeError(f"path: expected a spec file or directory (str or os.PathLike) or several, got {type(path).__name__}")
+    store = binary_store(binaries)  # before reading specs: a wrong binaries= is reported as such
+    library = load_library(paths)  # type: ignore[arg-type]
+    return KernelLibrary((library[name] for name in library), binaries=store)
 
 
 def load_specs(specs: Iterable[Mapping[str, Any]], *, binaries: str | os.PathLike[str] | None = None) -> KernelLibrary:
     """A namespace of kernels from spec tables (``kspec.spec.spec_to_data`` of each), as generated modules
     embed them. ``binaries`` as for :func:`load`; a directory without a manifest is ignored (a package
     shipped without binaries compiles on first call)."""
-    return KernelLibrary((parse_spec(dict(table)) for table in specs), binaries=binaries)
+    # binaries=<package>/_binaries may be absent (a wheel built with compiling skipped): then kernels compile
+    return KernelLibrary((parse_spec(dict(table)) for table in specs), binaries=binary_store(binaries, optional=True))

@@ -56,7 +56,7 @@ def broadcast_shape(kernel: str, named: Sequence[tuple[str, tuple[int, ...]]]) -
             if extent != 1:
                 if result[axis] not in (1, extent):
                     listing = ", ".join(f"{name} {shape}" for name, shape in named)
-                    raise KspecValueError(f"kernel '{kernel}': operands could not be broadcast together: {listing}")
+                    raise KspecValueError(f"operands could not be broadcast together: kernel '{kernel}': {listing}")
                 result[axis] = extent
     # an extent of 0 wins over 1 (NumPy): the loop above keeps 0 because 0 != 1
     return tuple(result)
@@ -127,6 +127,8 @@ def check_block_size(kernel: str, block_size: object) -> int | None:
     if block_size is None:
         return None
     block_size = as_int(kernel, "block_size", block_size)
+    if block_size <= 0:
+        raise KspecValueError(f"block_size must be greater than zero: kernel '{kernel}' got block_size={block_size}")
     if not 1 <= block_size <= MAX_BLOCK:
         raise KspecValueError(f"kernel '{kernel}': block_size must be between 1 and {MAX_BLOCK}, got {block_size}")
     return int(block_size)
@@ -142,7 +144,7 @@ def plan_outputs(
     for p in spec.out_params:
         given = bound.arrays.get(p.name)
         if given is not None and not p.raw and given.info.shape != shape:
-            raise KspecValueError(f"kernel '{kernel}': output {p.name} has shape {given.info.shape} but {expected}")
+            raise KspecValueError(f"Out shape is mismatched: kernel '{kernel}': output {p.name} has shape {given.info.shape} but {expected}")
     allocate = tuple((p.name, bound.dtypes[p.name]) for p in spec.out_params if p.name not in bound.arrays)
     raw = {p.name: raw_layout(kernel, bound.arrays[p.name]) for p in spec.params if p.raw and p.name in bound.arrays}
     for p in spec.out_params:
@@ -202,6 +204,7 @@ def plan_elementwise(
         size = as_int(kernel, "size", size)
         if looped:
             raise KspecValueError(
+                "Specified 'size' can be used only if all of the ndarray are 'raw'. "
                 f"kernel '{kernel}': size= is only allowed when every array argument is raw, but "
                 f"{', '.join(p.name for p in looped)} is not raw (its shape decides the loop size)"
             )
@@ -212,7 +215,8 @@ def plan_elementwise(
         shape = broadcast_shape(kernel, [(p.name, bound.arrays[p.name].info.shape) for p in looped])
     elif any(p.raw for p in params if p.name in bound.arrays):
         raise KspecValueError(
-            f"kernel '{kernel}': every array argument is raw, so the loop size is undecided; pass size="
+            f"Loop size is undecided. kernel '{kernel}': every array argument is raw, so no shape decides the "
+            "loop size; pass size="
         )
     else:
         shape = ()  # scalars only: one element, as NumPy does with scalars
@@ -289,10 +293,10 @@ def normalize_axis(kernel: str, axis: object, ndim: int) -> tuple[int, ...]:
     for item in items:
         item = as_int(kernel, "axis", item, "None, an int or a tuple of ints")
         if not -ndim <= item < ndim:
-            raise AxisError(f"kernel '{kernel}': axis {item} is out of bounds for an array of dimension {ndim}")
+            raise AxisError(f"axis {item} is out of bounds for array of dimension {ndim}: kernel '{kernel}'")
         result.append(item % ndim if ndim else item)
     if len(set(result)) != len(result):
-        raise KspecValueError(f"kernel '{kernel}': duplicate value in axis={axis!r}")
+        raise KspecValueError(f"duplicate value in 'axis': kernel '{kernel}' got axis={axis!r}")
     return tuple(sorted(result))
 
 
@@ -335,7 +339,7 @@ def plan_reduction(
     kept_axes = [a for a in range(ndim) if a not in reduced]
     if any(p.raw for p in spec.params) and reduced != tuple(range(len(reduced))):
         raise KspecNotImplementedError(
-            f"kernel '{kernel}': raw parameters need the reduced axes to be the leading ones (axis=0, (0, 1), "
+            f"Illegal conditions: kernel '{kernel}': raw parameters need the reduced axes to be the leading ones (axis=0, (0, 1), "
             f"...), got axis={axis!r} on a {ndim}-d input"
         )
     kept_shape = tuple(in_shape[a] for a in kept_axes)
@@ -349,8 +353,8 @@ def plan_reduction(
     red_size = math.prod(in_shape[a] for a in reduced)
     if red_size == 0 and out_size and spec.identity is None:
         raise KspecValueError(
-            f"kernel '{kernel}': cannot reduce an empty selection (input shape {in_shape}, axis={axis!r}): the "
-            "kernel has no identity to return"
+            f"zero-size array to reduction operation {kernel} which has no identity: kernel '{kernel}' cannot "
+            f"reduce an empty selection (input shape {in_shape}, axis={axis!r})"
         )
 
     # strides of every non-raw array operand: inputs over the input shape, outputs over the kept shape

@@ -8,7 +8,9 @@ kspec arrays as arguments. Where kspec differs:
   A name that is not in the module is reported then, with the names the module does have.
 * The default C++ standard is C++17 (CuPy: C++11), which the CCCL headers behind ``<cupy/complex.cuh>``
   need; a ``-std=`` in ``options`` wins.
-* ``backend='nvcc'`` and ``jitify=True`` are not supported (clear errors say what to do instead).
+* ``backend='nvcc'`` compiles with a CUDA toolkit's nvcc where one is found (``CUDA_PATH``, ``CUDA_HOME``,
+  ``PATH``, cuda.pathfinder): same options, name expressions (unlike CuPy), cache and ``compile(log_stream=)``.
+  ``jitify=True`` is not supported (a clear error says what to do instead).
 * A non-``extern "C"`` kernel can be named plainly (``RawKernel(code, 'my_kernel')``): the name is
   registered as an NVRTC name expression and lowered, so C++ linkage needs no mangled name.
 * Argument count and sizes are checked against the kernel's parameters where the driver can say
@@ -28,6 +30,8 @@ from typing import IO, Any
 
 import numpy as np
 
+from .._args import flag, options_tuple as _options_tuple
+from .._binfmt import HEAD_BYTES, content_problem
 from .._errors import (
     KspecNotImplementedError,
     KspecTypeError,
@@ -64,16 +68,16 @@ _EXPRESSION_RE = re.compile(r"(?!_Z)[A-Za-z_][\w:]*(<.*>)?", re.DOTALL)
 
 
 def _check_backend(backend: object) -> None:
-    if backend != "nvrtc":
-        raise KspecNotImplementedError(
-            f"backend={backend!r} is not supported: kspec compiles with NVRTC only (it needs neither a GPU nor a "
-            "CUDA toolkit). Drop backend=, or build a .cubin with nvcc yourself and load it with "
-            "RawModule(path='kernel.cubin')"
-        )
+    if backend not in ("nvrtc", "nvcc"):
+        raise KspecValueError(f"backend: expected 'nvrtc' (the default) or 'nvcc', got {backend!r}")
+    if backend == "nvcc":
+        from ..compiler import find_nvcc
+
+        find_nvcc()  # NvccNotFoundError now, naming where it looked, rather than at the first call
 
 
 def _check_jitify(jitify: object) -> None:
-    if jitify:
+    if flag(jitify, "jitify"):
         raise KspecNotImplementedError(
             "jitify=True is not supported. Jitify's role in CuPy is to stand in for C++ standard headers "
             "NVRTC lacks; kspec's include path has CCCL instead: include <cuda/std/type_traits>, "
@@ -81,17 +85,20 @@ def _check_jitify(jitify: object) -> None:
         )
 
 
-def _options_tuple(options: object) -> tuple[str, ...]:
-    if isinstance(options, str):
-        return (options,)
-    try:
-        result: tuple[object, ...] = tuple(options)  # type: ignore[arg-type]
-    except TypeError:
-        raise KspecTypeError(f"options: expected a tuple of str, got {type(options).__name__}") from None
-    for option in result:
-        if not isinstance(option, str):
-            raise KspecTypeError(f"options: every option must be a str, got {option!r}")
-    return result  # type: ignore[return-value]  # every item was checked to be a str
+def _binary_path(path: object) -> str:
+    """``path=`` of a RawModule: an existing .cubin/.ptx/.fatbin file whose first bytes say it is one."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise KspecTypeError(f"path: expected a file path (str or os.PathLike), got {type(path).__name__}")
+    resolved = Path(os.fspath(path)).expanduser()
+    if resolved.suffix not in _BINARY_SUFFIXES:
+        raise KspecValueError(f"path: expected a .cubin, .ptx or .fatbin file, got {str(path)!r}")
+    if not resolved.is_file():
+        raise FileNotFoundError(f"path: no such file: {str(path)!r}")
+    with resolved.open("rb") as handle:
+        problem = content_problem(resolved.suffix, handle.read(HEAD_BYTES))
+    if problem:  # the driver would refuse it at the first launch, far from here, with a bare status code
+        raise KspecValueError(f"path: {str(path)!r} {problem}")
+    return str(resolved.resolve())
 
 
 def _needs_of(source: str, translate_cucomplex: bool) -> tuple[str, ...]:
@@ -175,6 +182,7 @@ class RawModule:
     ) -> None:
         if (code is None) == (path is None):
             raise KspecTypeError(
+                "Exactly one of `code` and `path` keyword arguments must be given. "
                 "RawModule: pass exactly one of code= (CUDA source) and path= (a .cubin, .ptx or .fatbin file)"
                 + ("; both were given" if code is not None else "; neither was given")
             )
@@ -185,15 +193,11 @@ class RawModule:
         self._code = code
         self._path: str | None = None
         if path is not None:
-            resolved = Path(os.fspath(path)).expanduser()
-            if resolved.suffix not in _BINARY_SUFFIXES:
-                raise KspecValueError(f"path: expected a .cubin, .ptx or .fatbin file, got {str(path)!r}")
-            if not resolved.is_file():
-                raise FileNotFoundError(f"path: no such file: {str(path)!r}")
-            self._path = str(resolved.resolve())
+            self._path = _binary_path(path)
         self._options = _options_tuple(options)
-        self._translate_cucomplex = bool(translate_cucomplex)
-        self._cooperative = bool(enable_cooperative_groups)
+        self._backend = str(backend)
+        self._translate_cucomplex = flag(translate_cucomplex, "translate_cucomplex")
+        self._cooperative = flag(enable_cooperative_groups, "enable_cooperative_groups")
         if name_expressions is None:
             self._name_expressions: tuple[str, ...] = ()
         elif isinstance(name_expressions, str):
@@ -205,6 +209,7 @@ class RawModule:
                 raise KspecTypeError(f"name_expressions: every item must be a non-empty str, got {expression!r}")
         if self._name_expressions and self._path is not None:
             raise KspecValueError(
+                "need CUDA C++ code for the requested kernels: "
                 "name_expressions: only meaningful with code= (a binary loaded from path= is already compiled; "
                 "get_function takes its symbol names)"
             )
@@ -234,7 +239,7 @@ class RawModule:
 
     @property
     def backend(self) -> str:
-        return "nvrtc"
+        return self._backend
 
     @property
     def translate_cucomplex(self) -> bool:
@@ -256,7 +261,7 @@ class RawModule:
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
         return (_rebuild_module, (self._code, self._path, self._options, self._translate_cucomplex,
-                                  self._cooperative, self._name_expressions or None))
+                                  self._cooperative, self._name_expressions or None, self._backend))
 
     # -- compiling and loading ---------------------------------------------------------------------------
 
@@ -280,6 +285,7 @@ class RawModule:
                 options=options,
                 name_expressions=self._name_expressions,
                 needs=_needs_of(source, self._translate_cucomplex),
+                backend=self._backend,
             )
             self._programs[arch] = program
         return program
@@ -394,11 +400,12 @@ class RawModule:
         return DeviceGlobal(ptr, size, device.id, name, module)
 
 
-def _rebuild_module(code, path, options, translate_cucomplex, cooperative, name_expressions):  # type: ignore[no-untyped-def]
+def _rebuild_module(code, path, options, translate_cucomplex, cooperative, name_expressions, backend="nvrtc"):  # type: ignore[no-untyped-def]
     return RawModule(
         code,
         path=path,
         options=options,
+        backend=backend,
         translate_cucomplex=translate_cucomplex,
         enable_cooperative_groups=cooperative,
         name_expressions=name_expressions,
@@ -500,7 +507,7 @@ class RawKernel:
 
     @property
     def backend(self) -> str:
-        return "nvrtc"
+        return self._module.backend
 
     @property
     def translate_cucomplex(self) -> bool:

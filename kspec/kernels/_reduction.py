@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .._args import flag, options_tuple
 from .._errors import KspecValueError
+from ..runtime import EXPORTED, export_outputs
+from ..runtime._stream import _entered as _stream_entered, current_stream
 from ..spec import ReductionSpec
 from . import _typed
 from ._bind import Bound, bind
@@ -44,8 +47,8 @@ class ReductionKernel(_typed.SpecKernel):
     ) -> None:
         texts = dict(in_params=in_params, out_params=out_params, map_expr=map_expr, reduce_expr=reduce_expr,
                      post_map_expr=post_map_expr, name=name, preamble=preamble)
-        fields: dict[str, Any] = dict(identity=identity, reduce_type=reduce_type, reduce_dims=bool(reduce_dims),
-                                      options=options)
+        fields: dict[str, Any] = dict(identity=identity, reduce_type=reduce_type,
+                                      reduce_dims=flag(reduce_dims, "reduce_dims"), options=options_tuple(options))
         self._setup(self._build_spec(ReductionSpec, texts, fields))
 
     @property
@@ -71,6 +74,8 @@ class ReductionKernel(_typed.SpecKernel):
     def __call__(
         self, *args: Any, out: Any = None, axis: object = None, keepdims: bool = False, stream: object = None, **kwargs: Any
     ) -> Any:
+        if stream is None and _stream_entered[0]:  # inside `with kspec.Stream(...)`
+            stream = current_stream()
         full = args if out is None or len(args) != self._nin else (*args, *(out if isinstance(out, tuple) else (out,)))
         sig = None if kwargs else signature(full)
         key = None
@@ -89,7 +94,10 @@ class ReductionKernel(_typed.SpecKernel):
         self._check_stream(stream)
         if out is not None:
             if outputs is not None:
-                raise KspecValueError(f"kernel '{self.name}': out was given both as an argument and as out=")
+                raise KspecValueError(
+                    "cannot specify 'out' as both a positional and keyword argument: "
+                    f"kernel '{self.name}' got its output both as an argument and as out="
+                )
             outputs = tuple(out) if isinstance(out, tuple) else (out,)
             if len(outputs) != self._nout:
                 raise KspecValueError(
@@ -101,7 +109,10 @@ class ReductionKernel(_typed.SpecKernel):
         self._remember(key, prepared)
         full = (*inputs, *outputs) if outputs is not None else tuple(inputs)
         pointers = sig[1] if sig is not None else bound_pointers(bound, self._spec)
-        return self._results(full, prepared.run(full, pointers, stream))
+        allocated = prepared.run(full, pointers, stream)
+        if prepared.library in EXPORTED:  # JAX / Numba inputs: outputs go back as theirs, after the launch
+            allocated = export_outputs(allocated, prepared.library)
+        return self._results(full, allocated)
 
     def _prepare(self, bound: Bound, plan: ReductionPlan) -> PreparedCall:
         assert bound.device_id is not None  # a reduction always has an array input

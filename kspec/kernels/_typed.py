@@ -12,15 +12,18 @@ import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
+
+import numpy as np
 
 from .. import dtypes
-from .._errors import KspecTypeError, LaunchError, NvrtcNotFoundError
+from .._errors import InvalidNameError, KspecTypeError, LaunchError, NvrtcNotFoundError, ReservedNameError, SpecError
 from ..compiler import CompileOptions, compile_cached
 from ..render import ModuleInterface, RenderedModule, Specialization, VariantKey, module_interface, render, specialize
 from ..runtime import _driver
 from ..runtime._device import Device
-from ..runtime._devicearray import allocate_like
+from ..runtime._device import get_device
+from ..runtime._devicearray import DeviceArray, allocate_like
 from ..runtime._module import LoadedModule
 from ..runtime._stream import cu_stream, stream_handle
 from ..spec import ElementwiseSpec, ReductionSpec
@@ -161,7 +164,10 @@ class SpecKernel:
                 raise KspecTypeError(f"{what}: expected a str, got {type(value).__name__}")
         options = fields.get("options", ())
         fields["options"] = (options,) if isinstance(options, str) else tuple(options)  # type: ignore[arg-type]
-        return cls_spec(**texts, **fields)
+        try:
+            return cls_spec(**texts, **fields)
+        except SpecError as exc:
+            raise _with_cupy_phrase(exc, texts) from None
 
     @classmethod
     def from_spec(cls, spec: Any, *, binaries: Any = None) -> Any:
@@ -247,18 +253,60 @@ class SpecKernel:
         if kwargs:
             bad = next(iter(kwargs))
             raise KspecTypeError(
-                f"kernel '{self.name}': unexpected keyword argument {bad!r} ({type(self).__name__} takes {accepted})"
+                f"Wrong arguments {dict(kwargs)}: kernel '{self.name}': unexpected keyword argument {bad!r} "
+                f"({type(self).__name__} takes {accepted})"
             )
         n = len(args)
         if n != self._nin and n != self._nin + self._nout:
+            # CuPy's phrase first (ElementwiseKernel's wording; ReductionKernel's is its prefix without quotes)
+            name = repr(self.name) if self.SPEC is ElementwiseSpec else self.name
             raise KspecTypeError(
-                f"kernel '{self.name}' takes {self._nin} arguments (inputs) or {self._nin + self._nout} "
-                f"(inputs and outputs), got {n}"
+                f"Wrong number of arguments for {name}. It must be either {self._nin} or "
+                f"{self._nin + self._nout} (with outputs), but given {n}. kernel '{self.name}' takes "
+                f"{self._nin} arguments (inputs) or {self._nin + self._nout} (inputs and outputs), got {n}"
             )
         return args[: self._nin], (args[self._nin :] if n > self._nin else None)
 
     def _specializer(self, types: dict[str, str], scalars: frozenset[str]) -> Specialization:
         return specialization_of(self._spec, self._key, types, scalars)
+
+    # -- inspecting: the generated source and the compile log (no launch) ---------------------------------
+
+    def specialization(self, *args: Any) -> Specialization:
+        """The specialization a call with ``args`` uses (inputs, or inputs and outputs). NumPy arrays stand in
+        for device arrays (only dtype and ndim are read), so this needs no GPU; scalars are scalars."""
+        from ._bind import bind, texture_handles
+
+        args, textures = texture_handles(tuple(_stand_in(a) for a in args), self._spec)
+        inputs, outputs = self._split_args(args, {}, "")
+        bound = bind(self._spec, inputs, outputs, textures)
+        return self._specializer(bound.types, frozenset(bound.scalars))
+
+    def source(self, *args: Any) -> str:
+        """The CUDA C++ a call with ``args`` compiles (NumPy stand-ins accepted; no GPU needed)."""
+        return rendered_module(self.specialization(*args)).source
+
+    def compile(self, *args: Any, log_stream: IO[str] | None = None, arch: str | None = None) -> None:
+        """Compile the specialization of a call with ``args`` now and write NVRTC's log to ``log_stream``.
+
+        With ``arch`` (``'sm_90'``...) it only compiles (behind the binary cache), which needs no GPU; without
+        it, it compiles for the current device and loads the module there, so the first call only launches.
+        """
+        specialization = self.specialization(*args)
+        if arch is None:
+            device_id = get_device().id
+            loaded_kernel(specialization, device_id, self._binaries)
+            arch = Device(device_id).arch
+        rendered = rendered_module(specialization)
+        program, _hit = compile_cached(
+            rendered.source,
+            name=rendered.name,
+            options=CompileOptions(arch=arch, extra=tuple(specialization.spec.options)),
+            name_expressions=rendered.name_expressions,
+            needs=rendered.needs,
+        )
+        if log_stream is not None and program.log:
+            log_stream.write(program.log if program.log.endswith("\n") else program.log + "\n")
 
     def _check_stream(self, stream: object) -> None:
         """A KspecTypeError naming the kernel for a ``stream=`` that is not a stream (before anything compiles)."""
@@ -267,6 +315,25 @@ class SpecKernel:
                 stream_handle(stream)
             except KspecTypeError as exc:
                 raise KspecTypeError(f"kernel '{self.name}': {exc}") from None
+
+
+def _stand_in(obj: Any) -> Any:
+    """A NumPy array as a pointer-less kspec array of its dtype and shape (for source/compile only)."""
+    if isinstance(obj, np.ndarray):
+        return DeviceArray._wrap(0, obj.shape, obj.dtype, 0, None, strides=obj.strides)
+    return obj
+
+
+def _with_cupy_phrase(exc: SpecError, texts: dict[str, Any]) -> SpecError:
+    """A constructor's spec error whose message starts with CuPy's phrase for it, where CuPy has one (tests
+    written for CuPy match it); kspec's located message follows."""
+    if isinstance(exc, InvalidNameError) and exc.field == "name":
+        lead = f'Invalid kernel name: "{texts["name"]}": '
+    elif isinstance(exc, ReservedNameError) and "'i'" in exc.message:
+        lead = "Can not use 'i' as a parameter name: "
+    else:
+        return exc
+    return type(exc)(lead + str(exc))
 
 
 def _rebuild(cls: type[SpecKernel], spec: Any, binaries: str | None) -> Any:

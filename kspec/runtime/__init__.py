@@ -5,7 +5,8 @@ and initialises it, and a machine without a GPU then gets a :class:`kspec.NoDevi
 
 Streams: ``stream=`` takes a :class:`Stream`, an int handle, or any object with ``__cuda_stream__``,
 ``.ptr`` (CuPy) or ``.cuda_stream`` (PyTorch). Without one, work goes to the current stream of the inputs'
-array library (CuPy's or PyTorch's), else to the legacy default stream.
+array library (CuPy's or PyTorch's), else to the legacy default stream. ``with stream:`` makes a
+:class:`Stream` current for kspec calls in this thread (nested blocks stack) and wins over the library's.
 """
 
 from __future__ import annotations
@@ -13,17 +14,19 @@ from __future__ import annotations
 from ._device import Device, current_device_id, device_count, get_device
 from ._devicearray import DeviceArray, allocate_like, asarray, device_array_from_pointer, empty, zeros
 from ._driver import why_no_device
-from ._interop import ArrayInfo, array_info, check_same_device, is_device_array, library_of
+from ._export import EXPORTED, export_array, export_outputs
+from ._interop import ArrayInfo, array_info, check_same_device, is_device_array, library_of, torch_dtype_to_numpy
 from ._launch import LaunchPlan, dim3
 from ._memory import Allocation, MemoryPool, get_pool
 from ._module import LoadedModule, kernel_param_sizes
-from ._stream import Stream, default_stream_getter, stream_handle
+from ._stream import Stream, current_stream, default_stream_getter, stream_handle
 
 __all__ = [
     "Allocation",
     "ArrayInfo",
     "Device",
     "DeviceArray",
+    "EXPORTED",
     "LaunchPlan",
     "LoadedModule",
     "MemoryPool",
@@ -33,17 +36,21 @@ __all__ = [
     "asarray",
     "check_same_device",
     "current_device_id",
+    "current_stream",
     "default_stream_getter",
     "device_array_from_pointer",
     "device_count",
     "dim3",
     "empty",
+    "export_array",
+    "export_outputs",
     "get_device",
     "get_pool",
     "is_device_array",
     "kernel_param_sizes",
     "library_of",
     "stream_handle",
+    "torch_dtype_to_numpy",
     "why_no_device",
     "zeros",
 ]

@@ -20,6 +20,8 @@ from . import _dlpack, _driver
 from ._device import Device, get_device
 from ._interop import (
     CUPY,
+    JAX,
+    NUMBA,
     TORCH,
     array_info,
     is_device_array,
@@ -29,7 +31,7 @@ from ._interop import (
     register_kspec_type,
 )
 from ._memory import allocate
-from ._stream import Stream, cu_stream, live_handle, order_after, stream_handle
+from ._stream import Stream, _entered as _stream_entered, cu_stream, current_stream, live_handle, order_after, stream_handle
 
 
 def _normalize_shape(shape: Any) -> tuple[int, ...]:
@@ -303,6 +305,8 @@ def empty(shape: Any, dtype: Any = np.float64, *, device: int | Device | None = 
     shape_t = _normalize_shape(shape)
     dt = _normalize_dtype(dtype)
     dev = get_device(device)
+    if stream is None and _stream_entered[0]:  # inside `with kspec.Stream(...)`: allocate in its order
+        stream = current_stream()
     handle = 0 if stream is None else stream_handle(stream)
     owner = None if stream is None or type(stream) is int else stream
     nbytes = int(np.prod(shape_t, dtype=np.int64)) * dt.itemsize
@@ -384,8 +388,8 @@ def allocate_like(library: str | None, shape: Any, dtype: Any, stream: object, d
             # The caching allocator must not hand this block out again before work on `handle` is done.
             tensor.record_stream(torch.cuda.ExternalStream(handle, device=torch.device("cuda", device_id)))
         return tensor
-    if library is not None:
-        raise KspecValueError(f"library: expected 'cupy', 'torch' or None, got {library!r}")
+    if library is not None and library not in (JAX, NUMBA):  # those two get a DeviceArray, exported later
+        raise KspecValueError(f"library: expected 'cupy', 'torch', 'jax', 'numba' or None, got {library!r}")
     return empty(shape_t, dt, device=device_id, stream=stream)  # the object, not the handle: it owns the stream
 
 

@@ -25,6 +25,10 @@ CUPY = "cupy"
 TORCH = "torch"
 CAI = "cai"
 DLPACK = "dlpack"
+# Libraries whose arrays come in through the protocols (DLPack, CAI) and whose outputs go back as theirs:
+# kspec allocates a DeviceArray, launches, then hands it over zero-copy (kspec/runtime/_export.py).
+JAX = "jax"
+NUMBA = "numba"
 HOST = "host"  # NumPy arrays and other host-memory containers: a clear error, never a silent copy
 
 ARRAY_KINDS = frozenset({KSPEC, CUPY, TORCH, CAI, DLPACK})
@@ -81,6 +85,15 @@ def kind_of_object(obj: object) -> str | None:
         if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
             return DLPACK
     return kind
+
+
+_TEXTURE_TYPE_NAMES = ("TextureObject", "SurfaceObject")
+
+
+def is_texture_type(tp: type) -> bool:
+    """CuPy's ``cupy.cuda.texture.TextureObject`` / ``SurfaceObject`` (or any such type with an int ``.ptr``
+    handle): passed to kernels by value as ``cudaTextureObject_t`` / ``cudaSurfaceObject_t``."""
+    return tp.__name__ in _TEXTURE_TYPE_NAMES and tp.__module__.partition(".")[0] in ("cupy", "kspec")
 
 
 def library_of(obj: object) -> str | None:
@@ -228,7 +241,7 @@ def _cai_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
         from ._stream import order_after
 
         order_after(normalize_protocol_stream(producer_stream), stream)
-    return ArrayInfo(ptr, shape, strides, dtype, pointer_device(ptr), None, bool(readonly), obj)
+    return ArrayInfo(ptr, shape, strides, dtype, pointer_device(ptr), _protocol_library(obj), bool(readonly), obj)
 
 
 def _dlpack_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
@@ -241,8 +254,17 @@ def _dlpack_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
     capsule = obj.__dlpack__(stream=protocol_stream(stream)) if stream is not None else obj.__dlpack__()
     view = _dlpack.read_capsule(capsule)
     return ArrayInfo(
-        view.ptr, view.shape, view.strides, view.dtype, view.device_id, None, view.readonly, (obj, capsule)
+        view.ptr, view.shape, view.strides, view.dtype, view.device_id, _protocol_library(obj), view.readonly,
+        (obj, capsule),
     )
+
+
+def _protocol_library(obj: object) -> str | None:
+    """JAX or Numba for their arrays (whichever protocol they came through: JAX arrays have both), else None."""
+    root = type(obj).__module__.partition(".")[0]
+    if root in ("jax", "jaxlib"):
+        return JAX
+    return NUMBA if root == "numba" else None
 
 
 def protocol_stream(handle: int) -> int:

@@ -95,6 +95,8 @@ def _classify_arg(obj: object) -> _Arg | None:
     tp = type(obj)
     if tp is type(None):
         return _Arg("none", "Q", 8, "None (NULL pointer)")
+    if _interop.is_texture_type(tp):  # a texture/surface object: its 64-bit handle, by value
+        return _Arg("handle", "Q", 8, f"{tp.__module__}.{tp.__qualname__} (cudaTextureObject_t)")
     kind = _interop.kind_of_object(obj)
     if kind in _interop.ARRAY_KINDS:
         return _Arg(kind, "Q", 8, f"{tp.__module__}.{tp.__qualname__} (pointer)")
@@ -530,6 +532,8 @@ def _generate(plan: LaunchPlan, specs: list[_Arg], types: tuple[type, ...]) -> C
             values.append(f"v{i}.ptr")
         elif spec.kind == "none":
             values.append("0")
+        elif spec.kind == "handle":
+            values.append(f"{a}.ptr")
         elif spec.kind == "complex":
             values.extend([f"{a}.real", f"{a}.imag"])
         elif spec.kind == "bf16":
@@ -552,6 +556,10 @@ def _generate(plan: LaunchPlan, specs: list[_Arg], types: tuple[type, ...]) -> C
         ns["_hs_cache"], ns["_to_hs"] = _c_void_ps, _c_stream
     else:
         ns["_hs_cache"], ns["_to_hs"] = _stream_module._cu_streams, cu_stream
+    # a `with kspec.Stream(...)` block open in this thread stands for stream= (one list read when none is)
+    ns["_entered"], ns["_current_stream"] = _stream_module._entered, _stream_module.current_stream
+    w("    if stream is None and _entered[0]:")
+    w("        stream = _current_stream()")
     w("    if stream is None:")
     if library == _interop.CUPY:
         # CuPy's current stream of the arrays' device (a Python call into CuPy's thread-local state).

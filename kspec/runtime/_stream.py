@@ -7,13 +7,15 @@ stream), or any object that exposes a stream the usual ways: ``__cuda_stream__()
 When no stream is given, kspec launches on the *current stream of the inputs' array library*: CuPy's
 current stream for CuPy arrays, PyTorch's for tensors, so kernels order with the surrounding library code
 exactly as that library's own kernels would. Without such inputs (kspec arrays, scalars only) the legacy
-default stream is used.
+default stream is used. ``with stream:`` (a :class:`Stream`) makes that stream current for kspec calls
+in this thread (nested blocks stack); a current kspec stream wins over the array library's.
 """
 
 from __future__ import annotations
 
 import operator
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +25,17 @@ from ._device import Device, get_device
 
 LEGACY_DEFAULT = 0
 
+# `with stream:` blocks. _entered counts the open blocks of all threads, so a call without stream= pays one
+# list read while none is open; the stack of the blocks themselves is per thread.
+_entered = [0]
+_local = threading.local()
+
+
+def current_stream() -> Stream | None:
+    """The stream of the innermost ``with stream:`` block open in this thread, or None."""
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else None
+
 
 class Stream:
     """A CUDA stream on one device.
@@ -30,7 +43,7 @@ class Stream:
     ``Stream()`` creates a new stream on the current device (``non_blocking=True`` makes it not synchronise
     with the legacy default stream); ``Stream.from_handle(h)`` wraps one made elsewhere without owning it.
     Exposes ``__cuda_stream__`` (cuda.core's protocol), ``.ptr`` (as CuPy) and ``.cuda_stream`` (as PyTorch),
-    so other libraries accept it too.
+    so other libraries accept it too. ``with stream:`` makes it current for kspec calls in this thread.
     """
 
     __slots__ = ("_handle", "_device_id", "_owned", "_cu", "_closed", "__weakref__")
@@ -99,6 +112,23 @@ class Stream:
 
     def __repr__(self) -> str:
         return f"<kspec.Stream 0x{self._handle:x}{'' if self._owned else ' (external)'}>"
+
+    def __enter__(self) -> Stream:
+        """Make this stream current for kspec calls in this thread until the block ends (blocks nest)."""
+        stack = getattr(_local, "stack", None)
+        if stack is None:
+            stack = _local.stack = []
+        stack.append(self)
+        _entered[0] += 1
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        stack = _local.stack
+        for position in range(len(stack) - 1, -1, -1):  # the innermost entry of this stream
+            if stack[position] is self:
+                del stack[position]
+                _entered[0] -= 1
+                break
 
     def synchronize(self) -> None:
         """Block until all work queued on this stream has finished."""

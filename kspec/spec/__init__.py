@@ -19,13 +19,11 @@ from ._models import (
     AnySpec,
     ElementwiseSpec,
     Instantiation,
-    KernelAttributes,
     KernelSpec,
-    LaunchDefaults,
-    RawSpec,
     ReductionSpec,
     parse_spec,
 )
+from ._raw import KernelAttributes, LaunchDefaults, RawSpec
 from ._names import CPP_KEYWORDS
 from ._params import Param, format_params, parse_params
 

@@ -18,13 +18,14 @@ instantiations = [{T = ["float32", "float64"]}]
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._errors import DuplicateNameError, SpecError, SpecErrorGroup, SpecFileError
+from .._errors import DuplicateNameError, KspecTypeError, SpecError, SpecErrorGroup, SpecFileError
 from ._models import AnySpec, parse_spec
 
 SCHEMA_VERSION = 1
@@ -86,15 +87,25 @@ def _where(spec: AnySpec) -> str:
 
 def spec_files(paths: Iterable[str | Path]) -> list[Path]:
     """The spec files named by ``paths``: files as given, directories searched recursively (sorted)."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]  # type: ignore[list-item]
     out: list[Path] = []
+    seen: set[Path] = set()
     for raw in paths:
+        if not isinstance(raw, (str, os.PathLike)):
+            raise KspecTypeError(f"path: expected a spec file or directory (str or os.PathLike), got {type(raw).__name__}")
         p = Path(raw)
         if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*") if q.suffix in SPEC_SUFFIXES and q.is_file()))
+            found = sorted(q for q in p.rglob("*") if q.suffix in SPEC_SUFFIXES and q.is_file())
         elif p.is_file():
-            out.append(p)
+            found = [p]
         else:
             raise SpecFileError(f"no such spec file or directory: {str(p)!r}", file=p)
+        for q in found:  # `validate D D/a.toml` names a.toml twice: read it once
+            real = q.resolve()
+            if real not in seen:
+                seen.add(real)
+                out.append(q)
     return out
 
 
@@ -108,6 +119,15 @@ def read_file(path: str | Path) -> FileReport:
     except SpecError as exc:
         report.errors.append(exc)
         return report
+    try:
+        _read_tables(report, tables, path)
+    except RecursionError:  # a value nested thousands deep inside a kernel table
+        report.specs.clear()
+        report.errors.append(SpecFileError("values are nested too deeply to be a spec", file=path))
+    return report
+
+
+def _read_tables(report: FileReport, tables: list[Any], path: Path) -> None:
     names: dict[str, int] = {}
     for k, table in enumerate(tables):
         if not isinstance(table, Mapping):
@@ -133,7 +153,6 @@ def read_file(path: str | Path) -> FileReport:
             continue
         names[spec.name] = k
         report.specs.append(spec)
-    return report
 
 
 def load_file(path: str | Path) -> list[AnySpec]:
@@ -145,11 +164,15 @@ def load_file(path: str | Path) -> list[AnySpec]:
 
 def load_library(paths: str | Path | Iterable[str | Path]) -> SpecLibrary:
     """Every kernel of the given files and directories, as one namespace."""
-    if isinstance(paths, (str, Path)):
+    if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     errors: list[SpecError] = []
     library = SpecLibrary()
-    for path in spec_files(paths):
+    files = spec_files(paths)  # type: ignore[arg-type]
+    if not files:  # what `kspec validate` says of an empty directory, rather than an empty library
+        shown = " ".join(str(p) for p in paths)  # type: ignore[union-attr]
+        raise SpecFileError(f"no spec files (*.toml, *.json) in {shown}")
+    for path in files:
         report = read_file(path)
         errors.extend(report.errors)
         for spec in report.specs:
@@ -177,17 +200,23 @@ def _read_data(path: Path) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise SpecFileError("not UTF-8 text", file=path) from None
+    # Both parsers recurse once per nesting level: `[[[[...` 100000 deep is a RecursionError, not a crash.
+    deep = SpecFileError("values are nested too deeply to be a spec", file=path)
     if path.suffix == ".json":
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise SpecFileError(f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", file=path) from None
+        except RecursionError:
+            raise deep from None
     if path.suffix != ".toml":
         raise SpecFileError(f"spec files end in {' or '.join(SPEC_SUFFIXES)}", file=path)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecFileError(f"invalid TOML: {exc}", file=path) from None
+    except RecursionError:
+        raise deep from None
 
 
 def _kernel_tables(data: Any, path: Path) -> list[Any]:
@@ -200,7 +229,7 @@ def _kernel_tables(data: Any, path: Path) -> list[Any]:
         )
     if "schema" not in data:
         raise SpecFileError(f"missing 'schema = {SCHEMA_VERSION}' at the top of the file", file=path, field="schema")
-    if data["schema"] != SCHEMA_VERSION or isinstance(data["schema"], bool):
+    if type(data["schema"]) is not int or data["schema"] != SCHEMA_VERSION:  # not 1.0, not true: an int
         raise SpecFileError(
             f"schema {data['schema']!r} is not supported (this kspec reads schema {SCHEMA_VERSION})",
             file=path,

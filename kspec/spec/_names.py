@@ -41,10 +41,35 @@ def check_identifier(name: object, *, what: str, field: str) -> str:
     return name
 
 
+# Macros the headers a kernel may include define (NVRTC's built-ins, the CUDA runtime headers, fp16/bf16,
+# libcu++ <cuda/std/complex>, kspec's own headers): a parameter of that name is rewritten by the
+# preprocessor and fails to compile far from its cause. Found by compiling a probe that includes all of
+# them (tests/test_hostile_specs.py repeats the probe and checks this rule still covers what it finds).
+_MACRO_PATTERN = re.compile(
+    r"(?:NV|CCCL|KSPEC|LIBCUDACXX|CUDART|CUDA|CU)_\w*|cuda[A-Z]\w*"
+    r"|U?INT\w*_(?:MAX|MIN|C)|(?:FLT|DBL|LDBL|FP)_\w+"
+    r"|[SU]?(?:CHAR|SHRT|INT|LONG|LLONG)_(?:MAX|MIN|BIT)|(?:SIZE|PTRDIFF|INTPTR|UINTPTR)_(?:MAX|MIN)\Z"
+)
+_MACRO_NAMES = frozenset(
+    "NULL INFINITY NAN HUGE_VAL HUGE_VALF HUGE_VALL EOF assert offsetof DECIMAL_DIG IF_DEVICE_OR_CUDACC".split()
+)
+
+
+def is_macro_name(name: str) -> bool:
+    """Whether ``name`` is (or may be) a macro of the headers kspec kernels include."""
+    return name in _MACRO_NAMES or _MACRO_PATTERN.match(name) is not None
+
+
 def check_param_name(name: object, *, field: str) -> str:
-    """A parameter name: an identifier, not a keyword, not ``i``, not starting with ``_``."""
+    """A parameter name: an identifier, not a keyword, not ``i``, not starting with ``_``, not a macro."""
     check_identifier(name, what="parameter name", field=field)
     assert isinstance(name, str)
+    if is_macro_name(name):
+        raise ReservedNameError(
+            f"parameter name {name!r} is a macro of the CUDA headers kernels include; the preprocessor would "
+            "replace it (choose another name)",
+            field=field,
+        )
     if name in RESERVED_PARAM_NAMES:
         raise ReservedNameError(
             f"parameter name {name!r} is reserved: 'i' is the loop index inside the kernel", field=field

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, field_validator
 
 from .. import dtypes
 from .._errors import SpecError, UnknownDtypeError
@@ -24,10 +24,10 @@ class Param(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str
-    type: str
-    raw: bool = False
-    non_const: bool = False
+    name: StrictStr
+    type: StrictStr
+    raw: StrictBool = False
+    non_const: StrictBool = False
 
     @field_validator("name")
     @classmethod
@@ -54,9 +54,9 @@ def check_type_name(type_name: object, *, field: str) -> str:
     if not isinstance(type_name, str) or not type_name:
         raise UnknownDtypeError(f"type must be a dtype name or a one-letter placeholder, got {type_name!r}", field=field)
     if dtypes.is_placeholder(type_name):
-        if not type_name.isalpha() or type_name == "i":
+        if not (type_name.isascii() and type_name.isalpha()) or type_name == "i":  # "é" is no C type name
             raise UnknownDtypeError(
-                f"placeholder {type_name!r} must be a letter other than 'i' (it becomes a C type name)", field=field
+                f"placeholder {type_name!r} must be an ASCII letter other than 'i' (it becomes a C type name)", field=field
             )
         return type_name
     name = dtypes.canonical_name(type_name)

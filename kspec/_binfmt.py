@@ -1,0 +1,27 @@
+"""What a CUDA binary file holds, from its first bytes: shared by spec validation (a raw spec's ``path``)
+and ``RawModule(path=...)``, which must not import the spec layer (the serving path stays light)."""
+
+from __future__ import annotations
+
+ELF_MAGIC = b"\x7fELF"
+FATBIN_MAGIC = (0xBA55ED50).to_bytes(4, "little")
+HEAD_BYTES = 4096
+
+
+def content_problem(suffix: str, head: bytes) -> str | None:
+    """Why ``head`` (a file's first bytes) does not hold what ``suffix`` says, or None."""
+    if suffix == ".cubin" and not head.startswith(ELF_MAGIC):
+        return "is not a CUBIN (an ELF file starts with 7f 45 4c 46)"
+    if suffix == ".fatbin" and not head.startswith(FATBIN_MAGIC):
+        return "is not a fatbin (one starts with 50 ed 55 ba)"
+    if suffix in (".ptx", ".cu", ".cuh"):
+        if b"\0" in head.rstrip(b"\0"):
+            return "is binary data, not text"
+        try:
+            head.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if exc.start < len(head) - 4:  # a character cut at the end of the head is fine
+                return "is not UTF-8 text"
+        if suffix == ".ptx" and b".version" not in head and b".target" not in head:
+            return f"is not PTX (no .version or .target directive in its first {HEAD_BYTES // 1024} KiB)"
+    return None

@@ -1,0 +1,277 @@
+"""Issue 20, data loss: kspec deletes only what it wrote, never serves a binary that is not the one its
+manifest describes, and writes a build only into a directory it owns. No GPU needed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import kspec
+from kspec.build import MANIFEST_NAME, plan_build, precompile, read_manifest, write_output
+from kspec.cli import main
+from kspec.compiler import BinaryCache, compile_cached
+from kspec.kernels import BinaryStore
+from kspec.render import specialize
+from kspec.spec import load_file
+
+REPO = Path(__file__).resolve().parents[1]
+RAW = REPO / "specs" / "raw.toml"
+SOURCE = 'extern "C" __global__ void f(float* y) { y[0] = 1; }'
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """The raw kernels of specs/raw.toml for sm_80, compiled once for this module."""
+    specs = load_file(RAW)
+    out = precompile(plan_build(specs, ["sm_80"]).units, cache=BinaryCache(tmp_path_factory.mktemp("cache")))
+    assert all(r.ok for r in out)
+    return out
+
+
+# --- kspec cache clear ------------------------------------------------------------------------------------
+
+
+def _old(path: Path) -> Path:
+    past = time.time() - 7200  # older than the orphan age: clear would take it if it were kspec's
+    os.utime(path, (past, past))
+    return path
+
+
+def test_cache_clear_deletes_only_kspec_entries(tmp_path, capsys):
+    shared = tmp_path / "work"
+    shared.mkdir()
+    compile_cached(SOURCE, name="f", name_expressions=("f",), cache=BinaryCache(shared))
+    (entry,) = [p for p in shared.glob("*.kbin")]
+    user = {
+        "notes.tmp": b"my notes",
+        "thesis.kbin": b"chapter 1",
+        f"{'0' * 64}.kbin": b"looks like a key, is not an entry",
+        ".thesis.abcd1234.tmp": b"not kspec's magic",
+        "draft.txt": b"draft",
+    }
+    for name, data in user.items():
+        (shared / name).write_bytes(data)
+        _old(shared / name)
+    orphan = shared / f".{entry.stem[:16]}.zz99xx88.tmp"
+    orphan.write_bytes(entry.read_bytes()[:100])  # a writer killed mid-write: kspec's magic, old
+    _old(orphan)
+    assert main(["cache", "clear", "--dir", str(shared)]) == 0
+    assert "removed 1 entry" in capsys.readouterr().out
+    assert not entry.exists() and not orphan.exists()
+    for name, data in user.items():
+        assert (shared / name).read_bytes() == data, name
+    assert BinaryCache(shared).info().entries == 0
+
+
+def test_cache_clear_reports_what_it_could_not_delete(tmp_path, monkeypatch, capsys):
+    cache_dir = tmp_path / "cache"
+    compile_cached(SOURCE, name="f", name_expressions=("f",), cache=BinaryCache(cache_dir))
+    real_unlink = Path.unlink
+
+    def refuse(self, missing_ok=False):
+        if self.suffix == ".kbin":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    assert main(["cache", "clear", "--dir", str(cache_dir)]) == 1
+    captured = capsys.readouterr()
+    assert "removed 0 entries" in captured.out
+    assert "could not remove" in captured.err and "Permission denied" in captured.err
+    report = BinaryCache(cache_dir).clear_report()
+    assert report.removed == 0 and len(report.failed) == 1
+
+
+def test_cache_clear_on_an_unlistable_directory_or_a_file_fails(tmp_path, monkeypatch, capsys):
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+    assert main(["cache", "clear", "--dir", str(a_file)]) == 1
+    assert "not a directory" in capsys.readouterr().err
+    directory = tmp_path / "d"
+    directory.mkdir()
+    real_iterdir = Path.iterdir
+    monkeypatch.setattr(Path, "iterdir", lambda self: (_ for _ in ()).throw(PermissionError(13, "Permission denied"))
+                        if self == directory else real_iterdir(self))  # fmt: skip
+    assert main(["cache", "clear", "--dir", str(directory)]) == 1
+    assert "Permission denied" in capsys.readouterr().err
+
+
+# --- manifest digests -------------------------------------------------------------------------------------
+
+
+def test_manifest_records_each_binarys_sha256(results, tmp_path):
+    write_output(results, tmp_path)
+    manifest = read_manifest(tmp_path)
+    assert manifest["kspec_manifest"] == 2
+    for e in manifest["entries"]:
+        assert e["sha256"] == hashlib.sha256((tmp_path / e["file"]).read_bytes()).hexdigest()
+
+
+def _key(name: str) -> str:
+    return specialize(next(s for s in load_file(RAW) if s.name == name)).key
+
+
+@pytest.mark.parametrize("damage", ["truncate", "other_build", "missing"])
+def test_a_binary_that_does_not_match_its_digest_is_a_miss_with_a_warning(results, tmp_path, damage):
+    write_output(results, tmp_path)
+    entry = next(e for e in read_manifest(tmp_path)["entries"] if e["kernel"] == "my_add")
+    path = tmp_path / entry["file"]
+    if damage == "truncate":
+        path.write_bytes(path.read_bytes()[:100])
+    elif damage == "other_build":  # a build killed after its binaries, before its manifest
+        other = next(r for r in results if r.unit.spec.name == "vector_add")
+        path.write_bytes(other.program.binary)
+    else:
+        path.unlink()
+    store = BinaryStore(tmp_path)
+    if damage == "missing":
+        assert store.find(_key("my_add"), "sm_80") is None
+        return
+    with pytest.warns(kspec.BinaryWarning, match="sha256"):
+        assert store.find(_key("my_add"), "sm_80") is None
+    assert store.find(_key("vector_add"), "sm_80").read()[:4] == b"\x7fELF"  # the others still serve
+
+
+def test_a_killed_manifest_write_leaves_no_tmp_file(results, tmp_path, monkeypatch):
+    write_output(results, tmp_path)
+    before = (tmp_path / MANIFEST_NAME).read_bytes()
+    # a kill during the write: the temporary file is left, the old manifest stays
+    (tmp_path / ".manifest.ab12cd34.tmp").write_text('{"partial": ')
+    (tmp_path / "my_add" / ".default.sm_80.zz12zz34.tmp").write_bytes(b"\x7fEL")
+    write_output(results[:2], tmp_path)
+    assert not list(tmp_path.rglob("*.tmp"))
+    assert (tmp_path / MANIFEST_NAME).read_bytes() != before
+    # an exception during the write (disk full, SIGTERM turned into SystemExit) removes its own file
+    import kspec._atomic as atomic
+
+    def fail(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(atomic.os, "replace", fail)
+    with pytest.raises(kspec.BuildOutputError, match="No space left"):
+        write_output(results, tmp_path)
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+# --- where a build writes and what it deletes -------------------------------------------------------------
+
+
+def test_o_into_another_programs_manifest_is_refused(results, tmp_path):
+    theirs = tmp_path / "site"
+    theirs.mkdir()
+    (theirs / MANIFEST_NAME).write_text('{"name": "my web app", "icons": []}')
+    with pytest.raises(kspec.BuildOutputError, match="kspec did not write"):
+        write_output(results, theirs)
+    assert json.loads((theirs / MANIFEST_NAME).read_text())["name"] == "my web app"
+    assert sorted(p.name for p in theirs.iterdir()) == [MANIFEST_NAME]
+
+
+def test_o_into_a_non_empty_foreign_directory_is_refused(results, tmp_path):
+    (tmp_path / "thesis.tex").write_text("...")
+    with pytest.raises(kspec.BuildOutputError, match="not empty"):
+        write_output(results, tmp_path)
+
+
+def test_stale_cleanup_never_leaves_the_output_directory(results, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    victims = [tmp_path / "victim.txt", tmp_path / "victim.cubin", tmp_path / "abs.cubin"]
+    for v in victims:
+        v.write_text("keep me")
+    inside = out / "notes.txt"
+    entries = [{"file": "../victim.txt"}, {"file": "../victim.cubin"}, {"file": str(tmp_path / "abs.cubin")},
+               {"file": "k/../../victim.cubin"}, {"file": "notes.txt"}, {"file": None}, "junk"]  # fmt: skip
+    (out / MANIFEST_NAME).write_text(json.dumps({"kspec_manifest": 1, "entries": entries}))
+    inside.write_text("a kspec manifest listed me, but I am no binary")
+    write_output(results, out)
+    for v in victims:
+        assert v.read_text() == "keep me"
+    assert inside.exists()
+    # a symbolic link inside the directory that leads out of it is not followed either
+    (out / "link").symlink_to(tmp_path)
+    (out / MANIFEST_NAME).write_text(json.dumps({"kspec_manifest": 2, "entries": [{"file": "link/victim.cubin"}]}))
+    write_output(results, out)
+    assert (tmp_path / "victim.cubin").exists()
+
+
+def test_hatch_clean_is_confined_too(tmp_path):
+    from kspec.build import confined_file
+
+    assert confined_file(tmp_path, "../x.cubin") is None
+    assert confined_file(tmp_path, "/etc/passwd") is None
+    assert confined_file(tmp_path, "k/a.txt") is None
+    assert confined_file(tmp_path, "k/a.sm_80.cubin") == tmp_path / "k" / "a.sm_80.cubin"
+
+
+# --- damaged manifests given to binaries= -------------------------------------------------------------------
+
+
+def _store_dir(tmp_path: Path, results) -> Path:
+    write_output(results, tmp_path)
+    return tmp_path
+
+
+def _rewrite(directory: Path, change) -> None:
+    manifest = json.loads((directory / MANIFEST_NAME).read_text())
+    change(manifest)
+    (directory / MANIFEST_NAME).write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize(
+    "change, phrase",
+    [
+        (lambda m: m.update(entries={"a": 1}), "'entries' is not a list"),
+        (lambda m: m["entries"].append(7), "entry 5 is not a table"),
+        (lambda m: m["entries"][0].pop("file"), "no str 'file'"),
+        (lambda m: m["entries"][0].pop("sha256"), "no str 'sha256'"),
+        (lambda m: m["entries"][0].update(lowered_names=None), "no dict 'lowered_names'"),
+        (lambda m: m["entries"][0].update(lowered_names={"f": 3}), "must map str to str"),
+        (lambda m: m["entries"][0].update(file="../../../etc/passwd"), "not a relative path inside"),
+        (lambda m: m["entries"][0].update(file="/etc/passwd.cubin"), "not a relative path inside"),
+        (lambda m: m["entries"][0].update(format="exe"), "unknown"),
+        (lambda m: m["entries"][0].update(sha256="xyz"), "not a sha256"),
+    ],
+)
+def test_damaged_manifest_is_a_typed_error(results, tmp_path, change, phrase):
+    directory = _store_dir(tmp_path, results)
+    _rewrite(directory, change)
+    with pytest.raises(kspec.KspecValueError, match=phrase) as info:
+        kspec.load(RAW, binaries=directory)
+    assert "binaries" in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '"x"', "", '{"kspec_manifest": "2"}'])
+def test_unreadable_manifest_is_a_typed_error(results, tmp_path, text):
+    directory = _store_dir(tmp_path, results)
+    (directory / MANIFEST_NAME).write_text(text)
+    with pytest.raises(kspec.KspecValueError, match="no kspec manifest.json"):
+        kspec.load(RAW, binaries=directory)
+
+
+def test_truncated_cubin_is_not_served_through_load(results, tmp_path):
+    directory = _store_dir(tmp_path, results)
+    entry = next(e for e in read_manifest(directory)["entries"] if e["kernel"] == "my_add")
+    (directory / entry["file"]).write_bytes((directory / entry["file"]).read_bytes()[:100])
+    lib = kspec.load(RAW, binaries=directory)
+    with pytest.warns(kspec.BinaryWarning):
+        assert lib.my_add._module._stored("sm_80") is None
+    assert lib.vector_add._module._stored("sm_80") is not None
+
+
+def test_generated_modules_skip_binaries_of_another_manifest_version(results, tmp_path):
+    from kspec.kernels import load_specs
+    from kspec.spec import spec_to_data
+
+    write_output(results, tmp_path)
+    _rewrite(tmp_path, lambda m: m.update(kspec_manifest=1))
+    tables = [spec_to_data(s) for s in load_file(RAW)]
+    with pytest.warns(kspec.BinaryWarning, match="manifest version 1"):
+        lib = load_specs(tables, binaries=tmp_path)
+    assert lib.my_add._module._binaries is None
+    with pytest.raises(kspec.KspecValueError, match="version 2"):  # asked for explicitly: an error
+        kspec.load(RAW, binaries=tmp_path)
