@@ -13,7 +13,10 @@ _COMMANDS = (_validate_cmd, _show_cmd, _generate_cmd, _build_cmd, _cache_cmd)
 
 
 def make_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
     parser = argparse.ArgumentParser(prog="kspec", description="CUDA kernels declared as data.")
+    parser.add_argument("--version", action="version", version=f"kspec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in _COMMANDS:
         module.add_parser(sub)
@@ -23,7 +26,17 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``kspec`` and ``python -m kspec``; returns the exit status."""
     args = make_parser().parse_args(argv)
-    return int(args.run(args) or 0)
+    try:
+        status = int(args.run(args) or 0)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `kspec build ... | head`: the reader left. Exit quietly, as Unix tools do; point stdout at devnull so
+        # the interpreter's own flush at exit does not raise again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the signal
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

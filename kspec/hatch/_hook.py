@@ -195,8 +195,10 @@ class KspecBuildHook(BuildHookInterface):
         staging = Path(self._staging.name)
         for name, text in generation.files.items():
             (staging / name).write_bytes(text.encode())  # the bytes `kspec generate` writes, on every OS
+        (staging / "py.typed").write_bytes(b"")  # PEP 561: the generated API is typed
         if results is not None:
             write_output(results, staging / BINARIES)
+        self._mark_typed(options, root, build_data)
         # File by file, each target given as its source path: hatchling maps it with get_distribution_path
         # (src/pkg/... -> pkg/...) and reserves it, so a copy an editable build left in the tree is not
         # added a second time.
@@ -204,7 +206,24 @@ class KspecBuildHook(BuildHookInterface):
             rel = path.relative_to(staging).as_posix()
             build_data["force_include"][str(path)] = f"{options.output}/{rel}"
 
+    def _mark_typed(self, options: HookOptions, root: Path, build_data: dict[str, Any]) -> None:
+        """Type checkers read ``py.typed`` only in a top-level package: when the generated package sits inside
+        one that has none, the wheel gets an empty marker there (the source tree is left alone)."""
+        parts = PurePosixPath(options.output).parts
+        package = PurePosixPath(self.build_config.get_distribution_path(options.output)).parts
+        top_source = PurePosixPath(*parts[: len(parts) - len(package) + 1])
+        if len(package) > 1 and not (root / top_source / "py.typed").exists():
+            assert self._staging is not None
+            marker = Path(self._staging.name).parent / f"{Path(self._staging.name).name}-py.typed"
+            marker.write_bytes(b"")
+            build_data["force_include"][str(marker)] = f"{top_source}/py.typed"
+            self._marker = marker
+
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        marker = getattr(self, "_marker", None)
+        if marker is not None:
+            marker.unlink(missing_ok=True)
+            self._marker = None
         if self._staging is not None:
             self._staging.cleanup()
             self._staging = None
