@@ -207,11 +207,13 @@ def check_elementwise(kspec_call: Callable[[], object], z_kspec: Any, cupy_call:
 
 
 def elementwise_builder(kernel: str, n_inputs: int, dtype: str, shapes: list[tuple[int, ...]] | None = None,
-                        transpose_first: bool = False, scalar: float | None = None) -> Callable[[], Built]:
+                        transpose_first: bool = False, scalar: float | None = None,
+                        transpose_out: bool = False) -> Callable[[], Built]:
     """A builder for ``k([scalar,] *inputs, out)`` with preallocated outputs (one for each library).
 
     ``shapes`` gives each input's shape (default: all (N,)); the output has the broadcast shape.
-    ``transpose_first`` passes the first input as ``a.T`` of a square array.
+    ``transpose_first`` passes the first input as ``a.T`` of a square array; ``transpose_out`` writes the
+    output into a column-major array (``c.T`` of a C-contiguous one).
     """
 
     def build() -> Built:
@@ -221,8 +223,9 @@ def elementwise_builder(kernel: str, n_inputs: int, dtype: str, shapes: list[tup
         if transpose_first:
             inputs[0] = inputs[0].T
         out_shape = np.broadcast_shapes(*in_shapes)
-        zk = cp.empty(out_shape, dtype=inputs[0].dtype)
-        zc = cp.empty(out_shape, dtype=inputs[0].dtype)
+        order = "F" if transpose_out else "C"
+        zk = cp.empty(out_shape, dtype=inputs[0].dtype, order=order)
+        zc = cp.empty(out_shape, dtype=inputs[0].dtype, order=order)
         head = () if scalar is None else (scalar,)
         kargs, cargs = (*head, *inputs, zk), (*head, *inputs, zc)
         kspec_fn = lambda: kk(*kargs)  # noqa: E731
@@ -407,6 +410,8 @@ def all_cases() -> list[Case]:
                       elementwise_builder("sqd", 2, "float32", shapes=[(SIDE, SIDE), (SIDE,)])))
     cases.append(Case(f"sqd transposed x=a.T {square}", "float32", "strided", TARGET_STRIDED,
                       elementwise_builder("sqd", 2, "float32", shapes=[(SIDE, SIDE), (SIDE, SIDE)], transpose_first=True)))
+    cases.append(Case(f"sqd transposed out z=c.T {square}", "float32", "strided", TARGET_STRIDED,
+                      elementwise_builder("sqd", 2, "float32", shapes=[(SIDE, SIDE), (SIDE, SIDE)], transpose_out=True)))
     # reductions: each shape with the sum of squares and the L2 norm (at 2**28: (2^24,16), (2^18,1000),
     # (64,256,64,256))
     a, b = 1 << (h // 2 - 1), 1 << (h - h // 2 + 1)
@@ -839,8 +844,8 @@ def versions() -> dict[str, Any]:
 # -- main ----------------------------------------------------------------------------------------------------
 
 
-def _selected(label: str, only: str | None) -> bool:
-    return only is None or only.lower() in label.lower()
+def _selected(label: str, only: list[str] | None) -> bool:
+    return not only or any(o.lower() in label.lower() for o in only)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -848,8 +853,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     default_out = os.environ.get("OUT") or "bench_out"
     parser.add_argument("--out", default=default_out, help=f"folder for bench.json and bench.png (default: {default_out})")
     parser.add_argument("--quick", action="store_true", help="5 timed calls per case, 2000 calls per host-cost loop")
-    parser.add_argument("--only", metavar="SUBSTR", help="run only the cases whose label holds SUBSTR "
-                        "(case-insensitive; 'host' selects the host-cost rows); the copy ceiling always runs")
+    parser.add_argument("--only", metavar="SUBSTR", action="append", help="run only the cases whose label holds "
+                        "SUBSTR (case-insensitive; repeat it for several; 'host' selects the host-cost rows); the "
+                        "copy ceiling always runs")
     parser.add_argument("--list", action="store_true", help="print the case labels and exit (needs no GPU)")
     parser.add_argument("--reps", type=int, help="timed calls per library and case (default 40, --quick 5)")
     parser.add_argument("--warmup", type=int, help="untimed calls first (default 5, --quick 2)")

@@ -75,7 +75,7 @@ def test_stale_binaries_are_removed(built, tmp_path):
 def test_cli_build_prints_table_and_writes_output(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KSPEC_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "out"
-    assert main(["build", str(REPO / "specs" / "raw.toml"), "--arch", "sm_90", "-o", str(out)]) == 0
+    assert main(["build", str(REPO / "specs" / "raw.toml"), "--arch", "sm_90", "-o", str(out), "--verbose"]) == 0
     text = capsys.readouterr().out
     assert re.search(r"fx3 .* sm_90 .* \d+", text)
     assert "5/5 modules built for sm_90" in text

@@ -58,7 +58,7 @@ def test_compile_timeout_option_and_default(tmp_path, monkeypatch, capsys):
     assert DEFAULT_COMPILE_TIMEOUT_S == 600
     seen = {}
 
-    def fake(units, *, jobs=None, timeout=None):
+    def fake(units, *, jobs=None, timeout=None, **_):
         seen["timeout"] = timeout
         return [], 0.0
 

@@ -104,9 +104,9 @@ def test_broadcast_row_takes_the_2d_int32_strided_variant(sqd):
     assert plan.grid(H200_SMS) == 1
 
 
-def test_transposed_operand_is_strided_and_dims_merge_where_they_can(sqd):
+def test_transposed_operand_is_tiled_and_dims_merge_where_they_can(sqd):
     _, plan = eplan(sqd, transposed((400, 300)), fake((400, 300)))
-    assert plan.variant.entry == "strided" and plan.extents == (300, 400)
+    assert plan.variant == VariantKey("tiled", "int32", 0, 1) and plan.extents == (300, 400)
     # a 4-d call whose outer axes merge into one
     _, plan = eplan(sqd, fake((2, 3, 4, 5)), fake((4, 1)))
     assert plan.extents == (5, 4, 6) and plan.variant == VariantKey("strided", "int32", 0, 1)
@@ -286,6 +286,109 @@ def test_strided_grid_unrolls_only_when_inner_strides_are_dense(sqd):
     _, broadcast = eplan(sqd, fake((n, n)), fake((n,)))
     assert broadcast.variant.entry == "strided" and broadcast.inner_dense
     assert broadcast.grid(H200_SMS) == H200_SMS * 16
-    _, across = eplan(sqd, transposed((n, n)), fake((n, n)))
+    # a transposed input takes the tiled entry; with a block size it cannot have, the strided one
+    _, across = eplan(sqd, transposed((n, n)), fake((n, n)), block_size=128)
     assert across.variant.entry == "strided" and not across.inner_dense
-    assert across.grid(H200_SMS) == n * n // 256
+    assert across.grid(H200_SMS) == n * n // 128
+
+
+# -- issue 17: the tiled elementwise entry and the two-pass reduction over unmerged reduced dims -------------
+
+TILED = VariantKey("tiled", "int32", 0, 1)
+
+
+def test_a_transposed_input_or_output_takes_the_tiled_entry_with_a_block_per_tile(sqd):
+    n = 1 << 14
+    _, plan = eplan(sqd, transposed((n, n)), fake((n, n)))  # (x.T - y)^2: one staged input, one direct
+    assert plan.variant == TILED and plan.block == 256 and plan.extents == (n, n)
+    assert plan.grid(H200_SMS) == (n // 32) ** 2
+    _, plan = eplan(sqd, fake((1000, 777)), fake((1000, 777)), transposed((1000, 777)))  # a transposed output
+    assert plan.variant == TILED and plan.grid(H200_SMS) == 32 * 25  # odd sizes: partial tiles count
+    _, plan = eplan(sqd, transposed((300, 300)), transposed((300, 300)), transposed((300, 300)))
+    assert plan.variant == TILED  # every operand column-major
+
+
+def test_layouts_without_a_staged_operand_keep_their_entries(sqd):
+    n = 1 << 10
+    assert eplan(sqd, fake((n, n)), fake((n, n)))[1].variant.entry == "contig"
+    assert eplan(sqd, fake((n, n)), fake((n,)))[1].variant == VariantKey("strided", "int32", 2, 1)  # row vector
+    assert eplan(sqd, fake((n, n)), fake((n, 1)))[1].variant == VariantKey("strided", "int32", 2, 1)  # column
+    assert eplan(sqd, fake((n, n), strides=(8 * n, 8)), fake((n, n)))[1].variant.entry == "strided"  # x[:, ::2]
+    # a transposed operand over a thin inner dim: tiles of 32 x 8 would idle most of each block
+    assert eplan(sqd, transposed((n, 8)), fake((n, 8)))[1].variant.entry == "strided"
+    # an explicit block size the tiled entry cannot use
+    assert eplan(sqd, transposed((n, n)), fake((n, n)), block_size=512)[1].variant.entry == "strided"
+
+
+def test_tiled_entry_needs_32bit_offsets_and_a_module_that_holds_it(sqd):
+    n = 1 << 16  # a transposed (2^16, 2^16) float32 view reaches 16 GiB: the 64-bit strided entry
+    _, plan = eplan(sqd, transposed((n, n)), fake((n, n)))
+    assert plan.variant == VariantKey("strided", "int64", 0, 1)
+    nc = kspec.ElementwiseKernel("T x, _non_const T y", "T z", "z = x; y = x", "writes_input")
+    assert TILED not in nc._specializer({"T": "float32"}, frozenset()).variants
+    _, plan = eplan(nc, transposed((64, 64)), fake((64, 64)))
+    assert plan.variant.entry == "strided"
+
+
+def test_batched_transposes_tile_the_two_inner_dims(sqd):
+    base = fake((6, 70, 45))
+    x = fake((6, 45, 70), strides=(base.strides[0], base.strides[2], base.strides[1]))  # transpose(0, 2, 1)
+    _, plan = eplan(sqd, x, fake((6, 45, 70)))
+    assert plan.variant == TILED and plan.extents == (70, 45, 6)
+    assert plan.grid(H200_SMS) == 6 * 3 * 2
+
+
+def test_staged_rule():
+    from kspec.kernels._plan import staged
+
+    assert staged([4, 4000])  # outermost first: stride 4 along dim 1, 4000 along dim 0 (a transposed view)
+    assert not staged([4000, 4])  # C order
+    assert not staged([0, 4])  # a row vector broadcast along dim 1
+    assert not staged([4, 0])  # a column broadcast along dim 0: every lane reads one address
+    assert staged([-4, 4000])  # reversed rows of a transposed view
+    assert not staged([4])
+
+
+def test_two_pass_reduction_over_axes_1_and_3(ssq):
+    _, plan = rplan(ssq, fake((64, 256, 64, 256)), axis=(1, 3))
+    assert plan.rndim == 0 and plan.inner_rows
+    strategy = reduction_strategy(plan, H200_SMS)
+    first, second = strategy.passes
+    assert strategy.kind == "inner" and strategy.workspace_items == 64 * 64 * 256
+    assert first.variant == VariantKey("rows", "int64", 1, 4) and first.nchunks == 1 and first.chunk == 256
+    assert first.group == 16  # 64 vectors per row: 16 lanes with four 16-byte loads each
+    shape = first.shape
+    assert shape.out_size == 64 * 64 * 256 and shape.red_size == 256 and shape.red == (256,)
+    assert shape.kept == (256, 64, 64)  # the outer reduced dim innermost: partial o * 256 + s
+    assert shape.in_strides["x"] == ((256 * 64 * 256 * 4 // 256, 1024, 256 * 64 * 256 * 4), (4,))
+    assert shape.out_strides["y"] == (0, 4, 256)
+    assert second.variant.entry == "split_final" and second.nchunks == 256 and second.shape is None
+    assert second.grid == 64 * 64 and second.block == 256
+
+
+def test_two_pass_reduction_frames(ssq):
+    from kspec.kernels._reduction import _static_values
+
+    _, plan = rplan(ssq, fake((3, 40, 5, 48)), axis=(1, 3), keepdims=True)
+    first, second = reduction_strategy(plan, H200_SMS).passes
+    v1, v2 = _static_values(plan, first), _static_values(plan, second)
+    assert v1["_reduce_shape"]["out_size"] == 15 * 40 and v1["_reduce_shape"]["kept_extent"] == (40, 5, 3)
+    assert v1["_reduce_shape"]["red_extent"] == (48,) and v1["_reduce_shape"]["red_ndim"] == 1
+    assert v2["_reduce_shape"]["out_size"] == 15 and v2["_reduce_shape"]["kept_extent"] == (5, 3)
+    assert v2["_workspace"] == {"nchunks": 40, "chunk": 48}
+
+
+def test_unmerged_reductions_that_keep_one_pass(ssq):
+    # the innermost reduced axis is not contiguous (axes (0, 2)): pass 1 would read across rows
+    _, plan = rplan(ssq, fake((6, 40, 5, 48)), axis=(0, 2))
+    assert plan.rndim == 0 and not plan.inner_rows and reduction_strategy(plan, H200_SMS).kind == "rows"
+    # a short innermost reduced axis
+    _, plan = rplan(ssq, fake((64, 256, 64, 8)), axis=(1, 3))
+    assert not plan.inner_rows
+    # map_expr reads the index within the reduced row
+    k = kspec.ReductionKernel("T x", "T y", "x * _J", "a + b", "y = a", "0", "uses_j")
+    _, plan = rplan(k, fake((4, 32, 4, 32)), axis=(1, 3))
+    assert not plan.inner_rows
+    # merged reduced axes stay one pass
+    _, plan = rplan(ssq, fake((6, 40, 5, 48)), axis=(1, 2, 3))
+    assert plan.rndim == 1 and not plan.inner_rows

@@ -7,7 +7,7 @@ import pytest
 from kspec.compiler import CompileOptions, compile_source
 from kspec.render import VariantKey, render, render_raw, specialize
 from kspec.render._variants import DYNAMIC_NDIM, name_expression
-from render_cases import COMPILE_CASES, L2NORM, RAW_CUCOMPLEX, SQUARED_DIFF
+from render_cases import COMPILE_CASES, GENERIC, L2NORM, RAW_CUCOMPLEX, SQUARED_DIFF
 
 
 def _compile(module, arch, name_expressions=None, extra=()):
@@ -63,3 +63,41 @@ def test_raw_module_with_cucomplex_translation_compiles():
     module = render_raw(RAW_CUCOMPLEX)
     program = _compile(module, "sm_90")
     assert program.lowered_names == {"cscale": "cscale"}
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_tiled_entry_compiles_for_every_operand_kind(arch):
+    """The tiled entry (issue 17) with a read output, a write-only output, a scalar, a raw input, loop_prep /
+    after_loop and 16-bit, complex and bool operands; for (x - y)^2 in float32, no spills and 3 tiles of
+    32 x 33 floats of static shared memory."""
+    from kspec.spec import ElementwiseSpec
+
+    spec = ElementwiseSpec(
+        name="tiled_mix",
+        in_params="T x, raw T r, float32 s, bool m",
+        out_params="T acc, U w",
+        loop_prep="int calls = 0;",
+        operation="acc = acc + (m ? x : r[i]) * (T)s; w = (U)acc; ++calls",
+        after_loop="if (calls < 0) { calls = 0; }",
+    )
+    for types in ({"T": "float32", "U": "float16"}, {"T": "complex64", "U": "complex64"}, {"T": "float64", "U": "bfloat16"}):
+        s = specialize(spec, types, scalars=("s",))
+        module = render(s)
+        tiled = VariantKey("tiled", "int32", DYNAMIC_NDIM, 1)
+        assert tiled in module.variants
+        assert _compile(module, arch, [module.variants[tiled]]).lowered_names[module.variants[tiled]]
+    # the plain case: no spills (the tiles are static shared memory, the per-thread elements registers)
+    module = render(specialize(GENERIC, {"T": "float32"}))
+    name = module.variants[VariantKey("tiled", "int32", DYNAMIC_NDIM, 1)]
+    program = _compile(module, arch, [name], extra=("--ptxas-options=-v",))
+    assert "0 bytes spill stores" in program.log and "12672 bytes smem" in program.log, program.log
+
+
+def test_tiled_entry_only_where_its_tiles_fit():
+    from kspec.render._variants import TILE_SMEM_LIMIT, tile_bytes
+
+    three_c128 = specialize(GENERIC, {"T": "complex128"})  # 3 x 16.5 KiB of tiles: over the limit
+    assert tile_bytes([16, 16, 16]) > TILE_SMEM_LIMIT
+    assert all(v.entry != "tiled" for v in three_c128.variants)
+    assert any(v.entry == "tiled" for v in specialize(GENERIC, {"T": "float64"}).variants)
+    assert all(v.entry != "tiled" for v in specialize(L2NORM, {"T": "float32"}).variants)  # reductions: none

@@ -156,12 +156,14 @@ def test_elementwise_variants_and_names():
         VariantKey("strided", "int32", 2, 1),
         VariantKey("strided", "int32", 0, 1),
         VariantKey("strided", "int64", 0, 1),
+        VariantKey("tiled", "int32", 0, 1),
     )
     assert s.name_expressions == (
         "squared_diff__contig<long long, 4>",
         "squared_diff__strided<int, 2>",
         "squared_diff__strided<int, 0>",
         "squared_diff__strided<long long, 0>",
+        "squared_diff__tiled<int, 0>",
     )
     with pytest.raises(kspec.KspecValueError, match="no launch variant"):
         s.name_expression(VariantKey("strided", "int64", 3, 1))

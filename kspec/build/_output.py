@@ -19,17 +19,16 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
 from .._atomic import write_atomic
 from .._errors import BuildOutputError
+from .._manifest import BINARY_SUFFIXES as _BINARY_SUFFIXES
+from .._manifest import MANIFEST_NAME, MANIFEST_VERSION, confined_file, manifest_document, read_manifest  # noqa: F401 (re-exported)
 from ._precompile import BuildResult, BuildUnit
 
-MANIFEST_NAME = "manifest.json"
-MANIFEST_VERSION = 2  # 2: entries carry the binary's sha256
-_BINARY_SUFFIXES = (".cubin", ".ptx")
 # A path component kspec derives from a name stays this short (file systems allow 255 bytes); a longer
 # name is cut and made unique by a digest of the whole name.
 _COMPONENT_MAX = 64
@@ -72,25 +71,6 @@ def manifest_entry(result: BuildResult) -> dict[str, Any]:
         "nvrtc_version": list(program.nvrtc_version),
         "registers": result.registers,
     }
-
-
-def confined_file(out: Path, rel: object) -> Path | None:
-    """``out / rel`` when ``rel`` is a relative POSIX path to a binary that stays inside ``out`` (symbolic
-    links included), else None: what a manifest names is data from disk, never trusted as a path."""
-    if not isinstance(rel, str) or not rel or "\\" in rel or "\0" in rel:
-        return None
-    pure = PurePosixPath(rel)
-    if pure.is_absolute() or any(part in ("", ".", "..") for part in rel.split("/")):
-        return None
-    if pure.suffix not in _BINARY_SUFFIXES:
-        return None
-    path = out.joinpath(*pure.parts)
-    try:
-        if not path.resolve().is_relative_to(out.resolve()):
-            return None
-    except (OSError, RuntimeError):  # a symlink loop
-        return None
-    return path
 
 
 def _is_kspec_manifest(path: Path) -> bool:
@@ -168,7 +148,7 @@ def write_output(results: Sequence[BuildResult], out_dir: str | os.PathLike[str]
             entries.append(manifest_entry(result))
     except OSError as exc:
         raise BuildOutputError(f"output {str(out)!r}: cannot write a binary: {exc}") from None
-    manifest = {"kspec_manifest": MANIFEST_VERSION, "kspec_version": __version__, "entries": entries}
+    manifest = manifest_document(__version__, entries, _interfaces(results))
     path = out / MANIFEST_NAME
     try:
         _write_if_changed(path, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
@@ -183,6 +163,21 @@ def write_output(results: Sequence[BuildResult], out_dir: str | os.PathLike[str]
             stale.unlink(missing_ok=True)
             _remove_if_empty(stale.parent, out)
     return path
+
+
+def _interfaces(results: Sequence[BuildResult]) -> dict[str, Any]:
+    """The launch interface of each elementwise/reduction specialization built, by its key: computed here
+    once, so a process serving the binaries never derives it (kspec/_manifest.py)."""
+    from ..render import interface_to_data, module_interface, specialize
+
+    found: dict[str, Any] = {}
+    for result in results:
+        unit = result.unit
+        if result.program is None or unit.spec.KIND == "raw" or result.key in found:
+            continue
+        specialization = specialize(unit.spec, unit.types, scalars=unit.scalars)
+        found[specialization.key] = interface_to_data(module_interface(specialization))
+    return found
 
 
 def _remove_leftovers(out: Path) -> None:
@@ -208,17 +203,3 @@ def _write_if_changed(path: Path, data: bytes) -> None:
     except OSError:
         pass
     write_atomic(path, data)
-
-
-def read_manifest(out_dir: str | os.PathLike[str], *, any_version: bool = False) -> dict[str, Any] | None:
-    """The manifest in a build directory, or None when there is none (or it is not a kspec manifest of this
-    version; ``any_version``: of any version, which is what deciding whether kspec owns a directory needs)."""
-    path = Path(out_dir) / MANIFEST_NAME
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    version = data.get("kspec_manifest")
-    return data if (version == MANIFEST_VERSION or (any_version and isinstance(version, int))) else None

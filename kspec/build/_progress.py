@@ -17,13 +17,14 @@ class BuildProgress:
     Use as a context manager and pass :meth:`advance` as ``precompile(..., on_result=)``.
     """
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, *, enabled: bool = True) -> None:
         self.total = total
+        self.enabled = enabled  # False: no bar even on a terminal (`kspec build --quiet`)
         self._bar: Any = None
         self._task: Any = None
 
     def __enter__(self) -> "BuildProgress":
-        if sys.stderr.isatty() and self.total:
+        if self.enabled and sys.stderr.isatty() and self.total:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -45,10 +46,14 @@ class BuildProgress:
 
 
 def precompile_with_progress(
-    units: Sequence[BuildUnit], *, jobs: int | None = None, timeout: float | None = DEFAULT_COMPILE_TIMEOUT_S
+    units: Sequence[BuildUnit],
+    *,
+    jobs: int | None = None,
+    timeout: float | None = DEFAULT_COMPILE_TIMEOUT_S,
+    show: bool = True,
 ) -> tuple[list[BuildResult], float]:
-    """:func:`precompile` behind a progress bar; the results and the wall time in seconds."""
+    """:func:`precompile` behind a progress bar (``show=False``: none); the results and the wall time in seconds."""
     start = time.perf_counter()
-    with BuildProgress(len(units)) as progress:
+    with BuildProgress(len(units), enabled=show) as progress:
         results = precompile(units, jobs=jobs, on_result=progress.advance, timeout=timeout)
     return results, time.perf_counter() - start

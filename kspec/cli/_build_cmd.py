@@ -34,6 +34,11 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         metavar="SECONDS",
         help=f"stop a kernel's compile after this long and report it as failed (default: {DEFAULT_COMPILE_TIMEOUT_S:g}; 0: no limit)",
     )
+    # What goes to stdout: one of these (default: a one-line summary). Failures go to stderr in every mode.
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("-v", "--verbose", action="store_true", help="print the full table: a row per module, then the summary")
+    shown.add_argument("--json", action="store_true", help="print one JSON object describing every module (for scripts)")
+    shown.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors; no progress bar")
     p.set_defaults(run=run)
 
 
@@ -68,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
         library = load_library(args.paths)  # no spec files at all is an error, as for validate
         archs = parse_archs(args.arch)
         plan = plan_build(library.values(), archs)
+        if plan.units:
+            _check_nvrtc()
         if args.output:  # every -o problem before the first compile, not after the last
             check_output_dir(args.output, plan.units)
     except KspecError as exc:
@@ -77,29 +84,40 @@ def run(args: argparse.Namespace) -> int:
         return _build(args, plan, archs)
 
 
+def _check_nvrtc() -> None:
+    """NvrtcNotFoundError before the first compile: without it every module would fail with the same error
+    (once per module) and ``-o`` would get an empty manifest. Said once, nothing written."""
+    from ..compiler import nvrtc_version
+
+    nvrtc_version()  # loads NVRTC; the cache key of every module needs its version anyway
+
+
 def _build(args: argparse.Namespace, plan: Any, archs: list[str]) -> int:
     from ..build import precompile_with_progress, write_output
+    from ._build_report import json_report, print_table, summary_line
 
-    results, wall = precompile_with_progress(plan.units, jobs=args.jobs, timeout=args.compile_timeout)
-    _print_table(results)
-    for spec, why in plan.skipped:
-        print(f"skipped {spec.name}: {why}")
+    results, wall = precompile_with_progress(plan.units, jobs=args.jobs, timeout=args.compile_timeout, show=not args.quiet)
     failures = [r for r in results if not r.ok]
+    human = not (args.json or args.quiet)
+    if args.verbose:
+        print_table(results)
+        for spec, why in plan.skipped:
+            print(f"skipped {spec.name}: {why}")
     for r in failures:
         print(f"\nFAILED {r.what}:\n{r.error}", file=sys.stderr)
-    hits = sum(r.cache_hit for r in results)
-    print(
-        f"{len(results) - len(failures)}/{len(results)} modules built for {','.join(archs)} "
-        f"in {wall:.2f} s ({hits} from the cache), {len(failures)} failed"
-    )
+    manifest: str | None = None
+    write_error: str | None = None
     if args.output:
         try:
-            manifest = write_output(results, args.output)
+            manifest = str(write_output(results, args.output))
         except KspecError as exc:  # the directory changed while compiling
-            error(str(exc))
-            return 1
-        print(f"wrote {manifest}")
-    return 1 if failures else 0
+            write_error = str(exc)
+            error(write_error)
+    if human:  # one line, whatever the number of modules: the table is --verbose's
+        print(summary_line(results, archs, wall, len(plan.skipped)) + (f"; wrote {manifest}" if manifest else ""))
+    if args.json:
+        print(json_report(results, archs=archs, wall=wall, skipped=plan.skipped, manifest=manifest, error=write_error))
+    return 1 if failures or write_error else 0
 
 
 @contextlib.contextmanager
@@ -113,25 +131,3 @@ def _sigterm_as_exit() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def _print_table(results: list) -> None:  # type: ignore[type-arg]
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="kspec build", show_lines=False)
-    for col, justify in (("kernel", "left"), ("types", "left"), ("arch", "left"), ("regs", "right"),
-                         ("compile ms", "right"), ("cache", "left")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for r in sorted(results, key=lambda r: (r.unit.spec.name, r.unit.label, r.unit.arch)):
-        regs = r.max_registers
-        table.add_row(
-            r.unit.spec.name,
-            r.unit.label,
-            r.unit.arch,
-            "-" if regs is None else str(regs),
-            "FAILED" if not r.ok else f"{r.program.compile_ms:.0f}" if not r.cache_hit else "-",
-            "hit" if r.cache_hit else "",
-        )
-    Console(width=120).print(table)
-

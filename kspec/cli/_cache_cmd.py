@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 from ..compiler import BinaryCache, default_cache
 from ._common import error
@@ -16,7 +17,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     )
     actions = p.add_subparsers(dest="cache_action", metavar="ACTION", required=True)
     for action, run, help_text in (
-        ("info", _info, "print the cache directory, its number of entries and their size"),
+        ("info", _info, "print the cache directory, its entries, their size against the cap, hits and misses"),
         ("clear", _clear, "remove every entry kspec wrote (other files stay) and print how many were removed"),
     ):
         a = actions.add_parser(action, help=help_text, description=help_text)
@@ -30,9 +31,16 @@ def _cache(args: argparse.Namespace) -> BinaryCache:
 
 def _info(args: argparse.Namespace) -> int:
     info = _cache(args).info()
+    cap = "no cap" if info.max_bytes is None else f"cap {_human(info.max_bytes)}"
+    lookups = info.hits + info.misses
+    rate = f", {100 * info.hits / lookups:.0f}% hits" if lookups else ""
+    since = time.strftime(" since %Y-%m-%d %H:%M", time.localtime(info.since)) if info.since else ""
     print(f"directory: {info.directory}")
     print(f"entries:   {info.entries}")
-    print(f"size:      {_human(info.total_bytes)} ({info.total_bytes} bytes)")
+    print(f"size:      {_human(info.total_bytes)} ({info.total_bytes} bytes), {cap} (KSPEC_CACHE_MAX_BYTES)")
+    print(f"hits:      {info.hits}")
+    print(f"misses:    {info.misses} ({lookups} lookups{rate}{since})")
+    print(f"evicted:   {info.evictions} {'entry' if info.evictions == 1 else 'entries'} (least recently used, over the cap)")
     return 0
 
 

@@ -6,14 +6,33 @@ Works with no GPU and no driver (only ``cuda.bindings.nvrtc`` is used, and impor
 
 from __future__ import annotations
 
-from ._cache import BinaryCache, CacheInfo, ClearReport, default_cache
-from ._compile import compile_cached, compile_source
-from ._includes import include_dirs
-from ._key import TEMPLATE_VERSION, cache_key
-from ._nvcc import find_nvcc
-from ._nvrtc import default_archs, nvrtc_version, supported_archs
-from ._options import DEFAULT_ARCHS, DEFAULT_COMPILE_TIMEOUT_S, CompileOptions, check_arch
-from ._program import CompiledProgram
+from typing import Any
+
+# Lazy exports: a process serving cached kernels needs the key and the cache, never the NVRTC binding;
+# each name loads its module on first access.
+_LAZY = {
+    "BinaryCache": "_cache", "CacheInfo": "_cache", "ClearReport": "_cache", "default_cache": "_cache",
+    "compile_cached": "_compile", "compile_source": "_compile",
+    "include_dirs": "_includes",
+    "TEMPLATE_VERSION": "_key", "cache_key": "_key",
+    "find_nvcc": "_nvcc",
+    "default_archs": "_nvrtc", "nvrtc_version": "_nvrtc", "supported_archs": "_nvrtc",
+    "DEFAULT_ARCHS": "_options", "DEFAULT_COMPILE_TIMEOUT_S": "_options", "CompileOptions": "_options",
+    "check_arch": "_options",
+    "CompiledProgram": "_program",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kspec.compiler' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_ARCHS",

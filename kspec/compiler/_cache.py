@@ -12,10 +12,14 @@ the next ``put`` replaces it. The directory may be shared with other files (``KS
 ``<key>.kbin`` that start with the magic, and kspec's own old temporary files (``.<key>.XXXXXXXX.tmp``,
 empty or starting with the magic); ``clear_report`` says what it could not remove. Writes go to a temporary file in the same directory and are renamed into
 place, so readers (other processes included) see either no entry or a whole one.
+
+The directory's total size is capped (``KSPEC_CACHE_MAX_BYTES``, default 1 GiB) by LRU eviction, and hits
+and misses are counted across processes: both live in :mod:`._cache_stats`.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -25,11 +29,14 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .._atomic import write_atomic
 from .._errors import CacheWarning, KspecValueError
+from .._memo import user_cache_dir
+from ._cache_stats import max_bytes_from_env, read_stats, touch, update_stats
 from ._key import ENTRY_FORMAT_VERSION
 from ._program import CompiledProgram
 
@@ -54,6 +61,11 @@ class CacheInfo:
     directory: Path | None
     entries: int
     total_bytes: int
+    max_bytes: int | None = None  # the cap (None: no cap)
+    hits: int = 0  # lookups served (this cache's directory: every process's, since `since`)
+    misses: int = 0
+    evictions: int = 0  # entries removed to keep under the cap
+    since: float = 0.0  # Unix time the counts start from (0.0: nothing counted yet)
 
 
 def encode_entry(key: str, program: CompiledProgram) -> bytes:
@@ -112,10 +124,19 @@ class BinaryCache:
     Constructing one touches no disk.
     """
 
-    def __init__(self, directory: str | os.PathLike[str] | None) -> None:
+    def __init__(self, directory: str | os.PathLike[str] | None, *, max_bytes: int | None = None) -> None:
+        """``max_bytes``: the cap on the directory's entry files; None reads ``KSPEC_CACHE_MAX_BYTES`` (default
+        1 GiB) at each write, 0 means no cap."""
         self._directory = None if directory is None else Path(os.path.abspath(os.path.expanduser(directory)))
         self._memory: dict[str, CompiledProgram] = {}
         self._writable = self._directory is not None
+        if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes < 0):
+            raise KspecValueError(f"max_bytes: expected a number of bytes >= 0 (0: no cap), got {max_bytes!r}")
+        self._max_bytes = max_bytes
+        # Counts not yet added to the directory's stats file (see _cache_stats: flushed at a write and at exit)
+        self._hits = self._misses = 0
+        self._counted_in = os.getpid()  # a forked child must not flush its parent's counts again
+        self._count_lock = threading.Lock()  # a build's compile threads share one cache
 
     def __repr__(self) -> str:
         where = "memory only" if self._directory is None else str(self._directory)
@@ -124,6 +145,48 @@ class BinaryCache:
     @property
     def directory(self) -> Path | None:
         return self._directory
+
+    @property
+    def max_bytes(self) -> int | None:
+        """The cap on the entry files' total size now (None: no cap)."""
+        if self._max_bytes is not None:
+            return self._max_bytes or None
+        return max_bytes_from_env()
+
+    def _count(self, hit: bool) -> None:
+        with self._count_lock:
+            if self._counted_in != os.getpid():
+                self._hits = self._misses = 0
+                self._counted_in = os.getpid()
+            if hit:
+                self._hits += 1
+            else:
+                self._misses += 1
+            first = self._hits + self._misses == 1
+        if first and self._directory is not None:
+            _unflushed.add(self)
+
+    def _take_counts(self) -> tuple[int, int]:
+        """This process's counts not yet flushed, now zero (the caller gives them back if the flush fails)."""
+        with self._count_lock:
+            if self._counted_in != os.getpid():
+                return 0, 0
+            taken = self._hits, self._misses
+            self._hits = self._misses = 0
+            return taken
+
+    def _give_back(self, hits: int, misses: int) -> None:
+        with self._count_lock:
+            self._hits += hits
+            self._misses += misses
+
+    def flush_counts(self) -> None:
+        """Add this process's hit and miss counts to the directory's stats file (done at exit anyway)."""
+        if self._directory is None:
+            return
+        hits, misses = self._take_counts()
+        if (hits or misses) and not update_stats(self._directory, hits=hits, misses=misses):
+            self._give_back(hits, misses)
 
     def _path(self, key: str) -> Path:
         assert self._directory is not None
@@ -135,14 +198,19 @@ class BinaryCache:
         """The cached program (``compile_ms == 0.0``), or None."""
         program = self._memory.get(key)
         if program is not None or self._directory is None:
+            self._count(program is not None)
             return program
+        path = self._path(key)
         try:
-            data = self._path(key).read_bytes()
+            data = path.read_bytes()
         except OSError:  # absent, unreadable, or the "directory" is a file
+            self._count(False)
             return None
         program = decode_entry(data, key)
+        self._count(program is not None)
         if program is not None:
             self._memory[key] = program
+            touch(path)  # the LRU clock: a used entry is the last to be evicted
         return program
 
     def put(self, key: str, program: CompiledProgram) -> None:
@@ -152,13 +220,20 @@ class BinaryCache:
         self._memory[key] = program
         if path is None or not self._writable:
             return
+        data = encode_entry(key, program)
         try:
-            write_atomic(path, encode_entry(key, program), tmp_suffix=_TMP_SUFFIX)
+            write_atomic(path, data, tmp_suffix=_TMP_SUFFIX)
         except OSError as exc:
             if decode_entry(_read_or_empty(path), key) is not None:
                 return  # another process put the same entry first (os.replace over an open file on Windows)
             self._writable = False
             _warn_once(path.parent, exc)
+            return
+        # Counts and the bytes written go to the stats file under its lock, which trims the directory to the
+        # cap when enough was written since the last trim; never the entry just written.
+        hits, misses = self._take_counts()
+        if not update_stats(path.parent, hits=hits, misses=misses, written=len(data), max_bytes=self.max_bytes, keep=key):
+            self._give_back(hits, misses)
 
     def _entry_files(self) -> list[Path]:
         """The entry files kspec wrote: named ``<key>.kbin`` and starting with kspec's magic. The directory
@@ -183,9 +258,10 @@ class BinaryCache:
 
     def info(self) -> CacheInfo:
         """Directory, number of entries and their total size in bytes (of the memory layer when no directory)."""
+        pending = (self._hits, self._misses) if self._counted_in == os.getpid() else (0, 0)
         if self._directory is None:
             total = sum(len(p.binary) for p in self._memory.values())
-            return CacheInfo(None, len(self._memory), total)
+            return CacheInfo(None, len(self._memory), total, None, *pending)
         entries, total = 0, 0
         for path in self._entry_files():
             try:
@@ -193,7 +269,9 @@ class BinaryCache:
             except OSError:
                 continue
             entries += 1
-        return CacheInfo(self._directory, entries, total)
+        stats = read_stats(self._directory)  # every process's flushed counts, plus this one's pending ones
+        return CacheInfo(self._directory, entries, total, self.max_bytes, stats.hits + pending[0],
+                         stats.misses + pending[1], stats.evictions, stats.since)  # fmt: skip
 
     def clear(self) -> int:
         """Remove every entry (memory and disk); return how many were removed (on disk, when there is a disk)."""
@@ -203,9 +281,12 @@ class BinaryCache:
         """Remove every entry kspec wrote (memory and disk) and say what could not be removed, and why."""
         in_memory = len(self._memory)
         self._memory.clear()
+        self._take_counts()  # the counts start again with the empty cache
         if self._directory is None:
             return ClearReport(in_memory, [])
         paths, failed = self._scan()
+        if self._directory.is_dir():
+            update_stats(self._directory, reset=True)
         removed = 0
         for path in paths:
             try:
@@ -242,6 +323,31 @@ class ClearReport:
     failed: list[tuple[Path, str]]
 
 
+def entry_key(name: str) -> str | None:
+    """The key of an entry file's name (``<key>.kbin``), or None for any other name."""
+    if name.endswith(_SUFFIX) and _KEY_RE.fullmatch(name[: -len(_SUFFIX)]):
+        return name[: -len(_SUFFIX)]
+    return None
+
+
+def is_entry_file(path: Path) -> bool:
+    """Whether a file named like an entry starts with kspec's magic (what kspec removes)."""
+    return _has_magic(path, empty_ok=False)
+
+
+# Caches holding counts not yet in their stats file; flushed at exit (weak: a dropped cache is not kept).
+_unflushed: "weakref.WeakSet[BinaryCache]" = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    for cache in list(_unflushed):
+        try:
+            cache.flush_counts()
+        except Exception:  # noqa: BLE001 - counts are best effort; exit must not fail over them
+            pass
+
+
 def _has_magic(path: Path, *, empty_ok: bool) -> bool:
     try:
         with path.open("rb") as handle:
@@ -273,18 +379,7 @@ def _warn_once(directory: Path, exc: OSError) -> None:
 
 def default_cache_dir() -> Path:
     """``KSPEC_CACHE_DIR``, else the platform's per-user cache directory + kspec."""
-    configured = os.environ.get("KSPEC_CACHE_DIR")
-    if configured:
-        return Path(os.path.abspath(os.path.expanduser(configured)))
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
-        return Path(base, "kspec", "Cache")
-    if sys.platform == "darwin":
-        return Path(os.path.expanduser("~"), "Library", "Caches", "kspec")
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):  # the XDG spec says to ignore a relative value
-        base = os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base, "kspec")
+    return user_cache_dir()
 
 
 _registry_lock = threading.Lock()

@@ -26,8 +26,19 @@ def kspec_include_dir() -> str:
     return str(templates_dir() / "include")
 
 
-@lru_cache(maxsize=None)
 def cuda_header_dir(libname: str) -> str | None:
+    """The header directory of ``libname`` ("cudart" or "cccl"), or None: from the toolchain memo
+    (kspec/compiler/_toolchain.py; no cuda.pathfinder import), found directly when there is no NVRTC."""
+    from ._toolchain import toolchain
+
+    try:
+        return toolchain().header_dirs.get(libname)
+    except NvrtcNotFoundError:
+        return find_header_dir(libname)
+
+
+@lru_cache(maxsize=None)
+def find_header_dir(libname: str) -> str | None:
     """The header directory of ``libname`` ("cudart" or "cccl") found by cuda.pathfinder, or None."""
     try:
         from cuda.pathfinder import find_nvidia_header_directory

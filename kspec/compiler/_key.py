@@ -10,8 +10,9 @@ from importlib import metadata
 from pathlib import Path
 
 from .._errors import KspecTypeError
-from ._includes import cuda_header_dir, include_dirs, kspec_include_dir
-from ._nvrtc import nvrtc_version
+from .._memo import tree_digest
+from ._includes import include_dirs, kspec_include_dir
+from ._toolchain import toolchain
 from ._options import CompileOptions
 
 # Bump when kspec's templates or device headers change meaning in a way their text does not show (the text
@@ -32,16 +33,16 @@ def check_name_expressions(name_expressions: Sequence[str]) -> tuple[str, ...]:
     return result
 
 
+def nvrtc_version() -> tuple[int, int]:
+    """The NVRTC version for keys, from the toolchain memo: a warm-cache lookup never loads NVRTC."""
+    return toolchain().nvrtc_version
+
+
 @lru_cache(maxsize=1)
 def kspec_headers_digest() -> str:
-    """sha256 over every file under kspec's device-header directory (path and content); once per process."""
-    digest = hashlib.sha256()
-    root = Path(kspec_include_dir())
-    if root.is_dir():
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
+    """sha256 over every file under kspec's device-header directory (path and content); once per install
+    (memoized on disk under a stamp of the files, kspec/_memo.py), then once per process."""
+    return tree_digest(kspec_include_dir())
 
 
 def _file_stamp(path: str) -> str:
@@ -54,7 +55,13 @@ def _file_stamp(path: str) -> str:
 
 @lru_cache(maxsize=1)
 def toolchain_identity() -> str:
-    """Which CUDA headers kernels are compiled against; once per process.
+    """Which CUDA headers kernels are compiled against (:func:`find_toolchain_identity`), from the toolchain
+    memo (kspec/compiler/_toolchain.py)."""
+    return toolchain().identity
+
+
+def find_toolchain_identity(dirs: dict[str, str | None]) -> str:
+    """Which CUDA headers kernels are compiled against, given the header directories found.
 
     Hashing the CCCL tree (thousands of files) per call would cost more than many compiles. Instead: the
     header packages' versions when they are pip wheels, CCCL's small version header when found (covers a
@@ -67,14 +74,14 @@ def toolchain_identity() -> str:
             parts.append(f"{dist}={metadata.version(dist)}")
         except metadata.PackageNotFoundError:
             parts.append(f"{dist}=-")
-    cccl = cuda_header_dir("cccl")
+    cccl = dirs.get("cccl")
     if cccl is not None:
         version_h = os.path.join(cccl, "cuda", "std", "__cccl", "version.h")
         try:
             parts.append(hashlib.sha256(Path(version_h).read_bytes()).hexdigest())
         except OSError:
             parts.append("no-cccl-version.h")
-    cudart = cuda_header_dir("cudart")
+    cudart = dirs.get("cudart")
     if cudart is not None:
         for header in ("cuda_runtime_api.h", "cuda_fp16.hpp", "cuda_bf16.hpp"):
             parts.append(f"{header}={_file_stamp(os.path.join(cudart, header))}")

@@ -48,6 +48,18 @@ def load_nvrtc() -> ModuleType:
         return module
 
 
+def library_path() -> str:
+    """The path of the NVRTC library that was loaded ("" when it cannot be told): the toolchain memo
+    (kspec/compiler/_toolchain.py) watches its size and mtime."""
+    load_nvrtc()
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib
+
+        return str(load_nvidia_dynamic_lib("nvrtc").abs_path or "")
+    except Exception:  # an old pathfinder, or NVRTC found another way: the other stamps still apply
+        return ""
+
+
 def nvrtc_version() -> tuple[int, int]:
     """(major, minor) of the NVRTC library that compiles, e.g. (13, 0)."""
     load_nvrtc()

@@ -1,14 +1,14 @@
 """kspec.jit: CUDA kernels written as Python functions (cupyx.jit's API), compiled through their AST.
 
->>> from kspec import jit
->>> @jit.rawkernel()
-... def elementwise_copy(x, y, size):
-...     tid = jit.blockIdx.x * jit.blockDim.x + jit.threadIdx.x
-...     ntid = jit.gridDim.x * jit.blockDim.x
-...     for i in range(tid, size, ntid):
-...         y[i] = x[i]
->>> elementwise_copy((128,), (1024,), (x, y, size))     # RawKernel style
->>> elementwise_copy[128, 1024](x, y, size)             # Numba style
+    >>> from kspec import jit
+    >>> @jit.rawkernel()
+    ... def elementwise_copy(x, y, size):
+    ...     tid = jit.blockIdx.x * jit.blockDim.x + jit.threadIdx.x
+    ...     ntid = jit.gridDim.x * jit.blockDim.x
+    ...     for i in range(tid, size, ntid):
+    ...         y[i] = x[i]
+    >>> elementwise_copy((128,), (1024,), (x, y, size))     # RawKernel style
+    >>> elementwise_copy[128, 1024](x, y, size)             # Numba style
 
 The generated kernel is a raw kernel: it is compiled by kspec's compiler into the same disk cache, launched
 by :class:`kspec.kernels.RawKernel`, and ``k.spec(*args)`` / ``rawkernel(signatures=[...])`` give raw specs

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import BinaryWarning, KspecTypeError, KspecValueError, LaunchError
-from ..build._output import MANIFEST_NAME, MANIFEST_VERSION, confined_file, read_manifest
+from .._manifest import MANIFEST_NAME, MANIFEST_VERSION, confined_file, read_manifest
 
 _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 _FORMATS = ("cubin", "ptx")
@@ -75,6 +75,10 @@ class BinaryStore:
         for k, entry in enumerate(entries):
             key, binary = self._entry(k, entry)
             self._by_key.setdefault(key, []).append(binary)
+        # launch interfaces computed by the build (kspec/_manifest.py); decoded on first use, per key
+        interfaces = manifest.get("interfaces")
+        self._interface_data: dict[str, Any] = interfaces if isinstance(interfaces, dict) else {}
+        self._interfaces: dict[str, Any] = {}
 
     def _damaged(self, why: str) -> KspecValueError:
         return KspecValueError(f"binaries: {str(self.directory / MANIFEST_NAME)!r} is damaged: {why}; rebuild it with kspec build")
@@ -97,6 +101,21 @@ class BinaryStore:
         if path is None:
             raise self._damaged(f"entry {k}: file {entry['file']!r} is not a relative path inside the directory")
         return entry["specialization_key"], StoredBinary(path, entry["format"], entry["arch"], dict(names), entry["sha256"])
+
+    def interface(self, key: str) -> Any:
+        """The launch interface (:class:`kspec.render.ModuleInterface`) the build stored for a specialization,
+        or None (an older manifest, or data this kspec does not read): the caller derives it then."""
+        if key not in self._interfaces:
+            data = self._interface_data.get(key)
+            found = None
+            if data is not None:
+                from ..render import interface_from_data
+
+                found = interface_from_data(data)
+                if found is not None and found.key != key:  # filed under another key: not this one's
+                    found = None
+            self._interfaces[key] = found
+        return self._interfaces[key]
 
     def archs(self, key: str) -> list[str]:
         """The architectures the store has for a specialization (for error messages)."""

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import dtypes
 from .._errors import KspecOverflowError, KspecTypeError, KspecValueError
 from ..runtime._interop import ARRAY_KINDS, HOST, ArrayInfo, array_info, check_same_device, is_texture_type, kind_of_object
-from ..spec import ElementwiseSpec, Param, ReductionSpec
+
+if TYPE_CHECKING:  # annotations only: binding serves plain specs too, without the Pydantic models
+    from ..spec import ElementwiseSpec, Param, ReductionSpec
 
 _PYTHON_SCALARS = (bool, int, float, complex)
 _KIND_WORDS = {"b": "bool", "i": "integer", "u": "integer", "f": "float", "c": "complex"}

@@ -17,7 +17,6 @@ from .._args import flag, options_tuple
 from ..runtime import EXPORTED, export_outputs
 from ..runtime._device import get_device
 from ..runtime._stream import _entered as _stream_entered, current_stream
-from ..spec import ElementwiseSpec
 from . import _typed
 from ._bind import Bound, bind, texture_handles
 from ._frame import Frame
@@ -28,7 +27,8 @@ from ._prepared import Launch, PreparedCall, bound_pointers, signature, sm_count
 class ElementwiseKernel(_typed.SpecKernel):
     """An elementwise kernel: ``k(*inputs)`` or ``k(*inputs, *outputs)``; kwargs ``size``, ``block_size``, ``stream``."""
 
-    SPEC = ElementwiseSpec
+    SPEC = _typed.SpecClass("ElementwiseSpec")
+    KIND = "elementwise"
 
     def __init__(
         self,
@@ -49,7 +49,7 @@ class ElementwiseKernel(_typed.SpecKernel):
                      preamble=preamble, loop_prep=loop_prep, after_loop=after_loop)
         fields: dict[str, Any] = dict(reduce_dims=flag(reduce_dims, "reduce_dims"), no_return=flag(no_return, "no_return"),
                                       return_tuple=flag(return_tuple, "return_tuple"), options=options_tuple(options))
-        self._setup(self._build_spec(ElementwiseSpec, texts, fields))
+        self._setup(self._build_spec(self.SPEC, texts, fields))
 
     @property
     def operation(self) -> str:

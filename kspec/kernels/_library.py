@@ -10,20 +10,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import KspecTypeError, KspecValueError
-from ..render import specialize
-from ..spec import ElementwiseSpec, RawSpec, ReductionSpec, load_library, parse_spec
-from ..spec._models import AnySpec
+from ..render._specialize import _key as specialization_key
+from ..spec import plain_spec
 from ._binaries import BinaryStore, binary_store
 from ._elementwise import ElementwiseKernel
 from ._raw import RawKernel, RawModule
 from ._reduction import ReductionKernel
 
 
+if TYPE_CHECKING:
+    from ..spec._models import AnySpec
+
+
 def callable_of(spec: AnySpec, binaries: BinaryStore | None = None) -> Any:
     """The kernel object a spec describes (elementwise and reduction kernels load from ``binaries`` first)."""
+    from ..render import specialize
+    from ..spec import ElementwiseSpec, RawSpec, ReductionSpec
+
     if isinstance(spec, ElementwiseSpec):
         return ElementwiseKernel.from_spec(spec, binaries=binaries)
     if isinstance(spec, ReductionSpec):
@@ -66,6 +72,12 @@ class KernelLibrary:
             self._specs[spec.name] = spec
             self._kernels[spec.name] = callable_of(spec, store)
 
+    @classmethod
+    def _of_kernels(cls, kernels: dict[str, Any], specs: dict[str, Any]) -> "KernelLibrary":
+        library = object.__new__(cls)
+        library._specs, library._kernels = specs, kernels
+        return library
+
     def __getattr__(self, name: str) -> Any:
         kernels = self.__dict__.get("_kernels", {})
         if name in kernels:
@@ -96,7 +108,10 @@ class KernelLibrary:
 
     def spec(self, name: str) -> AnySpec:
         """The spec a kernel was made from."""
-        return self._specs[name]
+        spec = self._specs[name]
+        if hasattr(spec, "validated"):  # a plain spec of a generated module: its model, validated now
+            spec = self._specs[name] = self._kernels[name].spec
+        return spec
 
     def __repr__(self) -> str:
         return f"<kspec.KernelLibrary {len(self)} kernels: {', '.join(self._kernels)}>"
@@ -117,6 +132,8 @@ def load(
         paths = list(path)
     else:
         raise KspecTypeError(f"path: expected a spec file or directory (str or os.PathLike) or several, got {type(path).__name__}")
+    from ..spec import load_library
+
     store = binary_store(binaries)  # before reading specs: a wrong binaries= is reported as such
     library = load_library(paths)  # type: ignore[arg-type]
     return KernelLibrary((library[name] for name in library), binaries=store)
@@ -127,4 +144,75 @@ def load_specs(specs: Iterable[Mapping[str, Any]], *, binaries: str | os.PathLik
     embed them. ``binaries`` as for :func:`load`; a directory without a manifest is ignored (a package
     shipped without binaries compiles on first call)."""
     # binaries=<package>/_binaries may be absent (a wheel built with compiling skipped): then kernels compile
-    return KernelLibrary((parse_spec(dict(table)) for table in specs), binaries=binary_store(binaries, optional=True))
+    store = binary_store(binaries, optional=True)
+    kernels: dict[str, Any] = {}
+    found: dict[str, Any] = {}
+    for table in specs:
+        spec = _served(dict(table), store)
+        if spec is None:  # not a table this fast path reads: the spec models validate it
+            from ..spec import parse_spec
+
+            spec = parse_spec(dict(table))
+            kernel = callable_of(spec, store)
+        else:
+            kernel = spec.kernel if isinstance(spec, _PlainRaw) else _plain_callable(spec, store)
+        found[spec.name], kernels[spec.name] = spec, kernel
+    return KernelLibrary._of_kernels(kernels, found)
+
+
+def _plain_callable(spec: Any, binaries: BinaryStore | None) -> Any:
+    from ._elementwise import ElementwiseKernel
+    from ._reduction import ReductionKernel
+
+    cls = ElementwiseKernel if spec.KIND == "elementwise" else ReductionKernel
+    return cls.from_plain(spec, binaries=binaries)
+
+
+def _served(table: dict[str, Any], binaries: BinaryStore | None) -> Any:
+    """A generated module's table as the serving path takes it, without the spec models: a plain spec
+    (elementwise, reduction), or None (validate with the models). The tables were written from validated
+    specs by ``kspec generate``; kspec/spec/_plain.py says why a table edited by hand is still safe."""
+    if table.get("kind") == "raw":
+        return _plain_raw(table, binaries)
+    return plain_spec(table)
+
+
+_RAW_FIELDS = {"kind": str, "name": str, "doc": str, "source": str, "kernels": list, "name_expressions": list,
+               "options": list, "translate_cucomplex": bool, "cooperative": bool,
+               "launch": dict, "attributes": dict}  # launch and attributes: data callable_of does not use either
+
+
+class _PlainRaw:
+    """A raw table served without the spec models: its kernel object, and the table for ``library.spec``."""
+
+    def __init__(self, table: dict[str, Any], kernel: Any) -> None:
+        self.name, self.kernel, self._table = table["name"], kernel, table
+
+    def validated(self) -> Any:
+        from ..spec import parse_spec
+
+        return parse_spec(dict(self._table))
+
+
+def _plain_raw(table: dict[str, Any], binaries: BinaryStore | None) -> _PlainRaw | None:
+    """What :func:`callable_of` makes of an inline raw spec (a generated module's raw kernels are inline),
+    or None for anything else (a path, launch defaults, attributes: the spec models take those)."""
+    if not all(k in _RAW_FIELDS and isinstance(v, _RAW_FIELDS[k]) for k, v in table.items()) or "source" not in table:
+        return None
+    if not all(isinstance(x, str) for k in ("kernels", "name_expressions", "options") for x in table.get(k, [])):
+        return None
+    from ._raw import RawKernel, RawModule
+
+    source, kernels, names = table["source"], table.get("kernels", []), table.get("name_expressions", [])
+    common = dict(options=tuple(table.get("options", ())), translate_cucomplex=table.get("translate_cucomplex", False),
+                  enable_cooperative_groups=table.get("cooperative", False))
+    kernel: Any = None
+    if len(kernels) == 1 and not names:
+        kernel = RawKernel(source, kernels[0], **common)
+        module = kernel._module
+    else:
+        module = RawModule(code=source, name_expressions=names or None, **common)
+    if binaries is not None:
+        # the key `kspec build` files the binary under (kspec.render.specialize of the same table)
+        module._use_binaries(binaries, specialization_key({**table, "source_text": source}, {}, frozenset()))
+    return _PlainRaw(table, kernel if kernel is not None else module)

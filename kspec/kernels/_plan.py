@@ -8,9 +8,7 @@ Elementwise (REFERENCE.md): non-raw inputs and outputs broadcast together; missi
 C-contiguous with the broadcast shape; ``size=`` only when every array argument is raw; size 0 launches
 nothing. ``reduce_dims`` drops extent-1 axes and merges axes that are contiguous in every operand.
 
-Reduction: the non-raw inputs broadcast together; ``axis`` (None, int, tuple; negatives normalised) picks
-the reduced axes; kept axes stay in order, reduced axes are ordered by stride (largest outer: which
-element is reduced first does not matter) and merged. Raw inputs only when the reduced axes lead.
+Reduction planning is in :mod:`kspec.kernels._plan_reduction` (on top of the shared helpers here).
 """
 
 from __future__ import annotations
@@ -21,10 +19,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .. import dtypes
-from .._errors import AxisError, KspecNotImplementedError, KspecTypeError, KspecValueError
+from .._errors import KspecTypeError, KspecValueError
 from ..render import DYNAMIC_NDIM, MAX_NDIM, Specialization, VariantKey
-from ..render._abi import COLS_MAX_WARPS, COLS_WIDE_ACC, COLS_WIDE_WARPS
-from ..spec import ElementwiseSpec, ReductionSpec
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the Pydantic models
+    from ..spec import ElementwiseSpec, ReductionSpec
 from ._bind import ArrayArg, Bound
 
 INT32_LIMIT = 2**31
@@ -33,6 +33,12 @@ DEFAULT_BLOCK = 256
 # Grid of the contiguous elementwise path: blocks per SM (measured on the H200, see kspec/render/_abi.py).
 CONTIG_BLOCKS_PER_SM = 16
 EW_UNROLL = 4  # KSPEC_EW_UNROLL of indexer.cuh
+# The tiled entry (kspec/tile.cuh): blocks of TILE_THREADS over TILE x TILE tiles of the two inner dims, used
+# only when both are at least TILE_MIN_EXTENT (thinner tiles would leave most of a block idle).
+TILE = 32
+TILE_THREADS = 256
+TILE_MIN_EXTENT = 16
+TILED_VARIANT = VariantKey("tiled", "int32", DYNAMIC_NDIM, 1)
 MAX_GRID = 2**31 - 1
 
 Specializer = Callable[[dict[str, str], frozenset[str]], Specialization]
@@ -175,6 +181,11 @@ class ElementwisePlan:
     def grid(self, sm_count: int) -> int:
         if self.variant is None:
             return 0
+        if self.variant.entry == "tiled":
+            # one block per tile (the kernel strides over tiles beyond the grid limit)
+            e0, e1 = self.extents[0], self.extents[1]
+            tiles = self.size // (e0 * e1) * -(-e0 // TILE) * -(-e1 // TILE)
+            return max(1, min(tiles, MAX_GRID))
         resident = sm_count * CONTIG_BLOCKS_PER_SM * DEFAULT_BLOCK // self.block
         if self.variant.entry == "contig":
             vec = max(1, self.variant.vec)
@@ -267,6 +278,9 @@ def plan_elementwise(
         wanted = []
     wanted.append(VariantKey("strided", "int64", DYNAMIC_NDIM, 1))
     variant = next(v for v in wanted if v in variants)
+    if fits32 and TILED_VARIANT in variants and block == TILE_THREADS and _tiles_pay(extents, merged):
+        # a transposed operand: tiles through shared memory (the tiled entry needs blocks of TILE_THREADS)
+        variant, block = TILED_VARIANT, TILE_THREADS
     return ElementwisePlan(
         specialization,
         shape,
@@ -281,230 +295,32 @@ def plan_elementwise(
     )
 
 
-# -- reduction -------------------------------------------------------------------------------------------
+def staged(strides: Sequence[int]) -> bool:
+    """Whether the tiled entry stages an operand through shared memory (``strides`` merged, outermost first):
+    its stride along loop dim 1 is nonzero and smaller than along dim 0 (a transposed view). The rule of
+    elementwise.cu.j2's tiled entry, which decides it for itself; the plan uses it only to pick the entry."""
+    return len(strides) >= 2 and strides[-2] != 0 and abs(strides[-2]) < abs(strides[-1])
 
 
-def normalize_axis(kernel: str, axis: object, ndim: int) -> tuple[int, ...]:
-    """``axis`` (None, an int, or a tuple/list of ints) -> sorted non-negative axes."""
-    if axis is None:
-        return tuple(range(ndim))
-    items = list(axis) if isinstance(axis, (tuple, list)) else [axis]
-    result = []
-    for item in items:
-        item = as_int(kernel, "axis", item, "None, an int or a tuple of ints")
-        if not -ndim <= item < ndim:
-            raise AxisError(f"axis {item} is out of bounds for array of dimension {ndim}: kernel '{kernel}'")
-        result.append(item % ndim if ndim else item)
-    if len(set(result)) != len(result):
-        raise KspecValueError(f"duplicate value in 'axis': kernel '{kernel}' got axis={axis!r}")
-    return tuple(sorted(result))
-
-
-@dataclass(frozen=True)
-class ReductionPlan:
-    """Everything about a reduction call except pointer and scalar values and the strategy."""
-
-    specialization: Specialization
-    in_shape: tuple[int, ...]
-    out_shape: tuple[int, ...]  # as returned (keepdims applied)
-    allocate: tuple[tuple[str, str], ...]
-    out_size: int
-    red_size: int
-    kept: tuple[int, ...]  # kept extents, innermost first (merged)
-    red: tuple[int, ...]  # reduced extents, innermost first (merged; (extent,) when rndim is 1)
-    in_strides: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]  # input -> (kept, reduced) strides
-    out_strides: dict[str, tuple[int, ...]]  # output -> kept strides
-    raw: dict[str, RawLayout]
-    rndim: int  # 1: one reduced dim; 0 (DYNAMIC_NDIM): several
-    contiguous_cols: bool  # the innermost kept dim is contiguous in every array input: the cols layout fits
-
-
-def plan_reduction(
-    spec: ReductionSpec,
-    bound: Bound,
-    specializer: Specializer,
-    *,
-    axis: object = None,
-    keepdims: bool = False,
-) -> ReductionPlan:
-    kernel = spec.name
-    inputs = [p for p in spec.in_params if not p.raw and p.name in bound.arrays]
-    if not inputs:
-        raise KspecValueError(
-            f"kernel '{kernel}': a reduction needs at least one non-raw array input (its shape is reduced)"
-        )
-    in_shape = broadcast_shape(kernel, [(p.name, bound.arrays[p.name].info.shape) for p in inputs])
-    ndim = len(in_shape)
-    reduced = normalize_axis(kernel, axis, ndim)
-    kept_axes = [a for a in range(ndim) if a not in reduced]
-    if any(p.raw for p in spec.params) and reduced != tuple(range(len(reduced))):
-        raise KspecNotImplementedError(
-            f"Illegal conditions: kernel '{kernel}': raw parameters need the reduced axes to be the leading ones (axis=0, (0, 1), "
-            f"...), got axis={axis!r} on a {ndim}-d input"
-        )
-    kept_shape = tuple(in_shape[a] for a in kept_axes)
-    out_shape = tuple(1 if a in reduced else in_shape[a] for a in range(ndim)) if keepdims else kept_shape
-    allocate, raw = plan_outputs(
-        spec, bound, out_shape, f"the reduction's output shape is {out_shape} (axis={axis!r}, keepdims={bool(keepdims)})"
-    )
-    specialization = specializer(bound.types, frozenset(bound.scalars))
-
-    out_size = math.prod(kept_shape)
-    red_size = math.prod(in_shape[a] for a in reduced)
-    if red_size == 0 and out_size and spec.identity is None:
-        raise KspecValueError(
-            f"zero-size array to reduction operation {kernel} which has no identity: kernel '{kernel}' cannot "
-            f"reduce an empty selection (input shape {in_shape}, axis={axis!r})"
-        )
-
-    # strides of every non-raw array operand: inputs over the input shape, outputs over the kept shape
-    in_full = {p.name: broadcast_strides(in_shape, bound.arrays[p.name].info.shape, bound.arrays[p.name].info.strides) for p in inputs}
-    outs: dict[str, tuple[int, ...]] = {}
-    for p in spec.out_params:
-        if p.raw:
-            continue
-        given = bound.arrays.get(p.name)
-        itemsize = dtypes.BY_NAME[bound.dtypes[p.name]].itemsize
-        if given is None:
-            outs[p.name] = c_strides(kept_shape, itemsize)
-        elif keepdims:
-            outs[p.name] = tuple(given.info.strides[a] for a in kept_axes)
-        else:
-            outs[p.name] = given.info.strides
-    in_names, out_names = list(in_full), list(outs)
-
-    kept_ext, kept_str = merge_dims(
-        kept_shape, [[in_full[n][a] for a in kept_axes] for n in in_names] + [list(outs[n]) for n in out_names]
-    )
-    if len(kept_ext) > MAX_NDIM:
-        raise KspecValueError(f"kernel '{kernel}': {len(kept_ext)} kept dims after merging, more than {MAX_NDIM}")
-    # reduced axes ordered by the first input's stride, largest outer, then merged
-    first = in_names[0]
-    red_axes = sorted(reduced, key=lambda a: -abs(in_full[first][a]))
-    red_ext, red_str = merge_dims([in_shape[a] for a in red_axes], [[in_full[n][a] for a in red_axes] for n in in_names])
-    if red_size == 0 or not red_ext:
-        red_ext, red_str = [red_size], [[0] for _ in in_names]
-    rndim = 1 if len(red_ext) == 1 else DYNAMIC_NDIM
-    if len(red_ext) > MAX_NDIM:
-        raise KspecValueError(f"kernel '{kernel}': {len(red_ext)} reduced dims after merging, more than {MAX_NDIM}")
-
-    n_in = len(in_names)
-    in_strides = {
-        n: (tuple(reversed(kept_str[i])), tuple(reversed(red_str[i]))) for i, n in enumerate(in_names)
-    }
-    out_strides = {n: tuple(reversed(kept_str[n_in + j])) for j, n in enumerate(out_names)}
-    contiguous_cols = bool(kept_ext) and rndim == 1 and all(
-        in_strides[n][0][0] == dtypes.BY_NAME[bound.dtypes[n]].itemsize
-        and abs(in_strides[n][1][0]) > in_strides[n][0][0]
-        for n in in_names
-    )
-    return ReductionPlan(
-        specialization,
-        in_shape,
-        out_shape,
-        allocate,
-        out_size,
-        red_size,
-        tuple(reversed(kept_ext)),
-        tuple(reversed(red_ext)),
-        in_strides,
-        out_strides,
-        raw,
-        rndim,
-        contiguous_cols,
+def _tiles_pay(extents: Sequence[int], merged: Sequence[Sequence[int]]) -> bool:
+    """The tiled entry beats the strided one: some operand is staged (an operand read across its rows makes
+    each warp of the strided entry touch 32 rows: 0.38 of copy, benchmarks/NOTES.md) and the two inner dims
+    are wide enough for tiles."""
+    return (
+        len(extents) >= 2
+        and min(extents[-1], extents[-2]) >= TILE_MIN_EXTENT
+        and any(staged(s) for s in merged)
     )
 
 
-@dataclass(frozen=True)
-class Pass:
-    """One kernel launch of a reduction."""
-
-    variant: VariantKey
-    grid: int
-    block: int
-    group: int = 0  # rows: lanes per segment
-    nchunks: int = 1
-    chunk: int = 0  # rows / split_final: elements per segment (the row length when nchunks is 1)
+# Reduction planning lives in ._plan_reduction (this module stays the elementwise and shared part); the old
+# names still resolve here, lazily, since ._plan_reduction imports this module.
+_MOVED = frozenset({"normalize_axis", "ReductionPlan", "plan_reduction", "Pass", "Strategy", "reduction_strategy"})
 
 
-@dataclass(frozen=True)
-class Strategy:
-    """How a reduction runs: one or two passes, and the workspace the split needs (in reduce items)."""
+def __getattr__(name: str) -> object:
+    if name in _MOVED:
+        from . import _plan_reduction
 
-    passes: tuple[Pass, ...]
-    workspace_items: int = 0
-    kind: str = "rows"  # "rows", "cols", "split", or "none"
-
-
-# Shape classes (kspec/render/_abi.py describes the entries):
-SHORT_ROW = 32  # rows of at most this many vectors: a power-of-two group of lanes (<= a warp) per row
-SPLIT_MIN_ROW = 16384  # rows at least this long are split over several blocks when the outputs are few
-BLOCKS_PER_SM = 4  # the grid a reduction aims at, in resident blocks per SM
-REDUCE_UNROLL = 4  # loads a lane issues before using them (KSPEC_REDUCE_UNROLL of reduce.cuh)
-WARPS_PER_SM = 64  # resident warps per SM on sm_80..sm_90 (2048 threads): what the cols grid aims to fill
-
-
-def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | None = None) -> Strategy:
-    """Pick the entry points, grid and block for ``plan`` on a device with ``sm_count`` SMs."""
-    if plan.out_size == 0:
-        return Strategy((), kind="none")
-    variants = plan.specialization.variants
-    vec = plan.specialization.vec
-    rows_variant = next(v for v in variants if v.entry == "rows" and v.ndim == plan.rndim)
-    block = block_size or DEFAULT_BLOCK
-    block = max(32, block // 32 * 32)
-    target_blocks = sm_count * BLOCKS_PER_SM
-    red = plan.red_size
-
-    if plan.contiguous_cols and plan.out_size >= 32 and red >= 2:
-        cols = next(v for v in variants if v.entry == "cols")
-        grid = min(-(-plan.out_size // 32), MAX_GRID)
-        cap = COLS_MAX_WARPS if _acc_bytes_at_most(plan) <= COLS_WIDE_ACC else COLS_WIDE_WARPS
-        if block_size is not None:
-            warps = block // 32
-        else:
-            # 32 outputs per block: with few outputs, more warps per block split each row so that one wave
-            # fills the device (axis=0 of a 16384^2 matrix: 512 blocks of 8 warps fill half of an H200; of
-            # 16 warps, 4 per SM, all of it)
-            warps = max(block // 32, WARPS_PER_SM // -(-grid // sm_count))
-        warps = max(1, min(cap, warps, -(-red // (2 * REDUCE_UNROLL))))
-        return Strategy((Pass(cols, grid, 32 * warps),), kind="cols")
-
-    if red >= SPLIT_MIN_ROW and plan.out_size < target_blocks:
-        nchunks_wanted = max(2, -(-target_blocks // plan.out_size))
-        chunk = -(-red // nchunks_wanted)
-        chunk = max(chunk, block * vec)  # at least one full block-wide vector sweep per chunk
-        chunk = -(-chunk // vec) * vec
-        nchunks = -(-red // chunk)
-        if nchunks > 1:
-            final = next(v for v in variants if v.entry == "split_final")
-            segments = plan.out_size * nchunks
-            first = Pass(rows_variant, min(segments, MAX_GRID), block, group=block, nchunks=nchunks, chunk=chunk)
-            second = Pass(final, min(plan.out_size, MAX_GRID), block, nchunks=nchunks, chunk=chunk)
-            return Strategy((first, second), workspace_items=segments, kind="split")
-
-    vectors = -(-max(red, 1) // vec)
-    if vectors <= SHORT_ROW:
-        # a group small enough that each lane has REDUCE_UNROLL vectors in flight (rows of 16 float32: one
-        # lane per row, four 16-byte loads; adjacent lanes read adjacent rows, so warps stay coalesced)
-        group = 1
-        while group * REDUCE_UNROLL < vectors:
-            group *= 2
-    elif red <= 4096:
-        group = 32
-    else:
-        group = block
-    per_block = block // group
-    grid = max(1, min(-(-plan.out_size // per_block), sm_count * 32, MAX_GRID))
-    return Strategy((Pass(rows_variant, grid, block, group=group, nchunks=1, chunk=red),), kind="rows")
-
-
-def _acc_bytes_at_most(plan: ReductionPlan) -> float:
-    """An upper bound of sizeof(kspec::Acc) in the templates: the reduce type, plus a has-value flag padded to
-    the type's alignment (at most its size) without an identity; unbounded for an opaque C type."""
-    reduce_type = plan.specialization.reduce_type
-    item = reduce_type.itemsize if reduce_type is not None else None
-    if item is None:
-        return float("inf")
-    spec = plan.specialization.spec
-    return item if isinstance(spec, ReductionSpec) and spec.identity is not None else 2 * item
+        return getattr(_plan_reduction, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

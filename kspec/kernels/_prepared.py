@@ -128,7 +128,7 @@ class PreparedCall:
         launches: list[Launch],
         workspace: int = 0,
     ) -> None:
-        spec = kernel.spec
+        spec = kernel._spec  # as the kernel holds it: a served kernel keeps its plain spec (no Pydantic)
         self.kernel_name = kernel.name
         self.binaries = kernel._binaries
         self.device_id = device_id

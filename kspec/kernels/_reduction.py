@@ -17,19 +17,19 @@ from .._args import flag, options_tuple
 from .._errors import KspecValueError
 from ..runtime import EXPORTED, export_outputs
 from ..runtime._stream import _entered as _stream_entered, current_stream
-from ..spec import ReductionSpec
 from . import _typed
 from ._bind import Bound, bind
 from ._elementwise import raw_view_values
 from ._frame import Frame
-from ._plan import Pass, ReductionPlan, plan_reduction, reduction_strategy
+from ._plan_reduction import Pass, ReductionPlan, plan_reduction, reduction_strategy
 from ._prepared import Launch, PreparedCall, bound_pointers, signature, sm_count
 
 
 class ReductionKernel(_typed.SpecKernel):
     """A reduction kernel: ``k(*inputs)`` or ``k(*inputs, *outputs)``; kwargs ``axis``, ``keepdims``, ``out``, ``stream``."""
 
-    SPEC = ReductionSpec
+    SPEC = _typed.SpecClass("ReductionSpec")
+    KIND = "reduction"
 
     def __init__(
         self,
@@ -49,7 +49,7 @@ class ReductionKernel(_typed.SpecKernel):
                      post_map_expr=post_map_expr, name=name, preamble=preamble)
         fields: dict[str, Any] = dict(identity=identity, reduce_type=reduce_type,
                                       reduce_dims=flag(reduce_dims, "reduce_dims"), options=options_tuple(options))
-        self._setup(self._build_spec(ReductionSpec, texts, fields))
+        self._setup(self._build_spec(self.SPEC, texts, fields))
 
     @property
     def map_expr(self) -> str:
@@ -153,21 +153,22 @@ def _reduce_itemsize(loaded: _typed.LoadedKernel) -> int:
 
 def _static_values(plan: ReductionPlan, step: Pass) -> dict[str, Any]:
     final = step.variant.entry == "split_final"
+    shape = step.shape or plan  # pass 1 of the "inner" strategy has a shape of its own
     static: dict[str, Any] = {
         "_reduce_shape": {
-            "out_size": plan.out_size,
-            "red_size": plan.red_size,
-            "kept_extent": plan.kept,
-            "red_extent": plan.red if not final else (plan.red_size,),
-            "kept_ndim": len(plan.kept),
-            "red_ndim": len(plan.red) if not final else 1,
+            "out_size": shape.out_size,
+            "red_size": shape.red_size,
+            "kept_extent": shape.kept,
+            "red_extent": shape.red if not final else (shape.red_size,),
+            "kept_ndim": len(shape.kept),
+            "red_ndim": len(shape.red) if not final else 1,
         },
         "_group": step.group,
         "_workspace": {"nchunks": step.nchunks, "chunk": step.chunk},
     }
-    for name, (kept, red) in plan.in_strides.items():
+    for name, (kept, red) in shape.in_strides.items():
         static[name] = {"kept_stride": kept, "red_stride": red}
-    for name, kept in plan.out_strides.items():
+    for name, kept in shape.out_strides.items():
         static[name] = {"stride": kept}
     for name, layout in plan.raw.items():
         static[name] = raw_view_values(layout)

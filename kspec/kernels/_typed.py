@@ -12,21 +12,25 @@ import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import dtypes
 from .._errors import InvalidNameError, KspecTypeError, LaunchError, NvrtcNotFoundError, ReservedNameError, SpecError
-from ..compiler import CompileOptions, compile_cached
-from ..render import ModuleInterface, RenderedModule, Specialization, VariantKey, module_interface, render, specialize
+from ..render._interface import ModuleInterface, module_interface
+from ..render._specialize import Specialization, specialize
+from ..render._variants import VariantKey
 from ..runtime import _driver
 from ..runtime._device import Device
 from ..runtime._device import get_device
 from ..runtime._devicearray import DeviceArray, allocate_like
 from ..runtime._module import LoadedModule
 from ..runtime._stream import cu_stream, stream_handle
-from ..spec import ElementwiseSpec, ReductionSpec
+
+if TYPE_CHECKING:  # the serving path never imports the spec models, the renderer or the compiler
+    from ..render import RenderedModule
+    from ..spec import ElementwiseSpec, ReductionSpec
 
 _INVALID_CONTEXT = 201
 
@@ -57,6 +61,11 @@ def interface_of(specialization: Specialization) -> ModuleInterface:
 def rendered_module(specialization: Specialization) -> RenderedModule:
     found = _rendered.get(specialization.key)
     if found is None:
+        from ..render import render
+
+        spec = specialization.spec
+        if hasattr(spec, "validated"):  # a plain spec (kspec.spec.PlainSpec): render from the validated model
+            specialization = specialize(spec.validated(), specialization.types, scalars=specialization.scalars)
         found = _rendered[specialization.key] = render(specialization)
     return found
 
@@ -92,7 +101,9 @@ def loaded_kernel(specialization: Specialization, device_id: int, binaries: Any 
         found = _loaded.get(key)
         if found is None:
             device = Device(device_id)
-            interface = interface_of(specialization)
+            # the interface the build stored with the binaries (kspec/_manifest.py), else derived
+            stored_interface = binaries.interface(specialization.key) if binaries is not None else None
+            interface = stored_interface if stored_interface is not None else interface_of(specialization)
             stored = binaries.find(specialization.key, device.arch) if binaries is not None else None
             if stored is not None:
                 image, lowered = stored.read(), stored.lowered_names
@@ -106,6 +117,8 @@ def loaded_kernel(specialization: Specialization, device_id: int, binaries: Any 
 
 
 def _compile(specialization: Specialization, rendered: RenderedModule, device: Device, binaries: Any) -> tuple[bytes, Mapping[str, str]]:
+    from ..compiler import CompileOptions, compile_cached
+
     options = CompileOptions(arch=device.arch, extra=tuple(specialization.spec.options))
     try:
         program, _hit = compile_cached(
@@ -154,7 +167,8 @@ class SpecKernel:
     Subclasses set ``SPEC`` (the spec model class) and implement ``__call__``.
     """
 
-    SPEC: type[ElementwiseSpec] | type[ReductionSpec]
+    SPEC: type[ElementwiseSpec] | type[ReductionSpec]  # a SpecClass: the model is imported on first access
+    KIND: str  # "elementwise" or "reduction"
 
     @staticmethod
     def _build_spec(cls_spec: type[ElementwiseSpec] | type[ReductionSpec], texts: dict[str, Any], fields: dict[str, Any]) -> Any:
@@ -179,6 +193,16 @@ class SpecKernel:
         kernel._setup(spec, binaries)
         return kernel
 
+    @classmethod
+    def from_plain(cls, spec: Any, *, binaries: Any = None) -> Any:
+        """The callable of a :class:`kspec.spec.PlainSpec` (a generated module's table, validated when it was
+        written): no Pydantic until something must be rendered or the spec model is asked for."""
+        if spec.KIND != cls.KIND:
+            raise KspecTypeError(f"spec: expected a {cls.KIND} spec, got a {spec.KIND} one")
+        kernel = object.__new__(cls)
+        kernel._setup(spec, binaries)
+        return kernel
+
     def _setup(self, spec: Any, binaries: Any = None) -> None:
         from ._binaries import binary_store
 
@@ -199,14 +223,18 @@ class SpecKernel:
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
         directory = None if self._binaries is None else str(self._binaries.directory)
-        return (_rebuild, (type(self), self._spec, directory))
+        return (_rebuild, (type(self), self.spec, directory))
 
     def __repr__(self) -> str:
         return f"<kspec.{type(self).__name__} {self.name!r}>"
 
     @property
     def spec(self) -> Any:
-        return self._spec
+        """The spec model (a kernel made from a plain spec validates its table here, once)."""
+        spec = self._spec
+        if hasattr(spec, "validated"):
+            spec = self._spec = spec.validated()  # same table, same keys: memoised specializations stay valid
+        return spec
 
     @property
     def name(self) -> str:
@@ -259,7 +287,7 @@ class SpecKernel:
         n = len(args)
         if n != self._nin and n != self._nin + self._nout:
             # CuPy's phrase first (ElementwiseKernel's wording; ReductionKernel's is its prefix without quotes)
-            name = repr(self.name) if self.SPEC is ElementwiseSpec else self.name
+            name = repr(self.name) if self.KIND == "elementwise" else self.name
             raise KspecTypeError(
                 f"Wrong number of arguments for {name}. It must be either {self._nin} or "
                 f"{self._nin + self._nout} (with outputs), but given {n}. kernel '{self.name}' takes "
@@ -297,6 +325,8 @@ class SpecKernel:
             device_id = get_device().id
             loaded_kernel(specialization, device_id, self._binaries)
             arch = Device(device_id).arch
+        from ..compiler import CompileOptions, compile_cached
+
         rendered = rendered_module(specialization)
         program, _hit = compile_cached(
             rendered.source,
@@ -315,6 +345,19 @@ class SpecKernel:
                 stream_handle(stream)
             except KspecTypeError as exc:
                 raise KspecTypeError(f"kernel '{self.name}': {exc}") from None
+
+
+class SpecClass:
+    """``SPEC`` of a kernel class: the spec model, imported from kspec.spec on first access (Pydantic stays
+    unloaded in a process that only serves kernels of generated modules)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        from .. import spec
+
+        return getattr(spec, self._name)
 
 
 def _stand_in(obj: Any) -> Any:

@@ -7,11 +7,33 @@ data (:mod:`kspec.render._abi` documents the exact layouts and how the launcher 
 ``render_raw(raw_spec)`` passes a raw module's source through. Never compiles, never launches.
 """
 
-from ._abi import COLS_MAX_WARPS, EntryAbi, Field, Layout, Slot
-from ._env import make_environment
-from ._render import ModuleInterface, ReduceItem, RenderedModule, module_interface, raw_source, render, render_raw
-from ._specialize import TEMPLATE_VERSION, Operand, ReduceType, Specialization, specialize
-from ._variants import DYNAMIC_NDIM, INDEX_C_TYPES, MAX_NDIM, VECTOR_BYTES, VariantKey
+from typing import Any
+
+# Lazy exports: the serving path (kspec/kernels) needs variants, the ABI and the launch interface, never
+# Jinja (``_env``, ``_render``) or the spec models; each name loads its module on first access.
+_LAZY = {
+    "COLS_MAX_WARPS": "_abi", "EntryAbi": "_abi", "Field": "_abi", "Layout": "_abi", "Slot": "_abi",
+    "make_environment": "_env",
+    "ModuleInterface": "_interface", "ReduceItem": "_interface", "module_interface": "_interface",
+    "interface_from_data": "_interface", "interface_to_data": "_interface",
+    "RenderedModule": "_render", "raw_source": "_render", "render": "_render", "render_raw": "_render",
+    "TEMPLATE_VERSION": "_specialize", "Operand": "_specialize", "ReduceType": "_specialize",
+    "Specialization": "_specialize", "specialize": "_specialize",
+    "DYNAMIC_NDIM": "_variants", "INDEX_C_TYPES": "_variants", "MAX_NDIM": "_variants",
+    "VECTOR_BYTES": "_variants", "VariantKey": "_variants",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kspec.render' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "COLS_MAX_WARPS",
@@ -27,6 +49,8 @@ __all__ = [
     "Operand",
     "ReduceItem",
     "ReduceType",
+    "interface_from_data",
+    "interface_to_data",
     "RenderedModule",
     "Slot",
     "Specialization",

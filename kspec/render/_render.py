@@ -10,44 +10,12 @@ from typing import Any
 from .. import dtypes
 from .._errors import KspecTypeError
 from ..spec import ElementwiseSpec, RawSpec, ReductionSpec
-from ._abi import EntryAbi, entry_abi
+from ._abi import EntryAbi
 from ._analysis import is_write_only
 from ._env import environment
+from ._interface import ModuleInterface, ReduceItem, module_interface
 from ._specialize import AnySpec, Specialization, specialize
 from ._variants import VariantKey
-
-
-@dataclass(frozen=True)
-class ReduceItem:
-    """The reduce type as the split reduction's workspace holds it.
-
-    ``itemsize`` / ``align`` are known when the reduce type is one of kspec's dtypes; for an opaque C type
-    they are None and the launcher reads them from the module global ``symbol`` (two uint64: sizeof, alignof).
-    """
-
-    c_type: str
-    dtype: str | None
-    itemsize: int | None
-    align: int | None
-    symbol: str
-
-
-@dataclass(frozen=True, eq=False)
-class ModuleInterface:
-    """What a launcher needs from a specialization's module, known without rendering its source.
-
-    ``variants`` maps each launch variant to its name expression (the compiler resolves these to lowered
-    names); ``abi`` gives each variant's parameter list (see ``kspec/render/_abi.py`` for the layouts and
-    for how the launcher picks a variant). Loading a precompiled binary needs only this, so a deployed
-    kernel never pays for Jinja.
-    """
-
-    name: str
-    kind: str  # "elementwise" or "reduction"
-    key: str  # the specialization's content key
-    variants: Mapping[VariantKey, str]
-    abi: Mapping[VariantKey, EntryAbi]
-    reduce_item: ReduceItem | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,20 +35,6 @@ class RenderedModule:
     abi: Mapping[VariantKey, EntryAbi]
     needs: frozenset[str]
     reduce_item: ReduceItem | None = None
-
-
-def module_interface(target: Specialization) -> ModuleInterface:
-    """The launch interface of an elementwise or reduction specialization (no template is rendered)."""
-    if isinstance(target.spec, RawSpec):
-        raise KspecTypeError("module_interface: raw modules have no launch interface (the user packs arguments)")
-    return ModuleInterface(
-        name=target.name,
-        kind=target.kind,
-        key=target.key,
-        variants=MappingProxyType({v: target.name_expression(v) for v in target.variants}),
-        abi=MappingProxyType({v: entry_abi(target.kind, v, target.operands) for v in target.variants}),
-        reduce_item=_reduce_item(target),
-    )
 
 
 def render(target: AnySpec | Specialization) -> RenderedModule:
@@ -175,6 +129,7 @@ def _elementwise_context(s: Specialization) -> dict[str, Any]:
         # the strided path may load several elements into registers before running the body on them,
         # unless the body could write an input through its reference
         hoist_loads=not any(op.non_const and op.is_array and not op.is_output for op in s.operands),
+        tiled=s.tiled,  # the module holds the tiled entry (transposed operands through shared memory)
     )
     return context
 
@@ -197,17 +152,3 @@ def _reduction_context(s: Specialization) -> dict[str, Any]:
         identity=spec.identity,
     )
     return context
-
-
-def _reduce_item(s: Specialization) -> ReduceItem | None:
-    if s.reduce_type is None:
-        return None
-    size = s.reduce_type.itemsize
-    return ReduceItem(
-        c_type=s.reduce_type.c_type,
-        dtype=s.reduce_type.dtype,
-        itemsize=size,
-        align=size,  # every dtype of kspec's table is aligned to its size
-        symbol=f"{s.name}__reduce_type_info",
-    )
-

@@ -12,16 +12,33 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Union
+from typing import TYPE_CHECKING, Any, Union
 
 from .. import dtypes
 from .._errors import KspecTypeError, KspecValueError
+from .._memo import tree_digest
 from .._resources import templates_dir
-from ..spec import ElementwiseSpec, RawSpec, ReductionSpec
 from ._analysis import needs_from_text, needs_of_raw_source
-from ._variants import VECTOR_BYTES, VariantKey, elementwise_variants, name_expression, reduction_variants
+from ._variants import (
+    TILE_SMEM_LIMIT,
+    VECTOR_BYTES,
+    VariantKey,
+    elementwise_variants,
+    name_expression,
+    reduction_variants,
+    tile_bytes,
+)
 
-AnySpec = Union[ElementwiseSpec, ReductionSpec, RawSpec]
+if TYPE_CHECKING:
+    from ..spec import ElementwiseSpec, RawSpec, ReductionSpec
+
+    AnySpec = Union[ElementwiseSpec, ReductionSpec, RawSpec]
+else:
+    # No spec import at run time: a kernel served from binaries specializes a plain spec
+    # (kspec.spec.PlainSpec) without loading Pydantic. Kinds are told apart by KIND.
+    AnySpec = Any
+
+_KINDS = ("elementwise", "reduction", "raw")
 
 # Bump when the generated code or its ABI changes meaning in a way the template files do not show. The
 # key also hashes every file under templates/, so an edited template can never reuse an old key.
@@ -106,10 +123,23 @@ class Specialization:
         return max(1, VECTOR_BYTES // max(op.itemsize for op in moved))
 
     @property
+    def tiled(self) -> bool:
+        """Whether the elementwise module holds the tiled entry: it has array operands, none of its array
+        inputs is ``_non_const`` (the entry copies inputs to registers and tiles, where a write through the
+        body's reference would be lost), and one tile per array operand fits in static shared memory."""
+        arrays = [op for op in self.operands if op.is_array]
+        return (
+            self.kind == "elementwise"
+            and bool(arrays)
+            and not any(op.non_const and not op.is_output for op in arrays)
+            and tile_bytes([op.itemsize for op in arrays]) <= TILE_SMEM_LIMIT
+        )
+
+    @property
     def variants(self) -> tuple[VariantKey, ...]:
         """Every launch variant the rendered module holds (none for a raw module)."""
         if self.kind == "elementwise":
-            return elementwise_variants(self.vec)
+            return elementwise_variants(self.vec, self.tiled)
         if self.kind == "reduction":
             return reduction_variants(self.vec)
         return ()
@@ -121,7 +151,7 @@ class Specialization:
 
     @property
     def name_expressions(self) -> tuple[str, ...]:
-        if isinstance(self.spec, RawSpec):
+        if self.kind == "raw":
             return (*self.spec.kernels, *self.spec.name_expressions)
         return tuple(name_expression(self.name, v) for v in self.variants)
 
@@ -135,12 +165,12 @@ def specialize(
     letter); dtype names go through kspec's table (aliases such as ``"f4"`` are accepted). ``scalars``
     names non-raw input parameters passed by value at this call (CuPy specialises ``f(x, 5)`` on it).
     """
-    if not isinstance(spec, (ElementwiseSpec, ReductionSpec, RawSpec)):
+    if getattr(type(spec), "KIND", None) not in _KINDS:
         raise KspecTypeError(f"spec: expected an ElementwiseSpec, ReductionSpec or RawSpec, got {type(spec).__name__}")
     if isinstance(scalars, str):  # one name, not its letters
         scalars = (scalars,)
     scalar_set = frozenset(scalars)
-    if isinstance(spec, RawSpec):
+    if spec.KIND == "raw":
         return _specialize_raw(spec, types, scalar_set)
 
     binding = _bind(spec, types)
@@ -158,7 +188,7 @@ def specialize(
         for is_output, params in ((False, spec.in_params), (True, spec.out_params))
         for p in params
     )
-    reduce_type = _reduce_type(spec, binding, operands) if isinstance(spec, ReductionSpec) else None
+    reduce_type = _reduce_type(spec, binding, operands) if spec.KIND == "reduction" else None
 
     needs: set[str] = set(dtypes.headers_for({op.dtype for op in operands}))
     if reduce_type is not None and reduce_type.dtype is not None:
@@ -253,20 +283,16 @@ def _reduce_type(spec: ReductionSpec, binding: Mapping[str, str], operands: tupl
 
 
 def _code_texts(spec: ElementwiseSpec | ReductionSpec) -> list[str]:
-    if isinstance(spec, ElementwiseSpec):
+    if spec.KIND == "elementwise":
         return [spec.preamble, spec.operation, spec.loop_prep, spec.after_loop]
     return [spec.preamble, spec.map_expr, spec.reduce_expr, spec.post_map_expr, spec.identity or "", spec.reduce_type or ""]
 
 
 @lru_cache(maxsize=1)
 def templates_digest() -> str:
-    """sha256 over every file under templates/ (relative path and content), once per process."""
-    digest = hashlib.sha256()
-    root = templates_dir()
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
+    """sha256 over every file under templates/ (relative path and content), once per install (memoized on
+    disk under a stamp of the files: kspec/_memo.py)."""
+    return tree_digest(str(templates_dir()))
 
 
 def _key(data: Mapping[str, object], binding: Mapping[str, str], scalars: frozenset[str]) -> str:

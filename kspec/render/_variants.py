@@ -10,6 +10,8 @@ Elementwise entries (``V`` = :attr:`Specialization.vec`):
 ``<name>__contig<I, V>``     every non-raw array operand C-contiguous over the loop shape: ``p[i]``;
                              V elements per load/store when they are all 16-byte aligned (checked inside)
 ``<name>__strided<I, N>``    any strides: N = 1..4 dims known at compile time, or N = 0 (runtime, <= 16)
+``<name>__tiled<I, N>``      any strides, >= 2 dims; operands whose smallest stride is along dim 1
+                             (transposed) go through shared-memory tiles so every access is coalesced
 ==========================  ==========================================================================
 
 Reduction entries (``R`` = how the reduced dims are addressed: 1 = one reduced dim with any stride,
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 IndexType = Literal["int32", "int64"]
-Entry = Literal["contig", "strided", "rows", "cols", "split_final"]
+Entry = Literal["contig", "strided", "tiled", "rows", "cols", "split_final"]
 
 INDEX_C_TYPES: dict[str, str] = {"int32": "int", "int64": "long long"}
 
@@ -44,6 +46,19 @@ MAX_NDIM = 16  # KSPEC_MAX_NDIM of templates/include/kspec/indexer.cuh
 
 # Byte width of one vector load/store of the contiguous fast paths.
 VECTOR_BYTES = 16
+
+# The tiled elementwise entry (templates/include/kspec/tile.cuh): TILE x TILE tiles, TILE_WARPS warps per
+# block, one static shared-memory tile of TILE x (TILE + 1) elements per array operand. A module holds the
+# entry only when those tiles fit in TILE_SMEM_LIMIT bytes (static shared memory stops at 48 KiB; below it,
+# blocks of 256 threads keep 5+ blocks per SM).
+TILE = 32
+TILE_WARPS = 8
+TILE_SMEM_LIMIT = 40 * 1024
+
+
+def tile_bytes(itemsizes: list[int]) -> int:
+    """Static shared memory of the tiled entry for array operands of these item sizes."""
+    return sum(TILE * (TILE + 1) * size for size in itemsizes)
 
 
 @dataclass(frozen=True, order=True)
@@ -66,7 +81,7 @@ class VariantKey:
         return INDEX_C_TYPES[self.index]
 
 
-def elementwise_variants(vec: int) -> tuple[VariantKey, ...]:
+def elementwise_variants(vec: int, tiled: bool = False) -> tuple[VariantKey, ...]:
     """The instantiations of an elementwise module, trimmed for NVRTC time.
 
     Every instantiation costs ~10 ms of NVRTC time however small it is, and the float32 module must
@@ -74,14 +89,17 @@ def elementwise_variants(vec: int) -> tuple[VariantKey, ...]:
     would save nothing) and vectorised when the dtypes allow (it checks alignment itself and falls back to
     scalar loads); the strided path in 32-bit with 2 static dims (broadcast rows/columns, transposes: the
     common strided case) and a runtime rank; a 64-bit runtime-rank fallback for launches beyond 2**31.
-    The templates take any (IndexT, NDIM, VEC); only this list is compiled.
+    The templates take any (IndexT, NDIM, VEC); only this list is compiled. ``tiled`` adds the tiled entry
+    (32-bit, runtime rank: its per-element work does not depend on the rank, so one instantiation serves
+    2-d and n-d loops) for modules that can hold it (see :attr:`Specialization.variants`).
     """
-    return (
+    variants = (
         VariantKey("contig", "int64", 0, vec),
         VariantKey("strided", "int32", 2, 1),
         VariantKey("strided", "int32", DYNAMIC_NDIM, 1),
         VariantKey("strided", "int64", DYNAMIC_NDIM, 1),
     )
+    return (*variants, VariantKey("tiled", "int32", DYNAMIC_NDIM, 1)) if tiled else variants
 
 
 def reduction_variants(vec: int) -> tuple[VariantKey, ...]:
@@ -102,7 +120,7 @@ def name_expression(kernel: str, variant: VariantKey) -> str:
     entry = variant.entry
     if entry == "contig":
         args = f"{it}, {variant.vec}"
-    elif entry == "strided" or entry == "cols":
+    elif entry in ("strided", "tiled", "cols"):
         args = f"{it}, {variant.ndim}"
     elif entry == "rows":
         args = f"{it}, {variant.ndim}, {variant.vec}"

@@ -1,0 +1,107 @@
+"""Issue 17's layouts, before and after, in one process: the tiled elementwise entry and the two-pass reduction
+over reduced axes that do not merge, against the paths they replace and CuPy, as fractions of the copy.
+
+Run on the GPU machine::
+
+    python3 benchmarks/layouts.py [--log2n 28] [--reps 40]
+
+"Before" is the same kspec with the new plans switched off by their thresholds (``TILE_MIN_EXTENT`` and
+``INNER_MIN_ROW`` set out of reach, on fresh kernels), so both rows are measured in the same run on the same
+device. Method as benchmarks/bench.py: CUDA events, median of ``--reps`` calls after warm-up, bytes = inputs
+read once + outputs written once, copy = 1 GiB device-to-device cudaMemcpy (read + write).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+SPREAD: dict[int, tuple[float, float]] = {}  # id(fn) -> (fastest, slowest) call in ms
+
+
+def time_ms(cp: Any, fn: Callable[[], object], warmup: int, reps: int) -> float:
+    for _ in range(warmup):
+        fn()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    samples = []
+    for _ in range(reps):
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        samples.append(cp.cuda.get_elapsed_time(start, stop))
+    SPREAD[id(fn)] = (min(samples), max(samples))
+    return statistics.median(samples)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--log2n", type=int, default=28)
+    parser.add_argument("--reps", type=int, default=40)
+    opts = parser.parse_args()
+    import cupy as cp
+
+    import kspec
+    from kspec.kernels import _plan, _plan_reduction
+
+    n = 1 << opts.log2n
+    side = 1 << (opts.log2n // 2)
+    a4, b4 = 1 << (opts.log2n // 4 - 1), 1 << (opts.log2n // 2 - opts.log2n // 4 + 1)
+    src = cp.random.standard_normal(n // 4 * 4, dtype=cp.float32)
+    dst = cp.empty_like(src)
+    copy_gbps = 2 * src.nbytes / time_ms(cp, lambda: cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, src.nbytes, 3, 0), 5, opts.reps) / 1e6
+    src = dst = None  # free the copy buffers
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    print(f"{props['name'].decode()}: copy {copy_gbps:.0f} GB/s; ratios are GB/s over copy")
+
+    def sqd() -> Any:
+        return kspec.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd")
+
+    def l2() -> Any:
+        return kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
+
+    csqd = cp.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd")
+    cl2 = cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
+    x = cp.random.standard_normal((side, side), dtype=cp.float32)
+    y = cp.random.standard_normal((side, side), dtype=cp.float32)
+    zc = cp.empty((side, side), cp.float32)
+    zf = cp.empty((side, side), cp.float32, order="F")
+    x4 = cp.random.standard_normal((a4, b4, a4, b4), dtype=cp.float32)
+    ew_bytes = 3 * x.nbytes
+    red_bytes = x4.nbytes + a4 * a4 * 4
+    cases: list[tuple[str, int, Callable[[Any], Callable[[], object]], Callable[[], object], Callable[[], object]]] = [
+        ("(x.T - y)^2", ew_bytes, lambda k: lambda: k(x.T, y, zc), lambda: csqd(x.T, y, zc), lambda: (x.T - y) ** 2),
+        ("(x - y)^2 -> z F-order", ew_bytes, lambda k: lambda: k(x, y, zf), lambda: csqd(x, y, zf), lambda: (x - y) ** 2),
+        (f"l2norm ({a4},{b4},{a4},{b4}) axes (1,3)", red_bytes, lambda k: lambda: k(x4, axis=(1, 3)),
+         lambda: cl2(x4, axis=(1, 3)), lambda: cp.sqrt((x4.astype(cp.float64) ** 2).sum(axis=(1, 3)))),
+    ]
+    saved = (_plan.TILE_MIN_EXTENT, _plan_reduction.INNER_MIN_ROW)
+    print(f"{'case':40s} {'before':>7s} {'after':>7s} {'CuPy':>7s}  check (medians; spread of the new path)")
+    for label, nbytes, call, cupy_call, ref in cases:
+        make = l2 if "l2norm" in label else sqd
+        _plan.TILE_MIN_EXTENT, _plan_reduction.INNER_MIN_ROW = 1 << 60, 1 << 60
+        before = call(make())
+        before()
+        _plan.TILE_MIN_EXTENT, _plan_reduction.INNER_MIN_ROW = saved
+        after = call(make())
+        zc.fill(cp.nan)
+        zf.fill(cp.nan)  # an element the new path does not write fails the check
+        out = after()
+        want = ref()
+        result = out if out is not None else (zc if "x.T" in label else zf)
+        err = float(cp.abs(result.astype(cp.float64) - want).max() / cp.abs(want).max())
+        ratios = [nbytes / time_ms(cp, fn, 3, opts.reps) / 1e6 / copy_gbps for fn in (before, after, cupy_call)]
+        fast, slow = (nbytes / t / 1e6 / copy_gbps for t in SPREAD[id(after)])
+        print(f"{label:40s} {ratios[0]:7.3f} {ratios[1]:7.3f} {ratios[2]:7.3f}  rel.err {err:.1e}; "
+              f"after: fastest {fast:.3f}, slowest {slow:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

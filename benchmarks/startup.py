@@ -1,0 +1,191 @@
+"""Start-up: from a fresh interpreter to the first kernel result, kspec next to CuPy (issue 14).
+
+Every number is the median over ``--runs`` fresh processes, timed inside the child from its first line
+(interpreter start-up itself is the same for both and left out):
+
+* floor: ``import numpy, cuda.bindings.driver`` -- what any process launching kernels pays;
+* a generated module's import (NVRTC blocked, as in a deployed wheel), then its first call served from
+  the module's ``_binaries`` (synchronised);
+* ``import kspec`` + the first ``ElementwiseKernel(...)(x, y)`` with a warm disk cache, next to
+  ``import cupy`` + the same CuPy call from CuPy's warm cache;
+* the same with an empty cache (NVRTC compiles), for both.
+
+``--root DIR`` (repeatable, ``label=DIR``) runs the kspec rows against other checkouts too (e.g. HEAD in a
+git worktree), so before and after share one run. Then ``python -X importtime`` of the generated module's
+import: the entries with the largest cumulative time. Usage::
+
+    python benchmarks/startup.py [--runs 7] [--root before=.device/head]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+N = 1 << 20
+
+_PRE = "import time\n_t0 = time.perf_counter()\n"
+_OUT = "import json\nprint(json.dumps({k: v * 1e3 for k, v in _r.items()}))\n"
+
+FLOOR = _PRE + """
+import numpy, cuda.bindings.driver
+_r = {"import": time.perf_counter() - _t0}
+""" + _OUT
+
+GENERATED = _PRE + """
+import sys
+sys.modules["cuda.bindings.nvrtc"] = None  # a deployed wheel: NVRTC is not installed
+import numpy as np
+import startup_pkg.elementwise as ew
+_t1 = time.perf_counter()
+import kspec
+x = kspec.asarray(np.ones(%(n)d, np.float32)); y = kspec.asarray(np.ones(%(n)d, np.float32))
+kspec.get_device().synchronize()
+_t2 = time.perf_counter()
+z = ew.squared_diff(x, y)
+kspec.get_device().synchronize()
+_t3 = time.perf_counter()
+_r = {"import": _t1 - _t0, "first_call": _t3 - _t2, "total": _t3 - _t0 - (_t2 - _t1)}
+""" + _OUT
+
+KSPEC_EW = _PRE + """
+import numpy as np
+import kspec
+x = kspec.asarray(np.ones(%(n)d, np.float32)); y = kspec.asarray(np.ones(%(n)d, np.float32))
+kspec.get_device().synchronize()
+_t1 = time.perf_counter()
+k = kspec.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y) + %(salt)s", "startup_sqd")
+z = k(x, y)
+kspec.get_device().synchronize()
+_t2 = time.perf_counter()
+_r = {"first_call": _t2 - _t1}
+""" + _OUT
+
+CUPY_EW = _PRE + """
+import numpy as np
+import cupy
+x = cupy.ones(%(n)d, cupy.float32); y = cupy.ones(%(n)d, cupy.float32)
+cupy.cuda.Device().synchronize()
+_t1 = time.perf_counter()
+k = cupy.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y) + %(salt)s", "startup_sqd")
+z = k(x, y)
+cupy.cuda.Device().synchronize()
+_t2 = time.perf_counter()
+_r = {"first_call": _t2 - _t1}
+""" + _OUT
+
+IMPORT_KSPEC = _PRE + "import kspec.kernels\n_r = {'import': time.perf_counter() - _t0}\n" + _OUT
+IMPORT_CUPY = _PRE + "import cupy\n_r = {'import': time.perf_counter() - _t0}\n" + _OUT
+
+
+def child(code: str, env: dict[str, str], cwd: Path) -> dict[str, float]:
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def median(code: str, env: dict[str, str], cwd: Path, runs: int, fresh: dict[str, str] | None = None) -> dict[str, float]:
+    """Median of each timing over ``runs`` fresh processes; ``fresh``: env vars given a new empty directory
+    per run (an empty cache)."""
+    samples = []
+    for _ in range(runs):
+        run_env = dict(env)
+        for var in fresh or {}:
+            run_env[var] = tempfile.mkdtemp(prefix="startup-cold-")
+        samples.append(child(code, run_env, cwd))
+    return {k: statistics.median(s[k] for s in samples) for k in samples[0]}
+
+
+def prepare(root: Path, work: Path, label: str) -> tuple[dict[str, str], Path]:
+    """A generated package with binaries for this device, built by the kspec at ``root``."""
+    pkg_parent = work / label
+    pkg = pkg_parent / "startup_pkg"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(pkg_parent), str(root), os.environ.get("PYTHONPATH")])), "KSPEC_CACHE_DIR": str(work / f"{label}-cache"),
+           "KSPEC_MEMO_DIR": str(work / f"{label}-memo"), "CUPY_CACHE_DIR": str(work / "cupy-cache")}
+    spec = str(REPO / "specs" / "elementwise.toml")
+    subprocess.run([sys.executable, "-m", "kspec", "generate", spec, "-o", str(pkg)], check=True, env=env, cwd=work,
+                   capture_output=True)
+    probe = subprocess.run([sys.executable, "-c", "import kspec; print(kspec.get_device().arch)"], env=env, cwd=work,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([sys.executable, "-m", "kspec", "build", spec, "-o", str(pkg / "_binaries"), "--arch", probe],
+                   check=True, env=env, cwd=work, capture_output=True)
+    return env, pkg_parent
+
+
+def importtime(env: dict[str, str], cwd: Path, top: int) -> list[tuple[int, int, str]]:
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import startup_pkg.elementwise"], env=env,
+                          cwd=cwd, capture_output=True, text=True, check=True)
+    rows = []
+    for line in done.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line and "self [us]" not in line:
+            _, self_us, cumulative, name = (part.strip() for part in line.replace("import time:", "|").split("|"))
+            rows.append((int(cumulative), int(self_us), name))
+    return sorted(rows, reverse=True)[:top]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--root", action="append", default=[], help="label=DIR: another kspec checkout to time")
+    parser.add_argument("--top", type=int, default=15)
+    args = parser.parse_args()
+    roots = [("this", REPO)] + [(r.split("=", 1)[0], Path(r.split("=", 1)[1]).resolve()) for r in args.root]
+    try:
+        import cupy  # noqa: F401
+
+        have_cupy = True
+    except ImportError:
+        have_cupy = False
+    work = Path(tempfile.mkdtemp(prefix="kspec-startup-"))
+    rows: list[tuple[str, str, float | None, float | None]] = []
+    try:
+        base_env = {**os.environ, "CUPY_CACHE_DIR": str(work / "cupy-cache")}
+        floor = median(FLOOR, base_env, work, args.runs)["import"]
+        rows.append(("floor: import numpy, cuda.bindings.driver", "-", floor, None))
+        cupy_import = cupy_warm = cupy_cold = None
+        if have_cupy:
+            cupy_import = median(IMPORT_CUPY, base_env, work, args.runs)["import"]
+            child(CUPY_EW % {"n": N, "salt": "0"}, base_env, work)  # warm CuPy's cache
+            cupy_warm = median(CUPY_EW % {"n": N, "salt": "0"}, base_env, work, args.runs)["first_call"]
+            cupy_cold = median(CUPY_EW % {"n": N, "salt": "0"}, base_env, work, args.runs, fresh={"CUPY_CACHE_DIR": ""})["first_call"]
+        importtimes = None
+        for label, root in roots:
+            env, cwd = prepare(root, work, label)
+            gen = median(GENERATED % {"n": N}, env, cwd, args.runs)
+            rows.append((f"generated module import (NVRTC blocked) [{label}]", label, gen["import"], None))
+            rows.append((f"  then its first call from its binaries [{label}]", label, gen["first_call"], None))
+            rows.append((f"  import + first call, / floor [{label}]", label, gen["total"] / floor, None))
+            imp = median(IMPORT_KSPEC, env, cwd, args.runs)["import"]
+            rows.append((f"import kspec.kernels [{label}] | import cupy", label, imp, cupy_import))
+            child(KSPEC_EW % {"n": N, "salt": "0"}, env, cwd)  # warm the disk cache (and the memos)
+            warm = median(KSPEC_EW % {"n": N, "salt": "0"}, env, cwd, args.runs)["first_call"]
+            rows.append((f"first ElementwiseKernel call, warm cache [{label}] | CuPy", label, warm, cupy_warm))
+            if cupy_import is not None and cupy_warm is not None:
+                rows.append((f"  import + first call (warm), kspec / CuPy [{label}]", label, (imp + warm) / (cupy_import + cupy_warm), None))
+            cold = median(KSPEC_EW % {"n": N, "salt": "0"}, env, cwd, args.runs, fresh={"KSPEC_CACHE_DIR": ""})["first_call"]
+            rows.append((f"first ElementwiseKernel call, empty cache [{label}] | CuPy", label, cold, cupy_cold))
+            if importtimes is None:
+                importtimes = importtime(env, cwd, args.top)
+        print(f"start-up, median of {args.runs} fresh processes (ms; rows marked / are ratios)")
+        print(f"{'what':72} {'kspec':>10} {'CuPy':>10}")
+        for what, _label, ours, theirs in rows:
+            print(f"{what:72} {ours:10.2f} {'' if theirs is None else f'{theirs:10.2f}':>10}")
+        print(f"\npython -X importtime -c 'import startup_pkg.elementwise' [{roots[0][0]}]: top {args.top} by cumulative time")
+        print(f"{'cumulative us':>14} {'self us':>9}  module")
+        for cumulative, self_us, name in importtimes or []:
+            print(f"{cumulative:14d} {self_us:9d}  {name}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

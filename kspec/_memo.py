@@ -1,0 +1,120 @@
+"""Facts that are costly to compute and rarely change, memoized on disk once per install (a leaf module).
+
+A process that serves kernels from binaries or from the binary cache must not hash kspec's template tree,
+load NVRTC or ask cuda.pathfinder where the CUDA headers are: each costs milliseconds to tens of
+milliseconds, and the answers change only when something is installed. So they are computed once, written
+as small JSON files in :func:`memo_dir` and reused while a *stamp* of what they depend on
+(paths with size and mtime, environment variables) is unchanged. Stamps use ``stat`` only: cheaper than
+reading, and an edit in place changes the mtime. A memo that cannot be read or written is recomputed;
+nothing here raises for I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from ._atomic import write_atomic
+
+MEMO_FORMAT = 1  # bump when what a memo holds changes meaning
+
+
+def user_cache_dir() -> Path:
+    """``KSPEC_CACHE_DIR``, else the platform's per-user cache directory + kspec."""
+    configured = os.environ.get("KSPEC_CACHE_DIR")
+    if configured:
+        return Path(os.path.abspath(os.path.expanduser(configured)))
+    return _platform_cache_dir()
+
+
+def memo_dir() -> Path:
+    """``KSPEC_MEMO_DIR``, else ``kspec-meta`` beside the platform's kspec cache directory. Never inside the
+    binary cache directory: that one may be shared (``KSPEC_CACHE_DIR``) and holds only cache entries."""
+    configured = os.environ.get("KSPEC_MEMO_DIR")
+    if configured:
+        return Path(os.path.abspath(os.path.expanduser(configured)))
+    base = _platform_cache_dir()
+    return base.with_name(base.name + "-meta")
+
+
+def _platform_cache_dir() -> Path:
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
+        return Path(base, "kspec", "Cache")
+    if sys.platform == "darwin":
+        return Path(os.path.expanduser("~"), "Library", "Caches", "kspec")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec says to ignore a relative value
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base, "kspec")
+
+
+def path_stamp(path: str | os.PathLike[str]) -> str:
+    """``size:mtime_ns`` of a path, or ``-`` when it does not exist."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "-"
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+def memoized(name: str, stamp: str, compute: Callable[[], Any]) -> Any:
+    """The JSON value stored under ``name`` when it was stored with this ``stamp``; else ``compute()``,
+    stored for the next process. ``name`` must be a plain file name."""
+    path = memo_dir() / f"{name}.json"
+    try:
+        data = json.loads(path.read_bytes())
+        if isinstance(data, dict) and data.get("format") == MEMO_FORMAT and data.get("stamp") == stamp:
+            return data["value"]
+    except (OSError, ValueError, KeyError):
+        pass
+    value = compute()
+    store(name, stamp, value)
+    return value
+
+
+def store(name: str, stamp: str, value: Any) -> None:
+    """Write (or overwrite) the memo ``name``."""
+    path = memo_dir() / f"{name}.json"
+    try:
+        write_atomic(path, json.dumps({"format": MEMO_FORMAT, "stamp": stamp, "value": value}).encode())
+    except OSError:  # a read-only home: compute again next time, still correct
+        pass
+
+
+def _tree_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+def _hash_tree(root: Path, files: Iterable[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def tree_digest(root: str) -> str:
+    """sha256 over every file under ``root`` (relative path and content, ``__pycache__`` skipped), computed
+    once per install: memoized on disk under a stamp of every file's path, size and mtime.
+
+    Why a stamp of the files and not of the directories: editing a template in place changes only the
+    file's mtime. Walking and stat-ing the ~15 files of kspec's templates costs a fraction of reading and
+    hashing them, and no process after the first reads a template it does not render. Callers memoize
+    the result in-process.
+    """
+    base = Path(root)
+    if not base.is_dir():
+        return hashlib.sha256(b"").hexdigest()
+    files = _tree_files(base)
+    stamp = hashlib.sha256(
+        "\0".join(f"{p.relative_to(base).as_posix()}={path_stamp(p)}" for p in files).encode()
+    ).hexdigest()
+    name = "tree-" + hashlib.sha256(os.path.abspath(root).encode()).hexdigest()[:24]
+    value = memoized(name, stamp, lambda: _hash_tree(base, files))
+    return str(value)

@@ -1,0 +1,141 @@
+"""The launch interface of a specialization (variants, name expressions, ABI) and its stored form.
+
+Known without rendering: no Jinja, no spec models. ``kspec build`` computes it once per specialization
+and stores :func:`interface_to_data` in the manifest; a process serving that binary reads it back with
+:func:`interface_from_data` instead of deriving it again. The encoding is generic over the frozen
+dataclasses of this package (variants, slots, layouts, ...): a new launch variant or slot kind needs no
+change here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from .._errors import KspecTypeError
+from . import _abi, _variants
+from ._abi import EntryAbi, entry_abi
+from ._specialize import Specialization
+from ._variants import VariantKey
+
+INTERFACE_FORMAT = 1  # bump when the encoding below changes
+
+
+@dataclass(frozen=True)
+class ReduceItem:
+    """The reduce type as the split reduction's workspace holds it.
+
+    ``itemsize`` / ``align`` are known when the reduce type is one of kspec's dtypes; for an opaque C type
+    they are None and the launcher reads them from the module global ``symbol`` (two uint64: sizeof, alignof).
+    """
+
+    c_type: str
+    dtype: str | None
+    itemsize: int | None
+    align: int | None
+    symbol: str
+
+
+@dataclass(frozen=True, eq=False)
+class ModuleInterface:
+    """What a launcher needs from a specialization's module, known without rendering its source.
+
+    ``variants`` maps each launch variant to its name expression (the compiler resolves these to lowered
+    names); ``abi`` gives each variant's parameter list (see ``kspec/render/_abi.py`` for the layouts and
+    for how the launcher picks a variant). Loading a precompiled binary needs only this, so a deployed
+    kernel never pays for Jinja.
+    """
+
+    name: str
+    kind: str  # "elementwise" or "reduction"
+    key: str  # the specialization's content key
+    variants: Mapping[VariantKey, str]
+    abi: Mapping[VariantKey, EntryAbi]
+    reduce_item: ReduceItem | None = None
+
+
+def module_interface(target: Specialization) -> ModuleInterface:
+    """The launch interface of an elementwise or reduction specialization (no template is rendered)."""
+    if target.kind == "raw":
+        raise KspecTypeError("module_interface: raw modules have no launch interface (the user packs arguments)")
+    return ModuleInterface(
+        name=target.name,
+        kind=target.kind,
+        key=target.key,
+        variants=MappingProxyType({v: target.name_expression(v) for v in target.variants}),
+        abi=MappingProxyType({v: entry_abi(target.kind, v, target.operands) for v in target.variants}),
+        reduce_item=_reduce_item(target),
+    )
+
+
+def _reduce_item(s: Specialization) -> ReduceItem | None:
+    if s.reduce_type is None:
+        return None
+    size = s.reduce_type.itemsize
+    return ReduceItem(
+        c_type=s.reduce_type.c_type,
+        dtype=s.reduce_type.dtype,
+        itemsize=size,
+        align=size,  # every dtype of kspec's table is aligned to its size
+        symbol=f"{s.name}__reduce_type_info",
+    )
+
+
+# -- stored form: JSON-able data ------------------------------------------------------------------------
+
+
+def _classes() -> dict[str, type]:
+    """Every dataclass an interface is made of, by name (found, not listed: new ones need no change)."""
+    found: dict[str, type] = {}
+    for module in (_variants, _abi):
+        for name, obj in vars(module).items():
+            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__:
+                found[name] = obj
+    found["ReduceItem"] = ReduceItem
+    found["ModuleInterface"] = ModuleInterface
+    return found
+
+
+def _encode(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        data = {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        data["@"] = type(value).__name__
+        return data
+    if isinstance(value, Mapping):  # keys are dataclasses (variants): a list of pairs
+        return {"@map": [[_encode(k), _encode(v)] for k, v in value.items()]}
+    if isinstance(value, (tuple, list)):
+        return [_encode(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"cannot store a {type(value).__name__} in a launch interface")
+
+
+def _decode(value: Any, classes: dict[str, type]) -> Any:
+    if isinstance(value, list):
+        return tuple(_decode(v, classes) for v in value)  # every sequence field of these dataclasses is a tuple
+    if isinstance(value, dict):
+        if "@map" in value:
+            return MappingProxyType({_decode(k, classes): _decode(v, classes) for k, v in value["@map"]})
+        cls = classes[value["@"]]
+        return cls(**{k: _decode(v, classes) for k, v in value.items() if k != "@"})
+    return value
+
+
+def interface_to_data(interface: ModuleInterface) -> dict[str, Any]:
+    """The interface as JSON-able data (what ``kspec build`` writes into the manifest)."""
+    return {"format": INTERFACE_FORMAT, "interface": _encode(interface)}
+
+
+def interface_from_data(data: object) -> ModuleInterface | None:
+    """The interface stored by :func:`interface_to_data`, or None when the data is not one this kspec reads
+    (another format, or damaged): the caller then derives it from the specialization."""
+    if not isinstance(data, dict) or data.get("format") != INTERFACE_FORMAT:
+        return None
+    try:
+        result = _decode(data["interface"], _classes())
+    except (KeyError, TypeError, ValueError):
+        return None
+    return result if isinstance(result, ModuleInterface) else None

@@ -1,0 +1,170 @@
+"""Plain specs: the read-only view of an already validated spec table, without Pydantic.
+
+A generated module embeds each kernel's table as ``kspec generate`` wrote it from a validated spec (the
+spec's ``to_data()``). Serving those kernels from binaries or from the cache needs the parameters, the
+flags and the texts, not validation: a :class:`PlainSpec` offers the attributes the kernels, the plans
+and :func:`kspec.render.specialize` read, parsed from the table by a strict reader. Whatever the reader
+does not recognise exactly as ``to_data()`` writes it gives None, and the caller validates the table with
+the spec models instead. A table edited by hand cannot get a binary it was not built from either: binaries
+and cache entries are found by a content key over the table itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .. import dtypes
+
+_COMMON = {"kind", "name", "doc", "options", "in_params", "out_params", "preamble", "reduce_dims", "instantiations", "scalars"}
+_FIELDS = {
+    "elementwise": _COMMON | {"operation", "loop_prep", "after_loop", "no_return", "return_tuple"},
+    "reduction": _COMMON | {"map_expr", "reduce_expr", "post_map_expr", "identity", "reduce_type"},
+}
+_REQUIRED = {"elementwise": ("operation",), "reduction": ("map_expr", "reduce_expr", "post_map_expr")}
+
+
+@dataclass(frozen=True)
+class PlainParam:
+    """One parameter, as :class:`kspec.spec.Param` describes it."""
+
+    name: str
+    type: str
+    raw: bool = False
+    non_const: bool = False
+
+    @property
+    def is_placeholder(self) -> bool:
+        return dtypes.is_placeholder(self.type)
+
+
+class PlainSpec:
+    """An elementwise or reduction spec table as attributes (see the module docstring)."""
+
+    KIND: ClassVar[str] = ""
+
+    def __init__(self, table: Mapping[str, Any], in_params: tuple[PlainParam, ...], out_params: tuple[PlainParam, ...]) -> None:
+        self._table = dict(table)
+        self.name: str = table["name"]
+        self.doc: str = table.get("doc", "")
+        self.options: tuple[str, ...] = tuple(table.get("options", ()))
+        self.in_params = in_params
+        self.out_params = out_params
+        self.preamble: str = table.get("preamble", "")
+        self.reduce_dims: bool = table.get("reduce_dims", True)
+        self.scalars: tuple[str, ...] = tuple(table.get("scalars", ()))
+
+    @property
+    def params(self) -> tuple[PlainParam, ...]:
+        return self.in_params + self.out_params
+
+    def _extra_placeholders(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def placeholders(self) -> tuple[str, ...]:
+        """Placeholder letters in order of first use (inputs, outputs, then reduce_type)."""
+        seen: dict[str, None] = {}
+        for p in self.params:
+            if p.is_placeholder:
+                seen.setdefault(p.type)
+        for extra in self._extra_placeholders():
+            seen.setdefault(extra)
+        return tuple(seen)
+
+    @property
+    def output_only_placeholders(self) -> tuple[str, ...]:
+        bound_by_inputs = {p.type for p in self.in_params if p.is_placeholder}
+        return tuple(t for t in self.placeholders if t not in bound_by_inputs)
+
+    @property
+    def requires_explicit_outputs(self) -> bool:
+        return bool(self.output_only_placeholders)
+
+    def to_data(self) -> dict[str, Any]:
+        """The table itself: what the validated spec's ``to_data()`` gave when it was written."""
+        return dict(self._table)
+
+    def validated(self) -> Any:
+        """The spec model of this table (imports Pydantic): for rendering, compiling and ``kernel.spec``."""
+        from ._models import parse_spec
+
+        return parse_spec(dict(self._table))
+
+
+class PlainElementwiseSpec(PlainSpec):
+    KIND: ClassVar[str] = "elementwise"
+
+    def __init__(self, table: Mapping[str, Any], in_params: tuple[PlainParam, ...], out_params: tuple[PlainParam, ...]) -> None:
+        super().__init__(table, in_params, out_params)
+        self.operation: str = table["operation"]
+        self.loop_prep: str = table.get("loop_prep", "")
+        self.after_loop: str = table.get("after_loop", "")
+        self.no_return: bool = table.get("no_return", False)
+        self.return_tuple: bool = table.get("return_tuple", False)
+
+
+class PlainReductionSpec(PlainSpec):
+    KIND: ClassVar[str] = "reduction"
+
+    def __init__(self, table: Mapping[str, Any], in_params: tuple[PlainParam, ...], out_params: tuple[PlainParam, ...]) -> None:
+        super().__init__(table, in_params, out_params)
+        self.map_expr: str = table["map_expr"]
+        self.reduce_expr: str = table["reduce_expr"]
+        self.post_map_expr: str = table["post_map_expr"]
+        self.identity: str | None = table.get("identity")
+        self.reduce_type: str | None = table.get("reduce_type")
+
+    def _extra_placeholders(self) -> tuple[str, ...]:
+        rt = self.reduce_type
+        return (rt,) if rt is not None and dtypes.is_placeholder(rt) else ()
+
+
+def _params(text: object) -> tuple[PlainParam, ...] | None:
+    """Parameters from the exact form ``format_params`` writes, or None."""
+    if not isinstance(text, str):
+        return None
+    if not text:
+        return ()
+    params = []
+    for item in text.split(", "):
+        words = item.split(" ")
+        raw = words[:1] == ["raw"]
+        words = words[1:] if raw else words
+        non_const = words[:1] == ["_non_const"]
+        words = words[1:] if non_const else words
+        if len(words) != 2 or not words[1].isidentifier():
+            return None
+        type_name, name = words
+        if not (dtypes.is_placeholder(type_name) and type_name.isascii() and type_name.isalpha()):
+            if dtypes.canonical_name(type_name) != type_name:  # to_data() writes canonical names only
+                return None
+        params.append(PlainParam(name, type_name, raw, non_const))
+    return tuple(params)
+
+
+_TYPES = {"name": str, "doc": str, "preamble": str, "reduce_dims": bool, "operation": str, "loop_prep": str,
+          "after_loop": str, "no_return": bool, "return_tuple": bool, "map_expr": str, "reduce_expr": str,
+          "post_map_expr": str, "identity": (str, type(None)), "reduce_type": (str, type(None))}
+
+
+def plain_spec(table: Mapping[str, Any]) -> PlainSpec | None:
+    """The plain spec of an elementwise or reduction table written by ``to_data()``, or None (another kind,
+    or anything this reader does not recognise: validate the table with the spec models then)."""
+    kind = table.get("kind")
+    fields = _FIELDS.get(kind) if isinstance(kind, str) else None
+    if fields is None or not set(table) <= fields or "name" not in table:
+        return None
+    if not all(name in table for name in _REQUIRED[kind]):
+        return None
+    if not all(isinstance(table[k], t) for k, t in _TYPES.items() if k in table):
+        return None
+    options, scalars = table.get("options", []), table.get("scalars", [])
+    if not (isinstance(options, list) and isinstance(scalars, list) and all(isinstance(o, str) for o in [*options, *scalars])):
+        return None
+    in_params, out_params = _params(table.get("in_params", "")), _params(table.get("out_params", ""))
+    if in_params is None or out_params is None:
+        return None
+    cls = PlainElementwiseSpec if kind == "elementwise" else PlainReductionSpec
+    return cls(table, in_params, out_params)

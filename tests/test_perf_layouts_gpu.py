@@ -1,0 +1,222 @@
+"""The layouts of issue 17 on a GPU, against NumPy: the tiled elementwise entry (transposed inputs and
+outputs, mixed layouts, sizes that are not multiples of the tile, 3-d loops, bodies that read their output
+or use ``i``) and the two-pass reduction over reduced axes that do not merge (4-d over (1, 3), (0, 2),
+(1, 2, 3), keepdims, no identity).
+
+Every call checks which plan it took (kspec.kernels._plan), so that a silent fallback to another entry
+cannot make these tests pass without testing the new code. Outputs are poisoned with NaN first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kspec
+from kspec.kernels._bind import bind
+from kspec.kernels._plan import plan_elementwise
+from kspec.kernels._plan_reduction import plan_reduction, reduction_strategy
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture
+def cp():
+    return pytest.importorskip("cupy")
+
+
+@pytest.fixture(scope="module")
+def sqd():
+    return kspec.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd_layouts")
+
+
+def _rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _entry(kernel, *args):
+    nin = kernel.nin
+    bound = bind(kernel.spec, args[:nin], args[nin:] or None)
+    plan = plan_elementwise(kernel.spec, bound, kernel._specializer)
+    return plan.variant.entry if plan.variant is not None else None
+
+
+def _poisoned(cp, shape, dtype, order="C"):
+    out = cp.empty(shape, dtype=dtype, order=order)
+    out.fill(np.nan if np.dtype(dtype).kind in "fc" else 0)
+    return out
+
+
+# -- tiled elementwise ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(64, 64), (1000, 777), (33, 65), (17, 1031), (2049, 40)])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_transposed_input_against_a_contiguous_one(cp, sqd, shape, dtype):
+    rng = _rng(1)
+    a = rng.standard_normal(shape[::-1]).astype(dtype)
+    b = rng.standard_normal(shape).astype(dtype)
+    x, y = cp.asarray(a).T, cp.asarray(b)  # x: transposed view, y: C-contiguous
+    assert _entry(sqd, x, y) == "tiled"
+    ref = (a.T.astype(np.float64) - b) ** 2
+    got = sqd(x, y).get()
+    np.testing.assert_allclose(got.astype(np.float64), ref, rtol=1e-2 if dtype == "float16" else 1e-6, atol=1e-3 if dtype == "float16" else 0)
+
+
+@pytest.mark.parametrize("shape", [(256, 300), (31, 1000), (1025, 33)])
+def test_transposed_output(cp, sqd, shape):
+    rng = _rng(2)
+    a = rng.standard_normal(shape).astype(np.float32)
+    b = rng.standard_normal(shape).astype(np.float32)
+    z = _poisoned(cp, shape, np.float32, order="F")  # column-major output, contiguous inputs
+    assert _entry(sqd, cp.asarray(a), cp.asarray(b), z) == "tiled"
+    sqd(cp.asarray(a), cp.asarray(b), z)
+    np.testing.assert_allclose(z.get(), (a.astype(np.float64) - b) ** 2, rtol=1e-6)
+
+
+def test_every_operand_transposed_and_x_dot_t_minus_x(cp, sqd):
+    rng = _rng(3)
+    a = rng.standard_normal((300, 300)).astype(np.float32)
+    x = cp.asarray(a)
+    z = _poisoned(cp, (300, 300), np.float32, order="F")
+    assert _entry(sqd, x.T, x, z) == "tiled"
+    sqd(x.T, x, z)
+    np.testing.assert_allclose(z.get(), (a.T.astype(np.float64) - a) ** 2, rtol=1e-6)
+    w = cp.asfortranarray(x)
+    z2 = _poisoned(cp, (300, 300), np.float32, order="F")
+    sqd(w, w.T.T, z2)  # all three column-major: tiled, each staged
+    assert float(cp.abs(z2).max()) == 0.0
+
+
+def test_mixed_broadcast_negative_strides_and_views(cp, sqd):
+    rng = _rng(4)
+    a = rng.standard_normal((500, 400)).astype(np.float32)
+    r = rng.standard_normal(400).astype(np.float32)
+    x = cp.asarray(a).T[::-1, 3:]  # transposed, reversed rows, sliced: (400, 497)
+    y = cp.asarray(r)[:, None]  # a column broadcast along dim 0: stride 0 there, not staged
+    assert _entry(sqd, x, y) == "tiled"
+    got = sqd(x, y).get()
+    np.testing.assert_allclose(got, (a.T[::-1, 3:].astype(np.float64) - r[:, None]) ** 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("perm", [(0, 2, 1), (1, 2, 0), (2, 1, 0)])
+def test_three_d_loops(cp, sqd, perm):
+    rng = _rng(5)
+    a = rng.standard_normal((6, 70, 45)).astype(np.float32)
+    x = cp.asarray(a).transpose(perm)
+    b = rng.standard_normal(x.shape).astype(np.float32)
+    got = sqd(x, cp.asarray(b)).get()  # whichever entry the plan picks, the values are NumPy's
+    np.testing.assert_allclose(got, (a.transpose(perm).astype(np.float64) - b) ** 2, rtol=1e-6)
+    if perm == (0, 2, 1):  # a batch of transposes: planes of (45, 70) tiles
+        assert _entry(sqd, x, cp.asarray(b)) == "tiled"
+
+
+def test_body_sees_the_flat_c_order_index_and_reads_its_output(cp):
+    k = kspec.ElementwiseKernel("T x", "T z", "z = z + x + (T)i", "accumulate_i")
+    rng = _rng(6)
+    a = rng.standard_normal((130, 97)).astype(np.float64)
+    z0 = rng.standard_normal((97, 130)).astype(np.float64)
+    z = cp.asarray(z0).T  # transposed output that the body reads
+    x = cp.asarray(a)
+    assert _entry(k, x, z) == "tiled"
+    k(x, z)
+    ref = z0.T + a + np.arange(a.size, dtype=np.float64).reshape(a.shape)
+    np.testing.assert_allclose(z.get(), ref, rtol=1e-14)
+
+
+def test_two_outputs_one_transposed_and_a_scalar(cp):
+    k = kspec.ElementwiseKernel("T x, T y, float32 s", "T u, T v", "u = x * s + y; v = x - y", "two_out")
+    rng = _rng(7)
+    a = rng.standard_normal((200, 150)).astype(np.float32)
+    b = rng.standard_normal((150, 200)).astype(np.float32)
+    x, y = cp.asarray(a), cp.asarray(b).T
+    u = _poisoned(cp, (200, 150), np.float32)
+    v = _poisoned(cp, (200, 150), np.float32, order="F")
+    assert _entry(k, x, y, np.float32(2), u, v) == "tiled"
+    k(x, y, np.float32(2.0), u, v)
+    np.testing.assert_allclose(u.get(), a * 2 + b.T, rtol=1e-6)
+    np.testing.assert_allclose(v.get(), a - b.T, rtol=1e-6)
+
+
+def test_complex_and_integer_transposes(cp):
+    k = kspec.ElementwiseKernel("T x, T y", "T z", "z = x * y", "mul_layouts")
+    rng = _rng(8)
+    a = (rng.standard_normal((90, 70)) + 1j * rng.standard_normal((90, 70))).astype(np.complex64)
+    np.testing.assert_allclose(k(cp.asarray(a).T, cp.asarray(a.T.copy())).get(), a.T * a.T, rtol=1e-5)
+    n = rng.integers(-1000, 1000, (123, 45)).astype(np.int32)
+    np.testing.assert_array_equal(k(cp.asarray(n).T, cp.asarray(n.T.copy())).get(), n.T * n.T)
+
+
+# -- reductions over reduced dims that do not merge ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def l2norm():
+    return kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm_layouts")
+
+
+def _strategy(kernel, x, axis, keepdims=False):
+    bound = bind(kernel.spec, (x,), None)
+    plan = plan_reduction(kernel.spec, bound, kernel._specializer, axis=axis, keepdims=keepdims)
+    return reduction_strategy(plan, 132).kind
+
+
+@pytest.mark.parametrize("axis", [(1, 3), (0, 2), (1, 2, 3), (0, 1, 3), (0, 3)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_l2norm_of_4d_over_axes(cp, l2norm, axis, keepdims):
+    rng = _rng(9)
+    shape = (6, 40, 5, 48)
+    a = rng.standard_normal(shape).astype(np.float32)
+    x = cp.asarray(a)
+    got = l2norm(x, axis=axis, keepdims=keepdims).get()
+    ref = np.sqrt((a.astype(np.float64) ** 2).sum(axis=axis, keepdims=keepdims))
+    assert got.shape == ref.shape
+    np.testing.assert_allclose(got, ref, rtol=1e-5)
+    if axis in ((1, 3), (0, 1, 3), (0, 3)):  # the innermost reduced axis is the contiguous one
+        assert _strategy(l2norm, x, axis, keepdims) == "inner"
+
+
+def test_axes_1_3_with_out_and_odd_sizes(cp, l2norm):
+    rng = _rng(10)
+    a = rng.standard_normal((7, 33, 3, 1001)).astype(np.float32)
+    out = _poisoned(cp, (7, 3), np.float32)
+    l2norm(cp.asarray(a), axis=(1, 3), out=out)
+    np.testing.assert_allclose(out.get(), np.sqrt((a.astype(np.float64) ** 2).sum(axis=(1, 3))), rtol=1e-5)
+    out_t = _poisoned(cp, (3, 7), np.float32).T  # a transposed output
+    l2norm(cp.asarray(a), axis=(1, 3), out=out_t)
+    np.testing.assert_allclose(out_t.get(), np.sqrt((a.astype(np.float64) ** 2).sum(axis=(1, 3))), rtol=1e-5)
+
+
+def test_axes_1_3_without_identity_and_with_a_float16_input(cp):
+    kmax = kspec.ReductionKernel("T x", "T y", "x", "a > b ? a : b", "y = a", None, "max_layouts")
+    rng = _rng(11)
+    a = rng.standard_normal((4, 20, 6, 64)).astype(np.float32)
+    x = cp.asarray(a)
+    assert _strategy(kmax, x, (1, 3)) == "inner"
+    np.testing.assert_array_equal(kmax(x, axis=(1, 3)).get(), a.max(axis=(1, 3)))
+    ssq16 = kspec.ReductionKernel("T x", "float32 y", "float(x) * float(x)", "a + b", "y = a", "0", "ssq16_layouts",
+                                  reduce_type="float")
+    h = rng.standard_normal((3, 17, 5, 200)).astype(np.float16)
+    got = ssq16(cp.asarray(h), axis=(1, 3)).get()
+    np.testing.assert_allclose(got, (h.astype(np.float64) ** 2).sum(axis=(1, 3)), rtol=1e-4)
+
+
+def test_map_expr_reading_the_row_index_keeps_the_one_pass_path(cp):
+    # _J is the index within the whole reduced row: pass 1 would see another one, so the plan keeps one pass
+    k = kspec.ReductionKernel("T x", "T y", "x * (T)(_J % 3)", "a + b", "y = a", "0", "row_index_sum")
+    rng = _rng(12)
+    a = rng.standard_normal((3, 8, 4, 32)).astype(np.float64)
+    x = cp.asarray(a)
+    assert _strategy(k, x, (1, 3)) == "rows"
+    got = k(x, axis=(1, 3)).get()
+    moved = np.moveaxis(a, 1, 2).reshape(3, 4, 8 * 32)  # reduced elements in the plan's order (stride order)
+    weights = np.arange(8 * 32) % 3
+    np.testing.assert_allclose(got, (moved * weights).sum(axis=-1), rtol=1e-12)
+
+
+def test_the_bench_shape_at_full_size(cp, l2norm):
+    rng = cp.random.default_rng(13)
+    x = rng.standard_normal((64, 256, 64, 256), dtype=cp.float32)
+    got = l2norm(x, axis=(1, 3))
+    ref = cp.sqrt((x.astype(cp.float64) ** 2).sum(axis=(1, 3)))
+    assert float(cp.abs(got - ref).max() / ref.max()) < 1e-5

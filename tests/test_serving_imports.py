@@ -1,0 +1,134 @@
+"""The serving path stays lean (issue 14): a generated module whose kernels come from binaries imports no
+Pydantic, Jinja, NVRTC, renderer or build machinery.
+
+Each test runs a fresh interpreter (imports are per process) that imports a generated module, calls a
+kernel served from its ``_binaries`` and then lists the forbidden modules it finds in ``sys.modules``.
+On the CPU machine the call goes through a fake driver (tests/test_runtime_launch_cpu.py's, which decodes
+the parameter buffer as libcuda would): import, binary lookup, sha256 check, module load and launch all
+run for real up to the driver. The GPU test launches on the device and checks the result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _path(*first: object) -> str:
+    """PYTHONPATH with ``first`` ahead of what this process was given (where pydantic may live)."""
+    return os.pathsep.join([*(str(f) for f in first), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+# cuda.pathfinder is not here: cuda.bindings.driver itself imports it (the floor every launch pays).
+FORBIDDEN = (
+    "pydantic", "jinja2", "cuda.bindings.nvrtc", "cuda.core", "kspec.build", "kspec.codegen",
+    "kspec.render._render", "kspec.render._env", "kspec.spec._models", "kspec.spec._params",
+    "kspec.compiler._compile", "kspec.compiler._nvrtc",
+)
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A generated package for specs/elementwise.toml and specs/reduction.toml, with sm_90 binaries."""
+    root = tmp_path_factory.mktemp("served")
+    out = root / "served_pkg"
+    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(root / "cache")}
+    specs = [str(REPO / "specs" / "elementwise.toml"), str(REPO / "specs" / "reduction.toml")]
+    subprocess.run([sys.executable, "-m", "kspec", "generate", *specs, "-o", str(out)], check=True, env=env, cwd=root)
+    subprocess.run(
+        [sys.executable, "-m", "kspec", "build", *specs, "-o", str(out / "_binaries"), "--arch", "sm_90"],
+        check=True, env=env, cwd=root, capture_output=True,
+    )
+    return root
+
+
+def _run(root: Path, script: str, cache: str = "cache") -> dict:
+    env = {**os.environ, "PYTHONPATH": _path(root, REPO), "KSPEC_CACHE_DIR": str(root / cache)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+_FAKE_CALL = """
+import json, sys
+import numpy as np
+import served_pkg.elementwise as ew
+
+sys.path.insert(0, {tests!r})
+from test_runtime_launch_cpu import FakeDriver, fake_array
+from kspec.runtime import _driver, _launch
+
+# the entry points the build wrote, with each parameter's size, from the manifest (plain JSON)
+manifest = json.load(open(ew.__file__.rsplit("/", 1)[0] + "/_binaries/manifest.json"))
+kernels = {{}}
+for entry in manifest["entries"]:
+    interface = manifest["interfaces"].get(entry["specialization_key"])
+    if interface is None:
+        continue
+    for variant, abi in interface["interface"]["abi"]["@map"]:
+        expression = interface["interface"]["variants"]["@map"]
+        name = dict((json.dumps(k, sort_keys=True), v) for k, v in expression)[json.dumps(variant, sort_keys=True)]
+        kernels[entry["lowered_names"][name]] = tuple(s["layout"]["size"] for s in abi["slots"])
+drv = FakeDriver(kernels)
+_driver._driver, _driver._failure, _driver._device_count = drv, None, 1
+_launch.LAUNCHER = "bindings"
+
+x, y, z = (fake_array(0x10000 * (i + 1), shape=(1024,)) for i in range(3))
+ew.squared_diff(x, y, z)
+forbidden = sorted(m for m in {forbidden!r} if m in sys.modules)
+print(json.dumps({{"forbidden": forbidden, "loaded": len(drv.loaded), "launches": [l["kernel"] for l in drv.launches]}}))
+"""
+
+
+def test_generated_module_served_from_binaries_imports_nothing_heavy(package: Path) -> None:
+    result = _run(package, _FAKE_CALL.format(tests=str(REPO / "tests"), forbidden=FORBIDDEN))
+    assert result["loaded"] == 1 and len(result["launches"]) == 1, result  # the binary was loaded and launched
+    assert result["forbidden"] == [], f"the serving path imported {result['forbidden']}"
+
+
+def test_second_process_needs_no_toolchain_or_template_hashing(package: Path) -> None:
+    """The cache key's facts come from the on-disk memo (kspec/_memo.py): a process computing a key after
+    one that wrote the memo loads neither NVRTC nor cuda.pathfinder."""
+    script = (
+        "import json, sys\nfrom kspec.compiler import cache_key, CompileOptions\n"
+        "cache_key('x', options=CompileOptions(arch='sm_90'))\n"
+        "print(json.dumps(sorted(m for m in ('cuda.bindings.nvrtc', 'cuda.pathfinder') if m in sys.modules)))"
+    )
+    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_MEMO_DIR": str(package / "memo")}
+    for expect_clean in (False, True):
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        if expect_clean:
+            assert json.loads(out.stdout) == []
+
+
+@pytest.mark.gpu
+def test_generated_module_launches_from_binaries_on_the_gpu(tmp_path: Path) -> None:
+    import kspec.compiler
+
+    root = tmp_path
+    out = root / "served_pkg"
+    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(root / "cache")}
+    spec = str(REPO / "specs" / "elementwise.toml")
+    subprocess.run([sys.executable, "-m", "kspec", "generate", spec, "-o", str(out)], check=True, env=env, cwd=root)
+    arch = kspec.get_device().arch
+    assert arch in kspec.compiler.supported_archs()
+    subprocess.run([sys.executable, "-m", "kspec", "build", spec, "-o", str(out / "_binaries"), "--arch", arch],
+                   check=True, env=env, cwd=root, capture_output=True)
+    script = f"""
+import json, sys
+import numpy as np
+import served_pkg.elementwise as ew
+import kspec
+x = kspec.asarray(np.arange(4096, dtype=np.float32)); y = kspec.asarray(np.ones(4096, dtype=np.float32))
+z = ew.squared_diff(x, y)
+ok = bool(np.allclose(z.get(), (np.arange(4096, dtype=np.float32) - 1) ** 2))
+print(json.dumps({{"ok": ok, "forbidden": sorted(m for m in {FORBIDDEN!r} if m in sys.modules)}}))
+"""
+    result = _run(root, script, cache="empty-cache")  # an empty cache: only the binary can serve it
+    assert result == {"ok": True, "forbidden": []}
