@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._errors import KspecTypeError, KspecValueError
-from ..render._specialize import _key as specialization_key
+from ..render import specialization_key
 from ..spec import plain_spec
 from ._binaries import BinaryStore, binary_store
 from ._elementwise import ElementwiseKernel

@@ -18,9 +18,7 @@ import numpy as np
 
 from .. import dtypes
 from .._errors import InvalidNameError, KspecTypeError, LaunchError, NvrtcNotFoundError, ReservedNameError, SpecError
-from ..render._interface import ModuleInterface, module_interface
-from ..render._specialize import Specialization, specialize
-from ..render._variants import VariantKey
+from ..render import ModuleInterface, Specialization, VariantKey, module_interface, specialize  # lazy: no Jinja
 from ..runtime import _driver
 from ..runtime._device import Device
 from ..runtime._device import get_device

@@ -18,7 +18,7 @@ _LAZY = {
     "interface_from_data": "_interface", "interface_to_data": "_interface",
     "RenderedModule": "_render", "raw_source": "_render", "render": "_render", "render_raw": "_render",
     "TEMPLATE_VERSION": "_specialize", "Operand": "_specialize", "ReduceType": "_specialize",
-    "Specialization": "_specialize", "specialize": "_specialize",
+    "Specialization": "_specialize", "specialize": "_specialize", "specialization_key": "_specialize",
     "DYNAMIC_NDIM": "_variants", "INDEX_C_TYPES": "_variants", "MAX_NDIM": "_variants",
     "VECTOR_BYTES": "_variants", "VariantKey": "_variants",
 }
@@ -61,4 +61,5 @@ __all__ = [
     "render",
     "render_raw",
     "specialize",
+    "specialization_key",
 ]

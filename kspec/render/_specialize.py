@@ -306,3 +306,7 @@ def _key(data: Mapping[str, object], binding: Mapping[str, str], scalars: frozen
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
+
+# The content key of a spec table (``to_data()``), a binding and scalar inputs, for callers that hold the
+# table but no spec model (a generated module's raw kernels, served without Pydantic).
+specialization_key = _key
