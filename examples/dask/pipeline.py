@@ -100,8 +100,9 @@ def partial_cupy(block: Any, axis: Any, keepdims: bool) -> Any:
     return ssq(block, axis=axis, keepdims=keepdims)
 
 
-def combine(block: Any, axis: Any, keepdims: bool) -> Any:
-    return block.sum(axis=axis, keepdims=keepdims)
+def combine(partials: Any, axis: Any, keepdims: bool) -> Any:
+    """The partial sums of several chunks (concatenated by Dask) summed: few values, any library's sum."""
+    return partials.sum(axis=axis, keepdims=keepdims)
 
 
 def random_chunk(block_info: Any = None, seed: int = 0, dtype: str = "float32") -> Any:
@@ -118,9 +119,10 @@ def pipeline(x: Any, y: Any, use_cupy: bool = False) -> Any:
     import dask.array as da
 
     axpy = axpy_kernel(use_cupy)
-    z = da.map_blocks(step_cupy if use_cupy else step_kspec, x, y, axpy, dtype=x.dtype)
+    # meta= says what the chunks are (CuPy or NumPy arrays), so Dask never calls the tasks on empty stand-ins
+    z = da.map_blocks(step_cupy if use_cupy else step_kspec, x, y, axpy, dtype=x.dtype, meta=x._meta)
     total = da.reduction(z, partial_cupy if use_cupy else partial_kspec, combine, dtype="float32",
-                         concatenate=False)
+                         meta=x._meta.astype("float32"))
     return da.sqrt(total)
 
 
@@ -151,8 +153,11 @@ def run(gpus: int, gib: float, chunk_mib: int, workdir: Path, use_cupy: bool = F
     n -= n % chunk
     with cluster(gpus, workdir) as c, Client(c) as client:
         client.wait_for_workers(gpus)
-        x = da.map_blocks(random_chunk, chunks=((chunk,) * (n // chunk),), dtype="float32", seed=1)
-        y = da.map_blocks(random_chunk, chunks=((chunk,) * (n // chunk),), dtype="float32", seed=2)
+        import cupy as cp
+
+        meta = cp.empty((0,), dtype="float32")
+        x = da.map_blocks(random_chunk, chunks=((chunk,) * (n // chunk),), dtype="float32", meta=meta, seed=1)
+        y = da.map_blocks(random_chunk, chunks=((chunk,) * (n // chunk),), dtype="float32", meta=meta, seed=2)
         norm = pipeline(x, y, use_cupy)
         float(norm.compute())  # warm-up: compiles or loads once per worker
         start = time.perf_counter()
