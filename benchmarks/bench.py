@@ -21,7 +21,7 @@ Method (.library/device/METHOD.md):
 * bandwidth of a kernel: bytes of every input read once + every output written once, over the median time;
 * host cost per call: 1-element float32 arrays, loops of ``--host-calls`` calls, the device synchronised at
   the end of each loop (inside the timed region), the variants taking turns; median of 7 loops after warm-up.
-  This supersedes ``benchmarks/host_cost.py`` (same calls, same method) and adds cuda.core's ``launch()``.
+  It includes cuda.core's ``launch()`` (the former ``benchmarks/host_cost.py`` is folded in here).
 
 A failed check marks the case FAILED in the table; an exception marks it ERROR; neither stops the run.
 Prints a table at the end (the device name and copy bandwidth at its top) and writes ``bench.json`` (all
@@ -86,7 +86,7 @@ ELEMENTWISE_DEFS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "sqd": (("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd"), {}),
     "fma3": (("T a, T b, T c", "T w", "w = a * b + c", "fma3"), {}),
     "axpy": (("float32 a, T x, T y", "T z", "z = a * x + y", "axpy"), {}),
-    # the host-cost kernel of benchmarks/host_cost.py: concrete types, no placeholder
+    # the host-cost kernel: concrete types, no placeholder
     "sqd32": (("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)", "sqd32"), {}),
 }
 REDUCTION_DEFS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {

@@ -8,6 +8,14 @@ FATBIN_MAGIC = (0xBA55ED50).to_bytes(4, "little")
 HEAD_BYTES = 4096
 
 
+def loadable_image(data: bytes, fmt: str) -> bytes:
+    """``data`` as ``cuModuleLoadData`` takes it: PTX (``fmt`` "ptx" or ".ptx") gets the NUL that ends the
+    string it reads; a CUBIN or fatbin is returned as it is."""
+    if fmt in ("ptx", ".ptx") and not data.endswith(b"\0"):
+        return data + b"\0"
+    return data
+
+
 def content_problem(suffix: str, head: bytes) -> str | None:
     """Why ``head`` (a file's first bytes) does not hold what ``suffix`` says, or None."""
     if suffix == ".cubin" and not head.startswith(ELF_MAGIC):

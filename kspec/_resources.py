@@ -7,6 +7,12 @@ from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
+# Bump when kspec's templates, device headers, generated code or its ABI change meaning in a way their text
+# does not show (the text itself is hashed), so specializations and binaries cached by an older kspec are
+# not reused. Part of the
+# specialization key (kspec/render) and of the cache key (kspec/compiler).
+TEMPLATE_VERSION = 1
+
 
 @lru_cache(maxsize=1)
 def templates_dir() -> Path:
@@ -23,3 +29,12 @@ def templates_dir() -> Path:
     raise FileNotFoundError(
         "kspec's templates directory is missing; looked in " + " and ".join(str(c) for c in candidates)
     )
+
+
+@lru_cache(maxsize=1)
+def templates_digest() -> str:
+    """sha256 over every file under templates/ (relative path and content), once per install (memoized on
+    disk under a stamp of the files: kspec/_memo.py)."""
+    from ._memo import tree_digest
+
+    return tree_digest(str(templates_dir()))

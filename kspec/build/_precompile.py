@@ -13,8 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .._errors import KspecError
-from ..compiler import BinaryCache, CompiledProgram, CompileOptions, cache_key, compile_cached, default_cache
-from ..compiler._cubin import register_counts
+from ..compiler import BinaryCache, CompiledProgram, CompileOptions, cache_key, compile_cached, default_cache, register_counts
 from ..render import RenderedModule, render, render_raw, specialize
 from ..spec import AnySpec, RawSpec
 from ._worker import STACK_BYTES

@@ -6,7 +6,8 @@ Works with no GPU and no driver (only ``cuda.bindings.nvrtc`` is used, and impor
 
 from __future__ import annotations
 
-from typing import Any
+from .._lazy import lazy_getattr
+
 
 # Lazy exports: a process serving cached kernels needs the key and the cache, never the NVRTC binding;
 # each name loads its module on first access.
@@ -18,20 +19,13 @@ _LAZY = {
     "find_nvcc": "_nvcc",
     "default_archs": "_nvrtc", "nvrtc_version": "_nvrtc", "supported_archs": "_nvrtc",
     "DEFAULT_ARCHS": "_options", "DEFAULT_COMPILE_TIMEOUT_S": "_options", "CompileOptions": "_options",
-    "check_arch": "_options",
+    "arch_number": "_options", "arch_version": "_options", "check_arch": "_options",
+    "register_counts": "_cubin",
     "CompiledProgram": "_program",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kspec.compiler' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -104,17 +104,7 @@ def compile_source(
 
     dump_note = _dump_note(source, name, error)
     if error:
-        parts = [
-            f"kernel '{name}': NVRTC {version[0]}.{version[1]} failed to compile it for {arch} ({error})",
-            "NVRTC log:",
-            _indent(log) if log else "  (empty)",
-            "options: " + " ".join(args),
-            f"source ({name}.cu):",
-            number_lines(source),
-        ]
-        if dump_note:
-            parts.append(dump_note)
-        raise CompileError("\n".join(parts), kernel=name, log=log, source=source)
+        raise _failure(f"NVRTC {version[0]}.{version[1]}", "NVRTC", name, arch, error, log, args, source, dump_note)
 
     assert output is not None
     if log:
@@ -167,17 +157,7 @@ def _compile_nvcc(
     compile_ms = (time.perf_counter() - start) * 1e3
     dump_note = _dump_note(source, name, error)
     if error:
-        parts = [
-            f"kernel '{name}': nvcc {nvcc_version(nvcc)} ({nvcc}) failed to compile it for {arch} ({error})",
-            "nvcc log:",
-            _indent(log) if log else "  (empty)",
-            "options: " + " ".join(args),
-            f"source ({name}.cu):",
-            number_lines(source),
-        ]
-        if dump_note:
-            parts.append(dump_note)
-        raise CompileError("\n".join(parts), kernel=name, log=log, source=source)
+        raise _failure(f"nvcc {nvcc_version(nvcc)} ({nvcc})", "nvcc", name, arch, error, log, args, source, dump_note)
     lowered: dict[str, str] = {}
     if names:  # NVRTC's own lowering of the same source, parsed only
         output = run_nvrtc(source, f"{name}.cu", [*options.to_args(include_dirs(needs)), "-fdevice-syntax-only"], names, ptx=False)
@@ -229,3 +209,19 @@ def compile_cached(
     )
     cache.put(key, program)
     return program, False
+
+
+def _failure(tool: str, log_name: str, name: str, arch: str, error: str, log: str, args: Sequence[str], source: str,
+             dump_note: str | None) -> CompileError:
+    """The CompileError of a failed compile: what failed, the compiler's log, the options and the numbered source."""
+    parts = [
+        f"kernel '{name}': {tool} failed to compile it for {arch} ({error})",
+        f"{log_name} log:",
+        _indent(log) if log else "  (empty)",
+        "options: " + " ".join(args),
+        f"source ({name}.cu):",
+        number_lines(source),
+    ]
+    if dump_note:
+        parts.append(dump_note)
+    return CompileError("\n".join(parts), kernel=name, log=log, source=source)

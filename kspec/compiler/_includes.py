@@ -15,7 +15,6 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "complex": ("cccl", "cudart"),  # cuda/std/complex
     "cub": ("cccl", "cudart"),
 }
-KNOWN_NEEDS = frozenset(_NEEDS)
 
 _PACKAGES = {"cudart": "nvidia-cuda-runtime", "cccl": "nvidia-cuda-cccl"}
 

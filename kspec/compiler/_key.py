@@ -11,13 +11,10 @@ from pathlib import Path
 
 from .._errors import KspecTypeError
 from .._memo import tree_digest
+from .._resources import TEMPLATE_VERSION
 from ._includes import include_dirs, kspec_include_dir
 from ._toolchain import toolchain
 from ._options import CompileOptions
-
-# Bump when kspec's templates or device headers change meaning in a way their text does not show (the text
-# itself is hashed), so binaries cached by an older kspec are not reused.
-TEMPLATE_VERSION = 1
 
 # Bump when the cache entry layout changes; part of the key, so old and new kspec never share a file name.
 ENTRY_FORMAT_VERSION = 1

@@ -45,6 +45,15 @@ def arch_number(arch: str) -> int:
     return int(match.group(2))
 
 
+def arch_version(arch: str) -> tuple[int, int] | None:
+    """``'sm_90a'`` -> (9, 0), ``'compute_120'`` -> (12, 0); None when ``arch`` is not an arch string."""
+    match = _ARCH_RE.fullmatch(arch)
+    if match is None:
+        return None
+    number = int(match.group(2))
+    return number // 10, number % 10
+
+
 def _flag_value(extra: Sequence[str], flags: tuple[str, ...]) -> str | None:
     """The value the user's options give to one of ``flags`` (last one wins, as in NVRTC), or None.
 

@@ -36,8 +36,7 @@ from .. import __version__
 from .._errors import BuildHookError, CompileError, KspecValueError, SpecError, SpecErrorGroup
 from ..build import MANIFEST_NAME, BuildResult, confined_file, plan_build, precompile_with_progress, read_manifest, write_output
 from ..codegen import Generation, generate, sync_files
-from ..compiler import check_arch, default_archs, supported_archs
-from ..compiler._options import arch_number
+from ..compiler import arch_number, check_arch, default_archs, supported_archs
 from ..spec import RawSpec, spec_files
 
 OPTION = "tool.hatch.build.hooks.kspec"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from .._lazy import lazy_getattr
+
 
 # Lazy exports: a generated module imports ``load_specs`` only; each name loads its module on first access.
 _LAZY = {
@@ -12,15 +13,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kspec.kernels' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = ["BinaryStore", "load_specs", "DeviceGlobal", "ElementwiseKernel", "KernelLibrary", "RawKernel", "RawModule", "ReductionKernel", "load"]

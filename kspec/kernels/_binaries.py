@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import BinaryWarning, KspecTypeError, KspecValueError, LaunchError
+from .._binfmt import loadable_image
 from .._manifest import MANIFEST_NAME, MANIFEST_VERSION, confined_file, read_manifest
+from ..compiler import arch_version  # the one arch-string rule (kspec/compiler/_options.py)
 
 _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 _FORMATS = ("cubin", "ptx")
@@ -40,17 +42,7 @@ class StoredBinary:
     data: bytes | None = None  # the verified bytes, once find() has read them
 
     def read(self) -> bytes:
-        data = self.data if self.data is not None else self.path.read_bytes()
-        if self.format == "ptx" and not data.endswith(b"\0"):
-            data += b"\0"  # cuModuleLoadData reads PTX as a NUL-terminated string
-        return data
-
-
-def _arch_number(arch: str) -> tuple[int, int] | None:
-    digits = arch.removeprefix("sm_").removeprefix("compute_").rstrip("af")
-    if not digits.isdigit() or len(digits) < 2:
-        return None
-    return int(digits[:-1]), int(digits[-1])
+        return loadable_image(self.data if self.data is not None else self.path.read_bytes(), self.format)
 
 
 class BinaryStore:
@@ -93,7 +85,7 @@ class BinaryStore:
         names = entry["lowered_names"]
         if not all(isinstance(a, str) and isinstance(b, str) for a, b in names.items()):
             raise self._damaged(f"entry {k}: 'lowered_names' must map str to str")
-        if entry["format"] not in _FORMATS or _arch_number(entry["arch"]) is None:
+        if entry["format"] not in _FORMATS or arch_version(entry["arch"]) is None:
             raise self._damaged(f"entry {k}: format {entry['format']!r} / arch {entry['arch']!r} unknown")
         if not _SHA256.match(entry["sha256"]):
             raise self._damaged(f"entry {k}: 'sha256' is not a sha256 hex digest")
@@ -124,13 +116,13 @@ class BinaryStore:
     def find(self, key: str, device_arch: str) -> StoredBinary | None:
         """The best binary of a specialization for a device (see the module docstring) whose bytes match the
         manifest, or None."""
-        device = _arch_number(device_arch)
+        device = arch_version(device_arch)
         if device is None:
             return None
         cubins: list[tuple[int, StoredBinary]] = []
         ptxs: list[tuple[tuple[int, int], StoredBinary]] = []
         for binary in self._by_key.get(key, []):
-            number = _arch_number(binary.arch)
+            number = arch_version(binary.arch)
             assert number is not None  # checked when the manifest was read
             if binary.format == "cubin" and number[0] == device[0] and number[1] <= device[1]:
                 cubins.append((number[1], binary))

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes
 from .._errors import KspecOverflowError, KspecTypeError, KspecValueError
-from ..runtime._interop import ARRAY_KINDS, HOST, ArrayInfo, array_info, check_same_device, is_texture_type, kind_of_object
+from ..runtime import ARRAY_KINDS, HOST, ArrayInfo, array_info, check_same_device, is_texture_type, kind_of_object
 
 if TYPE_CHECKING:  # annotations only: binding serves plain specs too, without the Pydantic models
     from ..spec import ElementwiseSpec, Param, ReductionSpec

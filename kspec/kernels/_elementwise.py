@@ -14,9 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._args import flag, options_tuple
-from ..runtime import EXPORTED, export_outputs
-from ..runtime._device import get_device
-from ..runtime._stream import _entered as _stream_entered, current_stream
+from ..runtime import EXPORTED, current_stream, export_outputs, get_device, open_stream_blocks as _stream_entered
 from . import _typed
 from ._bind import Bound, bind, texture_handles
 from ._frame import Frame

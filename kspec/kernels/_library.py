@@ -22,7 +22,7 @@ from ._reduction import ReductionKernel
 
 
 if TYPE_CHECKING:
-    from ..spec._models import AnySpec
+    from ..spec import AnySpec
 
 
 def callable_of(spec: AnySpec, binaries: BinaryStore | None = None) -> Any:

@@ -15,9 +15,7 @@ from dataclasses import dataclass
 
 from .. import dtypes
 from .._errors import AxisError, KspecNotImplementedError, KspecValueError
-from ..render import DYNAMIC_NDIM, MAX_NDIM, Specialization
-from ..render import VariantKey
-from ..render._abi import COLS_MAX_WARPS, COLS_WIDE_ACC, COLS_WIDE_WARPS
+from ..render import COLS_MAX_WARPS, COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, MAX_NDIM, Specialization, VariantKey
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the Pydantic models

@@ -19,16 +19,22 @@ import numpy as np
 
 from .. import dtypes
 from .._errors import KspecTypeError
-from ..runtime._device import Device
-from ..runtime._interop import CUPY, KSPEC, TORCH, kind_of
-from ..runtime._memory import allocate as allocate_bytes
-from ..runtime import _driver
-from ..runtime._stream import cu_stream, default_stream_getter, stream_handle
+from ..runtime import (
+    CUPY,
+    KSPEC,
+    TORCH,
+    Device,
+    allocate_bytes,
+    cu_stream,
+    cuda_driver,
+    default_stream_getter,
+    initialized_device_count,
+    kind_of,
+    stream_handle,
+)
 from . import _typed
 from ._bind import Bound, scalar_bytes
 from ._frame import _U64, Frame
-
-MAX_SIGNATURES = 256  # per kernel; a program cycling through more shapes re-plans (still correct)
 
 _SCALAR_TYPES = (bool, int, float, complex)
 
@@ -48,6 +54,7 @@ def signature(args: Sequence[Any]) -> tuple[tuple[Any, ...], list[int]] | None:
             keys.append((tp, a.shape, a.stride(), a.dtype, a.get_device()))
             pointers.append(a.data_ptr())
         elif kind == KSPEC:
+            # DeviceArray's slots, read directly: the per-call hot path (tests/test_layers.py allow-lists it)
             keys.append((tp, a._shape, a._strides, a._dtype, a._device_id))
             pointers.append(a._ptr)
         elif tp in _SCALAR_TYPES or isinstance(a, np.generic):
@@ -65,7 +72,7 @@ def pointer_of(obj: Any) -> int:
         return int(obj.data.ptr)
     if kind == TORCH:
         return int(obj.data_ptr())
-    return int(obj._ptr)
+    return int(obj._ptr)  # DeviceArray's slot: per call, for each output (allow-listed in tests/test_layers.py)
 
 
 _FAST_FORMATS = {
@@ -185,8 +192,8 @@ class PreparedCall:
         device_id, grid, block, what = self.device_id, step.grid, step.block, step.what
         library, out_shape = self.library, self.out_shape
         choose_stream, allocate, pack_u64 = self._stream, _typed.allocate, _U64.pack_into
-        launch = _driver.driver().cuLaunchKernel
-        several_devices = _driver._device_count > 1
+        launch = cuda_driver().cuLaunchKernel
+        several_devices = initialized_device_count() > 1
 
         def one_launch(args: Sequence[Any], pointer_list: Sequence[int], stream: object) -> dict[str, Any]:
             handle = choose_stream(stream)
@@ -241,7 +248,7 @@ def _quick_empty(library: str | None, shape: tuple[int, ...], dtype: str) -> Cal
     """An allocator for outputs on the library's current stream in a one-device process, skipping
     allocate_like's device switch and stream checks (a CuPy or PyTorch array on the current stream is what
     ``cupy.empty`` / ``torch.empty`` make). None where those checks are needed."""
-    if _driver._device_count != 1 or library not in ("cupy", "torch"):
+    if initialized_device_count() != 1 or library not in ("cupy", "torch"):
         return None
     np_dtype = dtypes.BY_NAME[dtype].numpy
     if np_dtype is None:  # a dtype NumPy lacks (bfloat16 without ml_dtypes): allocate_like decides
@@ -250,7 +257,7 @@ def _quick_empty(library: str | None, shape: tuple[int, ...], dtype: str) -> Cal
         empty = sys.modules["cupy"].empty
         return lambda: empty(shape, dtype=np_dtype)
     torch = sys.modules["torch"]
-    from ..runtime._interop import numpy_dtype_to_torch
+    from ..runtime import numpy_dtype_to_torch
 
     torch_dtype, device = numpy_dtype_to_torch(np_dtype), torch.device("cuda", 0)
     return lambda: torch.empty(shape, dtype=torch_dtype, device=device)

@@ -31,7 +31,7 @@ from typing import IO, Any
 import numpy as np
 
 from .._args import flag, options_tuple as _options_tuple
-from .._binfmt import HEAD_BYTES, content_problem
+from .._binfmt import HEAD_BYTES, content_problem, loadable_image
 from .._errors import (
     KspecNotImplementedError,
     KspecTypeError,
@@ -39,12 +39,17 @@ from .._errors import (
     LaunchError,
     NvrtcNotFoundError,
 )
-from ..runtime import _driver
-from ..runtime._device import Device, get_device
-from ..runtime._devicearray import DeviceArray, device_array_from_pointer
-from ..runtime._interop import register_kspec_type
-from ..runtime._launch import LaunchPlan
-from ..runtime._module import LoadedModule
+from ..runtime import (
+    Device,
+    DeviceArray,
+    LaunchPlan,
+    LoadedModule,
+    cuda_driver,
+    describe_driver_error,
+    device_array_from_pointer,
+    get_device,
+    register_kspec_type,
+)
 
 _ATTRIBUTES: dict[str, str] = {
     "max_threads_per_block": "CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK",
@@ -58,11 +63,9 @@ _ATTRIBUTES: dict[str, str] = {
     "max_dynamic_shared_size_bytes": "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES",
     "preferred_shared_memory_carveout": "CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT",
 }
-_SETTABLE = ("max_dynamic_shared_size_bytes", "preferred_shared_memory_carveout")
 
 _BINARY_SUFFIXES = (".cubin", ".ptx", ".fatbin")
 
-_INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.MULTILINE)
 # A kernel name NVRTC can take as a name expression (plain, qualified or a template-id), not a mangled one.
 _EXPRESSION_RE = re.compile(r"(?!_Z)[A-Za-z_][\w:]*(<.*>)?", re.DOTALL)
 
@@ -99,23 +102,6 @@ def _binary_path(path: object) -> str:
     if problem:  # the driver would refuse it at the first launch, far from here, with a bare status code
         raise KspecValueError(f"path: {str(path)!r} {problem}")
     return str(resolved.resolve())
-
-
-def _needs_of(source: str, translate_cucomplex: bool) -> tuple[str, ...]:
-    """Header packages a raw source needs, from its #includes (only turns a missing one into a clear error)."""
-    needs = set()
-    for header in _INCLUDE_RE.findall(source):
-        if header.startswith(("cupy/", "kspec/complex", "cuda/", "cuComplex")):
-            needs.add("complex")
-        elif header.startswith("cub/"):
-            needs.add("cub")
-        elif "fp16" in header:
-            needs.add("fp16")
-        elif "bf16" in header:
-            needs.add("bf16")
-    if translate_cucomplex:
-        needs.add("complex")
-    return tuple(sorted(needs))
 
 
 class DeviceGlobal:
@@ -276,6 +262,7 @@ class RawModule:
         program = self._programs.get(arch)
         if program is None:
             from ..compiler import CompileOptions, compile_cached
+            from ..render import needs_of_raw_source
 
             source = self._source()
             options = CompileOptions(arch=arch, extra=self._options)
@@ -284,7 +271,7 @@ class RawModule:
                 name=self._label,
                 options=options,
                 name_expressions=self._name_expressions,
-                needs=_needs_of(source, self._translate_cucomplex),
+                needs=tuple(sorted(needs_of_raw_source(source, self._translate_cucomplex))),
                 backend=self._backend,
             )
             self._programs[arch] = program
@@ -317,10 +304,7 @@ class RawModule:
 
     def _image(self, device: Device) -> bytes:
         if self._path is not None:
-            data = Path(self._path).read_bytes()
-            if self._path.endswith(".ptx") and not data.endswith(b"\0"):
-                data += b"\0"  # cuModuleLoadData reads PTX as a NUL-terminated string
-            return data
+            return loadable_image(Path(self._path).read_bytes(), Path(self._path).suffix)
         stored = self._stored(device.arch)
         if stored is not None:
             return stored.read()
@@ -544,7 +528,7 @@ class RawKernel:
 
     def _get(self, attr: str) -> int:
         fn = self._function_here()
-        cu = _driver.driver()
+        cu = cuda_driver()
         enum = getattr(cu.CUfunction_attribute, _ATTRIBUTES[attr], None)
         if enum is None:
             return -1
@@ -564,10 +548,10 @@ class RawKernel:
         _set_attribute(fn, attr, value, self._name)
         self._overrides[attr] = value
         # Other devices where the kernel is already loaded get it too; later ones get it in _resolve.
-        for device_id, other in list(self._plan._functions.items()):
+        for other in self._plan.loaded_functions():
             if other is not fn:
                 _set_attribute(other, attr, value, self._name)
-        self._plan._coresident.clear()  # occupancy depends on the shared-memory configuration
+        self._plan.forget_occupancy()  # occupancy depends on the shared-memory configuration
 
     @property
     def max_threads_per_block(self) -> int:
@@ -630,8 +614,8 @@ def _rebuild_kernel(module: RawModule, name: str, overrides: dict[str, int]) -> 
 
 
 def _set_attribute(fn: Any, attr: str, value: int, kernel: str) -> None:
-    cu = _driver.driver()
+    cu = cuda_driver()
     enum = getattr(cu.CUfunction_attribute, _ATTRIBUTES[attr])
     (err,) = cu.cuFuncSetAttribute(fn, enum, value)
     if err:
-        raise LaunchError(f"kernel '{kernel}': setting {attr} = {value} failed: {_driver.describe(err)}")
+        raise LaunchError(f"kernel '{kernel}': setting {attr} = {value} failed: {describe_driver_error(err)}")

@@ -15,8 +15,7 @@ from typing import Any
 
 from .._args import flag, options_tuple
 from .._errors import KspecValueError
-from ..runtime import EXPORTED, export_outputs
-from ..runtime._stream import _entered as _stream_entered, current_stream
+from ..runtime import EXPORTED, current_stream, export_outputs, open_stream_blocks as _stream_entered
 from . import _typed
 from ._bind import Bound, bind
 from ._elementwise import raw_view_values
@@ -144,7 +143,7 @@ def _reduce_itemsize(loaded: _typed.LoadedKernel) -> int:
     assert found is not None, item.symbol
     import numpy as np
 
-    from ..runtime._devicearray import device_array_from_pointer
+    from ..runtime import device_array_from_pointer
 
     size_align = device_array_from_pointer(found[0], found[1], np.uint64, (2,), loaded.module.device_id, None).get()
     size, align = int(size_align[0]), int(size_align[1])

@@ -19,18 +19,26 @@ import numpy as np
 from .. import dtypes
 from .._errors import InvalidNameError, KspecTypeError, LaunchError, NvrtcNotFoundError, ReservedNameError, SpecError
 from ..render import ModuleInterface, Specialization, VariantKey, module_interface, specialize  # lazy: no Jinja
-from ..runtime import _driver
-from ..runtime._device import Device
-from ..runtime._device import get_device
-from ..runtime._devicearray import DeviceArray, allocate_like
-from ..runtime._module import LoadedModule
-from ..runtime._stream import cu_stream, stream_handle
+from ..runtime import (
+    Device,
+    DeviceArray,
+    LoadedModule,
+    activate_if_several as activate,  # _prepared calls `_typed.activate(device_id)` on each launch
+    allocate_like,
+    cu_stream,
+    cuda_driver,
+    describe_driver_error,
+    get_device,
+    stream_handle,
+)
 
 if TYPE_CHECKING:  # the serving path never imports the spec models, the renderer or the compiler
     from ..render import RenderedModule
     from ..spec import ElementwiseSpec, ReductionSpec
 
 _INVALID_CONTEXT = 201
+
+MAX_SIGNATURES = 256  # prepared calls kept per kernel (kspec/kernels/_prepared.py); more shapes re-plan (still correct)
 
 _lock = threading.Lock()
 _specializations: dict[tuple[str, tuple[tuple[str, str], ...], frozenset[str]], Specialization] = {}
@@ -143,20 +151,14 @@ def allocate(library: str | None, shape: tuple[int, ...], dtype: str, stream: ob
 
 def launch(fn: Any, grid: int, block: int, params: int, stream: int, device_id: int, what: str) -> None:
     """``cuLaunchKernel`` with a 1-d grid and block and a ready ``kernelParams`` address."""
-    cu = _driver.driver()
+    cu = cuda_driver()
     hs = cu_stream(stream)
     (err,) = cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, hs, params, 0)
     if err and int(err) == _INVALID_CONTEXT:
         Device(device_id).activate()
         (err,) = cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, hs, params, 0)
     if err:
-        raise LaunchError(f"launching {what} (grid={grid}, block={block}) failed: {_driver.describe(err)}")
-
-
-def activate(device_id: int) -> None:
-    """Make the arrays' device current when the process sees several (one device: nothing to do)."""
-    if _driver._device_count > 1:
-        Device(device_id).activate()
+        raise LaunchError(f"launching {what} (grid={grid}, block={block}) failed: {describe_driver_error(err)}")
 
 
 class SpecKernel:
@@ -215,7 +217,7 @@ class SpecKernel:
     def _remember(self, key: Any, prepared: Any) -> None:
         if key is None:
             return
-        if len(self._prepared) >= 256:  # a program cycling through many shapes: start over (still correct)
+        if len(self._prepared) >= MAX_SIGNATURES:  # a program cycling through many shapes: start over (still correct)
             self._prepared.clear()
         self._prepared[key] = prepared
 
@@ -361,6 +363,7 @@ class SpecClass:
 def _stand_in(obj: Any) -> Any:
     """A NumPy array as a pointer-less kspec array of its dtype and shape (for source/compile only)."""
     if isinstance(obj, np.ndarray):
+        # DeviceArray's private constructor: no public one takes strides (allow-listed in tests/test_layers.py)
         return DeviceArray._wrap(0, obj.shape, obj.dtype, 0, None, strides=obj.strides)
     return obj
 

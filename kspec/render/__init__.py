@@ -7,13 +7,14 @@ data (:mod:`kspec.render._abi` documents the exact layouts and how the launcher 
 ``render_raw(raw_spec)`` passes a raw module's source through. Never compiles, never launches.
 """
 
-from typing import Any
+from .._lazy import lazy_getattr
 
 # Lazy exports: the serving path (kspec/kernels) needs variants, the ABI and the launch interface, never
 # Jinja (``_env``, ``_render``) or the spec models; each name loads its module on first access.
 _LAZY = {
-    "COLS_MAX_WARPS": "_abi", "EntryAbi": "_abi", "Field": "_abi", "Layout": "_abi", "Slot": "_abi",
-    "make_environment": "_env",
+    "COLS_MAX_WARPS": "_abi", "COLS_WIDE_ACC": "_abi", "COLS_WIDE_WARPS": "_abi",
+    "EntryAbi": "_abi", "Field": "_abi", "Layout": "_abi", "Slot": "_abi",
+    "make_environment": "_env", "needs_from_text": "_analysis", "needs_of_raw_source": "_analysis",
     "ModuleInterface": "_interface", "ReduceItem": "_interface", "module_interface": "_interface",
     "interface_from_data": "_interface", "interface_to_data": "_interface",
     "RenderedModule": "_render", "raw_source": "_render", "render": "_render", "render_raw": "_render",
@@ -24,15 +25,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kspec.render' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -44,13 +44,9 @@ _HEADER_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bcomplex\s*<"), "complex"),
 )
 
-# Headers a raw source includes itself; only used to report what it needs (the include path is there anyway).
-_RAW_INCLUDES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"#\s*include\s*[<\"]cuda_fp16\.h[>\"]"), "fp16"),
-    (re.compile(r"#\s*include\s*[<\"]cuda_bf16\.h[>\"]"), "bf16"),
-    (re.compile(r"#\s*include\s*[<\"](?:cupy|kspec)/complex\.cuh[>\"]|#\s*include\s*<cuda/std/complex>"), "complex"),
-    (re.compile(r"#\s*include\s*[<\"]cub/"), "cub"),
-)
+# The #include lines of a raw source; what they name is only used to report what it needs (the include
+# path is there anyway: kspec/compiler/_includes.py).
+_INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.MULTILINE)
 
 
 def needs_from_text(texts: Iterable[str]) -> set[str]:
@@ -63,6 +59,24 @@ def needs_from_text(texts: Iterable[str]) -> set[str]:
     return found
 
 
-def needs_of_raw_source(source: str) -> set[str]:
-    """Headers a raw CUDA source includes, as the compiler's ``needs`` names."""
-    return {need for pattern, need in _RAW_INCLUDES if pattern.search(source)}
+def needs_of_raw_source(source: str, translate_cucomplex: bool = False) -> set[str]:
+    """Header packages a raw CUDA source needs, from its #includes, as the compiler's ``needs`` names.
+
+    The one rule for raw sources, whether they come from a spec file (kspec/render/_specialize.py) or from
+    ``RawKernel(code)`` / ``RawModule(code=...)`` (kspec/kernels/_raw.py). CCCL headers (``cuda/...``),
+    CuPy's and kspec's complex headers and ``cuComplex`` need "complex" (CCCL); ``translate_cucomplex``
+    does too.
+    """
+    needs = set()
+    for header in _INCLUDE_RE.findall(source):
+        if header.startswith(("cupy/", "kspec/complex", "cuda/", "cuComplex")):
+            needs.add("complex")
+        elif header.startswith("cub/"):
+            needs.add("cub")
+        elif "fp16" in header:
+            needs.add("fp16")
+        elif "bf16" in header:
+            needs.add("bf16")
+    if translate_cucomplex:
+        needs.add("complex")
+    return needs

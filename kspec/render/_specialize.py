@@ -10,14 +10,12 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Union
 
 from .. import dtypes
 from .._errors import KspecTypeError, KspecValueError
-from .._memo import tree_digest
-from .._resources import templates_dir
+from .._resources import TEMPLATE_VERSION, templates_digest
 from ._analysis import needs_from_text, needs_of_raw_source
 from ._variants import (
     TILE_SMEM_LIMIT,
@@ -40,9 +38,9 @@ else:
 
 _KINDS = ("elementwise", "reduction", "raw")
 
-# Bump when the generated code or its ABI changes meaning in a way the template files do not show. The
-# key also hashes every file under templates/, so an edited template can never reuse an old key.
-TEMPLATE_VERSION = 1
+# TEMPLATE_VERSION (kspec/_resources.py) is bumped when the generated code or its ABI changes meaning in a
+# way the template files do not show. The key also hashes every file under templates/, so an edited template
+# can never reuse an old key.
 
 
 @dataclass(frozen=True)
@@ -213,7 +211,7 @@ def _specialize_raw(spec: RawSpec, types: Mapping[str, str], scalars: frozenset[
     if scalars:
         raise KspecValueError(f"kernel '{spec.name}': a raw kernel has no declared inputs to pass as scalars")
     source = spec.read_source()
-    needs = needs_of_raw_source(source) | ({"complex"} if spec.translate_cucomplex else set())
+    needs = needs_of_raw_source(source, spec.translate_cucomplex)
     data = spec.to_data()
     data["source_text"] = source  # a spec that points at a .cu file must change key with the file
     return Specialization(
@@ -286,13 +284,6 @@ def _code_texts(spec: ElementwiseSpec | ReductionSpec) -> list[str]:
     if spec.KIND == "elementwise":
         return [spec.preamble, spec.operation, spec.loop_prep, spec.after_loop]
     return [spec.preamble, spec.map_expr, spec.reduce_expr, spec.post_map_expr, spec.identity or "", spec.reduce_type or ""]
-
-
-@lru_cache(maxsize=1)
-def templates_digest() -> str:
-    """sha256 over every file under templates/ (relative path and content), once per install (memoized on
-    disk under a stamp of the files: kspec/_memo.py)."""
-    return tree_digest(str(templates_dir()))
 
 
 def _key(data: Mapping[str, object], binding: Mapping[str, str], scalars: frozenset[str]) -> str:

@@ -11,15 +11,36 @@ array library (CuPy's or PyTorch's), else to the legacy default stream. ``with s
 
 from __future__ import annotations
 
-from ._device import Device, current_device_id, device_count, get_device
+from ._device import Device, activate_if_several, current_device_id, device_count, get_device
 from ._devicearray import DeviceArray, allocate_like, asarray, device_array_from_pointer, empty, zeros
-from ._driver import why_no_device
+from ._driver import describe as describe_driver_error, driver as cuda_driver, initialized_device_count, why_no_device
 from ._export import EXPORTED, export_array, export_outputs
-from ._interop import ArrayInfo, array_info, check_same_device, is_device_array, library_of, torch_dtype_to_numpy
+from ._interop import (
+    ARRAY_KINDS,
+    CUPY,
+    HOST,
+    KSPEC,
+    TORCH,
+    ArrayInfo,
+    array_info,
+    check_same_device,
+    is_device_array,
+    is_texture_type,
+    kind_of,
+    kind_of_object,
+    library_of,
+    numpy_dtype_to_torch,
+    register_kspec_type,
+    torch_dtype_to_numpy,
+)
 from ._launch import LaunchPlan, dim3
-from ._memory import Allocation, MemoryPool, get_pool
+from ._memory import Allocation, MemoryPool, allocate as allocate_bytes, get_pool
 from ._module import LoadedModule, kernel_param_sizes
-from ._stream import Stream, current_stream, default_stream_getter, stream_handle
+from ._stream import Stream, cu_stream, current_stream, default_stream_getter, open_stream_blocks, stream_handle
+
+# ``__all__`` is the user-facing API (docs/reference/runtime.md). The other names imported above are the
+# runtime's interface to the layers above it (kspec.kernels): they import from here, never from a private
+# module (tests/test_layers.py), and docs/architecture.md lists them.
 
 __all__ = [
     "Allocation",

@@ -157,6 +157,12 @@ class Device:
         _driver.check(cu.cuCtxSetCurrent(previous if previous is not None else cu.CUcontext(0)), "cuCtxSetCurrent")
 
 
+def activate_if_several(device_id: int) -> None:
+    """Make ``device_id`` current when the process sees several devices (one device: nothing to do)."""
+    if _driver._device_count > 1:
+        Device(device_id).activate()
+
+
 def device_count() -> int:
     """Number of visible CUDA devices; 0 when there is no driver or no device (never raises)."""
     return _driver.device_count()

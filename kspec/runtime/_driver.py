@@ -97,6 +97,11 @@ def device_count() -> int:
     return _device_count
 
 
+def initialized_device_count() -> int:
+    """The device count the driver's initialisation found; 0 before it (never initialises the driver)."""
+    return _device_count
+
+
 def why_no_device() -> str | None:
     """None when a device is usable, else the reason (the text of the NoDeviceError a launch would raise)."""
     try:

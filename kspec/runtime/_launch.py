@@ -44,7 +44,6 @@ LAUNCHER = os.environ.get("KSPEC_LAUNCHER", "bindings")
 _CUDA_ERROR_INVALID_CONTEXT = 201
 _CUDA_ERROR_INVALID_VALUE = 1
 _CUDA_ERROR_OUT_OF_RESOURCES = 701
-_CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720
 
 
 # -- grid / block ----------------------------------------------------------------------------------------
@@ -208,6 +207,14 @@ class LaunchPlan:
         if device_id not in self._param_sizes:
             self._param_sizes[device_id] = kernel_param_sizes(self.function(device_id))
         return self._param_sizes[device_id]
+
+    def loaded_functions(self) -> list[Any]:
+        """The functions resolved so far, one per device that launched (or asked for) this kernel."""
+        return list(self._functions.values())
+
+    def forget_occupancy(self) -> None:
+        """Drop the cached co-resident block counts (they depend on the shared-memory configuration)."""
+        self._coresident.clear()
 
     def reset(self) -> None:
         """Forget resolved functions and packers (after a recompile); the next call resolves again."""

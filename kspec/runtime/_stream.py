@@ -28,6 +28,7 @@ LEGACY_DEFAULT = 0
 # `with stream:` blocks. _entered counts the open blocks of all threads, so a call without stream= pays one
 # list read while none is open; the stack of the blocks themselves is per thread.
 _entered = [0]
+open_stream_blocks = _entered  # the same list, for the layers above: `if open_stream_blocks[0]:` costs one read
 _local = threading.local()
 
 

@@ -3,7 +3,7 @@
 This layer never touches CUDA: it parses, validates, loads and writes specs.
 """
 
-from typing import Any
+from .._lazy import lazy_getattr
 
 # Lazy exports: the plain-spec reader (``_plain``) serves generated modules without Pydantic; every other
 # name loads the Pydantic models on first access.
@@ -18,15 +18,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kspec.spec' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [

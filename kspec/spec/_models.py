@@ -19,6 +19,7 @@ from pydantic import Field, StrictBool, StrictStr, field_validator, model_valida
 from .. import dtypes
 from .._errors import DuplicateNameError, InstantiationError, ReservedNameError, SpecError, SpecErrorGroup
 from ._base import _KernelSpec
+from ._placeholders import PlaceholderRules
 from ._params import Param, check_type_name, parse_params
 from ._raw import RawSpec
 
@@ -27,7 +28,7 @@ _C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _C_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_:<>, *]*\Z")  # placeholder letter -> canonical dtype name
 
 
-class _TypedKernelSpec(_KernelSpec):
+class _TypedKernelSpec(_KernelSpec, PlaceholderRules):
     """Elementwise and reduction kernels: typed parameters, placeholders, declared instantiations."""
 
     in_params: tuple[Param, ...] = ()
@@ -49,39 +50,11 @@ class _TypedKernelSpec(_KernelSpec):
     def _expand_instantiations(cls, v: object) -> tuple[Instantiation, ...]:
         return _expand(v)
 
-    @property
-    def params(self) -> tuple[Param, ...]:
-        return self.in_params + self.out_params
-
-    @property
-    def placeholders(self) -> tuple[str, ...]:
-        """Placeholder letters in order of first use (inputs, outputs, then reduce_type)."""
-        seen: dict[str, None] = {}
-        for p in self.params:
-            if p.is_placeholder:
-                seen.setdefault(p.type)
-        for extra in self._extra_placeholders():
-            seen.setdefault(extra)
-        return tuple(seen)
-
-    @property
-    def output_only_placeholders(self) -> tuple[str, ...]:
-        """Placeholders no input binds: such a kernel must be called with its outputs given."""
-        bound_by_inputs = {p.type for p in self.in_params if p.is_placeholder}
-        return tuple(t for t in self.placeholders if t not in bound_by_inputs)
-
-    @property
-    def requires_explicit_outputs(self) -> bool:
-        return bool(self.output_only_placeholders)
-
     def declared_instantiations(self) -> tuple[Instantiation, ...]:
         """What ``kspec build`` precompiles: the declared ones, or the single one of a kernel with no placeholders."""
         if self.instantiations:
             return self.instantiations
         return ({},) if not self.placeholders else ()
-
-    def _extra_placeholders(self) -> tuple[str, ...]:
-        return ()
 
     @model_validator(mode="after")
     def _check_params(self) -> "_TypedKernelSpec":

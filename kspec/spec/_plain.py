@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .. import dtypes
+from ._placeholders import PlaceholderRules
 
 _COMMON = {"kind", "name", "doc", "options", "in_params", "out_params", "preamble", "reduce_dims", "instantiations", "scalars"}
 _FIELDS = {
@@ -39,7 +40,7 @@ class PlainParam:
         return dtypes.is_placeholder(self.type)
 
 
-class PlainSpec:
+class PlainSpec(PlaceholderRules):
     """An elementwise or reduction spec table as attributes (see the module docstring)."""
 
     KIND: ClassVar[str] = ""
@@ -54,33 +55,6 @@ class PlainSpec:
         self.preamble: str = table.get("preamble", "")
         self.reduce_dims: bool = table.get("reduce_dims", True)
         self.scalars: tuple[str, ...] = tuple(table.get("scalars", ()))
-
-    @property
-    def params(self) -> tuple[PlainParam, ...]:
-        return self.in_params + self.out_params
-
-    def _extra_placeholders(self) -> tuple[str, ...]:
-        return ()
-
-    @property
-    def placeholders(self) -> tuple[str, ...]:
-        """Placeholder letters in order of first use (inputs, outputs, then reduce_type)."""
-        seen: dict[str, None] = {}
-        for p in self.params:
-            if p.is_placeholder:
-                seen.setdefault(p.type)
-        for extra in self._extra_placeholders():
-            seen.setdefault(extra)
-        return tuple(seen)
-
-    @property
-    def output_only_placeholders(self) -> tuple[str, ...]:
-        bound_by_inputs = {p.type for p in self.in_params if p.is_placeholder}
-        return tuple(t for t in self.placeholders if t not in bound_by_inputs)
-
-    @property
-    def requires_explicit_outputs(self) -> bool:
-        return bool(self.output_only_placeholders)
 
     def to_data(self) -> dict[str, Any]:
         """The table itself: what the validated spec's ``to_data()`` gave when it was written."""

@@ -1,0 +1,219 @@
+"""The layers talk through their ``__init__`` and only downwards (issue 16; docs/architecture.md).
+
+Every ``import`` in ``kspec/`` is parsed with :mod:`ast` (nothing is imported) and checked against three rules:
+
+* no module imports another kspec package's private module (``from ..runtime._interop import x``); it
+  imports what that package's ``__init__`` exports (``from ..runtime import x``). Inside a package anything goes;
+* the layers import only downwards: spec -> render -> compiler -> runtime -> kernels -> fuse / jit, and the
+  tools (build, codegen, hatch, cli) never import runtime or kernels (a build machine has no GPU) while no
+  layer imports a tool. The shared leaves (``kspec/*.py``: dtypes, _errors, _args, ...) import no package;
+* a module does not read another package's private names through an object it imported from there
+  (``_driver._device_count``, ``DeviceArray._wrap``), except the reads in ``ALLOWED_PRIVATE_READS``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+KSPEC = Path(__file__).resolve().parents[1] / "kspec"
+
+# the order of the layers: a package may import those of a lower rank (and of its own, for fuse / jit: none do)
+LAYERS = {"spec": 0, "render": 1, "compiler": 2, "runtime": 3, "kernels": 4, "fuse": 5, "jit": 5}
+# the tools: they may import spec, render, compiler and each other, never runtime or kernels
+TOOLS = {"build", "codegen", "hatch", "cli"}
+TOOLS_MAY_NOT_IMPORT = {"runtime", "kernels"}
+# the shared leaves (kspec/<name>.py) that any layer may import; they import no package
+LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_resources", "typing"}
+# kspec/__init__.py and kspec/__main__.py sit above every layer (the public front door and the CLI entry)
+TOP = {"__init__", "__main__"}
+
+# (file, "Name.attr"): private reads across packages that stay, with the reason
+ALLOWED_PRIVATE_READS = {
+    # no public DeviceArray constructor takes strides; _stand_in wraps a NumPy array's shape and strides
+    ("kernels/_typed.py", "DeviceArray._wrap"),
+}
+# Reads of a private attribute of an *instance* are not seen by the parse above; the known ones stay on
+# purpose, on the per-call hot path, where a property would cost a call per argument:
+HOT_PATH_PRIVATE_READS = {
+    ("kernels/_prepared.py", "a._shape, a._strides, a._dtype, a._device_id"),  # signature(): DeviceArray slots
+    ("kernels/_prepared.py", "a._ptr"),  # signature()
+    ("kernels/_prepared.py", "obj._ptr"),  # pointer_of(): each output of a prepared call
+}
+
+
+class _Import:
+    def __init__(self, file: Path, line: int, target: tuple[str, ...], type_checking: bool) -> None:
+        self.file, self.line, self.target, self.type_checking = file, line, target, type_checking
+
+    def __repr__(self) -> str:
+        return f"{self.file.relative_to(KSPEC.parent)}:{self.line}: {'.'.join(self.target)}"
+
+
+def _module_parts(file: Path) -> tuple[str, ...]:
+    parts = file.relative_to(KSPEC.parent).with_suffix("").parts
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            inside.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return inside
+
+
+def _imports(file: Path) -> tuple[list[_Import], dict[str, tuple[str, ...]]]:
+    """Every kspec import of ``file`` (as the full dotted target, one per imported name) and the local
+    names bound to kspec objects (name -> dotted target)."""
+    tree = ast.parse(file.read_text(), str(file))
+    here = _module_parts(file)
+    package = here if file.name == "__init__.py" else here[:-1]
+    checking = _type_checking_nodes(tree)
+    found: list[_Import] = []
+    bound: dict[str, tuple[str, ...]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = (*base, *(node.module.split(".") if node.module else ()))
+            else:
+                module = tuple((node.module or "").split("."))
+            if module[0] != "kspec":
+                continue
+            for alias in node.names:
+                target = (*module, alias.name)
+                found.append(_Import(file, node.lineno, target, id(node) in checking))
+                bound[alias.asname or alias.name] = target
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "kspec":
+                    found.append(_Import(file, node.lineno, tuple(alias.name.split(".")), id(node) in checking))
+    return found, bound
+
+
+def _files() -> list[Path]:
+    return sorted(KSPEC.rglob("*.py"))
+
+
+def _owner(file: Path) -> str:
+    """The package (``runtime``) or leaf (``dtypes``) a file belongs to."""
+    parts = file.relative_to(KSPEC).with_suffix("").parts
+    return parts[0]
+
+
+def _is_private_module(target: tuple[str, ...]) -> bool:
+    """``kspec.<package>._name[...]`` where ``_name`` is a module of that package."""
+    if len(target) < 3 or not target[2].startswith("_") or target[2].startswith("__"):
+        return False
+    package = KSPEC / target[1]
+    return package.is_dir() and ((package / f"{target[2]}.py").is_file() or (package / target[2]).is_dir())
+
+
+def test_the_rules_see_every_package():
+    packages = {p.name for p in KSPEC.iterdir() if (p / "__init__.py").is_file()}
+    assert packages == set(LAYERS) | TOOLS, "a new package needs a place in LAYERS or TOOLS (and docs/architecture.md)"
+    leaves = {p.stem for p in KSPEC.glob("*.py")} - TOP
+    assert leaves == LEAVES, "a new shared leaf needs a place in LEAVES (and docs/architecture.md)"
+
+
+def test_no_import_of_another_packages_private_module():
+    bad = []
+    for file in _files():
+        owner = _owner(file)
+        for imp in _imports(file)[0]:
+            if imp.target[1] != owner and _is_private_module(imp.target) and not imp.type_checking:
+                bad.append(imp)
+    assert not bad, f"import these from the package's __init__ instead: {bad}"
+
+
+def test_layers_import_only_downwards():
+    bad = []
+    for file in _files():
+        owner = _owner(file)
+        if owner in TOP:
+            continue
+        for imp in _imports(file)[0]:
+            target = imp.target[1] if len(imp.target) > 1 else None
+            if target is None or target == owner:
+                continue
+            if owner in LEAVES:
+                wrong = target not in LEAVES  # a leaf imports only other leaves
+            elif owner in LAYERS:
+                wrong = target in TOOLS or (target in LAYERS and LAYERS[target] >= LAYERS[owner])
+            else:  # a tool
+                wrong = target in TOOLS_MAY_NOT_IMPORT
+            if wrong:
+                bad.append(imp)
+    assert not bad, f"imports against the layer order (docs/architecture.md): {bad}"
+
+
+def test_no_private_reads_across_packages():
+    bad = []
+    for file in _files():
+        owner = _owner(file)
+        bound = {name: target for name, target in _imports(file)[1].items() if len(target) > 1 and target[1] != owner}
+        if not bound:
+            continue
+        for node in ast.walk(ast.parse(file.read_text(), str(file))):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in bound
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                read = f"{node.value.id}.{node.attr}"
+                if (file.relative_to(KSPEC).as_posix(), read) not in ALLOWED_PRIVATE_READS:
+                    bad.append(f"{file.relative_to(KSPEC.parent)}:{node.lineno}: {read}")
+    assert not bad, f"private state read across packages (expose a public function): {bad}"
+
+
+@pytest.mark.parametrize("allowed", sorted(ALLOWED_PRIVATE_READS | HOT_PATH_PRIVATE_READS))
+def test_allowed_private_reads_still_exist(allowed):
+    """An allow-list entry whose read is gone goes too."""
+    file, read = allowed
+    assert read in (KSPEC / file).read_text(), f"{allowed} is no longer read: drop it from ALLOWED_PRIVATE_READS"
+
+
+# -- one source for each rule ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "macro", "module", "name"),
+    [
+        ("indexer.cuh", "KSPEC_EW_UNROLL", "kspec.kernels._plan", "EW_UNROLL"),
+        ("reduce.cuh", "KSPEC_REDUCE_UNROLL", "kspec.kernels._plan_reduction", "REDUCE_UNROLL"),
+    ],
+)
+def test_planner_unroll_matches_the_device_header(header, macro, module, name):
+    """The planners size grids with the unroll factor the device code uses: the Python constant is the
+    header's ``#ifndef`` default (the templates never override it)."""
+    import importlib
+    import re
+
+    from kspec._resources import templates_dir
+
+    text = (templates_dir() / "include" / "kspec" / header).read_text()
+    found = re.search(rf"#ifndef {macro}\s*\n#define {macro} (\d+)", text)
+    assert found, f"{header} has no #ifndef default for {macro}"
+    assert getattr(importlib.import_module(module), name) == int(found.group(1))
+    rendered = "".join(p.read_text() for p in templates_dir().glob("*.j2"))
+    assert f"#define {macro}" not in rendered, f"a template overrides {macro}: the planner would not know"
+
+
+def test_each_rule_is_defined_once():
+    """TEMPLATE_VERSION and the templates digest live in kspec/_resources.py; render and compiler use them."""
+    import kspec._resources as resources
+    import kspec.compiler
+    import kspec.render
+
+    assert kspec.render.TEMPLATE_VERSION is resources.TEMPLATE_VERSION
+    assert kspec.compiler.TEMPLATE_VERSION is resources.TEMPLATE_VERSION
+    sources = {p.relative_to(KSPEC).as_posix(): p.read_text() for p in _files()}
+    for pattern in (r"^TEMPLATE_VERSION = ", r"^def templates_digest\(", r"^MAX_SIGNATURES = ", r'\+= b"\\0"'):
+        where = [f for f, text in sources.items() if re.search(pattern, text, re.MULTILINE)]
+        assert len(where) <= 1, f"{pattern!r} is defined in {where}"
