@@ -159,7 +159,7 @@ class FusedFunction:
     def _types(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[ArgType, ...]:
         if kwargs or (self._parameters is not None and len(args) < len(self._parameters)):
             args = self._bind(args, kwargs)
-        return tuple(_arg_type(self._name, k, a, stand_in=True) for k, a in enumerate(args))
+        return tuple(_arg_type(self._name, k, a) for k, a in enumerate(args))
 
     def specs(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """The specs of every kernel a call with such arguments runs, in order (one for most functions)."""
@@ -196,7 +196,7 @@ def _parameters(func: Callable[..., Any]) -> list[str] | None:
     return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
-def _arg_type(func_name: str, index: int, value: Any, stand_in: bool = False) -> ArgType:
+def _arg_type(func_name: str, index: int, value: Any) -> ArgType:
     """How the trace sees one argument. Stand-ins (for spec/cuda_source): NumPy arrays act as device arrays."""
     tp = type(value)
     if value is None:  # an optional argument left out: the function sees None
@@ -205,13 +205,11 @@ def _arg_type(func_name: str, index: int, value: Any, stand_in: bool = False) ->
         return ("scalar", _rules.default_dtype(tp), tp)
     if isinstance(value, np.generic):
         return ("scalar", _dtype_of(func_name, index, value.dtype), None)
-    if isinstance(value, np.ndarray) or (hasattr(value, "dtype") and hasattr(value, "ndim")):
-        dtype = value.dtype
-        if not isinstance(dtype, np.dtype) and tp.__module__.partition(".")[0] == "torch":
-            from ..runtime import torch_dtype_to_numpy
+    from ..runtime import array_dtype_ndim
 
-            dtype = torch_dtype_to_numpy(dtype)
-        return ("array", _dtype_of(func_name, index, dtype), int(value.ndim))
+    found = array_dtype_ndim(value)
+    if found is not None:
+        return ("array", _dtype_of(func_name, index, found[0]), found[1])
     raise KspecTypeError(
         f"kspec.fuse: function '{func_name}': argument {index} is a {tp.__name__}; fused functions take device "
         "arrays (CuPy, PyTorch, kspec), NumPy arrays as stand-ins for spec()/cuda_source(), and numbers"

@@ -6,6 +6,7 @@ bfloat16, which NumPy lacks without ml_dtypes, follows float16's rules in its pl
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -44,15 +45,24 @@ def default_dtype(py_type: type) -> str:
     return {bool: "bool", int: "int64", float: "float64", complex: "complex128"}[py_type]
 
 
+def bfloat16_stand_in(names: Iterable[str]) -> tuple[dict[str, str], str | None]:
+    """How NumPy can answer for dtypes that include bfloat16, which it lacks: (the dtype to ask about in its
+    place, the dtype a float16 answer stands for). bfloat16 follows float16's rules; bfloat16 with float16
+    gives float32 (neither holds the other), so both are asked about as float32."""
+    present = set(names)
+    if "bfloat16" not in present:
+        return {}, None
+    if "float16" in present:
+        return {"bfloat16": "float32", "float16": "float32"}, None
+    return {"bfloat16": "float16"}, "bfloat16"
+
+
 def result_type(operands: list[tuple[str, type | None]]) -> str:
     """numpy.result_type of (dtype, weak type or None) operands, with NEP 50 weak Python scalars."""
-    args: list[Any] = [_WEAK_STAND_IN[weak] if weak is not None else numpy_dtype(d) for d, weak in operands]
-    bf16 = any(d == "bfloat16" and weak is None for d, weak in operands)
-    f16 = any(d == "float16" and weak is None for d, weak in operands)
+    stand_in, back = bfloat16_stand_in(d for d, weak in operands if weak is None)
+    args: list[Any] = [_WEAK_STAND_IN[weak] if weak is not None else np.dtype(stand_in.get(d, d)) for d, weak in operands]
     name = np.result_type(*args).name
-    if bf16 and name == "float16":
-        return "float32" if f16 else "bfloat16"
-    return name
+    return back if back is not None and name == "float16" else name
 
 
 def can_cast_same_kind(source: str, target: str) -> bool:

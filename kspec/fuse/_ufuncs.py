@@ -15,6 +15,7 @@ import numpy as np
 from .._errors import KspecTypeError, KspecValueError
 from ..dtypes import BY_NAME
 from ._ufunc_casts import cast, literal
+from ._rules import bfloat16_stand_in
 from ._ufunc_table import NOT_SUPPORTED, SUPPORTED, emit_loop
 
 __all__ = ["SUPPORTED", "UfuncTypeError", "cast", "emit", "headers", "literal", "resolve"]
@@ -76,14 +77,7 @@ def resolve(
 
 @lru_cache(maxsize=4096)
 def _resolve(name: str, ops: tuple[str | type, ...], dtype: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    has_bf16 = "bfloat16" in ops or dtype == "bfloat16"
-    if has_bf16 and ("float16" in ops or dtype == "float16"):
-        stand_in = {"bfloat16": "float32", "float16": "float32"}
-        back = None  # the result names no 16-bit float
-    elif has_bf16:
-        stand_in, back = {"bfloat16": "float16"}, "bfloat16"
-    else:
-        stand_in, back = {}, None
+    stand_in, back = bfloat16_stand_in([*(op for op in ops if isinstance(op, str)), *([dtype] if dtype else [])])
     ufunc = getattr(np, name)
     # A Python bool is NumPy's bool (the lowest kind, so weak or strong gives the same loop); int, float
     # and complex stay Python types, which resolve_dtypes treats as weak.

@@ -171,28 +171,6 @@ def can_hold(target: Scalar, value: Scalar) -> bool:
 _PY_SCALARS: dict[type, Scalar] = {bool: BOOL, int: INT64, float: FLOAT64, complex: COMPLEX128}
 
 
-def _array_dtype_ndim(obj: Any) -> tuple[Any, int] | None:
-    """(NumPy dtype, ndim) of a device or NumPy array, without building interface dicts where avoidable."""
-    tp = type(obj)
-    module = tp.__module__.partition(".")[0]
-    if module == "torch":
-        from ..runtime import torch_dtype_to_numpy  # noqa: PLC0415  (torch only when one is passed)
-
-        return torch_dtype_to_numpy(obj.dtype), obj.dim()
-    if isinstance(obj, np.ndarray) or module in ("cupy", "kspec"):
-        if hasattr(obj, "dtype") and hasattr(obj, "ndim"):
-            return np.dtype(obj.dtype), int(obj.ndim)
-    cai = getattr(obj, "__cuda_array_interface__", None)
-    if cai is not None:
-        return np.dtype(cai["typestr"]), len(cai["shape"])
-    if hasattr(obj, "__dlpack__"):
-        from ..runtime import array_info
-
-        info = array_info(obj)
-        return info.dtype, len(info.shape)
-    return None
-
-
 def type_of_argument(obj: Any, position: int, kernel: str) -> JitType:
     """The kernel type of one argument of a call (or of a stand-in for ``cuda_source``/``spec``)."""
     tp = type(obj)
@@ -200,7 +178,9 @@ def type_of_argument(obj: Any, position: int, kernel: str) -> JitType:
         return _PY_SCALARS[tp]
     if isinstance(obj, np.generic):
         return scalar_of(obj.dtype)
-    found = _array_dtype_ndim(obj)
+    from ..runtime import array_dtype_ndim  # noqa: PLC0415  (the runtime only once a call is typed)
+
+    found = array_dtype_ndim(obj)
     if found is not None:
         return Array(scalar_of(found[0]), found[1])
     raise KspecTypeError(

@@ -221,6 +221,26 @@ def array_info(obj: object, *, param: str | None = None, stream: int | None = No
     )
 
 
+def array_dtype_ndim(obj: object) -> tuple[np.dtype, int] | None:
+    """(NumPy dtype, ndim) of a device or NumPy array, or None for anything else. Reads the cheap attributes
+    of NumPy, CuPy, kspec and PyTorch arrays; other libraries through ``__cuda_array_interface__`` / DLPack.
+    For typing a call once (kspec.fuse, kspec.jit), not for the per-call path."""
+    a: Any = obj
+    module = type(obj).__module__.partition(".")[0]
+    if module == "torch":
+        return torch_dtype_to_numpy(a.dtype), int(a.dim())
+    if isinstance(obj, np.ndarray) or module in ("cupy", "kspec"):
+        if hasattr(obj, "dtype") and hasattr(obj, "ndim"):
+            return np.dtype(a.dtype), int(a.ndim)
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        return np.dtype(cai["typestr"]), len(cai["shape"])
+    if hasattr(obj, "__dlpack__"):
+        info = array_info(obj)
+        return info.dtype, len(info.shape)
+    return None
+
+
 def _cai_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
     cai = obj.__cuda_array_interface__
     version = cai.get("version", 0)
