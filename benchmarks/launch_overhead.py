@@ -184,10 +184,10 @@ def main() -> None:
 
     floor_kernel = kspec.RawKernel(SOURCE, "copy3")
     floor_kernel((1,), (N,), (kx, ky, n32))  # packs kx, ky, n into its parameter buffer, once
-    (packer,) = floor_kernel._plan.packers().values()
+    (packer,) = floor_kernel._launcher.packers().values()
     add(
         "cuda.bindings cuLaunchKernel, pre-packed [variant: floor]",
-        floor_loop(cu.cuLaunchKernel, floor_kernel._plan.function(device.id), cu.CUstream(0), packer.__globals__["_params"]),
+        floor_loop(cu.cuLaunchKernel, floor_kernel._launcher.function(device.id), cu.CUstream(0), packer.__globals__["_params"]),
         kspec_sync,
     )
 

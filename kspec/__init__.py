@@ -76,6 +76,13 @@ __all__ = [
     "load",
     "zeros",
     "jit",
+    # texture memory (kspec.runtime), imported on first access
+    "CUDAArray",
+    "ChannelFormatDescriptor",
+    "ResourceDescriptor",
+    "SurfaceObject",
+    "TextureDescriptor",
+    "TextureObject",
 ]
 
 # Lazy exports: `import kspec` stays cheap and driver-free; these load their module on first access.
@@ -93,6 +100,12 @@ _LAZY = {
     "empty": "kspec.runtime",
     "get_device": "kspec.runtime",
     "zeros": "kspec.runtime",
+    "CUDAArray": "kspec.runtime",
+    "ChannelFormatDescriptor": "kspec.runtime",
+    "ResourceDescriptor": "kspec.runtime",
+    "SurfaceObject": "kspec.runtime",
+    "TextureDescriptor": "kspec.runtime",
+    "TextureObject": "kspec.runtime",
     "fuse": "kspec.fuse",
 }
 

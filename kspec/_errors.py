@@ -8,6 +8,19 @@ written against CuPy's exceptions keeps catching them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+
+def kernel_label(name: str, detail: object = None) -> str:
+    """``kernel 'name'``, or ``kernel 'name' (detail)``: the one spelling of how a message names a kernel,
+    so every layer's messages read alike (tests and the error docs match them). Call it only when raising,
+    or where a label is built once (a prepared call, a loaded module), never per kernel call."""
+    return f"kernel '{name}'" if detail is None else f"kernel '{name}' ({detail})"
+
+
+def about_kernel(name: str, message: str) -> str:
+    """``kernel 'name': message``, a message about one kernel (its label is :func:`kernel_label`'s)."""
+    return f"{kernel_label(name)}: {message}"
 
 
 class KspecError(Exception):
@@ -78,12 +91,12 @@ class SpecError(KspecError, ValueError):
         if self.file:
             where.append(_printable(self.file))
         if self.kernel:
-            where.append(f"kernel '{_printable(self.kernel)}'")
+            where.append(kernel_label(_printable(self.kernel)))
         if self.field:
             where.append(f"field '{_printable(self.field)}'")
         return ": ".join([*where, self.message])
 
-    def __reduce__(self):  # keep the location through pickling (multiprocessing, pytest-xdist)
+    def __reduce__(self) -> tuple[Any, ...]:  # keep the location through pickling (multiprocessing, pytest-xdist)
         return (_rebuild_spec_error, (type(self), self.message, self.file, self.kernel, self.field))
 
 
@@ -93,7 +106,9 @@ def _printable(text: str) -> str:
     return text if text.isprintable() else repr(text)[1:-1]
 
 
-def _rebuild_spec_error(cls, message, file, kernel, field):  # type: ignore[no-untyped-def]
+def _rebuild_spec_error(
+    cls: type[SpecError], message: str, file: str | None, kernel: str | None, field: str | None
+) -> SpecError:
     return cls(message, file=file, kernel=kernel, field=field)
 
 
@@ -141,7 +156,7 @@ class SpecErrorGroup(SpecError):
     def __str__(self) -> str:
         return f"{len(self.errors)} spec errors:\n" + "\n".join(f"  {e}" for e in self.errors)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (SpecErrorGroup, (self.errors,))
 
 
@@ -159,22 +174,22 @@ class CompileError(KspecError, RuntimeError):
         self.source = source
         super().__init__(message)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_compile_error, (self.args[0], self.kernel, self.log, self.source))
 
 
-def _rebuild_compile_error(message, kernel, log, source):  # type: ignore[no-untyped-def]
+def _rebuild_compile_error(message: str, kernel: str | None, log: str, source: str) -> CompileError:
     return CompileError(message, kernel=kernel, log=log, source=source)
 
 
 class CompileTimeoutError(CompileError):
     """A compile ran past its time limit (``kspec build --compile-timeout``) and was stopped."""
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_timeout, (self.args[0], self.kernel))
 
 
-def _rebuild_timeout(message, kernel):  # type: ignore[no-untyped-def]
+def _rebuild_timeout(message: str, kernel: str | None) -> CompileTimeoutError:
     return CompileTimeoutError(message, kernel=kernel)
 
 

@@ -6,6 +6,7 @@ spells a C type or an item size.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -65,7 +66,8 @@ def _numpy_dtype(name: str) -> np.dtype | None:
             import ml_dtypes  # optional: NumPy has no bfloat16 of its own
         except ImportError:
             return None
-        return np.dtype(ml_dtypes.bfloat16)
+        bfloat16: np.dtype = np.dtype(ml_dtypes.bfloat16)
+        return bfloat16
     return np.dtype(name)
 
 
@@ -122,3 +124,13 @@ def headers_for(names: "list[str] | tuple[str, ...] | set[str]") -> set[Header]:
         if h is not None:
             out.add(h)
     return out
+
+
+def c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    """C-contiguous strides in bytes (an extent of 0 counts as 1, as NumPy does)."""
+    strides = []
+    step = itemsize
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(extent, 1)
+    return tuple(reversed(strides))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import numpy
-import numpy as np
 
 from kspec import jit
 
@@ -96,7 +95,7 @@ def control_flow(x, out, n):
         total += j * (1 if kind > 0 else 2)
     for j in range(0, 8, 2, unroll=True):
         total += j
-    for j in jit.range(i, i + 4, unroll=2):
+    for j in jit.range(i, i + 4, unroll=2):  # noqa: B007 (the loop is what is under test)
         total += 1
     for j in range(0, 4, unroll=False):
         total += not (j == 2 and kind == 0) or j > 3
@@ -106,7 +105,7 @@ def control_flow(x, out, n):
 @jit.rawkernel()
 def runtime_step(out, start, stop, step):
     count = 0
-    for i in range(start, stop, step):
+    for i in range(start, stop, step):  # noqa: B007 (the loop is what is under test)
         count += 1
     out[0] = count
 

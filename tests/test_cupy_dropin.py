@@ -259,7 +259,7 @@ def test_texture_object_for_a_typed_parameter_is_refused():
 
 
 def test_raw_kernel_packs_a_texture_object_as_its_handle():
-    from kspec.runtime._launch import _classify_arg
+    from kspec.runtime._launch_args import _classify_arg
 
     arg = _classify_arg(TextureObject(7))
     assert (arg.kind, arg.size) == ("handle", 8)

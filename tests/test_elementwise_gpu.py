@@ -875,3 +875,34 @@ def test_repeated_reductions_with_one_signature(cp):
         out = cp.empty(5)
         assert k(cp.asarray(x), axis=1, out=out) is out
         np.testing.assert_allclose(cp.asnumpy(out), x.sum(1), rtol=1e-12)
+
+
+def test_repeated_calls_through_the_fast_path_match_the_full_path() -> None:
+    """kspec/kernels/_fastcall.py: repeats of a signature skip the full path; every variation of the
+    arguments (shape, strides, dtype, library, scalar type, outputs given or not, stream=) stays correct."""
+    cp = pytest.importorskip("cupy")
+    k = kspec.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd_fast_path")
+    xs = np.arange(20, dtype=np.float32)
+    x, y = cp.asarray(xs), cp.asarray(xs[::-1].copy())
+    want = (xs - xs[::-1]) ** 2
+    for _ in range(3):
+        np.testing.assert_array_equal(k(x, y).get(), want)
+    z = cp.empty_like(x)
+    for _ in range(2):
+        assert k(x, y, z) is z
+        np.testing.assert_array_equal(z.get(), want)
+    np.testing.assert_array_equal(k(x[::2], y[::2]).get(), want[::2])
+    np.testing.assert_array_equal(k(x[:7], y[:7]).get(), want[:7])
+    np.testing.assert_array_equal(k(x.astype(cp.float64), y.astype(cp.float64)).get(), want.astype(np.float64))
+    np.testing.assert_array_equal(k(x, np.float32(3.0)).get(), (xs - 3) ** 2)
+    for value in (3.0, 4.0, 5):  # Python scalars: the value is packed per call, an int takes its own stub
+        np.testing.assert_array_equal(k(x, value).get(), (xs - np.float32(value)) ** 2)
+    s = cp.cuda.Stream()
+    np.testing.assert_array_equal(k(x, y, stream=s).get(), want)
+    np.testing.assert_array_equal(k(x, y).get(), want)
+    torch = pytest.importorskip("torch")
+    tx, ty = torch.as_tensor(xs, device="cuda"), torch.as_tensor(xs[::-1].copy(), device="cuda")
+    for _ in range(2):
+        np.testing.assert_array_equal(k(tx, ty).cpu().numpy(), want)
+    with pytest.raises(TypeError, match="host memory"):
+        k(torch.as_tensor(xs), torch.as_tensor(xs))  # host tensors of the same shape never hit the fast path

@@ -140,7 +140,7 @@ def test_float_math_matches_numpy(cp, dtype):
     rng = np.random.default_rng(3)
     x, y = _random((513,), dtype, rng), _random((513,), dtype, rng, positive=True)
     f = kspec.fuse(float_math)
-    for k, (g, w) in enumerate(zip(f(cp.asarray(x), cp.asarray(y)), _numpy(float_math, x, y))):
+    for g, w in zip(f(cp.asarray(x), cp.asarray(y)), _numpy(float_math, x, y)):
         rtol = {"float16": 4e-3, "float32": 1e-5, "float64": 1e-12}[dtype]
         _assert_same(g, w, w.dtype, rtol=rtol)
 
@@ -370,3 +370,21 @@ def test_python_int_that_does_not_fit_the_array_dtype_overflows_as_in_numpy(cp):
     with pytest.raises(OverflowError, match="out of bounds for uint8"):
         f(cp.arange(3, dtype=cp.uint8), -1)
     assert f(cp.arange(3, dtype=cp.int64), 2**40).dtype == cp.int64
+
+
+def test_repeated_calls_served_by_the_kernels_prepared_call_stay_correct(cp) -> None:
+    """A repeat of the last call goes straight to the fused kernel's prepared call (FusedFunction.__call__);
+    another shape, a strided view, another dtype or NumPy inputs must still get their own results."""
+    f = kspec.fuse(lambda x, y: (x - y) * (x - y))
+    xs = np.arange(12, dtype=np.float32)
+    ys = np.full(12, 2.5, np.float32)
+    x, y = cp.asarray(xs), cp.asarray(ys)
+    for _ in range(3):
+        _assert_same(f(x, y), (xs - ys) ** 2, np.float32)
+    assert f._fast_call is not None  # the repeats took the fast path
+    _assert_same(f(x[::2], y[::2]), (xs[::2] - ys[::2]) ** 2, np.float32)
+    _assert_same(f(x[:5], y[:5]), (xs[:5] - ys[:5]) ** 2, np.float32)
+    _assert_same(f(x.astype(cp.float64), y.astype(cp.float64)), (xs.astype(np.float64) - ys) ** 2, np.float64)
+    _assert_same(f(x, 1.5), (xs - np.float32(1.5)) ** 2, np.float32)
+    _assert_same(f(xs, ys), (xs - ys) ** 2, np.float32)  # NumPy arrays: the plain function
+    _assert_same(f(x, y), (xs - ys) ** 2, np.float32)

@@ -209,7 +209,7 @@ def _undefined_name(x):
 @jit.rawkernel()
 def _type_change(x):
     acc = 0
-    acc = x[0] * 1.5
+    acc = x[0] * 1.5  # noqa: F841 (the kernel under test)
 
 
 @jit.rawkernel()
@@ -224,7 +224,7 @@ def _float_index(x):
 
 @jit.rawkernel()
 def _comprehension(x):
-    y = [v for v in range(3)]
+    y = [v for v in range(3)]  # noqa: F841 (the kernel under test)
 
 
 @jit.rawkernel()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kspec
-from kspec.kernels import _typed
+from kspec.kernels import _spec_kernel as _typed
 from kspec.kernels._bind import bind, scalar_bytes
 from kspec.kernels._elementwise import _static_values
 from kspec.kernels._frame import Frame

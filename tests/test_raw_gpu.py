@@ -486,7 +486,7 @@ def test_threads_launching_one_kernel_keep_their_own_arguments():
 def test_compile_loads_on_the_current_device():
     kernel = kspec.RawKernel(ADD, "my_add")
     kernel.compile()
-    assert kernel._plan._functions  # resolved on the device by compile(), before any call
+    assert kernel._launcher._functions  # resolved on the device by compile(), before any call
     with pytest.raises(ValueError, match="'nope' is not in"):
         kspec.RawKernel(ADD.replace("my_add", "nope_"), "nope_").module.get_function("nope").compile()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 import threading
 
 import numpy as np
@@ -66,6 +67,13 @@ class FakeDriver:
 
     def cuGetErrorString(self, err):
         return (R.CUDA_SUCCESS, b"fake description")
+
+    # cuda.core's StridedMemoryView asks which device a CAI array's pointer is on (the current one for NULL)
+    def cuPointerGetAttribute(self, attr, ptr):
+        return (R.CUDA_SUCCESS, 0)
+
+    def cuCtxGetDevice(self):
+        return (R.CUDA_SUCCESS, cu_real.CUdevice(0))
 
     # modules and functions
     def cuModuleLoadData(self, image):
@@ -158,6 +166,11 @@ def fake(monkeypatch):
     from kspec.runtime import _stream
 
     monkeypatch.setattr(_stream, "_cu_streams", {})
+    # Arrays of other libraries are read by cuda.core's StridedMemoryView, which calls the driver through its
+    # own module's `driver` (cuda.bindings.driver), not kspec's: point that at the fake too.
+    from cuda.core.utils import StridedMemoryView
+
+    monkeypatch.setattr(sys.modules[StridedMemoryView.__module__], "driver", drv)
     return drv
 
 
@@ -191,9 +204,9 @@ def test_pointers_and_scalars_are_packed_as_cupy_does(fake):
 def test_second_call_reuses_the_packer_with_new_values(fake):
     k = kspec.RawKernel(SOURCE, "k1")
     k(1, 1, (fake_array(0x10), fake_array(0x20), 1, 1.0))
-    packers = dict(k._plan.packers())
+    packers = dict(k._launcher.packers())
     k((3, 2), (4, 4, 2), (fake_array(0x30), fake_array(0x40), -7, -0.5))
-    assert dict(k._plan.packers()) == packers  # same signature, same packer
+    assert dict(k._launcher.packers()) == packers  # same signature, same packer
     launch = fake.launches[-1]
     assert launch["grid"] == (3, 2, 1) and launch["block"] == (4, 4, 2)
     assert [u64(v) for v in launch["values"][:2]] == [0x30, 0x40]
@@ -371,11 +384,11 @@ def test_threads_get_their_own_parameter_buffers(fake):
     k = kspec.RawKernel(SOURCE, "k1")
     args = (fake_array(1), fake_array(2), 0, 0.0)
     k(1, 1, args)
-    tables = [k._plan.packers()]
+    tables = [k._launcher.packers()]
 
     def other():
         k(1, 1, args)
-        tables.append(k._plan.packers())
+        tables.append(k._launcher.packers())
 
     t = threading.Thread(target=other)
     t.start()

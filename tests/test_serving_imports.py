@@ -107,6 +107,35 @@ def test_second_process_needs_no_toolchain_or_template_hashing(package: Path) ->
             assert json.loads(out.stdout) == []
 
 
+# A constructor call renders and compiles its kernel (Jinja, NVRTC) but needs no spec model: its arguments are
+# checked by kspec.spec's plain path (kspec/spec/_ctor.py).
+_NO_MODELS = ("pydantic", "kspec.spec._models", "kspec.spec._params", "kspec.spec._base", "kspec.spec._raw")
+
+_CTOR_CALL = """
+import json, sys
+import numpy as np
+import kspec
+x = np.ones(4, np.float32)
+ew = kspec.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)", "sqd")
+red = kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
+sources = [ew.source(x, x), red.source(x)]
+ew.compile(x, x, arch="sm_90")
+print(json.dumps({{"rendered": ["sqd" in sources[0], "l2norm" in sources[1]],
+                  "forbidden": sorted(m for m in {forbidden!r} if m in sys.modules)}}))
+"""
+
+
+def test_constructor_call_renders_and_compiles_without_pydantic(tmp_path: Path) -> None:
+    """Issue 14's cold first call: construct, render, compile with empty caches; no Pydantic."""
+    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "cache"),
+           "KSPEC_MEMO_DIR": str(tmp_path / "memo")}
+    script = _CTOR_CALL.format(forbidden=_NO_MODELS)
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"rendered": [True, True], "forbidden": []}
+
+
 @pytest.mark.gpu
 def test_generated_module_launches_from_binaries_on_the_gpu(tmp_path: Path) -> None:
     import kspec.compiler

@@ -142,16 +142,18 @@ def cluster(gpus: int, kernels_dir: Path, threads: int = 1) -> Any:
     return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}, workers=workers)
 
 
-def run(gpus: int, gib: float, chunk_mib: int, workdir: Path, use_cupy: bool = False) -> dict[str, float]:
-    """Build, run and time the pipeline over ``gib`` GiB of float32 (x and y together); checks the result."""
+def run(
+    gpus: int, gib: float, chunk_mib: int, workdir: Path, use_cupy: bool = False, repeats: int = 3, threads: int = 1
+) -> dict[str, float]:
+    """Build, run and time the pipeline over ``gib`` GiB of float32 (x and y together): the median of
+    ``repeats`` runs after a warm-up; checks the result."""
     import dask.array as da
-    import numpy as np
     from distributed import Client
 
     n = int(gib * 2**30 / 4 / 2)
     chunk = chunk_mib * 2**20 // 4
     n -= n % chunk
-    with cluster(gpus, workdir) as c, Client(c) as client:
+    with cluster(gpus, workdir, threads) as c, Client(c) as client:
         client.wait_for_workers(gpus)
         import cupy as cp
 
@@ -160,16 +162,20 @@ def run(gpus: int, gib: float, chunk_mib: int, workdir: Path, use_cupy: bool = F
         y = da.map_blocks(random_chunk, chunks=((chunk,) * (n // chunk),), dtype="float32", meta=meta, seed=2)
         norm = pipeline(x, y, use_cupy)
         float(norm.compute())  # warm-up: compiles or loads once per worker
-        start = time.perf_counter()
-        value = float(norm.compute())
-        seconds = time.perf_counter() - start
+        times = []
+        for _ in range(repeats):  # the median of several runs of the whole graph
+            start = time.perf_counter()
+            value = float(norm.compute())
+            times.append(time.perf_counter() - start)
+        seconds = sorted(times)[len(times) // 2]
         ntasks = len(norm.__dask_graph__())
     # the same numbers in NumPy: chunks are reproducible from their seeds (checked on one chunk's worth)
     expected = _expected_norm(n, chunk)
     assert math.isclose(value, expected, rel_tol=1e-3), (value, expected)
     # bytes through device memory per element pair: x, y written (random), read; d written, read; z written, read
     moved = 9 * n * 4
-    return {"seconds": seconds, "gbps": moved / seconds / 1e9, "tasks": ntasks, "norm": value}
+    return {"seconds": seconds, "gbps": moved / seconds / 1e9, "tasks": ntasks, "norm": value,
+            "us_per_task": seconds / ntasks * 1e6}
 
 
 def _expected_norm(n: int, chunk: int) -> float:
@@ -192,15 +198,20 @@ def main() -> None:
     parser.add_argument("--gib", type=float, default=16.0, help="GiB of float32 input (x and y together)")
     parser.add_argument("--chunk-mib", type=int, default=256)
     parser.add_argument("--cupy", action="store_true", help="CuPy's kernels instead of kspec's")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs of the graph (the median is shown)")
+    parser.add_argument("--threads", type=int, default=1, help="threads per worker process")
     args = parser.parse_args()
     import kspec
 
     with tempfile.TemporaryDirectory() as tmp:
         workdir = prepare(tmp, archs=kspec.get_device().arch)  # this machine's GPUs only: a quicker build
         os.environ["DASK_KERNELS_DIR"] = str(workdir)
-        result = run(args.gpus, args.gib, args.chunk_mib, workdir, args.cupy)
+        result = run(args.gpus, args.gib, args.chunk_mib, workdir, args.cupy, args.repeats, args.threads)
+    # with tiny chunks (--gib 0.0625 --chunk-mib 1) the device work is negligible: seconds per task is then
+    # Dask's and the kernel call's overhead per task
     print(f"{'cupy' if args.cupy else 'kspec'} on {args.gpus} GPU(s): {args.gib:g} GiB in {result['seconds']:.3f} s, "
-          f"{result['gbps']:.0f} GB/s, {result['tasks']} tasks, norm {result['norm']:.6g}")
+          f"{result['gbps']:.0f} GB/s, {result['tasks']} tasks ({result['us_per_task']:.0f} us per task), "
+          f"norm {result['norm']:.6g}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Never imports :mod:`kspec.runtime`: a build machine has no GPU.
 """
 
-from ._output import MANIFEST_NAME, binary_path, check_output_dir, confined_file, manifest_entry, read_manifest, write_output
+from .._manifest import MANIFEST_NAME, confined_file, read_manifest
+from ._output import binary_path, check_output_dir, manifest_entry, write_output
 from ._precompile import BuildPlan, BuildResult, BuildUnit, plan_build, precompile
 from ._progress import BuildProgress, precompile_with_progress
 

@@ -26,7 +26,7 @@ from .. import __version__
 from .._atomic import write_atomic
 from .._errors import BuildOutputError
 from .._manifest import BINARY_SUFFIXES as _BINARY_SUFFIXES
-from .._manifest import MANIFEST_NAME, MANIFEST_VERSION, confined_file, manifest_document, read_manifest  # noqa: F401 (re-exported)
+from .._manifest import MANIFEST_NAME, confined_file, manifest_document, read_manifest
 from ._precompile import BuildResult, BuildUnit
 
 # A path component kspec derives from a name stays this short (file systems allow 255 bytes); a longer

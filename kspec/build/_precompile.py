@@ -178,8 +178,11 @@ def _compile(unit: BuildUnit, module: RenderedModule, cache: BinaryCache, pool: 
     options = CompileOptions(arch=unit.arch, extra=tuple(unit.spec.options))
     needs = tuple(module.needs)
     if pool is None:
-        return compile_cached(module.source, name=unit.spec.name, options=options,
-                              name_expressions=module.name_expressions, needs=needs, cache=cache)  # fmt: skip
+        result: tuple[CompiledProgram, bool] = compile_cached(
+            module.source, name=unit.spec.name, options=options, name_expressions=module.name_expressions, needs=needs,
+            cache=cache,
+        )
+        return result
     key = cache_key(module.source, options=options, name_expressions=module.name_expressions, needs=needs)
     program = cache.get(key)
     if program is not None:

@@ -12,13 +12,13 @@ import pickle
 import struct
 import sys
 import threading
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 HEADER = struct.Struct("<Q")
 STACK_BYTES = 512 << 20  # address space only: pages are touched as NVRTC recurses
 
 
-def read_message(stream: BinaryIO) -> Any:
+def read_message(stream: IO[bytes]) -> Any:
     """One message, or None at end of input."""
     head = stream.read(HEADER.size)
     if len(head) < HEADER.size:
@@ -30,7 +30,7 @@ def read_message(stream: BinaryIO) -> Any:
     return pickle.loads(body)
 
 
-def write_message(stream: BinaryIO, message: Any) -> None:
+def write_message(stream: IO[bytes], message: Any) -> None:
     body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(HEADER.pack(len(body)) + body)
     stream.flush()

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .._errors import CompileError, CompileTimeoutError
+from .._errors import CompileError, CompileTimeoutError, about_kernel
 from ..compiler import DEFAULT_COMPILE_TIMEOUT_S
 from ._worker import read_message, write_message
 
@@ -64,10 +64,10 @@ class _Worker:
             ready, _, _ = select.select([fd], [], [], remaining)
             if ready:
                 break
-        reply = read_message(self.process.stdout)
+        reply: tuple[str, Any] | None = read_message(self.process.stdout)
         if reply is None:
             raise _Gone
-        return reply  # type: ignore[no-any-return]
+        return reply
 
     def kill(self) -> str:
         """Stop the worker; what ended it, for the message (its signal, exit status and stderr's end)."""
@@ -120,15 +120,21 @@ class CompilePool:
         except TimeoutError:
             self._drop(worker)
             raise CompileTimeoutError(
-                f"kernel '{name}': compiling it took more than {self.timeout:g} s and was stopped "
-                "(kspec build --compile-timeout SECONDS raises the limit; 0 means none)",
+                about_kernel(
+                    name,
+                    f"compiling it took more than {self.timeout:g} s and was stopped "
+                    "(kspec build --compile-timeout SECONDS raises the limit; 0 means none)",
+                ),
                 kernel=name,
             ) from None
         except _Gone:
             how = self._drop(worker)
             raise CompileError(
-                f"kernel '{name}': the NVRTC compile crashed ({how}); the other kernels of the build are not "
-                "affected. A very large expression can exhaust NVRTC's stack: split the kernel.",
+                about_kernel(
+                    name,
+                    f"the NVRTC compile crashed ({how}); the other kernels of the build are not "
+                    "affected. A very large expression can exhaust NVRTC's stack: split the kernel.",
+                ),
                 kernel=name,
             ) from None
         self._idle.put(worker)

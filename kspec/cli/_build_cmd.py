@@ -47,7 +47,8 @@ def parse_archs(text: str | None) -> list[str]:
     from ..compiler import check_arch, default_archs
 
     if text is None:
-        return default_archs()
+        defaults: list[str] = default_archs()  # a lazy export: untyped to mypy
+        return defaults
     archs: list[str] = []
     for item in text.split(","):
         if item.strip():

@@ -29,7 +29,7 @@ def error(message: str) -> None:
 def spec_files_or_report(paths: list[str]) -> list[Path] | None:
     """The spec files under ``paths``, or None after reporting why there are none (the caller exits 1)."""
     try:
-        files = spec_files(paths)
+        files: list[Path] = spec_files(paths)
     except SpecError as exc:
         error(str(exc))
         return None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..codegen import generate, sync_files
-from ._common import add_spec_paths, error, spec_files_or_report
+from ._common import add_spec_paths, spec_files_or_report
 
 DEFAULT_OUT = "generated"
 
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         print(f"{out}: up to date ({len(result.files)} files)")
         return 0
-    for target, missing in changed:
+    for target, _missing in changed:
         print(f"wrote {target}")
     if not changed:
         print(f"{out}: up to date ({len(result.files)} files)")

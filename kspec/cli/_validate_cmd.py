@@ -6,7 +6,7 @@ import argparse
 
 from .._errors import SpecError
 from ..spec import SpecLibrary, read_file
-from ._common import add_spec_paths, error, spec_files_or_report
+from ._common import add_spec_paths, spec_files_or_report
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

@@ -30,7 +30,7 @@ class Generation:
 
 
 def _spec_data(spec: AnySpec, out_dir: Path | None) -> dict[str, Any]:
-    data = spec_to_data(spec)
+    data: dict[str, Any] = spec_to_data(spec)
     if isinstance(spec, RawSpec) and spec.path is not None:
         if not spec.is_binary:
             # The module must not depend on where the spec file was: the source goes in as text.

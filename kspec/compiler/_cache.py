@@ -25,7 +25,6 @@ import json
 import os
 import re
 import struct
-import sys
 import threading
 import time
 import warnings

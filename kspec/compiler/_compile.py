@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .._errors import CompileError, KspecTypeError, KspecValueError
+from .._errors import CompileError, KspecTypeError, KspecValueError, about_kernel
 from ._cache import BinaryCache, default_cache
 from ._includes import include_dirs, kspec_include_dir
 from ._key import cache_key, check_name_expressions
@@ -163,8 +163,12 @@ def _compile_nvcc(
         output = run_nvrtc(source, f"{name}.cu", [*options.to_args(include_dirs(needs)), "-fdevice-syntax-only"], names, ptx=False)
         if output.error:
             raise CompileError(
-                f"kernel '{name}': nvcc compiled it, but NVRTC could not parse it to lower its name expressions "
-                f"({output.error}):\n{_indent(output.log)}", kernel=name, log=output.log, source=source
+                about_kernel(
+                    name,
+                    f"nvcc compiled it, but NVRTC could not parse it to lower its name expressions "
+                    f"({output.error}):\n{_indent(output.log)}",
+                ),
+                kernel=name, log=output.log, source=source,
             )
         lowered = dict(output.lowered_names)
     return CompiledProgram(binary=binary, format="ptx" if options.is_ptx else "cubin", arch=arch,
@@ -215,7 +219,7 @@ def _failure(tool: str, log_name: str, name: str, arch: str, error: str, log: st
              dump_note: str | None) -> CompileError:
     """The CompileError of a failed compile: what failed, the compiler's log, the options and the numbered source."""
     parts = [
-        f"kernel '{name}': {tool} failed to compile it for {arch} ({error})",
+        about_kernel(name, f"{tool} failed to compile it for {arch} ({error})"),
         f"{log_name} log:",
         _indent(log) if log else "  (empty)",
         "options: " + " ".join(args),

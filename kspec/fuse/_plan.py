@@ -90,7 +90,7 @@ def plan(roots: list[tuple[Node, int | None]], results: list[tuple[str, object]]
             inline = node.kind != _graph.REDUCE and deps.owner(node) is owner  # same post-map
             if not inline:
                 materialized.add(id(inp))
-    for node, target in roots:
+    for node, _target in roots:
         if deps.owner(node) is not None:
             materialized.add(id(node))
 

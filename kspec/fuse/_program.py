@@ -86,7 +86,11 @@ class Program:
             kernel, index = kernels[0], [i for _, i in self.steps[0].inputs]
             if len(self.steps[0].produces) == 1:
                 if index == list(range(len(index))):
-                    return lambda args: kernel(*args) if len(args) == len(index) else kernel(*args[: len(index)])
+                    def call(args: Sequence[Any]) -> Any:
+                        return kernel(*args) if len(args) == len(index) else kernel(*args[: len(index)])
+
+                    call.single_kernel = kernel  # type: ignore[attr-defined]  # FusedFunction's fast path
+                    return call
                 return lambda args: kernel(*[args[i] for i in index])
             return lambda args: kernel(*[args[i] for i in index])[0]
 

@@ -277,13 +277,13 @@ for _py, _uf in _BINARY.items():
 
 for _py, _uf in {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}.items():
     setattr(TraceValue, f"__{_py}__", _binary(_uf)[0])
-TraceValue.__eq__ = _binary("equal")[0]  # type: ignore[method-assign,assignment]
-TraceValue.__ne__ = _binary("not_equal")[0]  # type: ignore[method-assign,assignment]
+TraceValue.__eq__ = _binary("equal")[0]  # type: ignore[method-assign]
+TraceValue.__ne__ = _binary("not_equal")[0]  # type: ignore[method-assign]
 TraceValue.__hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise
 for _py, _uf in {"neg": "negative", "pos": "positive", "abs": "absolute", "invert": "invert"}.items():
     setattr(TraceValue, f"__{_py}__", lambda self, _uf=_uf: self._ufunc(_uf, self))
-setattr(TraceValue, "__divmod__", lambda self, other: self._ufunc("divmod", self, other))
-setattr(TraceValue, "__rdivmod__", lambda self, other: self._ufunc("divmod", other, self))
+setattr(TraceValue, "__divmod__", lambda self, other: self._ufunc("divmod", self, other))  # noqa: B010 (undeclared for the checker)
+setattr(TraceValue, "__rdivmod__", lambda self, other: self._ufunc("divmod", other, self))  # noqa: B010 (undeclared for the checker)
 
 
 def argument(tracer: Tracer, index: int, dtype: str, ndim: int, weak: type | None) -> TraceValue:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from hatchling.builders.config import BuilderConfig
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 from .. import __version__
@@ -144,7 +145,7 @@ class HookOptions:
         supported = supported_archs()
         numbers = {arch_number(a) for a in supported}
         if self.archs is None:
-            archs = default_archs()
+            archs: list[str] = default_archs()
         else:
             archs = list(self.archs)
             for i, arch in enumerate(archs):
@@ -160,11 +161,12 @@ class HookOptions:
         return archs
 
 
-class KspecBuildHook(BuildHookInterface):
+class KspecBuildHook(BuildHookInterface[BuilderConfig]):
     """The ``kspec`` build hook of hatchling (see the module docstring)."""
 
     PLUGIN_NAME = "kspec"
     _staging: tempfile.TemporaryDirectory[str] | None = None  # removed in finalize, or at exit if the build failed
+    _marker: Path | None  # the py.typed written next to the staging directory; set in initialize
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if self.target_name != "wheel":  # an sdist ships the spec files; its wheel compiles them
@@ -239,9 +241,9 @@ class KspecBuildHook(BuildHookInterface):
             entries = manifest.get("entries")
             for entry in entries if isinstance(entries, list) else []:
                 # only files inside _binaries/: a manifest is data from disk, not a list of paths to trust
-                path = confined_file(binaries, entry.get("file") if isinstance(entry, dict) else None)
-                if path is not None:
-                    path.unlink(missing_ok=True)
+                entry_file = confined_file(binaries, entry.get("file") if isinstance(entry, dict) else None)
+                if entry_file is not None:
+                    entry_file.unlink(missing_ok=True)
             (binaries / MANIFEST_NAME).unlink()
         for directory in sorted((d for d in [out, *out.rglob("*")] if d.is_dir()), key=lambda d: -len(d.parts)):
             if not any(directory.iterdir()):

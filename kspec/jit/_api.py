@@ -73,7 +73,8 @@ def _expander(types: tuple[JitType, ...], args: Sequence[Any]) -> Callable[[Sequ
 
     namespace: dict[str, Any] = {"array_info": array_info}
     exec(compile(code, "<kspec.jit expand>", "exec"), namespace)  # noqa: S102  (generated from types only)
-    return namespace["expand"]  # type: ignore[no-any-return]
+    expand: Callable[[Sequence[Any]], tuple[Any, ...]] = namespace["expand"]
+    return expand
 
 
 class _Translation:
@@ -103,7 +104,7 @@ class JitKernel:
     def __init__(self, func: Callable[..., Any], *, device: bool, signatures: Iterable[Any], options: Sequence[str], binaries: str | os.PathLike[str] | None) -> None:
         if not callable(func) or not hasattr(func, "__code__"):
             raise KspecTypeError(f"rawkernel: expected a Python function, got {type(func).__name__}")
-        functools.update_wrapper(self, func)  # type: ignore[arg-type]
+        functools.update_wrapper(self, func)
         self.func = func
         self._device = bool(device)
         self._options = tuple(options)

@@ -6,8 +6,8 @@ import ast
 from typing import Any
 
 from ._errors import JitTypeError, JitUnsupportedError
-from ._types import BOOL, FLOAT32, FLOAT64, INT64, UINT32, UINT64, Array, Group, Shared, Void, can_hold, common_type, scalar_of
-from ._values import Const, TupleValue, Value, cast, const_to_value, is_number
+from ._types import BOOL, FLOAT32, FLOAT64, INT64, UINT32, UINT64, Array, Group, JitType, Shared, Void, can_hold, common_type, scalar_of
+from ._values import Const, ScalarValue, TupleValue, Value, cast, const_to_value, is_number
 
 # -- range loops -----------------------------------------------------------------------------------------
 
@@ -22,7 +22,8 @@ def emit_range_loop(tr: Any, node: ast.For) -> None:
     if kwargs or not 1 <= len(args) <= 3:
         raise tr.error(JitTypeError, call, "range(stop), range(start, stop) or range(start, stop, step), with unroll= as the only keyword")
     start, stop, step = (Const(0), args[0], Const(1)) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else Const(1))
-    name = node.target.id  # type: ignore[union-attr]
+    assert isinstance(node.target, ast.Name)  # stmt_For checked it
+    name = node.target.id
     typed = [v for v in (start, stop, step) if not isinstance(v, Const)]
     for v in (start, stop, step):
         if isinstance(v, Const) and not (isinstance(v.value, int) or (is_number(v.value) and scalar_of(type(v.value)).is_int)):
@@ -122,7 +123,7 @@ ATOMIC_TYPES = {
 _VIA_ULL = {"add": {"int64"}, "sub": set(), "exch": {"int64"}, "cas": {"int64"}, "and": {"int64"}, "or": {"int64"}, "xor": {"int64"}}
 
 
-def _element(tr: Any, array: Any, index: Any, node: ast.AST) -> Value:
+def _element(tr: Any, array: Any, index: Any, node: ast.AST) -> ScalarValue:
     if not (isinstance(array, Value) and isinstance(array.type, (Array, Shared))):
         raise tr.error(JitTypeError, node, "the first argument of an atomic must be an array or shared memory")
     indices = list(index.items) if isinstance(index, TupleValue) else [index]
@@ -140,7 +141,7 @@ def _element(tr: Any, array: Any, index: Any, node: ast.AST) -> Value:
     return Value(code, t.dtype)
 
 
-def atomic(tr: Any, op: str, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Value:
+def atomic(tr: Any, op: str, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> ScalarValue:
     count = 4 if op == "cas" else 3
     if kwargs or len(args) != count:
         spelled = "atomic_cas(array, index, compare, value)" if op == "cas" else f"atomic_{op}(array, index, value)"
@@ -175,7 +176,7 @@ def atomic(tr: Any, op: str, args: list[Any], kwargs: dict[str, Any], node: ast.
 _SHUFFLE_TYPES = ("int32", "uint32", "int64", "uint64", "float16", "float32", "float64")
 
 
-def shuffle(tr: Any, kind: str, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Value:
+def shuffle(tr: Any, kind: str, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> ScalarValue:
     width = kwargs.pop("width", args[3] if len(args) == 4 else Const(32))
     if kwargs or len(args) not in (3, 4):
         raise tr.error(JitTypeError, node, f"shfl_{kind}sync(mask, value, {'delta' if kind in ('up_', 'down_') else 'lane'}, width=32)")
@@ -259,7 +260,7 @@ def math_call(tr: Any, name: str, args: list[Any], node: ast.AST) -> Any:
 
 # -- cooperative groups --------------------------------------------------------------------------------------
 
-_GROUP_METHODS = {
+_GROUP_METHODS: dict[tuple[str, str], tuple[str, JitType]] = {
     ("thread_block", "sync"): ("sync()", Void()),
     ("thread_block", "thread_rank"): ("thread_rank()", UINT32),
     ("thread_block", "size"): ("num_threads()", UINT32),
@@ -274,7 +275,7 @@ _GROUP_METHODS = {
 }
 
 
-def group_call(tr: Any, method: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Value:
+def group_call(tr: Any, method: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Value[JitType]:
     if method.group is not None:
         kind = method.group.type.kind
         found = _GROUP_METHODS.get((kind, method.name))

@@ -14,10 +14,10 @@ from typing import Any, Callable
 import numpy as np
 
 from .._errors import KspecNotImplementedError
-from ._builtin_calls import ATOMIC_TYPES, atomic, emit_range_loop, group_call, math_call, shuffle  # noqa: F401
+from ._builtin_calls import atomic, group_call, math_call, shuffle
 from ._errors import JitTypeError, JitUnsupportedError
-from ._types import BOOL, FLOAT64, INT32, INT64, UINT32, Group, Scalar, Shared, Void, common_type, scalar_of
-from ._values import Const, TupleValue, Value, cast, const_to_value, is_number
+from ._types import BOOL, FLOAT64, INT32, INT64, UINT32, Group, JitType, Scalar, Shared, Void, common_type, scalar_of
+from ._values import Const, ScalarValue, TupleValue, Value, cast, const_to_value, is_number
 
 AUG_OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
                  ast.LShift: "<<", ast.RShift: ">>"}
@@ -65,7 +65,7 @@ class Special:
 class GroupMethod:
     """A bound method of a cooperative group (``g.sync``), called next."""
 
-    def __init__(self, group: Value, name: str) -> None:
+    def __init__(self, group: Value[Group] | None, name: str) -> None:  # None: a cg.* function
         self.group, self.name = group, name
 
 
@@ -76,7 +76,7 @@ def lift(obj: Any) -> Any:
     return Const(obj)
 
 
-def dim3_attribute(tr: Any, obj: Dim3, attr: str, node: ast.AST) -> Value:
+def dim3_attribute(tr: Any, obj: Dim3, attr: str, node: ast.AST) -> ScalarValue:
     if attr not in ("x", "y", "z"):
         raise tr.error(JitUnsupportedError, node, f"{obj.cuda_name} has .x, .y and .z, not .{attr}")
     return Value(f"{obj.cuda_name}.{attr}", UINT32)
@@ -107,8 +107,8 @@ def _gridsize(tr: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -
     return items[0] if ndim == 1 else TupleValue(items)
 
 
-def _no_args(code: str, type_: Any) -> Callable[..., Value]:
-    def emit(tr: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Value:
+def _no_args(code: str, type_: JitType) -> Callable[..., Value[JitType]]:
+    def emit(tr: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Value[JitType]:
         if args or kwargs:
             raise tr.error(JitTypeError, node, "takes no arguments")
         return Value(code, type_)
@@ -116,14 +116,14 @@ def _no_args(code: str, type_: Any) -> Callable[..., Value]:
     return emit
 
 
-def _syncwarp(tr: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Value:
+def _syncwarp(tr: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Value[Void]:
     mask = kwargs.pop("mask", args[0] if args else Const(0xFFFFFFFF))
     if len(args) > 1 or kwargs:
         raise tr.error(JitTypeError, node, "syncwarp(mask=0xffffffff) takes one mask")
     return Value(f"__syncwarp({cast(tr.scalar(mask, node, UINT32), UINT32)})", Void())
 
 
-def _shared_memory(tr: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Value:
+def _shared_memory(tr: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Value[Shared]:
     names = ["dtype", "size", "alignment"]
     bound = dict(zip(names, args))
     bound.update(kwargs)
@@ -232,15 +232,16 @@ def _math_name(obj: Any) -> str | None:
     if isinstance(obj, np.ufunc):
         return obj.__name__
     module = getattr(obj, "__module__", None) or ""
-    if getattr(math, getattr(obj, "__name__", ""), None) is obj:
-        return obj.__name__
+    function = getattr(math, getattr(obj, "__name__", ""), None)
+    if function is not None and function is obj:  # None is getattr's default, not a math function
+        return str(function.__name__)
     if module.startswith("cupy") and type(obj).__name__ == "ufunc":
         return str(getattr(obj, "name", "")).removeprefix("cupy_")
     return None
 
 
 def _cast(tr: Any, obj: Any, args: list[Any], node: ast.AST) -> Any:
-    target = _CAST_BUILTINS.get(obj) if obj in _CAST_BUILTINS else scalar_of(obj)
+    target = _CAST_BUILTINS[obj] if obj in _CAST_BUILTINS else scalar_of(obj)
     if len(args) != 1:
         raise tr.error(JitTypeError, node, f"a cast to {target} takes one argument")
     value = args[0]
@@ -254,7 +255,7 @@ def _cast(tr: Any, obj: Any, args: list[Any], node: ast.AST) -> Any:
     return Value(cast(value, target), target)
 
 
-def _complex(tr: Any, args: list[Any], node: ast.AST) -> Value:
+def _complex(tr: Any, args: list[Any], node: ast.AST) -> ScalarValue:
     if not 1 <= len(args) <= 2:
         raise tr.error(JitTypeError, node, "complex(real, imag=0)")
     parts = [cast(tr.scalar(a, node, FLOAT64), FLOAT64) for a in args] + ["0.0"] * (2 - len(args))
@@ -267,9 +268,9 @@ def _min_max(tr: Any, which: str, args: list[Any], node: ast.AST) -> Any:
         raise tr.error(JitTypeError, node, f"{which}() takes two or more scalars")
     if all(isinstance(a, Const) and is_number(a.value) for a in args):
         return Const((builtins.min if which == "min" else builtins.max)(a.value for a in args))
-    values = [tr.scalar(a, node, None) if not isinstance(a, Const) else None for a in args]
-    anchor = next(v for v in values if v is not None)
-    values = [v if v is not None else tr.scalar(a, node, anchor.type) for v, a in zip(values, args)]
+    typed = [tr.scalar(a, node, None) if not isinstance(a, Const) else None for a in args]
+    anchor = next(v for v in typed if v is not None)
+    values: list[ScalarValue] = [v if v is not None else tr.scalar(a, node, anchor.type) for v, a in zip(typed, args)]
     t = values[0].type
     for v in values[1:]:
         t = common_type(t, v.type)
@@ -288,13 +289,13 @@ class _CooperativeGroups:
     def __init__(self) -> None:
         self.this_thread_block = Builtin("cg.this_thread_block", self._group("thread_block"))
         self.this_grid = Builtin("cg.this_grid", self._group("grid_group"))
-        self.memcpy_async = Builtin("cg.memcpy_async", lambda tr, a, k, n: group_call(tr, GroupMethod(None, "memcpy_async"), a, k, n))  # type: ignore[arg-type]
-        self.wait = Builtin("cg.wait", lambda tr, a, k, n: group_call(tr, GroupMethod(None, "wait"), a, k, n))  # type: ignore[arg-type]
-        self.wait_prior = Builtin("cg.wait_prior", lambda tr, a, k, n: group_call(tr, GroupMethod(None, "wait_prior"), a, k, n))  # type: ignore[arg-type]
+        self.memcpy_async = Builtin("cg.memcpy_async", lambda tr, a, k, n: group_call(tr, GroupMethod(None, "memcpy_async"), a, k, n))
+        self.wait = Builtin("cg.wait", lambda tr, a, k, n: group_call(tr, GroupMethod(None, "wait"), a, k, n))
+        self.wait_prior = Builtin("cg.wait_prior", lambda tr, a, k, n: group_call(tr, GroupMethod(None, "wait_prior"), a, k, n))
 
     @staticmethod
-    def _group(kind: str) -> Callable[..., Value]:
-        def emit(tr: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Value:
+    def _group(kind: str) -> Callable[..., Value[Group]]:
+        def emit(tr: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Value[Group]:
             if args or kwargs:
                 raise tr.error(JitTypeError, node, "takes no arguments")
             tr.module.cooperative_groups = True

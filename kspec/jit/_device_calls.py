@@ -11,12 +11,12 @@ from ._types import Array, Group, JitType, Scalar, Shared, Void
 from ._values import Const, TupleValue, Value
 
 
-def device_call(tr: Any, function: Any, args: list[Any], node: ast.AST) -> Value:
+def device_call(tr: Any, function: Any, args: list[Any], node: ast.AST) -> Value[JitType]:
     from ._module import c_name
     from ._translate import FunctionTranslator  # translate imports builtins, which import us
     from ._source import read_function
 
-    typed: list[Value] = []
+    typed: list[Value[JitType]] = []
     for position, arg in enumerate(args):
         if isinstance(arg, TupleValue):
             raise tr.error(JitUnsupportedError, node, f"argument {position}: tuples cannot be passed to device functions; pass their items")

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import ast
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from . import _builtins as bi
-from ._errors import JitTypeError, JitUnsupportedError
-from ._types import BOOL, FLOAT32, FLOAT64, INT64, Array, Group, Scalar, Shared, common_type
-from ._values import Const, TupleValue, Value, cast, const_to_value, is_number
+from ._errors import JitError, JitTypeError, JitUnsupportedError, SourceLocation
+from ._types import BOOL, FLOAT32, FLOAT64, INT64, Array, Group, JitType, Scalar, Shared, common_type
+from ._values import Const, ScalarValue, TupleValue, Value, cast, const_to_value, is_number
 
 _BINARY = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -33,10 +33,10 @@ _FOLD = {
 class ExpressionTranslator:
     """Mixin of FunctionTranslator: everything that yields a value."""
 
-    loc: Any
+    loc: SourceLocation
     module: Any
 
-    def error(self, cls: type, node: ast.AST | None, message: str) -> Exception:  # overridden
+    def error(self, cls: type[JitError], node: ast.AST | None, message: str) -> JitError:  # overridden
         raise NotImplementedError
 
     def lookup(self, name: str, node: ast.AST) -> Any:  # overridden
@@ -48,7 +48,7 @@ class ExpressionTranslator:
             raise self.error(JitUnsupportedError, node, f"{type(node).__name__} expressions are not supported in jit kernels")
         return method(node)
 
-    def scalar(self, value: Any, node: ast.AST, against: Scalar | None) -> Value:
+    def scalar(self, value: Any, node: ast.AST, against: Scalar | None) -> ScalarValue:
         """``value`` as a typed scalar expression (a literal takes ``against``'s kind)."""
         if isinstance(value, Const) and is_number(value.value):
             result = const_to_value(value, against)
@@ -98,7 +98,7 @@ class ExpressionTranslator:
         b = self.scalar(right, node, a.type)
         if isinstance(left, Const):
             a = self.scalar(left, node, b.type)
-        t = common_type(a.type, b.type)  # type: ignore[arg-type]
+        t = common_type(a.type, b.type)
         compute = FLOAT32 if t.name == "float16" and not isinstance(op, (ast.Add, ast.Sub, ast.Mult, ast.Div)) else t
         if isinstance(op, ast.Div):
             if t.is_int or t.kind == "b":
@@ -134,7 +134,7 @@ class ExpressionTranslator:
         return Value(f"({self.operand(a, t)} {symbol} {self.operand(b, t)})", t)
 
     @staticmethod
-    def operand(value: Value, t: Scalar) -> str:
+    def operand(value: ScalarValue, t: Scalar) -> str:
         # half values meeting float/double convert explicitly (cuda_fp16's operators would be ambiguous)
         if isinstance(value.type, Scalar) and value.type.name == "float16" and t.name != "float16":
             return cast(value, t)
@@ -147,18 +147,18 @@ class ExpressionTranslator:
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
         operand = self.expr(node.operand)
         if isinstance(operand, Const) and is_number(operand.value):
-            fold = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
+            fold: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
             return Const(fold[type(node.op)](operand.value))
         value = self.scalar(operand, node.operand, None)
         if isinstance(node.op, ast.Not):
             return Value(f"(!{cast(value, BOOL)})", BOOL)
         if isinstance(node.op, ast.Invert):
-            if not (value.type.is_int or value.type.kind == "b"):  # type: ignore[union-attr]
+            if not (value.type.is_int or value.type.kind == "b"):
                 raise self.error(JitTypeError, node, f"~ needs an integer, got {value.type}")
-            t = common_type(value.type, value.type)  # type: ignore[arg-type]
+            t = common_type(value.type, value.type)
             return Value(f"(~{value.code})", t)
         symbol = "-" if isinstance(node.op, ast.USub) else "+"
-        t = common_type(value.type, value.type) if value.type.name != "float16" else value.type  # type: ignore[arg-type, union-attr]
+        t = common_type(value.type, value.type) if value.type.name != "float16" else value.type
         return Value(f"({symbol}{value.code})", t)
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
@@ -170,7 +170,7 @@ class ExpressionTranslator:
         return Value(f"({symbol.join(codes)})", BOOL)
 
     def expr_Compare(self, node: ast.Compare) -> Any:
-        pieces = []
+        pieces: list[Const | Value[JitType]] = []
         left = self.expr(node.left)
         for op, right_node in zip(node.ops, node.comparators):
             right = self.expr(right_node)
@@ -182,11 +182,11 @@ class ExpressionTranslator:
             else:
                 a = self.scalar(left, node, right.type if isinstance(right, Value) and isinstance(right.type, Scalar) else None)
                 b = self.scalar(right, node, a.type)
-                t = common_type(a.type, b.type)  # type: ignore[arg-type]
+                t = common_type(a.type, b.type)
                 pieces.append(Value(f"({self.operand(a, t)} {symbol} {self.operand(b, t)})", BOOL))
             left = right
         if all(isinstance(p, Const) for p in pieces):
-            return Const(all(p.value for p in pieces))
+            return Const(all(p.value for p in pieces if isinstance(p, Const)))
         return Value("(" + " && ".join(p.code if isinstance(p, Value) else ("true" if p.value else "false") for p in pieces) + ")", BOOL)
 
     def expr_IfExp(self, node: ast.IfExp) -> Any:
@@ -198,7 +198,7 @@ class ExpressionTranslator:
         b = self.scalar(orelse, node.orelse, a.type)
         if isinstance(body, Const):
             a = self.scalar(body, node.body, b.type)
-        t = common_type(a.type, b.type)  # type: ignore[arg-type]
+        t = common_type(a.type, b.type)
         return Value(f"({test.code} ? {cast(a, t)} : {cast(b, t)})", t)
 
     # -- attributes and subscripts -----------------------------------------------------------------------
@@ -223,7 +223,7 @@ class ExpressionTranslator:
             return Value(f"{base.code}.{attr}()", part)
         raise self.error(JitUnsupportedError, node, f"attribute {attr!r} is not supported on a {self.describe_value(base)}")
 
-    def array_attribute(self, array: Value, attr: str, node: ast.AST) -> Any:
+    def array_attribute(self, array: Value[JitType], attr: str, node: ast.AST) -> Any:
         t = array.type
         assert isinstance(t, Array)
         if attr == "ndim":
@@ -266,11 +266,11 @@ class ExpressionTranslator:
         codes = []
         for k, item in enumerate(indices):
             value = self.scalar(item, node.slice, None) if not isinstance(item, Const) else const_to_value(item, INT64)
-            if not (value.type.is_int or value.type.kind == "b"):  # type: ignore[union-attr]
+            if not (value.type.is_int or value.type.kind == "b"):
                 raise self.error(JitTypeError, node, f"index {k} is a {value.type}; array indices must be integers (cast with int(...))")
             codes.append(value.code)
         t = base.type
-        ndim = 1 if isinstance(t, Shared) else t.ndim  # type: ignore[union-attr]
+        ndim = 1 if isinstance(t, Shared) else t.ndim
         if len(codes) != ndim:
             raise self.error(JitTypeError, node, f"a {ndim}-d array takes {ndim} indices, got {len(codes)} (slices and fancy indexing are not supported)")
         if isinstance(t, Shared) or ndim == 1:
@@ -284,5 +284,5 @@ class ExpressionTranslator:
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             raise self.error(JitUnsupportedError, node, "*args and **kwargs are not supported in calls")
         args = [self.expr(a) for a in node.args]
-        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg is not None}  # None (**) refused above
         return bi.call(self, function, args, kwargs, node)

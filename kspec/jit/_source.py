@@ -47,8 +47,9 @@ def read_function(func: Callable[..., Any]) -> FunctionSource:
     # inspect.getsourcelines starts at the first decorator; AST lines count from the text's line 1.
     location = SourceLocation(filename, first_line, name)
     closure: dict[str, Any] = {}
-    if code is not None and getattr(func, "__closure__", None):
-        for var, cell in zip(code.co_freevars, func.__closure__):  # type: ignore[attr-defined]
+    cells = getattr(func, "__closure__", None)
+    if code is not None and cells:
+        for var, cell in zip(code.co_freevars, cells):
             try:
                 closure[var] = cell.cell_contents
             except ValueError:  # an empty cell: the name is assigned after the function was made

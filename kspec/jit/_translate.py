@@ -13,10 +13,12 @@ Design choices (documented for users in kspec.jit's docstring):
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from typing import Any
 
 from . import _builtins as bi
-from ._errors import JitNameError, JitTypeError, JitUnsupportedError
+from ._builtin_calls import emit_range_loop
+from ._errors import JitError, JitNameError, JitTypeError, JitUnsupportedError
 from ._expressions import ExpressionTranslator
 from ._source import FunctionSource, read_function
 from ._module import ModuleState, c_name
@@ -50,7 +52,7 @@ class FunctionTranslator(ExpressionTranslator):
 
     # -- errors and output -------------------------------------------------------------------------------
 
-    def error(self, cls: type, node: ast.AST | None, message: str) -> Exception:
+    def error(self, cls: type[JitError], node: ast.AST | None, message: str) -> JitError:
         return self.loc.error(cls, node, message)
 
     def emit(self, text: str, node: ast.AST | None = None) -> None:
@@ -231,7 +233,7 @@ class FunctionTranslator(ExpressionTranslator):
             raise self.error(JitUnsupportedError, node.iter, "jit kernels loop over range(...) only")
         if not isinstance(node.target, ast.Name):
             raise self.error(JitUnsupportedError, node.target, "the loop variable must be a plain name")
-        bi.emit_range_loop(self, node)
+        emit_range_loop(self, node)
 
     def stmt_Assign(self, node: ast.Assign) -> None:
         self.name_hint = node.targets[0].id if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) else None
@@ -269,7 +271,7 @@ class FunctionTranslator(ExpressionTranslator):
         if isinstance(target, ast.Name):
             self.assign_name(target.id, value, target)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            items = self.unpack(value, len(target.elts), node)
+            items: Sequence[Any] = self.unpack(value, len(target.elts), node)
             if any(isinstance(i, Value) and isinstance(i.type, Scalar) for i in items):
                 # Evaluate the whole right side before assigning (a, b = b, a swaps).
                 temps = []
@@ -329,7 +331,7 @@ class FunctionTranslator(ExpressionTranslator):
             scalar_value = Value(literal(value.value, declared), declared)  # `k = 0` into an int local: no cast
         else:
             scalar_value = self.scalar(value, node, declared)
-            if scalar_value.type != declared and not (isinstance(value, Const) or can_hold(declared, scalar_value.type)):  # type: ignore[arg-type]
+            if scalar_value.type != declared and not (isinstance(value, Const) or can_hold(declared, scalar_value.type)):
                 line = self.loc.line_of(node)
                 raise self.error(
                     JitTypeError, node,

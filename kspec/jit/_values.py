@@ -9,19 +9,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from ._types import BOOL, COMPLEX128, FLOAT64, INT32, INT64, JitType, Scalar, common_type, scalar_of
 
+# Generic only for the checker: Value[Scalar] is what a scalar expression is known to be, so its .type needs
+# no isinstance at every use. Covariant: a Value[Scalar] is a Value[JitType].
+_T = TypeVar("_T", bound=JitType, covariant=True)
+
 
 @dataclass(frozen=True)
-class Value:
+class Value(Generic[_T]):
     """A C++ expression of a known type."""
 
     code: str
-    type: JitType
+    type: _T
+
+
+ScalarValue = Value[Scalar]
 
 
 @dataclass(frozen=True)
@@ -75,13 +82,13 @@ def literal(obj: Any, as_type: Scalar) -> str:
             return str(value) if value != -(2**31) else "(-2147483647 - 1)"
         return f"(({as_type.ctype}){value})"
     if as_type.kind == "f":
-        value = float(obj.real if isinstance(obj, complex) else obj)
-        if math.isnan(value):
+        real = float(obj.real if isinstance(obj, complex) else obj)
+        if math.isnan(real):
             text = "__longlong_as_double(0x7ff8000000000000LL)"
-        elif math.isinf(value):
-            text = "__longlong_as_double(0x7ff0000000000000LL)" if value > 0 else "(-__longlong_as_double(0x7ff0000000000000LL))"
+        elif math.isinf(real):
+            text = "__longlong_as_double(0x7ff0000000000000LL)" if real > 0 else "(-__longlong_as_double(0x7ff0000000000000LL))"
         else:
-            text = repr(value)
+            text = repr(real)
             if "e" not in text and "." not in text:
                 text += ".0"
         if name == "float64":
@@ -89,11 +96,11 @@ def literal(obj: Any, as_type: Scalar) -> str:
         if name == "float32":
             return f"{text}f" if not text.startswith(("(", "_")) else f"((float){text})"
         return f"(({as_type.ctype})({text}f))" if not text.startswith(("(", "_")) else f"(({as_type.ctype})(float){text})"
-    value = complex(obj)
-    return f"{as_type.ctype}({literal(value.real, FLOAT64)}, {literal(value.imag, FLOAT64)})"
+    number = complex(obj)
+    return f"{as_type.ctype}({literal(number.real, FLOAT64)}, {literal(number.imag, FLOAT64)})"
 
 
-def const_to_value(const: Const, against: JitType | None = None) -> Value:
+def const_to_value(const: Const, against: JitType | None = None) -> ScalarValue:
     """A weak literal as a typed value: of ``against``'s kind when it meets one, else standing alone."""
     obj = const.value
     if isinstance(obj, np.generic):
@@ -117,12 +124,12 @@ def const_to_value(const: Const, against: JitType | None = None) -> Value:
     return Value(literal(obj, t), t)
 
 
-def operand_types(a: Value, b: Value) -> Scalar:
+def operand_types(a: Value[JitType], b: Value[JitType]) -> Scalar:
     assert isinstance(a.type, Scalar) and isinstance(b.type, Scalar)
     return common_type(a.type, b.type)
 
 
-def cast(value: Value, to: Scalar) -> str:
+def cast(value: Value[JitType], to: Scalar) -> str:
     """C++ code converting ``value`` to ``to`` (nothing when it already is)."""
     if value.type == to:
         return value.code

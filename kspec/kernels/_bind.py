@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import dtypes
-from .._errors import KspecOverflowError, KspecTypeError, KspecValueError
+from .._errors import KspecOverflowError, KspecTypeError, KspecValueError, about_kernel
 from ..runtime import ARRAY_KINDS, HOST, ArrayInfo, array_info, check_same_device, is_texture_type, kind_of_object
 
 if TYPE_CHECKING:  # annotations only: binding serves plain specs too, without the Pydantic models
@@ -82,8 +82,7 @@ def bind(
         if not is_output and is_scalar(obj):
             if param.raw:
                 raise KspecTypeError(
-                    f"kernel '{kernel}': {param.name} is a raw parameter and needs a device array, got a scalar "
-                    f"{type(obj).__name__}"
+                    about_kernel(kernel, f"{param.name} is a raw parameter and needs a device array, got a scalar {type(obj).__name__}")
                 )
             scalar_inputs[param.name] = obj
             continue
@@ -100,7 +99,7 @@ def bind(
         try:
             device_id = check_same_device(named)
         except KspecValueError as exc:
-            raise KspecValueError(f"kernel '{kernel}': {exc}") from None
+            raise KspecValueError(about_kernel(kernel, str(exc))) from None
     library = arrays[order[0]].info.library if order else None
     scalar_types = {name: type(value) for name, value in scalar_inputs.items()}
     return Bound(kernel, arrays, scalars, scalar_types, types, param_dtypes, outputs is not None, device_id, library)
@@ -120,17 +119,20 @@ def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool) -> ArrayArg
         else:
             what = f"a {type(obj).__name__}"
         lead = "Output arguments type must be cupy.ndarray or another device array: " if is_output else ""
-        raise KspecTypeError(f"{lead}kernel '{kernel}': {role} {param.name} must be a device array, got {what}")
+        raise KspecTypeError(lead + about_kernel(kernel, f"{role} {param.name} must be a device array, got {what}"))
     try:
         info = array_info(obj, param=param.name)
     except KspecTypeError as exc:
-        raise KspecTypeError(f"kernel '{kernel}': {exc}") from None
+        raise KspecTypeError(about_kernel(kernel, str(exc))) from None
     try:
         name = dtypes.from_numpy(info.dtype).name
     except (KeyError, TypeError, ValueError):
         raise KspecTypeError(
-            f"kernel '{kernel}': {role} {param.name} has dtype {info.dtype}, which kspec kernels do not take "
-            f"(supported: {', '.join(dtypes.NAMES)})"
+            about_kernel(
+                kernel,
+                f"{role} {param.name} has dtype {info.dtype}, which kspec kernels do not take "
+                f"(supported: {', '.join(dtypes.NAMES)})",
+            )
         ) from None
     return ArrayArg(param, info, name, obj)
 
@@ -148,8 +150,11 @@ def _bind_types(
         if param.name in textures:
             if param.raw or (not param.is_placeholder and param.type != "uint64"):
                 raise KspecTypeError(
-                    f"kernel '{kernel}': {param.name} was given a texture/surface object; declare it with a type "
-                    f"placeholder of its own (e.g. 'U {param.name}'), not '{'raw ' if param.raw else ''}{param.type}'"
+                    about_kernel(
+                        kernel,
+                        f"{param.name} was given a texture/surface object; declare it with a type "
+                        f"placeholder of its own (e.g. 'U {param.name}'), not '{'raw ' if param.raw else ''}{param.type}'",
+                    )
                 )
             if param.is_placeholder:
                 bound[param.type] = ("uint64", param.name)
@@ -182,7 +187,7 @@ def _bind_types(
 def _unbound_message(spec: ElementwiseSpec | ReductionSpec, letter: str, outputs_given: bool, scalars: dict[str, Any]) -> str:
     users = [p for p in spec.params if p.type == letter]
     names = ", ".join(p.name for p in users) or "reduce_type"
-    head = f"kernel '{spec.name}': type placeholder '{letter}' (of {names}) is not bound"
+    head = about_kernel(spec.name, f"type placeholder '{letter}' (of {names}) is not bound")
     outs = [p.name for p in users if p in spec.out_params]
     if outs and not outputs_given and all(p in spec.out_params for p in users):
         return f"{head}: only the output {', '.join(outs)} has it, so pass the output array(s) explicitly"
@@ -204,8 +209,11 @@ def scalar_bytes(kernel: str, param: str, value: Any, dtype: str) -> bytes:
     lossy = (target.kind in "biu" and value_kind in "fc") or (target.kind == "f" and value_kind == "c")
     if lossy:
         raise KspecTypeError(
-            f"kernel '{kernel}': {param} is {dtype} but got a {_KIND_WORDS[value_kind]} scalar {value!r}; "
-            f"convert it explicitly (kspec does not drop a fraction or an imaginary part silently)"
+            about_kernel(
+                kernel,
+                f"{param} is {dtype} but got a {_KIND_WORDS[value_kind]} scalar {value!r}; "
+                f"convert it explicitly (kspec does not drop a fraction or an imaginary part silently)",
+            )
         )
     if target.kind in "iu" or (target.kind == "b" and value_kind == "i"):
         if target.kind == "b":
@@ -213,7 +221,7 @@ def scalar_bytes(kernel: str, param: str, value: Any, dtype: str) -> bytes:
         info = np.iinfo(target.name)
         if not info.min <= int(value) <= info.max:
             raise KspecOverflowError(
-                f"kernel '{kernel}': {param} = {value} is out of range for {dtype} ({info.min} .. {info.max})"
+                about_kernel(kernel, f"{param} = {value} is out of range for {dtype} ({info.min} .. {info.max})")
             )
         return np.asarray(int(value), dtype=target.name).tobytes()
     if target.kind == "b":
@@ -224,7 +232,7 @@ def scalar_bytes(kernel: str, param: str, value: Any, dtype: str) -> bytes:
         with np.errstate(over="ignore"):
             return np.asarray(value, dtype=target.name).tobytes()
     except OverflowError:
-        raise KspecOverflowError(f"kernel '{kernel}': {param} = {value} does not fit {dtype}") from None
+        raise KspecOverflowError(about_kernel(kernel, f"{param} = {value} does not fit {dtype}")) from None
 
 
 def _bfloat16_bits(value: float) -> np.ndarray:

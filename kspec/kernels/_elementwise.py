@@ -14,18 +14,27 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._args import flag, options_tuple
-from ..runtime import EXPORTED, current_stream, export_outputs, get_device, open_stream_blocks as _stream_entered
-from . import _typed
+from .._errors import kernel_label
+from ..runtime import (
+    EXPORTED,
+    current_stream,
+    export_outputs,
+    get_device,
+    initialized_device_count,
+    open_stream_blocks as _stream_entered,
+)
+from . import _spec_kernel
 from ._bind import Bound, bind, texture_handles
+from ._fastcall import MISS, Stubs
 from ._frame import Frame
 from ._plan import ElementwisePlan, plan_elementwise
 from ._prepared import Launch, PreparedCall, bound_pointers, signature, sm_count
 
 
-class ElementwiseKernel(_typed.SpecKernel):
+class ElementwiseKernel(_spec_kernel.SpecKernel):
     """An elementwise kernel: ``k(*inputs)`` or ``k(*inputs, *outputs)``; kwargs ``size``, ``block_size``, ``stream``."""
 
-    SPEC = _typed.SpecClass("ElementwiseSpec")
+    SPEC = _spec_kernel.SpecClass("ElementwiseSpec")
     KIND = "elementwise"
 
     def __init__(
@@ -47,7 +56,11 @@ class ElementwiseKernel(_typed.SpecKernel):
                      preamble=preamble, loop_prep=loop_prep, after_loop=after_loop)
         fields: dict[str, Any] = dict(reduce_dims=flag(reduce_dims, "reduce_dims"), no_return=flag(no_return, "no_return"),
                                       return_tuple=flag(return_tuple, "return_tuple"), options=options_tuple(options))
-        self._setup(self._build_spec(self.SPEC, texts, fields))
+        self._setup(self._build_spec(texts, fields))
+
+    def _setup(self, spec: Any, binaries: Any = None) -> None:
+        super()._setup(spec, binaries)
+        self._fast = Stubs(_stream_entered, current_stream, initialized_device_count)
 
     @property
     def operation(self) -> str:
@@ -62,6 +75,22 @@ class ElementwiseKernel(_typed.SpecKernel):
         return bool(self._spec.return_tuple)
 
     def __call__(self, *args: Any, size: object = None, block_size: object = None, stream: object = None, **kwargs: Any) -> Any:
+        if size is None and block_size is None and not kwargs:  # a signature seen before: kspec/kernels/_fastcall.py
+            result = self._fast.call(args, stream)
+            if result is not MISS:
+                return result
+        return self._call(args, size, block_size, stream, kwargs)
+
+    NOT_PREPARED: Any = MISS  # what call_prepared returns for a call it cannot serve
+
+    def call_prepared(self, args: tuple[Any, ...], stream: object = None) -> Any:
+        """``self(*args, stream=stream)`` if a call with the same signature (argument types, shapes, strides,
+        dtypes, devices) ran before, else :attr:`NOT_PREPARED` with nothing done. For front ends that call a
+        kernel per call of their own (kspec.fuse), so they need not read the arguments' signature twice."""
+        return self._fast.call(args, stream)
+
+    def _call(self, args: tuple[Any, ...], size: object, block_size: object, stream: object, kwargs: dict[str, Any]) -> Any:
+        """The full path: every check, and a prepared call remembered for the call's signature."""
         if stream is None and _stream_entered[0]:  # inside `with kspec.Stream(...)`
             stream = current_stream()
         sig = None if kwargs else signature(args)
@@ -75,6 +104,8 @@ class ElementwiseKernel(_typed.SpecKernel):
             key = (sig[0], size, block_size)
             prepared = self._prepared.get(key)
             if prepared is not None:
+                if size is None and block_size is None and not textures:
+                    self._serve_fast(args, prepared)  # a repeat: from now on through kspec/kernels/_fastcall.py
                 return self._results(args, prepared.run(args, sig[1], stream))
         inputs, outputs = self._split_args(args, kwargs, "size=, block_size= and stream=")
         self._check_stream(stream)
@@ -92,11 +123,31 @@ class ElementwiseKernel(_typed.SpecKernel):
         device_id = bound.device_id if bound.device_id is not None else get_device().id
         launches = []
         if plan.variant is not None:
-            loaded = _typed.loaded_kernel(plan.specialization, device_id, self._binaries)
+            loaded = _spec_kernel.loaded_kernel(plan.specialization, device_id, self._binaries)
             frame = Frame(loaded.interface.abi[plan.variant], _static_values(plan))
-            what = f"kernel '{self.name}' ({plan.variant.entry})"
+            what = kernel_label(self.name, plan.variant.entry)
             launches.append(Launch(plan.variant, frame, plan.grid(sm_count(device_id)), plan.block, what))
         return PreparedCall(self, bound, device_id, plan.specialization, plan.allocate, plan.shape, launches)
+
+    def _serve_fast(self, args: tuple[Any, ...], prepared: PreparedCall) -> None:
+        """Serve repeats of this signature through a generated direct call. Made on the second call, not the
+        first: generating it costs a few hundred microseconds, which a kernel called once need not pay."""
+        if not prepared.direct_made:
+            prepared.direct_made = True
+            prepared.direct = prepared.direct_call(self._result_expression(len(args)), len(args))
+        if prepared.direct is not None:
+            self._fast.register(args, prepared.direct)
+
+    def _result_expression(self, nargs: int) -> str:
+        """What a direct call returns (kspec/kernels/_fastcall.py): outputs given as arguments, else the
+        allocated ones (``o0``, ``o1``, ... in the prepared call's allocation order, the outputs' order)."""
+        if self._spec.no_return:
+            return "None"
+        given = nargs == self._nin + self._nout
+        items = [f"args[{self._nin + j}]" if given else f"o{j}" for j in range(self._nout)]
+        if len(items) == 1 and not self._spec.return_tuple:
+            return items[0]
+        return f"({', '.join(items)},)"
 
     def _results(self, args: tuple[Any, ...], allocated: dict[str, Any]) -> Any:
         if self._spec.no_return:

@@ -74,6 +74,11 @@ class Frame:
     def scalar_offset(self, name: str) -> int | None:
         return self._scalars.get(name)
 
+    @property
+    def thread_local(self) -> threading.local:
+        """Where :meth:`buffer` keeps each thread's ``buf`` and ``address`` (read directly by generated calls)."""
+        return self._local
+
     def buffer(self) -> tuple[Any, int]:
         """This thread's parameter buffer (static values written) and the ``kernelParams`` address for it.
 

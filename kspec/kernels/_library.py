@@ -135,7 +135,7 @@ def load(
     from ..spec import load_library
 
     store = binary_store(binaries)  # before reading specs: a wrong binaries= is reported as such
-    library = load_library(paths)  # type: ignore[arg-type]
+    library = load_library(paths)
     return KernelLibrary((library[name] for name in library), binaries=store)
 
 

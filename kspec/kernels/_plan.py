@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .. import dtypes
-from .._errors import KspecTypeError, KspecValueError
+from ..dtypes import c_strides
+from .._errors import KspecTypeError, KspecValueError, about_kernel
 from ..render import DYNAMIC_NDIM, MAX_NDIM, Specialization, VariantKey
 from typing import TYPE_CHECKING
 
@@ -44,13 +45,6 @@ MAX_GRID = 2**31 - 1
 Specializer = Callable[[dict[str, str], frozenset[str]], Specialization]
 
 
-def c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
-    strides = []
-    step = itemsize
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= max(extent, 1)
-    return tuple(reversed(strides))
 
 
 def broadcast_shape(kernel: str, named: Sequence[tuple[str, tuple[int, ...]]]) -> tuple[int, ...]:
@@ -116,7 +110,7 @@ class RawLayout:
 def raw_layout(kernel: str, arg: ArrayArg) -> RawLayout:
     info = arg.info
     if len(info.shape) > MAX_NDIM:
-        raise KspecValueError(f"kernel '{kernel}': raw parameter {arg.param.name} has {len(info.shape)} dims (at most {MAX_NDIM})")
+        raise KspecValueError(about_kernel(kernel, f"raw parameter {arg.param.name} has {len(info.shape)} dims (at most {MAX_NDIM})"))
     return RawLayout(info.shape, info.strides, info.size, info.is_c_contiguous)
 
 
@@ -126,7 +120,7 @@ def as_int(kernel: str, what: str, value: object, expected: str = "an int") -> i
         return value
     if not isinstance(value, bool) and hasattr(type(value), "__index__"):
         return operator.index(value)  # type: ignore[arg-type]  # NumPy integers
-    raise KspecTypeError(f"kernel '{kernel}': {what} must be {expected}, got {value!r} ({type(value).__name__})")
+    raise KspecTypeError(about_kernel(kernel, f"{what} must be {expected}, got {value!r} ({type(value).__name__})"))
 
 
 def check_block_size(kernel: str, block_size: object) -> int | None:
@@ -136,7 +130,7 @@ def check_block_size(kernel: str, block_size: object) -> int | None:
     if block_size <= 0:
         raise KspecValueError(f"block_size must be greater than zero: kernel '{kernel}' got block_size={block_size}")
     if not 1 <= block_size <= MAX_BLOCK:
-        raise KspecValueError(f"kernel '{kernel}': block_size must be between 1 and {MAX_BLOCK}, got {block_size}")
+        raise KspecValueError(about_kernel(kernel, f"block_size must be between 1 and {MAX_BLOCK}, got {block_size}"))
     return int(block_size)
 
 
@@ -220,7 +214,7 @@ def plan_elementwise(
                 f"{', '.join(p.name for p in looped)} is not raw (its shape decides the loop size)"
             )
         if size < 0:
-            raise KspecValueError(f"kernel '{kernel}': size must be >= 0, got {size}")
+            raise KspecValueError(about_kernel(kernel, f"size must be >= 0, got {size}"))
         shape: tuple[int, ...] = (int(size),)
     elif looped:
         shape = broadcast_shape(kernel, [(p.name, bound.arrays[p.name].info.shape) for p in looped])
@@ -268,7 +262,7 @@ def plan_elementwise(
         extents, merged = list(shape), [list(operands[n]) for n in names]
     if len(extents) > MAX_NDIM:
         raise KspecValueError(
-            f"kernel '{kernel}': the loop has {len(extents)} dims after merging, more than kspec's {MAX_NDIM}"
+            about_kernel(kernel, f"the loop has {len(extents)} dims after merging, more than kspec's {MAX_NDIM}")
         )
     fits32 = total + block < INT32_LIMIT and all(
         reach(extents, s) + itemsizes[n] < INT32_LIMIT for n, s in zip(names, merged)

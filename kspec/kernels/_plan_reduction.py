@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from .. import dtypes
-from .._errors import AxisError, KspecNotImplementedError, KspecValueError
+from .._errors import AxisError, KspecNotImplementedError, KspecValueError, about_kernel
 from ..render import COLS_MAX_WARPS, COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, MAX_NDIM, Specialization, VariantKey
 from typing import TYPE_CHECKING
 
@@ -86,7 +86,7 @@ def plan_reduction(
     inputs = [p for p in spec.in_params if not p.raw and p.name in bound.arrays]
     if not inputs:
         raise KspecValueError(
-            f"kernel '{kernel}': a reduction needs at least one non-raw array input (its shape is reduced)"
+            about_kernel(kernel, "a reduction needs at least one non-raw array input (its shape is reduced)")
         )
     in_shape = broadcast_shape(kernel, [(p.name, bound.arrays[p.name].info.shape) for p in inputs])
     ndim = len(in_shape)
@@ -132,7 +132,7 @@ def plan_reduction(
         kept_shape, [[in_full[n][a] for a in kept_axes] for n in in_names] + [list(outs[n]) for n in out_names]
     )
     if len(kept_ext) > MAX_NDIM:
-        raise KspecValueError(f"kernel '{kernel}': {len(kept_ext)} kept dims after merging, more than {MAX_NDIM}")
+        raise KspecValueError(about_kernel(kernel, f"{len(kept_ext)} kept dims after merging, more than {MAX_NDIM}"))
     # reduced axes ordered by the first input's stride, largest outer, then merged
     first = in_names[0]
     red_axes = sorted(reduced, key=lambda a: -abs(in_full[first][a]))
@@ -141,7 +141,7 @@ def plan_reduction(
         red_ext, red_str = [red_size], [[0] for _ in in_names]
     rndim = 1 if len(red_ext) == 1 else DYNAMIC_NDIM
     if len(red_ext) > MAX_NDIM:
-        raise KspecValueError(f"kernel '{kernel}': {len(red_ext)} reduced dims after merging, more than {MAX_NDIM}")
+        raise KspecValueError(about_kernel(kernel, f"{len(red_ext)} reduced dims after merging, more than {MAX_NDIM}"))
 
     n_in = len(in_names)
     in_strides = {

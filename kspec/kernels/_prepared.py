@@ -10,6 +10,7 @@ Arguments of other libraries (``__cuda_array_interface__``, DLPack) always take 
 
 from __future__ import annotations
 
+import functools
 import struct
 import sys
 from collections.abc import Callable, Sequence
@@ -18,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from .._errors import KspecTypeError
+from .._errors import KspecTypeError, about_kernel
 from ..runtime import (
+    activate_if_several,
     CUPY,
     KSPEC,
     TORCH,
@@ -32,8 +34,9 @@ from ..runtime import (
     kind_of,
     stream_handle,
 )
-from . import _typed
+from . import _spec_kernel
 from ._bind import Bound, scalar_bytes
+from ._fastcall import make_direct_call
 from ._frame import _U64, Frame
 
 _SCALAR_TYPES = (bool, int, float, complex)
@@ -82,6 +85,16 @@ _FAST_FORMATS = {
 }
 
 
+def fast_format(dtype: str, value_type: type) -> str | None:
+    """The ``struct`` format that packs Python ``value_type`` values into a ``dtype`` parameter exactly as
+    :func:`scalar_bytes` would (anything ``struct`` refuses still goes there), or None."""
+    fmt = _FAST_FORMATS.get(dtype)
+    kind = dtypes.BY_NAME[dtype].kind
+    if fmt is None or not (value_type is int or (value_type is float and kind == "f")):
+        return None
+    return fmt
+
+
 def scalar_packer(kernel: str, param: str, dtype: str, value_type: type) -> Callable[[Any], bytes]:
     """value -> bytes for one scalar parameter and one Python value type.
 
@@ -89,9 +102,8 @@ def scalar_packer(kernel: str, param: str, dtype: str, value_type: type) -> Call
     out-of-range int, goes to :func:`scalar_bytes`, which raises the proper error); every other case always
     takes :func:`scalar_bytes`.
     """
-    fmt = _FAST_FORMATS.get(dtype)
-    kind = dtypes.BY_NAME[dtype].kind
-    if fmt is None or not (value_type is int or (value_type is float and kind == "f")):
+    fmt = fast_format(dtype, value_type)
+    if fmt is None:
         return lambda value: scalar_bytes(kernel, param, value, dtype)
     pack = struct.Struct(fmt).pack
 
@@ -154,13 +166,17 @@ class PreparedCall:
             for i, p in enumerate(params)
             if p.name in bound.scalars
         ]
+        self.scalar_formats = {p.name: fast_format(bound.dtypes[p.name], bound.scalar_types[p.name])
+                               for p in params if p.name in bound.scalars}  # fmt: skip
         self._functions: dict[int, list[Any]] = {}
         self._fast: Callable[[Sequence[Any], Sequence[int], object], dict[str, Any]] | None = None
+        self.direct: Callable[..., Any] | None = None  # see direct_call (made on the signature's second call)
+        self.direct_made = False
 
     def _functions_on(self, device_id: int) -> list[Any]:
         fns = self._functions.get(device_id)
         if fns is None:
-            loaded = _typed.loaded_kernel(self.specialization, device_id, self.binaries)
+            loaded = _spec_kernel.loaded_kernel(self.specialization, device_id, self.binaries)
             fns = self._functions[device_id] = [loaded.function(step.variant) for step in self.launches]
         return fns
 
@@ -170,7 +186,7 @@ class PreparedCall:
         try:
             return stream_handle(stream)
         except KspecTypeError as exc:
-            raise KspecTypeError(f"kernel '{self.kernel_name}': {exc}") from None
+            raise KspecTypeError(about_kernel(self.kernel_name, str(exc))) from None
 
     def run(self, args: Sequence[Any], pointer_list: Sequence[int], stream: object) -> dict[str, Any]:
         fast = self._fast
@@ -191,7 +207,7 @@ class PreparedCall:
                        for name, dtype in self.allocate]  # fmt: skip
         device_id, grid, block, what = self.device_id, step.grid, step.block, step.what
         library, out_shape = self.library, self.out_shape
-        choose_stream, allocate, pack_u64 = self._stream, _typed.allocate, _U64.pack_into
+        choose_stream, allocate, pack_u64 = self._stream, _spec_kernel.allocate, _U64.pack_into
         launch = cuda_driver().cuLaunchKernel
         several_devices = initialized_device_count() > 1
 
@@ -212,13 +228,37 @@ class PreparedCall:
                 if out_offset is not None:
                     pack_u64(buf, out_offset, pointer_of(obj))
             if several_devices:
-                _typed.activate(device_id)
+                activate_if_several(device_id)
             (err,) = launch(fn, grid, 1, 1, block, 1, 1, 0, cu_stream(handle), address, 0)
             if err:  # nothing was queued: the general launcher retries on a lost context or raises
-                _typed.launch(fn, grid, block, address, handle, device_id, what)
+                _spec_kernel.launch(fn, grid, block, address, handle, device_id, what)
             return allocated
 
         return one_launch
+
+    def direct_call(self, result: str, nargs: int) -> Callable[..., Any] | None:
+        """This call, for ``nargs`` arguments, as one generated function returning ``result``
+        (kspec/kernels/_fastcall.py), for one launch without workspace; None otherwise."""
+        if len(self.launches) != 1 or self.workspace:
+            return None
+        step = self.launches[0]
+        frame = step.frame
+        return make_direct_call(
+            pointer_slots=[(off, i) for i, name in self.array_positions if (off := frame.pointer_offset(name)) is not None],
+            scalar_slots=[(off, i, self.scalar_formats[name], pack) for i, name, pack in self.scalars
+                          if (off := frame.scalar_offset(name)) is not None],
+            allocations=[(frame.pointer_offset(name), dtype, _quick_empty(self.library, self.out_shape, dtype))
+                         for name, dtype in self.allocate],
+            result=result,
+            nargs=nargs,
+            constants=dict(
+                DEVICE=self.device_id, FN=self._functions_on(self.device_id)[0], GRID=step.grid, BLOCK=step.block,
+                WHAT=step.what, LIBRARY=self.library, SHAPE=self.out_shape, SEVERAL=initialized_device_count() > 1,
+                default_stream=self.default_stream, choose_stream=self._stream, buffer=frame.buffer, LOCAL=frame.thread_local,
+                launch=cuda_driver().cuLaunchKernel, relaunch=_spec_kernel.launch, cu_stream=cu_stream,
+                allocate=_spec_kernel.allocate, activate=activate_if_several, pointer_of=pointer_of,
+            ),
+        )  # fmt: skip
 
     def _general(self, args: Sequence[Any], pointer_list: Sequence[int], stream: object) -> dict[str, Any]:
         device_id = self.device_id
@@ -228,18 +268,18 @@ class PreparedCall:
         scalars = {name: pack(args[i]) for i, name, pack in self.scalars}
         allocated = {}
         for name, dtype in self.allocate:
-            obj = _typed.allocate(self.library, self.out_shape, dtype, owner, device_id)
+            obj = _spec_kernel.allocate(self.library, self.out_shape, dtype, owner, device_id)
             allocated[name] = obj
             pointers[name] = pointer_of(obj)
         if self.launches:
-            _typed.activate(device_id)
+            activate_if_several(device_id)
             buffer = None
             if self.workspace:
                 buffer = allocate_bytes(self.workspace, device_id, handle, None if stream is None else stream)
                 pointers["_workspace"] = buffer.ptr
             for step, fn in zip(self.launches, self._functions_on(device_id)):
                 params = step.frame.fill(pointers, scalars)
-                _typed.launch(fn, step.grid, step.block, params, handle, device_id, step.what)
+                _spec_kernel.launch(fn, step.grid, step.block, params, handle, device_id, step.what)
             del buffer  # freed in stream order, after the launches that use it
         return allocated
 
@@ -253,14 +293,12 @@ def _quick_empty(library: str | None, shape: tuple[int, ...], dtype: str) -> Cal
     np_dtype = dtypes.BY_NAME[dtype].numpy
     if np_dtype is None:  # a dtype NumPy lacks (bfloat16 without ml_dtypes): allocate_like decides
         return None
-    if library == "cupy":
-        empty = sys.modules["cupy"].empty
-        return lambda: empty(shape, dtype=np_dtype)
+    if library == "cupy":  # what cupy.empty returns, without its Python frame (one C-level call per output)
+        return functools.partial(sys.modules["cupy"].ndarray, shape, np_dtype)
     torch = sys.modules["torch"]
     from ..runtime import numpy_dtype_to_torch
 
-    torch_dtype, device = numpy_dtype_to_torch(np_dtype), torch.device("cuda", 0)
-    return lambda: torch.empty(shape, dtype=torch_dtype, device=device)
+    return functools.partial(torch.empty, shape, dtype=numpy_dtype_to_torch(np_dtype), device=torch.device("cuda", 0))
 
 
 def bound_pointers(bound: Bound, spec: Any) -> list[int]:

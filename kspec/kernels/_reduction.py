@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._args import flag, options_tuple
-from .._errors import KspecValueError
+from .._errors import KspecValueError, about_kernel, kernel_label
 from ..runtime import EXPORTED, current_stream, export_outputs, open_stream_blocks as _stream_entered
-from . import _typed
+from . import _spec_kernel
 from ._bind import Bound, bind
 from ._elementwise import raw_view_values
 from ._frame import Frame
@@ -24,10 +24,10 @@ from ._plan_reduction import Pass, ReductionPlan, plan_reduction, reduction_stra
 from ._prepared import Launch, PreparedCall, bound_pointers, signature, sm_count
 
 
-class ReductionKernel(_typed.SpecKernel):
+class ReductionKernel(_spec_kernel.SpecKernel):
     """A reduction kernel: ``k(*inputs)`` or ``k(*inputs, *outputs)``; kwargs ``axis``, ``keepdims``, ``out``, ``stream``."""
 
-    SPEC = _typed.SpecClass("ReductionSpec")
+    SPEC = _spec_kernel.SpecClass("ReductionSpec")
     KIND = "reduction"
 
     def __init__(
@@ -48,7 +48,7 @@ class ReductionKernel(_typed.SpecKernel):
                      post_map_expr=post_map_expr, name=name, preamble=preamble)
         fields: dict[str, Any] = dict(identity=identity, reduce_type=reduce_type,
                                       reduce_dims=flag(reduce_dims, "reduce_dims"), options=options_tuple(options))
-        self._setup(self._build_spec(self.SPEC, texts, fields))
+        self._setup(self._build_spec(texts, fields))
 
     @property
     def map_expr(self) -> str:
@@ -64,11 +64,11 @@ class ReductionKernel(_typed.SpecKernel):
 
     @property
     def identity(self) -> str | None:
-        return self._spec.identity  # type: ignore[no-any-return]
+        return self._spec.identity
 
     @property
     def reduce_type(self) -> str | None:
-        return self._spec.reduce_type  # type: ignore[no-any-return]
+        return self._spec.reduce_type
 
     def __call__(
         self, *args: Any, out: Any = None, axis: object = None, keepdims: bool = False, stream: object = None, **kwargs: Any
@@ -100,7 +100,7 @@ class ReductionKernel(_typed.SpecKernel):
             outputs = tuple(out) if isinstance(out, tuple) else (out,)
             if len(outputs) != self._nout:
                 raise KspecValueError(
-                    f"kernel '{self.name}': out= must hold {self._nout} array(s) (one per output), got {len(outputs)}"
+                    about_kernel(self.name, f"out= must hold {self._nout} array(s) (one per output), got {len(outputs)}")
                 )
         bound = bind(self._spec, inputs, outputs)
         plan = plan_reduction(self._spec, bound, self._specializer, axis=axis, keepdims=bool(keepdims))
@@ -120,12 +120,12 @@ class ReductionKernel(_typed.SpecKernel):
         workspace = 0
         if plan.out_size:
             strategy = reduction_strategy(plan, sm_count(device_id))
-            loaded = _typed.loaded_kernel(plan.specialization, device_id, self._binaries)
+            loaded = _spec_kernel.loaded_kernel(plan.specialization, device_id, self._binaries)
             if strategy.workspace_items:
                 workspace = strategy.workspace_items * _reduce_itemsize(loaded)
             for step in strategy.passes:
                 frame = Frame(loaded.interface.abi[step.variant], _static_values(plan, step))
-                what = f"kernel '{self.name}' ({step.variant.entry})"
+                what = kernel_label(self.name, step.variant.entry)
                 launches.append(Launch(step.variant, frame, step.grid, step.block, what))
         return PreparedCall(self, bound, device_id, plan.specialization, plan.allocate, plan.out_shape, launches, workspace)
 
@@ -134,7 +134,7 @@ class ReductionKernel(_typed.SpecKernel):
         return results[0] if len(results) == 1 else tuple(results)
 
 
-def _reduce_itemsize(loaded: _typed.LoadedKernel) -> int:
+def _reduce_itemsize(loaded: _spec_kernel.LoadedKernel) -> int:
     item = loaded.interface.reduce_item
     assert item is not None
     if item.itemsize is not None:

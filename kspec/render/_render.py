@@ -5,17 +5,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import dtypes
 from .._errors import KspecTypeError
-from ..spec import ElementwiseSpec, RawSpec, ReductionSpec
 from ._abi import EntryAbi
 from ._analysis import is_write_only
 from ._env import environment
-from ._interface import ModuleInterface, ReduceItem, module_interface
+from ._interface import ReduceItem, module_interface
 from ._specialize import AnySpec, Specialization, specialize
 from ._variants import VariantKey
+
+if TYPE_CHECKING:
+    from ..spec import RawSpec
+
+# Kinds are told apart by KIND, not by model class: a plain spec (kspec.spec.PlainSpec, from a generated
+# module or a constructor call) renders without importing Pydantic.
+_TYPED = ("elementwise", "reduction")
+
+
+def _kind(obj: object) -> str | None:
+    kind = getattr(type(obj), "KIND", None)
+    return kind if isinstance(kind, str) else None
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,14 +50,14 @@ class RenderedModule:
 
 def render(target: AnySpec | Specialization) -> RenderedModule:
     """Render a Specialization (or a spec without placeholders, or a raw spec) into CUDA source."""
-    if isinstance(target, RawSpec):
-        return render_raw(target)
-    if isinstance(target, (ElementwiseSpec, ReductionSpec)):
-        target = specialize(target)
+    if _kind(target) == "raw":
+        return render_raw(cast("RawSpec", target))
+    if _kind(target) in _TYPED:
+        target = specialize(cast(AnySpec, target))
     if not isinstance(target, Specialization):
         raise KspecTypeError(f"render: expected a Specialization or a kernel spec, got {type(target).__name__}")
-    if isinstance(target.spec, RawSpec):
-        return render_raw(target.spec)
+    if _kind(target.spec) == "raw":
+        return render_raw(cast("RawSpec", target.spec))
 
     if target.kind == "elementwise":
         template, context = "elementwise.cu.j2", _elementwise_context(target)
@@ -78,6 +89,8 @@ def raw_source(code: str, *, translate_cucomplex: bool = False) -> str:
 def render_raw(spec: RawSpec) -> RenderedModule:
     """A raw module: the spec's source (inline or from its .cu file), with the cuComplex translation header
     first when ``translate_cucomplex`` is set. Name expressions: the spec's kernels, then its name_expressions."""
+    from ..spec import RawSpec  # only raw modules need the model (raw specs have no plain form)
+
     if not isinstance(spec, RawSpec):
         raise KspecTypeError(f"render_raw: expected a RawSpec, got {type(spec).__name__}")
     specialization = specialize(spec)
@@ -96,7 +109,7 @@ def render_raw(spec: RawSpec) -> RenderedModule:
 
 def _common_context(s: Specialization) -> dict[str, Any]:
     spec = s.spec
-    assert isinstance(spec, (ElementwiseSpec, ReductionSpec))
+    assert spec.KIND in _TYPED
     binding = ", ".join(f"{letter}={dtype}" for letter, dtype in s.types.items())
     if s.scalars:
         binding = ", ".join(filter(None, [binding, "scalars: " + " ".join(sorted(s.scalars))]))
@@ -116,7 +129,7 @@ def _common_context(s: Specialization) -> dict[str, Any]:
 
 def _elementwise_context(s: Specialization) -> dict[str, Any]:
     spec = s.spec
-    assert isinstance(spec, ElementwiseSpec)
+    assert spec.KIND == "elementwise"
     context = _common_context(s)
     context.update(
         operation=spec.operation.strip(),
@@ -136,7 +149,7 @@ def _elementwise_context(s: Specialization) -> dict[str, Any]:
 
 def _reduction_context(s: Specialization) -> dict[str, Any]:
     spec = s.spec
-    assert isinstance(spec, ReductionSpec) and s.reduce_type is not None
+    assert spec.KIND == "reduction" and s.reduce_type is not None
     context = _common_context(s)
     opaque = s.reduce_type.dtype is None
     context.update(

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Union
 
 from .. import dtypes
-from .._errors import KspecTypeError, KspecValueError
+from .._errors import KspecTypeError, KspecValueError, about_kernel
 from .._resources import TEMPLATE_VERSION, templates_digest
 from ._analysis import needs_from_text, needs_of_raw_source
 from ._variants import (
@@ -144,7 +144,7 @@ class Specialization:
 
     def name_expression(self, variant: VariantKey) -> str:
         if variant not in self.variants:
-            raise KspecValueError(f"kernel '{self.name}': no launch variant {variant}")
+            raise KspecValueError(about_kernel(self.name, f"no launch variant {variant}"))
         return name_expression(self.name, variant)
 
     @property
@@ -207,9 +207,9 @@ def specialize(
 def _specialize_raw(spec: RawSpec, types: Mapping[str, str], scalars: frozenset[str]) -> Specialization:
     if types:
         letter = next(iter(types))
-        raise KspecValueError(f"kernel '{spec.name}': a raw kernel has no placeholders, got one for {letter!r}")
+        raise KspecValueError(about_kernel(spec.name, f"a raw kernel has no placeholders, got one for {letter!r}"))
     if scalars:
-        raise KspecValueError(f"kernel '{spec.name}': a raw kernel has no declared inputs to pass as scalars")
+        raise KspecValueError(about_kernel(spec.name, "a raw kernel has no declared inputs to pass as scalars"))
     source = spec.read_source()
     needs = needs_of_raw_source(source, spec.translate_cucomplex)
     data = spec.to_data()
@@ -233,7 +233,7 @@ def _bind(spec: ElementwiseSpec | ReductionSpec, types: Mapping[str, str]) -> di
     for letter, type_name in types.items():
         if letter not in placeholders:
             raise KspecValueError(
-                f"kernel '{spec.name}': {letter!r} is not a type placeholder of this kernel (its placeholders: {known})"
+                about_kernel(spec.name, f"{letter!r} is not a type placeholder of this kernel (its placeholders: {known})")
             )
         name = dtypes.canonical_name(str(type_name)) if isinstance(type_name, str) else None
         if name is None:
@@ -241,8 +241,11 @@ def _bind(spec: ElementwiseSpec | ReductionSpec, types: Mapping[str, str]) -> di
                 name = dtypes.from_numpy(type_name).name
             except (KeyError, TypeError):
                 raise KspecValueError(
-                    f"kernel '{spec.name}': placeholder {letter!r} bound to {type_name!r}, which is not a dtype "
-                    f"kspec supports ({', '.join(dtypes.NAMES)})"
+                    about_kernel(
+                        spec.name,
+                        f"placeholder {letter!r} bound to {type_name!r}, which is not a dtype "
+                        f"kspec supports ({', '.join(dtypes.NAMES)})",
+                    )
                 ) from None
         binding[letter] = name
     missing = [p for p in placeholders if p not in binding]
@@ -250,7 +253,7 @@ def _bind(spec: ElementwiseSpec | ReductionSpec, types: Mapping[str, str]) -> di
         users = [p.name for p in spec.params if p.type == missing[0]]
         used_by = f" (type of {', '.join(users)})" if users else " (the reduce_type)"
         raise KspecTypeError(
-            f"kernel '{spec.name}': type placeholder {missing[0]!r}{used_by} is not bound; give it a dtype"
+            about_kernel(spec.name, f"type placeholder {missing[0]!r}{used_by} is not bound; give it a dtype")
         )
     return {letter: binding[letter] for letter in placeholders}  # order of first use, for stable output
 
@@ -260,9 +263,9 @@ def _check_scalars(spec: ElementwiseSpec | ReductionSpec, scalars: frozenset[str
     for name in sorted(scalars):
         if name not in inputs:
             where = "an output" if any(p.name == name for p in spec.out_params) else "not a parameter"
-            raise KspecValueError(f"kernel '{spec.name}': scalars: {name!r} is {where}; only inputs can be scalars")
+            raise KspecValueError(about_kernel(spec.name, f"scalars: {name!r} is {where}; only inputs can be scalars"))
         if inputs[name].raw:
-            raise KspecValueError(f"kernel '{spec.name}': scalars: {name!r} is a raw parameter; it must be an array")
+            raise KspecValueError(about_kernel(spec.name, f"scalars: {name!r} is a raw parameter; it must be an array"))
 
 
 def _reduce_type(spec: ReductionSpec, binding: Mapping[str, str], operands: tuple[Operand, ...]) -> ReduceType:

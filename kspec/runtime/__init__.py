@@ -1,4 +1,4 @@
-"""kspec's runtime: devices, streams, arrays from any library, memory, module loading and launch plans.
+"""kspec's runtime: devices, streams, arrays from any library, memory, module loading and launchers.
 
 Nothing here touches the CUDA driver at import time; the first launch, allocation or device query loads
 and initialises it, and a machine without a GPU then gets a :class:`kspec.NoDeviceError` saying why.
@@ -31,13 +31,22 @@ from ._interop import (
     kind_of_object,
     library_of,
     numpy_dtype_to_torch,
-    register_kspec_type,
     torch_dtype_to_numpy,
 )
-from ._launch import LaunchPlan, dim3
+from ._launch import relaunch_or_raise
 from ._memory import Allocation, MemoryPool, allocate as allocate_bytes, get_pool
 from ._module import LoadedModule, kernel_param_sizes
 from ._stream import Stream, cu_stream, current_stream, default_stream_getter, open_stream_blocks, stream_handle
+from .._lazy import lazy_getattr
+
+# Loaded on first use: what an elementwise or reduction call never needs (raw-kernel launchers, module
+# globals, CUDA arrays and texture objects) stays out of a serving process's start-up.
+_LAZY = {
+    "ChannelFormatDescriptor": "_channelformat", "CUDAArray": "_cudaarray", "DeviceGlobal": "_device_global",
+    "dim3": "_launch_args", "Launcher": "_launcher", "ResourceDescriptor": "_texture", "SurfaceObject": "_texture",
+    "TextureDescriptor": "_texture", "TextureObject": "_texture",
+}
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 # ``__all__`` is the user-facing API (docs/reference/runtime.md). The other names imported above are the
 # runtime's interface to the layers above it (kspec.kernels): they import from here, never from a private
@@ -46,13 +55,19 @@ from ._stream import Stream, cu_stream, current_stream, default_stream_getter, o
 __all__ = [
     "Allocation",
     "ArrayInfo",
+    "CUDAArray",
+    "ChannelFormatDescriptor",
     "Device",
     "DeviceArray",
     "EXPORTED",
-    "LaunchPlan",
+    "Launcher",
     "LoadedModule",
     "MemoryPool",
+    "ResourceDescriptor",
     "Stream",
+    "SurfaceObject",
+    "TextureDescriptor",
+    "TextureObject",
     "allocate_like",
     "array_dtype_ndim",
     "array_info",

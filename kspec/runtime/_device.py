@@ -51,7 +51,7 @@ class Device:
                     cls._instances[device_id] = dev
         return dev
 
-    def __reduce__(self):  # type: ignore[no-untyped-def]
+    def __reduce__(self) -> tuple[Any, ...]:
         return (Device, (self.id,))
 
     def __repr__(self) -> str:

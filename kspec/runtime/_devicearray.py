@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import KspecNotImplementedError, KspecTypeError, KspecValueError
+from ..dtypes import c_strides
 from . import _dlpack, _driver
 from ._device import Device, get_device
 from ._interop import (
@@ -94,7 +95,7 @@ class DeviceArray:
         self = object.__new__(cls)
         self._ptr = ptr
         self._shape = shape
-        self._strides = _dlpack.c_strides(shape, dtype.itemsize) if strides is None else strides
+        self._strides = c_strides(shape, dtype.itemsize) if strides is None else strides
         self._dtype = dtype
         self._device_id = device_id
         self._base = base  # what owns the memory: an Allocation, another library's array, a module
@@ -153,7 +154,7 @@ class DeviceArray:
 
     @property
     def is_c_contiguous(self) -> bool:
-        return self.size <= 1 or self._strides == _dlpack.c_strides(self._shape, self._dtype.itemsize)
+        return self.size <= 1 or self._strides == c_strides(self._shape, self._dtype.itemsize)
 
     def __len__(self) -> int:
         if not self._shape:

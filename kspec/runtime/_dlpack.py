@@ -1,14 +1,14 @@
-"""DLPack through ctypes: reading a producer's capsule, and building capsules for kspec's DeviceArray.
+"""DLPack through ctypes: building capsules for kspec's DeviceArray (``__dlpack__``).
 
 Only the C structs of the DLPack ABI (v0.8 unversioned ``dltensor`` and v1.x ``dltensor_versioned``) are
-needed; no DLPack package exists to import.
+needed; no DLPack package exists to import. Reading other producers' capsules is cuda.core's
+``StridedMemoryView`` (:mod:`._generic`), which is faster than parsing them here was.
 """
 
 from __future__ import annotations
 
 import ctypes
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -70,14 +70,8 @@ class DLManagedTensorVersioned(ctypes.Structure):
 
 
 _api = ctypes.pythonapi
-_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_api.PyCapsule_IsValid.restype = ctypes.c_int
-_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _api.PyCapsule_New.restype = ctypes.py_object
 _api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-_api.PyCapsule_GetName.restype = ctypes.c_char_p
-_api.PyCapsule_GetName.argtypes = [ctypes.py_object]
 
 # Raw-pointer flavours for the capsule destructor, which receives the capsule as a PyObject*.
 _capsule_is_valid_raw = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
@@ -91,43 +85,9 @@ _NAME = b"dltensor"
 _NAME_VERSIONED = b"dltensor_versioned"
 
 
-# -- reading ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class DLPackView:
-    """What a producer's capsule describes. ``capsule`` must stay referenced while the memory is used."""
-
-    ptr: int
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]  # in bytes
-    dtype: np.dtype
-    device_type: int
-    device_id: int
-    readonly: bool
-    capsule: Any
-
-
-def _dtype_from_dl(code: int, bits: int, lanes: int) -> np.dtype:
-    if lanes != 1:
-        raise KspecTypeError(f"DLPack dtype with {lanes} lanes is not supported")
-    if code == _BOOL or (code == _UINT and bits == 1):
-        return np.dtype(np.bool_)
-    if code == _INT:
-        return np.dtype(f"int{bits}")
-    if code == _UINT:
-        return np.dtype(f"uint{bits}")
-    if code == _FLOAT:
-        return np.dtype(f"float{bits}")
-    if code == _COMPLEX:
-        return np.dtype(f"complex{bits}")
-    if code == _BFLOAT and bits == 16:
-        try:
-            import ml_dtypes
-        except ImportError:
-            raise KspecTypeError("a bfloat16 DLPack tensor needs the ml_dtypes package for its NumPy dtype") from None
-        return np.dtype(ml_dtypes.bfloat16)
-    raise KspecTypeError(f"DLPack dtype code {code} with {bits} bits is not supported")
+# -- writing ---------------------------------------------------------------------------------------------
 
 
 def _dl_from_dtype(dtype: np.dtype) -> tuple[int, int]:
@@ -140,49 +100,6 @@ def _dl_from_dtype(dtype: np.dtype) -> tuple[int, int]:
         raise KspecTypeError(f"dtype {dtype} has no DLPack equivalent")
     return code, dtype.itemsize * 8
 
-
-def read_capsule(capsule: Any) -> DLPackView:
-    """Parse a ``dltensor`` or ``dltensor_versioned`` capsule without consuming it."""
-    managed: Any
-    if _api.PyCapsule_IsValid(capsule, _NAME_VERSIONED):
-        managed = DLManagedTensorVersioned.from_address(_api.PyCapsule_GetPointer(capsule, _NAME_VERSIONED))
-        readonly = bool(managed.flags & _FLAG_READ_ONLY)
-    elif _api.PyCapsule_IsValid(capsule, _NAME):
-        managed = DLManagedTensor.from_address(_api.PyCapsule_GetPointer(capsule, _NAME))
-        readonly = False
-    else:
-        raise KspecTypeError("__dlpack__() did not return a DLPack capsule ('dltensor' or 'dltensor_versioned')")
-    t = managed.dl_tensor
-    ndim = t.ndim
-    shape = tuple(t.shape[i] for i in range(ndim))
-    dtype = _dtype_from_dl(t.dtype.code, t.dtype.bits, t.dtype.lanes)
-    if t.strides:
-        strides = tuple(t.strides[i] * dtype.itemsize for i in range(ndim))
-    else:  # NULL strides: C-contiguous
-        strides = c_strides(shape, dtype.itemsize)
-    return DLPackView(
-        ptr=(t.data or 0) + t.byte_offset,
-        shape=shape,
-        strides=strides,
-        dtype=dtype,
-        device_type=t.device.device_type,
-        device_id=t.device.device_id,
-        readonly=readonly,
-        capsule=capsule,
-    )
-
-
-def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    """C-contiguous strides in bytes."""
-    strides = []
-    step = itemsize
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= max(extent, 1)
-    return tuple(reversed(strides))
-
-
-# -- writing ---------------------------------------------------------------------------------------------
 
 # Everything a capsule we made points into, kept alive until its consumer (or the capsule's destructor)
 # calls the deleter: address of the managed struct -> (struct, shape array, strides array, owner).

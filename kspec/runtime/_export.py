@@ -13,7 +13,6 @@ immutable and Numba has no allocator kspec can call with a stream, so for them a
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from ._interop import JAX, NUMBA
@@ -24,8 +23,7 @@ EXPORTED = frozenset({JAX, NUMBA})
 def export_array(obj: Any, library: str | None) -> Any:
     """``obj`` (a DeviceArray a kernel wrote) as an array of ``library``; other objects pass unchanged."""
     if library == JAX:
-        jax = sys.modules.get("jax") or __import__("jax")
-        import jax.dlpack  # noqa: F401  # the submodule is not always imported with jax
+        import jax.dlpack  # binds jax; the submodule is not always imported with jax
 
         return jax.dlpack.from_dlpack(obj)
     if library == NUMBA:

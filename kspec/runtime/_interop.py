@@ -3,8 +3,10 @@
 
 Each argument's *type* is classified once (a dict lookup afterwards) into a kind that says how to read its
 pointer and device cheaply: CuPy and PyTorch through their own attributes (building the interface dict per
-call would cost more than the launch), everything else through the protocols. Neither CuPy nor PyTorch is
-ever imported by kspec: a type is recognised through ``sys.modules`` only when one of its objects shows up.
+call would cost more than the launch), everything else through the protocols, which cuda.core's
+``StridedMemoryView`` reads (:mod:`._generic`; cuda.core is imported on the first such array). Neither CuPy
+nor PyTorch is ever imported by kspec: a type is recognised through ``sys.modules`` only when one of its
+objects shows up.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from .._errors import KspecTypeError, KspecValueError
-from . import _dlpack
+from ..dtypes import c_strides
+from . import _dlpack, _generic
 
 KSPEC = "kspec"  # DeviceArray and the pointers RawModule.get_global returns
 CUPY = "cupy"
@@ -160,7 +163,8 @@ def numpy_dtype_to_torch(dtype: np.dtype) -> Any:
 class ArrayInfo:
     """Everything kspec needs to know about a device array. ``strides`` are in bytes.
 
-    ``keepalive`` holds what must stay referenced while the memory is used (a DLPack capsule, the object).
+    ``keepalive`` holds what must stay referenced while the memory is used: the array itself, or for other
+    libraries cuda.core's view of it (which holds the producer and, for DLPack, the capsule).
     """
 
     ptr: int
@@ -178,7 +182,7 @@ class ArrayInfo:
 
     @property
     def is_c_contiguous(self) -> bool:
-        return self.size <= 1 or self.strides == _dlpack.c_strides(self.shape, self.dtype.itemsize)
+        return self.size <= 1 or self.strides == c_strides(self.shape, self.dtype.itemsize)
 
 
 def _where(param: str | None) -> str:
@@ -242,26 +246,20 @@ def array_dtype_ndim(obj: object) -> tuple[np.dtype, int] | None:
 
 
 def _cai_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
+    # kspec's own checks first, on the dict (their messages, and v2, which cuda.core refuses); the rest is
+    # cuda.core's view (kspec/runtime/_generic.py), which also orders the producer's stream before ``stream``
     cai = obj.__cuda_array_interface__
     version = cai.get("version", 0)
     if version < 2:
         raise KspecTypeError(f"{_where(param)}__cuda_array_interface__ version {version} is too old (need 2 or 3)")
     if cai.get("mask") is not None:
         raise KspecTypeError(f"{_where(param)}masked __cuda_array_interface__ arrays are not supported")
-    shape = tuple(cai["shape"])
-    dtype = np.dtype(cai["typestr"])
-    if dtype.byteorder == ">":
-        raise KspecTypeError(f"{_where(param)}big-endian dtype {dtype} is not supported on the device")
-    strides = cai.get("strides")
-    strides = _dlpack.c_strides(shape, dtype.itemsize) if strides is None else tuple(strides)
-    ptr, readonly = cai["data"]
-    ptr = ptr or 0
-    producer_stream = cai.get("stream")
-    if producer_stream is not None and stream is not None:
-        from ._stream import order_after
-
-        order_after(normalize_protocol_stream(producer_stream), stream)
-    return ArrayInfo(ptr, shape, strides, dtype, pointer_device(ptr), _protocol_library(obj), bool(readonly), obj)
+    typestr = cai["typestr"]
+    if typestr[:1] in (">", "!") and np.dtype(typestr).byteorder == ">":  # no dtype parse for the usual '<f4'
+        raise KspecTypeError(f"{_where(param)}big-endian dtype {np.dtype(typestr)} is not supported on the device")
+    view = _generic.cai_view(obj, cai, -1 if stream is None else protocol_stream(stream))
+    ptr, shape, strides, dtype = _generic.layout(view, dlpack=False)
+    return ArrayInfo(ptr, shape, strides, dtype, view.device_id, _protocol_library(obj), bool(view.readonly), view)
 
 
 def _dlpack_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
@@ -271,12 +269,10 @@ def _dlpack_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
             f"{_where(param)}{type(obj).__name__} is on DLPack device type {int(device_type)} (not CUDA); "
             "copy it to the device first"
         )
-    capsule = obj.__dlpack__(stream=protocol_stream(stream)) if stream is not None else obj.__dlpack__()
-    view = _dlpack.read_capsule(capsule)
-    return ArrayInfo(
-        view.ptr, view.shape, view.strides, view.dtype, view.device_id, _protocol_library(obj), view.readonly,
-        (obj, capsule),
-    )
+    # no stream: 0, which cuda.core passes as __dlpack__(stream=None), what kspec has always asked for there
+    view = _generic.dlpack_view(obj, 0 if stream is None else protocol_stream(stream))
+    ptr, shape, strides, dtype = _generic.layout(view, dlpack=True)
+    return ArrayInfo(ptr, shape, strides, dtype, view.device_id, _protocol_library(obj), bool(view.readonly), view)
 
 
 def _protocol_library(obj: object) -> str | None:

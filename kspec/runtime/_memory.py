@@ -14,6 +14,7 @@ from typing import Any
 from .._errors import LaunchError
 from . import _driver
 from ._device import Device
+from ._launch import CUDA_ERROR_INVALID_CONTEXT
 from ._stream import cu_stream, live_handle
 
 
@@ -49,7 +50,7 @@ class Allocation:
                     (err,) = cu.cuMemFreeAsync(self.ptr, cu_stream(stream))
                 else:
                     (err,) = cu.cuMemFree(self.ptr)
-                if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
+                if err == CUDA_ERROR_INVALID_CONTEXT:
                     # Collected in a thread where no context is current: make the owner's current, retry.
                     Device(self.device_id).activate()
                 else:
@@ -92,7 +93,7 @@ class MemoryPool:
         cu = _driver.driver()
         if self._pool is not None:
             err, ptr = cu.cuMemAllocFromPoolAsync(nbytes, self._pool, cu_stream(stream))
-            if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
+            if err == CUDA_ERROR_INVALID_CONTEXT:  # as a launch does (_launch.relaunch_or_raise)
                 self.device.activate()
                 err, ptr = cu.cuMemAllocFromPoolAsync(nbytes, self._pool, cu_stream(stream))
             pooled = True

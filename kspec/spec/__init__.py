@@ -5,7 +5,8 @@ This layer never touches CUDA: it parses, validates, loads and writes specs.
 
 from .._lazy import lazy_getattr
 
-# Lazy exports: the plain-spec reader (``_plain``) serves generated modules without Pydantic; every other
+# Lazy exports: the plain-spec reader (``_plain``) serves generated modules and the constructors' plain path
+# (``_ctor``, checked by ``_rules``) serves CuPy-style constructor calls, both without Pydantic; every other
 # name loads the Pydantic models on first access.
 _LAZY = {
     **dict.fromkeys(("SCHEMA_VERSION", "FileReport", "SpecLibrary", "dumps_json", "dumps_toml", "load_file",
@@ -15,6 +16,8 @@ _LAZY = {
     "CPP_KEYWORDS": "_names",
     **dict.fromkeys(("Param", "format_params", "parse_params"), "_params"),
     **dict.fromkeys(("PlainParam", "PlainSpec", "plain_spec"), "_plain"),
+    # for kspec.kernels (not in __all__): a constructor's fields checked without Pydantic
+    "plain_from_fields": "_ctor",
 }
 
 

@@ -6,7 +6,6 @@ True), and spec text is checked to be encodable Unicode without NUL.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -14,8 +13,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, PrivateAttr, StrictStr, ValidationError, field_validator, model_validator
 
 from .._errors import SpecError, SpecErrorGroup
-from ._names import check_identifier
 from ._params import format_params
+from ._rules import check_kernel_name, check_options, normalise_texts
 
 
 class _SpecModel(BaseModel):
@@ -47,30 +46,21 @@ class _KernelSpec(_SpecModel):
     @classmethod
     def _normalise_newlines(cls, data: Any) -> Any:
         # TOML multi-line strings turn CRLF into LF on read; normalising up front keeps round trips exact.
-        if isinstance(data, Mapping):
-            for key, value in data.items():
-                for text in [value] if isinstance(value, str) else value if isinstance(value, (list, tuple)) else ():
-                    if isinstance(text, str):
-                        check_text(text, field=str(key))
-            return {k: v.replace("\r\n", "\n") if isinstance(v, str) else v for k, v in data.items()}
-        return data
+        return normalise_texts(data) if isinstance(data, Mapping) else data
 
     @field_validator("name")
     @classmethod
     def _check_name(cls, v: str) -> str:
-        return check_identifier(v, what="kernel name", field="name")
+        return check_kernel_name(v)
 
     @field_validator("options")
     @classmethod
     def _check_options(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        for opt in v:
-            if not opt.strip():
-                raise SpecError("compiler options must be non-empty strings", field="options")
-        return v
+        return check_options(v)
 
     def __eq__(self, other: object) -> bool:
         # Equal when the data is equal: where a spec was loaded from is not part of it.
-        return type(self) is type(other) and self.__dict__ == other.__dict__  # type: ignore[union-attr]
+        return type(self) is type(other) and self.__dict__ == other.__dict__
 
     __hash__ = None  # type: ignore[assignment]  # instantiations hold dicts
 
@@ -94,21 +84,6 @@ class _KernelSpec(_SpecModel):
         if "options" in data:
             data["options"] = list(data["options"])
         return data
-
-
-def check_text(text: str, *, field: str) -> str:
-    """Spec text must be encodable Unicode without NUL: NVRTC reads C strings (a NUL ends the source
-    early) and every file kspec writes is UTF-8 (a lone surrogate, possible in JSON, cannot be written)."""
-    if "\0" in text:
-        raise SpecError("contains a NUL character (\\0); spec text cannot hold one", field=field)
-    if _SURROGATE.search(text):
-        bad = _SURROGATE.search(text).group()  # type: ignore[union-attr]
-        raise SpecError(f"contains a lone surrogate (U+{ord(bad):04X}), which is not valid Unicode text", field=field)
-    return text
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
 
 
 def _is_int(v: object) -> bool:

@@ -88,7 +88,7 @@ def _where(spec: AnySpec) -> str:
 def spec_files(paths: Iterable[str | Path]) -> list[Path]:
     """The spec files named by ``paths``: files as given, directories searched recursively (sorted)."""
     if isinstance(paths, (str, bytes, os.PathLike)):
-        paths = [paths]  # type: ignore[list-item]
+        paths = [paths]
     out: list[Path] = []
     seen: set[Path] = set()
     for raw in paths:
@@ -168,9 +168,9 @@ def load_library(paths: str | Path | Iterable[str | Path]) -> SpecLibrary:
         paths = [paths]
     errors: list[SpecError] = []
     library = SpecLibrary()
-    files = spec_files(paths)  # type: ignore[arg-type]
+    files = spec_files(paths)
     if not files:  # what `kspec validate` says of an empty directory, rather than an empty library
-        shown = " ".join(str(p) for p in paths)  # type: ignore[union-attr]
+        shown = " ".join(str(p) for p in paths)
         raise SpecFileError(f"no spec files (*.toml, *.json) in {shown}")
     for path in files:
         report = read_file(path)

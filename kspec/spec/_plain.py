@@ -118,16 +118,20 @@ def _params(text: object) -> tuple[PlainParam, ...] | None:
     return tuple(params)
 
 
-_TYPES = {"name": str, "doc": str, "preamble": str, "reduce_dims": bool, "operation": str, "loop_prep": str,
-          "after_loop": str, "no_return": bool, "return_tuple": bool, "map_expr": str, "reduce_expr": str,
-          "post_map_expr": str, "identity": (str, type(None)), "reduce_type": (str, type(None))}
+_TYPES: dict[str, type | tuple[type, ...]] = {
+    "name": str, "doc": str, "preamble": str, "reduce_dims": bool, "operation": str, "loop_prep": str,
+    "after_loop": str, "no_return": bool, "return_tuple": bool, "map_expr": str, "reduce_expr": str,
+    "post_map_expr": str, "identity": (str, type(None)), "reduce_type": (str, type(None)),
+}
 
 
 def plain_spec(table: Mapping[str, Any]) -> PlainSpec | None:
     """The plain spec of an elementwise or reduction table written by ``to_data()``, or None (another kind,
     or anything this reader does not recognise: validate the table with the spec models then)."""
     kind = table.get("kind")
-    fields = _FIELDS.get(kind) if isinstance(kind, str) else None
+    if not isinstance(kind, str):
+        return None
+    fields = _FIELDS.get(kind)
     if fields is None or not set(table) <= fields or "name" not in table:
         return None
     if not all(name in table for name in _REQUIRED[kind]):

@@ -26,13 +26,13 @@ class LaunchDefaults(_SpecModel):
         dims = (v,) if _is_int(v) else tuple(v) if isinstance(v, (list, tuple)) else None
         if dims is None or not all(_is_int(d) for d in dims):
             raise SpecError(f"block must be an int or a list of 1 to 3 ints, got {_shown(v)}", field="launch.block")
-        if not 1 <= len(dims) <= 3 or any(d <= 0 for d in dims):  # type: ignore[operator]
+        if not 1 <= len(dims) <= 3 or any(d <= 0 for d in dims):
             raise SpecError(f"block must be a positive int or 1 to 3 positive ints, got {v!r}", field="launch.block")
-        if len(dims) == 3 and dims[2] > 64:  # type: ignore[operator]
+        if len(dims) == 3 and dims[2] > 64:
             raise SpecError(f"block {v!r}: CUDA allows at most 64 threads along z", field="launch.block")
         total = 1
         for d in dims:
-            total *= d  # type: ignore[operator]
+            total *= d
         if total > 1024:
             raise SpecError(f"block {v!r} has {total} threads; CUDA allows at most 1024", field="launch.block")
         return v if _is_int(v) else tuple(dims)  # type: ignore[return-value]

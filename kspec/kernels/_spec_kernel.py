@@ -17,26 +17,24 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from .. import dtypes
-from .._errors import InvalidNameError, KspecTypeError, LaunchError, NvrtcNotFoundError, ReservedNameError, SpecError
+from .._errors import InvalidNameError, KspecTypeError, LaunchError, NvrtcNotFoundError, ReservedNameError, SpecError, about_kernel, kernel_label
 from ..render import ModuleInterface, Specialization, VariantKey, module_interface, specialize  # lazy: no Jinja
 from ..runtime import (
     Device,
     DeviceArray,
     LoadedModule,
-    activate_if_several as activate,  # _prepared calls `_typed.activate(device_id)` on each launch
     allocate_like,
     cu_stream,
     cuda_driver,
     describe_driver_error,
     get_device,
+    relaunch_or_raise,
     stream_handle,
 )
 
 if TYPE_CHECKING:  # the serving path never imports the spec models, the renderer or the compiler
     from ..render import RenderedModule
     from ..spec import ElementwiseSpec, ReductionSpec
-
-_INVALID_CONTEXT = 201
 
 MAX_SIGNATURES = 256  # prepared calls kept per kernel (kspec/kernels/_prepared.py); more shapes re-plan (still correct)
 
@@ -67,11 +65,8 @@ def interface_of(specialization: Specialization) -> ModuleInterface:
 def rendered_module(specialization: Specialization) -> RenderedModule:
     found = _rendered.get(specialization.key)
     if found is None:
-        from ..render import render
+        from ..render import render  # renders a plain spec (kspec.spec.PlainSpec) as it is: no Pydantic
 
-        spec = specialization.spec
-        if hasattr(spec, "validated"):  # a plain spec (kspec.spec.PlainSpec): render from the validated model
-            specialization = specialize(spec.validated(), specialization.types, scalars=specialization.scalars)
         found = _rendered[specialization.key] = render(specialization)
     return found
 
@@ -113,10 +108,10 @@ def loaded_kernel(specialization: Specialization, device_id: int, binaries: Any 
             stored = binaries.find(specialization.key, device.arch) if binaries is not None else None
             if stored is not None:
                 image, lowered = stored.read(), stored.lowered_names
-                what = f"kernel '{interface.name}' ({stored.path})"
+                what = kernel_label(interface.name, stored.path)
             else:
                 image, lowered = _compile(specialization, rendered_module(specialization), device, binaries)
-                what = f"kernel '{interface.name}'"
+                what = kernel_label(interface.name)
             module = LoadedModule(image, device, what=what)
             found = _loaded[key] = LoadedKernel(interface, module, dict(lowered), {})
     return found
@@ -137,7 +132,7 @@ def _compile(specialization: Specialization, rendered: RenderedModule, device: D
     except NvrtcNotFoundError as exc:
         if binaries is None:
             raise
-        what = f"kernel '{rendered.name}' ({dict(specialization.types) or 'no placeholders'})"
+        what = kernel_label(rendered.name, dict(specialization.types) or "no placeholders")
         raise binaries.missing(what, specialization.key, device.arch, exc) from None
     return program.binary, program.lowered_names
 
@@ -154,11 +149,11 @@ def launch(fn: Any, grid: int, block: int, params: int, stream: int, device_id: 
     cu = cuda_driver()
     hs = cu_stream(stream)
     (err,) = cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, hs, params, 0)
-    if err and int(err) == _INVALID_CONTEXT:
-        Device(device_id).activate()
-        (err,) = cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, hs, params, 0)
-    if err:
-        raise LaunchError(f"launching {what} (grid={grid}, block={block}) failed: {describe_driver_error(err)}")
+    if err:  # the runtime's one error branch: a retry where no context was current, else a LaunchError
+        relaunch_or_raise(
+            err, device_id, cu.cuLaunchKernel, (fn, grid, 1, 1, block, 1, 1, 0, hs, params, 0),
+            lambda e: LaunchError(f"launching {what} (grid={grid}, block={block}) failed: {describe_driver_error(e)}"),
+        )
 
 
 class SpecKernel:
@@ -170,16 +165,23 @@ class SpecKernel:
     SPEC: type[ElementwiseSpec] | type[ReductionSpec]  # a SpecClass: the model is imported on first access
     KIND: str  # "elementwise" or "reduction"
 
-    @staticmethod
-    def _build_spec(cls_spec: type[ElementwiseSpec] | type[ReductionSpec], texts: dict[str, Any], fields: dict[str, Any]) -> Any:
-        """The spec of a constructor call: its text arguments must be str (TypeError naming the argument)."""
+    def _build_spec(self, texts: dict[str, Any], fields: dict[str, Any]) -> Any:
+        """The spec of a constructor call: its text arguments must be str (TypeError naming the argument).
+
+        A plain spec when kspec.spec proves the fields valid without Pydantic (a cold first call then imports
+        none; ``spec`` validates it lazily), else the model, which raises the SpecError."""
         for what, value in texts.items():
             if not isinstance(value, str):
                 raise KspecTypeError(f"{what}: expected a str, got {type(value).__name__}")
         options = fields.get("options", ())
-        fields["options"] = (options,) if isinstance(options, str) else tuple(options)  # type: ignore[arg-type]
+        fields["options"] = (options,) if isinstance(options, str) else tuple(options)
+        from ..spec import plain_from_fields
+
+        plain = plain_from_fields(self.KIND, {**texts, **fields})
+        if plain is not None:
+            return plain
         try:
-            return cls_spec(**texts, **fields)
+            return type(self).SPEC(**texts, **fields)
         except SpecError as exc:
             raise _with_cupy_phrase(exc, texts) from None
 
@@ -344,7 +346,7 @@ class SpecKernel:
             try:
                 stream_handle(stream)
             except KspecTypeError as exc:
-                raise KspecTypeError(f"kernel '{self.name}': {exc}") from None
+                raise KspecTypeError(about_kernel(self.name, str(exc))) from None
 
 
 class SpecClass:

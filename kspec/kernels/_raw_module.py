@@ -1,0 +1,307 @@
+"""RawModule: a CUDA module from source (compiled by NVRTC or nvcc) or from a binary file.
+
+How it differs from CuPy's is in :mod:`kspec.kernels._raw` (RawKernel, the module's kernels).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from .._args import flag, options_tuple as _options_tuple
+from .._binfmt import HEAD_BYTES, content_problem, loadable_image
+from .._errors import KspecNotImplementedError, KspecTypeError, KspecValueError, NvrtcNotFoundError
+from ..runtime import Device, DeviceGlobal, LoadedModule, get_device
+
+if TYPE_CHECKING:
+    from ._raw import RawKernel
+
+_BINARY_SUFFIXES = (".cubin", ".ptx", ".fatbin")
+
+
+def _check_backend(backend: object) -> None:
+    if backend not in ("nvrtc", "nvcc"):
+        raise KspecValueError(f"backend: expected 'nvrtc' (the default) or 'nvcc', got {backend!r}")
+    if backend == "nvcc":
+        from ..compiler import find_nvcc
+
+        find_nvcc()  # NvccNotFoundError now, naming where it looked, rather than at the first call
+
+
+def _check_jitify(jitify: object) -> None:
+    if flag(jitify, "jitify"):
+        raise KspecNotImplementedError(
+            "jitify=True is not supported. Jitify's role in CuPy is to stand in for C++ standard headers "
+            "NVRTC lacks; kspec's include path has CCCL instead: include <cuda/std/type_traits>, "
+            "<cuda/std/limits>, <cuda/std/complex>... in place of <type_traits>, <limits>, <complex>"
+        )
+
+
+def _binary_path(path: object) -> str:
+    """``path=`` of a RawModule: an existing .cubin/.ptx/.fatbin file whose first bytes say it is one."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise KspecTypeError(f"path: expected a file path (str or os.PathLike), got {type(path).__name__}")
+    resolved = Path(os.fspath(path)).expanduser()
+    if resolved.suffix not in _BINARY_SUFFIXES:
+        raise KspecValueError(f"path: expected a .cubin, .ptx or .fatbin file, got {str(path)!r}")
+    if not resolved.is_file():
+        raise FileNotFoundError(f"path: no such file: {str(path)!r}")
+    with resolved.open("rb") as handle:
+        problem = content_problem(resolved.suffix, handle.read(HEAD_BYTES))
+    if problem:  # the driver would refuse it at the first launch, far from here, with a bare status code
+        raise KspecValueError(f"path: {str(path)!r} {problem}")
+    return str(resolved.resolve())
+
+
+class RawModule:
+    """A CUDA module from source (compiled by NVRTC) or from a ``.cubin`` / ``.ptx`` / ``.fatbin`` file.
+
+    ``code`` XOR ``path``. ``name_expressions`` lists template (or other C++) kernels to instantiate, e.g.
+    ``['fx3<float>', 'fx3<double>']``; each is then a valid ``get_function`` name.
+    """
+
+    def __init__(
+        self,
+        code: str | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        options: Sequence[str] = (),
+        backend: str = "nvrtc",
+        translate_cucomplex: bool = False,
+        enable_cooperative_groups: bool = False,
+        name_expressions: Sequence[str] | None = None,
+        jitify: bool = False,
+    ) -> None:
+        if (code is None) == (path is None):
+            raise KspecTypeError(
+                "Exactly one of `code` and `path` keyword arguments must be given. "
+                "RawModule: pass exactly one of code= (CUDA source) and path= (a .cubin, .ptx or .fatbin file)"
+                + ("; both were given" if code is not None else "; neither was given")
+            )
+        _check_backend(backend)
+        _check_jitify(jitify)
+        if code is not None and not isinstance(code, str):
+            raise KspecTypeError(f"code: expected CUDA source as a str, got {type(code).__name__}")
+        self._code = code
+        self._path: str | None = None
+        if path is not None:
+            self._path = _binary_path(path)
+        self._options = _options_tuple(options)
+        self._backend = str(backend)
+        self._translate_cucomplex = flag(translate_cucomplex, "translate_cucomplex")
+        self._cooperative = flag(enable_cooperative_groups, "enable_cooperative_groups")
+        if name_expressions is None:
+            self._name_expressions: tuple[str, ...] = ()
+        elif isinstance(name_expressions, str):
+            self._name_expressions = (name_expressions,)
+        else:
+            self._name_expressions = tuple(name_expressions)
+        for expression in self._name_expressions:
+            if not isinstance(expression, str) or not expression.strip():
+                raise KspecTypeError(f"name_expressions: every item must be a non-empty str, got {expression!r}")
+        if self._name_expressions and self._path is not None:
+            raise KspecValueError(
+                "need CUDA C++ code for the requested kernels: "
+                "name_expressions: only meaningful with code= (a binary loaded from path= is already compiled; "
+                "get_function takes its symbol names)"
+            )
+        self._label = "raw_module"
+        self._binaries: Any = None  # a BinaryStore serving this module's source (kspec.load of a raw spec)
+        self._binary_key = ""
+        self._programs: dict[str, Any] = {}
+        self._loaded: dict[int, LoadedModule] = {}
+        self._kernels: dict[str, RawKernel] = {}
+        self._lock = threading.RLock()
+
+    # -- CuPy's read-only attributes ---------------------------------------------------------------------
+
+    @property
+    def code(self) -> str | None:
+        return self._code
+
+    @property
+    def path(self) -> str | None:
+        return self._path
+
+    file_path = path  # CuPy's name
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return self._options
+
+    @property
+    def backend(self) -> str:
+        return self._backend
+
+    @property
+    def translate_cucomplex(self) -> bool:
+        return self._translate_cucomplex
+
+    @property
+    def enable_cooperative_groups(self) -> bool:
+        return self._cooperative
+
+    @property
+    def name_expressions(self) -> tuple[str, ...]:
+        return self._name_expressions
+
+    def __repr__(self) -> str:
+        what = f"path={self._path!r}" if self._path else f"code=<{len(self._code or '')} chars>"
+        return f"<kspec.RawModule {what}>"
+
+    # -- pickling ----------------------------------------------------------------------------------------
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (_rebuild_module, (self._code, self._path, self._options, self._translate_cucomplex,
+                                  self._cooperative, self._name_expressions or None, self._backend))
+
+    # -- compiling and loading ---------------------------------------------------------------------------
+
+    def _source(self) -> str:
+        assert self._code is not None
+        from ..render import raw_source  # the same path as a raw spec from a spec file
+
+        return raw_source(self._code, translate_cucomplex=self._translate_cucomplex)
+
+    def _program(self, arch: str) -> Any:
+        """The CompiledProgram for ``arch`` (NVRTC, behind kspec's binary cache)."""
+        program = self._programs.get(arch)
+        if program is None:
+            from ..compiler import CompileOptions, compile_cached
+            from ..render import needs_of_raw_source
+
+            source = self._source()
+            options = CompileOptions(arch=arch, extra=self._options)
+            program, _hit = compile_cached(
+                source,
+                name=self._label,
+                options=options,
+                name_expressions=self._name_expressions,
+                needs=tuple(sorted(needs_of_raw_source(source, self._translate_cucomplex))),
+                backend=self._backend,
+            )
+            self._programs[arch] = program
+        return program
+
+    def compile(self, log_stream: IO[str] | None = None, *, arch: str | None = None) -> None:
+        """Compile now (normally the first use does it) and write NVRTC's log to ``log_stream``.
+
+        Without ``arch`` it compiles for the current device and loads the module there; with ``arch``
+        (``'sm_90'``...) it only compiles, which needs no GPU. A module from ``path=`` has nothing to
+        compile; without ``arch`` it is loaded.
+        """
+        if self._code is not None:
+            target = arch if arch is not None else get_device().arch
+            program = self._program(target)
+            if log_stream is not None and program.log:
+                log_stream.write(program.log)
+                if not program.log.endswith("\n"):
+                    log_stream.write("\n")
+        if arch is None:
+            self._module(get_device().id)
+
+    def _use_binaries(self, store: Any, key: str) -> None:
+        """Load from ``store`` (a BinaryStore) the binary built for this source under ``key`` when it has one
+        for the device; compile otherwise. NVRTC is not imported when a binary serves."""
+        self._binaries, self._binary_key = store, key
+
+    def _stored(self, arch: str) -> Any:
+        return self._binaries.find(self._binary_key, arch) if self._binaries is not None else None
+
+    def _image(self, device: Device) -> bytes:
+        if self._path is not None:
+            return loadable_image(Path(self._path).read_bytes(), Path(self._path).suffix)
+        stored = self._stored(device.arch)
+        if stored is not None:
+            return stored.read()
+        try:
+            return self._program(device.arch).binary
+        except NvrtcNotFoundError as exc:
+            if self._binaries is None:
+                raise
+            raise self._binaries.missing(f"module {self._label!r}", self._binary_key, device.arch, exc) from None
+
+    def _module(self, device_id: int) -> LoadedModule:
+        module = self._loaded.get(device_id)
+        if module is None:
+            with self._lock:
+                module = self._loaded.get(device_id)
+                if module is None:
+                    device = Device(device_id)
+                    what = self._path if self._path else f"module {self._label!r}"
+                    module = LoadedModule(self._image(device), device, what=what)
+                    self._loaded[device_id] = module
+        return module
+
+    def _symbol(self, name: str, arch: str) -> str:
+        if self._code is not None and name in self._name_expressions:
+            stored = self._stored(arch)
+            lowered = stored.lowered_names if stored is not None else self._program(arch).lowered_names
+            return str(lowered[name])
+        return name
+
+    def _function(self, device_id: int, name: str) -> Any:
+        """The CUfunction for ``name`` on a device; a KspecValueError listing the module's names if absent."""
+        module = self._module(device_id)
+        symbol = self._symbol(name, Device(device_id).arch)
+        fn = module.function(symbol)
+        if fn is None:
+            raise KspecValueError(self._not_found(name, module, "kernel"))
+        return fn
+
+    def _not_found(self, name: str, module: LoadedModule, what: str) -> str:
+        names = module.function_names()
+        parts = [f"{what} {name!r} is not in {module.what}"]
+        if names:
+            parts.append("its kernels: " + ", ".join(names))
+        if self._name_expressions:
+            parts.append("its name expressions: " + ", ".join(self._name_expressions))
+        if "<" in name and name not in self._name_expressions:
+            parts.append("a template kernel must be listed in name_expressions= to be instantiated")
+        elif self._code is not None and not self._name_expressions and names and name not in names:
+            parts.append('C++ kernels need extern "C" or name_expressions= to be found by their plain name')
+        return "; ".join(parts)
+
+    # -- CuPy's lookups ----------------------------------------------------------------------------------
+
+    def get_function(self, name: str) -> RawKernel:
+        """The kernel ``name`` (a plain name, or one of ``name_expressions``) as a RawKernel.
+
+        Lazy: nothing is compiled or looked up until the kernel is first used.
+        """
+        if not isinstance(name, str) or not name:
+            raise KspecTypeError(f"name: expected a kernel name (str), got {name!r}")
+        kernel = self._kernels.get(name)
+        if kernel is None:
+            from ._raw import RawKernel  # the kernel's module imports this one
+
+            kernel = self._kernels[name] = RawKernel._from_module(self, name)
+        return kernel
+
+    def get_global(self, name: str) -> DeviceGlobal:
+        """The ``__device__`` / ``__constant__`` variable ``name`` on the current device (compiles and loads)."""
+        if not isinstance(name, str) or not name:
+            raise KspecTypeError(f"name: expected a variable name (str), got {name!r}")
+        device = get_device()
+        module = self._module(device.id)
+        symbol = self._symbol(name, device.arch)
+        found = module.global_symbol(symbol)
+        if found is None:
+            raise KspecValueError(f"global {name!r} is not in {module.what} (no __device__ or __constant__ variable of that name)")
+        ptr, size = found
+        return DeviceGlobal(ptr, size, device.id, name, module)
+
+
+def _rebuild_module(code, path, options, translate_cucomplex, cooperative, name_expressions, backend="nvrtc"):  # type: ignore[no-untyped-def]
+    return RawModule(
+        code,
+        path=path,
+        options=options,
+        backend=backend,
+        translate_cucomplex=translate_cucomplex,
+        enable_cooperative_groups=cooperative,
+        name_expressions=name_expressions,
+    )

@@ -1,0 +1,302 @@
+"""The packer of one raw-kernel signature: Python source written for it, compiled once, called per launch.
+
+A packer reads each argument's pointer or value (:mod:`._launch_args` says which), picks the stream, writes
+every value into its pre-allocated parameter buffer with one ``struct.pack_into`` and calls the driver
+(:mod:`._launch`). Its fast path has no call that the signature does not need; errors leave through
+branches that call out (the messages in :mod:`._launch_args`, :func:`._launch.relaunch_or_raise`).
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import _driver, _interop, _launch
+from . import _stream as _stream_module
+from ._device import Device, current_device_id
+from ._dlpack import DEVICE_ACCESSIBLE
+from ._launch_args import (
+    _Arg,
+    _bad_launch_value,
+    _bad_scalar,
+    _bf16_bits,
+    _cai_pointer,
+    _dlpack_view,
+    _host_dlpack,
+    _host_tensor,
+    _mismatched_devices,
+    dim3,
+)
+from ._stream import cu_stream, default_stream_getter, order_after, stream_handle
+
+if TYPE_CHECKING:
+    from ._launcher import Launcher
+
+
+def _activate(device_id: int) -> None:
+    Device(device_id).activate()
+
+
+def _parameter_buffer(specs: list[_Arg]) -> tuple[str, Any, Any]:
+    """(struct format, buffer, ``void*[]`` of the slots' addresses): one 8-byte slot per argument (16 for
+    complex128), zero-padded so a narrower value reads back zero-extended."""
+    import ctypes
+
+    offsets, fmt, total = [], "<", 0
+    for spec in specs:
+        slot = 16 if spec.size == 16 else 8
+        offsets.append(total)
+        fmt += spec.fmt + ("x" * (slot - struct.calcsize("<" + spec.fmt)))
+        total += slot
+    buffer = (ctypes.c_char * max(total, 8))()
+    base = ctypes.addressof(buffer)
+    pointers = (ctypes.c_void_p * max(len(specs), 1))(*[base + off for off in offsets])
+    return fmt, buffer, pointers
+
+
+def _read_arguments(specs: list[_Arg], multi: bool, w: Callable[[str], None]) -> tuple[list[str], list[str], list[str]]:
+    """Write the lines that read each argument; return (value expressions, device expressions, lines that
+    need the stream: CAI producers' streams, DLPack exports)."""
+    values: list[str] = []
+    device_exprs: list[str] = []
+    deferred: list[str] = []
+    for i, spec in enumerate(specs):
+        a = f"a{i}"
+        if spec.kind == _interop.KSPEC:
+            values.append(f"{a}._ptr")
+            if multi:
+                device_exprs.append(f"{a}._device_id")
+        elif spec.kind == _interop.CUPY:
+            w(f"    m{i} = {a}.data")
+            values.append(f"m{i}.ptr")
+            if multi:
+                device_exprs.append(f"m{i}.device_id")
+        elif spec.kind == _interop.TORCH:
+            values.append(f"{a}.data_ptr()")
+            if multi:
+                w(f"    d{i} = {a}.get_device()")
+                w(f"    if d{i} < 0: raise _host_tensor(_name, {i}, {a})")
+                device_exprs.append(f"d{i}")
+            else:
+                w(f"    if not {a}.is_cuda: raise _host_tensor(_name, {i}, {a})")
+        elif spec.kind == _interop.CAI:
+            w(f"    p{i}, cs{i} = _cai({a})")
+            values.append(f"p{i}")
+            if multi:
+                device_exprs.append(f"_ptr_device(p{i})")
+            deferred.append(f"    if cs{i} is not None and _norm_stream(cs{i}) != s: _order(_norm_stream(cs{i}), s)")
+        elif spec.kind == _interop.DLPACK:
+            w(f"    t{i}, d{i} = {a}.__dlpack_device__()")
+            w(f"    if t{i} not in _accessible: raise _host_dlpack(_name, {i}, {a}, t{i})")
+            if multi:
+                device_exprs.append(f"d{i}")
+            deferred.append(f"    v{i} = _dlpack_view({a}, s)")
+            values.append(f"v{i}.ptr")
+        elif spec.kind == "none":
+            values.append("0")
+        elif spec.kind == "handle":
+            values.append(f"{a}.ptr")
+        elif spec.kind == "complex":
+            values.extend([f"{a}.real", f"{a}.imag"])
+        elif spec.kind == "bf16":
+            values.append(f"_bf16({a})")
+        else:  # int, scalar
+            values.append(a)
+    return values, device_exprs, deferred
+
+
+def _choose_stream(library: str | None, use_ctypes: bool, ns: dict[str, Any], w: Callable[[str], None]) -> None:
+    """Write the lines that set ``s`` (the stream handle) and ``hs`` (what the launch call takes for it;
+    the conversions are cached per handle)."""
+    if use_ctypes:
+        ns["_hs_cache"], ns["_to_hs"] = _launch._c_void_ps, _launch._c_stream
+    else:
+        ns["_hs_cache"], ns["_to_hs"] = _stream_module._cu_streams, cu_stream
+    # a `with kspec.Stream(...)` block open in this thread stands for stream= (one list read when none is)
+    ns["_entered"], ns["_current_stream"] = _stream_module._entered, _stream_module.current_stream
+    w("    if stream is None and _entered[0]:")
+    w("        stream = _current_stream()")
+    w("    if stream is None:")
+    if library == _interop.CUPY:
+        # CuPy's current stream of the arrays' device (a Python call into CuPy's thread-local state).
+        ns["_cupy_current"] = sys.modules["cupy"].cuda.get_current_stream
+        w("        s = _cupy_current(dev).ptr")
+    elif library == _interop.TORCH:
+        ns["_torch_current"] = default_stream_getter(_interop.TORCH)
+        w("        s = _torch_current(dev)")
+    else:
+        w("        s = 0")
+    if library:
+        w("        hs = _hs_cache.get(s)")
+        w("        if hs is None:")
+        w("            hs = _to_hs(s)")
+    else:
+        w("        hs = _hs0")
+    w("    else:")
+    w("        s = _stream_handle(stream)")
+    w("        hs = _hs_cache.get(s)")
+    w("        if hs is None:")
+    w("            hs = _to_hs(s)")
+
+
+def generate_packer(launcher: Launcher, specs: list[_Arg], types: tuple[type, ...]) -> Callable[..., None]:
+    """Write, compile and return the packer for one signature (see :mod:`._launcher`)."""
+    import ctypes
+
+    cu = _driver.driver()
+    multi = _driver.initialized_device_count() > 1
+    n = len(specs)
+    fmt, buffer, pointers = _parameter_buffer(specs)
+    params_address = ctypes.addressof(pointers)
+    library = next((spec.kind for spec in specs if spec.kind in (_interop.CUPY, _interop.TORCH)), None)
+
+    ns: dict[str, Any] = {
+        "_launcher": launcher,
+        "_name": launcher.name,
+        "_specs": specs,
+        "_pack": struct.Struct(fmt).pack_into,
+        "_buf": buffer,
+        "_keep": pointers,
+        "_params": params_address,
+        "_StructError": struct.error,
+        "_dim3": dim3,
+        "_default_stream": default_stream_getter(library),
+        "_stream_handle": stream_handle,
+        "_current_device": current_device_id,
+        "_mismatch": _mismatched_devices,
+        "_host_tensor": _host_tensor,
+        "_host_dlpack": _host_dlpack,
+        "_bad_scalar": _bad_scalar,
+        "_bad_launch_value": _bad_launch_value,
+        "_cai": _cai_pointer,
+        "_dlpack_view": _dlpack_view,
+        "_ptr_device": _interop.pointer_device,
+        "_order": order_after,
+        "_norm_stream": _interop.normalize_protocol_stream,
+        "_accessible": DEVICE_ACCESSIBLE,
+        "_bf16": _bf16_bits,
+        "_activate": _activate,
+        "_relaunch_or_raise": _launch.relaunch_or_raise,
+        "_fs": {},
+        "_ArgumentError": ctypes.ArgumentError,
+    }
+    lines: list[str] = []
+    w = lines.append
+    if n == 1:
+        w("    a0, = args")
+    elif n:
+        w(f"    {', '.join(f'a{i}' for i in range(n))} = args")
+    body_start = len(lines)
+
+    # 1. pointers and devices
+    values, device_exprs, deferred = _read_arguments(specs, multi, w)
+    if multi and device_exprs:
+        w(f"    dev = {device_exprs[0]}")
+        for expr in device_exprs[1:]:
+            w(f"    if {expr} != dev: raise _mismatch(_name, args)")
+    elif multi:
+        w("    dev = _current_device()")
+    else:
+        w("    dev = 0")
+
+    # 2. stream
+    use_ctypes = _launch.LAUNCHER == "ctypes"
+    _choose_stream(library, use_ctypes, ns, w)
+    lines.extend(deferred)
+
+    # 3. values
+    if values:
+        w("    try:")
+        w(f"        _pack(_buf, 0, {', '.join(values)})")
+        w("    except (_StructError, OverflowError):")
+        w("        raise _bad_scalar(_name, args, _specs) from None")
+
+    # 4. dims
+    for var, prefix in (("grid", "g"), ("block", "b")):
+        w(f"    if type({var}) is tuple and len({var}) == 1:")
+        w(f"        {prefix}x = {var}[0]; {prefix}y = {prefix}z = 1")
+        w(f"    elif type({var}) is int:")
+        w(f"        {prefix}x = {var}; {prefix}y = {prefix}z = 1")
+        w("    else:")
+        w(f"        {prefix}x, {prefix}y, {prefix}z = _dim3({var}, '{var}')")
+
+    # 5. the function on this device, checked against the signature once per device
+    def resolve(device_id: int) -> Any:
+        fn = launcher.function(device_id)
+        launcher.check_params(device_id, specs)
+        handle = ctypes.c_void_p(int(fn)) if use_ctypes else fn
+        ns["_fs"][device_id] = handle
+        if not multi:
+            ns["_f"] = handle
+        return handle
+
+    ns["_resolve"] = resolve
+    ns["_f"] = None
+    if multi:
+        w("    f = _fs.get(dev)")
+        w("    if f is None:")
+        w("        f = _resolve(dev)")
+        w("    _activate(dev)")
+    else:
+        w("    f = _f")
+        w("    if f is None:")
+        w("        f = _resolve(dev)")
+    if launcher.cooperative:
+        w("    _launcher.check_cooperative(dev, (gx, gy, gz), (bx, by, bz), shared_mem)")
+
+    # 6. launch; a non-zero status goes to the one error branch every launch shares
+    if use_ctypes:
+        launch_c, coop_c = _launch._ctypes_entry_points()
+        ns["_launch"] = coop_c if launcher.cooperative else launch_c
+        ns["_c_params"] = ctypes.c_void_p(params_address)
+        ns["_hs0"] = _launch._c_stream(0)
+        call_args = "f, gx, gy, gz, bx, by, bz, shared_mem, hs, _c_params" + ("" if launcher.cooperative else ", None")
+        w("    try:")
+        w(f"        err = _launch({call_args})")
+    else:
+        ns["_launch"] = cu.cuLaunchCooperativeKernel if launcher.cooperative else cu.cuLaunchKernel
+        ns["_hs0"] = cu_stream(0)
+        call_args = "f, gx, gy, gz, bx, by, bz, shared_mem, hs, _params" + ("" if launcher.cooperative else ", 0")
+        w("    try:")
+        w(f"        err, = _launch({call_args})")
+    w("    except (TypeError, OverflowError, _ArgumentError) as exc:")
+    w("        raise _bad_launch_value(_name, exc, grid, block, shared_mem) from None")
+    w("    if err:")
+    w(f"        _relaunch_or_raise(err, dev, _launch, ({call_args}),")
+    w("                           lambda e: _launcher.failed(int(e), dev, (gx, gy, gz), (bx, by, bz), shared_mem, s))")
+    return _compile_packer(launcher, lines, body_start, types, ns)
+
+
+def _compile_packer(
+    launcher: Launcher, lines: list[str], body_start: int, types: tuple[type, ...], ns: dict[str, Any]
+) -> Callable[..., None]:
+    """``method`` becomes the kernel's own __call__ (Launcher's ``install``): it checks the thread and the
+    argument types (a few ``is`` tests, cheaper than building a key tuple) and sends anything else to the
+    launcher's general launch. ``body`` is the same without the checks, for that general path."""
+    n = len(types)
+    thread = threading.get_ident()
+    guard = ["def method(self, grid, block, args, *, shared_mem=0, stream=None):"]
+    guard.append(f"    if _get_ident() != {thread} or type(args) is not tuple or len(args) != {n}:")
+    guard.append("        return _miss(grid, block, args, shared_mem, stream)")
+    guard.extend(lines[:body_start])
+    if n:
+        checks = " or ".join(f"type(a{i}) is not _T{i}" for i in range(n))
+        guard.append(f"    if {checks}:")
+        guard.append("        return _miss(grid, block, args, shared_mem, stream)")
+    guard.extend(lines[body_start:])
+    body = ["def body(grid, block, args, shared_mem, stream):", *lines]
+    for i, tp in enumerate(types):
+        ns[f"_T{i}"] = tp
+    ns["_miss"] = launcher.launch
+    ns["_get_ident"] = threading.get_ident
+    source = "\n".join(guard) + "\n\n" + "\n".join(body) + "\n"
+    code = compile(source, f"<kspec launch of {launcher.name}>", "exec")
+    exec(code, ns)
+    packer = ns["method"]
+    packer.body = ns["body"]
+    packer.thread = thread
+    packer.source = source  # for debugging: print(next(iter(kernel._launcher.packers().values())).source)
+    return packer
