@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._errors import SpecError
-from ._plain import PlainElementwiseSpec, PlainParam, PlainReductionSpec, PlainSpec
+from ._plain import FIELD_DEFAULTS, REQUIRED, PlainElementwiseSpec, PlainParam, PlainReductionSpec, PlainSpec
 from ._rules import (
     check_expr,
     check_kernel_name,
@@ -29,17 +29,6 @@ from ._rules import (
     split_params,
 )
 
-# Each kind's fields in the model's order (so ``to_data()`` lists its keys as the model's does), with the
-# default that ``to_data()`` leaves out; _REQUIRED have none.
-_COMMON: dict[str, Any] = {"in_params": (), "out_params": (), "name": None, "doc": "", "options": (), "preamble": "",
-                           "reduce_dims": True}
-_FIELDS: dict[str, dict[str, Any]] = {
-    "elementwise": {**_COMMON, "operation": None, "loop_prep": "", "after_loop": "", "no_return": False,
-                    "return_tuple": False},
-    "reduction": {**_COMMON, "map_expr": None, "reduce_expr": None, "post_map_expr": None, "identity": None,
-                  "reduce_type": None},
-}
-_REQUIRED = frozenset({"name", "operation", "map_expr", "reduce_expr", "post_map_expr"})
 _FLAGS = frozenset({"reduce_dims", "no_return", "return_tuple"})
 _NUMBER_TYPES = (str, bool, int, float, type(None))  # what identity_text takes exactly (no subclasses)
 
@@ -52,8 +41,8 @@ def plain_from_fields(kind: str, fields: Mapping[str, Any]) -> PlainSpec | None:
     or ``scalars`` given, any value of a subclass (a str subclass, a NumPy bool or float), parameters given
     as a list rather than CuPy's string, and options not a tuple or list of str.
     """
-    defaults = _FIELDS.get(kind) if isinstance(kind, str) else None
-    if defaults is None or not set(fields) <= set(defaults) or not all(f in fields for f in _REQUIRED & set(defaults)):
+    defaults = FIELD_DEFAULTS.get(kind) if isinstance(kind, str) else None
+    if defaults is None or not set(fields) <= set(defaults) or not all(f in fields for f in REQUIRED & set(defaults)):
         return None
     if not all(_plain_type(key, value) for key, value in fields.items()):
         return None
@@ -95,7 +84,7 @@ def _checked(kind: str, defaults: dict[str, Any], fields: dict[str, Any]) -> Pla
     table: dict[str, Any] = {"kind": kind}
     for key, default in defaults.items():
         value = values.get(key, default)
-        if key in _REQUIRED or value != default:
+        if key in REQUIRED or value != default:
             table[key] = _data(key, value)
     cls = PlainElementwiseSpec if kind == "elementwise" else PlainReductionSpec
     spec = cls(table, in_params, out_params)

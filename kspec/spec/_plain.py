@@ -18,12 +18,19 @@ from typing import Any, ClassVar
 from .. import dtypes
 from ._placeholders import PlaceholderRules
 
-_COMMON = {"kind", "name", "doc", "options", "in_params", "out_params", "preamble", "reduce_dims", "instantiations", "scalars"}
-_FIELDS = {
-    "elementwise": _COMMON | {"operation", "loop_prep", "after_loop", "no_return", "return_tuple"},
-    "reduction": _COMMON | {"map_expr", "reduce_expr", "post_map_expr", "identity", "reduce_type"},
+# Each kind's fields in the spec model's order (``to_data()`` lists its keys so), with the default that
+# ``to_data()`` leaves out; REQUIRED ones have none. Also read by the constructors' plain path (._ctor).
+_COMMON_DEFAULTS: dict[str, Any] = {"in_params": (), "out_params": (), "name": None, "doc": "", "options": (),
+                                    "preamble": "", "reduce_dims": True}
+FIELD_DEFAULTS: dict[str, dict[str, Any]] = {
+    "elementwise": {**_COMMON_DEFAULTS, "operation": None, "loop_prep": "", "after_loop": "", "no_return": False,
+                    "return_tuple": False},
+    "reduction": {**_COMMON_DEFAULTS, "map_expr": None, "reduce_expr": None, "post_map_expr": None, "identity": None,
+                  "reduce_type": None},
 }
-_REQUIRED = {"elementwise": ("operation",), "reduction": ("map_expr", "reduce_expr", "post_map_expr")}
+REQUIRED = frozenset({"name", "operation", "map_expr", "reduce_expr", "post_map_expr"})
+# What a table written by to_data() may hold: the fields, its kind, and what only spec files declare.
+_FIELDS = {kind: set(defaults) | {"kind", "instantiations", "scalars"} for kind, defaults in FIELD_DEFAULTS.items()}
 
 
 @dataclass(frozen=True)
@@ -132,9 +139,7 @@ def plain_spec(table: Mapping[str, Any]) -> PlainSpec | None:
     if not isinstance(kind, str):
         return None
     fields = _FIELDS.get(kind)
-    if fields is None or not set(table) <= fields or "name" not in table:
-        return None
-    if not all(name in table for name in _REQUIRED[kind]):
+    if fields is None or not set(table) <= fields or not all(name in table for name in REQUIRED & fields):
         return None
     if not all(isinstance(table[k], t) for k, t in _TYPES.items() if k in table):
         return None
