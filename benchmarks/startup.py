@@ -1,7 +1,10 @@
 """Start-up: from a fresh interpreter to the first kernel result, kspec next to CuPy (issue 14).
 
 Every number is the median over ``--runs`` fresh processes, timed inside the child from its first line
-(interpreter start-up itself is the same for both and left out):
+(interpreter start-up itself is the same for both and left out). Every module runs from bytecode, as from
+an installed package: children write their ``.pyc`` files under one ``PYTHONPYCACHEPREFIX`` and each
+timed series starts with one untimed process (a machine with ``PYTHONDONTWRITEBYTECODE`` set, or packages
+installed without bytecode, would otherwise recompile numpy, Jinja, ... in every process and time that):
 
 * floor: ``import numpy, cuda.bindings.driver`` -- what any process launching kernels pays;
 * a generated module's import (NVRTC blocked, as in a deployed wheel), then its first call served from
@@ -97,19 +100,20 @@ def median(code: str, env: dict[str, str], cwd: Path, runs: int, fresh: dict[str
     """Median of each timing over ``runs`` fresh processes; ``fresh``: env vars given a new empty directory
     per run (an empty cache)."""
     samples = []
-    for _ in range(runs):
+    for _ in range(runs + 1):  # the first, untimed, writes any bytecode still missing
         run_env = dict(env)
         for var in fresh or {}:
             run_env[var] = tempfile.mkdtemp(prefix="startup-cold-")
         samples.append(child(code, run_env, cwd))
+    samples = samples[1:]
     return {k: statistics.median(s[k] for s in samples) for k in samples[0]}
 
 
-def prepare(root: Path, work: Path, label: str) -> tuple[dict[str, str], Path]:
+def prepare(root: Path, work: Path, label: str, base_env: dict[str, str]) -> tuple[dict[str, str], Path]:
     """A generated package with binaries for this device, built by the kspec at ``root``."""
     pkg_parent = work / label
     pkg = pkg_parent / "startup_pkg"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(pkg_parent), str(root), os.environ.get("PYTHONPATH")])), "KSPEC_CACHE_DIR": str(work / f"{label}-cache"),
+    env = {**base_env, "PYTHONPATH": os.pathsep.join(filter(None, [str(pkg_parent), str(root), os.environ.get("PYTHONPATH")])), "KSPEC_CACHE_DIR": str(work / f"{label}-cache"),
            "KSPEC_MEMO_DIR": str(work / f"{label}-memo"), "CUPY_CACHE_DIR": str(work / "cupy-cache")}
     spec = str(REPO / "specs" / "elementwise.toml")
     subprocess.run([sys.executable, "-m", "kspec", "generate", spec, "-o", str(pkg)], check=True, env=env, cwd=work,
@@ -148,7 +152,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="kspec-startup-"))
     rows: list[tuple[str, str, float | None, float | None]] = []
     try:
-        base_env = {**os.environ, "CUPY_CACHE_DIR": str(work / "cupy-cache")}
+        base_env = {**os.environ, "CUPY_CACHE_DIR": str(work / "cupy-cache"), "PYTHONPYCACHEPREFIX": str(work / "pycache")}
+        base_env.pop("PYTHONDONTWRITEBYTECODE", None)
         floor = median(FLOOR, base_env, work, args.runs)["import"]
         rows.append(("floor: import numpy, cuda.bindings.driver", "-", floor, None))
         cupy_import = cupy_warm = cupy_cold = None
@@ -159,7 +164,7 @@ def main() -> None:
             cupy_cold = median(CUPY_EW % {"n": N, "salt": "0"}, base_env, work, args.runs, fresh={"CUPY_CACHE_DIR": ""})["first_call"]
         importtimes = None
         for label, root in roots:
-            env, cwd = prepare(root, work, label)
+            env, cwd = prepare(root, work, label, base_env)
             gen = median(GENERATED % {"n": N}, env, cwd, args.runs)
             rows.append((f"generated module import (NVRTC blocked) [{label}]", label, gen["import"], None))
             rows.append((f"  then its first call from its binaries [{label}]", label, gen["first_call"], None))

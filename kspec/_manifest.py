@@ -31,6 +31,13 @@ BINARY_SUFFIXES = (".cubin", ".ptx")
 def confined_file(out: Path, rel: object) -> Path | None:
     """``out / rel`` when ``rel`` is a relative POSIX path to a binary that stays inside ``out`` (symbolic
     links included), else None: what a manifest names is data from disk, never trusted as a path."""
+    path = lexically_confined(out, rel)
+    return path if path is not None and resolves_inside(out, path) else None
+
+
+def lexically_confined(out: Path, rel: object) -> Path | None:
+    """``out / rel`` when ``rel`` names a binary below ``out`` by its spelling alone (relative, no ``..``, a
+    binary's suffix), else None. Symbolic links are not followed: see :func:`resolves_inside`."""
     if not isinstance(rel, str) or not rel or "\\" in rel or "\0" in rel:
         return None
     pure = PurePosixPath(rel)
@@ -38,13 +45,16 @@ def confined_file(out: Path, rel: object) -> Path | None:
         return None
     if pure.suffix not in BINARY_SUFFIXES:
         return None
-    path = out.joinpath(*pure.parts)
+    return out.joinpath(*pure.parts)
+
+
+def resolves_inside(out: Path, path: Path) -> bool:
+    """Whether ``path`` stays inside ``out`` once symbolic links are followed (a stat per component: done
+    for a file about to be read, not for every file a manifest lists)."""
     try:
-        if not path.resolve().is_relative_to(out.resolve()):
-            return None
+        return path.resolve().is_relative_to(out.resolve())
     except (OSError, RuntimeError):  # a symlink loop
-        return None
-    return path
+        return False
 
 
 def read_manifest(out_dir: str | os.PathLike[str], *, any_version: bool = False) -> dict[str, Any] | None:

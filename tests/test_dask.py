@@ -45,6 +45,15 @@ def test_kernels_arrive_intact_on_the_workers(client):
     assert client.submit(_on_worker_typed, pure=False).result() == (["scaled_diff", "sum_of_squares"], True)
 
 
+def test_every_task_function_pickles_by_value(client):
+    # the cluster ships this module's functions by value: module state they reach must pickle too
+    import cloudpickle
+
+    for task in (pipeline.step_kspec, pipeline.step_cupy, pipeline.partial_kspec, pipeline.partial_cupy,
+                 pipeline.combine, pipeline.random_chunk, pipeline.throttled):
+        assert callable(cloudpickle.loads(cloudpickle.dumps(task)))
+
+
 def test_a_task_without_a_gpu_fails_with_no_device_error(client):
     x = da.from_array(np.arange(16, dtype=np.float32), chunks=4)
     norm = pipeline.pipeline(x, x + 1)

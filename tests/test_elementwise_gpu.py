@@ -906,3 +906,30 @@ def test_repeated_calls_through_the_fast_path_match_the_full_path() -> None:
         np.testing.assert_array_equal(k(tx, ty).cpu().numpy(), want)
     with pytest.raises(TypeError, match="host memory"):
         k(torch.as_tensor(xs), torch.as_tensor(xs))  # host tensors of the same shape never hit the fast path
+
+
+def test_repeated_torch_calls_allocate_c_contiguous_outputs() -> None:
+    """The direct call allocates an output ``torch.empty_like`` a C-contiguous input of its shape and dtype;
+    a transposed input, an input of another dtype or shape, or stream= take the general allocator. Every
+    output is C-contiguous, on the input's device, of the kernel's dtype."""
+    torch = pytest.importorskip("torch")
+    k = kspec.ElementwiseKernel("T x, T y", "float64 z", "z = (double)x * y", "mul_to_f64")
+    a = torch.arange(12, dtype=torch.float32, device="cuda").reshape(3, 4)
+    for x, y in ((a, a), (a.T, a.T), (a[:, :2], a[:, :2]), (a.double(), a.double())):
+        want = (x.double() * y.double()).cpu().numpy()
+        for _ in range(3):  # the second and third go through the direct call
+            z = k(x, y)
+            assert z.is_contiguous() and z.dtype == torch.float64 and z.device == x.device
+            np.testing.assert_array_equal(z.cpu().numpy(), want)
+    same = kspec.ElementwiseKernel("T x", "T z", "z = x + 1", "plus_one_like")
+    for _ in range(3):
+        z = same(a.T)  # transposed: never "like" it
+        assert z.is_contiguous() and z.shape == (4, 3)
+        np.testing.assert_array_equal(z.cpu().numpy(), (a.T + 1).cpu().numpy())
+        z = same(a)
+        assert z.is_contiguous() and z.data_ptr() != a.data_ptr()
+        np.testing.assert_array_equal(z.cpu().numpy(), (a + 1).cpu().numpy())
+    s = torch.cuda.Stream()
+    z = same(a, stream=s)
+    s.synchronize()
+    np.testing.assert_array_equal(z.cpu().numpy(), (a + 1).cpu().numpy())

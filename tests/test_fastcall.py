@@ -32,6 +32,7 @@ class _Recorder:
             default_stream=lambda device: 7, choose_stream=lambda stream: 1000 + stream, buffer=lambda: (self.buf, 4242),
             launch=self._launch, relaunch=lambda *a: self.relaunched.append(a), cu_stream=lambda h: ("stream", h),
             allocate=self._allocate, activate=lambda d: None, pointer_of=lambda o: o.ptr, LOCAL=object(),
+            EMPTY_LIKE=self._empty_like,
         )
         base.update(extra)
         return base
@@ -45,9 +46,17 @@ class _Recorder:
         return _Out(0xABC0)
 
 
+    def _empty_like(self, arg: object) -> _Out:
+        self.allocated.append(("like", arg))
+        return _Out(0xDEF0)
+
+
 class _Out:
     def __init__(self, ptr: int) -> None:
         self.ptr = ptr
+
+    def data_ptr(self) -> int:  # a tensor's spelling (LIBRARY="torch")
+        return self.ptr
 
 
 def _slow_float(value: object) -> bytes:
@@ -61,7 +70,7 @@ def test_direct_call_packs_pointers_scalars_and_allocations() -> None:
     direct = make_direct_call(
         pointer_slots=[(0, 0), (8, 2)],
         scalar_slots=[(24, 1, "<f", _slow_float)],
-        allocations=[(16, "float32", None)],
+        allocations=[(16, "float32", None, None)],
         result="o0",
         nargs=3,
         constants=rec.constants(),
@@ -75,6 +84,18 @@ def test_direct_call_packs_pointers_scalars_and_allocations() -> None:
     direct((None, 1.0, None), 5, 1, 0, 2)  # an explicit stream goes through choose_stream and to allocate
     assert rec.launches[-1][8] == ("stream", 1005)
     assert rec.allocated[-1][3] == 5
+
+
+def test_direct_call_allocates_like_an_input_on_the_current_stream_only() -> None:
+    rec = _Recorder()
+    quick = lambda: _Out(0x1111)  # noqa: E731  # what the like-allocation replaces
+    direct = make_direct_call(pointer_slots=[(0, 0)], scalar_slots=[], allocations=[(8, "float32", quick, 0)],
+                              result="o0", nargs=1, constants=rec.constants(LIBRARY="torch"))  # fmt: skip
+    out = direct(("tensor",), None, 0x1000)
+    assert out.ptr == 0xDEF0 and rec.allocated == [("like", "tensor")]
+    assert struct.unpack_from("<QQ", rec.buf.raw, 0) == (0x1000, 0xDEF0)
+    direct(("tensor",), 5, 0x1000)  # a stream given: the general allocator, on that stream
+    assert rec.allocated[-1] == ("torch", (4,), "float32", 5, 0)
 
 
 def test_direct_call_falls_back_to_the_packer_that_raises() -> None:

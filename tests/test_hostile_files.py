@@ -263,6 +263,22 @@ def test_truncated_cubin_is_not_served_through_load(results, tmp_path):
     assert lib.vector_add._module._stored("sm_80") is not None
 
 
+def test_binary_reached_through_an_outward_link_is_refused_when_read(results, tmp_path):
+    # the manifest is checked by spelling when loaded (cheap: a store is opened at import); links are
+    # followed, and refused, only for a file about to be read
+    directory = _store_dir(tmp_path / "out", results)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    entry = next(e for e in read_manifest(directory)["entries"] if e["kernel"] == "my_add")
+    (outside / "my_add.cubin").write_bytes((directory / entry["file"]).read_bytes())
+    (directory / "evil").symlink_to(outside)
+    _rewrite(directory, lambda m: next(e for e in m["entries"] if e["kernel"] == "my_add").update(file="evil/my_add.cubin"))
+    lib = kspec.load(RAW, binaries=directory)
+    with pytest.raises(kspec.KspecValueError, match="leads outside the directory"):
+        lib.my_add._module._stored("sm_80")
+    assert lib.vector_add._module._stored("sm_80") is not None
+
+
 def test_generated_modules_skip_binaries_of_another_manifest_version(results, tmp_path):
     from kspec.kernels import load_specs
     from kspec.spec import spec_to_data

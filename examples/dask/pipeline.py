@@ -16,11 +16,13 @@ same pipeline with CuPy's ElementwiseKernel/ReductionKernel for comparison.
 from __future__ import annotations
 
 import argparse
+import collections
 import importlib
 import math
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -90,14 +92,38 @@ def step_cupy(x: Any, y: Any, axpy: Any) -> Any:
 
 
 def partial_kspec(block: Any, axis: Any, keepdims: bool) -> Any:
-    return typed_kernels().sum_of_squares(on_device(block), axis=axis, keepdims=keepdims)
+    return throttled(typed_kernels().sum_of_squares(on_device(block), axis=axis, keepdims=keepdims))
 
 
 def partial_cupy(block: Any, axis: Any, keepdims: bool) -> Any:
     import cupy as cp
 
     ssq = cp.ReductionKernel("T x", "float32 y", "float(x) * float(x)", "a + b", "y = a", "0", "sum_of_squares", reduce_type="float")
-    return ssq(block, axis=axis, keepdims=keepdims)
+    return throttled(ssq(block, axis=axis, keepdims=keepdims))
+
+
+IN_FLIGHT = 2  # chunks a worker thread may have queued on its GPU
+
+
+def throttled(result: Any) -> Any:
+    """``result`` once at most ``IN_FLIGHT`` of this thread's chunks are still queued on the GPU.
+
+    Kernel calls return as soon as they are queued, so without this a chunk's task takes a millisecond
+    whatever its GPU time, and Dask, which balances workers by how long their tasks take, handed one GPU
+    10% more chunks than the other (2 H200s: 35 against 31). Waiting for the chunk before last keeps the
+    queue from draining (the next chunk is launched while this one runs) and makes task time GPU time."""
+    import cupy as cp
+
+    thread = threading.current_thread()  # per-thread state kept on the thread: tasks pickle by value
+    events = getattr(thread, "kspec_example_events", None)
+    if events is None:
+        events = thread.kspec_example_events = collections.deque()  # type: ignore[attr-defined]
+    event = cp.cuda.Event(disable_timing=True)
+    event.record()
+    events.append(event)
+    while len(events) > IN_FLIGHT:
+        events.popleft().synchronize()
+    return result
 
 
 def combine(partials: Any, axis: Any, keepdims: bool) -> Any:
@@ -114,16 +140,42 @@ def random_chunk(block_info: Any = None, seed: int = 0, dtype: str = "float32") 
     return rng.random(info["chunk-shape"], dtype=dtype)
 
 
-def pipeline(x: Any, y: Any, use_cupy: bool = False) -> Any:
-    """The Dask graph: elementwise steps with map_blocks, then a tree reduction. Returns a 0-d Dask array."""
+def pipeline(x: Any, y: Any, use_cupy: bool = False, split_every: int | None = None) -> Any:
+    """The Dask graph: elementwise steps with map_blocks, then a tree reduction. Returns a 0-d Dask array.
+
+    ``split_every``: partial sums combined per tree node; by default all of them in one combine. A partial
+    that moves to another worker is copied to the host, which waits for everything queued on its GPU: Dask's
+    default tree (combines of 32, while other chunks are still queued) drained each GPU's queue at every
+    combine, and its worker stopped launching meanwhile (measured on 2 H200s, examples/dask/README.md)."""
     import dask.array as da
 
     axpy = axpy_kernel(use_cupy)
     # meta= says what the chunks are (CuPy or NumPy arrays), so Dask never calls the tasks on empty stand-ins
     z = da.map_blocks(step_cupy if use_cupy else step_kspec, x, y, axpy, dtype=x.dtype, meta=x._meta)
     total = da.reduction(z, partial_cupy if use_cupy else partial_kspec, combine, dtype="float32",
-                         meta=x._meta.astype("float32"))
+                         meta=x._meta.astype("float32"), split_every=split_every or max(2, z.npartitions))
     return da.sqrt(total)
+
+
+def task_stream_summary(stream: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per worker, from ``Client.get_task_stream``: tasks run, seconds computing, transfers in and their
+    seconds and bytes, and the span from the first start to the last stop."""
+    workers: dict[str, dict[str, float]] = {}
+    for task in stream:
+        w = workers.setdefault(task["worker"], {"tasks": 0, "compute_s": 0.0, "transfers": 0, "transfer_s": 0.0,
+                                                "transfer_bytes": 0, "first": math.inf, "last": -math.inf})
+        for part in task["startstops"]:
+            w["first"], w["last"] = min(w["first"], part["start"]), max(w["last"], part["stop"])
+            if part["action"] == "compute":
+                w["tasks"] += 1
+                w["compute_s"] += part["stop"] - part["start"]
+            elif part["action"] == "transfer":
+                w["transfers"] += 1
+                w["transfer_s"] += part["stop"] - part["start"]
+                w["transfer_bytes"] += task.get("nbytes", 0)
+    for w in workers.values():
+        w["span_s"] = w.pop("last") - w.pop("first")
+    return workers
 
 
 def cluster(gpus: int, kernels_dir: Path, threads: int = 1) -> Any:
@@ -143,12 +195,13 @@ def cluster(gpus: int, kernels_dir: Path, threads: int = 1) -> Any:
 
 
 def run(
-    gpus: int, gib: float, chunk_mib: int, workdir: Path, use_cupy: bool = False, repeats: int = 3, threads: int = 1
-) -> dict[str, float]:
+    gpus: int, gib: float, chunk_mib: int, workdir: Path, use_cupy: bool = False, repeats: int = 3, threads: int = 1,
+    split_every: int | None = None,
+) -> dict[str, Any]:
     """Build, run and time the pipeline over ``gib`` GiB of float32 (x and y together): the median of
-    ``repeats`` runs after a warm-up; checks the result."""
+    ``repeats`` runs after a warm-up; checks the result. ``workers``: the last run's task stream by worker."""
     import dask.array as da
-    from distributed import Client
+    from distributed import Client, get_task_stream
 
     n = int(gib * 2**30 / 4 / 2)
     chunk = chunk_mib * 2**20 // 4
@@ -160,13 +213,14 @@ def run(
         meta = cp.empty((0,), dtype="float32")
         x = da.map_blocks(random_chunk, chunks=((chunk,) * (n // chunk),), dtype="float32", meta=meta, seed=1)
         y = da.map_blocks(random_chunk, chunks=((chunk,) * (n // chunk),), dtype="float32", meta=meta, seed=2)
-        norm = pipeline(x, y, use_cupy)
+        norm = pipeline(x, y, use_cupy, split_every)
         float(norm.compute())  # warm-up: compiles or loads once per worker
         times = []
         for _ in range(repeats):  # the median of several runs of the whole graph
-            start = time.perf_counter()
-            value = float(norm.compute())
-            times.append(time.perf_counter() - start)
+            with get_task_stream(client) as stream:
+                start = time.perf_counter()
+                value = float(norm.compute())
+                times.append(time.perf_counter() - start)
         seconds = sorted(times)[len(times) // 2]
         ntasks = len(norm.__dask_graph__())
     # the same numbers in NumPy: chunks are reproducible from their seeds (checked on one chunk's worth)
@@ -175,7 +229,7 @@ def run(
     # bytes through device memory per element pair: x, y written (random), read; d written, read; z written, read
     moved = 9 * n * 4
     return {"seconds": seconds, "gbps": moved / seconds / 1e9, "tasks": ntasks, "norm": value,
-            "us_per_task": seconds / ntasks * 1e6}
+            "us_per_task": seconds / ntasks * 1e6, "workers": task_stream_summary(stream.data)}
 
 
 def _expected_norm(n: int, chunk: int) -> float:
@@ -200,18 +254,22 @@ def main() -> None:
     parser.add_argument("--cupy", action="store_true", help="CuPy's kernels instead of kspec's")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of the graph (the median is shown)")
     parser.add_argument("--threads", type=int, default=1, help="threads per worker process")
+    parser.add_argument("--split-every", type=int, default=None, help="partials combined per reduction tree node (default: all in one)")
     args = parser.parse_args()
     import kspec
 
     with tempfile.TemporaryDirectory() as tmp:
         workdir = prepare(tmp, archs=kspec.get_device().arch)  # this machine's GPUs only: a quicker build
         os.environ["DASK_KERNELS_DIR"] = str(workdir)
-        result = run(args.gpus, args.gib, args.chunk_mib, workdir, args.cupy, args.repeats, args.threads)
+        result = run(args.gpus, args.gib, args.chunk_mib, workdir, args.cupy, args.repeats, args.threads, args.split_every)
     # with tiny chunks (--gib 0.0625 --chunk-mib 1) the device work is negligible: seconds per task is then
     # Dask's and the kernel call's overhead per task
     print(f"{'cupy' if args.cupy else 'kspec'} on {args.gpus} GPU(s): {args.gib:g} GiB in {result['seconds']:.3f} s, "
           f"{result['gbps']:.0f} GB/s, {result['tasks']} tasks ({result['us_per_task']:.0f} us per task), "
           f"norm {result['norm']:.6g}")
+    for name, w in sorted(result["workers"].items()):  # the last timed run, as the task stream saw it
+        print(f"  worker {name}: {w['tasks']} tasks computing {w['compute_s']:.3f} s of {w['span_s']:.3f} s; "
+              f"{w['transfers']} transfers in, {w['transfer_s']:.3f} s, {w['transfer_bytes'] / 2**20:.1f} MiB")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 
 from .._errors import KspecTypeError
@@ -65,6 +64,8 @@ def find_toolchain_identity(dirs: dict[str, str | None]) -> str:
     CUDA toolkit), and size + mtime of the runtime's fp16/bf16/API headers (catches a reinstall). The
     directories themselves are in the option list, which is hashed too.
     """
+    from importlib import metadata  # here, not at import: ~10 ms, and the toolchain memo usually answers
+
     parts = []
     for dist in ("nvidia-cuda-cccl", "nvidia-cuda-runtime"):
         try:

@@ -17,21 +17,19 @@ import hashlib
 import os
 import re
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._errors import BinaryWarning, KspecTypeError, KspecValueError, LaunchError
 from .._binfmt import loadable_image
-from .._manifest import MANIFEST_NAME, MANIFEST_VERSION, confined_file, read_manifest
+from .._manifest import MANIFEST_NAME, MANIFEST_VERSION, lexically_confined, read_manifest, resolves_inside
 from ..compiler import arch_version  # the one arch-string rule (kspec/compiler/_options.py)
 
 _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 _FORMATS = ("cubin", "ptx")
 
 
-@dataclass(frozen=True)
-class StoredBinary:
+class StoredBinary(NamedTuple):
     """One binary of the store: its file, format, architecture, lowered names and expected sha256."""
 
     path: Path
@@ -48,12 +46,14 @@ class StoredBinary:
 class BinaryStore:
     """The binaries of one ``kspec build`` output directory, by specialization key."""
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], *, manifest: dict[str, Any] | None = None) -> None:
+        """``manifest``: the directory's manifest when the caller has just read it (it is read once)."""
         if not isinstance(directory, (str, os.PathLike)):
             raise KspecTypeError(f"binaries: expected a directory path, got {type(directory).__name__}")
         self.directory = Path(directory)
         _check_directory(self.directory)
-        manifest = read_manifest(self.directory)
+        if manifest is None or manifest.get("kspec_manifest") != MANIFEST_VERSION:
+            manifest = read_manifest(self.directory)
         if manifest is None:
             raise KspecValueError(
                 f"binaries: {str(self.directory)!r} has no kspec {MANIFEST_NAME} of version {MANIFEST_VERSION} "
@@ -89,7 +89,7 @@ class BinaryStore:
             raise self._damaged(f"entry {k}: format {entry['format']!r} / arch {entry['arch']!r} unknown")
         if not _SHA256.match(entry["sha256"]):
             raise self._damaged(f"entry {k}: 'sha256' is not a sha256 hex digest")
-        path = confined_file(self.directory, entry["file"])
+        path = lexically_confined(self.directory, entry["file"])  # links are checked when it is read (_verify)
         if path is None:
             raise self._damaged(f"entry {k}: file {entry['file']!r} is not a relative path inside the directory")
         return entry["specialization_key"], StoredBinary(path, entry["format"], entry["arch"], dict(names), entry["sha256"])
@@ -139,6 +139,8 @@ class BinaryStore:
     def _verify(self, binary: StoredBinary) -> StoredBinary | None:
         if binary.path in self._verified:
             return self._verified[binary.path]
+        if not resolves_inside(self.directory, binary.path):
+            raise self._damaged(f"file {str(binary.path)!r} leads outside the directory (a symbolic link)")
         try:
             data = binary.path.read_bytes()
         except OSError:  # a file the manifest names is gone: the kernel compiles, as before
@@ -189,6 +191,7 @@ def binary_store(binaries: Any, *, optional: bool = False) -> BinaryStore | None
         return binaries
     if not isinstance(binaries, (str, os.PathLike)):
         raise KspecTypeError(f"binaries: expected a directory path, got {type(binaries).__name__}")
+    other = None
     if optional:
         if not (Path(binaries) / MANIFEST_NAME).exists():
             return None
@@ -202,5 +205,5 @@ def binary_store(binaries: Any, *, optional: bool = False) -> BinaryStore | None
                 stacklevel=3,
             )
             return None
-    return BinaryStore(binaries)
+    return BinaryStore(binaries, manifest=other)
 

@@ -12,8 +12,7 @@ driver for kspec's own arrays, CuPy arrays and PyTorch tensors.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple, TYPE_CHECKING
 
 import numpy as np
 
@@ -28,8 +27,7 @@ _PYTHON_SCALARS = (bool, int, float, complex)
 _KIND_WORDS = {"b": "bool", "i": "integer", "u": "integer", "f": "float", "c": "complex"}
 
 
-@dataclass(frozen=True, slots=True)
-class ArrayArg:
+class ArrayArg(NamedTuple):
     """A device array given for one parameter."""
 
     param: Param
@@ -38,8 +36,7 @@ class ArrayArg:
     obj: Any  # the caller's object (returned as-is when it is an output)
 
 
-@dataclass(frozen=True)
-class Bound:
+class Bound(NamedTuple):
     """A call's arguments sorted by parameter, placeholders bound, scalars converted to their bytes."""
 
     kernel: str

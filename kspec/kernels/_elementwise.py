@@ -23,7 +23,7 @@ from ..runtime import (
     initialized_device_count,
     open_stream_blocks as _stream_entered,
 )
-from . import _spec_kernel
+from . import _loaded, _spec_kernel
 from ._bind import Bound, bind, texture_handles
 from ._fastcall import MISS, Stubs
 from ._frame import Frame
@@ -123,7 +123,7 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
         device_id = bound.device_id if bound.device_id is not None else get_device().id
         launches = []
         if plan.variant is not None:
-            loaded = _spec_kernel.loaded_kernel(plan.specialization, device_id, self._binaries)
+            loaded = _loaded.loaded_kernel(plan.specialization, device_id, self._binaries)
             frame = Frame(loaded.interface.abi[plan.variant], _static_values(plan))
             what = kernel_label(self.name, plan.variant.entry)
             launches.append(Launch(plan.variant, frame, plan.grid(sm_count(device_id)), plan.block, what))

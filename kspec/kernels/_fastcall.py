@@ -152,7 +152,7 @@ def make_direct_call(
     *,
     pointer_slots: Sequence[tuple[int, int]],
     scalar_slots: Sequence[tuple[int, int, str | None, Callable[[Any], bytes]]],
-    allocations: Sequence[tuple[int | None, str, Callable[[], Any] | None]],
+    allocations: Sequence[tuple[int | None, str, Callable[[], Any] | None, int | None]],
     result: str,
     nargs: int,
     constants: dict[str, Any],
@@ -162,11 +162,13 @@ def make_direct_call(
 
     ``scalar_slots``: (offset, argument position, struct format or None, packer to bytes); the struct format
     is tried first and anything it refuses goes to the packer, which raises kspec's error. ``allocations``:
-    (pointer offset or None, dtype name, quick allocator or None) per output to allocate, in order; they are
+    (pointer offset or None, dtype name, quick allocator or None, argument position or None) per output to
+    allocate, in order (with a position, an output on the current stream is ``EMPTY_LIKE(args[position])``,
+    which the caller found to be the same array as the quick allocator's, made faster); they are
     ``o0``, ``o1``... in ``result``, an expression over ``args`` and those names. ``constants`` holds what the
     code reads: DEVICE, FN, GRID, BLOCK, WHAT, LIBRARY, SHAPE, SEVERAL and the functions default_stream,
     choose_stream, buffer (and LOCAL, the thread-local it fills), launch, relaunch, cu_stream, allocate,
-    activate, pointer_of.
+    activate, pointer_of, EMPTY_LIKE.
     """
     ns: dict[str, Any] = dict(constants)
     ns["StructError"] = struct.error
@@ -193,10 +195,12 @@ def make_direct_call(
                       "    except (StructError, OverflowError):", *(f"        {s}" for s in slow)]
     ns["U64"] = struct.Struct("<Q").pack_into
     library = constants["LIBRARY"]
-    for k, (out_offset, dtype, quick) in enumerate(allocations):
+    for k, (out_offset, dtype, quick, like) in enumerate(allocations):
         ns[f"DT{k}"] = dtype
         slow_alloc = f"allocate(LIBRARY, SHAPE, DT{k}, handle if stream is None else stream, DEVICE)"
-        if quick is not None:
+        if quick is not None and like is not None:
+            lines.append(f"    o{k} = EMPTY_LIKE(args[{like}]) if stream is None else {slow_alloc}")
+        elif quick is not None:
             ns[f"QUICK{k}"] = quick
             lines.append(f"    o{k} = QUICK{k}() if stream is None else {slow_alloc}")
         else:

@@ -22,7 +22,7 @@ from .. import dtypes
 from ..dtypes import c_strides
 from .._errors import KspecTypeError, KspecValueError, about_kernel
 from ..render import DYNAMIC_NDIM, MAX_NDIM, Specialization, VariantKey
-from typing import TYPE_CHECKING
+from typing import NamedTuple, TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the Pydantic models
     from ..spec import ElementwiseSpec, ReductionSpec
@@ -97,8 +97,7 @@ def reach(extents: Sequence[int], strides: Sequence[int]) -> int:
     return sum((e - 1) * abs(s) for e, s in zip(extents, strides))
 
 
-@dataclass(frozen=True)
-class RawLayout:
+class RawLayout(NamedTuple):
     """A raw parameter's view (kspec::RawView): shape and byte strides in C order."""
 
     shape: tuple[int, ...]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .. import dtypes
 from .._errors import AxisError, KspecNotImplementedError, KspecValueError, about_kernel
@@ -54,8 +54,7 @@ def normalize_axis(kernel: str, axis: object, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(result))
 
 
-@dataclass(frozen=True)
-class ReductionPlan:
+class ReductionPlan(NamedTuple):
     """Everything about a reduction call except pointer and scalar values and the strategy."""
 
     specialization: Specialization
@@ -184,8 +183,7 @@ def plan_reduction(
     )
 
 
-@dataclass(frozen=True)
-class PassShape:
+class PassShape(NamedTuple):
     """The iteration shape of a pass that differs from its plan's (pass 1 of the "inner" strategy): the
     ReductionPlan fields of the same names, innermost first."""
 
@@ -197,8 +195,7 @@ class PassShape:
     out_strides: dict[str, tuple[int, ...]]
 
 
-@dataclass(frozen=True)
-class Pass:
+class Pass(NamedTuple):
     """One kernel launch of a reduction."""
 
     variant: VariantKey
@@ -210,8 +207,7 @@ class Pass:
     shape: PassShape | None = None  # None: the plan's shape
 
 
-@dataclass(frozen=True)
-class Strategy:
+class Strategy(NamedTuple):
     """How a reduction runs: one or two passes, and the workspace the split needs (in reduce items)."""
 
     passes: tuple[Pass, ...]

@@ -34,7 +34,7 @@ from ..runtime import (
     kind_of,
     stream_handle,
 )
-from . import _spec_kernel
+from . import _loaded, _spec_kernel
 from ._bind import Bound, scalar_bytes
 from ._fastcall import make_direct_call
 from ._frame import _U64, Frame
@@ -168,6 +168,8 @@ class PreparedCall:
         ]
         self.scalar_formats = {p.name: fast_format(bound.dtypes[p.name], bound.scalar_types[p.name])
                                for p in params if p.name in bound.scalars}  # fmt: skip
+        # per output dtype: an input position whose array an output can be allocated "like" (see _like_input)
+        self.like_inputs = {dtype: _like_input(bound, self.array_positions, out_shape, dtype) for _name, dtype in allocate}
         self._functions: dict[int, list[Any]] = {}
         self._fast: Callable[[Sequence[Any], Sequence[int], object], dict[str, Any]] | None = None
         self.direct: Callable[..., Any] | None = None  # see direct_call (made on the signature's second call)
@@ -176,7 +178,7 @@ class PreparedCall:
     def _functions_on(self, device_id: int) -> list[Any]:
         fns = self._functions.get(device_id)
         if fns is None:
-            loaded = _spec_kernel.loaded_kernel(self.specialization, device_id, self.binaries)
+            loaded = _loaded.loaded_kernel(self.specialization, device_id, self.binaries)
             fns = self._functions[device_id] = [loaded.function(step.variant) for step in self.launches]
         return fns
 
@@ -247,8 +249,8 @@ class PreparedCall:
             pointer_slots=[(off, i) for i, name in self.array_positions if (off := frame.pointer_offset(name)) is not None],
             scalar_slots=[(off, i, self.scalar_formats[name], pack) for i, name, pack in self.scalars
                           if (off := frame.scalar_offset(name)) is not None],
-            allocations=[(frame.pointer_offset(name), dtype, _quick_empty(self.library, self.out_shape, dtype))
-                         for name, dtype in self.allocate],
+            allocations=[(frame.pointer_offset(name), dtype, _quick_empty(self.library, self.out_shape, dtype),
+                          self.like_inputs[dtype]) for name, dtype in self.allocate],
             result=result,
             nargs=nargs,
             constants=dict(
@@ -257,6 +259,7 @@ class PreparedCall:
                 default_stream=self.default_stream, choose_stream=self._stream, buffer=frame.buffer, LOCAL=frame.thread_local,
                 launch=cuda_driver().cuLaunchKernel, relaunch=_spec_kernel.launch, cu_stream=cu_stream,
                 allocate=_spec_kernel.allocate, activate=activate_if_several, pointer_of=pointer_of,
+                EMPTY_LIKE=sys.modules["torch"].empty_like if self.library == "torch" else None,
             ),
         )  # fmt: skip
 
@@ -294,11 +297,28 @@ def _quick_empty(library: str | None, shape: tuple[int, ...], dtype: str) -> Cal
     if np_dtype is None:  # a dtype NumPy lacks (bfloat16 without ml_dtypes): allocate_like decides
         return None
     if library == "cupy":  # what cupy.empty returns, without its Python frame (one C-level call per output)
-        return functools.partial(sys.modules["cupy"].ndarray, shape, np_dtype)
+        # CuPy reads a dtype's name faster than the dtype (3.3 against 3.6 us on an H100)
+        spelled = np_dtype.name if np_dtype.kind in "biufc" and np.dtype(np_dtype.name) == np_dtype else np_dtype
+        return functools.partial(sys.modules["cupy"].ndarray, shape, spelled)
     torch = sys.modules["torch"]
     from ..runtime import numpy_dtype_to_torch
 
     return functools.partial(torch.empty, shape, dtype=numpy_dtype_to_torch(np_dtype), device=torch.device("cuda", 0))
+
+
+def _like_input(bound: Bound, array_positions: Sequence[tuple[int, str]], out_shape: tuple[int, ...], dtype: str) -> int | None:
+    """The argument position of a C-contiguous PyTorch input of the output's shape and dtype, in a one-device
+    process, or None: ``torch.empty_like`` of it is the output ``torch.empty`` would make, and costs 2.3 us
+    against 3.5 (H100; the common elementwise case, an output shaped like its inputs)."""
+    if bound.library != "torch" or initialized_device_count() != 1:
+        return None
+    for position, name in array_positions:
+        arg = bound.arrays[name]
+        info = arg.info
+        if (arg.dtype == dtype and info.library == "torch" and info.shape == out_shape
+                and info.strides == dtypes.c_strides(info.shape, info.dtype.itemsize)):  # fmt: skip
+            return position
+    return None
 
 
 def bound_pointers(bound: Bound, spec: Any) -> list[int]:

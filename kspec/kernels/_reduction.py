@@ -15,8 +15,9 @@ from typing import Any
 
 from .._args import flag, options_tuple
 from .._errors import KspecValueError, about_kernel, kernel_label
+from ..render import VariantKey
 from ..runtime import EXPORTED, current_stream, export_outputs, open_stream_blocks as _stream_entered
-from . import _spec_kernel
+from . import _loaded, _spec_kernel
 from ._bind import Bound, bind
 from ._elementwise import raw_view_values
 from ._frame import Frame
@@ -120,9 +121,9 @@ class ReductionKernel(_spec_kernel.SpecKernel):
         workspace = 0
         if plan.out_size:
             strategy = reduction_strategy(plan, sm_count(device_id))
-            loaded = _spec_kernel.loaded_kernel(plan.specialization, device_id, self._binaries)
+            loaded = _loaded.loaded_kernel(plan.specialization, device_id, self._binaries)
             if strategy.workspace_items:
-                workspace = strategy.workspace_items * _reduce_itemsize(loaded)
+                workspace = strategy.workspace_items * _reduce_itemsize(loaded, strategy.passes[0].variant)
             for step in strategy.passes:
                 frame = Frame(loaded.interface.abi[step.variant], _static_values(plan, step))
                 what = kernel_label(self.name, step.variant.entry)
@@ -134,18 +135,21 @@ class ReductionKernel(_spec_kernel.SpecKernel):
         return results[0] if len(results) == 1 else tuple(results)
 
 
-def _reduce_itemsize(loaded: _spec_kernel.LoadedKernel) -> int:
+def _reduce_itemsize(loaded: _loaded.LoadedKernel, variant: VariantKey) -> int:
+    """The workspace bytes per partial, read (for a type only the compiler knows) from a global that every
+    binary of the module defines, here the one holding ``variant``."""
     item = loaded.interface.reduce_item
     assert item is not None
     if item.itemsize is not None:
         return item.itemsize
-    found = loaded.module.global_symbol(item.symbol)
+    module = loaded.module(variant)
+    found = module.global_symbol(item.symbol)
     assert found is not None, item.symbol
     import numpy as np
 
     from ..runtime import device_array_from_pointer
 
-    size_align = device_array_from_pointer(found[0], found[1], np.uint64, (2,), loaded.module.device_id, None).get()
+    size_align = device_array_from_pointer(found[0], found[1], np.uint64, (2,), module.device_id, None).get()
     size, align = int(size_align[0]), int(size_align[1])
     return -(-size // align) * align
 

@@ -1,28 +1,25 @@
-"""What ElementwiseKernel and ReductionKernel share: specializations, their modules per device, launches.
+"""What ElementwiseKernel and ReductionKernel share: specializations, launches, CuPy's attributes.
 
 One rendered module per specialization (spec + placeholder binding + scalar inputs) serves every call
-shape; it is rendered once per process, compiled once per architecture (behind the disk cache) and loaded
-once per device. The tables are module-level, so two kernel objects with equal specs share everything.
+shape; it is rendered once per process and its variants are compiled and loaded per device as calls need
+them (kspec/kernels/_loaded.py). The tables are module-level, so two kernel objects with equal specs share
+everything.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import dtypes
-from .._errors import InvalidNameError, KspecTypeError, LaunchError, NvrtcNotFoundError, ReservedNameError, SpecError, about_kernel, kernel_label
-from ..render import ModuleInterface, Specialization, VariantKey, module_interface, specialize  # lazy: no Jinja
+from .._errors import InvalidNameError, KspecTypeError, LaunchError, ReservedNameError, SpecError, about_kernel
+from ..render import Specialization, specialize  # lazy: no Jinja
 from ..runtime import (
-    Device,
     DeviceArray,
-    LoadedModule,
     allocate_like,
     cu_stream,
     cuda_driver,
@@ -32,17 +29,14 @@ from ..runtime import (
     stream_handle,
 )
 
+from ._loaded import compile_program, interface_of, loaded_kernel, rendered_module
+
 if TYPE_CHECKING:  # the serving path never imports the spec models, the renderer or the compiler
-    from ..render import RenderedModule
     from ..spec import ElementwiseSpec, ReductionSpec
 
 MAX_SIGNATURES = 256  # prepared calls kept per kernel (kspec/kernels/_prepared.py); more shapes re-plan (still correct)
 
-_lock = threading.Lock()
 _specializations: dict[tuple[str, tuple[tuple[str, str], ...], frozenset[str]], Specialization] = {}
-_rendered: dict[str, RenderedModule] = {}
-_interfaces: dict[str, ModuleInterface] = {}
-_loaded: dict[tuple[str, int], "LoadedKernel"] = {}
 
 
 def specialization_of(spec: ElementwiseSpec | ReductionSpec, spec_key: str, types: dict[str, str], scalars: frozenset[str]) -> Specialization:
@@ -52,89 +46,6 @@ def specialization_of(spec: ElementwiseSpec | ReductionSpec, spec_key: str, type
     if found is None:
         found = _specializations[key] = specialize(spec, types, scalars=scalars)
     return found
-
-
-def interface_of(specialization: Specialization) -> ModuleInterface:
-    """The memoised launch interface (no Jinja: a kernel served by a binary never renders its source)."""
-    found = _interfaces.get(specialization.key)
-    if found is None:
-        found = _interfaces[specialization.key] = module_interface(specialization)
-    return found
-
-
-def rendered_module(specialization: Specialization) -> RenderedModule:
-    found = _rendered.get(specialization.key)
-    if found is None:
-        from ..render import render  # renders a plain spec (kspec.spec.PlainSpec) as it is: no Pydantic
-
-        found = _rendered[specialization.key] = render(specialization)
-    return found
-
-
-@dataclass
-class LoadedKernel:
-    """One specialization's module loaded on one device, and its entry points by variant."""
-
-    interface: ModuleInterface
-    module: LoadedModule
-    lowered: dict[str, str]
-    functions: dict[VariantKey, Any]
-
-    def function(self, variant: VariantKey) -> Any:
-        fn = self.functions.get(variant)
-        if fn is None:
-            expression = self.interface.variants[variant]
-            fn = self.module.function(self.lowered[expression])
-            if fn is None:
-                raise LaunchError(f"{self.module.what}: entry point {expression} is missing from the binary")
-            self.functions[variant] = fn
-        return fn
-
-
-def loaded_kernel(specialization: Specialization, device_id: int, binaries: Any = None) -> LoadedKernel:
-    """``specialization``'s module on a device, once: from ``binaries`` (a BinaryStore) when it has a binary
-    for the device, else rendered and compiled (or fetched from the binary cache)."""
-    key = (specialization.key, device_id)
-    found = _loaded.get(key)
-    if found is not None:
-        return found
-    with _lock:
-        found = _loaded.get(key)
-        if found is None:
-            device = Device(device_id)
-            # the interface the build stored with the binaries (kspec/_manifest.py), else derived
-            stored_interface = binaries.interface(specialization.key) if binaries is not None else None
-            interface = stored_interface if stored_interface is not None else interface_of(specialization)
-            stored = binaries.find(specialization.key, device.arch) if binaries is not None else None
-            if stored is not None:
-                image, lowered = stored.read(), stored.lowered_names
-                what = kernel_label(interface.name, stored.path)
-            else:
-                image, lowered = _compile(specialization, rendered_module(specialization), device, binaries)
-                what = kernel_label(interface.name)
-            module = LoadedModule(image, device, what=what)
-            found = _loaded[key] = LoadedKernel(interface, module, dict(lowered), {})
-    return found
-
-
-def _compile(specialization: Specialization, rendered: RenderedModule, device: Device, binaries: Any) -> tuple[bytes, Mapping[str, str]]:
-    from ..compiler import CompileOptions, compile_cached
-
-    options = CompileOptions(arch=device.arch, extra=tuple(specialization.spec.options))
-    try:
-        program, _hit = compile_cached(
-            rendered.source,
-            name=rendered.name,
-            options=options,
-            name_expressions=rendered.name_expressions,
-            needs=rendered.needs,
-        )
-    except NvrtcNotFoundError as exc:
-        if binaries is None:
-            raise
-        what = kernel_label(rendered.name, dict(specialization.types) or "no placeholders")
-        raise binaries.missing(what, specialization.key, device.arch, exc) from None
-    return program.binary, program.lowered_names
 
 
 def allocate(library: str | None, shape: tuple[int, ...], dtype: str, stream: object, device_id: int) -> Any:
@@ -324,21 +235,18 @@ class SpecKernel:
         """
         specialization = self.specialization(*args)
         if arch is None:
-            device_id = get_device().id
-            loaded_kernel(specialization, device_id, self._binaries)
-            arch = Device(device_id).arch
-        from ..compiler import CompileOptions, compile_cached
-
-        rendered = rendered_module(specialization)
-        program, _hit = compile_cached(
-            rendered.source,
-            name=rendered.name,
-            options=CompileOptions(arch=arch, extra=tuple(specialization.spec.options)),
-            name_expressions=rendered.name_expressions,
-            needs=rendered.needs,
-        )
-        if log_stream is not None and program.log:
-            log_stream.write(program.log if program.log.endswith("\n") else program.log + "\n")
+            loaded = loaded_kernel(specialization, get_device().id, self._binaries)
+            for variant in loaded.interface.variants:
+                loaded.function(variant)
+            arch = loaded.device.arch
+        logs: list[str] = []
+        for expression in interface_of(specialization).variants.values():  # the entries calls look up
+            _image, _lowered, log = compile_program(specialization, arch, self._binaries, (expression,))
+            if log and log not in logs:
+                logs.append(log)
+        if log_stream is not None:
+            for log in logs:
+                log_stream.write(log if log.endswith("\n") else log + "\n")
 
     def _check_stream(self, stream: object) -> None:
         """A KspecTypeError naming the kernel for a ``stream=`` that is not a stream (before anything compiles)."""

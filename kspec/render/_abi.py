@@ -109,7 +109,7 @@ post_map(identity) (identity None: the caller raises before launching).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -164,7 +164,7 @@ _VALUE_FORMATS = {
 
 
 @dataclass(frozen=True)
-class Field:
+class Field:  # a dataclass: a NamedTuple field may not be called count
     """One member of a C struct: a value of NumPy ``format``, or a C array of ``count`` of them."""
 
     name: str
@@ -178,8 +178,7 @@ class Field:
         return np.dtype(self.format).itemsize
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     """The exact bytes of one kernel parameter's C type.
 
     ``struct`` False: a plain value (pointer, integer, dtype value) with a single field ``value``.
@@ -209,8 +208,7 @@ class Layout:
         raise KeyError(name)
 
 
-@dataclass(frozen=True)
-class Slot:
+class Slot(NamedTuple):
     """One kernel parameter: what it carries (``kind``, ``param``, ``dtype``) and its bytes (``layout``)."""
 
     kind: SlotKind
@@ -224,8 +222,7 @@ class Slot:
         return self.param if self.param is not None else f"_{self.kind}"
 
 
-@dataclass(frozen=True)
-class EntryAbi:
+class EntryAbi(NamedTuple):
     """The parameter list of one entry point: slots in order, their offsets in the parameter buffer."""
 
     variant: VariantKey

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._errors import KspecTypeError
 from . import _abi, _variants
@@ -24,8 +24,7 @@ from ._variants import VariantKey
 INTERFACE_FORMAT = 1  # bump when the encoding below changes
 
 
-@dataclass(frozen=True)
-class ReduceItem:
+class ReduceItem(NamedTuple):
     """The reduce type as the split reduction's workspace holds it.
 
     ``itemsize`` / ``align`` are known when the reduce type is one of kspec's dtypes; for an opaque C type
@@ -87,12 +86,25 @@ def _reduce_item(s: Specialization) -> ReduceItem | None:
 # -- stored form: JSON-able data ------------------------------------------------------------------------
 
 
+def _record_fields(obj: Any) -> tuple[str, ...] | None:
+    """The field names of a record an interface is made of (a NamedTuple or a dataclass), else None."""
+    if isinstance(obj, type):
+        return None
+    fields = getattr(type(obj), "_fields", None)
+    if isinstance(obj, tuple) and fields is not None:
+        return tuple(fields)
+    if dataclasses.is_dataclass(obj):
+        return tuple(f.name for f in dataclasses.fields(obj))
+    return None
+
+
 def _classes() -> dict[str, type]:
-    """Every dataclass an interface is made of, by name (found, not listed: new ones need no change)."""
+    """Every record class an interface is made of, by name (found, not listed: new ones need no change)."""
     found: dict[str, type] = {}
     for module in (_variants, _abi):
         for name, obj in vars(module).items():
-            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__:
+            is_record = dataclasses.is_dataclass(obj) or (isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields"))
+            if isinstance(obj, type) and is_record and obj.__module__ == module.__name__:
                 found[name] = obj
     found["ReduceItem"] = ReduceItem
     found["ModuleInterface"] = ModuleInterface
@@ -100,11 +112,12 @@ def _classes() -> dict[str, type]:
 
 
 def _encode(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        data = {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    names = _record_fields(value)
+    if names is not None:
+        data = {name: _encode(getattr(value, name)) for name in names}
         data["@"] = type(value).__name__
         return data
-    if isinstance(value, Mapping):  # keys are dataclasses (variants): a list of pairs
+    if isinstance(value, Mapping):  # keys are records (variants): a list of pairs
         return {"@map": [[_encode(k), _encode(v)] for k, v in value.items()]}
     if isinstance(value, (tuple, list)):
         return [_encode(v) for v in value]
@@ -115,7 +128,7 @@ def _encode(value: Any) -> Any:
 
 def _decode(value: Any, classes: dict[str, type]) -> Any:
     if isinstance(value, list):
-        return tuple(_decode(v, classes) for v in value)  # every sequence field of these dataclasses is a tuple
+        return tuple(_decode(v, classes) for v in value)  # every sequence field of these records is a tuple
     if isinstance(value, dict):
         if "@map" in value:
             return MappingProxyType({_decode(k, classes): _decode(v, classes) for k, v in value["@map"]})

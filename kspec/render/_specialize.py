@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, NamedTuple, TYPE_CHECKING, Union
 
 from .. import dtypes
 from .._errors import KspecTypeError, KspecValueError, about_kernel
@@ -43,8 +43,7 @@ _KINDS = ("elementwise", "reduction", "raw")
 # can never reuse an old key.
 
 
-@dataclass(frozen=True)
-class Operand:
+class Operand(NamedTuple):
     """One kernel parameter as this specialization passes it."""
 
     name: str
@@ -65,8 +64,7 @@ class Operand:
         return dtypes.BY_NAME[self.dtype].itemsize
 
 
-@dataclass(frozen=True)
-class ReduceType:
+class ReduceType(NamedTuple):
     """The accumulator type of a reduction (``_type_reduce``)."""
 
     c_type: str  # C spelling: a dtype's C type, or a C type from the spec (a preamble struct)

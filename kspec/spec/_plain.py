@@ -12,8 +12,7 @@ and cache entries are found by a content key over the table itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from .. import dtypes
 from ._placeholders import PlaceholderRules
@@ -33,8 +32,7 @@ REQUIRED = frozenset({"name", "operation", "map_expr", "reduce_expr", "post_map_
 _FIELDS = {kind: set(defaults) | {"kind", "instantiations", "scalars"} for kind, defaults in FIELD_DEFAULTS.items()}
 
 
-@dataclass(frozen=True)
-class PlainParam:
+class PlainParam(NamedTuple):
     """One parameter, as :class:`kspec.spec.Param` describes it."""
 
     name: str

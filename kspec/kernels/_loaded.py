@@ -1,0 +1,134 @@
+"""A specialization's code on one device: its precompiled module, or its entry points compiled one by one.
+
+A module rendered for a specialization declares every launch variant (contiguous, strided, tiled...) as a
+template; a call uses one or two. Compiling all of them costs NVRTC four times what the one a first call
+needs does, so a kernel without a precompiled binary compiles each variant on first use, as its own
+program (its own binary-cache entry). ``kspec build`` still writes one binary with every variant: a
+precompiled kernel is loaded whole.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._errors import LaunchError, NvrtcNotFoundError, kernel_label
+from ..render import ModuleInterface, Specialization, VariantKey, module_interface
+from ..runtime import Device, LoadedModule
+
+if TYPE_CHECKING:
+    from ..render import RenderedModule
+
+_lock = threading.RLock()
+_interfaces: dict[str, ModuleInterface] = {}
+_rendered: dict[str, RenderedModule] = {}
+_loaded: dict[tuple[str, int], LoadedKernel] = {}
+
+
+def interface_of(specialization: Specialization) -> ModuleInterface:
+    """The memoised launch interface (no Jinja: a kernel served by a binary never renders its source)."""
+    found = _interfaces.get(specialization.key)
+    if found is None:
+        found = _interfaces[specialization.key] = module_interface(specialization)
+    return found
+
+
+def rendered_module(specialization: Specialization) -> RenderedModule:
+    found = _rendered.get(specialization.key)
+    if found is None:
+        from ..render import render  # renders a plain spec (kspec.spec.PlainSpec) as it is: no Pydantic
+
+        found = _rendered[specialization.key] = render(specialization)
+    return found
+
+
+class LoadedKernel:
+    """One specialization on one device: its entry points by variant, each resolved once."""
+
+    def __init__(self, specialization: Specialization, interface: ModuleInterface, device: Device, binaries: Any,
+                 whole: tuple[LoadedModule, Mapping[str, str]] | None) -> None:
+        self.specialization = specialization
+        self.interface = interface
+        self.device = device
+        self.binaries = binaries
+        self._whole = whole  # the precompiled module with every variant, when there is one
+        self._modules: dict[VariantKey, tuple[LoadedModule, Mapping[str, str]]] = {}
+        self.functions: dict[VariantKey, Any] = {}
+
+    def module(self, variant: VariantKey) -> LoadedModule:
+        """The loaded module holding ``variant``'s entry point (compiled and loaded on first use)."""
+        return self._module_and_names(variant)[0]
+
+    def function(self, variant: VariantKey) -> Any:
+        fn = self.functions.get(variant)
+        if fn is None:
+            module, lowered = self._module_and_names(variant)
+            expression = self.interface.variants[variant]
+            fn = module.function(lowered[expression])
+            if fn is None:
+                raise LaunchError(f"{module.what}: entry point {expression} is missing from the binary")
+            self.functions[variant] = fn
+        return fn
+
+    def _module_and_names(self, variant: VariantKey) -> tuple[LoadedModule, Mapping[str, str]]:
+        if self._whole is not None:
+            return self._whole
+        found = self._modules.get(variant)
+        if found is None:
+            with _lock:
+                found = self._modules.get(variant)
+                if found is None:
+                    expression = self.interface.variants[variant]
+                    image, lowered, _log = compile_program(self.specialization, self.device.arch, self.binaries, (expression,))
+                    module = LoadedModule(image, self.device, what=kernel_label(self.interface.name))
+                    found = self._modules[variant] = (module, dict(lowered))
+        return found
+
+
+def loaded_kernel(specialization: Specialization, device_id: int, binaries: Any = None) -> LoadedKernel:
+    """``specialization`` on a device, once: from ``binaries`` (a BinaryStore) when it has a binary for the
+    device (loaded whole), else each variant compiled (or fetched from the binary cache) on first use."""
+    key = (specialization.key, device_id)
+    found = _loaded.get(key)
+    if found is not None:
+        return found
+    with _lock:
+        found = _loaded.get(key)
+        if found is None:
+            device = Device(device_id)
+            # the interface the build stored with the binaries (kspec/_manifest.py), else derived
+            stored_interface = binaries.interface(specialization.key) if binaries is not None else None
+            interface = stored_interface if stored_interface is not None else interface_of(specialization)
+            stored = binaries.find(specialization.key, device.arch) if binaries is not None else None
+            whole = None
+            if stored is not None:
+                module = LoadedModule(stored.read(), device, what=kernel_label(interface.name, stored.path))
+                whole = (module, dict(stored.lowered_names))
+            found = _loaded[key] = LoadedKernel(specialization, interface, device, binaries, whole)
+    return found
+
+
+def compile_program(specialization: Specialization, arch: str, binaries: Any = None,
+                    expressions: tuple[str, ...] | None = None) -> tuple[bytes, Mapping[str, str], str]:
+    """The binary, lowered names and NVRTC log of ``expressions`` (default: every variant) of
+    ``specialization`` for ``arch``, behind the binary cache. Without NVRTC, a kernel that has ``binaries``
+    raises the store's error naming the binary it lacks."""
+    from ..compiler import CompileOptions, compile_cached
+
+    rendered = rendered_module(specialization)
+    options = CompileOptions(arch=arch, extra=tuple(specialization.spec.options))
+    try:
+        program, _hit = compile_cached(
+            rendered.source,
+            name=rendered.name,
+            options=options,
+            name_expressions=rendered.name_expressions if expressions is None else expressions,
+            needs=rendered.needs,
+        )
+    except NvrtcNotFoundError as exc:
+        if binaries is None:
+            raise
+        what = kernel_label(rendered.name, dict(specialization.types) or "no placeholders")
+        raise binaries.missing(what, specialization.key, arch, exc) from None
+    return program.binary, program.lowered_names, program.log
