@@ -82,7 +82,10 @@ _launch.LAUNCHER = "bindings"
 x, y, z = (fake_array(0x10000 * (i + 1), shape=(1024,)) for i in range(3))
 ew.squared_diff(x, y, z)
 forbidden = sorted(m for m in {forbidden!r} if m in sys.modules)
-print(json.dumps({{"forbidden": forbidden, "loaded": len(drv.loaded), "launches": [l["kernel"] for l in drv.launches]}}))
+made = sorted(name for name, k in ew._KERNELS._kernels.items() if type(k).__name__ != "_Deferred")
+others = sorted(m for m in ("kspec.kernels._reduction", "kspec.kernels._raw") if m in sys.modules)
+print(json.dumps({{"forbidden": forbidden, "loaded": len(drv.loaded), "launches": [l["kernel"] for l in drv.launches],
+                  "made": made, "others": others}}))
 """
 
 
@@ -90,6 +93,14 @@ def test_generated_module_served_from_binaries_imports_nothing_heavy(package: Pa
     result = _run(package, _FAKE_CALL.format(tests=str(REPO / "tests"), forbidden=FORBIDDEN))
     assert result["loaded"] == 1 and len(result["launches"]) == 1, result  # the binary was loaded and launched
     assert result["forbidden"] == [], f"the serving path imported {result['forbidden']}"
+
+
+def test_generated_module_makes_only_the_kernels_it_calls(package: Path) -> None:
+    """A generated module's kernel objects are made on first use: importing the module and calling one
+    kernel makes that one, and loads no machinery of kernel kinds it does not call."""
+    result = _run(package, _FAKE_CALL.format(tests=str(REPO / "tests"), forbidden=FORBIDDEN))
+    assert result["made"] == ["squared_diff"], result
+    assert result["others"] == [], result
 
 
 def test_second_process_needs_no_toolchain_or_template_hashing(package: Path) -> None:

@@ -16,9 +16,6 @@ from .._errors import KspecTypeError, KspecValueError
 from ..render import specialization_key
 from ..spec import plain_spec
 from ._binaries import BinaryStore, binary_store
-from ._elementwise import ElementwiseKernel
-from ._raw import RawKernel, RawModule
-from ._reduction import ReductionKernel
 
 
 if TYPE_CHECKING:
@@ -29,6 +26,9 @@ def callable_of(spec: AnySpec, binaries: BinaryStore | None = None) -> Any:
     """The kernel object a spec describes (elementwise and reduction kernels load from ``binaries`` first)."""
     from ..render import specialize
     from ..spec import ElementwiseSpec, RawSpec, ReductionSpec
+    from ._elementwise import ElementwiseKernel
+    from ._raw import RawKernel, RawModule
+    from ._reduction import ReductionKernel
 
     if isinstance(spec, ElementwiseSpec):
         return ElementwiseKernel.from_spec(spec, binaries=binaries)
@@ -74,25 +74,32 @@ class KernelLibrary:
 
     @classmethod
     def _of_kernels(cls, kernels: dict[str, Any], specs: dict[str, Any]) -> "KernelLibrary":
+        """A library of ``kernels`` by name, each a kernel object or a :class:`_Deferred` one (made on first
+        use: a generated module of many kernels pays at import only for those it calls)."""
         library = object.__new__(cls)
         library._specs, library._kernels = specs, kernels
         return library
 
+    def _kernel(self, name: str) -> Any:
+        kernel = self._kernels[name]
+        if type(kernel) is _Deferred:
+            kernel = self._kernels[name] = kernel.make()
+        return kernel
+
     def __getattr__(self, name: str) -> Any:
         kernels = self.__dict__.get("_kernels", {})
         if name in kernels:
-            return kernels[name]
+            return self._kernel(name)
         raise AttributeError(
             f"no kernel named {name!r} in this library (it has: {', '.join(sorted(kernels)) or 'none'})"
         )
 
     def __getitem__(self, name: str) -> Any:
-        try:
-            return self._kernels[name]
-        except KeyError:
+        if name not in self._kernels:
             raise KspecValueError(
                 f"no kernel named {name!r} in this library (it has: {', '.join(sorted(self._kernels)) or 'none'})"
-            ) from None
+            )
+        return self._kernel(name)
 
     def __contains__(self, name: object) -> bool:
         return name in self._kernels
@@ -110,7 +117,7 @@ class KernelLibrary:
         """The spec a kernel was made from."""
         spec = self._specs[name]
         if hasattr(spec, "validated"):  # a plain spec of a generated module: its model, validated now
-            spec = self._specs[name] = self._kernels[name].spec
+            spec = self._specs[name] = self._kernel(name).spec
         return spec
 
     def __repr__(self) -> str:
@@ -142,30 +149,47 @@ def load(
 def load_specs(specs: Iterable[Mapping[str, Any]], *, binaries: str | os.PathLike[str] | None = None) -> KernelLibrary:
     """A namespace of kernels from spec tables (``kspec.spec.spec_to_data`` of each), as generated modules
     embed them. ``binaries`` as for :func:`load`; a directory without a manifest is ignored (a package
-    shipped without binaries compiles on first call)."""
+    shipped without binaries compiles on first call).
+
+    Tables the serving path reads as they are (what ``kspec generate`` writes) become kernel objects on
+    first use; any other table is validated by the spec models here, so its errors surface at import."""
     # binaries=<package>/_binaries may be absent (a wheel built with compiling skipped): then kernels compile
     store = binary_store(binaries, optional=True)
     kernels: dict[str, Any] = {}
     found: dict[str, Any] = {}
     for table in specs:
-        spec = _served(dict(table), store)
+        table = dict(table)
+        spec = _served(table, store)
         if spec is None:  # not a table this fast path reads: the spec models validate it
             from ..spec import parse_spec
 
-            spec = parse_spec(dict(table))
+            spec = parse_spec(table)
             kernel = callable_of(spec, store)
+        elif isinstance(spec, _PlainRaw):
+            kernel = _Deferred(spec.make_kernel)
         else:
-            kernel = spec.kernel if isinstance(spec, _PlainRaw) else _plain_callable(spec, store)
+            kernel = _Deferred(lambda spec=spec: _plain_callable(spec, store))
         found[spec.name], kernels[spec.name] = spec, kernel
     return KernelLibrary._of_kernels(kernels, found)
 
 
-def _plain_callable(spec: Any, binaries: BinaryStore | None) -> Any:
-    from ._elementwise import ElementwiseKernel
-    from ._reduction import ReductionKernel
+class _Deferred:
+    """A kernel not made yet: ``make()`` makes it (KernelLibrary replaces the entry with the result)."""
 
-    cls = ElementwiseKernel if spec.KIND == "elementwise" else ReductionKernel
-    return cls.from_plain(spec, binaries=binaries)
+    __slots__ = ("make",)
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+
+
+def _plain_callable(spec: Any, binaries: BinaryStore | None) -> Any:
+    if spec.KIND == "elementwise":
+        from ._elementwise import ElementwiseKernel
+
+        return ElementwiseKernel.from_plain(spec, binaries=binaries)
+    from ._reduction import ReductionKernel  # only a module that calls a reduction loads its machinery
+
+    return ReductionKernel.from_plain(spec, binaries=binaries)
 
 
 def _served(table: dict[str, Any], binaries: BinaryStore | None) -> Any:
@@ -183,36 +207,42 @@ _RAW_FIELDS = {"kind": str, "name": str, "doc": str, "source": str, "kernels": l
 
 
 class _PlainRaw:
-    """A raw table served without the spec models: its kernel object, and the table for ``library.spec``."""
+    """A raw table served without the spec models: the table (for ``library.spec``) and how to make its
+    kernel object (deferred: see load_specs)."""
 
-    def __init__(self, table: dict[str, Any], kernel: Any) -> None:
-        self.name, self.kernel, self._table = table["name"], kernel, table
+    def __init__(self, table: dict[str, Any], binaries: BinaryStore | None) -> None:
+        self.name, self._table, self._binaries = table["name"], table, binaries
 
     def validated(self) -> Any:
         from ..spec import parse_spec
 
         return parse_spec(dict(self._table))
 
+    def make_kernel(self) -> Any:
+        """What :func:`callable_of` makes of the table: a RawKernel for one plain kernel, else a RawModule."""
+        from ._raw import RawKernel, RawModule
+
+        table = self._table
+        source, kernels, names = table["source"], table.get("kernels", []), table.get("name_expressions", [])
+        common = dict(options=tuple(table.get("options", ())), translate_cucomplex=table.get("translate_cucomplex", False),
+                      enable_cooperative_groups=table.get("cooperative", False))
+        kernel: Any = None
+        if len(kernels) == 1 and not names:
+            kernel = RawKernel(source, kernels[0], **common)
+            module = kernel._module
+        else:
+            module = RawModule(code=source, name_expressions=names or None, **common)
+        if self._binaries is not None:
+            # the key `kspec build` files the binary under (kspec.render.specialize of the same table)
+            module._use_binaries(self._binaries, specialization_key({**table, "source_text": source}, {}, frozenset()))
+        return kernel if kernel is not None else module
+
 
 def _plain_raw(table: dict[str, Any], binaries: BinaryStore | None) -> _PlainRaw | None:
-    """What :func:`callable_of` makes of an inline raw spec (a generated module's raw kernels are inline),
-    or None for anything else (a path, launch defaults, attributes: the spec models take those)."""
+    """An inline raw table as the serving path takes it (a generated module's raw kernels are inline), or
+    None for anything else (a path, launch defaults, attributes: the spec models take those)."""
     if not all(k in _RAW_FIELDS and isinstance(v, _RAW_FIELDS[k]) for k, v in table.items()) or "source" not in table:
         return None
     if not all(isinstance(x, str) for k in ("kernels", "name_expressions", "options") for x in table.get(k, [])):
         return None
-    from ._raw import RawKernel, RawModule
-
-    source, kernels, names = table["source"], table.get("kernels", []), table.get("name_expressions", [])
-    common = dict(options=tuple(table.get("options", ())), translate_cucomplex=table.get("translate_cucomplex", False),
-                  enable_cooperative_groups=table.get("cooperative", False))
-    kernel: Any = None
-    if len(kernels) == 1 and not names:
-        kernel = RawKernel(source, kernels[0], **common)
-        module = kernel._module
-    else:
-        module = RawModule(code=source, name_expressions=names or None, **common)
-    if binaries is not None:
-        # the key `kspec build` files the binary under (kspec.render.specialize of the same table)
-        module._use_binaries(binaries, specialization_key({**table, "source_text": source}, {}, frozenset()))
-    return _PlainRaw(table, kernel if kernel is not None else module)
+    return _PlainRaw(table, binaries)
