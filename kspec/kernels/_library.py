@@ -8,6 +8,7 @@ Nothing is compiled here: each kernel compiles on its first call (from the binar
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -157,6 +158,7 @@ def load_specs(specs: Iterable[Mapping[str, Any]], *, binaries: str | os.PathLik
     store = binary_store(binaries, optional=True)
     kernels: dict[str, Any] = {}
     found: dict[str, Any] = {}
+    kinds: set[str] = set()
     for table in specs:
         table = dict(table)
         spec = _served(table, store)
@@ -170,7 +172,15 @@ def load_specs(specs: Iterable[Mapping[str, Any]], *, binaries: str | os.PathLik
         else:
             kernel = _Deferred(lambda spec=spec: _plain_callable(spec, store))
         found[spec.name], kernels[spec.name] = spec, kernel
+        kinds.add(_PlainRaw.KIND if isinstance(spec, _PlainRaw) else spec.KIND)
+    # the machinery of the kinds this module has is loaded now, so a first call only makes its kernel (a
+    # few hundred us) and launches; a kind the module lacks is never loaded
+    for kind in kinds & _KIND_MODULES.keys():
+        importlib.import_module(_KIND_MODULES[kind], __package__)
     return KernelLibrary._of_kernels(kernels, found)
+
+
+_KIND_MODULES = {"elementwise": "._elementwise", "reduction": "._reduction", "raw": "._raw"}
 
 
 class _Deferred:
@@ -209,6 +219,8 @@ _RAW_FIELDS = {"kind": str, "name": str, "doc": str, "source": str, "kernels": l
 class _PlainRaw:
     """A raw table served without the spec models: the table (for ``library.spec``) and how to make its
     kernel object (deferred: see load_specs)."""
+
+    KIND = "raw"
 
     def __init__(self, table: dict[str, Any], binaries: BinaryStore | None) -> None:
         self.name, self._table, self._binaries = table["name"], table, binaries
