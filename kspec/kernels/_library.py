@@ -172,7 +172,7 @@ def load_specs(specs: Iterable[Mapping[str, Any]], *, binaries: str | os.PathLik
         else:
             kernel = _Deferred(lambda spec=spec: _plain_callable(spec, store))
         found[spec.name], kernels[spec.name] = spec, kernel
-        kinds.add(_PlainRaw.KIND if isinstance(spec, _PlainRaw) else spec.KIND)
+        kinds.add(spec.KIND)
     # the machinery of the kinds this module has is loaded now, so a first call only makes its kernel (a
     # few hundred us) and launches; a kind the module lacks is never loaded
     for kind in kinds & _KIND_MODULES.keys():
