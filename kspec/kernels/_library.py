@@ -28,7 +28,7 @@ def callable_of(spec: AnySpec, binaries: BinaryStore | None = None) -> Any:
     from ..render import specialize
     from ..spec import ElementwiseSpec, RawSpec, ReductionSpec
     from ._elementwise import ElementwiseKernel
-    from ._raw import RawKernel, RawModule
+    from ._raw import RawModule
     from ._reduction import ReductionKernel
 
     if isinstance(spec, ElementwiseSpec):
@@ -38,27 +38,25 @@ def callable_of(spec: AnySpec, binaries: BinaryStore | None = None) -> Any:
     assert isinstance(spec, RawSpec)
     if spec.is_binary:
         return RawModule(path=spec.resolved_path())
-    source = spec.read_source()
+    return _raw_callable(spec.read_source(), tuple(spec.kernels), tuple(spec.name_expressions), binaries,
+                         lambda: specialize(spec).key, options=tuple(spec.options),
+                         translate_cucomplex=spec.translate_cucomplex, enable_cooperative_groups=spec.cooperative)
+
+
+def _raw_callable(source: str, kernels: tuple[str, ...], name_expressions: tuple[str, ...], binaries: BinaryStore | None,
+                  key: Any, **options: Any) -> Any:
+    """A raw spec's kernel object: a RawKernel for one plain kernel, else a RawModule; with ``binaries``, its
+    module loads the binary ``kspec build`` filed under ``key()`` first. ``options``: the constructors'."""
+    from ._raw import RawKernel, RawModule
+
     kernel: RawKernel | None = None
-    if len(spec.kernels) == 1 and not spec.name_expressions:
-        kernel = RawKernel(
-            source,
-            spec.kernels[0],
-            options=spec.options,
-            translate_cucomplex=spec.translate_cucomplex,
-            enable_cooperative_groups=spec.cooperative,
-        )
+    if len(kernels) == 1 and not name_expressions:
+        kernel = RawKernel(source, kernels[0], **options)
         module = kernel._module
     else:
-        module = RawModule(
-            code=source,
-            options=spec.options,
-            translate_cucomplex=spec.translate_cucomplex,
-            enable_cooperative_groups=spec.cooperative,
-            name_expressions=spec.name_expressions or None,
-        )
+        module = RawModule(code=source, name_expressions=name_expressions or None, **options)
     if binaries is not None:
-        module._use_binaries(binaries, specialize(spec).key)  # the key `kspec build` filed its binary under
+        module._use_binaries(binaries, key())
     return kernel if kernel is not None else module
 
 
@@ -231,23 +229,15 @@ class _PlainRaw:
         return parse_spec(dict(self._table))
 
     def make_kernel(self) -> Any:
-        """What :func:`callable_of` makes of the table: a RawKernel for one plain kernel, else a RawModule."""
-        from ._raw import RawKernel, RawModule
-
+        """What :func:`callable_of` makes of the table (the key: kspec.render.specialize of the same table)."""
         table = self._table
-        source, kernels, names = table["source"], table.get("kernels", []), table.get("name_expressions", [])
-        common = dict(options=tuple(table.get("options", ())), translate_cucomplex=table.get("translate_cucomplex", False),
-                      enable_cooperative_groups=table.get("cooperative", False))
-        kernel: Any = None
-        if len(kernels) == 1 and not names:
-            kernel = RawKernel(source, kernels[0], **common)
-            module = kernel._module
-        else:
-            module = RawModule(code=source, name_expressions=names or None, **common)
-        if self._binaries is not None:
-            # the key `kspec build` files the binary under (kspec.render.specialize of the same table)
-            module._use_binaries(self._binaries, specialization_key({**table, "source_text": source}, {}, frozenset()))
-        return kernel if kernel is not None else module
+        source = table["source"]
+        return _raw_callable(
+            source, tuple(table.get("kernels", [])), tuple(table.get("name_expressions", [])), self._binaries,
+            lambda: specialization_key({**table, "source_text": source}, {}, frozenset()),
+            options=tuple(table.get("options", ())), translate_cucomplex=table.get("translate_cucomplex", False),
+            enable_cooperative_groups=table.get("cooperative", False),
+        )
 
 
 def _plain_raw(table: dict[str, Any], binaries: BinaryStore | None) -> _PlainRaw | None:

@@ -168,7 +168,8 @@ class PreparedCall:
         ]
         self.scalar_formats = {p.name: fast_format(bound.dtypes[p.name], bound.scalar_types[p.name])
                                for p in params if p.name in bound.scalars}  # fmt: skip
-        # per output dtype: an input position whose array an output can be allocated "like" (see _like_input)
+        # per output dtype: an input position whose array an output can be allocated "like" (see _like_input);
+        # found here, where the bound arrays are at hand (a prepared call keeps no reference to them)
         self.like_inputs = {dtype: _like_input(bound, self.array_positions, out_shape, dtype) for _name, dtype in allocate}
         self._functions: dict[int, list[Any]] = {}
         self._fast: Callable[[Sequence[Any], Sequence[int], object], dict[str, Any]] | None = None

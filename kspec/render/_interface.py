@@ -86,16 +86,18 @@ def _reduce_item(s: Specialization) -> ReduceItem | None:
 # -- stored form: JSON-able data ------------------------------------------------------------------------
 
 
+def _is_record_type(cls: type) -> bool:
+    """A NamedTuple or a dataclass: the record types an interface is made of."""
+    return dataclasses.is_dataclass(cls) or (issubclass(cls, tuple) and hasattr(cls, "_fields"))
+
+
 def _record_fields(obj: Any) -> tuple[str, ...] | None:
-    """The field names of a record an interface is made of (a NamedTuple or a dataclass), else None."""
-    if isinstance(obj, type):
+    """The field names of a record instance, else None."""
+    if isinstance(obj, type) or not _is_record_type(type(obj)):
         return None
-    fields = getattr(type(obj), "_fields", None)
-    if isinstance(obj, tuple) and fields is not None:
-        return tuple(fields)
-    if dataclasses.is_dataclass(obj):
-        return tuple(f.name for f in dataclasses.fields(obj))
-    return None
+    if isinstance(obj, tuple):
+        return tuple(type(obj)._fields)  # type: ignore[attr-defined]
+    return tuple(f.name for f in dataclasses.fields(obj))
 
 
 def _classes() -> dict[str, type]:
@@ -103,8 +105,7 @@ def _classes() -> dict[str, type]:
     found: dict[str, type] = {}
     for module in (_variants, _abi):
         for name, obj in vars(module).items():
-            is_record = dataclasses.is_dataclass(obj) or (isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields"))
-            if isinstance(obj, type) and is_record and obj.__module__ == module.__name__:
+            if isinstance(obj, type) and _is_record_type(obj) and obj.__module__ == module.__name__:
                 found[name] = obj
     found["ReduceItem"] = ReduceItem
     found["ModuleInterface"] = ModuleInterface
