@@ -7,45 +7,49 @@ manifest without importing the build machinery (render, spec models, Jinja).
 Layout (version 2)::
 
     {"kspec_manifest": 2, "kspec_version": "...",
-     "entries": [{"specialization_key", "file", "format", "arch", "sha256", "lowered_names", ...}, ...],
-     "interfaces": {"<specialization_key>": <launch interface data (kspec.render.interface_to_data)>}}
+     "entries": [{"specialization_key", "file", "format", "arch", "sha256", "lowered_names",
+                  "interface", ...}, ...]}
 
-``interfaces`` holds, per elementwise/reduction specialization, the launch interface computed at build
-time (variants, name expressions, ABI), so a reader never derives it again; a reader that finds none (a
-manifest written before it existed) derives it. Adding it kept the version: readers of version 2 ignore
-fields they do not know.
+``interface`` (elementwise and reduction entries) names a small JSON file beside the binaries, one per
+specialization: its launch interface computed at build time (variants, name expressions, ABI; data of
+``kspec.render.interface_to_data``), so a process serving a binary reads the interface of the kernels it
+calls and never derives it. A reader that finds none (a manifest written before it existed, or a file that
+does not decode to the entry's specialization) derives it. Readers of version 2 ignore fields they do not
+know, so adding it kept the version.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 2  # 2: entries carry the binary's sha256
 BINARY_SUFFIXES = (".cubin", ".ptx")
+INTERFACE_SUFFIX = ".interface.json"
 
 
-def confined_file(out: Path, rel: object) -> Path | None:
-    """``out / rel`` when ``rel`` is a relative POSIX path to a binary that stays inside ``out`` (symbolic
-    links included), else None: what a manifest names is data from disk, never trusted as a path."""
-    path = lexically_confined(out, rel)
+def confined_file(out: Path, rel: object, suffixes: tuple[str, ...] = BINARY_SUFFIXES) -> Path | None:
+    """``out / rel`` when ``rel`` is a relative POSIX path to a binary (a file ending in one of ``suffixes``)
+    that stays inside ``out`` (symbolic links included), else None: what a manifest names is data from
+    disk, never trusted as a path."""
+    path = lexically_confined(out, rel, suffixes)
     return path if path is not None and resolves_inside(out, path) else None
 
 
-def lexically_confined(out: Path, rel: object) -> Path | None:
-    """``out / rel`` when ``rel`` names a binary below ``out`` by its spelling alone (relative, no ``..``, a
-    binary's suffix), else None. Symbolic links are not followed: see :func:`resolves_inside`."""
+def lexically_confined(out: Path, rel: object, suffixes: tuple[str, ...] = BINARY_SUFFIXES) -> Path | None:
+    """``out / rel`` when ``rel`` names a file below ``out`` by its spelling alone (relative, no ``..``, ending
+    in one of ``suffixes``), else None. Symbolic links are not followed: see :func:`resolves_inside`."""
     if not isinstance(rel, str) or not rel or "\\" in rel or "\0" in rel:
         return None
-    pure = PurePosixPath(rel)
-    if pure.is_absolute() or any(part in ("", ".", "..") for part in rel.split("/")):
+    parts = rel.split("/")  # an absolute path starts with an empty part
+    if any(part in ("", ".", "..") for part in parts):
         return None
-    if pure.suffix not in BINARY_SUFFIXES:
+    if not any(parts[-1].endswith(suffix) and len(parts[-1]) > len(suffix) for suffix in suffixes):
         return None
-    return out.joinpath(*pure.parts)
+    return out.joinpath(*parts)
 
 
 def resolves_inside(out: Path, path: Path) -> bool:
@@ -71,6 +75,6 @@ def read_manifest(out_dir: str | os.PathLike[str], *, any_version: bool = False)
     return data if (version == MANIFEST_VERSION or (any_version and isinstance(version, int))) else None
 
 
-def manifest_document(version: str, entries: list[dict[str, Any]], interfaces: dict[str, Any]) -> dict[str, Any]:
+def manifest_document(version: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
     """The manifest's top-level table (the writer's side of the layout above)."""
-    return {"kspec_manifest": MANIFEST_VERSION, "kspec_version": version, "entries": entries, "interfaces": interfaces}
+    return {"kspec_manifest": MANIFEST_VERSION, "kspec_version": version, "entries": entries}

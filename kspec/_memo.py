@@ -11,7 +11,6 @@ nothing here raises for I/O.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ._atomic import write_atomic
+from ._digest import sha256
 
 MEMO_FORMAT = 1  # bump when what a memo holds changes meaning
 
@@ -107,11 +107,11 @@ def _tree_files(root: str) -> list[tuple[str, os.stat_result]]:
 
 
 def _hash_tree(root: str, files: Iterable[tuple[str, os.stat_result]]) -> str:
-    digest = hashlib.sha256()
+    digest = sha256()
     for rel, _st in files:
         digest.update(rel.encode() + b"\0")
         with open(os.path.join(root, *rel.split("/")), "rb") as handle:
-            digest.update(hashlib.sha256(handle.read()).digest())
+            digest.update(sha256(handle.read()).digest())
     return digest.hexdigest()
 
 
@@ -125,9 +125,9 @@ def tree_digest(root: str) -> str:
     the result in-process.
     """
     if not os.path.isdir(root):
-        return hashlib.sha256(b"").hexdigest()
+        return sha256(b"").hexdigest()
     files = _tree_files(root)
-    stamp = hashlib.sha256("\0".join(f"{rel}={st.st_size}:{st.st_mtime_ns}" for rel, st in files).encode()).hexdigest()
-    name = "tree-" + hashlib.sha256(os.path.abspath(root).encode()).hexdigest()[:24]
+    stamp = sha256("\0".join(f"{rel}={st.st_size}:{st.st_mtime_ns}" for rel, st in files).encode()).hexdigest()
+    name = "tree-" + sha256(os.path.abspath(root).encode()).hexdigest()[:24]
     value = memoized(name, stamp, lambda: _hash_tree(root, files))
     return str(value)

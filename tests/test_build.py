@@ -67,9 +67,13 @@ def test_output_directory_and_manifest(built, tmp_path):
 def test_stale_binaries_are_removed(built, tmp_path):
     _, _, results, _ = built
     write_output(results, tmp_path)
+    first = {p for p in tmp_path.rglob("*") if p.is_file()}
     write_output(results[:2], tmp_path)
-    files = sorted(p for p in tmp_path.rglob("*") if p.is_file() and p.name != MANIFEST_NAME)
-    assert len(files) == 2
+    files = {p for p in tmp_path.rglob("*") if p.is_file() and p.name != MANIFEST_NAME}
+    entries = json.loads((tmp_path / MANIFEST_NAME).read_text())["entries"]
+    listed = {tmp_path / e[field] for e in entries for field in ("file", "interface") if field in e}
+    assert files == listed and len(first) > len(files) + 1  # binaries and interfaces of the dropped kernels went
+    assert sum(p.name.endswith(".interface.json") for p in listed) >= 1
 
 
 def test_cli_build_prints_table_and_writes_output(tmp_path, monkeypatch, capsys):

@@ -222,8 +222,11 @@ def test_wheel_is_pure_and_has_modules_and_binaries(builds: dict[str, Any]) -> N
         assert e["format"] == "cubin" and e["lowered_names"] and len(e["nvrtc_version"]) == 2
         data = files[f"{PACKAGE}/_binaries/{e['file']}"]
         assert data[:4] == b"\x7fELF", e["file"]  # a CUBIN is an ELF image
+        if e["kind"] != "raw":  # the launch interface, read by the process serving the binary
+            assert json.loads(files[f"{PACKAGE}/_binaries/{e['interface']}"])["interface"]
     binaries = {n for n in files if n.startswith(f"{PACKAGE}/_binaries/") and not n.endswith("manifest.json")}
-    assert binaries == {f"{PACKAGE}/_binaries/{e['file']}" for e in entries}  # nothing the manifest does not name
+    listed = {e[field] for e in entries for field in ("file", "interface") if field in e}
+    assert binaries == {f"{PACKAGE}/_binaries/{rel}" for rel in listed}  # nothing the manifest does not name
 
 
 def test_build_prints_a_summary(builds: dict[str, Any]) -> None:

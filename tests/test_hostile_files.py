@@ -291,3 +291,90 @@ def test_generated_modules_skip_binaries_of_another_manifest_version(results, tm
     assert lib.my_add._module._binaries is None
     with pytest.raises(kspec.KspecValueError, match="version 2"):  # asked for explicitly: an error
         kspec.load(RAW, binaries=tmp_path)
+
+
+# --- launch interfaces stored beside the binaries -----------------------------------------------------------
+
+EW = REPO / "specs" / "elementwise.toml"
+
+
+@pytest.fixture(scope="module")
+def ew_results(tmp_path_factory):
+    """squared_diff of specs/elementwise.toml for sm_90: one elementwise binary and its interface."""
+    specs = [s for s in load_file(EW) if s.name == "squared_diff"]
+    out = precompile(plan_build(specs, ["sm_90"]).units, cache=BinaryCache(tmp_path_factory.mktemp("cache")))
+    assert all(r.ok for r in out)
+    return out
+
+
+def _ew_store(tmp_path: Path, ew_results) -> tuple[BinaryStore, str, Path]:
+    write_output(ew_results, tmp_path)
+    (entry,) = read_manifest(tmp_path)["entries"]
+    return BinaryStore(tmp_path), entry["specialization_key"], tmp_path / entry["interface"]
+
+
+def test_stored_interface_is_the_derived_one(ew_results, tmp_path):
+    from kspec.render import module_interface
+
+    store, key, path = _ew_store(tmp_path, ew_results)
+    assert path.name == "default.interface.json" and path.parent.name == "squared_diff"
+    spec = ew_results[0].unit.spec
+    assert store.interface(key) == module_interface(specialize(spec, {}))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda p: p.write_bytes(p.read_bytes()[:200]),  # truncated
+        lambda p: p.write_text('{"format": 1, "interface": {"@": "Nope"}}'),
+        lambda p: p.write_text("[" * 100000),  # nesting past the decoder's recursion limit
+    ],
+)
+def test_damaged_interface_warns_and_is_derived(ew_results, tmp_path, damage):
+    store, key, path = _ew_store(tmp_path, ew_results)
+    damage(path)
+    with pytest.warns(kspec.BinaryWarning, match="not the launch interface"):
+        assert store.interface(key) is None  # the kernel derives it
+    assert store.find(key, "sm_90") is not None  # the binary itself still serves
+
+
+def test_interface_of_another_specialization_is_not_used(ew_results, tmp_path):
+    store, key, path = _ew_store(tmp_path, ew_results)
+    data = json.loads(path.read_text())
+    data["interface"]["key"] = "0" * 64
+    path.write_text(json.dumps(data))
+    with pytest.warns(kspec.BinaryWarning):
+        assert store.interface(key) is None
+
+
+def test_missing_interface_is_derived_quietly(ew_results, tmp_path, recwarn):
+    store, key, path = _ew_store(tmp_path, ew_results)
+    path.unlink()
+    assert store.interface(key) is None and not recwarn.list
+
+
+@pytest.mark.parametrize("rel", ["../x.interface.json", "/etc/x.interface.json", "k/x.json", "k/notes.txt", 7])
+def test_interface_outside_the_directory_is_a_damaged_manifest(ew_results, tmp_path, rel):
+    write_output(ew_results, tmp_path)
+    _rewrite(tmp_path, lambda m: m["entries"][0].update(interface=rel))
+    with pytest.raises(kspec.KspecValueError, match="interface"):
+        BinaryStore(tmp_path)
+
+
+def test_interface_through_an_outward_link_is_refused_when_read(ew_results, tmp_path):
+    directory = tmp_path / "out"
+    store, key, path = _ew_store(directory, ew_results)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "x.interface.json").write_bytes(path.read_bytes())
+    (directory / "evil").symlink_to(outside)
+    _rewrite(directory, lambda m: m["entries"][0].update(interface="evil/x.interface.json"))
+    with pytest.raises(kspec.KspecValueError, match="leads outside the directory"):
+        BinaryStore(directory).interface(key)
+
+
+def test_rebuild_without_a_kernel_removes_its_interface(ew_results, tmp_path):
+    write_output(ew_results, tmp_path)
+    assert list(tmp_path.rglob("*.interface.json"))
+    write_output([], tmp_path)
+    assert not list(tmp_path.rglob("*.interface.json")) and not list(tmp_path.rglob("*.cubin"))

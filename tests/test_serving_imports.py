@@ -26,10 +26,11 @@ def _path(*first: object) -> str:
     return os.pathsep.join([*(str(f) for f in first), *filter(None, [os.environ.get("PYTHONPATH")])])
 
 # cuda.pathfinder is not here: cuda.bindings.driver itself imports it (the floor every launch pays).
+# _hashlib is OpenSSL (2.5-3 ms to load): binaries and keys are hashed with CPython's own sha256 (kspec/_digest.py).
 FORBIDDEN = (
     "pydantic", "jinja2", "cuda.bindings.nvrtc", "cuda.core", "kspec.build", "kspec.codegen",
     "kspec.render._render", "kspec.render._env", "kspec.spec._models", "kspec.spec._params",
-    "kspec.compiler._compile", "kspec.compiler._nvrtc",
+    "kspec.compiler._compile", "kspec.compiler._nvrtc", "kspec.compiler._options", "_hashlib",
 )
 
 
@@ -65,12 +66,13 @@ from test_runtime_launch_cpu import FakeDriver, fake_array
 from kspec.runtime import _driver, _launch
 
 # the entry points the build wrote, with each parameter's size, from the manifest (plain JSON)
-manifest = json.load(open(ew.__file__.rsplit("/", 1)[0] + "/_binaries/manifest.json"))
+binaries = ew.__file__.rsplit("/", 1)[0] + "/_binaries/"
+manifest = json.load(open(binaries + "manifest.json"))
 kernels = {{}}
 for entry in manifest["entries"]:
-    interface = manifest["interfaces"].get(entry["specialization_key"])
-    if interface is None:
+    if "interface" not in entry:
         continue
+    interface = json.load(open(binaries + entry["interface"]))
     for variant, abi in interface["interface"]["abi"]["@map"]:
         expression = interface["interface"]["variants"]["@map"]
         name = dict((json.dumps(k, sort_keys=True), v) for k, v in expression)[json.dumps(variant, sort_keys=True)]
@@ -84,8 +86,9 @@ ew.squared_diff(x, y, z)
 forbidden = sorted(m for m in {forbidden!r} if m in sys.modules)
 made = sorted(name for name, k in ew._KERNELS._kernels.items() if type(k).__name__ != "_Deferred")
 others = sorted(m for m in ("kspec.kernels._reduction", "kspec.kernels._raw") if m in sys.modules)
+interfaces = sorted(ew._KERNELS._kernels["squared_diff"]._binaries._interfaces)  # the interface files read
 print(json.dumps({{"forbidden": forbidden, "loaded": len(drv.loaded), "launches": [l["kernel"] for l in drv.launches],
-                  "made": made, "others": others}}))
+                  "made": made, "others": others, "interfaces": interfaces}}))
 """
 
 
@@ -101,6 +104,7 @@ def test_generated_module_makes_only_the_kernels_it_calls(package: Path) -> None
     (raw kernels here) is never loaded."""
     result = _run(package, _FAKE_CALL.format(tests=str(REPO / "tests"), forbidden=FORBIDDEN))
     assert result["made"] == ["squared_diff"], result
+    assert len(result["interfaces"]) == 1, result  # only the called kernel's launch interface was read
     assert result["others"] == ["kspec.kernels._reduction"], result  # served_pkg.reduction has reductions
 
 
@@ -173,3 +177,17 @@ print(json.dumps({{"ok": ok, "forbidden": sorted(m for m in {FORBIDDEN!r} if m i
 """
     result = _run(root, script, cache="empty-cache")  # an empty cache: only the binary can serve it
     assert result == {"ok": True, "forbidden": []}
+
+
+def test_serving_sha256_is_hashlibs() -> None:
+    """kspec/_digest.py hashes binaries and keys without OpenSSL; the digests must be hashlib's."""
+    import hashlib
+
+    from kspec._digest import sha256, sha256_hex
+
+    for data in (b"", b"abc", bytes(range(256)) * 400):
+        assert sha256_hex(data) == hashlib.sha256(data).hexdigest()
+    streamed = sha256()
+    streamed.update(b"ab")
+    streamed.update(b"c")
+    assert streamed.digest() == hashlib.sha256(b"abc").digest()

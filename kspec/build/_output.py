@@ -26,13 +26,14 @@ from .. import __version__
 from .._atomic import write_atomic
 from .._errors import BuildOutputError
 from .._manifest import BINARY_SUFFIXES as _BINARY_SUFFIXES
-from .._manifest import MANIFEST_NAME, confined_file, manifest_document, read_manifest
+from .._manifest import INTERFACE_SUFFIX, MANIFEST_NAME, confined_file, manifest_document, read_manifest
 from ._precompile import BuildResult, BuildUnit
 
 # A path component kspec derives from a name stays this short (file systems allow 255 bytes); a longer
 # name is cut and made unique by a digest of the whole name.
 _COMPONENT_MAX = 64
 _TMP = re.compile(r"\..+\.tmp\Z")  # what write_atomic leaves behind when its writer is killed
+_WRITTEN = (*_BINARY_SUFFIXES, INTERFACE_SUFFIX)  # what a build writes below its kernel directories
 
 
 def _component(text: str) -> str:
@@ -46,6 +47,15 @@ def unit_path(unit: BuildUnit, fmt: str | None = None) -> str:
     label = unit.label if unit.label != "-" else "default"
     suffix = fmt or ("ptx" if unit.arch.startswith("compute_") else "cubin")
     return f"{_component(unit.spec.name)}/{_component(label)}.{unit.arch}.{suffix}"
+
+
+def interface_path(unit: BuildUnit) -> str | None:
+    """Where the launch interface of a unit's specialization goes (one file for all its architectures),
+    relative to the output directory; None for a raw kernel (its launches need none)."""
+    if unit.spec.KIND == "raw":
+        return None
+    label = unit.label if unit.label != "-" else "default"
+    return f"{_component(unit.spec.name)}/{_component(label)}{INTERFACE_SUFFIX}"
 
 
 def binary_path(result: BuildResult) -> str:
@@ -70,6 +80,7 @@ def manifest_entry(result: BuildResult) -> dict[str, Any]:
         "specialization_key": result.key,
         "nvrtc_version": list(program.nvrtc_version),
         "registers": result.registers,
+        **({"interface": rel} if (rel := interface_path(unit)) is not None else {}),
     }
 
 
@@ -87,7 +98,7 @@ def _only_build_leftovers(out: Path) -> bool:
         if entry.is_file() and _TMP.match(entry.name):
             continue
         if entry.is_dir() and not entry.is_symlink():
-            if all(f.is_file() and (f.suffix in _BINARY_SUFFIXES or _TMP.match(f.name)) for f in entry.iterdir()):
+            if all(f.is_file() and (f.name.endswith(_WRITTEN) or _TMP.match(f.name)) for f in entry.iterdir()):
                 continue
         return False
     return True
@@ -125,11 +136,12 @@ def check_output_dir(out_dir: str | os.PathLike[str], units: Iterable[BuildUnit]
         raise BuildOutputError(f"output {str(out)!r} cannot be written: {exc.strerror or exc}") from None
     for unit in units:
         rel = unit_path(unit)
-        kernel_dir, target = out / rel.split("/")[0], out / rel
+        kernel_dir = out / rel.split("/")[0]
         if kernel_dir.exists() and not kernel_dir.is_dir():
             raise BuildOutputError(f"{str(kernel_dir)!r} is a file where kernel {unit.spec.name!r} gets its directory")
-        if target.is_dir():
-            raise BuildOutputError(f"{str(target)!r} is a directory where a binary goes")
+        for target in (rel, interface_path(unit)):
+            if target is not None and (out / target).is_dir():
+                raise BuildOutputError(f"{str(out / target)!r} is a directory where a binary or its interface goes")
     return out
 
 
@@ -139,45 +151,48 @@ def write_output(results: Sequence[BuildResult], out_dir: str | os.PathLike[str]
     previous = read_manifest(out, any_version=True)
     _remove_leftovers(out)
     entries = []
+    interfaces: set[str] = set()
     try:
         for result in results:
             if result.program is None:
                 continue
             rel = binary_path(result)
             _write_if_changed(out / rel, result.program.binary)
-            entries.append(manifest_entry(result))
+            entry = manifest_entry(result)
+            if "interface" in entry and entry["interface"] not in interfaces:
+                interfaces.add(entry["interface"])
+                _write_if_changed(out / entry["interface"], _interface_json(result))
+            entries.append(entry)
     except OSError as exc:
         raise BuildOutputError(f"output {str(out)!r}: cannot write a binary: {exc}") from None
-    manifest = manifest_document(__version__, entries, _interfaces(results))
+    manifest = manifest_document(__version__, entries)
     path = out / MANIFEST_NAME
     try:
         _write_if_changed(path, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
     except OSError as exc:  # the old manifest stays; its digests keep it from serving the new binaries
         raise BuildOutputError(f"output {str(out)!r}: cannot write {MANIFEST_NAME}: {exc}") from None
     # Binaries of an earlier build that this one no longer has would only mislead a reader of the directory.
-    kept = {e["file"] for e in entries}
+    kept = {e["file"] for e in entries} | interfaces
     old_entries = previous.get("entries") if previous else None
     for old in old_entries if isinstance(old_entries, list) else []:
-        stale = confined_file(out, old.get("file") if isinstance(old, dict) else None)
-        if stale is not None and old["file"] not in kept:
-            stale.unlink(missing_ok=True)
-            _remove_if_empty(stale.parent, out)
+        for field, suffixes in (("file", _BINARY_SUFFIXES), ("interface", (INTERFACE_SUFFIX,))):
+            old_rel = old.get(field) if isinstance(old, dict) else None
+            stale = confined_file(out, old_rel, suffixes)
+            if stale is not None and old_rel not in kept:
+                stale.unlink(missing_ok=True)
+                _remove_if_empty(stale.parent, out)
     return path
 
 
-def _interfaces(results: Sequence[BuildResult]) -> dict[str, Any]:
-    """The launch interface of each elementwise/reduction specialization built, by its key: computed here
-    once, so a process serving the binaries never derives it (kspec/_manifest.py)."""
+def _interface_json(result: BuildResult) -> bytes:
+    """The launch interface of an elementwise/reduction result's specialization, as its file holds it:
+    computed here once, so a process serving the binaries never derives it (kspec/_manifest.py)."""
     from ..render import interface_to_data, module_interface, specialize
 
-    found: dict[str, Any] = {}
-    for result in results:
-        unit = result.unit
-        if result.program is None or unit.spec.KIND == "raw" or result.key in found:
-            continue
-        specialization = specialize(unit.spec, unit.types, scalars=unit.scalars)
-        found[specialization.key] = interface_to_data(module_interface(specialization))
-    return found
+    unit = result.unit
+    specialization = specialize(unit.spec, unit.types, scalars=unit.scalars)
+    data = interface_to_data(module_interface(specialization))
+    return (json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n").encode()
 
 
 def _remove_leftovers(out: Path) -> None:

@@ -19,7 +19,7 @@ _LAZY = {
     "find_nvcc": "_nvcc",
     "default_archs": "_nvrtc", "nvrtc_version": "_nvrtc", "supported_archs": "_nvrtc",
     "DEFAULT_ARCHS": "_options", "DEFAULT_COMPILE_TIMEOUT_S": "_options", "CompileOptions": "_options",
-    "arch_number": "_options", "arch_version": "_options", "check_arch": "_options",
+    "arch_number": "_arch", "arch_version": "_arch", "check_arch": "_arch",
     "register_counts": "_cubin",
     "CompiledProgram": "_program",
 }

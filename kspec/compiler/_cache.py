@@ -20,7 +20,6 @@ and misses are counted across processes: both live in :mod:`._cache_stats`.
 from __future__ import annotations
 
 import atexit
-import hashlib
 import json
 import os
 import re
@@ -33,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .._atomic import write_atomic
+from .._digest import sha256
 from .._errors import CacheWarning, KspecValueError
 from .._memo import user_cache_dir
 from ._cache_stats import max_bytes_from_env, read_stats, touch, update_stats
@@ -80,7 +80,7 @@ def encode_entry(key: str, program: CompiledProgram) -> bytes:
         },
         sort_keys=True,
     ).encode("utf-8")
-    digest = hashlib.sha256(header + program.binary).digest()
+    digest = sha256(header + program.binary).digest()
     prefix = _PREFIX.pack(_MAGIC, ENTRY_FORMAT_VERSION, len(header), len(program.binary), digest)
     return prefix + header + program.binary
 
@@ -95,7 +95,7 @@ def decode_entry(data: bytes, key: str) -> CompiledProgram | None:
     if len(data) != _PREFIX.size + header_len + binary_len:
         return None
     body = data[_PREFIX.size :]
-    if hashlib.sha256(body).digest() != digest:
+    if sha256(body).digest() != digest:
         return None
     try:
         header = json.loads(body[:header_len].decode("utf-8"))

@@ -16,7 +16,8 @@ from ._cache import BinaryCache, default_cache
 from ._includes import include_dirs, kspec_include_dir
 from ._key import cache_key, check_name_expressions
 from ._nvrtc import NvrtcCallError, nvrtc_version, run_nvrtc, supported_archs
-from ._options import CompileOptions, arch_number
+from ._arch import arch_number
+from ._options import CompileOptions
 from ._program import CompiledProgram
 
 logger = logging.getLogger("kspec.compiler")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from .._digest import sha256
 from .._errors import KspecTypeError
 from .._memo import tree_digest
 from .._resources import TEMPLATE_VERSION
@@ -76,7 +76,7 @@ def find_toolchain_identity(dirs: dict[str, str | None]) -> str:
     if cccl is not None:
         version_h = os.path.join(cccl, "cuda", "std", "__cccl", "version.h")
         try:
-            parts.append(hashlib.sha256(Path(version_h).read_bytes()).hexdigest())
+            parts.append(sha256(Path(version_h).read_bytes()).hexdigest())
         except OSError:
             parts.append("no-cccl-version.h")
     cudart = dirs.get("cudart")
@@ -109,7 +109,7 @@ def cache_key(
     else:
         major, minor = nvrtc_version()
         compiler = f"{major}.{minor}"
-    digest = hashlib.sha256()
+    digest = sha256()
 
     def part(label: str, value: str) -> None:
         # Length-prefixed, so no two different inputs can concatenate to the same bytes.

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .._errors import KspecTypeError, KspecValueError
+from ._arch import check_arch
 
 # Architectures `kspec build` and the build hook compile CUBINs for. Only targets NVRTC 13.0 (the GPU
 # machine's) accepts: its nvrtcGetSupportedArchs() is sm_75 80 86 87 88 89 90 100 103 110 120 121 (13.5 adds
@@ -18,40 +19,12 @@ DEFAULT_ARCHS: tuple[str, ...] = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", 
 # compiles in seconds, so ten minutes means a runaway expression, not a slow machine.
 DEFAULT_COMPILE_TIMEOUT_S = 600.0
 
-# sm_XX -> CUBIN, compute_XX -> PTX; the "a" / "f" suffixes are CUDA 12.9+'s arch- and family-specific targets.
-_ARCH_RE = re.compile(r"(sm|compute)_(\d{2,3})([af]?)")
 _STD_RE = re.compile(r"c\+\+\d\d")  # NVRTC knows no gnu++ dialects
 # NAME, NAME=VALUE, or a function-like macro F(a,b)=VALUE, as -D takes them.
 _DEFINE_RE = re.compile(r"[A-Za-z_]\w*(\([\w\s,.]*\))?(=.*)?", re.DOTALL)
 
 _ARCH_FLAGS = ("-arch", "--gpu-architecture")
 _STD_FLAGS = ("-std", "--std")
-
-
-def check_arch(arch: object, *, param: str = "arch") -> str:
-    """Return ``arch`` when it reads ``sm_XX`` or ``compute_XX``; else a KspecValueError naming ``param``."""
-    if not isinstance(arch, str) or not _ARCH_RE.fullmatch(arch):
-        raise KspecValueError(
-            f"{param}: expected 'sm_XX' (CUBIN) or 'compute_XX' (PTX), e.g. 'sm_90', got {arch!r}"
-        )
-    return arch
-
-
-def arch_number(arch: str) -> int:
-    """``'sm_90a'`` -> 90."""
-    match = _ARCH_RE.fullmatch(arch)
-    if match is None:
-        raise KspecValueError(f"arch: expected 'sm_XX' or 'compute_XX', got {arch!r}")
-    return int(match.group(2))
-
-
-def arch_version(arch: str) -> tuple[int, int] | None:
-    """``'sm_90a'`` -> (9, 0), ``'compute_120'`` -> (12, 0); None when ``arch`` is not an arch string."""
-    match = _ARCH_RE.fullmatch(arch)
-    if match is None:
-        return None
-    number = int(match.group(2))
-    return number // 10, number % 10
 
 
 def _flag_value(extra: Sequence[str], flags: tuple[str, ...]) -> str | None:

@@ -35,7 +35,17 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 from .. import __version__
 from .._errors import BuildHookError, CompileError, KspecValueError, SpecError, SpecErrorGroup
-from ..build import MANIFEST_NAME, BuildResult, confined_file, plan_build, precompile_with_progress, read_manifest, write_output
+from ..build import (
+    BINARY_SUFFIXES,
+    INTERFACE_SUFFIX,
+    MANIFEST_NAME,
+    BuildResult,
+    confined_file,
+    plan_build,
+    precompile_with_progress,
+    read_manifest,
+    write_output,
+)
 from ..codegen import Generation, generate, sync_files
 from ..compiler import arch_number, check_arch, default_archs, supported_archs
 from ..spec import RawSpec, spec_files
@@ -241,9 +251,10 @@ class KspecBuildHook(BuildHookInterface[BuilderConfig]):
             entries = manifest.get("entries")
             for entry in entries if isinstance(entries, list) else []:
                 # only files inside _binaries/: a manifest is data from disk, not a list of paths to trust
-                entry_file = confined_file(binaries, entry.get("file") if isinstance(entry, dict) else None)
-                if entry_file is not None:
-                    entry_file.unlink(missing_ok=True)
+                for field, suffixes in (("file", BINARY_SUFFIXES), ("interface", (INTERFACE_SUFFIX,))):
+                    entry_file = confined_file(binaries, entry.get(field) if isinstance(entry, dict) else None, suffixes)
+                    if entry_file is not None:
+                        entry_file.unlink(missing_ok=True)
             (binaries / MANIFEST_NAME).unlink()
         for directory in sorted((d for d in [out, *out.rglob("*")] if d.is_dir()), key=lambda d: -len(d.parts)):
             if not any(directory.iterdir()):

@@ -13,19 +13,26 @@ before its manifest) is a miss with a :class:`kspec.BinaryWarning`: the kernel c
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
+import json
 import warnings
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from .._errors import BinaryWarning, KspecTypeError, KspecValueError, LaunchError
 from .._binfmt import loadable_image
-from .._manifest import MANIFEST_NAME, MANIFEST_VERSION, lexically_confined, read_manifest, resolves_inside
-from ..compiler import arch_version  # the one arch-string rule (kspec/compiler/_options.py)
+from .._digest import sha256_hex
+from .._manifest import (
+    INTERFACE_SUFFIX,
+    MANIFEST_NAME,
+    MANIFEST_VERSION,
+    lexically_confined,
+    read_manifest,
+    resolves_inside,
+)
+from ..compiler import arch_version  # the one arch-string rule (kspec/compiler/_arch.py)
 
-_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
+_HEX = "0123456789abcdef"  # a sha256 in the manifest: 64 of these
 _FORMATS = ("cubin", "ptx")
 
 
@@ -64,13 +71,12 @@ class BinaryStore:
         entries = manifest.get("entries")
         if not isinstance(entries, list):
             raise self._damaged("'entries' is not a list")
+        # launch interfaces the build stored beside the binaries (kspec/_manifest.py): read on first use, per key
+        self._interface_files: dict[str, Path] = {}
+        self._interfaces: dict[str, Any] = {}
         for k, entry in enumerate(entries):
             key, binary = self._entry(k, entry)
             self._by_key.setdefault(key, []).append(binary)
-        # launch interfaces computed by the build (kspec/_manifest.py); decoded on first use, per key
-        interfaces = manifest.get("interfaces")
-        self._interface_data: dict[str, Any] = interfaces if isinstance(interfaces, dict) else {}
-        self._interfaces: dict[str, Any] = {}
 
     def _damaged(self, why: str) -> KspecValueError:
         return KspecValueError(f"binaries: {str(self.directory / MANIFEST_NAME)!r} is damaged: {why}; rebuild it with kspec build")
@@ -87,27 +93,54 @@ class BinaryStore:
             raise self._damaged(f"entry {k}: 'lowered_names' must map str to str")
         if entry["format"] not in _FORMATS or arch_version(entry["arch"]) is None:
             raise self._damaged(f"entry {k}: format {entry['format']!r} / arch {entry['arch']!r} unknown")
-        if not _SHA256.match(entry["sha256"]):
+        if len(entry["sha256"]) != 64 or entry["sha256"].strip(_HEX):
             raise self._damaged(f"entry {k}: 'sha256' is not a sha256 hex digest")
         path = lexically_confined(self.directory, entry["file"])  # links are checked when it is read (_verify)
         if path is None:
             raise self._damaged(f"entry {k}: file {entry['file']!r} is not a relative path inside the directory")
-        return entry["specialization_key"], StoredBinary(path, entry["format"], entry["arch"], dict(names), entry["sha256"])
+        key = entry["specialization_key"]
+        if "interface" in entry:
+            interface = lexically_confined(self.directory, entry["interface"], (INTERFACE_SUFFIX,))
+            if interface is None:
+                raise self._damaged(f"entry {k}: interface {entry['interface']!r} is not a relative path to a "
+                                    f"*{INTERFACE_SUFFIX} file inside the directory")
+            self._interface_files.setdefault(key, interface)
+        return key, StoredBinary(path, entry["format"], entry["arch"], dict(names), entry["sha256"])
 
     def interface(self, key: str) -> Any:
         """The launch interface (:class:`kspec.render.ModuleInterface`) the build stored for a specialization,
-        or None (an older manifest, or data this kspec does not read): the caller derives it then."""
+        or None (an older manifest, a missing file, or data this kspec does not read): the caller derives it
+        then. A file that is there but does not decode to this specialization's interface warns."""
         if key not in self._interfaces:
-            data = self._interface_data.get(key)
-            found = None
-            if data is not None:
-                from ..render import interface_from_data
-
-                found = interface_from_data(data)
-                if found is not None and found.key != key:  # filed under another key: not this one's
-                    found = None
-            self._interfaces[key] = found
+            self._interfaces[key] = self._read_interface(key)
         return self._interfaces[key]
+
+    def _read_interface(self, key: str) -> Any:
+        path = self._interface_files.get(key)
+        if path is None:
+            return None
+        if not resolves_inside(self.directory, path):
+            raise self._damaged(f"file {str(path)!r} leads outside the directory (a symbolic link)")
+        try:
+            text = path.read_bytes()
+        except OSError:
+            return None
+        from ..render import interface_from_data
+
+        try:
+            found = interface_from_data(json.loads(text))
+        except (ValueError, RecursionError):
+            found = None
+        if found is None or found.key != key:  # damaged, or another build's (filed under another key)
+            warnings.warn(
+                f"kspec: {path} is not the launch interface of the binaries {self.directory / MANIFEST_NAME} lists "
+                "(damaged, or written by a build that did not finish); deriving it instead. Rebuild the "
+                "binaries to silence this.",
+                BinaryWarning,
+                stacklevel=5,
+            )
+            return None
+        return found
 
     def archs(self, key: str) -> list[str]:
         """The architectures the store has for a specialization (for error messages)."""
@@ -146,7 +179,7 @@ class BinaryStore:
         except OSError:  # a file the manifest names is gone: the kernel compiles, as before
             data = None
         verified = None
-        if data is not None and hashlib.sha256(data).hexdigest() == binary.sha256:
+        if data is not None and sha256_hex(data) == binary.sha256:
             verified = StoredBinary(binary.path, binary.format, binary.arch, binary.lowered_names, binary.sha256, data)
         elif data is not None:
             warnings.warn(

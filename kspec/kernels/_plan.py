@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 
 from .. import dtypes
 from ..dtypes import c_strides
 from .._errors import KspecTypeError, KspecValueError, about_kernel
 from ..render import DYNAMIC_NDIM, MAX_NDIM, Specialization, VariantKey
-from typing import NamedTuple, TYPE_CHECKING
+from typing import Any, NamedTuple, TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the Pydantic models
     from ..spec import ElementwiseSpec, ReductionSpec
@@ -156,9 +156,17 @@ def plan_outputs(
 # -- elementwise -----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ElementwisePlan:
-    """Everything about an elementwise call except pointer and scalar values, and the grid."""
+# The default of a plan's per-operand tables: shared by every plan that has none, read-only, so no plan can
+# change another's (plans only read them; plan_elementwise builds a fresh dict for each plan that has some).
+_NONE: Mapping[str, Any] = MappingProxyType({})
+
+
+class ElementwisePlan(NamedTuple):
+    """Everything about an elementwise call except pointer and scalar values, and the grid.
+
+    A NamedTuple, not a dataclass: one is made per call, and building a tuple is faster; defining it costs a
+    tenth at import.
+    """
 
     specialization: Specialization
     shape: tuple[int, ...]  # loop shape; allocated outputs get it
@@ -166,8 +174,8 @@ class ElementwisePlan:
     allocate: tuple[tuple[str, str], ...]  # (output parameter, dtype) to allocate C-contiguous
     variant: VariantKey | None  # None: nothing to launch (size 0)
     extents: tuple[int, ...] = ()  # loop dims innermost first (strided variants)
-    strides: dict[str, tuple[int, ...]] = field(default_factory=dict)  # array operand -> innermost first
-    raw: dict[str, RawLayout] = field(default_factory=dict)
+    strides: Mapping[str, tuple[int, ...]] = _NONE  # array operand -> innermost first
+    raw: Mapping[str, RawLayout] = _NONE
     block: int = DEFAULT_BLOCK
     inner_dense: bool = False  # strided: every operand's innermost stride is its item size or 0
 

@@ -8,7 +8,6 @@ everything.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
@@ -16,6 +15,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from .. import dtypes
+from .._digest import sha256_hex
 from .._errors import InvalidNameError, KspecTypeError, LaunchError, ReservedNameError, SpecError, about_kernel
 from ..render import Specialization, specialize  # lazy: no Jinja
 from ..runtime import (
@@ -122,7 +122,7 @@ class SpecKernel:
         self._binaries = binary_store(binaries)
         self._spec = spec
         text = json.dumps(spec.to_data(), sort_keys=True, separators=(",", ":"), default=str)
-        self._key = hashlib.sha256(text.encode()).hexdigest()
+        self._key = sha256_hex(text.encode())
         self._nin = len(spec.in_params)
         self._nout = len(spec.out_params)
         self._prepared: dict[Any, Any] = {}  # call signature -> PreparedCall (kspec/kernels/_prepared.py)

@@ -108,12 +108,12 @@ post_map(identity) (identity None: the caller raises before launching).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 import numpy as np
 
 from .. import dtypes
+from ._record import Record, assign
 from ._specialize import Operand
 from ._variants import DYNAMIC_NDIM, INDEX_C_TYPES, MAX_NDIM, IndexType, VariantKey
 
@@ -163,15 +163,25 @@ _VALUE_FORMATS = {
 }
 
 
-@dataclass(frozen=True)
-class Field:  # a dataclass: a NamedTuple field may not be called count
+class Field(Record):
     """One member of a C struct: a value of NumPy ``format``, or a C array of ``count`` of them."""
 
+    # A record, not a NamedTuple (its field ``count`` is a tuple method) nor a dataclass (import cost:
+    # kspec/render/_record.py).
+    __slots__ = ("name", "format", "count", "offset", "is_array")
     name: str
     format: str
     count: int  # 1 for a plain value
     offset: int
-    is_array: bool = False  # a C array, even of length 1 (``red_extent[1]``): a NumPy subarray field
+    is_array: bool  # a C array, even of length 1 (``red_extent[1]``): a NumPy subarray field
+
+    def __init__(self, name: str, format: str, count: int, offset: int, is_array: bool = False) -> None:
+        assign(self, "name", name)
+        assign(self, "format", format)
+        assign(self, "count", count)
+        assign(self, "offset", offset)
+        assign(self, "is_array", is_array)
+        assign(self, "_values", (name, format, count, offset, is_array))
 
     @property
     def itemsize(self) -> int:

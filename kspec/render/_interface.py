@@ -2,22 +2,21 @@
 
 Known without rendering: no Jinja, no spec models. ``kspec build`` computes it once per specialization
 and stores :func:`interface_to_data` in the manifest; a process serving that binary reads it back with
-:func:`interface_from_data` instead of deriving it again. The encoding is generic over the frozen
-dataclasses of this package (variants, slots, layouts, ...): a new launch variant or slot kind needs no
-change here.
+:func:`interface_from_data` instead of deriving it again. The encoding is generic over the records of
+this package (NamedTuples and ``_record.Record`` classes: variants, slots, layouts, ...): a new launch
+variant or slot kind needs no change here.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .._errors import KspecTypeError
 from . import _abi, _variants
 from ._abi import EntryAbi, entry_abi
+from ._record import Record, assign
 from ._specialize import Specialization
 from ._variants import VariantKey
 
@@ -38,8 +37,7 @@ class ReduceItem(NamedTuple):
     symbol: str
 
 
-@dataclass(frozen=True, eq=False)
-class ModuleInterface:
+class ModuleInterface(Record):
     """What a launcher needs from a specialization's module, known without rendering its source.
 
     ``variants`` maps each launch variant to its name expression (the compiler resolves these to lowered
@@ -48,12 +46,35 @@ class ModuleInterface:
     kernel never pays for Jinja.
     """
 
+    # A record, not a dataclass (import cost: kspec/render/_record.py). Equal by value (a stored interface
+    # equals the one derived again); hashed by the content key, since its mappings are not hashable.
+    __slots__ = ("name", "kind", "key", "variants", "abi", "reduce_item")
     name: str
     kind: str  # "elementwise" or "reduction"
     key: str  # the specialization's content key
     variants: Mapping[VariantKey, str]
     abi: Mapping[VariantKey, EntryAbi]
-    reduce_item: ReduceItem | None = None
+    reduce_item: ReduceItem | None
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        key: str,
+        variants: Mapping[VariantKey, str],
+        abi: Mapping[VariantKey, EntryAbi],
+        reduce_item: ReduceItem | None = None,
+    ) -> None:
+        assign(self, "name", name)
+        assign(self, "kind", kind)
+        assign(self, "key", key)
+        assign(self, "variants", variants)
+        assign(self, "abi", abi)
+        assign(self, "reduce_item", reduce_item)
+        assign(self, "_values", (name, kind, key, variants, abi, reduce_item))
+
+    def __hash__(self) -> int:
+        return hash(self.key)
 
 
 def module_interface(target: Specialization) -> ModuleInterface:
@@ -87,17 +108,15 @@ def _reduce_item(s: Specialization) -> ReduceItem | None:
 
 
 def _is_record_type(cls: type) -> bool:
-    """A NamedTuple or a dataclass: the record types an interface is made of."""
-    return dataclasses.is_dataclass(cls) or (issubclass(cls, tuple) and hasattr(cls, "_fields"))
+    """A NamedTuple or a :class:`Record`: the record types an interface is made of."""
+    return issubclass(cls, Record) or (issubclass(cls, tuple) and hasattr(cls, "_fields"))
 
 
 def _record_fields(obj: Any) -> tuple[str, ...] | None:
     """The field names of a record instance, else None."""
     if isinstance(obj, type) or not _is_record_type(type(obj)):
         return None
-    if isinstance(obj, tuple):
-        return tuple(type(obj)._fields)  # type: ignore[attr-defined]
-    return tuple(f.name for f in dataclasses.fields(obj))
+    return tuple(type(obj)._fields)
 
 
 def _classes() -> dict[str, type]:

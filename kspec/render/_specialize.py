@@ -6,17 +6,17 @@ launch variant (see ``_variants``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple, TYPE_CHECKING, Union
 
 from .. import dtypes
+from .._digest import sha256_hex
 from .._errors import KspecTypeError, KspecValueError, about_kernel
 from .._resources import TEMPLATE_VERSION, templates_digest
 from ._analysis import needs_from_text, needs_of_raw_source
+from ._record import Record, assign
 from ._variants import (
     TILE_SMEM_LIMIT,
     VECTOR_BYTES,
@@ -75,26 +75,55 @@ class ReduceType(NamedTuple):
         return None if self.dtype is None else dtypes.BY_NAME[self.dtype].itemsize
 
 
-@dataclass(frozen=True, eq=False)
-class Specialization:
+class Specialization(Record):
     """A spec, its placeholder binding and its scalar inputs: everything the rendered source depends on.
 
-    Equal (and hashed) by :attr:`key`. Build with :func:`specialize`.
+    Equal (and hashed) by :attr:`key` alone. Build with :func:`specialize`. A :class:`Record`
+    (kspec/render/_record.py), not a dataclass: every process that launches a kernel defines the class.
     """
 
+    __slots__ = ("spec", "types", "scalars", "key", "needs", "operands", "reduce_type")
     spec: AnySpec
     types: Mapping[str, str]  # placeholder letter -> canonical dtype name
     scalars: frozenset[str]  # non-raw inputs passed by value at this call
     key: str  # sha256 hex over spec data, binding, scalars, TEMPLATE_VERSION and the templates
     needs: frozenset[str]  # heavy headers: "fp16", "bf16", "complex"
-    operands: tuple[Operand, ...] = field(repr=False)
-    reduce_type: ReduceType | None = field(default=None, repr=False)
+    operands: tuple[Operand, ...]
+    reduce_type: ReduceType | None
+
+    def __init__(
+        self,
+        spec: AnySpec,
+        types: Mapping[str, str],
+        scalars: frozenset[str],
+        key: str,
+        needs: frozenset[str],
+        operands: tuple[Operand, ...],
+        reduce_type: ReduceType | None = None,
+    ) -> None:
+        assign(self, "spec", spec)
+        assign(self, "types", types)
+        assign(self, "scalars", scalars)
+        assign(self, "key", key)
+        assign(self, "needs", needs)
+        assign(self, "operands", operands)
+        assign(self, "reduce_type", reduce_type)
+        assign(self, "_values", (spec, types, scalars, key, needs, operands, reduce_type))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Specialization) and other.key == self.key
 
     def __hash__(self) -> int:
         return hash(self.key)
+
+    def __repr__(self) -> str:
+        return (f"Specialization(spec={self.spec!r}, types={self.types!r}, scalars={self.scalars!r}, "
+                f"key={self.key!r}, needs={self.needs!r})")
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # the binding is a read-only view, which does not pickle: it travels as a dict
+        return _unpickle, (self.spec, dict(self.types), self.scalars, self.key, self.needs, self.operands,
+                           self.reduce_type)
 
     @property
     def name(self) -> str:
@@ -222,6 +251,10 @@ def _specialize_raw(spec: RawSpec, types: Mapping[str, str], scalars: frozenset[
     )
 
 
+
+def _unpickle(spec: AnySpec, types: dict[str, str], *rest: Any) -> Specialization:
+    return Specialization(spec, MappingProxyType(types), *rest)
+
 def _bind(spec: ElementwiseSpec | ReductionSpec, types: Mapping[str, str]) -> dict[str, str]:
     if not isinstance(types, Mapping):
         raise KspecTypeError(f"types: expected a mapping of placeholder to dtype, got {type(types).__name__}")
@@ -296,7 +329,7 @@ def _key(data: Mapping[str, object], binding: Mapping[str, str], scalars: frozen
         "scalars": sorted(scalars),
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256_hex(text.encode())
 
 
 # The content key of a spec table (``to_data()``), a binding and scalar inputs, for callers that hold the

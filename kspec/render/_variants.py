@@ -32,8 +32,9 @@ aligned, checked inside):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from ._record import OrderedRecord, assign
 
 IndexType = Literal["int32", "int64"]
 Entry = Literal["contig", "strided", "tiled", "rows", "cols", "split_final"]
@@ -61,8 +62,7 @@ def tile_bytes(itemsizes: list[int]) -> int:
     return sum(TILE * (TILE + 1) * size for size in itemsizes)
 
 
-@dataclass(frozen=True, order=True)
-class VariantKey:
+class VariantKey(OrderedRecord):
     """One launch variant of a rendered module.
 
     ``ndim``: elementwise ``strided``: a static rank (the templates take any; the module instantiates 2), or
@@ -71,10 +71,20 @@ class VariantKey:
     ``vec``: elements per vector load (1 = scalar loads).
     """
 
+    # A record, not a NamedTuple (its field ``index`` is a tuple method) nor a dataclass (import cost:
+    # kspec/render/_record.py). Equal, hashed and ordered by (entry, index, ndim, vec).
+    __slots__ = ("entry", "index", "ndim", "vec")
     entry: Entry
     index: IndexType
-    ndim: int = 0
-    vec: int = 1
+    ndim: int
+    vec: int
+
+    def __init__(self, entry: Entry, index: IndexType, ndim: int = 0, vec: int = 1) -> None:
+        assign(self, "entry", entry)
+        assign(self, "index", index)
+        assign(self, "ndim", ndim)
+        assign(self, "vec", vec)
+        assign(self, "_values", (entry, index, ndim, vec))
 
     @property
     def index_c_type(self) -> str:
