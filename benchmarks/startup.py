@@ -1,7 +1,8 @@
 """Start-up: from a fresh interpreter to the first kernel result, kspec next to CuPy (issue 14).
 
 Every number is the median over ``--runs`` fresh processes, timed inside the child from its first line
-(interpreter start-up itself is the same for both and left out). Every module runs from bytecode, as from
+(interpreter start-up itself is the same for both and left out). The processes of all rows run in rounds,
+one of each row per round, so the host's drift over the run weighs on every row alike. Every module runs from bytecode, as from
 an installed package: children write their ``.pyc`` files under one ``PYTHONPYCACHEPREFIX`` and each
 timed series starts with one untimed process (a machine with ``PYTHONDONTWRITEBYTECODE`` set, or packages
 installed without bytecode, would otherwise recompile numpy, Jinja, ... in every process and time that):
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 N = 1 << 20
@@ -96,17 +98,30 @@ def child(code: str, env: dict[str, str], cwd: Path) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def median(code: str, env: dict[str, str], cwd: Path, runs: int, fresh: dict[str, str] | None = None) -> dict[str, float]:
-    """Median of each timing over ``runs`` fresh processes; ``fresh``: env vars given a new empty directory
-    per run (an empty cache)."""
-    samples = []
-    for _ in range(runs + 1):  # the first, untimed, writes any bytecode still missing
-        run_env = dict(env)
-        for var in fresh or {}:
-            run_env[var] = tempfile.mkdtemp(prefix="startup-cold-")
-        samples.append(child(code, run_env, cwd))
-    samples = samples[1:]
-    return {k: statistics.median(s[k] for s in samples) for k in samples[0]}
+class Series(NamedTuple):
+    """One timed row: a child script and where it runs; ``fresh``: env vars given a new empty directory per
+    process (an empty cache)."""
+
+    code: str
+    env: dict[str, str]
+    cwd: Path
+    fresh: tuple[str, ...] = ()
+
+
+def interleaved(series: dict[str, Series], runs: int) -> dict[str, dict[str, float]]:
+    """Median of each timing of each series over ``runs`` fresh processes, taken in rounds (one process of
+    every series per round), so that the host's drift during the run touches every series alike. Every
+    series first runs once untimed (it writes any bytecode still missing, and warms what a warm row needs)."""
+    samples: dict[str, list[dict[str, float]]] = {name: [] for name in series}
+    for round_ in range(runs + 1):
+        for name, one in series.items():
+            env = dict(one.env)
+            for var in one.fresh:
+                env[var] = tempfile.mkdtemp(prefix="startup-cold-")
+            result = child(one.code, env, one.cwd)
+            if round_:
+                samples[name].append(result)
+    return {name: {k: statistics.median(s[k] for s in got) for k in got[0]} for name, got in samples.items()}
 
 
 def prepare(root: Path, work: Path, label: str, base_env: dict[str, str]) -> tuple[dict[str, str], Path]:
@@ -154,32 +169,39 @@ def main() -> None:
     try:
         base_env = {**os.environ, "CUPY_CACHE_DIR": str(work / "cupy-cache"), "PYTHONPYCACHEPREFIX": str(work / "pycache")}
         base_env.pop("PYTHONDONTWRITEBYTECODE", None)
-        floor = median(FLOOR, base_env, work, args.runs)["import"]
-        rows.append(("floor: import numpy, cuda.bindings.driver", "-", floor, None))
-        cupy_import = cupy_warm = cupy_cold = None
-        if have_cupy:
-            cupy_import = median(IMPORT_CUPY, base_env, work, args.runs)["import"]
-            child(CUPY_EW % {"n": N, "salt": "0"}, base_env, work)  # warm CuPy's cache
-            cupy_warm = median(CUPY_EW % {"n": N, "salt": "0"}, base_env, work, args.runs)["first_call"]
-            cupy_cold = median(CUPY_EW % {"n": N, "salt": "0"}, base_env, work, args.runs, fresh={"CUPY_CACHE_DIR": ""})["first_call"]
+        series = {"floor": Series(FLOOR, base_env, work)}
         importtimes = None
+        if have_cupy:
+            ew = CUPY_EW % {"n": N, "salt": "0"}
+            series |= {"cupy import": Series(IMPORT_CUPY, base_env, work), "cupy warm": Series(ew, base_env, work),
+                       "cupy cold": Series(ew, base_env, work, ("CUPY_CACHE_DIR",))}
         for label, root in roots:
             env, cwd = prepare(root, work, label, base_env)
-            gen = median(GENERATED % {"n": N}, env, cwd, args.runs)
+            ew = KSPEC_EW % {"n": N, "salt": "0"}
+            series |= {f"gen {label}": Series(GENERATED % {"n": N}, env, cwd),
+                       f"import {label}": Series(IMPORT_KSPEC, env, cwd), f"warm {label}": Series(ew, env, cwd),
+                       f"cold {label}": Series(ew, env, cwd, ("KSPEC_CACHE_DIR",))}
+            if importtimes is None:
+                importtimes = importtime(env, cwd, args.top)
+        got = interleaved(series, args.runs)
+        floor = got["floor"]["import"]
+        rows.append(("floor: import numpy, cuda.bindings.driver", "-", floor, None))
+        cupy_import = got["cupy import"]["import"] if have_cupy else None
+        cupy_warm = got["cupy warm"]["first_call"] if have_cupy else None
+        cupy_cold = got["cupy cold"]["first_call"] if have_cupy else None
+        for label, _root in roots:
+            gen = got[f"gen {label}"]
             rows.append((f"generated module import (NVRTC blocked) [{label}]", label, gen["import"], None))
             rows.append((f"  then its first call from its binaries [{label}]", label, gen["first_call"], None))
             rows.append((f"  import + first call, / floor [{label}]", label, gen["total"] / floor, None))
-            imp = median(IMPORT_KSPEC, env, cwd, args.runs)["import"]
+            imp = got[f"import {label}"]["import"]
             rows.append((f"import kspec.kernels [{label}] | import cupy", label, imp, cupy_import))
-            child(KSPEC_EW % {"n": N, "salt": "0"}, env, cwd)  # warm the disk cache (and the memos)
-            warm = median(KSPEC_EW % {"n": N, "salt": "0"}, env, cwd, args.runs)["first_call"]
+            warm = got[f"warm {label}"]["first_call"]
             rows.append((f"first ElementwiseKernel call, warm cache [{label}] | CuPy", label, warm, cupy_warm))
             if cupy_import is not None and cupy_warm is not None:
                 rows.append((f"  import + first call (warm), kspec / CuPy [{label}]", label, (imp + warm) / (cupy_import + cupy_warm), None))
-            cold = median(KSPEC_EW % {"n": N, "salt": "0"}, env, cwd, args.runs, fresh={"KSPEC_CACHE_DIR": ""})["first_call"]
+            cold = got[f"cold {label}"]["first_call"]
             rows.append((f"first ElementwiseKernel call, empty cache [{label}] | CuPy", label, cold, cupy_cold))
-            if importtimes is None:
-                importtimes = importtime(env, cwd, args.top)
         print(f"start-up, median of {args.runs} fresh processes (ms; rows marked / are ratios)")
         print(f"{'what':72} {'kspec':>10} {'CuPy':>10}")
         for what, _label, ours, theirs in rows:

@@ -38,3 +38,13 @@ def templates_digest() -> str:
     from ._memo import tree_digest
 
     return tree_digest(str(templates_dir()))
+
+
+@lru_cache(maxsize=1)
+def renderer_digest() -> str:
+    """sha256 over kspec's rendering code (``kspec/render/``), memoized on disk like the templates': with the
+    specialization key (which covers the spec, its binding and the templates) it determines a rendered
+    kernel's source, so a compile cache hit can be found without rendering (kspec/kernels/_loaded.py)."""
+    from ._memo import tree_digest
+
+    return tree_digest(str(_PACKAGE_DIR / "render"))

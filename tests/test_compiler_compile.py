@@ -334,3 +334,33 @@ def test_program_is_destroyed_on_compile_error(monkeypatch):
         compile_source(BROKEN, name="broken_kernel")
     compile_source(ADD, name="add_f32")
     assert counting.destroyed == 2
+
+
+def test_a_source_made_on_a_miss_only() -> None:
+    """compile_cached with a function for the source and the key that determines it: the function runs on a
+    miss, never on a hit; the key differs from the one of the same text given as a source."""
+    from kspec.compiler import BinaryCache, cache_key, compile_cached
+
+    text = 'extern "C" __global__ void made(float* y) { y[0] = 2; }'
+    made: list[int] = []
+
+    def source() -> str:
+        made.append(1)
+        return text
+
+    cache = BinaryCache(None)
+    options = CompileOptions(arch="sm_90")
+    args = {"name": "made", "options": options, "name_expressions": ("made",), "cache": cache}
+    program, hit = compile_cached(source, source_key="made v1", **args)
+    assert not hit and made == [1] and program.lowered_names == {"made": "made"}
+    again, hit = compile_cached(source, source_key="made v1", **args)
+    assert hit and made == [1] and again.binary == program.binary
+    assert cache_key(source_key="made v1", options=options) != cache_key("made v1", options=options)
+    with pytest.raises(kspec.KspecTypeError, match="source_key"):
+        compile_cached(source, **args)
+    with pytest.raises(kspec.KspecTypeError, match="source_key"):
+        compile_cached(text, source_key="made v1", **args)
+    with pytest.raises(kspec.KspecTypeError, match="made a int"):
+        compile_cached(lambda: 3, source_key="made v2", **args)  # type: ignore[arg-type, return-value]
+    with pytest.raises(kspec.KspecTypeError, match="not both"):
+        cache_key(text, source_key="x")

@@ -191,3 +191,29 @@ def test_serving_sha256_is_hashlibs() -> None:
     streamed.update(b"ab")
     streamed.update(b"c")
     assert streamed.digest() == hashlib.sha256(b"abc").digest()
+
+
+def test_compile_cache_hit_renders_nothing(tmp_path: Path) -> None:
+    """A kernel whose binary is in the compile cache is found there by its specialization key: a second
+    process renders nothing, so it imports neither Jinja nor NVRTC (nor OpenSSL); a changed body misses."""
+    script = (
+        "import json, sys, numpy as np, kspec\n"
+        "from kspec.compiler import default_cache\n"
+        "k = kspec.ElementwiseKernel('float32 x, float32 y', 'float32 z', 'z = (x - y) * %s', 'cached_sqd')\n"
+        "k.compile(np.ones(4, np.float32), np.ones(4, np.float32), arch='sm_90')\n"
+        "info = default_cache().info()\n"
+        "heavy = ('jinja2', 'cuda.bindings.nvrtc', 'kspec.render._render', '_hashlib')\n"
+        "print(json.dumps({'heavy': [m for m in heavy if m in sys.modules], 'entries': info.entries}))"
+    )
+    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(body: str) -> dict:
+        done = subprocess.run([sys.executable, "-c", script % body], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = run("(x - y)")
+    assert "jinja2" in first["heavy"] and first["entries"] >= 1  # compiled: rendered with Jinja
+    assert run("(x - y)") == {"heavy": [], "entries": first["entries"]}  # every variant from the cache
+    changed = run("(y - x)")
+    assert "jinja2" in changed["heavy"] and changed["entries"] > first["entries"]

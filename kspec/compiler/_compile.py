@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
-import logging
 import os
 import re
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from .._digest import sha256_hex
 from .._errors import CompileError, KspecTypeError, KspecValueError, about_kernel
 from ._cache import BinaryCache, default_cache
 from ._includes import include_dirs, kspec_include_dir
@@ -20,7 +20,17 @@ from ._arch import arch_number
 from ._options import CompileOptions
 from ._program import CompiledProgram
 
-logger = logging.getLogger("kspec.compiler")
+if TYPE_CHECKING:
+    import logging
+
+
+def _logger() -> logging.Logger:
+    """The "kspec.compiler" logger: imported when there is something to say (``logging`` costs ~1-2 ms of a
+    first compile)."""
+    import logging
+
+    return logging.getLogger("kspec.compiler")
+
 
 _FALSE = ("", "0", "false", "no", "off")
 
@@ -42,7 +52,7 @@ def dump_source(source: str, name: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     safe_name = re.sub(r"[^\w.-]", "_", name)[:80]
     # The digest makes one file per distinct source, so specializations of one kernel do not overwrite.
-    path = directory / f"{safe_name}-{hashlib.sha256(source.encode()).hexdigest()[:12]}.cu"
+    path = directory / f"{safe_name}-{sha256_hex(source.encode())[:12]}.cu"
     path.write_text(source, encoding="utf-8")
     return path
 
@@ -109,7 +119,7 @@ def compile_source(
 
     assert output is not None
     if log:
-        logger.debug("kernel %r compiled with messages:\n%s", name, log)
+        _logger().debug("kernel %r compiled with messages:\n%s", name, log)
     return CompiledProgram(
         binary=output.binary,
         format="ptx" if options.is_ptx else "cubin",
@@ -129,10 +139,10 @@ def _dump_note(source: str, name: str, error: str) -> str:
             dump_path = dump_source(source, name)
             dump_note = f"source written to {dump_path}"
             if not error:
-                logger.info("kernel %r: %s", name, dump_note)
+                _logger().info("kernel %r: %s", name, dump_note)
         except OSError as exc:
             dump_note = f"could not write the source dump ({exc})"
-            logger.warning("kernel %r: %s", name, dump_note)
+            _logger().warning("kernel %r: %s", name, dump_note)
     return dump_note
 
 
@@ -181,7 +191,7 @@ def _indent(text: str) -> str:
 
 
 def compile_cached(
-    source: str,
+    source: str | Callable[[], str],
     *,
     name: str,
     options: CompileOptions = CompileOptions(),
@@ -189,31 +199,51 @@ def compile_cached(
     needs: Iterable[str] = (),
     cache: BinaryCache | None = None,
     backend: str = "nvrtc",
+    source_key: str | None = None,
 ) -> tuple[CompiledProgram, bool]:
     """``compile_source`` behind ``cache`` (default: ``default_cache()``); returns ``(program, cache_hit)``.
 
     A hit costs a key computation and a dict lookup in-process, or one file read from disk. With
-    ``KSPEC_DUMP_SOURCE`` set, a hit writes the source too (as a compile does).
+    ``KSPEC_DUMP_SOURCE`` set, a hit writes the source too (as a compile does). ``source`` may be a function
+    making it, given with ``source_key`` (see :func:`cache_key`): then it is made only on a miss.
     """
-    _check_inputs(source, name, options)
+    if callable(source):
+        if not isinstance(source_key, str) or not source_key:
+            raise KspecTypeError("source_key: a source given as a function needs the str that determines it")
+        _check_inputs("", name, options)
+    else:
+        if source_key is not None:
+            raise KspecTypeError("source_key: only for a source given as a function")
+        _check_inputs(source, name, options)
     if cache is None:
         cache = default_cache()
     needs = tuple(needs) if not isinstance(needs, str) else (needs,)
     _check_backend(backend)
-    key = cache_key(source, options=options, name_expressions=name_expressions, needs=needs, backend=backend)
+    key = cache_key(None if callable(source) else source, options=options, name_expressions=name_expressions,
+                    needs=needs, backend=backend, source_key=source_key)
     program = cache.get(key)
+    text = source if isinstance(source, str) else None
     if program is not None:
         if _dump_requested():  # the source is wanted whether or not this process compiles it
             try:
-                logger.info("kernel %r (cache hit): source written to %s", name, dump_source(source, name))
+                text = text if text is not None else _made(source)
+                _logger().info("kernel %r (cache hit): source written to %s", name, dump_source(text, name))
             except OSError as exc:
-                logger.warning("kernel %r: could not write the source dump (%s)", name, exc)
+                _logger().warning("kernel %r: could not write the source dump (%s)", name, exc)
         return program, True
+    text = text if text is not None else _made(source)
     program = compile_source(
-        source, name=name, options=options, name_expressions=name_expressions, needs=needs, backend=backend
+        text, name=name, options=options, name_expressions=name_expressions, needs=needs, backend=backend
     )
     cache.put(key, program)
     return program, False
+
+
+def _made(source: str | Callable[[], str]) -> str:
+    text = source() if callable(source) else source
+    if not isinstance(text, str):
+        raise KspecTypeError(f"source: the function made a {type(text).__name__}, expected CUDA C++ source as a str")
+    return text
 
 
 def _failure(tool: str, log_name: str, name: str, arch: str, error: str, log: str, args: Sequence[str], source: str,

@@ -87,19 +87,24 @@ def find_toolchain_identity(dirs: dict[str, str | None]) -> str:
 
 
 def cache_key(
-    source: str,
+    source: str | None = None,
     *,
     options: CompileOptions = CompileOptions(),
     name_expressions: Sequence[str] = (),
     needs: Iterable[str] = (),
     backend: str = "nvrtc",
+    source_key: str | None = None,
 ) -> str:
     """The sha256 (hex) naming the cache entry of one compile.
 
     Covers the source, the full NVRTC option list (include directories included), the name expressions in
     order, kspec's device headers, the CUDA header packages, the NVRTC version, the target architecture,
     ``TEMPLATE_VERSION`` and the entry format. ``backend="nvcc"``: nvcc's path and version stand for NVRTC's.
+    ``source_key`` instead of ``source``: a string that determines the source (a rendered kernel's
+    specialization key and renderer digest), so a cache hit never renders it.
     """
+    if (source is None) == (source_key is None):
+        raise KspecTypeError("cache_key: give the source or its source_key, not both")
     args = options.to_args(include_dirs(needs))
     if backend == "nvcc":
         from ._nvcc import find_nvcc, nvcc_version
@@ -124,5 +129,8 @@ def cache_key(
     part("toolchain", toolchain_identity())
     part("args", "\0".join(args))
     part("names", "\0".join(check_name_expressions(name_expressions)))
-    part("source", source)
+    if source_key is not None:
+        part("source-key", source_key)
+    else:
+        part("source", str(source))
     return digest.hexdigest()

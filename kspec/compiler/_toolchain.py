@@ -16,12 +16,12 @@ A process with no NVRTC never memoizes: it raises as before.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .._digest import sha256
 from .. import __version__
 from .._memo import memoized, path_stamp, store
 
@@ -67,7 +67,7 @@ def _find() -> dict[str, object]:
 
 def _memo_name() -> str:
     """One memo per interpreter and environment, so two virtual environments do not overwrite each other's."""
-    return "toolchain-" + hashlib.sha256(f"{sys.executable}\0{sys.prefix}".encode()).hexdigest()[:16]
+    return "toolchain-" + sha256(f"{sys.executable}\0{sys.prefix}".encode()).hexdigest()[:16]
 
 
 @lru_cache(maxsize=1)

@@ -113,22 +113,30 @@ def compile_program(specialization: Specialization, arch: str, binaries: Any = N
                     expressions: tuple[str, ...] | None = None) -> tuple[bytes, Mapping[str, str], str]:
     """The binary, lowered names and NVRTC log of ``expressions`` (default: every variant) of
     ``specialization`` for ``arch``, behind the binary cache. Without NVRTC, a kernel that has ``binaries``
-    raises the store's error naming the binary it lacks."""
+    raises the store's error naming the binary it lacks.
+
+    The cache key names the source by the specialization key and the renderer's digest (which determine
+    it), so a hit neither renders the source nor imports Jinja; a miss renders it."""
+    from .. import __version__
+    from .._resources import renderer_digest
     from ..compiler import CompileOptions, compile_cached
 
-    rendered = rendered_module(specialization)
+    name = specialization.name
+    if expressions is None:
+        expressions = specialization.name_expressions
     options = CompileOptions(arch=arch, extra=tuple(specialization.spec.options))
     try:
         program, _hit = compile_cached(
-            rendered.source,
-            name=rendered.name,
+            lambda: rendered_module(specialization).source,
+            source_key=f"kspec {__version__} specialization {specialization.key} renderer {renderer_digest()}",
+            name=name,
             options=options,
-            name_expressions=rendered.name_expressions if expressions is None else expressions,
-            needs=rendered.needs,
+            name_expressions=expressions,
+            needs=specialization.needs,
         )
     except NvrtcNotFoundError as exc:
         if binaries is None:
             raise
-        what = kernel_label(rendered.name, dict(specialization.types) or "no placeholders")
+        what = kernel_label(name, dict(specialization.types) or "no placeholders")
         raise binaries.missing(what, specialization.key, arch, exc) from None
     return program.binary, program.lowered_names, program.log
