@@ -31,9 +31,8 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from .._errors import CacheWarning
 
@@ -78,8 +77,7 @@ def max_bytes_from_env() -> int | None:
     return value or None
 
 
-@dataclass(frozen=True)
-class Stats:
+class Stats(NamedTuple):
     """The persisted counts of one cache directory (since ``since``, a Unix time; 0.0: never written)."""
 
     hits: int = 0

@@ -8,10 +8,9 @@ whose kernels were built into its wheel runs without NVRTC installed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType, ModuleType
+from typing import Any, NamedTuple
 
 from .._errors import NvrtcNotFoundError
 
@@ -102,14 +101,13 @@ def _decode_log(raw: bytes | bytearray) -> str:
     return bytes(raw).rstrip(b"\x00").decode("utf-8", errors="replace").strip()
 
 
-@dataclass
-class NvrtcOutput:
+class NvrtcOutput(NamedTuple):
     """What one NVRTC run produced. ``error`` is the failing status name ("" on success)."""
 
     error: str
     log: str
     binary: bytes = b""
-    lowered_names: dict[str, str] = field(default_factory=dict)
+    lowered_names: Mapping[str, str] = MappingProxyType({})  # read-only: the default is shared
 
 
 def run_nvrtc(

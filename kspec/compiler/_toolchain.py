@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from .._digest import sha256
 from .. import __version__
@@ -28,8 +28,7 @@ from .._memo import memoized, path_stamp, store
 _ENV = ("CUDA_PATH", "CUDA_HOME", "LD_LIBRARY_PATH", "CONDA_PREFIX", "PATH")
 
 
-@dataclass(frozen=True)
-class Toolchain:
+class Toolchain(NamedTuple):
     nvrtc_version: tuple[int, int]
     header_dirs: dict[str, str | None]  # "cccl" / "cudart" -> directory (None: not found)
     identity: str  # kspec.compiler._key.toolchain_identity's text
