@@ -101,3 +101,21 @@ def test_tiled_entry_only_where_its_tiles_fit():
     assert all(v.entry != "tiled" for v in three_c128.variants)
     assert any(v.entry == "tiled" for v in specialize(GENERIC, {"T": "float64"}).variants)
     assert all(v.entry != "tiled" for v in specialize(L2NORM, {"T": "float32"}).variants)  # reductions: none
+
+
+def test_minimal_builtins_unless_the_code_may_need_them() -> None:
+    """Elementwise and reduction modules compile with NVRTC's -minimal (about 10% faster) unless their code
+    names a texture, surface or runtime API word, launches or includes a header; raw modules never."""
+    import kspec
+
+    def options(operation: str, preamble: str = "", spec_options: tuple[str, ...] = ()) -> tuple[str, ...]:
+        k = kspec.ElementwiseKernel("float32 x", "float32 y", operation, "minimal_k", preamble=preamble,
+                                    options=spec_options)
+        return specialize(k.spec, {}).nvrtc_options
+
+    assert options("y = x * 2") == ("-minimal",)
+    assert options("y = tex1D<float>(t, x)") == ()
+    assert options("y = x", preamble="#include <cuda_fp16.h>") == ()
+    assert options("cudaError_t e = cudaSuccess; y = x") == ()
+    assert options("y = x * 2", spec_options=("--minimal",)) == ("--minimal",)
+    assert options("y = x * 2", spec_options=("-lineinfo",)) == ("-lineinfo", "-minimal")

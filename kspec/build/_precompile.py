@@ -123,7 +123,7 @@ def precompile(
     the platform allows it, see :mod:`._workers`), so a kernel that crashes NVRTC or runs past ``timeout``
     seconds (None or 0: no limit) fails alone and the others are kept.
     """
-    rendered: dict[tuple[int, tuple[tuple[str, str], ...], frozenset[str]], tuple[RenderedModule, str] | KspecError] = {}
+    rendered: dict[tuple[int, tuple[tuple[str, str], ...], frozenset[str]], _Rendered | KspecError] = {}
     for unit in units:  # render once per (spec, binding, scalars), whatever the number of archs
         k = (id(unit.spec), tuple(unit.types.items()), unit.scalars)
         if k not in rendered:
@@ -142,11 +142,11 @@ def precompile(
         if isinstance(entry, KspecError):
             result.error = entry
         else:
-            module, key = entry
+            module, key, nvrtc_options = entry
             result.key = key
             result.source_sha256 = hashlib.sha256(module.source.encode()).hexdigest()
             try:
-                program, hit = _compile(unit, module, store, pool)
+                program, hit = _compile(unit, module, nvrtc_options, store, pool)
             except KspecError as exc:
                 result.error = exc
             else:
@@ -174,8 +174,9 @@ def precompile(
             threading.stack_size(previous)
 
 
-def _compile(unit: BuildUnit, module: RenderedModule, cache: BinaryCache, pool: CompilePool | None) -> tuple[CompiledProgram, bool]:
-    options = CompileOptions(arch=unit.arch, extra=tuple(unit.spec.options))
+def _compile(unit: BuildUnit, module: RenderedModule, nvrtc_options: tuple[str, ...], cache: BinaryCache,
+             pool: CompilePool | None) -> tuple[CompiledProgram, bool]:
+    options = CompileOptions(arch=unit.arch, extra=nvrtc_options)
     needs = tuple(module.needs)
     if pool is None:
         result: tuple[CompiledProgram, bool] = compile_cached(
@@ -193,9 +194,14 @@ def _compile(unit: BuildUnit, module: RenderedModule, cache: BinaryCache, pool: 
     return program, False
 
 
-def _render(unit: BuildUnit) -> tuple[RenderedModule, str]:
+# A unit's rendered module, its specialization key and the NVRTC options it compiles with.
+_Rendered = tuple[RenderedModule, str, tuple[str, ...]]
+
+
+def _render(unit: BuildUnit) -> _Rendered:
     if isinstance(unit.spec, RawSpec):
         module = render_raw(unit.spec)
-        return module, module.key
+        return module, module.key, tuple(unit.spec.options)
     specialization = specialize(unit.spec, unit.types, scalars=unit.scalars)
-    return render(specialization), specialization.key
+    # the options a lazily compiled call would use (Specialization.nvrtc_options), so both build alike
+    return render(specialization), specialization.key, specialization.nvrtc_options

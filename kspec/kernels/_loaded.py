@@ -124,7 +124,7 @@ def compile_program(specialization: Specialization, arch: str, binaries: Any = N
     name = specialization.name
     if expressions is None:
         expressions = specialization.name_expressions
-    options = CompileOptions(arch=arch, extra=tuple(specialization.spec.options))
+    options = CompileOptions(arch=arch, extra=specialization.nvrtc_options)
     try:
         program, _hit = compile_cached(
             lambda: rendered_module(specialization).source,

@@ -15,7 +15,7 @@ from .. import dtypes
 from .._digest import sha256_hex
 from .._errors import KspecTypeError, KspecValueError, about_kernel
 from .._resources import TEMPLATE_VERSION, templates_digest
-from ._analysis import needs_from_text, needs_of_raw_source
+from ._analysis import needs_from_text, needs_full_builtins, needs_of_raw_source
 from ._record import Record, assign
 from ._variants import (
     TILE_SMEM_LIMIT,
@@ -124,6 +124,15 @@ class Specialization(Record):
         # the binding is a read-only view, which does not pickle: it travels as a dict
         return _unpickle, (self.spec, dict(self.types), self.scalars, self.key, self.needs, self.operands,
                            self.reduce_type)
+
+    @property
+    def nvrtc_options(self) -> tuple[str, ...]:
+        """The NVRTC options the module compiles with: the spec's, plus ``-minimal`` for an elementwise or
+        reduction module whose code needs none of what that leaves out (``needs_full_builtins``)."""
+        options = tuple(self.spec.options)
+        if self.kind == "raw" or {"-minimal", "--minimal"} & set(options) or needs_full_builtins(_code_texts(self.spec)):
+            return options
+        return (*options, "-minimal")
 
     @property
     def name(self) -> str:
