@@ -8,8 +8,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+# Patterns are compiled on first use (re caches them): a process serving binaries only specializes, and
+# compiling every pattern here at import would cost it ~0.3 ms.
+
 # Anything that can make an assignment conditional or skip it.
-_CONTROL = re.compile(r"\b(?:if|else|for|while|do|switch|case|goto|return|break|continue)\b")
+_CONTROL = r"\b(?:if|else|for|while|do|switch|case|goto|return|break|continue)\b"
 
 
 def is_write_only(operation: str, name: str) -> bool:
@@ -22,7 +25,7 @@ def is_write_only(operation: str, name: str) -> bool:
     plain ``=``. Anything else (``z = z * 2``, ``f(z)``, ``y = z = x``, a comment naming ``z``) answers
     False, which is always correct, only slower.
     """
-    if _CONTROL.search(operation):
+    if re.search(_CONTROL, operation):
         return False
     found = False
     for match in re.finditer(rf"\b{re.escape(name)}\b", operation):
@@ -46,7 +49,7 @@ _HEADER_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
 
 # The #include lines of a raw source; what they name is only used to report what it needs (the include
 # path is there anyway: kspec/compiler/_includes.py).
-_INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.MULTILINE)
+_INCLUDE_RE = r'(?m)^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]'
 
 
 def needs_from_text(texts: Iterable[str]) -> set[str]:
@@ -68,7 +71,7 @@ def needs_of_raw_source(source: str, translate_cucomplex: bool = False) -> set[s
     does too.
     """
     needs = set()
-    for header in _INCLUDE_RE.findall(source):
+    for header in re.findall(_INCLUDE_RE, source):
         if header.startswith(("cupy/", "kspec/complex", "cuda/", "cuComplex")):
             needs.add("complex")
         elif header.startswith("cub/"):
@@ -87,9 +90,9 @@ def needs_of_raw_source(source: str, translate_cucomplex: bool = False) -> set[s
 # (an elementwise module: 33.5 -> 30.1 ms, NVRTC 13.5, sm_90). kspec's templates and headers use none of them;
 # code that names one (a word starting cuda, CU, tex or surf), launches (<<<) or includes a header, which
 # might, compiles with the full builtins.
-_FULL_BUILTINS = re.compile(r"\b(?:cuda|CU|tex|surf)|<<<|#[ \t]*include")
+_FULL_BUILTINS = r"\b(?:cuda|CU|tex|surf)|<<<|#[ \t]*include"
 
 
 def needs_full_builtins(texts: Iterable[str]) -> bool:
     """Whether kernel code (preamble, expressions) may use what NVRTC's ``-minimal`` leaves out."""
-    return any(_FULL_BUILTINS.search(text) for text in texts)
+    return any(re.search(_FULL_BUILTINS, text) for text in texts)

@@ -17,7 +17,8 @@ import numpy as np
 
 from .._errors import KspecNotImplementedError, KspecTypeError, KspecValueError
 from ..dtypes import c_strides
-from . import _dlpack, _driver
+from . import _driver
+from ._generic import KDL_CUDA
 from ._device import Device, get_device
 from ._interop import (
     CUPY,
@@ -260,7 +261,7 @@ class DeviceArray:
         }
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return (_dlpack.KDL_CUDA, self._device_id)
+        return (KDL_CUDA, self._device_id)
 
     def __dlpack__(
         self,
@@ -276,6 +277,8 @@ class DeviceArray:
         if stream is not None and stream != -1:
             order_after(self._home_stream(), normalize_protocol_stream(stream))
         versioned = max_version is not None and max_version[0] >= 1
+        from . import _dlpack  # its ctypes structs are made on the first export
+
         return _dlpack.make_capsule(
             ptr=source._ptr,
             shape=source._shape,

@@ -15,12 +15,10 @@ import numpy as np
 
 from .._errors import KspecTypeError
 
-# DLDeviceType values kspec deals with.
-KDL_CPU = 1
-KDL_CUDA = 2
-KDL_CUDA_HOST = 3
-KDL_CUDA_MANAGED = 13
-DEVICE_ACCESSIBLE = (KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED)
+from ._generic import DEVICE_ACCESSIBLE, KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED  # noqa: F401
+
+# Imported when a DeviceArray is exported (its __dlpack__), not before: its ctypes structs cost ~1-2 ms of
+# a process's start-up.
 
 # DLDataTypeCode
 _INT, _UINT, _FLOAT, _BFLOAT, _COMPLEX, _BOOL = 0, 1, 2, 4, 5, 6

@@ -28,6 +28,13 @@ from .._errors import KspecError, KspecTypeError, KspecValueError
 from . import _driver
 from ..dtypes import c_strides
 
+# DLPack's DLDeviceType values kspec deals with (what a producer's __dlpack_device__ answers).
+KDL_CPU = 1
+KDL_CUDA = 2
+KDL_CUDA_HOST = 3
+KDL_CUDA_MANAGED = 13
+DEVICE_ACCESSIBLE = (KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED)
+
 _VIEW: Any = None  # cuda.core.utils.StridedMemoryView, once imported
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._errors import KspecTypeError, KspecValueError
 from ..dtypes import c_strides
-from . import _dlpack, _generic
+from . import _generic
 
 KSPEC = "kspec"  # DeviceArray and the pointers RawModule.get_global returns
 CUPY = "cupy"
@@ -265,7 +265,7 @@ def _cai_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
 
 def _dlpack_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
     device_type, device_id = obj.__dlpack_device__()
-    if int(device_type) not in _dlpack.DEVICE_ACCESSIBLE:
+    if int(device_type) not in _generic.DEVICE_ACCESSIBLE:
         raise KspecTypeError(
             f"{_where(param)}{type(obj).__name__} is on DLPack device type {int(device_type)} (not CUDA); "
             "copy it to the device first"

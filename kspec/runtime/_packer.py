@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from . import _driver, _interop, _launch
 from . import _stream as _stream_module
 from ._device import Device, current_device_id
-from ._dlpack import DEVICE_ACCESSIBLE
+from ._generic import DEVICE_ACCESSIBLE
 from ._launch_args import (
     _Arg,
     _bad_launch_value,
