@@ -278,7 +278,6 @@ class DeviceArray:
             order_after(self._home_stream(), normalize_protocol_stream(stream))
         versioned = max_version is not None and max_version[0] >= 1
         from . import _dlpack  # its ctypes structs are made on the first export
-
         return _dlpack.make_capsule(
             ptr=source._ptr,
             shape=source._shape,
