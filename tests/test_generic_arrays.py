@@ -3,7 +3,7 @@
 
 DLPack producers here are kspec's own capsule writer over fake device pointers: cuda.core reads a capsule
 without touching the memory or the driver. CAI arrays need the driver for their pointer's device, which the
-fake driver of tests/test_runtime_launch_cpu.py answers (its fixture points cuda.core at it too); a driver
+fake driver of tests/fake_driver.py answers (its fixture points cuda.core at it too); a driver
 error (a pointer the driver does not know) needs the real one. The GPU side, with real producers and their
 streams, is tests/test_generic_arrays_gpu.py.
 """
@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import test_runtime_launch_cpu as launch_cpu
-from test_runtime_launch_cpu import SOURCE, fake_array, u64
+from fake_driver import fake_array
+from test_runtime_launch_cpu import SOURCE, u64
 
 import kspec
 from kspec.dtypes import c_strides
@@ -164,7 +165,7 @@ import json, sys
 import numpy as np
 import kspec
 from kspec.runtime import array_info, _driver
-from test_runtime_launch_cpu import FakeDriver, fake_array
+from fake_driver import FakeDriver, fake_array
 from test_generic_arrays import DL
 _driver._driver, _driver._failure, _driver._device_count = FakeDriver({}), None, 1
 seen = ["cuda.core" in sys.modules]

@@ -3,7 +3,7 @@ Pydantic, Jinja, NVRTC, renderer or build machinery.
 
 Each test runs a fresh interpreter (imports are per process) that imports a generated module, calls a
 kernel served from its ``_binaries`` and then lists the forbidden modules it finds in ``sys.modules``.
-On the CPU machine the call goes through a fake driver (tests/test_runtime_launch_cpu.py's, which decodes
+On the CPU machine the call goes through a fake driver (tests/fake_driver.py, which decodes
 the parameter buffer as libcuda would): import, binary lookup, sha256 check, module load and launch all
 run for real up to the driver. The GPU test launches on the device and checks the result.
 """
@@ -62,7 +62,7 @@ import numpy as np
 import served_pkg.elementwise as ew
 
 sys.path.insert(0, {tests!r})
-from test_runtime_launch_cpu import FakeDriver, fake_array
+from fake_driver import FakeDriver, fake_array
 from kspec.runtime import _driver, _launch
 
 # the entry points the build wrote, with each parameter's size, from the manifest (plain JSON)
