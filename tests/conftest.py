@@ -41,3 +41,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason=reason)
     for item in gpu_items:
         item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _device_0_current_after_gpu_tests(request: pytest.FixtureRequest):
+    """After a GPU test on a machine with several devices, device 0 is current again, as in a fresh process.
+
+    A kspec launch makes the device of its arrays current and leaves it so (kspec/runtime/_device.py,
+    ``activate_if_several``), so a test on device 1 would otherwise change where the next test's
+    allocations go. Only GPU tests touch the driver here.
+    """
+    yield
+    if request.node.get_closest_marker("gpu") is None or _no_gpu_reason() is not None:
+        return
+    from kspec.runtime import Device, device_count
+
+    if device_count() > 1:
+        Device(0).use()
