@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from .._errors import KspecTypeError
 from . import _abi, _variants
 from ._abi import EntryAbi, entry_abi
-from ._record import Record, assign
+from ._record import Record
 from ._specialize import Specialization
 from ._variants import VariantKey
 
@@ -65,13 +65,7 @@ class ModuleInterface(Record):
         abi: Mapping[VariantKey, EntryAbi],
         reduce_item: ReduceItem | None = None,
     ) -> None:
-        assign(self, "name", name)
-        assign(self, "kind", kind)
-        assign(self, "key", key)
-        assign(self, "variants", variants)
-        assign(self, "abi", abi)
-        assign(self, "reduce_item", reduce_item)
-        assign(self, "_values", (name, kind, key, variants, abi, reduce_item))
+        self._store(name, kind, key, variants, abi, reduce_item)
 
     def __hash__(self) -> int:
         return hash(self.key)

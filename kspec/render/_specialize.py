@@ -16,7 +16,7 @@ from .._digest import sha256_hex
 from .._errors import KspecTypeError, KspecValueError, about_kernel
 from .._resources import TEMPLATE_VERSION, templates_digest
 from ._analysis import needs_from_text, needs_full_builtins, needs_of_raw_source
-from ._record import Record, assign
+from ._record import Record
 from ._variants import (
     TILE_SMEM_LIMIT,
     VECTOR_BYTES,
@@ -101,14 +101,7 @@ class Specialization(Record):
         operands: tuple[Operand, ...],
         reduce_type: ReduceType | None = None,
     ) -> None:
-        assign(self, "spec", spec)
-        assign(self, "types", types)
-        assign(self, "scalars", scalars)
-        assign(self, "key", key)
-        assign(self, "needs", needs)
-        assign(self, "operands", operands)
-        assign(self, "reduce_type", reduce_type)
-        assign(self, "_values", (spec, types, scalars, key, needs, operands, reduce_type))
+        self._store(spec, types, scalars, key, needs, operands, reduce_type)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Specialization) and other.key == self.key

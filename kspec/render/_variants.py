@@ -32,6 +32,7 @@ aligned, checked inside):
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal
 
 from ._record import OrderedRecord, assign
@@ -91,6 +92,7 @@ class VariantKey(OrderedRecord):
         return INDEX_C_TYPES[self.index]
 
 
+@lru_cache(maxsize=None)  # the same few tuples for every kernel: made once, not per call
 def elementwise_variants(vec: int, tiled: bool = False) -> tuple[VariantKey, ...]:
     """The instantiations of an elementwise module, trimmed for NVRTC time.
 
@@ -112,6 +114,7 @@ def elementwise_variants(vec: int, tiled: bool = False) -> tuple[VariantKey, ...
     return (*variants, VariantKey("tiled", "int32", DYNAMIC_NDIM, 1)) if tiled else variants
 
 
+@lru_cache(maxsize=None)
 def reduction_variants(vec: int) -> tuple[VariantKey, ...]:
     """The instantiations of a reduction module: 64-bit only (their inner loops divide nothing except in
     the rare runtime-rank path, and each reduction instantiation costs ~30 ms of NVRTC time); the one-
