@@ -1,6 +1,6 @@
 """kspec.jit vs cupyx.jit, same kernels, same run (GPU machine): ``python3 benchmarks/jit_bench.py``.
 
-Rows: (1) a grid-stride copy and a saxpy over 2^28 float32 as fractions of the device-to-device copy
+Rows: (1) a grid-stride copy (its bound ``size`` as uint32, int32, int64 and uint64) and a saxpy over 2^28 float32 as fractions of the device-to-device copy
 bandwidth measured in the same run (bytes read + written; CUDA events; warm-up; median of 15 runs rotating
 over two input sets); (2) host cost per launch on tiny arrays (jit vs cupyx.jit vs a kspec RawKernel of the
 same C++ signature); (3) the first call of a new signature (trace + translate + compile + load) with an
@@ -79,9 +79,12 @@ def main() -> None:
     a = np.float32(2.5)
     kcopy, ccopy = KS.fresh(KS.copy), CU.fresh(CU.copy)
     ksaxpy, csaxpy = KS.fresh(KS.saxpy), CU.fresh(CU.saxpy)
-    bench = {
-        "jit copy (kspec)": (lambda d: kcopy((grid,), (block,), (d[0], out, size)), 2),
-        "jit copy (cupyx.jit)": (lambda d: ccopy((grid,), (block,), (d[0], out, size)), 2),
+    bench = {}
+    for bound in (np.uint32, np.int32, np.int64, np.uint64):  # the loop bound's type decides how NVCC sees it
+        bsize = bound(n)
+        for lib, k in (("kspec", kcopy), ("cupyx.jit", ccopy)):
+            bench[f"jit copy {bound.__name__} ({lib})"] = ((lambda d, k=k, bsize=bsize: k((grid,), (block,), (d[0], out, bsize))), 2)
+    bench |= {
         "jit saxpy (kspec)": (lambda d: ksaxpy((grid,), (block,), (a, d[0], d[1], out, size)), 3),
         "jit saxpy (cupyx.jit)": (lambda d: csaxpy((grid,), (block,), (a, d[0], d[1], out, size)), 3),
     }
@@ -92,8 +95,10 @@ def main() -> None:
     ksaxpy((grid,), (block,), (a, sets[1][0], sets[1][1], out, size))
     # rtol/atol allow the FMA NVRTC contracts a * x + y into (CuPy's two kernels round twice)
     assert bool(cp.allclose(out, expected, rtol=1e-5, atol=1e-5)), "kspec jit saxpy is wrong"
-    kcopy((grid,), (block,), (sets[0][0], out, size))
-    assert bool((out == sets[0][0]).all()), "kspec jit copy is wrong"
+    for bound in (np.uint32, np.int32, np.int64, np.uint64):
+        out.fill(np.nan)  # poisoned: every element must be written
+        kcopy((grid,), (block,), (sets[0][0], out, bound(n)))
+        assert bool((out == sets[0][0]).all()), f"kspec jit copy with a {bound.__name__} bound is wrong"
     sets = out = expected = None  # free the 2^28-element arrays (not del: the lambdas above close over out)
 
     # host cost per launch, tiny arrays
@@ -127,9 +132,9 @@ def main() -> None:
     results["first_call_ms_all"] = first
 
     print(f"device: {name} ({sms} SMs); 2^28 float32; grid={grid} block={block}; D2D copy {copy_gbs:.0f} GB/s")
-    print(f"{'row':28s} {'ms':>8s} {'GB/s':>8s} {'of copy':>8s}")
+    print(f"{'row':34s} {'ms':>8s} {'GB/s':>8s} {'of copy':>8s}")
     for label, r in results["rows"].items():
-        print(f"{label:28s} {r['ms']:8.3f} {r['GBps']:8.0f} {r['of_copy']:8.3f}")
+        print(f"{label:34s} {r['ms']:8.3f} {r['GBps']:8.0f} {r['of_copy']:8.3f}")
     print(f"{'host cost per launch':28s} {'us':>8s}")
     for label, us in host.items():
         print(f"{label:28s} {us:8.2f}")

@@ -123,10 +123,19 @@ def test_control_flow_and_runtime_step():
     total = (1 + 3 + 5 + 7 + 9) + (10 + 8 + 6 + 4 + 2) + np.where(kind > 0, 3, 6) + (0 + 2 + 4 + 6) + 4
     total = total + np.where(kind == 0, 3, 4)
     np.testing.assert_array_equal(out.get(), total * 10 + kind)
-    for start, stop, step in [(0, 10, 3), (10, 0, -3), (5, 5, 1), (-4, 4, 2)]:
+    u32, i32, u64, i64 = np.uint32, np.int32, np.uint64, np.int64
+    cases = [(0, 10, 3), (10, 0, -3), (5, 5, 1), (-4, 4, 2),
+             (u32(3), i32(-5), u32(1)),  # compared as Python compares: a negative stop, no iteration
+             (i32(10), i32(-10), i32(-7)),
+             (u64(2**64 - 10), u64(2**64 - 1), u64(4)),  # near the top of uint64: no wrap-around
+             (i64(-2**63), i64(2**63 - 1), i64(2**62))]  # a distance that overflows int64
+    for start, stop, step in cases:
         cnt = kspec.zeros(1, dtype=np.int64)
         K.runtime_step[1, 1](cnt, start, stop, step)
-        assert cnt.get()[0] == len(range(start, stop, step))
+        assert cnt.get()[0] == len(range(int(start), int(stop), int(step))), (start, stop, step)
+    cnt = kspec.zeros(1, dtype=np.int64)
+    K.runtime_step[1, 1](cnt, 0, 10, 0)  # a zero step at run time: no iteration (a kernel cannot raise)
+    assert cnt.get()[0] == 0
 
 
 def test_shapes_strides_and_zero_d():

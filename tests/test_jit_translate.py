@@ -41,6 +41,7 @@ CASES = [
     *[(K.integer_ops, (_v(t), _v(t), _m(t))) for t in (np.int32, np.uint32, np.int64, np.int8)],
     (K.control_flow, (_v(np.float32), _v(np.int64), 4)),
     (K.runtime_step, (_v(np.int64), 0, 10, 3)),
+    *[(K.elementwise_copy, (_v(np.float32), _v(np.float32), t(8))) for t in (np.int32, np.uint64)],
     (K.shapes, (_m(np.float32), _m(np.float32))),
     (K.zero_d, (np.zeros((), np.float64), np.zeros((), np.float64))),
     (K.math_functions, (_v(np.float32), _m(np.float32))),
@@ -118,10 +119,12 @@ def test_constructs_translate_as_documented():
     src = K.control_flow.cuda_source(_v(np.float32), _v(np.int64), 4)
     assert "#pragma unroll\n" in src and "#pragma unroll 2" in src and "#pragma unroll 1" in src
     assert "return;" in src and "break;" in src and "continue;" in src and "while (true)" in src
-    assert "j > 0; j += -2" in src and "} else if (" in src
+    # constant bounds: the trip count is a literal; j is derived from the counter
+    assert "_k1 < 5; ++_k1" in src and "j = static_cast<long long>((10) + _k1 * (-2));" in src
+    assert "} else if (" in src
     assert "(v < 0.0f)" in src  # a literal meeting a float32 stays float32
     src = K.runtime_step.cuda_source(_v(np.int64), 0, 10, 3)
-    assert "(_step" in src and "> 0 ?" in src  # a run-time step may be negative
+    assert "kspec_jit::range_length<long long>(_start" in src  # a run-time step may be negative or zero
     src = K.shapes.cuda_source(_m(np.float32), _m(np.float32))
     assert "rows_0 = x.shape[0]" not in src and "x.shape[0]" in src and "x.size()" in src
     assert "((x(i, j) * 2.0f) + 2.0f)" in src  # x.ndim is a compile-time constant
@@ -319,3 +322,14 @@ def test_signatures_build_ahead_of_time(tmp_path):
     assert ("elementwise_copy_float32_1d_float32_1d_uint32", "sm_90") in built
     library = kspec.load(spec_file, binaries=out)
     assert isinstance(library["elementwise_copy_float32_1d_float32_1d_uint32"], kspec.RawKernel)
+
+
+@pytest.mark.parametrize("bound", [np.uint32, np.int32, np.int64, np.uint64])
+def test_grid_stride_loop_counts_trips_in_a_signed_64_bit_counter(bound):
+    # NVCC pipelines `for (long long k = 0; k < n; ++k)`; an unsigned or narrow `i += step` it did not
+    # (benchmarks/NOTES.md). The bounds compare in int64, or in uint64 when one of them is uint64.
+    src = K.elementwise_copy.cuda_source(_v(np.float32), _v(np.float32), bound(8))
+    wide = "unsigned long long" if bound is np.uint64 else "long long"
+    assert f"kspec_jit::range_length<{wide}>(" in src
+    assert re.search(r"for \(long long (_k\d+) = 0; \1 < _n\d+; \+\+\1\)", src)
+    assert "i += " not in src

@@ -46,6 +46,14 @@ __device__ inline unsigned int laneid() {
     asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
     return lane;
 }
+// len(range(start, stop, step)) as Python computes it. The distance is taken in unsigned 64-bit arithmetic,
+// so it cannot overflow whatever the bounds; a zero step (Python's ValueError) gives no iteration.
+template <typename T> __device__ __forceinline__ long long range_length(T start, T stop, T step) {
+    typedef unsigned long long U;
+    if (step > T(0)) return stop > start ? (long long)(((U)stop - (U)start - 1ULL) / (U)step + 1ULL) : 0LL;
+    if (step == T(0)) return 0LL;
+    return start > stop ? (long long)(((U)start - (U)stop - 1ULL) / (0ULL - (U)step) + 1ULL) : 0LL;
+}
 // Integer power by squaring (x ** n for integers; a negative exponent gives 0 unless |x| == 1).
 template <typename T> __device__ T ipow(T base, T exp) {
     if (exp < 0) return base == 1 ? T(1) : (base == T(-1) ? ((exp & 1) ? T(-1) : T(1)) : T(0));
