@@ -72,7 +72,7 @@ from ._builtins import (
     threadIdx,
     warpsize,
 )
-from ._errors import JitError, JitNameError, JitSourceError, JitTypeError, JitUnsupportedError
+from ._errors import JitError, JitNameError, JitSourceError, JitTypeError, JitUnsupportedError, JitValueError
 
 __all__ = [
     "JitError",
@@ -81,6 +81,7 @@ __all__ = [
     "JitSourceError",
     "JitTypeError",
     "JitUnsupportedError",
+    "JitValueError",
     "atomic_add",
     "atomic_and",
     "atomic_cas",
