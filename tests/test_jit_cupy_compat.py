@@ -45,7 +45,7 @@ def test_cached_codes_hold_one_source_per_signature():
     kernel = jit.rawkernel()(_copy.func)  # a fresh kernel: nothing generated yet
     assert kernel.cached_codes == {}
     with pytest.raises(ValueError, match="no code yet; it is generated at the first call"):
-        kernel.cached_code
+        _ = kernel.cached_code
     int_source = kernel.cuda_source(_v(np.int32), _v(np.int32))
     assert list(kernel.cached_codes.values()) == [int_source] and kernel.cached_code == int_source
     float_source = kernel.cuda_source(_v(np.float32), _v(np.float32))

@@ -184,7 +184,7 @@ class FunctionTranslator(ExpressionTranslator):
             return
         if not self.device:
             raise self.error(JitTypeError, node, "a kernel cannot return a value (write results into an array); only device functions (rawkernel(device=True)) return values")
-        value = self.scalar(value, node.value, self.return_type if isinstance(self.return_type, Scalar) else None)
+        value = self.scalar(value, node.value or node, self.return_type if isinstance(self.return_type, Scalar) else None)
         if self.return_type is None:
             self.return_type = value.type
         elif self.return_type != value.type:
