@@ -31,6 +31,7 @@ Semantics that differ from Python (they are C++'s, as in CUDA C++ and cupyx.jit)
 * ``math.*`` functions keep float32 arguments in float32 (Python's math returns float64); integer arguments
   compute in float64. float16 arithmetic other than ``+ - * /`` computes in float32.
 * Module-level constants and closure variables are read when a signature is first compiled.
+* Atomics take the dtypes CUDA 13 has for them (kspec/jit/_atomics.py; docs/guide/jit.md lists them).
 
 Builtins: ``threadIdx``, ``blockIdx``, ``blockDim``, ``gridDim``, ``warpsize``, ``laneid()``, ``grid(n)``,
 ``gridsize(n)``, ``syncthreads()``, ``syncwarp(mask)``, ``shared_memory(dtype, size, alignment=None)``,
@@ -72,7 +73,7 @@ from ._builtins import (
     threadIdx,
     warpsize,
 )
-from ._errors import JitError, JitNameError, JitSourceError, JitTypeError, JitUnsupportedError
+from ._errors import JitError, JitNameError, JitSourceError, JitTypeError, JitUnsupportedError, JitValueError
 
 __all__ = [
     "JitError",
@@ -81,6 +82,7 @@ __all__ = [
     "JitSourceError",
     "JitTypeError",
     "JitUnsupportedError",
+    "JitValueError",
     "atomic_add",
     "atomic_and",
     "atomic_cas",

@@ -218,6 +218,23 @@ class JitKernel:
         return [self._spec_of(types, self._translate(types)) for types in self._signatures]
 
     @property
+    def cached_codes(self) -> dict[tuple[JitType, ...], str]:
+        """The CUDA source generated so far, one entry per signature (a tuple of argument types), oldest
+        first: what cupyx.jit's ``cached_codes`` holds. Empty until the first call (or ``cuda_source``)."""
+        return {types: translation.source for types, translation in self._translations.items()}
+
+    @property
+    def cached_code(self) -> str:
+        """The CUDA source of the signature translated last (the only one, when the kernel has been called
+        with one signature)."""
+        if not self._translations:
+            raise KspecValueError(
+                f"kernel {self.func.__name__!r}: no code yet; it is generated at the first call "
+                "(or use cuda_source(*args) with stand-in arguments)"
+            )
+        return next(reversed(self._translations.values())).source
+
+    @property
     def signatures(self) -> tuple[tuple[JitType, ...], ...]:
         return self._signatures
 

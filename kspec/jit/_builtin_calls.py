@@ -1,4 +1,5 @@
-"""The C++ of the larger builtins: range loops, atomics, warp shuffles, math functions, cooperative groups."""
+"""The C++ of the larger builtins: range loops, warp shuffles, math functions, cooperative groups (atomics:
+_atomics.py)."""
 
 from __future__ import annotations
 
@@ -96,29 +97,13 @@ def _unroll_pragma(tr: Any, unroll: Any, node: ast.AST) -> str:
     if value is True:
         return "#pragma unroll"
     if value is False:
-        return "#pragma unroll 1"
+        return "#pragma unroll(1)"
     if isinstance(value, int) and value >= 1:
-        return f"#pragma unroll {value}"
+        return f"#pragma unroll({value})"
     raise tr.error(JitTypeError, node, f"unroll= must be None, True, False or a positive int, got {value!r}")
 
 
-# -- atomics -----------------------------------------------------------------------------------------------
-
-# dtypes each atomic takes; those in _VIA_ULL go through an unsigned long long* cast (same bits).
-ATOMIC_TYPES = {
-    "add": ("int32", "uint32", "int64", "uint64", "float16", "float32", "float64"),
-    "sub": ("int32", "uint32", "int64", "uint64", "float32", "float64"),
-    "exch": ("int32", "uint32", "int64", "uint64", "float32"),
-    "min": ("int32", "uint32", "int64", "uint64"),
-    "max": ("int32", "uint32", "int64", "uint64"),
-    "inc": ("uint32",),
-    "dec": ("uint32",),
-    "cas": ("int32", "uint32", "int64", "uint64"),
-    "and": ("int32", "uint32", "int64", "uint64"),
-    "or": ("int32", "uint32", "int64", "uint64"),
-    "xor": ("int32", "uint32", "int64", "uint64"),
-}
-_VIA_ULL = {"add": {"int64"}, "sub": set(), "exch": {"int64"}, "cas": {"int64"}, "and": {"int64"}, "or": {"int64"}, "xor": {"int64"}}
+# -- array elements (atomics, memcpy_async) ---------------------------------------------------------------
 
 
 def _element(tr: Any, array: Any, index: Any, node: ast.AST) -> ScalarValue:
@@ -137,36 +122,6 @@ def _element(tr: Any, array: Any, index: Any, node: ast.AST) -> ScalarValue:
         raise tr.error(JitTypeError, node, f"a {ndim}-d array takes {ndim} indices, got {len(codes)}")
     code = f"{array.code}[{codes[0]}]" if ndim == 1 else f"{array.code}({', '.join(codes)})"
     return Value(code, t.dtype)
-
-
-def atomic(tr: Any, op: str, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> ScalarValue:
-    count = 4 if op == "cas" else 3
-    if kwargs or len(args) != count:
-        spelled = "atomic_cas(array, index, compare, value)" if op == "cas" else f"atomic_{op}(array, index, value)"
-        raise tr.error(JitTypeError, node, f"{spelled}: takes {count} positional arguments")
-    element = _element(tr, args[0], args[1], node)
-    t = element.type
-    if t.name not in ATOMIC_TYPES[op]:
-        raise tr.error(JitTypeError, node, f"atomic_{op} is not available for {t} in CUDA (it takes: {', '.join(ATOMIC_TYPES[op])})")
-    operands = [cast(tr.scalar(a, node, t), t) for a in args[2:]]
-    address = f"&{element.code}"
-    if t.name in _VIA_ULL.get(op, set()):
-        ull = "unsigned long long"
-        address = f"reinterpret_cast<{ull}*>({address})"
-        operands = [f"static_cast<{ull}>({o})" for o in operands]
-    if op == "sub" and t.name not in ("int32", "uint32"):
-        fn, operands = "atomicAdd", [f"({t.ctype})(-{operands[0]})"]
-        if t.name == "int64":
-            address = f"reinterpret_cast<unsigned long long*>(&{element.code})"
-            operands = [f"static_cast<unsigned long long>(-{cast(tr.scalar(args[2], node, t), t)})"]
-        elif t.name == "uint64":
-            operands = [f"(0ULL - {cast(tr.scalar(args[2], node, t), t)})"]
-    else:
-        fn = "atomic" + {"exch": "Exch", "cas": "CAS"}.get(op, op.title())
-    code = f"{fn}({address}, {', '.join(operands)})"
-    if "reinterpret_cast<unsigned long long*>" in address:
-        code = f"static_cast<{t.ctype}>({code})"
-    return Value(code, t)
 
 
 # -- warp shuffles -------------------------------------------------------------------------------------------

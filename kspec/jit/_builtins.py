@@ -14,8 +14,9 @@ from typing import Any, Callable
 import numpy as np
 
 from .._errors import KspecNotImplementedError
-from ._builtin_calls import atomic, group_call, math_call, shuffle
-from ._errors import JitTypeError, JitUnsupportedError
+from ._atomics import atomic
+from ._builtin_calls import group_call, math_call, shuffle
+from ._errors import JitTypeError, JitUnsupportedError, JitValueError
 from ._types import BOOL, FLOAT64, INT32, INT64, UINT32, Group, JitType, Scalar, Shared, Void, common_type, scalar_of
 from ._values import Const, ScalarValue, TupleValue, Value, cast, const_to_value, is_number
 
@@ -89,20 +90,27 @@ warpsize = Special("warpsize", "warpSize", INT32)
 # -- simple builtins -----------------------------------------------------------------------------------------
 
 
-def _ndim_arg(tr: Any, args: list[Any], node: ast.AST, what: str) -> int:
-    if len(args) != 1 or not (isinstance(args[0], Const) and args[0].value in (1, 2, 3)):
-        raise tr.error(JitTypeError, node, f"{what}(ndim) takes a constant ndim of 1, 2 or 3")
-    return int(args[0].value)
+def _ndim_arg(tr: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST, what: str) -> int:
+    ndim = kwargs.pop("ndim", args[0] if len(args) == 1 else None)
+    if ndim is None or kwargs or len(args) > 1:
+        raise tr.error(JitTypeError, node, f"{what}(ndim) takes one argument, ndim")
+    value = ndim.value if isinstance(ndim, Const) else None
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+        got = "a value computed at run time" if not isinstance(ndim, Const) else f"{type(value).__name__} {value!r}"
+        raise tr.error(JitTypeError, node, f"ndim must be an integer known at compile time ({what}(1), {what}(2) or {what}(3)), got {got}")
+    if value not in (1, 2, 3):
+        raise tr.error(JitValueError, node, f"Only ndim=1,2,3 are supported: {what}({value})")
+    return int(value)
 
 
 def _grid(tr: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
-    ndim = _ndim_arg(tr, args, node, "grid")
+    ndim = _ndim_arg(tr, args, kwargs, node, "grid")
     items = tuple(Value(f"(blockIdx.{a} * blockDim.{a} + threadIdx.{a})", UINT32) for a in "xyz"[:ndim])
     return items[0] if ndim == 1 else TupleValue(items)
 
 
 def _gridsize(tr: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
-    ndim = _ndim_arg(tr, args, node, "gridsize")
+    ndim = _ndim_arg(tr, args, kwargs, node, "gridsize")
     items = tuple(Value(f"(blockDim.{a} * gridDim.{a})", UINT32) for a in "xyz"[:ndim])
     return items[0] if ndim == 1 else TupleValue(items)
 
@@ -206,6 +214,8 @@ def call(tr: Any, function: Any, args: list[Any], kwargs: dict[str, Any], node: 
         raise tr.error(JitUnsupportedError, node, f"keyword arguments are not supported when calling {getattr(obj, '__name__', obj)!r}")
     if obj is builtins.range:
         return _range_outside_for(tr, args, kwargs, node)
+    if obj is np.dtype:  # numpy.dtype(t) and cupy.dtype(t) (the same class): a compile-time dtype
+        return _dtype(tr, args, node)
     if obj in _CAST_BUILTINS or (isinstance(obj, type) and issubclass(obj, np.generic)) or isinstance(obj, np.dtype):
         return _cast(tr, obj, args, node)
     if obj is builtins.complex:
@@ -247,12 +257,27 @@ def _cast(tr: Any, obj: Any, args: list[Any], node: ast.AST) -> Any:
     value = args[0]
     if isinstance(value, Const) and is_number(value.value):
         return Const(np.dtype(target.name).type(value.value))
+    if isinstance(value, Const) and isinstance(value.value, str) and target.kind in "fc":
+        # float('nan'), numpy.float32('inf'): folded by Python (a Python float stays a weak literal)
+        try:
+            return Const(obj(value.value) if obj is builtins.float else np.dtype(target.name).type(value.value))
+        except ValueError:
+            raise tr.error(JitValueError, node, f"could not convert string to {target}: {value.value!r}") from None
     value = tr.scalar(value, node, None)
     tr.module.note_type(target)
     if target == BOOL and value.type != BOOL:
         zero = const_to_value(Const(0), value.type)
         return Value(f"({tr.operand(value, common_type(value.type, value.type))} != {zero.code})", BOOL) if value.type.name != "float16" else Value(cast(value, BOOL), BOOL)
     return Value(cast(value, target), target)
+
+
+def _dtype(tr: Any, args: list[Any], node: ast.AST) -> Const:
+    if len(args) != 1 or not isinstance(args[0], Const):
+        raise tr.error(JitTypeError, node, "numpy.dtype(t) takes one dtype-like known at compile time (a name such as 'float32', a NumPy type, a dtype)")
+    try:
+        return Const(np.dtype(args[0].value))
+    except TypeError as exc:
+        raise tr.error(JitTypeError, node, f"numpy.dtype({args[0].value!r}): {exc}") from None
 
 
 def _complex(tr: Any, args: list[Any], node: ast.AST) -> ScalarValue:

@@ -26,6 +26,10 @@ class JitTypeError(JitError, KspecTypeError):
     """Types that do not fit: a local assigned another type, a float index, an atomic on a dtype CUDA lacks."""
 
 
+class JitValueError(JitError, KspecValueError):
+    """A value that does not fit: ``grid(4)``, unpacking a scalar or a tuple of another length."""
+
+
 class JitNameError(JitError, KspecValueError, NameError):
     """A name the kernel uses is neither a local, a parameter, a global, nor a kspec.jit builtin."""
 

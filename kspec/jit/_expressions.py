@@ -175,6 +175,10 @@ class ExpressionTranslator:
         for op, right_node in zip(node.ops, node.comparators):
             right = self.expr(right_node)
             symbol = _COMPARE.get(type(op))
+            if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(left, Const) and isinstance(right, Const):
+                pieces.append(Const((left.value is right.value) == isinstance(op, ast.Is)))  # `unroll is None`
+                left = right
+                continue
             if symbol is None:
                 raise self.error(JitUnsupportedError, node, f"the comparison {type(op).__name__} is not supported (is / in need Python objects)")
             if isinstance(left, Const) and isinstance(right, Const):

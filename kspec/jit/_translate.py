@@ -18,7 +18,7 @@ from typing import Any
 
 from . import _builtins as bi
 from ._builtin_calls import emit_range_loop
-from ._errors import JitError, JitNameError, JitTypeError, JitUnsupportedError
+from ._errors import JitError, JitNameError, JitTypeError, JitUnsupportedError, JitValueError
 from ._expressions import ExpressionTranslator
 from ._source import FunctionSource, read_function
 from ._module import ModuleState, c_name
@@ -173,7 +173,9 @@ class FunctionTranslator(ExpressionTranslator):
             self.emit(f"{value.code};", node)
 
     def stmt_Return(self, node: ast.Return) -> None:
-        if node.value is None:
+        # The value is translated first, so an unknown name is a NameError before any return-type check.
+        value = self.expr(node.value) if node.value is not None else Const(None)
+        if isinstance(value, Const) and value.value is None:  # `return` and `return None`
             if self.device and self.return_type not in (None, Void()):
                 raise self.error(JitTypeError, node, f"returns nothing here but {self.return_type} elsewhere")
             if self.device:
@@ -182,8 +184,7 @@ class FunctionTranslator(ExpressionTranslator):
             return
         if not self.device:
             raise self.error(JitTypeError, node, "a kernel cannot return a value (write results into an array); only device functions (rawkernel(device=True)) return values")
-        value = self.expr(node.value)
-        value = self.scalar(value, node.value, self.return_type if isinstance(self.return_type, Scalar) else None)
+        value = self.scalar(value, node.value or node, self.return_type if isinstance(self.return_type, Scalar) else None)
         if self.return_type is None:
             self.return_type = value.type
         elif self.return_type != value.type:
@@ -303,9 +304,11 @@ class FunctionTranslator(ExpressionTranslator):
         elif isinstance(value, Const) and isinstance(value.value, tuple):
             items = tuple(Const(v) for v in value.value)
         else:
-            raise self.error(JitTypeError, node, "only tuples (and .shape / .strides / grid(n)) can be unpacked")
-        if len(items) != count:
-            raise self.error(JitTypeError, node, f"cannot unpack {len(items)} values into {count} names")
+            raise self.error(JitValueError, node, f"{self.describe(value)} cannot be unpacked: only tuples (.shape, .strides, grid(2), grid(3)) can")
+        if len(items) > count:
+            raise self.error(JitValueError, node, f"too many values to unpack (expected {count}, got {len(items)})")
+        if len(items) < count:
+            raise self.error(JitValueError, node, f"not enough values to unpack (expected {count}, got {len(items)})")
         return items
 
     def assign_name(self, name: str, value: Any, node: ast.AST) -> None:
@@ -382,7 +385,7 @@ class FunctionTranslator(ExpressionTranslator):
             raise self.error(JitUnsupportedError, node, f"the Python builtin {name!r} is not available in jit kernels (supported: {', '.join(sorted(bi.PYTHON_BUILTINS))})")
         assigned_later = any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(self.src.tree))
         hint = "it is assigned only later in the function" if assigned_later else "not a parameter, local, global, or kspec.jit builtin"
-        raise self.error(JitNameError, node, f"name {name!r} is not defined: {hint}")
+        raise self.error(JitNameError, node, f"Unbound name: {name} ({hint})")
 
 
 def _read_only_parameters(tree: ast.FunctionDef, names: list[str]) -> set[str]:

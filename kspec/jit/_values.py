@@ -83,21 +83,37 @@ def literal(obj: Any, as_type: Scalar) -> str:
         return f"(({as_type.ctype}){value})"
     if as_type.kind == "f":
         real = float(obj.real if isinstance(obj, complex) else obj)
-        if math.isnan(real):
-            text = "__longlong_as_double(0x7ff8000000000000LL)"
-        elif math.isinf(real):
-            text = "__longlong_as_double(0x7ff0000000000000LL)" if real > 0 else "(-__longlong_as_double(0x7ff0000000000000LL))"
-        else:
-            text = repr(real)
-            if "e" not in text and "." not in text:
-                text += ".0"
+        if not math.isfinite(real):
+            return _non_finite(real, name)
+        text = repr(real)
+        if "e" not in text and "." not in text:
+            text += ".0"
         if name == "float64":
             return text
         if name == "float32":
-            return f"{text}f" if not text.startswith(("(", "_")) else f"((float){text})"
-        return f"(({as_type.ctype})({text}f))" if not text.startswith(("(", "_")) else f"(({as_type.ctype})(float){text})"
+            return f"{text}f"
+        return f"(({as_type.ctype})({text}f))"
     number = complex(obj)
-    return f"{as_type.ctype}({literal(number.real, FLOAT64)}, {literal(number.imag, FLOAT64)})"
+    part = FLOAT64 if name == "complex128" else Scalar("float32")
+    return f"{as_type.ctype}({literal(number.real, part)}, {literal(number.imag, part)})"
+
+
+# NaN and infinities have no C++ literal: they are spelled as bit patterns (a quiet NaN, +inf), which every
+# NVRTC mode accepts (no <math_constants.h>, no CUDART_NAN_F).
+_NON_FINITE_BITS = {
+    "float64": ("__longlong_as_double({}LL)", "0x7ff8000000000000", "0x7ff0000000000000"),
+    "float32": ("__int_as_float({})", "0x7fc00000", "0x7f800000"),
+    "float16": ("__ushort_as_half((unsigned short){}U)", "0x7e00", "0x7c00"),
+    "bfloat16": ("__ushort_as_bfloat16((unsigned short){}U)", "0x7fc0", "0x7f80"),
+}
+
+
+def _non_finite(value: float, name: str) -> str:
+    spelling, nan_bits, inf_bits = _NON_FINITE_BITS[name]
+    if math.isnan(value):
+        return spelling.format(nan_bits)
+    code = spelling.format(inf_bits)
+    return code if value > 0 else f"(-{code})"
 
 
 def const_to_value(const: Const, against: JitType | None = None) -> ScalarValue:
