@@ -72,12 +72,13 @@ from ._builtins import (
     threadIdx,
     warpsize,
 )
-from ._errors import JitError, JitNameError, JitSourceError, JitTypeError, JitUnsupportedError
+from ._errors import JitError, JitNameError, JitRecursionError, JitSourceError, JitTypeError, JitUnsupportedError
 
 __all__ = [
     "JitError",
     "JitKernel",
     "JitNameError",
+    "JitRecursionError",
     "JitSourceError",
     "JitTypeError",
     "JitUnsupportedError",

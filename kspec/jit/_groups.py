@@ -13,7 +13,7 @@ from typing import Any
 
 from ._errors import JitTypeError, JitUnsupportedError
 from ._types import BOOL, INT64, UINT32, UINT64, Array, Dim3Type, Group, JitType, Shared, Void
-from ._values import Const, TupleValue, Value, cast, const_to_value
+from ._values import Const, TupleValue, Value, const_to_value
 
 DIM3 = Dim3Type()
 
