@@ -132,6 +132,29 @@ def test_recursion_through_a_factory_unfolds_at_compile_time(compiled):
     assert re.search(r"void pairwise_sum_step_shared_float64_8\(double\* buf\) \{\n\}", source)
 
 
+def test_value_returns_dropped_at_compile_time_leave_a_void_function():
+    def marker(enabled):
+        @jit.rawkernel(device=True)
+        def mark(x):
+            if enabled:
+                x[0] = 1
+                return x[0]
+
+        return mark
+
+    mark_off = marker(False)
+
+    @jit.rawkernel()
+    def marks(x):
+        mark_off(x)
+        mark_off(x)  # a call of the finished function: its return type is void, not unknown
+
+    source = marks.cuda_source(_v(np.int32))
+    name = "test_value_returns_dropped_at_compile_time_leave_a_void_function_marker_mark_int32_1d"
+    assert f"__device__ void {name}(kspec_jit::array<int, 1> x);" in source
+    assert source.count(f"    {name}(x);") == 2
+
+
 def test_call_in_an_index_runs_once(compiled):
     source = compiled["index_from_call"][0]
     assert source.count("bump_first_int64_1d(x)") == 1

@@ -67,6 +67,8 @@ def device_call(tr: Any, function: Any, args: list[Any], node: ast.AST) -> Value
             callee.return_type = Void()  # known before the body: recursive calls may come first
         entry = module.device_functions[key] = DeviceFunction(name, callee)  # before translating: recursion finds it
         definition = callee.translate()
+        if callee.return_type is None:  # every value-returning `return` sat in a branch dropped at compile time
+            callee.return_type = Void()
         entry.prototype, entry.definition = callee.head() + ";", definition
     return_type = entry.translator.return_type
     if return_type is None:  # a recursive call before any return fixed the type
