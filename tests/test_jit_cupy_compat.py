@@ -121,7 +121,7 @@ def test_return_and_return_none_in_kernels_and_device_functions():
     source = _returns_none.cuda_source(_v(np.int32), _v(np.int32))
     assert source.count("return;") == 2
     device = _calls_device_returning_none.cuda_source(_v(np.float32), np.float32(1))
-    assert "__device__ void _device_returns_none(" in device and "return;" in device
+    assert "__device__ void device_returns_none_float32_1d_float32(" in device and "return;" in device
     _sm(source)
     _sm(device)
 

@@ -161,12 +161,17 @@ def test_builtins_translate():
 
 def test_device_functions_are_emitted_once_per_signature():
     src = K.uses_device_functions.cuda_source(_v(np.float32), _v(np.float32))
-    assert "__device__ float square_plus(float a, float b)" in src
-    assert "__device__ long long square_plus_1(long long a, long long b)" in src
-    assert src.count("__device__ long long clamp_index(") == 1
-    assert "__device__ void store(kspec_jit::array<float, 1> out" in src
-    # callees come before their callers
-    assert src.index("clamp_index(unsigned") < src.index("read_clamped(kspec_jit")
+    # one C++ function per (function, signature), named after the Python name and the signature
+    assert "__device__ float square_plus_float32_float32(float a, float b) {" in src
+    assert "__device__ long long square_plus_int64_int64(long long a, long long b) {" in src
+    assert src.count("__device__ long long clamp_index_uint32_int64(unsigned int i, long long n) {") == 1
+    assert "__device__ void store_float32_1d_uint32_float32(kspec_jit::array<float, 1> out" in src
+    # every device function is declared before any is defined, so definitions may come in any order
+    functions = src[src.index("}  // namespace kspec_jit"):]
+    prototypes = re.findall(r"^__device__ [^\n{]*\);$", functions, re.M)
+    definitions = re.findall(r"^(__device__ [^\n{]*\)) \{$", functions, re.M)
+    assert sorted(p[:-1] for p in prototypes) == sorted(definitions) and len(definitions) == 5
+    assert max(functions.index(p) for p in prototypes) < min(functions.index(d + " {") for d in definitions)
 
 
 def test_stand_ins_and_signature_strings():

@@ -36,8 +36,12 @@ Semantics that differ from Python (they are C++'s, as in CUDA C++ and cupyx.jit)
 Builtins: ``threadIdx``, ``blockIdx``, ``blockDim``, ``gridDim``, ``warpsize``, ``laneid()``, ``grid(n)``,
 ``gridsize(n)``, ``syncthreads()``, ``syncwarp(mask)``, ``shared_memory(dtype, size, alignment=None)``,
 ``atomic_add/sub/exch/min/max/inc/dec/cas/and/or/xor``, ``shfl_sync/shfl_up_sync/shfl_down_sync/shfl_xor_sync``,
-``range(start, stop, step, unroll=)``, and ``cg`` (``this_thread_block()``, ``this_grid()``, ``.sync()``,
-``.thread_rank()``, ``.size()``, ``.num_threads()``, ``memcpy_async``, ``wait``, ``wait_prior``).
+``range(start, stop, step, unroll=)``, and ``cg`` (``this_thread_block()``, ``this_grid()``, their CUDA 13
+methods, ``sync``, ``memcpy_async(..., aligned_size=)``, ``wait``, ``wait_prior``).
+
+Device functions (``rawkernel(device=True)``) call each other in any order and may recurse (a recursive call
+needs the return type fixed first, else ValueError); a plain Python function called inside a kernel with
+compile-time arguments runs while translating (factories of device functions).
 """
 
 from __future__ import annotations
@@ -73,12 +77,13 @@ from ._builtins import (
     threadIdx,
     warpsize,
 )
-from ._errors import JitError, JitNameError, JitSourceError, JitTypeError, JitUnsupportedError, JitValueError
+from ._errors import JitError, JitNameError, JitRecursionError, JitSourceError, JitTypeError, JitUnsupportedError, JitValueError
 
 __all__ = [
     "JitError",
     "JitKernel",
     "JitNameError",
+    "JitRecursionError",
     "JitSourceError",
     "JitTypeError",
     "JitUnsupportedError",

@@ -90,8 +90,8 @@ def _helper(tr: Any, op: str, t: Scalar) -> str:
         "#endif\n"
         "}"
     )
-    if code not in tr.module.device_functions:
-        tr.module.device_functions.append(code)
+    if code not in tr.module.helpers:
+        tr.module.helpers.append(code)
     return name
 
 

@@ -1,5 +1,5 @@
-"""The C++ of the larger builtins: range loops, warp shuffles, math functions, cooperative groups (atomics:
-_atomics.py)."""
+"""The C++ of the larger builtins: range loops, warp shuffles, math functions (atomics: _atomics.py; cooperative
+groups: _groups.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import ast
 from typing import Any
 
 from ._errors import JitTypeError, JitUnsupportedError
-from ._types import BOOL, FLOAT32, FLOAT64, INT64, UINT32, UINT64, Array, Group, JitType, Shared, Void, can_hold, common_type, scalar_of
+from ._types import BOOL, FLOAT32, FLOAT64, INT64, UINT64, UINT32, Array, Shared, can_hold, common_type, scalar_of
 from ._values import Const, ScalarValue, TupleValue, Value, cast, const_to_value, is_number
 
 # -- range loops -----------------------------------------------------------------------------------------
@@ -209,54 +209,3 @@ def math_call(tr: Any, name: str, args: list[Any], node: ast.AST) -> Any:
         fn = base + "f" if compute == FLOAT32 else base
         code = f"{fn}({', '.join(operands)})"
     return Value(code if compute == result else cast(Value(code, compute), result), result)
-
-
-# -- cooperative groups --------------------------------------------------------------------------------------
-
-_GROUP_METHODS: dict[tuple[str, str], tuple[str, JitType]] = {
-    ("thread_block", "sync"): ("sync()", Void()),
-    ("thread_block", "thread_rank"): ("thread_rank()", UINT32),
-    ("thread_block", "size"): ("num_threads()", UINT32),
-    ("thread_block", "num_threads"): ("num_threads()", UINT32),
-    ("grid_group", "sync"): ("sync()", Void()),
-    ("grid_group", "thread_rank"): ("thread_rank()", UINT64),
-    ("grid_group", "size"): ("num_threads()", UINT64),
-    ("grid_group", "num_threads"): ("num_threads()", UINT64),
-    ("grid_group", "block_rank"): ("block_rank()", UINT64),
-    ("grid_group", "num_blocks"): ("num_blocks()", UINT64),
-    ("grid_group", "is_valid"): ("is_valid()", BOOL),
-}
-
-
-def group_call(tr: Any, method: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Value[JitType]:
-    if method.group is not None:
-        kind = method.group.type.kind
-        found = _GROUP_METHODS.get((kind, method.name))
-        if found is None:
-            names = sorted(m for k, m in _GROUP_METHODS if k == kind)
-            raise tr.error(JitUnsupportedError, node, f"a {kind} has the methods {', '.join(names)}, not {method.name}()")
-        if args or kwargs:
-            raise tr.error(JitTypeError, node, f"{method.name}() takes no arguments")
-        code, type_ = found
-        return Value(f"{method.group.code}.{code}", type_)
-    group = args[0] if args else None
-    if not (isinstance(group, Value) and isinstance(group.type, Group)):
-        raise tr.error(JitTypeError, node, f"cg.{method.name} takes a group (cg.this_thread_block()) first")
-    if method.name == "wait":
-        if len(args) != 1 or kwargs:
-            raise tr.error(JitTypeError, node, "cg.wait(group)")
-        return Value(f"cooperative_groups::wait({group.code})", Void())
-    if method.name == "wait_prior":
-        if len(args) != 2 or kwargs or not (isinstance(args[1], Const) and isinstance(args[1].value, int) and args[1].value >= 0):
-            raise tr.error(JitTypeError, node, "cg.wait_prior(group, step): step is a constant int")
-        return Value(f"cooperative_groups::wait_prior<{args[1].value}>({group.code})", Void())
-    # memcpy_async(group, dst, dst_idx, src, src_idx, size)
-    if len(args) != 6 or set(kwargs) - {"aligned_size"}:
-        raise tr.error(JitTypeError, node, "cg.memcpy_async(group, dst, dst_idx, src, src_idx, size)")
-    if "aligned_size" in kwargs and not (isinstance(kwargs["aligned_size"], Const) and kwargs["aligned_size"].value is None):
-        raise tr.error(JitUnsupportedError, node, "cg.memcpy_async: aligned_size= is not supported; kspec passes the size in bytes as given")
-    tr.module.memcpy_async = True
-    dst = _element(tr, args[1], args[2], node)
-    src = _element(tr, args[3], args[4], node)
-    size = cast(tr.scalar(args[5], node, UINT64), UINT64)
-    return Value(f"cooperative_groups::memcpy_async({group.code}, &{dst.code}, &{src.code}, static_cast<size_t>({size}))", Void())

@@ -9,15 +9,18 @@ from __future__ import annotations
 import ast
 import builtins
 import math
+import types as pytypes
 from typing import Any, Callable
 
 import numpy as np
 
 from .._errors import KspecNotImplementedError
 from ._atomics import atomic
-from ._builtin_calls import group_call, math_call, shuffle
+from ._builtin_calls import math_call, shuffle
+from ._device_functions import compile_time_call, device_call
 from ._errors import JitTypeError, JitUnsupportedError, JitValueError
-from ._types import BOOL, FLOAT64, INT32, INT64, UINT32, Group, JitType, Scalar, Shared, Void, common_type, scalar_of
+from ._groups import GroupMethod, cg_function, method_call, this_group
+from ._types import BOOL, FLOAT64, INT32, INT64, UINT32, JitType, Scalar, Shared, Void, common_type, scalar_of
 from ._values import Const, ScalarValue, TupleValue, Value, cast, const_to_value, is_number
 
 AUG_OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -61,13 +64,6 @@ class Special:
 
     def __repr__(self) -> str:
         return f"<kspec.jit {self.name}>"
-
-
-class GroupMethod:
-    """A bound method of a cooperative group (``g.sync``), called next."""
-
-    def __init__(self, group: Value[Group] | None, name: str) -> None:  # None: a cg.* function
-        self.group, self.name = group, name
 
 
 def lift(obj: Any) -> Any:
@@ -196,7 +192,7 @@ _CAST_BUILTINS = {builtins.int: INT64, builtins.float: FLOAT64, builtins.bool: B
 
 def call(tr: Any, function: Any, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
     if isinstance(function, GroupMethod):
-        return group_call(tr, function, args, kwargs, node)
+        return method_call(tr, function, args, kwargs, node)
     if not isinstance(function, Const):
         raise tr.error(JitTypeError, node, f"a {tr.describe_value(function)} is not callable")
     obj = function.value
@@ -207,9 +203,9 @@ def call(tr: Any, function: Any, args: list[Any], kwargs: dict[str, Any], node: 
             raise tr.error(JitTypeError, node, f"{obj.__name__!r} is a kernel; kernels call device functions only: decorate it with @jit.rawkernel(device=True)")
         if kwargs:
             raise tr.error(JitUnsupportedError, node, "device functions take positional arguments only")
-        from ._device_calls import device_call
-
         return device_call(tr, obj, args, node)
+    if isinstance(obj, pytypes.FunctionType):
+        return compile_time_call(tr, obj, args, kwargs, node)
     if kwargs and obj not in (builtins.range,):
         raise tr.error(JitUnsupportedError, node, f"keyword arguments are not supported when calling {getattr(obj, '__name__', obj)!r}")
     if obj is builtins.range:
@@ -309,27 +305,13 @@ def _min_max(tr: Any, which: str, args: list[Any], node: ast.AST) -> Any:
 
 
 class _CooperativeGroups:
-    """``jit.cg``: ``this_thread_block()``, ``this_grid()``, ``memcpy_async``, ``wait``, ``wait_prior``."""
+    """``jit.cg``: ``this_thread_block()``, ``this_grid()``, ``sync``, ``memcpy_async``, ``wait``, ``wait_prior``."""
 
     def __init__(self) -> None:
-        self.this_thread_block = Builtin("cg.this_thread_block", self._group("thread_block"))
-        self.this_grid = Builtin("cg.this_grid", self._group("grid_group"))
-        self.memcpy_async = Builtin("cg.memcpy_async", lambda tr, a, k, n: group_call(tr, GroupMethod(None, "memcpy_async"), a, k, n))
-        self.wait = Builtin("cg.wait", lambda tr, a, k, n: group_call(tr, GroupMethod(None, "wait"), a, k, n))
-        self.wait_prior = Builtin("cg.wait_prior", lambda tr, a, k, n: group_call(tr, GroupMethod(None, "wait_prior"), a, k, n))
-
-    @staticmethod
-    def _group(kind: str) -> Callable[..., Value[Group]]:
-        def emit(tr: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Value[Group]:
-            if args or kwargs:
-                raise tr.error(JitTypeError, node, "takes no arguments")
-            tr.module.cooperative_groups = True
-            if kind == "grid_group":
-                tr.module.grid_sync = True  # the kernel must then be launched cooperatively
-            short = "this_grid" if kind == "grid_group" else "this_thread_block"
-            return Value(f"cooperative_groups::{short}()", Group(kind))
-
-        return emit
+        self.this_thread_block = Builtin("cg.this_thread_block", lambda tr, a, k, n: this_group(tr, "thread_block", a, k, n))
+        self.this_grid = Builtin("cg.this_grid", lambda tr, a, k, n: this_group(tr, "grid_group", a, k, n))
+        for name in ("sync", "memcpy_async", "wait", "wait_prior"):
+            setattr(self, name, Builtin(f"cg.{name}", lambda tr, a, k, n, name=name: cg_function(tr, name, a, k, n)))
 
     def __repr__(self) -> str:
         return "<kspec.jit.cg>"

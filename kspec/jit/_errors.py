@@ -34,6 +34,10 @@ class JitNameError(JitError, KspecValueError, NameError):
     """A name the kernel uses is neither a local, a parameter, a global, nor a kspec.jit builtin."""
 
 
+class JitRecursionError(JitError, KspecValueError):
+    """A device function calls itself before its return type is known (cupyx.jit raises ValueError)."""
+
+
 class JitSourceError(JitError, KspecValueError):
     """The function's source cannot be read (REPL, exec, lambda): inspect.getsource is what reads it."""
 

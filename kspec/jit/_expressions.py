@@ -15,7 +15,8 @@ import numpy as np
 
 from . import _builtins as bi
 from ._errors import JitError, JitTypeError, JitUnsupportedError, SourceLocation
-from ._types import BOOL, FLOAT32, FLOAT64, INT64, Array, Group, JitType, Scalar, Shared, common_type
+from ._groups import GroupMethod
+from ._types import BOOL, FLOAT32, FLOAT64, INT64, UINT32, Array, Dim3Type, Group, JitType, Scalar, Shared, common_type
 from ._values import Const, ScalarValue, TupleValue, Value, cast, const_to_value, is_number
 
 _BINARY = {
@@ -221,7 +222,11 @@ class ExpressionTranslator:
         if isinstance(base, Value) and isinstance(base.type, Array):
             return self.array_attribute(base, attr, node)
         if isinstance(base, Value) and isinstance(base.type, Group):
-            return bi.GroupMethod(base, attr)
+            return GroupMethod(base, attr)
+        if isinstance(base, Value) and isinstance(base.type, Dim3Type):
+            if attr not in ("x", "y", "z"):
+                raise self.error(JitUnsupportedError, node, f"a dim3 has .x, .y and .z, not .{attr}")
+            return Value(f"{base.code}.{attr}", UINT32)
         if isinstance(base, Value) and isinstance(base.type, Scalar) and base.type.kind == "c" and attr in ("real", "imag"):
             part = FLOAT64 if base.type.name == "complex128" else FLOAT32
             return Value(f"{base.code}.{attr}()", part)

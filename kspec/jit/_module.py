@@ -6,6 +6,8 @@ that need headers, cooperative groups, the device functions' code); :func:`modul
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._errors import JitTypeError
 from ._types import Array, JitType, Scalar, Shared
 
@@ -65,6 +67,20 @@ template <typename T> __device__ T ipow(T base, T exp) {
 """
 
 
+class DeviceFunction:
+    """One device function for one signature: its C name, and once translated its prototype and definition.
+
+    ``translator`` is the FunctionTranslator at work on it: while its body is being translated (a recursive
+    call) the return type known so far is read from there.
+    """
+
+    __slots__ = ("name", "translator", "prototype", "definition")
+
+    def __init__(self, name: str, translator: Any) -> None:
+        self.name, self.translator = name, translator
+        self.prototype = self.definition = ""  # set once the body is translated
+
+
 class ModuleState:
     """What one translation unit collects: headers, device functions, flags the launch needs."""
 
@@ -73,11 +89,14 @@ class ModuleState:
         self.complex = False
         self.cooperative_groups = False
         self.memcpy_async = False
+        self.aligned_size = False  # cuda::aligned_size_t (memcpy_async(..., aligned_size=N))
         self.grid_sync = False
-        self.device_functions: list[str] = []
-        self.device_names: dict[tuple[int, tuple[JitType, ...]], tuple[str, JitType]] = {}
-        self.in_progress: set[int] = set()
-        self.used_names: set[str] = set()
+        # (Python function object, argument types) -> its C function. Keyed by the object, not its id: the key
+        # keeps a function made by a factory (`g(10)` returning a fresh device function) alive, so its id
+        # cannot be reused by the next one made.
+        self.device_functions: dict[tuple[Any, tuple[JitType, ...]], DeviceFunction] = {}
+        self.used_names: set[str] = set()  # C names of the kernel and the device functions
+        self.helpers: list[str] = []  # C++ helpers a builtin needs (the sm_90 atomics), each once
 
     def note_type(self, t: JitType) -> None:
         scalar = t.dtype if isinstance(t, (Array, Shared)) else t
@@ -95,7 +114,8 @@ def c_name(name: str) -> str:
 
 
 def module_source(kernel_code: str, module: ModuleState, header: str) -> str:
-    """The whole translation unit: headers, helpers, device functions, the kernel."""
+    """The whole translation unit: headers, helpers, device function prototypes (so that any call order and
+    recursion compile), their definitions, the kernel."""
     parts = [header]
     if module.fp16:
         parts.append("#define KSPEC_NEED_FP16")
@@ -107,7 +127,13 @@ def module_source(kernel_code: str, module: ModuleState, header: str) -> str:
         parts.append("#include <cooperative_groups.h>")
     if module.memcpy_async:
         parts.append("#include <cooperative_groups/memcpy_async.h>")
+    if module.aligned_size:
+        parts.append("#include <cuda/memory>")
     parts.append(HELPERS)
-    parts.extend(f + "\n" for f in module.device_functions)
+    parts.extend(h + "\n" for h in module.helpers)
+    functions = list(module.device_functions.values())
+    if functions:
+        parts.append("\n".join(f.prototype for f in functions) + "\n")
+    parts.extend(f.definition + "\n" for f in functions)
     parts.append(kernel_code)
     return "\n".join(parts) + "\n"

@@ -1,4 +1,5 @@
-"""Reading a Python function for translation: its AST, file, first line and the names it can see."""
+"""Reading a Python function for translation: its AST, file, first line, the names it can see, and what its
+AST says before translation (the parameters it only reads, whether it returns a value)."""
 
 from __future__ import annotations
 
@@ -55,3 +56,30 @@ def read_function(func: Callable[..., Any]) -> FunctionSource:
             except ValueError:  # an empty cell: the name is assigned after the function was made
                 pass
     return FunctionSource(tree, location, getattr(func, "__globals__", {}), closure)
+
+
+def read_only_parameters(tree: ast.FunctionDef, names: list[str]) -> set[str]:
+    """Parameters the kernel only reads through subscripts: never stored to, never passed to a call
+    (atomics, device functions, memcpy_async) and never bound to another name."""
+    written: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name):
+            written.add(node.value.id)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript) and isinstance(node.target.value, ast.Name):
+            written.add(node.target.value.id)
+        elif isinstance(node, ast.Call):
+            written.update(a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name))
+        elif isinstance(node, (ast.Assign, ast.Return)) and isinstance(node.value, (ast.Name, ast.Tuple)):
+            value = node.value
+            items = value.elts if isinstance(value, ast.Tuple) else [value]
+            written.update(i.id for i in items if isinstance(i, ast.Name))
+    return set(names) - written
+
+
+def returns_value(tree: ast.FunctionDef) -> bool:
+    """Whether any ``return`` of the function gives a value (``return None`` does not)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Return) and node.value is not None:
+            if not (isinstance(node.value, ast.Constant) and node.value.value is None):
+                return True
+    return False

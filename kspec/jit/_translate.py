@@ -20,7 +20,7 @@ from . import _builtins as bi
 from ._builtin_calls import emit_range_loop
 from ._errors import JitError, JitNameError, JitTypeError, JitUnsupportedError, JitValueError
 from ._expressions import ExpressionTranslator
-from ._source import FunctionSource, read_function
+from ._source import FunctionSource, read_function, read_only_parameters
 from ._module import ModuleState, c_name
 from ._types import Array, JitType, Scalar, Void, can_hold
 from ._values import Const, TupleValue, Value, cast, is_number, literal
@@ -91,7 +91,7 @@ class FunctionTranslator(ExpressionTranslator):
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
             raise self.error(JitUnsupportedError, tree, "kernels take plain positional parameters only (no *args, **kwargs, defaults or keyword-only parameters)")
         names = [a.arg for a in args.args]
-        self.read_only = set() if self.device else _read_only_parameters(tree, names)
+        self.read_only = set() if self.device else read_only_parameters(tree, names)
         if len(names) != len(self.types):
             raise self.error(JitTypeError, tree, f"takes {len(names)} argument(s) ({', '.join(names)}), got {len(self.types)}")
         for name, t in zip(names, self.types):
@@ -128,12 +128,14 @@ class FunctionTranslator(ExpressionTranslator):
             self.params.append(f"{t.ctype} {cname}")
             self.bindings[name] = Value(cname, t)
 
-    def assemble(self, tree: ast.FunctionDef) -> str:
+    def head(self) -> str:
+        """The C++ function's head (a device function's prototype is this and a semicolon)."""
         if self.device:
-            ret = self.return_type or Void()
-            head = f"__device__ {ret.ctype} {self.function_name}({', '.join(self.params)})"
-        else:
-            head = f'extern "C" __global__ void {c_name(tree.name)}({", ".join(self.params)})'
+            return f"__device__ {(self.return_type or Void()).ctype} {self.function_name}({', '.join(self.params)})"
+        return f'extern "C" __global__ void {c_name(self.src.tree.name)}({", ".join(self.params)})'
+
+    def assemble(self, tree: ast.FunctionDef) -> str:
+        head = self.head()
         dynamic = []
         if self.dynamic_alignment:
             dynamic = [f"extern __shared__ __align__({self.dynamic_alignment}) unsigned char _kspec_dynamic_shared[];"]
@@ -388,28 +390,11 @@ class FunctionTranslator(ExpressionTranslator):
         raise self.error(JitNameError, node, f"Unbound name: {name} ({hint})")
 
 
-def _read_only_parameters(tree: ast.FunctionDef, names: list[str]) -> set[str]:
-    """Parameters the kernel only reads through subscripts: never stored to, never passed to a call
-    (atomics, device functions, memcpy_async) and never bound to another name."""
-    written: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name):
-            written.add(node.value.id)
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript) and isinstance(node.target.value, ast.Name):
-            written.add(node.target.value.id)
-        elif isinstance(node, ast.Call):
-            written.update(a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name))
-        elif isinstance(node, (ast.Assign, ast.Return)) and isinstance(node.value, (ast.Name, ast.Tuple)):
-            value = node.value
-            items = value.elts if isinstance(value, ast.Tuple) else [value]
-            written.update(i.id for i in items if isinstance(i, ast.Name))
-    return set(names) - written
-
-
 def translate_function(func: Any, types: tuple[JitType, ...], *, device: bool, module: ModuleState | None = None) -> tuple[str, ModuleState, FunctionTranslator]:
     """Translate a kernel for a signature: its C++ (without the module around it) and the module state."""
     module = module if module is not None else ModuleState()
     translator = FunctionTranslator(read_function(func), types, module, device=device)
     if device:
         translator.function_name = c_name(func.__name__)
+    module.used_names.add(c_name(func.__name__))
     return translator.translate(), module, translator

@@ -100,6 +100,16 @@ class Group:
 
 
 @dataclass(frozen=True)
+class Dim3Type:
+    """A CUDA ``dim3`` (what ``group_index()``, ``dim_blocks()``... return): ``.x``, ``.y``, ``.z`` are uint32."""
+
+    ctype = "dim3"
+
+    def __str__(self) -> str:
+        return "dim3"
+
+
+@dataclass(frozen=True)
 class Void:
     ctype = "void"
 
@@ -107,7 +117,7 @@ class Void:
         return "None"
 
 
-JitType = Scalar | Array | Shared | Group | Void
+JitType = Scalar | Array | Shared | Group | Dim3Type | Void
 
 BOOL, INT32, UINT32, INT64, UINT64 = Scalar("bool"), Scalar("int32"), Scalar("uint32"), Scalar("int64"), Scalar("uint64")
 FLOAT16, FLOAT32, FLOAT64 = Scalar("float16"), Scalar("float32"), Scalar("float64")
@@ -239,10 +249,15 @@ def _split_top(text: str) -> list[str]:
 
 
 def signature_tag(types: tuple[JitType, ...]) -> str:
-    """A C-identifier-safe tag naming a signature (spec names of ahead-of-time builds)."""
+    """A C-identifier-safe tag naming a signature (spec names of ahead-of-time builds, device functions)."""
     parts = []
     for t in types:
-        parts.append(f"{t.dtype.name}_{t.ndim}d" if isinstance(t, Array) else str(t))
+        if isinstance(t, Array):
+            parts.append(f"{t.dtype.name}_{t.ndim}d")
+        elif isinstance(t, Shared):
+            parts.append(f"shared_{t.dtype.name}")
+        else:
+            parts.append(str(t))
     return "_".join(parts) or "noargs"
 
 
