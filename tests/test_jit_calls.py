@@ -222,7 +222,7 @@ def test_grid_group_methods(compiled):
 
 def test_memcpy_async_wait_and_aligned_size(compiled):
     source = compiled["staged_copy"][0]
-    assert "#include <cooperative_groups/memcpy_async.h>" in source and "#include <cuda/memory>" in source
+    assert "#include <cooperative_groups/memcpy_async.h>" in source and "#include <cuda/barrier>" in source
     assert "cooperative_groups::memcpy_async(cooperative_groups::this_thread_block(), &smem[0], &x[base], cuda::aligned_size_t<16>(static_cast<size_t>(512)));" in source
     assert "cooperative_groups::memcpy_async(cooperative_groups::this_thread_block(), &smem[128], &x[(base + 128)], static_cast<size_t>(512));" in source
     assert "cooperative_groups::wait_prior<1>(cooperative_groups::this_thread_block());" in source
@@ -240,7 +240,7 @@ def test_memcpy_async_without_aligned_size_needs_no_cccl_memory_header():
         jit.cg.wait(g)
 
     source = plain_copy.cuda_source(_v(np.float32, 32))
-    assert "#include <cooperative_groups/memcpy_async.h>" in source and "<cuda/memory>" not in source
+    assert "#include <cooperative_groups/memcpy_async.h>" in source and "<cuda/barrier>" not in source
 
 
 numpy_float32 = np.float32

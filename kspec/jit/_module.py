@@ -128,7 +128,7 @@ def module_source(kernel_code: str, module: ModuleState, header: str) -> str:
     if module.memcpy_async:
         parts.append("#include <cooperative_groups/memcpy_async.h>")
     if module.aligned_size:
-        parts.append("#include <cuda/memory>")
+        parts.append("#include <cuda/barrier>")  # defines cuda::aligned_size_t in every CCCL (<cuda/memory> is newer than CUDA 13.0)
     parts.append(HELPERS)
     parts.extend(h + "\n" for h in module.helpers)
     functions = list(module.device_functions.values())
