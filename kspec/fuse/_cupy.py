@@ -4,11 +4,13 @@ CuPy reaches a traced value three ways:
 
 * a CuPy ufunc hands the call to any argument with ``__cupy_override_elementwise_kernel__``
   (:func:`cupy_kernel`);
-* routines with no such hook (``cupy.nansum``, ``cupy.nanprod``, ``cupy.nanmax``, ``cupy.where``,
-  ``cupy.clip``, ``cupy.sum`` and the other reductions) first ask ``cupy._core._fusion_thread_local``
-  whether ``cupy.fuse`` is tracing, and if so call ``thread_local.history.call_ufunc`` /
-  ``call_reduction``. While kspec traces, :func:`enter` sets that flag and installs a :class:`History`
-  that forwards those calls to kspec's steps; :func:`leave` restores what was there;
+* routines with no hook for a foreign object (``cupy.nansum``, ``cupy.nanprod``, ``cupy.nanmax``,
+  ``cupy.nanmin``) first ask ``cupy._core._fusion_thread_local`` whether ``cupy.fuse`` is tracing, and if
+  so call ``thread_local.history.call_reduction`` (``cupy.sum``, ``cupy.amax``, ``cupy.where``,
+  ``cupy.clip`` ask too, and ``call_ufunc``). When a first trace fails, the second sets that flag
+  (:func:`enter`) and installs a :class:`History` that forwards those calls to kspec's steps;
+  :func:`leave` restores what was there. Not on the first trace: while fusing, CuPy refuses
+  ``keepdims=True`` in its reductions, which kspec otherwise supports;
 * ``cupy.get_array_module(x)`` is an ``isinstance`` test against CuPy's fusion classes, answered by
   ``TraceValue.__class__`` (:func:`fusion_array_class`).
 """
@@ -35,6 +37,11 @@ def _thread_local() -> Any:
     if module is None:
         module = getattr(sys.modules.get("cupy._core"), "_fusion_thread_local", None)
     return getattr(module, "thread_local", None)
+
+
+def loaded() -> bool:
+    """Whether CuPy's fusion dispatch is there to route (CuPy imported)."""
+    return _thread_local() is not None
 
 
 def enter(tracer: Tracer) -> Any:

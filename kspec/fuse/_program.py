@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._errors import FuseError, KspecOverflowError
-from . import _codegen, _graph, _index, _plan
+from .._errors import FuseError, KspecError, KspecOverflowError
+from . import _codegen, _cupy, _graph, _index, _plan
 from ._graph import Node
 from ._trace import TraceValue, Tracer, argument
 
@@ -147,8 +147,26 @@ def _result(kind: str, payload: Any, args: Sequence[Any], values: dict[int, Any]
 
 def trace(func: Callable[..., Any], func_name: str, kernel_name: str, arg_names: Sequence[str],
           arg_types: Sequence[ArgType]) -> Program:
-    """Run ``func`` on symbolic arguments of ``arg_types`` and build the program of kernels it amounts to."""
-    with Tracer(func_name) as tracer:
+    """Run ``func`` on symbolic arguments of ``arg_types`` and build the program of kernels it amounts to.
+
+    A trace that fails with an error not of kspec's own, while CuPy is loaded, runs once more with CuPy's
+    fusion dispatch on (:mod:`._cupy`): CuPy routines with no hook for foreign objects (``cupy.nansum``)
+    then reach the trace. Only then, since CuPy refuses some calls while fusing that work without it
+    (``cupy.amax(x, keepdims=True)``). CuPy's own ``cupy.fuse`` also traces a second time when its first
+    way fails."""
+    try:
+        return _trace_once(func, func_name, kernel_name, arg_names, arg_types, cupy_dispatch=False)
+    except KspecError:
+        raise
+    except Exception:
+        if not _cupy.loaded():
+            raise
+    return _trace_once(func, func_name, kernel_name, arg_names, arg_types, cupy_dispatch=True)
+
+
+def _trace_once(func: Callable[..., Any], func_name: str, kernel_name: str, arg_names: Sequence[str],
+                arg_types: Sequence[ArgType], cupy_dispatch: bool) -> Program:
+    with Tracer(func_name, cupy_dispatch) as tracer:
         values = [None if kind == "none" else
                   argument(tracer, k, dtype, extra if kind == "array" else _graph.SCALAR_NDIM,
                            extra if kind == "scalar" else None)

@@ -31,8 +31,9 @@ class Tracer:
 
     _local = threading.local()
 
-    def __init__(self, func_name: str) -> None:
+    def __init__(self, func_name: str, cupy_dispatch: bool = False) -> None:
         self.func_name = func_name
+        self.cupy_dispatch = cupy_dispatch  # route CuPy's fusion dispatch here (see _cupy)
         self.arg_values: list[TraceValue] = []
         self.views: dict[tuple[Any, ...], Node] = {}  # (argument index, index key) -> its view's node
         self._cupy_state: Any = None
@@ -41,7 +42,7 @@ class Tracer:
         from . import _cupy
 
         self._local.current = self
-        self._cupy_state = _cupy.enter(self)
+        self._cupy_state = _cupy.enter(self) if self.cupy_dispatch else None
         return self
 
     def __exit__(self, *exc: object) -> None:
