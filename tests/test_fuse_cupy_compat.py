@@ -165,6 +165,12 @@ def test_equal_views_share_one_parameter():
     assert [p.name for p in spec.in_params] == ["x", "m_view"]
 
 
+def test_copy_is_a_new_array():
+    for fn in (lambda x: x.copy(), lambda x: np.copy(x)):
+        spec = kspec.fuse(fn).spec(F1)
+        assert [p.name for p in spec.in_params] == ["x"] and len(spec.out_params) == 1
+
+
 def test_a_returned_view_is_a_new_array():
     spec = kspec.fuse(lambda x: x[::-1]).spec(F1)
     assert [p.name for p in spec.in_params] == ["x_view"] and len(spec.out_params) == 1

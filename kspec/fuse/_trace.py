@@ -211,6 +211,11 @@ class TraceValue:
 
         return _steps.astype(_tracer(), self, dtype)
 
+    def copy(self, order: Any = "K") -> "TraceValue":
+        from . import _steps
+
+        return _steps.copy(_tracer(), self)
+
     def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> "TraceValue":
         from . import _steps
 
