@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from numpy.exceptions import AxisError as _NumpyAxisError
+
 
 def kernel_label(name: str, detail: object = None) -> str:
     """``kernel 'name'``, or ``kernel 'name' (detail)``: the one spelling of how a message names a kernel,
@@ -39,8 +41,24 @@ class KspecOverflowError(KspecError, OverflowError):
     """A Python scalar does not fit the declared type of its parameter."""
 
 
-class AxisError(KspecValueError, IndexError):
-    """An ``axis`` argument names an axis the array does not have (NumPy's AxisError is also both)."""
+class AxisError(KspecValueError, _NumpyAxisError):
+    """An ``axis`` argument names an axis the array does not have. A ``numpy.exceptions.AxisError`` (which
+    CuPy re-exports as ``cupy.exceptions.AxisError``), so also a ValueError and an IndexError. kspec raises
+    it with its whole message, and ``axis`` / ``ndim`` (the attributes NumPy's has) when they are known."""
+
+    def __init__(self, message: str, *, axis: int | None = None, ndim: int | None = None) -> None:
+        super().__init__(message)  # NumPy's one-argument form: the message as it is
+        self.axis, self.ndim = axis, ndim
+
+    def __str__(self) -> str:  # NumPy's __str__ rebuilds a message from axis and ndim when they are set
+        return str(self.args[0]) if self.args else ""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_axis_error, (type(self), str(self), self.axis, self.ndim))
+
+
+def _rebuild_axis_error(cls: type[AxisError], message: str, axis: int | None, ndim: int | None) -> AxisError:
+    return cls(message, axis=axis, ndim=ndim)
 
 
 class KspecNotImplementedError(KspecError, NotImplementedError):
@@ -51,6 +69,11 @@ class FuseError(KspecTypeError):
     """A function given to ``kspec.fuse`` did something a trace cannot turn into a kernel: data-dependent
     control flow, an operation that is not elementwise or a reduction, a dtype NumPy has no loop for. The
     message names the function and the line of the call."""
+
+
+class FuseValueError(FuseError, ValueError):
+    """A :class:`FuseError` where NumPy and CuPy raise a ValueError: an output that the result does not
+    broadcast to, an assignment into a traced array other than ``x[:] = v`` / ``x[...] = v``."""
 
 
 class SpecError(KspecError, ValueError):

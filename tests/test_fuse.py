@@ -341,7 +341,8 @@ def test_data_dependent_branch_is_a_type_error_naming_function_and_line():
     [
         (lambda x: x @ x, "matmul"),
         (lambda x: x.reshape(4), "x.reshape"),
-        (lambda x: x[0], "indexing"),
+        (lambda x: (x + 1)[0], "only array arguments"),
+        (lambda x: x[x > 0], "basic indexing"),
         (lambda x: np.dot(x, x), "numpy.dot"),
         (lambda x: x.shape[0] * x, ".shape"),
         (lambda x: math.sin(x), "float()"),

@@ -120,6 +120,14 @@ class FusedFunction:
         self._fast_call, self._fast_miss = (kernel.call_prepared, kernel.NOT_PREPARED) if kernel is not None else (None, None)
         return run(args)
 
+    def clear_cache(self) -> None:
+        """Forget the traced programs (CuPy's ``Fusion.clear_cache``): the next call traces the function again.
+        Compiled binaries stay in kspec's binary cache, so a retrace of unchanged code compiles nothing."""
+        with self._lock:
+            self._by_key.clear()
+            self._by_types.clear()
+            self._fast_call = self._fast_miss = None
+
     def _prepare(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
         devices = hosts = 0
         for a in args:

@@ -138,7 +138,7 @@ def elementwise_spec(name: str, stage: Stage, materialized: set[int], arg_names:
     written = [index for _, index in stage.writes]
     ins, leaf_exprs, inputs = [], {}, []
     for node in leaves:
-        if node.kind == _graph.ARG and node.attrs["index"] in written:
+        if node.kind == _graph.ARG and node.attrs["index"] in written and "view" not in node.attrs:
             continue  # an argument updated in place is an output parameter, read before it is written
         pname = identifier(_leaf_name(node, arg_names), taken)
         ins.append(_param(node.dtype, pname))
@@ -146,8 +146,8 @@ def elementwise_spec(name: str, stage: Stage, materialized: set[int], arg_names:
         inputs.append(node)
     outs, out_names = [], []
     for node, index in stage.writes:
-        arg_node = next(n for n in leaves if n.kind == _graph.ARG and n.attrs["index"] == index) if any(
-            n.kind == _graph.ARG and n.attrs["index"] == index for n in leaves) else None
+        arg_node = next((n for n in leaves if n.kind == _graph.ARG and n.attrs["index"] == index and "view" not in n.attrs),
+                        None)
         pname = identifier(arg_names[index], taken)
         outs.append(_param(node.dtype, pname))
         out_names.append(pname)
@@ -206,8 +206,9 @@ def reduction_spec(name: str, stage: Stage, materialized: set[int], arg_names: S
         assigns.append(f"{pname} = {post.value(node)};")
     if op in _REDUCE_EXPR:
         reduce_expr = _REDUCE_EXPR[op]
-    else:  # max / min: NumPy's maximum / minimum (NaN propagates)
-        reduce_expr = emit("maximum" if op == "max" else "minimum", (acc, acc), (acc,), ("a", "b"))[0]
+    else:  # max / min: NumPy's maximum / minimum (NaN propagates); nanmax / nanmin: fmax / fmin (NaN skipped)
+        pairwise = {"max": "maximum", "min": "minimum", "nanmax": "fmax", "nanmin": "fmin"}[op]
+        reduce_expr = emit(pairwise, (acc, acc), (acc,), ("a", "b"))[0]
     used = [n.dtype for n in leaves] + [n.dtype for n in stage.outputs] + [acc]
     spec = ReductionSpec(
         name=name, doc=_doc(stage, origin), in_params=_params(ins, "in_params"), out_params=_params(outs, "out_params"),
@@ -221,7 +222,7 @@ def reduction_spec(name: str, stage: Stage, materialized: set[int], arg_names: S
 
 def _leaf_name(node: Node, arg_names: Sequence[str]) -> str:
     if node.kind == _graph.ARG:
-        return arg_names[node.attrs["index"]]
+        return arg_names[node.attrs["index"]] + ("_view" if "view" in node.attrs else "")
     if node.kind == _graph.REDUCE:
         return f"{node.attrs['op']}_result"
     return "partial"

@@ -108,7 +108,7 @@ def plan(roots: list[tuple[Node, int | None]], results: list[tuple[str, object]]
             raise ValueError("scalar-only")  # the caller turns this into a FuseError naming the line
         key_deps = _array_leaves(node, materialized, deps)
         if target is not None:
-            key_deps = key_deps | {("arg", target)}
+            key_deps = key_deps | {("arg", target, None)}
         key = (frozenset(key_deps), target is not None)
         stage = groups.setdefault(key, Stage(None))
         if target is None:
@@ -129,7 +129,7 @@ def _array_leaves(node: Node, materialized: set[int], deps: _Deps) -> set[object
         if id(n) in materialized and n is not node:
             leaves.add(id(n))
         elif n.is_array_arg:
-            leaves.add(("arg", n.attrs["index"]))
+            leaves.add(("arg", n.attrs["index"], n.attrs.get("view")))
     return leaves
 
 

@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._errors import FuseError, KspecOverflowError
-from . import _codegen, _graph, _plan
+from .._errors import FuseError, KspecError, KspecOverflowError
+from . import _codegen, _cupy, _graph, _index, _plan
+from ._graph import Node
 from ._trace import TraceValue, Tracer, argument
 
 # How one argument is seen by the trace: ("array", dtype, ndim), ("scalar", dtype, weak Python type or None),
@@ -26,7 +27,7 @@ class _Step:
     """One kernel of the program and where its arguments come from."""
 
     spec: Any
-    inputs: list[tuple[str, int]]  # ("arg", argument index) or ("value", node id)
+    inputs: list[tuple[str, Any]]  # ("arg", argument index), ("view", (index, key items)) or ("value", node id)
     written_args: list[int]  # elementwise kernels that update arguments: those, passed as outputs
     produces: list[int]  # node ids of the new arrays it returns, in order
     kwargs: dict[str, Any]  # axis= / keepdims= of a reduction
@@ -97,7 +98,8 @@ class Program:
         def run(args: Sequence[Any]) -> Any:
             values: dict[int, Any] = {}
             for step, kernel in zip(self.steps, kernels):
-                ins = [args[i] if kind == "arg" else values[i] for kind, i in step.inputs]
+                ins = [args[i] if kind == "arg" else values[i] if kind == "value" else _index.view(args[i[0]], i[1])
+                       for kind, i in step.inputs]
                 if step.written_args:
                     kernel(*ins, *[args[i] for i in step.written_args])
                     continue
@@ -145,8 +147,26 @@ def _result(kind: str, payload: Any, args: Sequence[Any], values: dict[int, Any]
 
 def trace(func: Callable[..., Any], func_name: str, kernel_name: str, arg_names: Sequence[str],
           arg_types: Sequence[ArgType]) -> Program:
-    """Run ``func`` on symbolic arguments of ``arg_types`` and build the program of kernels it amounts to."""
-    with Tracer(func_name) as tracer:
+    """Run ``func`` on symbolic arguments of ``arg_types`` and build the program of kernels it amounts to.
+
+    A trace that fails with an error not of kspec's own, while CuPy is loaded, runs once more with CuPy's
+    fusion dispatch on (:mod:`._cupy`): CuPy routines with no hook for foreign objects (``cupy.nansum``)
+    then reach the trace. Only then, since CuPy refuses some calls while fusing that work without it
+    (``cupy.amax(x, keepdims=True)``). CuPy's own ``cupy.fuse`` also traces a second time when its first
+    way fails."""
+    try:
+        return _trace_once(func, func_name, kernel_name, arg_names, arg_types, cupy_dispatch=False)
+    except KspecError:
+        raise
+    except Exception:
+        if not _cupy.loaded():
+            raise
+    return _trace_once(func, func_name, kernel_name, arg_names, arg_types, cupy_dispatch=True)
+
+
+def _trace_once(func: Callable[..., Any], func_name: str, kernel_name: str, arg_names: Sequence[str],
+                arg_types: Sequence[ArgType], cupy_dispatch: bool) -> Program:
+    with Tracer(func_name, cupy_dispatch) as tracer:
         values = [None if kind == "none" else
                   argument(tracer, k, dtype, extra if kind == "array" else _graph.SCALAR_NDIM,
                            extra if kind == "scalar" else None)
@@ -161,6 +181,11 @@ def trace(func: Callable[..., Any], func_name: str, kernel_name: str, arg_names:
     for k, (value, original) in enumerate(zip(values, originals)):
         if value is not None and value._node is not original:
             roots.append((value._node, k))
+    written = {k for _, k in roots if k is not None}
+    viewed = sorted({index for index, _ in tracer.views} & written)
+    if viewed:  # the view would be read while the same kernel writes the argument
+        tracer.fail(f"it reads argument {viewed[0]} through an index (x[...]) and also updates that argument in "
+                    "place; copy the argument before the call", where=_where_of(roots))
     try:
         planned = _plan.plan(roots, results, isinstance(returned, (tuple, list)))
     except ValueError:
@@ -182,7 +207,9 @@ def _classify(tracer: Tracer, item: Any, roots: list[tuple[_graph.Node, int | No
         node = item._node
         if item._arg_index is not None:
             return (_plan.ARG_RESULT, item._arg_index)
-        if node.kind == _graph.ARG:
+        if node.kind == _graph.ARG and "view" in node.attrs:  # a view returned as it is: a new array of its values
+            node = Node(_graph.CAST, node.dtype, node.ndim, (node,))
+        elif node.kind == _graph.ARG:
             return (_plan.ARG_RESULT, node.attrs["index"])
         if node.kind == _graph.CONST:
             return (_plan.CONST_RESULT, node.attrs["value"])
@@ -223,10 +250,19 @@ def _steps(planned: _plan.Plan, kernel_name: str, arg_names: list[str], origin: 
         else:
             spec, inputs, written = _codegen.elementwise_spec(name, stage, planned.materialized, arg_names, origin)
             kwargs = {}
-        sources = [("arg", n.attrs["index"]) if n.kind == _graph.ARG else ("value", id(n)) for n in inputs]
+        sources = [_source(n) for n in inputs]
         scalars = frozenset(spec.scalars)
         steps.append(_Step(spec, sources, written, [id(n) for n in stage.outputs], kwargs, scalars))
     return steps
+
+
+def _source(node: _graph.Node) -> tuple[str, Any]:
+    """Where a kernel input comes from: ("arg", index), ("view", (index, key items)) or ("value", node id)."""
+    if node.kind != _graph.ARG:
+        return ("value", id(node))
+    if "view" in node.attrs:
+        return ("view", (node.attrs["index"], node.attrs["view"]))
+    return ("arg", node.attrs["index"])
 
 
 def check_name(name: str) -> str:

@@ -35,6 +35,11 @@ def dtype_name(value: Any) -> str | None:
         return None
 
 
+def kind(dtype: str) -> str:
+    """NumPy's kind letter of a kspec dtype name: b, i, u, f or c."""
+    return dtypes.BY_NAME[dtype].kind
+
+
 def python_type(dtype: str) -> type:
     """The Python scalar type of a dtype's kind (what a weak result of that kind is)."""
     return _PY_TYPE_OF_KIND[dtypes.BY_NAME[dtype].kind]
@@ -72,14 +77,14 @@ def can_cast_same_kind(source: str, target: str) -> bool:
     return bool(np.can_cast(numpy_dtype(source), numpy_dtype(target), "same_kind"))
 
 
-REDUCTIONS = ("sum", "prod", "max", "min", "all", "any")
+REDUCTIONS = ("sum", "prod", "max", "min", "all", "any", "nansum", "nanprod", "nanmax", "nanmin")
 
 
 def reduction_dtype(op: str, dtype: str, requested: str | None) -> str:
     """The dtype NumPy's ``op`` returns for an input of ``dtype`` (``requested``: the ``dtype=`` argument)."""
     if op in ("all", "any"):
         return "bool"
-    if op in ("max", "min"):
+    if op in ("max", "min", "nanmax", "nanmin"):
         return dtype
     if requested is not None:
         return requested

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import AxisError, KspecError, KspecValueError
+from .._errors import AxisError, FuseValueError, KspecError, KspecValueError
 from . import _graph, _rules
 from ._graph import Node
 from ._trace import TraceValue, Tracer, user_location
@@ -20,7 +20,8 @@ from ._ufuncs import SUPPORTED, resolve
 
 _PY_SCALARS = (bool, int, float, complex)
 _REDUCE_ALIASES = {"amax": "max", "amin": "min", "max": "max", "min": "min", "sum": "sum", "prod": "prod",
-                   "all": "all", "any": "any", "alltrue": "all", "sometrue": "any"}
+                   "all": "all", "any": "any", "alltrue": "all", "sometrue": "any", "nansum": "nansum",
+                   "nanprod": "nanprod", "nanmax": "nanmax", "nanmin": "nanmin"}
 _UFUNC_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
                  "logical_and": "all", "logical_or": "any"}
 
@@ -111,14 +112,16 @@ def inplace(tracer: Tracer, name: str, target: TraceValue, other: Any) -> Any:
     return ufunc(tracer, name, (target, other), out=target)
 
 
-def assign(tracer: Tracer, target: Any, node: Node, what: str) -> None:
-    """Store ``node`` into the array ``target`` (an ``out=`` or an in-place operator)."""
+def assign(tracer: Tracer, target: Any, node: Node, what: str, casting: str = "same_kind") -> None:
+    """Store ``node`` into the array ``target`` (an ``out=``, an in-place operator, or ``x[...] = v`` with
+    ``casting="unsafe"``, NumPy's rule for assignment)."""
     if not isinstance(target, TraceValue) or target._node.is_scalar:
         tracer.fail(f"{what}: out= must be an array argument of the fused function or a traced array, got {type(target).__name__}")
     dest = target._node
-    if node.ndim > dest.ndim:
-        tracer.fail(f"{what}: non-broadcastable output operand with {dest.ndim} dimension(s), the result has {node.ndim}")
-    if not _rules.can_cast_same_kind(node.dtype, dest.dtype):
+    if node.ndim > dest.ndim:  # NumPy's and CuPy's words, and their type (ValueError)
+        tracer.fail(f"{what}: the result has {node.ndim} dimension(s), the output {dest.ndim}",
+                    phrase="non-broadcastable output operand", error=FuseValueError)
+    if casting == "same_kind" and not _rules.can_cast_same_kind(node.dtype, dest.dtype):
         tracer.fail(f"{what}: Cannot cast output from dtype('{node.dtype}') to dtype('{dest.dtype}') with casting rule 'same_kind'")
     target._node = Node(_graph.CAST, dest.dtype, dest.ndim, (node,), where=user_location())
 
@@ -129,6 +132,12 @@ def astype(tracer: Tracer, value: Any, dtype: Any) -> TraceValue:
     if name is None:
         tracer.fail(f"astype({dtype!r}): not a dtype kspec supports")
     return TraceValue(Node(_graph.CAST, name, node.ndim, (node,), where=user_location()))
+
+
+def copy(tracer: Tracer, value: Any) -> TraceValue:
+    """``cupy.copy(x)`` / ``x.copy()``: a new array of the same values."""
+    node = as_node(tracer, value, "copy")
+    return TraceValue(Node(_graph.CAST, node.dtype, node.ndim, (node,), where=user_location()))
 
 
 def real(tracer: Tracer, value: Any) -> TraceValue:
@@ -177,6 +186,15 @@ def reduction(tracer: Tracer, op: str, value: Any, axis: Any = None, dtype: Any 
     node = as_node(tracer, value, op)
     if node.is_scalar:
         tracer.fail(f"{op}() of a scalar: reduce an array argument, or compute it outside the fused function")
+    if op.startswith("nan"):
+        has_nan = _rules.kind(node.dtype) in "fc"
+        if op in ("nansum", "nanprod"):  # NumPy: a NaN counts as 0 in a sum, 1 in a product
+            if has_nan:
+                traced = TraceValue(node)
+                node = where(tracer, ufunc(tracer, "isnan", (traced,)), 0 if op == "nansum" else 1, traced)._node
+            op = op[3:]
+        elif not has_nan:  # nanmax / nanmin of integers or booleans: max / min
+            op = op[3:]
     axes = _normalize_axes(tracer, op, axis, node.ndim)
     requested = None
     if dtype is not None:
@@ -209,7 +227,7 @@ def _normalize_axes(tracer: Tracer, op: str, axis: Any, ndim: int) -> tuple[int,
         if not -ndim <= k < ndim:
             raise AxisError(
                 f"kspec.fuse: function '{tracer.func_name}' ({user_location()}): {op}: axis {k} is out of bounds for "
-                f"array of dimension {ndim}"
+                f"array of dimension {ndim}", axis=k, ndim=ndim
             )
         axes.append(k % ndim)
     if len(set(axes)) != len(axes):
@@ -230,20 +248,34 @@ def numpy_ufunc(tracer: Tracer, uf: np.ufunc, method: str, inputs: Sequence[Any]
         return reduction(tracer, op, args["array"], args.get("axis"), args.get("dtype"), args.get("out"), args.get("keepdims", False))
     if method != "__call__":
         tracer.fail(f"numpy.{name}.{method} is not supported inside a fused function")
-    return _call_ufunc(tracer, name, inputs, kwargs)
+    return call_ufunc(tracer, name, inputs, kwargs)
 
 
-def _call_ufunc(tracer: Tracer, name: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-    extra = {k: v for k, v in kwargs.items() if k not in ("out", "dtype")}
-    if extra.pop("casting", "same_kind") != "same_kind" or extra.pop("where", True) is not True:
-        tracer.fail(f"{name}: casting= and where= are not supported inside a fused function")
+def call_ufunc(tracer: Tracer, name: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    """A ufunc call with NumPy's keywords: ``out=``, ``dtype=``, and ``where=`` with ``out=``."""
+    extra = {k: v for k, v in kwargs.items() if k not in ("out", "dtype", "where")}
+    if extra.pop("casting", "same_kind") != "same_kind":
+        tracer.fail(f"{name}: casting= is not supported inside a fused function")
     extra.pop("order", None), extra.pop("subok", None)
     if extra:
         tracer.fail(f"{name}: unexpected keyword argument {next(iter(extra))!r}")
     out = kwargs.get("out")
     if isinstance(out, tuple) and len(out) == 1:
         out = out[0]
-    return ufunc(tracer, name, inputs, out=out, dtype=kwargs.get("dtype"))
+    mask = kwargs.get("where", True)
+    if mask is True:
+        return ufunc(tracer, name, inputs, out=out, dtype=kwargs.get("dtype"))
+    # where=: the result where mask holds, the output's current values elsewhere (so out= is needed: without
+    # it NumPy leaves those elements uninitialized)
+    targets = out if isinstance(out, tuple) else (out,)
+    if out is None or any(not isinstance(t, TraceValue) for t in targets):
+        tracer.fail(f"{name}(..., where=mask) needs out= (an array argument): NumPy leaves the elements where mask "
+                    "is False uninitialized")
+    results = ufunc(tracer, name, inputs, dtype=kwargs.get("dtype"))
+    for target, result in zip(targets, results if isinstance(results, tuple) else (results,)):
+        chosen = where(tracer, mask, result, target)
+        assign(tracer, target, chosen._node, f"ufunc '{name}'")
+    return out
 
 
 _FUNCTION_PARAMS = {
@@ -253,6 +285,10 @@ _FUNCTION_PARAMS = {
     "min": ("a", "axis", "out", "keepdims"),
     "all": ("a", "axis", "out", "keepdims"),
     "any": ("a", "axis", "out", "keepdims"),
+    "nansum": ("a", "axis", "dtype", "out", "keepdims"),
+    "nanprod": ("a", "axis", "dtype", "out", "keepdims"),
+    "nanmax": ("a", "axis", "out", "keepdims"),
+    "nanmin": ("a", "axis", "out", "keepdims"),
 }
 
 
@@ -278,25 +314,12 @@ def numpy_function(tracer: Tracer, func: Any, args: Sequence[Any], kwargs: dict[
         return (real if name == "real" else imag)(tracer, args[0])
     if name in ("conj", "conjugate"):
         return ufunc(tracer, "conjugate", args[:1])
+    if name == "copy":
+        return copy(tracer, args[0])
     tracer.fail(
         f"numpy.{name} is not supported inside a fused function (supported: ufuncs, where, clip, astype, real, "
         "imag, and the reductions sum, prod, max/amax, min/amin, all, any)"
     )
-
-
-def cupy_kernel(tracer: Tracer, kernel: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-    """A CuPy ufunc called on a traced value (CuPy hands the call to ``__cupy_override_elementwise_kernel__``)."""
-    name = str(getattr(kernel, "name", "")).removeprefix("cupy_")
-    if type(kernel).__name__ != "ufunc":
-        tracer.fail(f"{type(kernel).__name__} '{name}' cannot be called inside a fused function; only CuPy's ufuncs can")
-    if name == "where":
-        return where(tracer, *args)
-    if name == "clip":
-        return clip(tracer, args[0], args[1], args[2], kwargs.get("out"))
-    numpy_ufunc_ = getattr(np, name, None)
-    if not isinstance(numpy_ufunc_, np.ufunc) or numpy_ufunc_.__name__ not in SUPPORTED:
-        tracer.fail(f"cupy.{name} is not supported inside a fused function")
-    return _call_ufunc(tracer, numpy_ufunc_.__name__, args, kwargs)
 
 
 def _bind(tracer: Tracer, what: str, args: Sequence[Any], kwargs: dict[str, Any], names: Sequence[str],

@@ -23,6 +23,7 @@ from ._graph import Node
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SKIPPED_ROOTS = (_HERE, os.path.dirname(np.__file__))
+_NO_SCALAR = "Cannot convert to Python scalar in cupy.fuse"  # CuPy's words (TypeError) for bool(x), int(x), ...
 
 
 class Tracer:
@@ -30,23 +31,35 @@ class Tracer:
 
     _local = threading.local()
 
-    def __init__(self, func_name: str) -> None:
+    def __init__(self, func_name: str, cupy_dispatch: bool = False) -> None:
         self.func_name = func_name
+        self.cupy_dispatch = cupy_dispatch  # route CuPy's fusion dispatch here (see _cupy)
         self.arg_values: list[TraceValue] = []
+        self.views: dict[tuple[Any, ...], Node] = {}  # (argument index, index key) -> its view's node
+        self._cupy_state: Any = None
 
     def __enter__(self) -> "Tracer":
+        from . import _cupy
+
         self._local.current = self
+        self._cupy_state = _cupy.enter(self) if self.cupy_dispatch else None
         return self
 
     def __exit__(self, *exc: object) -> None:
+        from . import _cupy
+
         self._local.current = None
+        _cupy.leave(self._cupy_state)
 
     @classmethod
     def current(cls) -> "Tracer | None":
         return getattr(cls._local, "current", None)
 
-    def fail(self, what: str, where: str | None = None) -> NoReturn:
-        raise FuseError(f"kspec.fuse: function '{self.func_name}' ({where or user_location()}): {what}")
+    def fail(self, what: str, where: str | None = None, *, phrase: str = "", error: type[FuseError] = FuseError) -> NoReturn:
+        """Raise ``error`` naming the function and the user's line; ``phrase``: CuPy's words for the same
+        error, which start the message."""
+        lead = f"{phrase}: " if phrase else ""
+        raise error(f"{lead}kspec.fuse: function '{self.func_name}' ({where or user_location()}): {what}")
 
 
 def user_location() -> str:
@@ -106,17 +119,27 @@ class TraceValue:
     def __repr__(self) -> str:
         return f"<kspec.fuse traced value dtype={self._node.dtype} ndim={self.ndim}>"
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        """What ``isinstance`` sees besides the real type: CuPy's fusion array class for a traced array once
+        CuPy is loaded, so ``cupy.get_array_module(x)`` (an isinstance test, with no hook) answers ``cupy`` as
+        it does inside ``cupy.fuse``. ``type(x)`` and ``isinstance(x, TraceValue)`` are unchanged."""
+        from . import _cupy
+
+        return (_cupy.fusion_array_class() if self._node.ndim >= 0 else None) or TraceValue
+
     # -- data-dependent Python ---------------------------------------------------------------------
 
     def __bool__(self) -> NoReturn:
         _tracer().fail(
             "the truth value of a traced array is not known while tracing (data-dependent control flow: an "
             "`if`, `while`, `and`/`or` or bool() on a value computed from the arguments); express it with "
-            "numpy.where(cond, a, b) or cupy.where, or move the branch outside the fused function"
+            "numpy.where(cond, a, b) or cupy.where, or move the branch outside the fused function",
+            phrase=_NO_SCALAR,
         )
 
     def _no_conversion(self, what: str) -> NoReturn:
-        _tracer().fail(f"{what} of a traced array is not known while tracing (it depends on the data)")
+        _tracer().fail(f"{what} of a traced array is not known while tracing (it depends on the data)", phrase=_NO_SCALAR)
 
     def __int__(self) -> NoReturn:
         self._no_conversion("int()")
@@ -136,12 +159,15 @@ class TraceValue:
     def __iter__(self) -> NoReturn:
         _tracer().fail("iterating over a traced array is not supported: fused functions are elementwise")
 
-    def __getitem__(self, key: object) -> NoReturn:
-        _tracer().fail(f"indexing or slicing a traced array (x[{key!r}]) is not supported; slice the argument before the call")
+    def __getitem__(self, key: Any) -> "TraceValue":
+        from . import _index
 
-    def __setitem__(self, key: object, value: object) -> NoReturn:
-        _tracer().fail("assigning into a traced array (x[...] = v) is not supported; use x += ..., numpy.copyto-free "
-                       "ufunc(..., out=x), or return the new value")
+        return _index.getitem(_tracer(), self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        from . import _index
+
+        _index.setitem(_tracer(), self, key, value)
 
     def __array__(self, *args: object, **kwargs: object) -> NoReturn:
         _tracer().fail("a traced value cannot become a NumPy array (the data lives on the device and is not known yet)")
@@ -169,15 +195,14 @@ class TraceValue:
         return _steps.numpy_function(_tracer(), func, args, kwargs)
 
     def __cupy_override_elementwise_kernel__(self, kernel: Any, *args: Any, **kwargs: Any) -> Any:
-        from . import _steps
+        from . import _cupy
 
-        return _steps.cupy_kernel(_tracer(), kernel, args, kwargs)
+        return _cupy.cupy_kernel(_tracer(), kernel, args, kwargs)
 
     def __cupy_override_reduction_kernel__(self, kernel: Any, axis: Any, dtype: Any, out: Any, keepdims: Any) -> Any:
-        from . import _steps
+        from . import _cupy
 
-        name = str(getattr(kernel, "name", kernel)).removeprefix("cupy_")
-        return _steps.reduction(_tracer(), name, self, axis, dtype, out, keepdims)
+        return _cupy.History(_tracer()).call_reduction(kernel, self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
     # -- ndarray methods (CuPy's functions call them on a foreign object) -----------------------------
 
@@ -185,6 +210,11 @@ class TraceValue:
         from . import _steps
 
         return _steps.astype(_tracer(), self, dtype)
+
+    def copy(self, order: Any = "K") -> "TraceValue":
+        from . import _steps
+
+        return _steps.copy(_tracer(), self)
 
     def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> "TraceValue":
         from . import _steps

@@ -47,7 +47,7 @@ def normalize_axis(kernel: str, axis: object, ndim: int) -> tuple[int, ...]:
     for item in items:
         item = as_int(kernel, "axis", item, "None, an int or a tuple of ints")
         if not -ndim <= item < ndim:
-            raise AxisError(f"axis {item} is out of bounds for array of dimension {ndim}: kernel '{kernel}'")
+            raise AxisError(f"axis {item} is out of bounds for array of dimension {ndim}: kernel '{kernel}'", axis=item, ndim=ndim)
         result.append(item % ndim if ndim else item)
     if len(set(result)) != len(result):
         raise KspecValueError(f"duplicate value in 'axis': kernel '{kernel}' got axis={axis!r}")

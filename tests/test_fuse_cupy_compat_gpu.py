@@ -1,0 +1,158 @@
+"""kspec.fuse on the GPU where CuPy's own fusion tests look: results against NumPy for ``x[...] = v``, views
+of arguments, CuPy's nan reductions, ``cupy.get_array_module`` and ``clear_cache``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kspec
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def cp():
+    return pytest.importorskip("cupy")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_whole_array_assignment_writes_the_argument(cp, dtype, value):
+    @kspec.fuse
+    def fill(x):
+        x[:] = value
+        return x
+
+    x = cp.arange(12, dtype=dtype).reshape(3, 4)
+    out = fill(x)
+    assert out is x
+    np.testing.assert_array_equal(x.get(), np.full((3, 4), value, dtype))
+
+
+def test_ellipsis_assignment_of_a_broadcast_traced_value(cp):
+    @kspec.fuse
+    def f(x, y):
+        x[...] = y * 2.5
+
+    x, y = cp.zeros((3, 4), cp.int32), cp.arange(4, dtype=cp.float64)
+    f(x, y)
+    want = np.zeros((3, 4), np.int32)
+    want[...] = np.arange(4) * 2.5
+    np.testing.assert_array_equal(x.get(), want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("special", [np.inf, np.nan])
+def test_where_with_a_new_axis_view_of_the_mask(cp, dtype, special):
+    @kspec.fuse
+    def f(points, mask):
+        return cp.where(mask[:, cp.newaxis], special, points)
+
+    rng = np.random.default_rng(3)
+    points = rng.random((256, 2)).astype(dtype)
+    mask = rng.random(256) > 0.5
+    got = f(cp.asarray(points), cp.asarray(mask))
+    want = np.where(mask[:, np.newaxis], special, points)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.get(), want)
+
+
+def test_slice_and_int_views_of_arguments(cp):
+    @kspec.fuse
+    def f(x, y):
+        return x[::-1, 1:] * y[0]
+
+    x, y = np.arange(12.0).reshape(3, 4), np.arange(6.0).reshape(2, 3)
+    got = f(cp.asarray(x), cp.asarray(y))
+    np.testing.assert_array_equal(got.get(), x[::-1, 1:] * y[0])
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanprod", "nanmax", "nanmin"])
+@pytest.mark.parametrize("dtype", ["int64", "float32", "float64"])
+@pytest.mark.parametrize("axis", [None, 1])
+def test_cupy_nan_reductions(cp, name, dtype, axis):
+    routine = getattr(cp, name)
+
+    @kspec.fuse
+    def f(x):
+        return routine(x, axis=axis)
+
+    rng = np.random.default_rng(5)
+    x = (rng.random((4, 30)) * 2 + 0.5).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        x[rng.random(x.shape) < 0.2] = np.nan
+    got = f(cp.asarray(x))
+    want = getattr(np, name)(x, axis=axis)
+    assert got.dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-5)
+
+
+def test_numpy_nan_reductions_on_device_arrays(cp):
+    @kspec.fuse
+    def f(x):
+        return np.nansum(x, axis=0), np.nanmax(x)
+
+    x = np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, 2.0]])
+    total, top = f(cp.asarray(x))
+    np.testing.assert_array_equal(total.get(), np.nansum(x, axis=0))
+    assert float(top) == 3.0
+
+
+def test_cupy_sum_keepdims_still_works_after_the_dispatch_change(cp):
+    @kspec.fuse
+    def f(x):
+        return cp.amax(x, axis=0, keepdims=True) + cp.nansum(x)
+
+    x = np.arange(12.0).reshape(3, 4)
+    got = f(cp.asarray(x))
+    np.testing.assert_allclose(got.get(), x.max(axis=0, keepdims=True) + x.sum())
+
+
+def test_get_array_module_inside_a_fused_function_is_cupy(cp):
+    seen = []
+
+    @kspec.fuse
+    def f(x):
+        seen.append(cp.get_array_module(x))
+        return x + 1
+
+    np.testing.assert_array_equal(f(cp.arange(3)).get(), [1, 2, 3])
+    assert seen == [cp]
+    assert cp.get_array_module(np.arange(3)) is np  # untouched outside
+
+
+def test_clear_cache_then_call(cp):
+    traced = []
+
+    @kspec.fuse
+    def f(x, y):
+        traced.append(1)
+        return x - y * 2
+
+    x = cp.arange(9, dtype=cp.int16).reshape(3, 3)
+    f.clear_cache()
+    first = f(x, x).get()
+    f.clear_cache()
+    second = f(x, x).get()
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_array_equal(second, np.arange(9, dtype=np.int16).reshape(3, 3) * -1)
+    assert len(traced) == 2
+
+
+def test_ufunc_where_with_out(cp):
+    @kspec.fuse
+    def f(x, y, m):
+        np.add(x, y, out=x, where=m)
+
+    x, y, m = np.arange(6.0), np.full(6, 10.0), np.arange(6) % 2 == 0
+    xd = cp.asarray(x)
+    f(xd, cp.asarray(y), cp.asarray(m))
+    np.add(x, y, out=x, where=m)
+    np.testing.assert_array_equal(xd.get(), x)
+
+
+def test_out_of_range_axis_on_the_device_is_numpy_axis_error(cp):
+    f = kspec.fuse(lambda x: cp.sum(x, axis=2))
+    with pytest.raises(np.exceptions.AxisError):
+        f(cp.zeros((3, 4)))
