@@ -44,6 +44,16 @@ def loaded() -> bool:
     return _thread_local() is not None
 
 
+def raised_in_cupy(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised with a frame of CuPy's Python code on the stack (below the traced function)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if str(tb.tb_frame.f_globals.get("__name__", "")).partition(".")[0] in ("cupy", "cupyx"):
+            return True
+        tb = tb.tb_next
+    return False
+
+
 def enter(tracer: Tracer) -> Any:
     """Make CuPy's routines report to ``tracer``; returns what :func:`leave` restores (None: CuPy not loaded)."""
     local = _thread_local()

@@ -149,17 +149,17 @@ def trace(func: Callable[..., Any], func_name: str, kernel_name: str, arg_names:
           arg_types: Sequence[ArgType]) -> Program:
     """Run ``func`` on symbolic arguments of ``arg_types`` and build the program of kernels it amounts to.
 
-    A trace that fails with an error not of kspec's own, while CuPy is loaded, runs once more with CuPy's
-    fusion dispatch on (:mod:`._cupy`): CuPy routines with no hook for foreign objects (``cupy.nansum``)
-    then reach the trace. Only then, since CuPy refuses some calls while fusing that work without it
+    A trace that fails with an error not of kspec's own (or one raised inside CuPy's code), while CuPy is
+    loaded, runs once more with CuPy's fusion dispatch on (:mod:`._cupy`): CuPy routines with no hook for
+    foreign objects (``cupy.nansum``) then reach the trace. Only then, since CuPy refuses some calls while fusing that work without it
     (``cupy.amax(x, keepdims=True)``). CuPy's own ``cupy.fuse`` also traces a second time when its first
     way fails."""
     try:
         return _trace_once(func, func_name, kernel_name, arg_names, arg_types, cupy_dispatch=False)
-    except KspecError:
-        raise
-    except Exception:
-        if not _cupy.loaded():
+    except Exception as exc:
+        # kspec's own errors stand, unless CuPy's code raised them on its non-fusing path (cupy.nanmax asks
+        # `if isnan(result).any()` of a traced value when it does not know it is being fused)
+        if not _cupy.loaded() or (isinstance(exc, KspecError) and not _cupy.raised_in_cupy(exc)):
             raise
     return _trace_once(func, func_name, kernel_name, arg_names, arg_types, cupy_dispatch=True)
 
