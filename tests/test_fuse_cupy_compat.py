@@ -302,11 +302,11 @@ def fake_cupy(monkeypatch):
     def get_array_module(*args):
         return "cupy" if any(isinstance(a, _FusionVarArray) for a in args) else "numpy"
 
-    # cupy.nanmax's non-fusing path asks a question of its result (a bool of a traced value: kspec's own
-    # FuseError), from a frame of CuPy's code: defined with CuPy's module name, as CuPy 14 has it
+    # a routine whose non-fusing path asks a question of its result (a bool of a traced value: kspec's own
+    # FuseError) from a frame of CuPy's code, and whose fusing path reduces: defined under a CuPy module name
     order = {"__name__": "cupy._statistics.order", "np": np, "fusing": fusing, "local": local, "_Kernel": _Kernel}
     exec(
-        "def nanmax(a, axis=None, out=None, keepdims=False):\n"
+        "def checked_max(a, axis=None, out=None, keepdims=False):\n"
         "    if fusing():\n"
         "        return local.history.call_reduction(_Kernel('cupy_nanmax'), a, axis=axis, out=out)\n"
         "    res = a.max(axis=axis)\n"
@@ -315,7 +315,7 @@ def fake_cupy(monkeypatch):
         "    return res\n",
         order,
     )
-    return types.SimpleNamespace(local=local, nansum=nansum, amax=amax, nanmax=order["nanmax"],
+    return types.SimpleNamespace(local=local, nansum=nansum, amax=amax, checked_max=order["checked_max"],
                                  get_array_module=get_array_module)
 
 
@@ -327,7 +327,7 @@ def test_cupy_routines_without_a_hook_reach_the_trace_through_cupys_fusion_dispa
 
 
 def test_a_kspec_error_raised_inside_cupys_code_is_retraced_with_cupys_dispatch(fake_cupy):
-    spec = kspec.fuse(lambda x: fake_cupy.nanmax(x, axis=1)).spec(F2)
+    spec = kspec.fuse(lambda x: fake_cupy.checked_max(x, axis=1)).spec(F2)
     assert "fmax" in spec.reduce_expr or "fmax" in spec.preamble
 
 
@@ -365,3 +365,14 @@ def test_without_cupy_a_traced_array_is_its_own_class(monkeypatch):
     seen = []
     kspec.fuse(lambda x: seen.append(x.__class__) or x + 1).spec(F2)
     assert seen[0].__name__ == "TraceValue"
+
+
+def test_a_failed_second_trace_says_why_it_ran_and_what_traces_without_cupys_dispatch(fake_cupy):
+    def f(x):
+        return fake_cupy.amax(x, axis=0, keepdims=True) + fake_cupy.nansum(x)
+
+    with pytest.raises(NotImplementedError, match="keepdims") as info:
+        kspec.fuse(f).spec(F2)
+    note = "".join(info.value.__notes__)
+    assert "second time with CuPy's fusion dispatch" in note and "x.max(keepdims=True)" in note
+    assert "incorrect type" in note  # the first trace's error, which started the second

@@ -71,8 +71,10 @@ def test_slice_and_int_views_of_arguments(cp):
 @pytest.mark.parametrize("name", ["nansum", "nanprod", "nanmax", "nanmin"])
 @pytest.mark.parametrize("dtype", ["int64", "float32", "float64"])
 @pytest.mark.parametrize("axis", [None, 1])
-def test_cupy_nan_reductions(cp, name, dtype, axis):
-    routine = getattr(cp, name)
+def test_nan_reductions(cp, name, dtype, axis):
+    # cupy.nansum / nanprod go through CuPy's fusion dispatch; cupy.nanmax / nanmin do not fuse (in cupy.fuse
+    # neither: they branch on their result), numpy's do
+    routine = getattr(cp if name in ("nansum", "nanprod") else np, name)
 
     @kspec.fuse
     def f(x):
@@ -99,12 +101,31 @@ def test_numpy_nan_reductions_on_device_arrays(cp):
     assert float(top) == 3.0
 
 
-def test_cupy_sum_keepdims_still_works_after_the_dispatch_change(cp):
+def test_cupy_nanmax_does_not_fuse_and_says_what_does(cp):
     @kspec.fuse
     def f(x):
+        return cp.nanmax(x)
+
+    with pytest.raises(TypeError, match="Python scalar") as info:
+        f(cp.arange(4.0))
+    assert "numpy.nanmax" in "".join(getattr(info.value, "__notes__", []))
+
+
+def test_keepdims_next_to_a_routine_that_needs_cupys_dispatch(cp):
+    # under CuPy's fusion dispatch (which cupy.nansum needs) CuPy refuses keepdims, as cupy.fuse does; the
+    # array method traces without it
+    @kspec.fuse
+    def refused(x):
         return cp.amax(x, axis=0, keepdims=True) + cp.nansum(x)
 
+    @kspec.fuse
+    def f(x):
+        return x.max(axis=0, keepdims=True) + cp.nansum(x)
+
     x = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(NotImplementedError, match="keepdims") as info:
+        refused(cp.asarray(x))
+    assert "x.max(keepdims=True)" in "".join(getattr(info.value, "__notes__", []))
     got = f(cp.asarray(x))
     np.testing.assert_allclose(got.get(), x.max(axis=0, keepdims=True) + x.sum())
 

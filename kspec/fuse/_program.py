@@ -161,7 +161,17 @@ def trace(func: Callable[..., Any], func_name: str, kernel_name: str, arg_names:
         # `if isnan(result).any()` of a traced value when it does not know it is being fused)
         if not _cupy.loaded() or (isinstance(exc, KspecError) and not _cupy.raised_in_cupy(exc)):
             raise
-    return _trace_once(func, func_name, kernel_name, arg_names, arg_types, cupy_dispatch=True)
+        first = exc
+    try:
+        return _trace_once(func, func_name, kernel_name, arg_names, arg_types, cupy_dispatch=True)
+    except Exception as exc:
+        exc.add_note(
+            f"kspec.fuse traced {func_name!r} a second time with CuPy's fusion dispatch on, since its first trace "
+            f"failed inside CuPy ({type(first).__name__}: {first}); CuPy's routines then behave as under cupy.fuse, "
+            "which refuses some calls (keepdims=, cupy.nanmax). NumPy's functions (numpy.nansum, numpy.nanmax) "
+            "and the array methods (x.max(keepdims=True)) trace without it."
+        )
+        raise
 
 
 def _trace_once(func: Callable[..., Any], func_name: str, kernel_name: str, arg_names: Sequence[str],
