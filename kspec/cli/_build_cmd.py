@@ -7,11 +7,11 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._errors import KspecError, KspecValueError
-from ._common import add_spec_paths, error
+from ._common import add_spec_paths, error, note
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -42,21 +42,27 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.set_defaults(run=run)
 
 
-def parse_archs(text: str | None) -> list[str]:
-    """``--arch``: checked, each once, in the order given; the default archs when not given."""
+def parse_archs(text: str | None, *, note: Callable[[str], None] | None = None) -> list[str]:
+    """``--arch``: checked, each once, in the order given; the default archs when not given. ``note`` is told
+    of a target named more than once (it is compiled once)."""
     from ..compiler import check_arch, default_archs
 
     if text is None:
         defaults: list[str] = default_archs()  # a lazy export: untyped to mypy
         return defaults
     archs: list[str] = []
+    repeated: list[str] = []
     for item in text.split(","):
         if item.strip():
             arch = check_arch(item.strip(), param="--arch")
             if arch not in archs:  # sm_80,sm_80 builds (and lists) sm_80 once
                 archs.append(arch)
+            elif arch not in repeated:
+                repeated.append(arch)
     if not archs:
         raise KspecValueError(f"--arch: no architecture in {text!r}; give targets such as sm_80,sm_90")
+    if repeated and note is not None:
+        note(f"--arch names {', '.join(repeated)} more than once; each target is compiled once")
     return archs
 
 
@@ -72,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         library = load_library(args.paths)  # no spec files at all is an error, as for validate
-        archs = parse_archs(args.arch)
+        archs = parse_archs(args.arch, note=None if args.quiet else note)
         plan = plan_build(library.values(), archs)
         if plan.units:
             _check_nvrtc()

@@ -26,6 +26,11 @@ def error(message: str) -> None:
     print(f"kspec: error: {message}", file=sys.stderr)
 
 
+def note(message: str) -> None:
+    """Something the user may want to know that is not an error (stderr: stdout may be --json)."""
+    print(f"kspec: note: {message}", file=sys.stderr)
+
+
 def spec_files_or_report(paths: list[str]) -> list[Path] | None:
     """The spec files under ``paths``, or None after reporting why there are none (the caller exits 1)."""
     try:

@@ -7,12 +7,14 @@ file is stale or missing, which is how CI notices a ``generated/`` that was not 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
+import tempfile
 from pathlib import Path
 
 from .. import __version__
 from ..codegen import generate, sync_files
-from ._common import add_spec_paths, spec_files_or_report
+from ._common import add_spec_paths, error, spec_files_or_report
 
 DEFAULT_OUT = "generated"
 
@@ -30,11 +32,29 @@ def command_line(paths: list[str], out: str) -> str:
     return shlex.join(["kspec", "generate", *paths, "-o", out])
 
 
+def _output_problem(out: Path) -> str | None:
+    """Why ``-o`` cannot take the generated modules (one line), or None. Creates the directory."""
+    if out.exists() and not out.is_dir():
+        return f"output {str(out)!r} exists and is not a directory"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".kspec-probe.", suffix=".tmp", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"output {str(out)!r} cannot be written: {exc.strerror or exc}"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     files = spec_files_or_report(list(args.paths))
     if files is None:
         return 1
     out = Path(args.out)
+    problem = _output_problem(out) if not args.check else None
+    if problem:  # before generating: nothing is written
+        error(problem)
+        return 1
     result = generate(files, command=command_line(list(args.paths), args.out), version=__version__, out_dir=out)
     if not result.ok:
         n_errors = 0
@@ -47,7 +67,11 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  error: {err}")
         print(f"{n_errors} error{'s' * (n_errors != 1)}: nothing generated")
         return 1
-    changed = sync_files(result.files, out, check=args.check)
+    try:
+        changed = sync_files(result.files, out, check=args.check)
+    except OSError as exc:  # sync_files leaves every file as it was
+        error(f"output {str(out)!r}: cannot write the generated modules: {exc.strerror or exc}; nothing written")
+        return 1
     if args.check:
         for target, missing in changed:
             print(f"{target}: {'missing' if missing else 'stale'}")

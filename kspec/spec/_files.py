@@ -204,7 +204,10 @@ def _read_data(path: Path) -> Any:
     deep = SpecFileError("values are nested too deeply to be a spec", file=path)
     if path.suffix == ".json":
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
+        except _DuplicateKey as exc:  # TOML refuses them too; JSON would keep the last value silently
+            raise SpecFileError(f"invalid JSON: duplicate key {exc.key!r} in one object (JSON parsers keep the last "
+                                "value silently; kspec refuses it, as TOML does)", file=path, field=exc.key) from None
         except json.JSONDecodeError as exc:
             raise SpecFileError(f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", file=path) from None
         except RecursionError:
@@ -217,6 +220,20 @@ def _read_data(path: Path) -> Any:
         raise SpecFileError(f"invalid TOML: {exc}", file=path) from None
     except RecursionError:
         raise deep from None
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 def _kernel_tables(data: Any, path: Path) -> list[Any]:

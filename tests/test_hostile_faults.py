@@ -1,0 +1,257 @@
+"""Issue 27, faults: what used to be a traceback, a silent skip or a late NVRTC error is a typed error (or a
+one-line CLI error) naming the file, the parameter or the kernel. No GPU needed."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import kspec
+from kspec.cli import main
+from kspec.spec import load_file, parse_spec
+
+REPO = Path(__file__).resolve().parents[1]
+SPECS = REPO / "specs"
+RAW = SPECS / "raw.toml"
+
+
+# --- JSON spec files with a duplicate key -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["top", "kernel"])
+def test_json_duplicate_key_is_refused_naming_file_and_key(tmp_path, where, capsys):
+    kernel = '{"kind": "raw", "name": "r", "source": "x", "kernels": ["k"]'
+    if where == "top":
+        text = '{"schema": 1, "kernel": [' + kernel + '}], "schema": 1}'
+        key = "schema"
+    else:
+        text = '{"schema": 1, "kernel": [' + kernel + ', "name": "other"}]}'
+        key = "name"
+    path = tmp_path / "dup.json"
+    path.write_text(text)
+    with pytest.raises(kspec.SpecFileError) as info:
+        load_file(path)
+    assert f"duplicate key {key!r}" in str(info.value) and str(path) in str(info.value)
+    assert main(["validate", str(path)]) == 1
+    assert f"duplicate key {key!r}" in capsys.readouterr().out
+
+
+def test_toml_duplicate_key_was_already_refused(tmp_path):
+    path = tmp_path / "dup.toml"
+    path.write_text('schema = 1\nschema = 1\n')
+    with pytest.raises(kspec.SpecFileError, match="invalid TOML"):
+        load_file(path)
+
+
+# --- reductions: a and b are reduce_expr's operands ---------------------------------------------------------
+
+
+def _reduction(**fields: object) -> dict[str, object]:
+    table: dict[str, object] = dict(kind="reduction", name="r", in_params="T x", out_params="T y", map_expr="x",
+                                    reduce_expr="a + b", post_map_expr="y = a", identity="0")  # fmt: skip
+    table.update(fields)
+    return table
+
+
+@pytest.mark.parametrize("letter", ["a", "b"])
+def test_reduction_placeholder_a_or_b_is_refused_at_validate(letter):
+    table = _reduction(in_params=f"{letter} x", out_params=f"{letter} y", instantiations=[{letter: "float32"}])
+    with pytest.raises(kspec.ReservedNameError, match=f"type placeholder '{letter}'.*reduce_expr's operands"):
+        parse_spec(table)
+    with pytest.raises(kspec.ReservedNameError, match=f"type placeholder '{letter}'"):
+        kspec.ReductionKernel(f"{letter} x", f"{letter} y", "x", "a + b", "y = a", "0", "r")
+
+
+def test_reduction_parameter_named_a_is_still_refused():
+    with pytest.raises(kspec.ReservedNameError, match="parameter name 'a'"):
+        parse_spec(_reduction(in_params="T a", map_expr="a"))
+
+
+@pytest.mark.parametrize("instantiations", [[], [{"T": "float32"}]])
+def test_reduce_type_placeholder_no_parameter_binds_is_said_plainly(instantiations):
+    with pytest.raises(kspec.SpecError) as info:
+        parse_spec(_reduction(reduce_type="U", instantiations=instantiations))
+    text = str(info.value)
+    assert "reduce_type 'U' is a type placeholder that no parameter uses" in text
+    assert "no call can give it a type" in text and "'T'" in text
+    assert info.value.field == "reduce_type"  # not an instantiation that "leaves U unbound"
+
+
+# --- kspec build --arch sm_80,sm_80 ----------------------------------------------------------------------------
+
+
+def test_repeated_arch_compiles_once_with_a_note(monkeypatch, capsys):
+    seen = {}
+
+    def fake(units, **_):
+        seen["archs"] = sorted({u.arch for u in units})
+        seen["units"] = len(units)
+        return [], 0.0
+
+    monkeypatch.setattr("kspec.build.precompile_with_progress", fake)
+    assert main(["build", str(RAW), "--arch", "sm_80"]) == 0
+    once = seen["units"]
+    capsys.readouterr()
+    assert main(["build", str(RAW), "--arch", "sm_80,sm_90,sm_80"]) == 0
+    assert seen["archs"] == ["sm_80", "sm_90"] and seen["units"] == 2 * once
+    err = capsys.readouterr().err
+    assert "note: --arch names sm_80 more than once; each target is compiled once" in err
+    assert main(["build", str(RAW), "--arch", "sm_80,sm_80", "-q"]) == 0
+    assert "note" not in capsys.readouterr().err  # --quiet: errors only
+
+
+# --- kspec generate -o ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", ["existing file", "under a file", "/proc"])
+def test_generate_o_problems_are_one_line_errors(tmp_path, capsys, case):
+    a_file = tmp_path / "file"
+    a_file.write_text("mine")
+    target = {"existing file": a_file, "under a file": a_file / "sub", "/proc": Path("/proc/kspec-out")}[case]
+    if case == "/proc" and not Path("/proc").is_dir():
+        pytest.skip("no /proc here")
+    assert main(["generate", str(SPECS), "-o", str(target)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("kspec: error: output ") and "Traceback" not in err
+    assert a_file.read_text() == "mine"
+
+
+def test_generate_that_fails_mid_write_changes_nothing(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "gen"
+    assert main(["generate", str(SPECS), "-o", str(out)]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    for p in out.iterdir():
+        p.write_text("# stale\n")  # every module must be rewritten
+    stale = {p.name: p.read_bytes() for p in out.iterdir()}
+    import kspec._atomic as atomic
+
+    real = atomic.tempfile.mkstemp
+    calls = []
+
+    def full_after_two(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 2 and "kspec-probe" not in kwargs.get("prefix", ""):
+            raise OSError(28, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", full_after_two)
+    capsys.readouterr()
+    assert main(["generate", str(SPECS), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and "nothing written" in err and "Traceback" not in err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == stale  # no module half-written, no tmp file left
+    monkeypatch.undo()
+    assert main(["generate", str(SPECS), "-o", str(out)]) == 0
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+# --- RawModule arguments, checked before any device work ------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [5, {"f": 1}, {"f"}, b"f", 1.5])
+def test_raw_module_name_expressions_not_a_sequence_of_str(value):
+    with pytest.raises(kspec.KspecTypeError, match="name_expressions: expected a sequence of str"):
+        kspec.RawModule(code="x", name_expressions=value)
+
+
+@pytest.mark.parametrize("value", [[1], ["f", ""], ("f", None)])
+def test_raw_module_name_expressions_items(value):
+    with pytest.raises(kspec.KspecTypeError, match="name_expressions: every item must be a non-empty str"):
+        kspec.RawModule(code="x", name_expressions=value)
+
+
+def test_raw_module_name_expressions_accepted_forms():
+    assert kspec.RawModule(code="x", name_expressions="f<int>").name_expressions == ("f<int>",)
+    assert kspec.RawModule(code="x", name_expressions=["f", "g"]).name_expressions == ("f", "g")
+    assert kspec.RawModule(code="x", name_expressions=(e for e in ["f"])).name_expressions == ("f",)
+
+
+def test_raw_module_path_missing_is_a_file_not_found_error(tmp_path):
+    with pytest.raises(kspec.KspecFileNotFoundError, match="path: no such file") as info:
+        kspec.RawModule(path=tmp_path / "missing.cubin")
+    assert isinstance(info.value, FileNotFoundError) and isinstance(info.value, kspec.KspecError)
+
+
+@pytest.mark.parametrize("name", ["d.cubin", "plain_dir"])
+def test_raw_module_path_directory_is_a_value_error(tmp_path, name):
+    (tmp_path / name).mkdir()
+    with pytest.raises(kspec.KspecValueError, match="path: .* is a directory"):
+        kspec.RawModule(path=tmp_path / name)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_raw_module_path_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "k.cubin"
+    os.mkfifo(fifo)  # opening it for reading would wait for a writer forever
+    with pytest.raises(kspec.KspecValueError, match="not a regular file"):
+        kspec.RawModule(path=fifo)
+
+
+def test_raw_module_path_type():
+    with pytest.raises(kspec.KspecTypeError, match="path: expected a file path"):
+        kspec.RawModule(path=5)
+
+
+# --- KSPEC_CACHE_DIR / cache --dir that cannot be a cache ----------------------------------------------------------
+
+
+def _cache_targets(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    a_file = tmp_path / "file"
+    a_file.write_text("mine")
+    return {
+        "regular file": (a_file, "is not a directory"),
+        "/dev/null": (Path("/dev/null"), "is not a directory"),
+        "under a file": (a_file / "sub", "cannot be created"),
+        "/proc dir": (Path("/proc/self"), "cannot be written"),
+        "/proc new": (Path("/proc/kspec-cache"), "cannot be created"),
+    }
+
+
+@pytest.mark.parametrize("how", ["--dir", "env"])
+@pytest.mark.parametrize("action", ["info", "clear"])
+@pytest.mark.parametrize("case", ["regular file", "/dev/null", "under a file", "/proc dir", "/proc new"])
+def test_cache_dir_that_cannot_be_a_cache_is_an_error(tmp_path, monkeypatch, capsys, case, action, how):
+    target, phrase = _cache_targets(tmp_path)[case]
+    if case.startswith("/") and not Path(case.split()[0]).exists():
+        pytest.skip(f"no {case.split()[0]} here")
+    argv = ["cache", action]
+    if how == "--dir":
+        argv += ["--dir", str(target)]
+    else:
+        monkeypatch.setenv("KSPEC_CACHE_DIR", str(target))
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert phrase in captured.err and ("--dir" if how == "--dir" else "KSPEC_CACHE_DIR") in captured.err
+    assert "entries" not in captured.out and "removed" not in captured.out  # not reported as an empty cache
+    assert (tmp_path / "file").read_text() == "mine"
+
+
+def test_cache_dir_not_created_yet_is_an_empty_cache(tmp_path, capsys):
+    assert main(["cache", "info", "--dir", str(tmp_path / "new" / "cache")]) == 0
+    assert "entries:   0" in capsys.readouterr().out
+
+
+def test_cache_clear_in_a_directory_it_may_not_write_says_why(tmp_path, monkeypatch, capsys):
+    # root ignores permission bits, so a read-only mount is simulated where the probe writes
+    import kspec.cli._cache_cmd as cache_cmd
+
+    def read_only(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(cache_cmd.tempfile, "mkstemp", read_only)
+    assert main(["cache", "clear", "--dir", str(tmp_path)]) == 1
+    assert "cannot be written: Read-only file system" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root may write a directory whatever its mode")
+def test_cache_clear_in_a_read_only_directory_for_real(tmp_path, capsys):
+    tmp_path.chmod(0o555)
+    try:
+        assert main(["cache", "clear", "--dir", str(tmp_path)]) == 1
+        assert "cannot be written" in capsys.readouterr().err
+    finally:
+        tmp_path.chmod(0o755)
+
