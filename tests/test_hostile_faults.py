@@ -3,7 +3,6 @@ one-line CLI error) naming the file, the parameter or the kernel. No GPU needed.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -255,3 +254,90 @@ def test_cache_clear_in_a_read_only_directory_for_real(tmp_path, capsys):
     finally:
         tmp_path.chmod(0o755)
 
+
+
+# --- spec directories: what cannot be searched is reported ---------------------------------------------------
+
+
+@pytest.fixture
+def spec_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "specs"
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "raw.toml").write_bytes(RAW.read_bytes())
+    return root
+
+
+def _problems(root: Path) -> dict[str, tuple[str, str]]:
+    """name -> (how to make it under root, the phrase reported)."""
+    return {
+        "dangling": ("gone.toml -> nowhere.toml", "leads to 'nowhere.toml', which does not exist"),
+        "self": ("self.toml -> self.toml", "refers to itself"),
+        "dangling dir": ("more -> missing_dir", "leads to 'missing_dir', which does not exist"),
+        "loop": ("real/up -> ..", "a directory that contains it: a loop"),
+    }
+
+
+@pytest.mark.parametrize("case", ["dangling", "self", "dangling dir", "loop"])
+def test_broken_links_in_a_spec_directory_are_reported(spec_dir, case, capsys):
+    how, phrase = _problems(spec_dir)[case]
+    name, target = how.split(" -> ")
+    (spec_dir / name).symlink_to(target)
+    with pytest.raises(kspec.SpecFileError, match=phrase) as info:
+        kspec.load(spec_dir)
+    assert info.value.file == str(spec_dir / name)
+    assert main(["validate", str(spec_dir)]) == 1
+    out = capsys.readouterr().out
+    assert f"error: {spec_dir / name}: symbolic link" in out
+    assert "raw.toml: 5 kernels, ok" in out and "1 file, 5 kernels, 1 errors" in out  # the rest is still checked
+    assert main(["build", str(spec_dir), "--arch", "sm_80"]) == 1
+    assert phrase in capsys.readouterr().err
+
+
+def test_unreadable_subdirectory_is_reported(spec_dir, monkeypatch, capsys):
+    # root reads any directory whatever its mode: the refusal is simulated where the search lists it
+    import kspec.spec._scan as scan
+
+    locked = spec_dir / "locked"
+    locked.mkdir()
+    real_scandir = os.scandir
+
+    def scandir(path):  # type: ignore[no-untyped-def]
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied")
+        return real_scandir(path)
+
+    monkeypatch.setattr(scan.os, "scandir", scandir)
+    with pytest.raises(kspec.SpecFileError, match="cannot read this directory: Permission denied") as info:
+        kspec.load(spec_dir)
+    assert info.value.file == str(locked)
+    assert main(["validate", str(spec_dir)]) == 1
+    assert f"error: {locked}: cannot read this directory" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root may read a directory whatever its mode")
+def test_unreadable_subdirectory_for_real(spec_dir):
+    locked = spec_dir / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        with pytest.raises(kspec.SpecFileError, match="cannot read this directory"):
+            kspec.load(spec_dir)
+    finally:
+        locked.chmod(0o755)
+
+
+def test_linked_spec_directory_is_searched_once(spec_dir):
+    (spec_dir / "alias").symlink_to("real")
+    assert sorted(kspec.load(spec_dir)) == sorted(kspec.load(RAW))  # no duplicate kernel names
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_fifo_named_like_a_spec_file_is_reported_not_read(spec_dir):
+    os.mkfifo(spec_dir / "pipe.toml")  # reading it would block
+    with pytest.raises(kspec.SpecFileError, match="not a regular file"):
+        kspec.load(spec_dir)
+
+
+def test_editor_lock_links_are_passed_over(spec_dir):
+    (spec_dir / "real" / ".#raw.toml").symlink_to("user@host.1234")  # what Emacs leaves while editing raw.toml
+    assert len(kspec.load(spec_dir)) == 5

@@ -6,8 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .._errors import SpecError
-from ..spec import spec_files
+from ..spec import find_spec_files
 
 DEFAULT_SPECS = "specs"
 
@@ -32,11 +31,12 @@ def note(message: str) -> None:
 
 
 def spec_files_or_report(paths: list[str]) -> list[Path] | None:
-    """The spec files under ``paths``, or None after reporting why there are none (the caller exits 1)."""
-    try:
-        files: list[Path] = spec_files(paths)
-    except SpecError as exc:
+    """The spec files under ``paths``, or None after reporting why there are none or why some could not be
+    searched (a broken symbolic link, an unreadable directory: one error line each; the caller exits 1)."""
+    files, errors = find_spec_files(paths)
+    for exc in errors:
         error(str(exc))
+    if errors:
         return None
     if not files:
         error(f"no spec files (*.toml, *.json) in {' '.join(paths)}")
