@@ -341,3 +341,182 @@ def test_fifo_named_like_a_spec_file_is_reported_not_read(spec_dir):
 def test_editor_lock_links_are_passed_over(spec_dir):
     (spec_dir / "real" / ".#raw.toml").symlink_to("user@host.1234")  # what Emacs leaves while editing raw.toml
     assert len(kspec.load(spec_dir)) == 5
+
+
+# --- a build killed between its binaries and its manifest ---------------------------------------------------------
+
+_KILLABLE = """schema = 1
+[[kernel]]
+kind = "raw"
+name = "stays"
+source = 'extern "C" __global__ void stays(float* y) {{ y[0] = 1; }}'
+kernels = ["stays"]
+[[kernel]]
+kind = "raw"
+name = "changes"
+source = 'extern "C" __global__ void changes(float* y) {{ y[0] = {value}; }}'
+kernels = ["changes"]
+[[kernel]]
+kind = "elementwise"
+name = "scale"
+in_params = "float32 x"
+out_params = "{out_type} y"
+operation = "y = x * {value}"
+"""
+
+
+def _spec_version(directory: Path, value: int, out_type: str = "float32") -> Path:
+    path = directory / f"v{value}.toml"
+    path.write_text(_KILLABLE.format(value=value, out_type=out_type))
+    return path
+
+
+def _served(out: Path) -> dict[str, bytes]:
+    """What a reader of ``out`` gets: every manifest entry's binary, verified against its digest (a warning
+    would be an error here), and each launch interface file it names."""
+    import hashlib
+    import warnings
+
+    from kspec.build import read_manifest
+
+    manifest = read_manifest(out)
+    assert manifest is not None
+    served = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for entry in manifest["entries"]:
+            data = (out / entry["file"]).read_bytes()
+            assert hashlib.sha256(data).hexdigest() == entry["sha256"], entry["file"]
+            served[entry["kernel"]] = data
+            if "interface" in entry:
+                assert (out / entry["interface"]).is_file()
+    return served
+
+
+def _listed(out: Path) -> set[Path]:
+    from kspec.build import read_manifest
+
+    entries = read_manifest(out)["entries"]
+    return {out / e[f] for e in entries for f in ("file", "interface") if f in e} | {out / "manifest.json"}
+
+
+@pytest.fixture(scope="module")
+def warm_cache(tmp_path_factory):
+    """A binary cache holding both spec versions' modules: the tests' builds then compile nothing."""
+    base = tmp_path_factory.mktemp("two-builds")
+    cache = base / "cache"
+    previous = os.environ.get("KSPEC_CACHE_DIR")
+    os.environ["KSPEC_CACHE_DIR"] = str(cache)
+    try:
+        for value, out_type in ((1, "float32"), (2, "float64")):
+            spec = _spec_version(base, value, out_type)
+            assert main(["build", str(spec), "--arch", "sm_80", "-o", str(base / f"warm{value}"), "-q"]) == 0
+    finally:
+        if previous is None:
+            del os.environ["KSPEC_CACHE_DIR"]
+        else:
+            os.environ["KSPEC_CACHE_DIR"] = previous
+    return cache
+
+
+@pytest.fixture
+def two_builds(tmp_path, monkeypatch, warm_cache):
+    """An output directory built from spec version 1, and the spec of version 2 (other binaries, same names
+    of kernels and instantiations)."""
+    monkeypatch.setenv("KSPEC_CACHE_DIR", str(warm_cache))
+    out = tmp_path / "out"
+    v1, v2 = _spec_version(tmp_path, 1), _spec_version(tmp_path, 2, out_type="float64")
+    assert main(["build", str(v1), "--arch", "sm_80", "-o", str(out), "-q"]) == 0
+    return out, v1, v2
+
+
+def test_build_killed_before_its_manifest_leaves_the_previous_build_whole(two_builds, tmp_path):
+    import subprocess
+    import sys
+
+    out, v1, v2 = two_builds
+    before = _served(out)
+    # a real kill: the build process SIGKILLs itself where it would rename its manifest into place
+    script = tmp_path / "killed_build.py"
+    script.write_text(
+        "import os, signal, sys\n"
+        "import kspec._atomic as atomic\n"
+        "from kspec.cli import main\n"
+        "real = atomic.os.replace\n"
+        "def replace(src, dst):\n"
+        "    if str(dst).endswith('manifest.json'):\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    real(src, dst)\n"
+        "atomic.os.replace = replace\n"
+        f"sys.exit(main(['build', {str(v2)!r}, '--arch', 'sm_80', '-o', {str(out)!r}, '-q']))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, timeout=120)
+    assert done.returncode == -9, done.stderr.decode()[-2000:]
+    assert _served(out) == before  # the old manifest, and every byte it describes
+    written = {p for p in out.rglob("*") if p.is_file()}
+    assert len(written) > len(_listed(out))  # the killed build's new binaries are there, unlisted
+    # the next build swaps in its set and removes the killed build's files as well as the old ones
+    assert main(["build", str(v2), "--arch", "sm_80", "-o", str(out), "-q"]) == 0
+    after = _served(out)
+    assert after["stays"] == before["stays"] and after["changes"] != before["changes"]
+    assert {p for p in out.rglob("*") if p.is_file()} == _listed(out)
+
+
+@pytest.mark.parametrize("stop", ["manifest write", "after the manifest"])
+def test_a_reader_sees_the_old_set_or_the_new_one_never_a_mix(two_builds, monkeypatch, stop):
+    import kspec.build._output as output
+
+    out, v1, v2 = two_builds
+    before = _served(out)
+    if stop == "manifest write":
+        real = output._write_if_changed
+
+        def killed(path, data):  # type: ignore[no-untyped-def]
+            if path.name == "manifest.json":
+                raise KeyboardInterrupt  # what SIGINT does between the binaries and the manifest
+            real(path, data)
+
+        monkeypatch.setattr(output, "_write_if_changed", killed)
+    else:
+
+        def killed_removing(*args, **kwargs):  # type: ignore[no-untyped-def]
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(output, "_remove_orphans", killed_removing)
+        monkeypatch.setattr(output, "confined_file", killed_removing)
+    with pytest.raises(KeyboardInterrupt):
+        main(["build", str(v2), "--arch", "sm_80", "-o", str(out), "-q"])
+    now = _served(out)
+    if stop == "manifest write":
+        assert now == before
+    else:
+        assert now["changes"] != before["changes"]  # the new set, whole, with the old files still beside it
+    monkeypatch.undo()
+    assert main(["build", str(v2), "--arch", "sm_80", "-o", str(out), "-q"]) == 0
+    assert {p for p in out.rglob("*") if p.is_file()} == _listed(out)
+
+
+def test_files_that_only_look_like_a_builds_are_kept(two_builds):
+    out, v1, v2 = two_builds
+    mine = out / "changes" / "notes.0123456789abcdef.cubin"  # a digest-like name its bytes do not match
+    mine.write_bytes(b"my own file")
+    assert main(["build", str(v2), "--arch", "sm_80", "-o", str(out), "-q"]) == 0
+    assert mine.read_bytes() == b"my own file"
+
+
+def test_a_damaged_binary_warns_once_naming_the_file(two_builds):
+    import warnings
+
+    from kspec.build import read_manifest
+    from kspec.kernels import BinaryStore
+
+    out, v1, v2 = two_builds
+    entry = next(e for e in read_manifest(out)["entries"] if e["kernel"] == "changes")
+    (out / entry["file"]).write_bytes(b"\x7fELF, but not these bytes")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):  # each kspec.load / generated module opens its own store
+            assert BinaryStore(out).find(entry["specialization_key"], "sm_80") is None
+    messages = [str(w.message) for w in caught if issubclass(w.category, kspec.BinaryWarning)]
+    assert len(messages) == 1 and str(out / entry["file"]) in messages[0] and "sha256" in messages[0]

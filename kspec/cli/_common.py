@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .._errors import SpecError
 from ..spec import find_spec_files
 
 DEFAULT_SPECS = "specs"
@@ -33,7 +34,8 @@ def note(message: str) -> None:
 def spec_files_or_report(paths: list[str]) -> list[Path] | None:
     """The spec files under ``paths``, or None after reporting why there are none or why some could not be
     searched (a broken symbolic link, an unreadable directory: one error line each; the caller exits 1)."""
-    files, errors = find_spec_files(paths)
+    found: tuple[list[Path], list[SpecError]] = find_spec_files(paths)  # a lazy export: untyped to mypy
+    files, errors = found
     for exc in errors:
         error(str(exc))
     if errors:

@@ -173,7 +173,7 @@ def _raise(errors: Sequence[SpecError]) -> None:
     if len(errors) == 1:
         raise errors[0]
     if errors:
-        raise SpecErrorGroup(errors)
+        raise SpecErrorGroup(list(errors))
 
 
 def _read_data(path: Path) -> Any:
