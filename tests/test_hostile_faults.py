@@ -520,3 +520,69 @@ def test_a_damaged_binary_warns_once_naming_the_file(two_builds):
             assert BinaryStore(out).find(entry["specialization_key"], "sm_80") is None
     messages = [str(w.message) for w in caught if issubclass(w.category, kspec.BinaryWarning)]
     assert len(messages) == 1 and str(out / entry["file"]) in messages[0] and "sha256" in messages[0]
+
+
+# --- a compile that does not end -----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(os.name != "posix", reason="compiles run in worker processes on POSIX only (no time limit elsewhere)")
+def test_a_slow_compile_is_stopped_by_the_timeout_and_named_the_build_goes_on(tmp_path, monkeypatch, capsys):
+    """A real NVRTC compile, not a stand-in: 8000 terms take NVRTC tens of seconds (its time grows faster
+    than the expression; 50k terms did not finish in 120 s)."""
+    import time
+
+    big = "y = " + " + ".join(["x"] * 8000)
+    spec = tmp_path / "slow.toml"
+    spec.write_text('schema = 1\n[[kernel]]\nkind = "elementwise"\nname = "runaway"\nin_params = "float32 x"\n'
+                    f'out_params = "float32 y"\noperation = "{big}"\n'
+                    '[[kernel]]\nkind = "raw"\nname = "quick"\n'
+                    "source = 'extern \"C\" __global__ void quick(float* y) { y[0] = 1; }'\nkernels = [\"quick\"]\n")  # fmt: skip
+    monkeypatch.setenv("KSPEC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("KSPEC_COMPILE_TIMEOUT", "3")
+    out = tmp_path / "out"
+    start = time.monotonic()
+    assert main(["build", str(spec), "--arch", "sm_80", "-o", str(out), "-q"]) == 1
+    assert time.monotonic() - start < 30
+    err = capsys.readouterr().err
+    assert "FAILED runaway [-] sm_80" in err and "kernel 'runaway': compiling it took more than 3 s and was stopped" in err
+    assert "KSPEC_COMPILE_TIMEOUT" in err
+    from kspec.build import read_manifest
+
+    assert [e["kernel"] for e in read_manifest(out)["entries"]] == ["quick"]  # the rest was built and written
+
+
+def test_compile_timeout_from_the_environment_and_its_errors(monkeypatch, capsys):
+    from kspec.compiler import DEFAULT_COMPILE_TIMEOUT_S, compile_timeout
+
+    seen = {}
+
+    def fake(units, *, timeout=None, **_):
+        seen["timeout"] = timeout
+        return [], 0.0
+
+    monkeypatch.setattr("kspec.build.precompile_with_progress", fake)
+    monkeypatch.delenv("KSPEC_COMPILE_TIMEOUT", raising=False)
+    assert compile_timeout() == DEFAULT_COMPILE_TIMEOUT_S == 600
+    monkeypatch.setenv("KSPEC_COMPILE_TIMEOUT", "42")
+    assert main(["build", str(RAW), "--arch", "sm_80"]) == 0 and seen["timeout"] == 42
+    assert main(["build", str(RAW), "--arch", "sm_80", "--compile-timeout", "0"]) == 0 and seen["timeout"] == 0
+    for bad in ("-1", "nan", "inf", "ten"):
+        monkeypatch.setenv("KSPEC_COMPILE_TIMEOUT", bad)
+        capsys.readouterr()
+        assert main(["build", str(RAW), "--arch", "sm_80"]) == 1
+        assert f"KSPEC_COMPILE_TIMEOUT: expected seconds >= 0 (0: no limit), got {bad!r}" in capsys.readouterr().err
+    with pytest.raises(kspec.KspecValueError, match="compile-timeout"):
+        compile_timeout(True, param="compile-timeout")
+
+
+def test_build_hook_compile_timeout_option(tmp_path, monkeypatch):
+    pytest.importorskip("hatchling")
+    from kspec.hatch._hook import HookOptions
+
+    (tmp_path / "specs").mkdir()
+    base = {"output": "pkg/kernels"}
+    assert HookOptions.from_config(base, tmp_path).compile_timeout is None
+    assert HookOptions.from_config({**base, "compile-timeout": 30}, tmp_path).compile_timeout == 30
+    for bad in (-1, "30", True, [30]):
+        with pytest.raises(kspec.KspecValueError, match="compile-timeout"):  # a BuildHookError
+            HookOptions.from_config({**base, "compile-timeout": bad}, tmp_path)
