@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 import time
 from pathlib import Path
 
 from ..compiler import BinaryCache, default_cache
-from ._common import error
+from ._common import directory_problem, error
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -41,27 +40,11 @@ def _named_by(args: argparse.Namespace) -> str:
 def _directory_problem(directory: Path | None, named_by: str) -> str | None:
     """Why ``directory`` cannot be a binary cache (one line), or None. A regular file, ``/dev/null`` or a
     path under ``/proc`` would otherwise read as an empty cache. A directory that does not exist yet is
-    fine when it could be created (the first compile does); nothing is written to find out, but a probe
-    file created and removed at once."""
+    fine when it could be created (the first compile does)."""
     if directory is None:
         return None
-    where = f"cache directory {str(directory)!r} ({named_by})"
-    existing = directory
-    while not existing.exists() and existing.parent != existing:
-        if existing.is_symlink():
-            return f"{where}: {str(existing)!r} is a symbolic link that leads nowhere"
-        existing = existing.parent
-    if not existing.is_dir():
-        kind = "is not a directory" if existing == directory else f"cannot be created: {str(existing)!r} is not a directory"
-        return f"{where} {kind}"
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".kspec-probe.", suffix=".tmp", dir=existing)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        what = "cannot be written" if existing == directory else f"cannot be created in {str(existing)!r}"
-        return f"{where} {what}: {exc.strerror or exc}"
-    return None
+    problem = directory_problem(directory)
+    return None if problem is None else f"cache directory {str(directory)!r} ({named_by}) {problem}"
 
 
 def _info(args: argparse.Namespace) -> int:

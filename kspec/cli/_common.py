@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from .._errors import SpecError
@@ -44,3 +46,24 @@ def spec_files_or_report(paths: list[str]) -> list[Path] | None:
         error(f"no spec files (*.toml, *.json) in {' '.join(paths)}")
         return None
     return files
+
+
+def directory_problem(directory: Path) -> str | None:
+    """Why ``directory`` cannot be written to, or created and then written to, as the end of a sentence
+    that starts with its name ("is not a directory", "cannot be written: ..."), or None. Creates nothing:
+    a probe file is made and removed at once in the directory, or in its nearest existing parent."""
+    existing = directory
+    while not existing.exists() and existing.parent != existing:
+        if existing.is_symlink():
+            return f"cannot be created: {str(existing)!r} is a symbolic link that leads nowhere"
+        existing = existing.parent
+    if not existing.is_dir():
+        return "is not a directory" if existing == directory else f"cannot be created: {str(existing)!r} is not a directory"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".kspec-probe.", suffix=".tmp", dir=existing)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        what = "cannot be written" if existing == directory else f"cannot be created in {str(existing)!r}"
+        return f"{what}: {exc.strerror or exc}"
+    return None

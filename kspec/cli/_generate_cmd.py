@@ -7,14 +7,12 @@ file is stale or missing, which is how CI notices a ``generated/`` that was not 
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
-import tempfile
 from pathlib import Path
 
 from .. import __version__
 from ..codegen import generate, sync_files
-from ._common import add_spec_paths, error, spec_files_or_report
+from ._common import add_spec_paths, directory_problem, error, spec_files_or_report
 
 DEFAULT_OUT = "generated"
 
@@ -32,28 +30,14 @@ def command_line(paths: list[str], out: str) -> str:
     return shlex.join(["kspec", "generate", *paths, "-o", out])
 
 
-def _output_problem(out: Path) -> str | None:
-    """Why ``-o`` cannot take the generated modules (one line), or None. Creates the directory."""
-    if out.exists() and not out.is_dir():
-        return f"output {str(out)!r} exists and is not a directory"
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".kspec-probe.", suffix=".tmp", dir=out)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        return f"output {str(out)!r} cannot be written: {exc.strerror or exc}"
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
     files = spec_files_or_report(list(args.paths))
     if files is None:
         return 1
     out = Path(args.out)
-    problem = _output_problem(out) if not args.check else None
-    if problem:  # before generating: nothing is written
-        error(problem)
+    problem = directory_problem(out) if not args.check else None
+    if problem:  # before generating; nothing is created
+        error(f"output {str(out)!r} {problem}")
         return 1
     result = generate(files, command=command_line(list(args.paths), args.out), version=__version__, out_dir=out)
     if not result.ok:
