@@ -37,6 +37,10 @@ class KspecValueError(KspecError, ValueError):
     """A call or constructor argument has a wrong value (the message names the parameter)."""
 
 
+class KspecFileNotFoundError(KspecError, FileNotFoundError):
+    """A file an argument names does not exist (the message names the parameter and the path)."""
+
+
 class KspecOverflowError(KspecError, OverflowError):
     """A Python scalar does not fit the declared type of its parameter."""
 

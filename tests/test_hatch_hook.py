@@ -397,7 +397,8 @@ def test_editable_rebuild_rewrites_only_changes_and_clean_removes_all(tmp_path: 
     (generated / "helpers.py").write_text("# a file of the user's: never touched\n")
     _hooks(project, "editable", tmp_path)
     first = _snapshot(generated)
-    assert "ops.py" in first and "_binaries/manifest.json" in first and "_binaries/l2norm/default.sm_90.cubin" in first
+    assert "ops.py" in first and "_binaries/manifest.json" in first
+    assert any(re.fullmatch(r"_binaries/l2norm/default\.sm_90\.[0-9a-f]{16}\.cubin", name) for name in first)
     _hooks(project, "editable", tmp_path)
     assert _snapshot(generated) == first  # same bytes, same mtimes: nothing rewritten
 

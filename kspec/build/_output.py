@@ -1,14 +1,20 @@
 """The output of an ahead-of-time build: one binary per (kernel, instantiation, arch) and a manifest.
 
-``manifest.json`` is written last and atomically, and records each binary's sha256: a reader checks it,
-so a manifest left by a build killed before its manifest write never serves a binary of the next build.
-A file whose bytes are already there is not rewritten (an editable install rebuilt by the hatch hook keeps
-its binaries' mtimes).
+A build swaps the directory's content so that a reader sees the previous build or the new one, whole,
+whatever point it is killed at: each file's name carries a digest of its bytes
+(``kernel/label.sm_80.<sha256[:16]>.cubin``), so the new binaries and launch interfaces are written beside
+the old ones, never over them; then ``manifest.json`` (which records each binary's sha256 as well) is
+replaced in one rename; only then are the files of the previous manifest that the new one does not list
+removed. A build killed before its manifest leaves the previous manifest and every file it lists as they
+were, plus new files no manifest lists, which the next build removes (:func:`_remove_orphans`). A file
+whose bytes are already there is not rewritten (an editable install rebuilt by the hatch hook keeps its
+binaries' mtimes).
 
 kspec writes only into a directory it owns: a new or empty one, one holding a manifest kspec wrote, or
 the leftovers of a kspec build killed before its first manifest. It deletes only files a previous kspec
-manifest lists, and only when their path stays inside the directory. File names are bounded whatever the
-length of kernel and parameter names.
+manifest lists, and files named with a digest that their bytes match (what a killed build of its own
+left), and only when their path stays inside the directory. File names are bounded whatever the length
+of kernel and parameter names.
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ from ._precompile import BuildResult, BuildUnit
 _COMPONENT_MAX = 64
 _TMP = re.compile(r"\..+\.tmp\Z")  # what write_atomic leaves behind when its writer is killed
 _WRITTEN = (*_BINARY_SUFFIXES, INTERFACE_SUFFIX)  # what a build writes below its kernel directories
+_NAME_DIGEST = 16  # hex digits of a file's sha256 in its name
+# a file named by a build: ``label.arch.<digest>.cubin`` / ``.ptx``, ``label.<digest>.interface.json``
+_DIGEST_NAMED = re.compile(r".+\.([0-9a-f]{%d})(?:\.cubin|\.ptx|%s)\Z" % (_NAME_DIGEST, re.escape(INTERFACE_SUFFIX)))
 
 
 def _component(text: str) -> str:
@@ -42,28 +51,35 @@ def _component(text: str) -> str:
     return f"{text[: _COMPONENT_MAX - 17]}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-def unit_path(unit: BuildUnit, fmt: str | None = None) -> str:
-    """Where a unit's binary goes, relative to the output directory (POSIX separators)."""
-    label = unit.label if unit.label != "-" else "default"
-    suffix = fmt or ("ptx" if unit.arch.startswith("compute_") else "cubin")
-    return f"{_component(unit.spec.name)}/{_component(label)}.{unit.arch}.{suffix}"
+def kernel_dir(unit: BuildUnit) -> str:
+    """The directory of a unit's kernel, relative to the output directory."""
+    return _component(unit.spec.name)
 
 
-def interface_path(unit: BuildUnit) -> str | None:
-    """Where the launch interface of a unit's specialization goes (one file for all its architectures),
-    relative to the output directory; None for a raw kernel (its launches need none)."""
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:_NAME_DIGEST]
+
+
+def interface_path(unit: BuildUnit, data: bytes) -> str | None:
+    """Where the launch interface ``data`` of a unit's specialization goes (one file for all its
+    architectures), relative to the output directory; None for a raw kernel (its launches need none)."""
     if unit.spec.KIND == "raw":
         return None
     label = unit.label if unit.label != "-" else "default"
-    return f"{_component(unit.spec.name)}/{_component(label)}{INTERFACE_SUFFIX}"
+    return f"{kernel_dir(unit)}/{_component(label)}.{_digest(data)}{INTERFACE_SUFFIX}"
 
 
 def binary_path(result: BuildResult) -> str:
-    """Where a result's binary goes, relative to the output directory (POSIX separators)."""
-    return unit_path(result.unit, result.program.format if result.program is not None else None)
+    """Where a result's binary goes, relative to the output directory (POSIX separators): named by kernel,
+    instantiation, arch and a digest of its bytes."""
+    assert result.program is not None
+    unit, program = result.unit, result.program
+    label = unit.label if unit.label != "-" else "default"
+    return f"{kernel_dir(unit)}/{_component(label)}.{unit.arch}.{_digest(program.binary)}.{program.format}"
 
 
-def manifest_entry(result: BuildResult) -> dict[str, Any]:
+def manifest_entry(result: BuildResult, interface: str | None = None) -> dict[str, Any]:
+    """A result's manifest entry; ``interface``: where its launch interface was written."""
     assert result.program is not None
     unit, program = result.unit, result.program
     return {
@@ -80,7 +96,7 @@ def manifest_entry(result: BuildResult) -> dict[str, Any]:
         "specialization_key": result.key,
         "nvrtc_version": list(program.nvrtc_version),
         "registers": result.registers,
-        **({"interface": rel} if (rel := interface_path(unit)) is not None else {}),
+        **({"interface": interface} if interface is not None else {}),
     }
 
 
@@ -135,44 +151,44 @@ def check_output_dir(out_dir: str | os.PathLike[str], units: Iterable[BuildUnit]
     except OSError as exc:
         raise BuildOutputError(f"output {str(out)!r} cannot be written: {exc.strerror or exc}") from None
     for unit in units:
-        rel = unit_path(unit)
-        kernel_dir = out / rel.split("/")[0]
-        if kernel_dir.exists() and not kernel_dir.is_dir():
-            raise BuildOutputError(f"{str(kernel_dir)!r} is a file where kernel {unit.spec.name!r} gets its directory")
-        for target in (rel, interface_path(unit)):
-            if target is not None and (out / target).is_dir():
-                raise BuildOutputError(f"{str(out / target)!r} is a directory where a binary or its interface goes")
+        directory = out / kernel_dir(unit)
+        if directory.exists() and not directory.is_dir():
+            raise BuildOutputError(f"{str(directory)!r} is a file where kernel {unit.spec.name!r} gets its directory")
     return out
 
 
 def write_output(results: Sequence[BuildResult], out_dir: str | os.PathLike[str]) -> Path:
-    """Write the binaries of the successful results and the manifest; returns the manifest's path."""
+    """Write the binaries of the successful results and the manifest; returns the manifest's path. A reader
+    sees the previous build or this one, whole, wherever this is stopped (see the module docstring)."""
     out = check_output_dir(out_dir, (r.unit for r in results if r.program is not None))
     previous = read_manifest(out, any_version=True)
     _remove_leftovers(out)
     entries = []
-    interfaces: set[str] = set()
+    interfaces: dict[tuple[int, tuple[tuple[str, str], ...], frozenset[str]], str] = {}
     try:
-        for result in results:
+        for result in results:  # new names beside the old files: the previous manifest still reads whole
             if result.program is None:
                 continue
-            rel = binary_path(result)
-            _write_if_changed(out / rel, result.program.binary)
-            entry = manifest_entry(result)
-            if "interface" in entry and entry["interface"] not in interfaces:
-                interfaces.add(entry["interface"])
-                _write_if_changed(out / entry["interface"], _interface_json(result))
-            entries.append(entry)
+            _write_if_changed(out / binary_path(result), result.program.binary)
+            unit = result.unit
+            which = (id(unit.spec), tuple(unit.types.items()), unit.scalars)
+            if unit.spec.KIND != "raw" and which not in interfaces:
+                data = _interface_json(result)
+                rel = interface_path(unit, data)
+                assert rel is not None
+                _write_if_changed(out / rel, data)
+                interfaces[which] = rel
+            entries.append(manifest_entry(result, interfaces.get(which)))
     except OSError as exc:
         raise BuildOutputError(f"output {str(out)!r}: cannot write a binary: {exc}") from None
     manifest = manifest_document(__version__, entries)
     path = out / MANIFEST_NAME
     try:
         _write_if_changed(path, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
-    except OSError as exc:  # the old manifest stays; its digests keep it from serving the new binaries
+    except OSError as exc:  # the old manifest stays, with every file it lists
         raise BuildOutputError(f"output {str(out)!r}: cannot write {MANIFEST_NAME}: {exc}") from None
-    # Binaries of an earlier build that this one no longer has would only mislead a reader of the directory.
-    kept = {e["file"] for e in entries} | interfaces
+    # The swap is done: the previous build's files that this one does not list would only mislead a reader.
+    kept = {e["file"] for e in entries} | set(interfaces.values())
     old_entries = previous.get("entries") if previous else None
     for old in old_entries if isinstance(old_entries, list) else []:
         for field, suffixes in (("file", _BINARY_SUFFIXES), ("interface", (INTERFACE_SUFFIX,))):
@@ -181,7 +197,24 @@ def write_output(results: Sequence[BuildResult], out_dir: str | os.PathLike[str]
             if stale is not None and old_rel not in kept:
                 stale.unlink(missing_ok=True)
                 _remove_if_empty(stale.parent, out)
+    _remove_orphans(out, kept)
     return path
+
+
+def _remove_orphans(out: Path, kept: set[str]) -> None:
+    """Files a build killed before its manifest wrote: in a kernel directory, named with a digest that their
+    bytes match (so kspec wrote them), listed by no manifest."""
+    for directory in (d for d in out.iterdir() if d.is_dir() and not d.is_symlink()):
+        for entry in directory.iterdir():
+            match = _DIGEST_NAMED.match(entry.name)
+            if match is None or f"{directory.name}/{entry.name}" in kept or entry.is_symlink() or not entry.is_file():
+                continue
+            try:
+                if _digest(entry.read_bytes()) == match.group(1):
+                    entry.unlink()
+            except OSError:
+                continue
+        _remove_if_empty(directory, out)
 
 
 def _interface_json(result: BuildResult) -> bytes:

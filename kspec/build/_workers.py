@@ -122,8 +122,9 @@ class CompilePool:
             raise CompileTimeoutError(
                 about_kernel(
                     name,
-                    f"compiling it took more than {self.timeout:g} s and was stopped "
-                    "(kspec build --compile-timeout SECONDS raises the limit; 0 means none)",
+                    f"compiling it took more than {self.timeout:g} s and was stopped; the other kernels of the "
+                    "build are not affected (kspec build --compile-timeout SECONDS, KSPEC_COMPILE_TIMEOUT or the "
+                    "build hook's compile-timeout raise the limit; 0 means none)",
                 ),
                 kernel=name,
             ) from None

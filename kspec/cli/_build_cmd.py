@@ -7,15 +7,15 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._errors import KspecError, KspecValueError
-from ._common import add_spec_paths, error
+from ._common import add_spec_paths, error, note
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    from ..compiler import DEFAULT_ARCHS, DEFAULT_COMPILE_TIMEOUT_S
+    from ..compiler import COMPILE_TIMEOUT_ENV, DEFAULT_ARCHS, DEFAULT_COMPILE_TIMEOUT_S
 
     p = sub.add_parser(
         "build",
@@ -29,10 +29,10 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument("-j", "--jobs", type=int, default=None, help="parallel compiles (default: CPU count)")
     p.add_argument(
         "--compile-timeout",
-        type=float,
-        default=DEFAULT_COMPILE_TIMEOUT_S,
+        default=None,
         metavar="SECONDS",
-        help=f"stop a kernel's compile after this long and report it as failed (default: {DEFAULT_COMPILE_TIMEOUT_S:g}; 0: no limit)",
+        help=f"stop a kernel's compile after this long and report it as failed, the other kernels going on "
+        f"(default: {COMPILE_TIMEOUT_ENV}, else {DEFAULT_COMPILE_TIMEOUT_S:g}; 0: no limit)",
     )
     # What goes to stdout: one of these (default: a one-line summary). Failures go to stderr in every mode.
     shown = p.add_mutually_exclusive_group()
@@ -42,37 +42,42 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.set_defaults(run=run)
 
 
-def parse_archs(text: str | None) -> list[str]:
-    """``--arch``: checked, each once, in the order given; the default archs when not given."""
+def parse_archs(text: str | None, *, note: Callable[[str], None] | None = None) -> list[str]:
+    """``--arch``: checked, each once, in the order given; the default archs when not given. ``note`` is told
+    of a target named more than once (it is compiled once)."""
     from ..compiler import check_arch, default_archs
 
     if text is None:
         defaults: list[str] = default_archs()  # a lazy export: untyped to mypy
         return defaults
     archs: list[str] = []
+    repeated: list[str] = []
     for item in text.split(","):
         if item.strip():
             arch = check_arch(item.strip(), param="--arch")
             if arch not in archs:  # sm_80,sm_80 builds (and lists) sm_80 once
                 archs.append(arch)
+            elif arch not in repeated:
+                repeated.append(arch)
     if not archs:
         raise KspecValueError(f"--arch: no architecture in {text!r}; give targets such as sm_80,sm_90")
+    if repeated and note is not None:
+        note(f"--arch names {', '.join(repeated)} more than once; each target is compiled once")
     return archs
 
 
 def run(args: argparse.Namespace) -> int:
     from ..build import check_output_dir, plan_build
+    from ..compiler import compile_timeout
     from ..spec import load_library
 
     if args.jobs is not None and args.jobs < 1:
         error(f"--jobs: expected a positive number of parallel compiles, got {args.jobs}")
         return 1
-    if not args.compile_timeout >= 0:  # NaN too
-        error(f"--compile-timeout: expected seconds >= 0 (0: no limit), got {args.compile_timeout}")
-        return 1
     try:
+        args.compile_timeout = compile_timeout(args.compile_timeout)
         library = load_library(args.paths)  # no spec files at all is an error, as for validate
-        archs = parse_archs(args.arch)
+        archs = parse_archs(args.arch, note=None if args.quiet else note)
         plan = plan_build(library.values(), archs)
         if plan.units:
             _check_nvrtc()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
+from pathlib import Path
 
 from ..compiler import BinaryCache, default_cache
-from ._common import error
+from ._common import directory_problem, error
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -29,8 +31,29 @@ def _cache(args: argparse.Namespace) -> BinaryCache:
     return BinaryCache(args.dir) if args.dir else default_cache()
 
 
+def _named_by(args: argparse.Namespace) -> str:
+    if args.dir:
+        return "--dir"
+    return "KSPEC_CACHE_DIR" if os.environ.get("KSPEC_CACHE_DIR") else "the default cache directory"
+
+
+def _directory_problem(directory: Path | None, named_by: str) -> str | None:
+    """Why ``directory`` cannot be a binary cache (one line), or None. A regular file, ``/dev/null`` or a
+    path under ``/proc`` would otherwise read as an empty cache. A directory that does not exist yet is
+    fine when it could be created (the first compile does)."""
+    if directory is None:
+        return None
+    problem = directory_problem(directory)
+    return None if problem is None else f"cache directory {str(directory)!r} ({named_by}) {problem}"
+
+
 def _info(args: argparse.Namespace) -> int:
-    info = _cache(args).info()
+    cache = _cache(args)
+    problem = _directory_problem(cache.directory, _named_by(args))
+    if problem:
+        error(problem)
+        return 1
+    info = cache.info()
     cap = "no cap" if info.max_bytes is None else f"cap {_human(info.max_bytes)}"
     lookups = info.hits + info.misses
     rate = f", {100 * info.hits / lookups:.0f}% hits" if lookups else ""
@@ -47,8 +70,9 @@ def _info(args: argparse.Namespace) -> int:
 def _clear(args: argparse.Namespace) -> int:
     cache = _cache(args)
     directory = cache.directory
-    if directory is not None and directory.exists() and not directory.is_dir():
-        error(f"cache directory {str(directory)!r} is not a directory")
+    problem = _directory_problem(directory, _named_by(args))
+    if problem:  # clear could remove nothing there, and would say "removed 0 entries"
+        error(problem)
         return 1
     report = cache.clear_report()
     removed = report.removed

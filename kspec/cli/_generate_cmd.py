@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..codegen import generate, sync_files
-from ._common import add_spec_paths, spec_files_or_report
+from ._common import add_spec_paths, directory_problem, error, spec_files_or_report
 
 DEFAULT_OUT = "generated"
 
@@ -35,6 +35,10 @@ def run(args: argparse.Namespace) -> int:
     if files is None:
         return 1
     out = Path(args.out)
+    problem = directory_problem(out) if not args.check else None
+    if problem:  # before generating; nothing is created
+        error(f"output {str(out)!r} {problem}")
+        return 1
     result = generate(files, command=command_line(list(args.paths), args.out), version=__version__, out_dir=out)
     if not result.ok:
         n_errors = 0
@@ -47,7 +51,11 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  error: {err}")
         print(f"{n_errors} error{'s' * (n_errors != 1)}: nothing generated")
         return 1
-    changed = sync_files(result.files, out, check=args.check)
+    try:
+        changed = sync_files(result.files, out, check=args.check)
+    except OSError as exc:  # sync_files leaves every file as it was
+        error(f"output {str(out)!r}: cannot write the generated modules: {exc.strerror or exc}; nothing written")
+        return 1
     if args.check:
         for target, missing in changed:
             print(f"{target}: {'missing' if missing else 'stale'}")

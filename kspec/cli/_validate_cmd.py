@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from .._errors import SpecError
-from ..spec import SpecLibrary, read_file
-from ._common import add_spec_paths, spec_files_or_report
+from ..spec import SpecLibrary, find_spec_files, read_file
+from ._common import add_spec_paths, error
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -16,11 +16,16 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 
 def run(args: argparse.Namespace) -> int:
-    files = spec_files_or_report(list(args.paths))
-    if files is None:
+    paths = list(args.paths)
+    files, unsearched = find_spec_files(paths)
+    if not files and not unsearched:
+        error(f"no spec files (*.toml, *.json) in {' '.join(paths)}")
         return 1
     library = SpecLibrary()
-    n_errors = n_kernels = 0
+    n_errors = len(unsearched)
+    n_kernels = 0
+    for exc in unsearched:  # a broken link, an unreadable directory: reported, then the files found are checked
+        print(f"error: {exc}")
     for path in files:
         report = read_file(path)
         errors = list(report.errors)

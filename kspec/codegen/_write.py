@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from .._atomic import write_atomic
+from .._atomic import write_all_atomic
 
 
 def sync_files(files: Mapping[str, str | bytes], out: Path, *, check: bool) -> list[tuple[Path, bool]]:
@@ -17,8 +17,10 @@ def sync_files(files: Mapping[str, str | bytes], out: Path, *, check: bool) -> l
 
     Returns the files that were out of date, in ``files`` order, as ``(path, missing)``: ``missing`` is True
     when the file did not exist. With ``check`` nothing is written (the caller reports the stale files).
+    An ``OSError`` (``out`` is a file, cannot be written, the disk is full) leaves every file as it was.
     """
     changed: list[tuple[Path, bool]] = []
+    to_write: list[tuple[Path, bytes]] = []
     for name, content in files.items():
         target = out / name
         data = content.encode() if isinstance(content, str) else bytes(content)
@@ -29,6 +31,7 @@ def sync_files(files: Mapping[str, str | bytes], out: Path, *, check: bool) -> l
         if current == data:
             continue
         changed.append((target, current is None))
-        if not check:
-            write_atomic(target, data)
+        to_write.append((target, data))
+    if not check:
+        write_all_atomic(to_write)  # all written, or (an OSError) none changed
     return changed

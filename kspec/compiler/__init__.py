@@ -18,7 +18,8 @@ _LAZY = {
     "TEMPLATE_VERSION": "_key", "cache_key": "_key",
     "find_nvcc": "_nvcc",
     "default_archs": "_nvrtc", "nvrtc_version": "_nvrtc", "supported_archs": "_nvrtc",
-    "DEFAULT_ARCHS": "_options", "DEFAULT_COMPILE_TIMEOUT_S": "_options", "CompileOptions": "_options",
+    "DEFAULT_ARCHS": "_options", "DEFAULT_COMPILE_TIMEOUT_S": "_options",
+    "COMPILE_TIMEOUT_ENV": "_options", "compile_timeout": "_options", "CompileOptions": "_options",
     "arch_number": "_arch", "arch_version": "_arch", "check_arch": "_arch",
     "register_counts": "_cubin",
     "CompiledProgram": "_program",
@@ -31,6 +32,8 @@ __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 __all__ = [
     "DEFAULT_ARCHS",
     "DEFAULT_COMPILE_TIMEOUT_S",
+    "COMPILE_TIMEOUT_ENV",
+    "compile_timeout",
     "TEMPLATE_VERSION",
     "BinaryCache",
     "CacheInfo",

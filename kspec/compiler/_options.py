@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -15,9 +17,31 @@ from ._arch import check_arch
 # each lets NVRTC tune for it. Filter with `supported_archs()` at build time: another NVRTC may differ.
 DEFAULT_ARCHS: tuple[str, ...] = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
 
-# A build stops a kernel's compile after this long (kspec build --compile-timeout): a CUB-heavy kernel
-# compiles in seconds, so ten minutes means a runaway expression, not a slow machine.
+# A build stops a kernel's compile after this long (kspec build --compile-timeout, KSPEC_COMPILE_TIMEOUT, the
+# hook's compile-timeout): a CUB-heavy kernel compiles in seconds, so ten minutes means a runaway expression
+# (NVRTC's time grows faster than the expression: 5k terms ~8 s, 20k ~190 s), not a slow machine.
 DEFAULT_COMPILE_TIMEOUT_S = 600.0
+COMPILE_TIMEOUT_ENV = "KSPEC_COMPILE_TIMEOUT"
+
+
+def compile_timeout(value: object = None, *, param: str = "--compile-timeout") -> float:
+    """A build's per-kernel compile time limit in seconds (0: none): ``value`` when given (a number or its
+    text), else ``KSPEC_COMPILE_TIMEOUT``, else :data:`DEFAULT_COMPILE_TIMEOUT_S`. A ``KspecValueError``
+    naming ``param`` (or the variable) for anything but a finite number >= 0."""
+    if value is None:
+        text = os.environ.get(COMPILE_TIMEOUT_ENV, "").strip()
+        if not text:
+            return DEFAULT_COMPILE_TIMEOUT_S
+        value, param = text, COMPILE_TIMEOUT_ENV
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        seconds = float(value)  # type: ignore[arg-type]  # any other type is the ValueError/TypeError below
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise KspecValueError(f"{param}: expected seconds >= 0 (0: no limit), got {value!r}")
+    return seconds
 
 _STD_RE = re.compile(r"c\+\+\d\d")  # NVRTC knows no gnu++ dialects
 # NAME, NAME=VALUE, or a function-like macro F(a,b)=VALUE, as -D takes them.

@@ -8,6 +8,7 @@ archs = ["sm_80", "sm_90"]               # default: kspec's DEFAULT_ARCHS that t
 ptx = false                              # also ship PTX of the highest arch (forward compatibility)
 skip-env = "KSPEC_SKIP_COMPILE"          # set to 1/true/yes/on: typed modules only, no binaries
 jobs = 8                                 # parallel compiles (default: CPU count)
+compile-timeout = 600                    # seconds per kernel compile, 0: none (default: KSPEC_COMPILE_TIMEOUT, else 600)
 ```
 
 Wheel target only (an sdist ships the spec files, and a wheel built from it compiles them). A standard wheel
@@ -47,7 +48,7 @@ from ..build import (
     write_output,
 )
 from ..codegen import Generation, generate, sync_files
-from ..compiler import arch_number, check_arch, default_archs, supported_archs
+from ..compiler import arch_number, check_arch, compile_timeout, default_archs, supported_archs
 from ..spec import RawSpec, spec_files
 
 OPTION = "tool.hatch.build.hooks.kspec"
@@ -55,7 +56,7 @@ COMMAND = f"kspec hatch build hook ([{OPTION}])"  # recorded in each generated m
 BINARIES = "_binaries"  # next to the generated modules: they load with binaries=<their dir>/_binaries
 DEFAULT_SKIP_ENV = "KSPEC_SKIP_COMPILE"
 
-_OPTIONS = ("archs", "jobs", "output", "ptx", "skip-env", "specs")
+_OPTIONS = ("archs", "compile-timeout", "jobs", "output", "ptx", "skip-env", "specs")
 # Keys hatchling itself reads from every hook's table.
 _HATCH_KEYS = frozenset({"dependencies", "enable-by-default", "require-runtime-dependencies", "require-runtime-features"})
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -87,6 +88,7 @@ class HookOptions:
     ptx: bool = False
     skip_env: str = DEFAULT_SKIP_ENV
     jobs: int | None = None
+    compile_timeout: float | None = None  # None: KSPEC_COMPILE_TIMEOUT, else the default (read when compiling)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], root: Path) -> "HookOptions":
@@ -135,7 +137,17 @@ class HookOptions:
         if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
             raise _error("jobs", f"expected a positive integer (parallel compiles), got {jobs!r}")
 
-        return cls(specs=specs, output=output, archs=archs, ptx=ptx, skip_env=skip_env, jobs=jobs)
+        timeout = config.get("compile-timeout")
+        if timeout is not None:
+            if isinstance(timeout, str) or not isinstance(timeout, (int, float)):  # a number in TOML, not its text
+                raise _error("compile-timeout", f"expected seconds >= 0 (0: no limit), got {timeout!r}")
+            try:
+                timeout = compile_timeout(timeout, param=f"{OPTION}.compile-timeout")
+            except KspecValueError as exc:
+                raise BuildHookError(str(exc)) from None
+
+        return cls(specs=specs, output=output, archs=archs, ptx=ptx, skip_env=skip_env, jobs=jobs,
+                   compile_timeout=timeout)  # fmt: skip
 
     def skip_requested(self, environ: Mapping[str, str] = os.environ) -> bool:
         """Whether the ``skip-env`` variable asks for no compiling (1/true/yes/on; unset or 0/false/no/off: no)."""
@@ -282,7 +294,11 @@ class KspecBuildHook(BuildHookInterface[BuilderConfig]):
     def _compile(self, options: HookOptions, generation: Generation) -> list[BuildResult]:
         archs = options.compile_archs()
         plan = plan_build(generation.specs, archs)
-        results, wall = precompile_with_progress(plan.units, jobs=options.jobs)
+        try:
+            timeout = compile_timeout(options.compile_timeout)
+        except KspecValueError as exc:  # KSPEC_COMPILE_TIMEOUT
+            raise BuildHookError(str(exc)) from None
+        results, wall = precompile_with_progress(plan.units, jobs=options.jobs, timeout=timeout)
         failures = [r for r in results if not r.ok]
         if failures:
             details = "\n".join(f"FAILED {r.what}: {r.error}" for r in failures)

@@ -7,14 +7,16 @@ it), else nothing, and the caller compiles with NVRTC. NVRTC is never imported w
 
 The manifest is data from disk, so it is checked before anything is served: every entry must be whole,
 its file must lie under the directory (no ``..``, no absolute path), and a binary is served only when its
-bytes match the manifest's sha256. A file that does not (truncated, or rewritten by a build that was killed
-before its manifest) is a miss with a :class:`kspec.BinaryWarning`: the kernel compiles instead.
+bytes match the manifest's sha256. A file that does not (truncated, rewritten), or that is missing, is a miss
+with a :class:`kspec.BinaryWarning` naming it, once per process: the kernel compiles instead. (A build
+killed before its manifest leaves the previous manifest and its binaries whole: see kspec.build._output.)
 """
 
 from __future__ import annotations
 
-import os
 import json
+import os
+import threading
 import warnings
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -32,6 +34,8 @@ from .._manifest import (
 )
 from ..compiler import arch_version  # the one arch-string rule (kspec/compiler/_arch.py)
 
+_warned_lock = threading.Lock()
+_warned: set[tuple[Path, str]] = set()  # (file, expected sha256) already warned about in this process
 _HEX = "0123456789abcdef"  # a sha256 in the manifest: 64 of these
 _FORMATS = ("cubin", "ptx")
 
@@ -175,22 +179,34 @@ class BinaryStore:
         if not resolves_inside(self.directory, binary.path):
             raise self._damaged(f"file {str(binary.path)!r} leads outside the directory (a symbolic link)")
         try:
-            data = binary.path.read_bytes()
-        except OSError:  # a file the manifest names is gone: the kernel compiles, as before
+            data: bytes | None = binary.path.read_bytes()
+        except OSError as exc:  # a file the manifest names is gone or unreadable: the kernel compiles
             data = None
+            why = "is missing" if isinstance(exc, FileNotFoundError) else f"cannot be read ({exc.strerror or exc})"
+            self._warn_once(binary, f"{why}, although {self.directory / MANIFEST_NAME} lists it")
         verified = None
         if data is not None and sha256_hex(data) == binary.sha256:
             verified = StoredBinary(binary.path, binary.format, binary.arch, binary.lowered_names, binary.sha256, data)
         elif data is not None:
-            warnings.warn(
-                f"kspec: {binary.path} does not match the sha256 of {self.directory / MANIFEST_NAME} (truncated, or "
-                "rewritten by a build that did not finish); not using it: the kernel compiles instead. Rebuild "
-                "the binaries to silence this.",
-                BinaryWarning,
-                stacklevel=4,
-            )
+            self._warn_once(binary, f"does not match the sha256 of {self.directory / MANIFEST_NAME} (truncated, or "
+                                    "rewritten by hand or by another tool)")  # fmt: skip
         self._verified[binary.path] = verified
         return verified
+
+    @staticmethod
+    def _warn_once(binary: StoredBinary, why: str) -> None:
+        """One BinaryWarning per file and expected digest in a process, however many stores or kernels
+        look at it (each ``kspec.load`` and generated module opens its own store)."""
+        with _warned_lock:
+            if (binary.path, binary.sha256) in _warned:
+                return
+            _warned.add((binary.path, binary.sha256))
+        warnings.warn(
+            f"kspec: {binary.path} {why}; not using it: the kernel compiles instead. Rebuild the binaries to "
+            "silence this.",
+            BinaryWarning,
+            stacklevel=5,
+        )
 
     def missing(self, what: str, key: str, device_arch: str, cause: Exception) -> LaunchError:
         """The error for a kernel this store has no binary of for the device, when NVRTC is absent too."""

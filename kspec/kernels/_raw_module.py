@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .._args import flag, options_tuple as _options_tuple
 from .._binfmt import HEAD_BYTES, content_problem, loadable_image
-from .._errors import KspecNotImplementedError, KspecTypeError, KspecValueError, NvrtcNotFoundError
+from .._errors import KspecFileNotFoundError, KspecNotImplementedError, KspecTypeError, KspecValueError, NvrtcNotFoundError
 from ..runtime import Device, DeviceGlobal, LoadedModule, get_device
 
 if TYPE_CHECKING:
@@ -45,15 +46,42 @@ def _binary_path(path: object) -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise KspecTypeError(f"path: expected a file path (str or os.PathLike), got {type(path).__name__}")
     resolved = Path(os.fspath(path)).expanduser()
+    if resolved.is_dir():
+        raise KspecValueError(f"path: {str(path)!r} is a directory; expected a .cubin, .ptx or .fatbin file")
     if resolved.suffix not in _BINARY_SUFFIXES:
         raise KspecValueError(f"path: expected a .cubin, .ptx or .fatbin file, got {str(path)!r}")
-    if not resolved.is_file():
-        raise FileNotFoundError(f"path: no such file: {str(path)!r}")
-    with resolved.open("rb") as handle:
-        problem = content_problem(resolved.suffix, handle.read(HEAD_BYTES))
+    if not resolved.exists():
+        raise KspecFileNotFoundError(f"path: no such file: {str(path)!r}")
+    if not resolved.is_file():  # a FIFO (opening it would block), a device
+        raise KspecValueError(f"path: {str(path)!r} is not a regular file; expected a .cubin, .ptx or .fatbin file")
+    try:
+        with resolved.open("rb") as handle:
+            head = handle.read(HEAD_BYTES)
+    except OSError as exc:  # a file this user may not read
+        raise KspecValueError(f"path: {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+    problem = content_problem(resolved.suffix, head)
     if problem:  # the driver would refuse it at the first launch, far from here, with a bare status code
         raise KspecValueError(f"path: {str(path)!r} {problem}")
     return str(resolved.resolve())
+
+
+def _name_expressions(value: object) -> tuple[str, ...]:
+    """``name_expressions=``: None, one str (CuPy would take its characters; kspec takes it whole), or a
+    sequence (list, tuple) of non-empty str. A mapping, a set (no order) or a number is a type error here, not
+    a failure far away at the compile."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (Mapping, AbstractSet, bytes, bytearray)) or not isinstance(value, Iterable):
+        raise KspecTypeError(
+            f"name_expressions: expected a sequence of str (e.g. ['f<int>', 'g']), got {type(value).__name__}"
+        )
+    expressions = tuple(value)
+    for expression in expressions:
+        if not isinstance(expression, str) or not expression.strip():
+            raise KspecTypeError(f"name_expressions: every item must be a non-empty str, got {expression!r}")
+    return expressions
 
 
 class RawModule:
@@ -93,15 +121,7 @@ class RawModule:
         self._backend = str(backend)
         self._translate_cucomplex = flag(translate_cucomplex, "translate_cucomplex")
         self._cooperative = flag(enable_cooperative_groups, "enable_cooperative_groups")
-        if name_expressions is None:
-            self._name_expressions: tuple[str, ...] = ()
-        elif isinstance(name_expressions, str):
-            self._name_expressions = (name_expressions,)
-        else:
-            self._name_expressions = tuple(name_expressions)
-        for expression in self._name_expressions:
-            if not isinstance(expression, str) or not expression.strip():
-                raise KspecTypeError(f"name_expressions: every item must be a non-empty str, got {expression!r}")
+        self._name_expressions = _name_expressions(name_expressions)
         if self._name_expressions and self._path is not None:
             raise KspecValueError(
                 "need CUDA C++ code for the requested kernels: "

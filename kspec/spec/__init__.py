@@ -14,6 +14,7 @@ _LAZY = {
     **dict.fromkeys(("AnySpec", "ElementwiseSpec", "Instantiation", "KernelSpec", "ReductionSpec", "parse_spec"), "_models"),
     **dict.fromkeys(("KernelAttributes", "LaunchDefaults", "RawSpec"), "_raw"),
     "CPP_KEYWORDS": "_names",
+    "find_spec_files": "_scan",
     **dict.fromkeys(("Param", "format_params", "parse_params"), "_params"),
     **dict.fromkeys(("PlainParam", "PlainSpec", "plain_spec"), "_plain"),
     # for kspec.kernels (not in __all__): a constructor's fields checked without Pydantic
@@ -43,6 +44,7 @@ __all__ = [
     "SpecLibrary",
     "dumps_json",
     "dumps_toml",
+    "find_spec_files",
     "format_params",
     "load_file",
     "load_library",

@@ -20,16 +20,16 @@ from __future__ import annotations
 import json
 import os
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._errors import DuplicateNameError, KspecTypeError, SpecError, SpecErrorGroup, SpecFileError
+from .._errors import DuplicateNameError, SpecError, SpecErrorGroup, SpecFileError
 from ._models import AnySpec, parse_spec
+from ._scan import SPEC_SUFFIXES, find_spec_files
 
 SCHEMA_VERSION = 1
-SPEC_SUFFIXES = (".toml", ".json")
 _FILE_KEYS = ("schema", "doc", "kernel")
 
 
@@ -85,28 +85,13 @@ def _where(spec: AnySpec) -> str:
     return str(spec.origin) if spec.origin is not None else "Python code"
 
 
-def spec_files(paths: Iterable[str | Path]) -> list[Path]:
-    """The spec files named by ``paths``: files as given, directories searched recursively (sorted)."""
-    if isinstance(paths, (str, bytes, os.PathLike)):
-        paths = [paths]
-    out: list[Path] = []
-    seen: set[Path] = set()
-    for raw in paths:
-        if not isinstance(raw, (str, os.PathLike)):
-            raise KspecTypeError(f"path: expected a spec file or directory (str or os.PathLike), got {type(raw).__name__}")
-        p = Path(raw)
-        if p.is_dir():
-            found = sorted(q for q in p.rglob("*") if q.suffix in SPEC_SUFFIXES and q.is_file())
-        elif p.is_file():
-            found = [p]
-        else:
-            raise SpecFileError(f"no such spec file or directory: {str(p)!r}", file=p)
-        for q in found:  # `validate D D/a.toml` names a.toml twice: read it once
-            real = q.resolve()
-            if real not in seen:
-                seen.add(real)
-                out.append(q)
-    return out
+def spec_files(paths: str | Path | Iterable[str | Path]) -> list[Path]:
+    """The spec files named by ``paths``: files as given, directories searched recursively (sorted). What
+    cannot be searched (a broken symbolic link, an unreadable directory, a missing path) raises: a
+    ``SpecFileError`` naming it, or a ``SpecErrorGroup`` of several (:func:`find_spec_files` returns them)."""
+    files, errors = find_spec_files(paths)
+    _raise(errors)
+    return files
 
 
 def read_file(path: str | Path) -> FileReport:
@@ -184,11 +169,11 @@ def load_library(paths: str | Path | Iterable[str | Path]) -> SpecLibrary:
     return library
 
 
-def _raise(errors: list[SpecError]) -> None:
+def _raise(errors: Sequence[SpecError]) -> None:
     if len(errors) == 1:
         raise errors[0]
     if errors:
-        raise SpecErrorGroup(errors)
+        raise SpecErrorGroup(list(errors))
 
 
 def _read_data(path: Path) -> Any:
@@ -204,7 +189,10 @@ def _read_data(path: Path) -> Any:
     deep = SpecFileError("values are nested too deeply to be a spec", file=path)
     if path.suffix == ".json":
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
+        except _DuplicateKey as exc:  # TOML refuses them too; JSON would keep the last value silently
+            raise SpecFileError(f"invalid JSON: duplicate key {exc.key!r} in one object (JSON parsers keep the last "
+                                "value silently; kspec refuses it, as TOML does)", file=path, field=exc.key) from None
         except json.JSONDecodeError as exc:
             raise SpecFileError(f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", file=path) from None
         except RecursionError:
@@ -217,6 +205,20 @@ def _read_data(path: Path) -> Any:
         raise SpecFileError(f"invalid TOML: {exc}", file=path) from None
     except RecursionError:
         raise deep from None
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 def _kernel_tables(data: Any, path: Path) -> list[Any]:

@@ -53,8 +53,12 @@ class _TypedKernelSpec(_KernelSpec, PlaceholderRules):
             return self.instantiations
         return ({},) if not self.placeholders else ()
 
+    def _check_kind(self) -> None:
+        """Checks of one kind, run before the instantiations are checked (they may explain why one fails)."""
+
     @model_validator(mode="after")
     def _check_params(self) -> "_TypedKernelSpec":
+        self._check_kind()
         check_params(self.in_params, self.out_params, self.placeholders, self.instantiations, self.scalars)
         return self
 
@@ -116,10 +120,8 @@ class ReductionSpec(_TypedKernelSpec):
         rt = self.reduce_type
         return (rt,) if rt is not None and dtypes.is_placeholder(rt) else ()
 
-    @model_validator(mode="after")
-    def _check_shape(self) -> "ReductionSpec":
+    def _check_kind(self) -> None:
         check_reduction_shape(self.in_params, self.out_params, self.reduce_type, self.preamble)
-        return self
 
 
 KernelSpec = Annotated[Union[ElementwiseSpec, ReductionSpec, RawSpec], Field(discriminator="kind")]

@@ -229,9 +229,22 @@ def check_reduction_shape(
                     "operands (and post_map_expr's 'a' the reduced value); rename the parameter",
                     field=field_name,
                 )
+            if p.is_placeholder and p.type in _REDUCE_OPERANDS:  # `typedef float a;` would meet the operand a
+                raise ReservedNameError(
+                    f"type placeholder {p.type!r} (of parameter {p.name!r}) is reserved in a reduction: 'a' and 'b' "
+                    "are reduce_expr's operands (and post_map_expr's 'a' the reduced value); name the placeholder "
+                    "otherwise (T, U, ...)",
+                    field=field_name,
+                )
     rt = reduce_type
     if rt is not None and dtypes.is_placeholder(rt) and rt not in {p.type for p in (*in_params, *out_params)}:
-        raise SpecError(f"reduce_type {rt!r} is a placeholder no parameter uses", field="reduce_type")
+        used = sorted({p.type for p in (*in_params, *out_params) if p.is_placeholder})
+        raise SpecError(
+            f"reduce_type {rt!r} is a type placeholder that no parameter uses, so no call can give it a type; "
+            f"use a placeholder of the parameters ({', '.join(map(repr, used)) or 'there are none'}), a dtype "
+            "such as 'float32', or a type the preamble defines",
+            field="reduce_type",
+        )
     if rt is not None and _is_user_type(rt) and not re.search(rf"\b{re.escape(rt)}\b", preamble):
         close = dtypes.suggest(rt)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
