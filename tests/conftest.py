@@ -1,8 +1,10 @@
 """Shared test configuration.
 
-GPU tests carry ``@pytest.mark.gpu``; when no CUDA device is usable they are skipped with the reason
-kspec itself gives ("no CUDA device: ..."). Detection never crashes on a machine without the driver
-library, and runs only when a GPU test was collected.
+GPU tests carry ``@pytest.mark.gpu``; when no CUDA device is usable they are skipped. kspec's reason for
+that ("no CUDA device: ...", a paragraph on what was looked for) is printed once, above the short test
+summary; each skip carries only its first clause, and all of them fold into one line of ``-ra``'s summary
+(they are raised from one place here), so that the summary fits on a screen and failures stand out.
+Detection never crashes on a machine without the driver library, and runs only when a GPU test was collected.
 """
 
 from __future__ import annotations
@@ -31,16 +33,36 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["KSPEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="kspec-test-cache-")
 
 
+def _short(reason: str) -> str:
+    """The first clause of kspec's reason: what is missing, without where it was looked for."""
+    first = min((reason.find(cut) for cut in ("; ", ". ") if cut in reason), default=len(reason))
+    return reason[:first]
+
+
+_gpu_tests_skipped = 0
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
-    if not gpu_items:
+    if any(item.get_closest_marker("gpu") is not None for item in items):
+        _no_gpu_reason()  # the driver is probed (and on a GPU machine initialised) before any test runs
+
+
+@pytest.hookimpl(tryfirst=True)  # before fixtures are set up: a GPU test's fixtures may touch the device
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    global _gpu_tests_skipped
+    if item.get_closest_marker("gpu") is None:
         return
     reason = _no_gpu_reason()
-    if reason is None:
-        return
-    skip = pytest.mark.skip(reason=reason)
-    for item in gpu_items:
-        item.add_marker(skip)
+    if reason is not None:
+        _gpu_tests_skipped += 1
+        pytest.skip(f"{_short(reason)} (GPU test; the full reason is printed once, under 'GPU tests skipped')")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    reason = _no_gpu_reason() if _gpu_tests_skipped else None
+    if reason is not None:
+        terminalreporter.write_sep("-", f"{_gpu_tests_skipped} GPU tests skipped")
+        terminalreporter.write_line(reason)
 
 
 @pytest.fixture(autouse=True)

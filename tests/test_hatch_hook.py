@@ -264,17 +264,35 @@ def test_skip_env_ships_typed_modules_without_binaries(tmp_path: Path, env: dict
 
 def _venv(path: Path) -> Path:
     """A venv that sees this environment's packages (kspec's dependencies, hatchling, pip) and installs into
-    itself. ``--system-site-packages`` alone is not enough when this environment is itself a venv: the new
-    one is based on the base interpreter and would see its site-packages, not this venv's. A ``.pth`` file
-    adds this environment's site directories after the new venv's own (so what it installs wins)."""
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)], check=True)
+    itself, and nothing of the interpreter it is based on: no ``--system-site-packages``, which would let it
+    borrow what that interpreter happens to have (on a machine prepared by hand, NVIDIA's wheels) and pass
+    where a user's venv fails. A ``.pth`` file adds this environment's site directories after the new venv's
+    own (so what it installs wins). That is enough for imports, not for NVIDIA's wheels: cuda.pathfinder
+    finds libnvrtc and the CUDA headers by file path under the interpreter's own site directories
+    (``site.getsitepackages()``), never through sys.path, so the venv gets them as an install would put
+    them, as links to this environment's copies."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
     python = path / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     assert python.exists()
-    own = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                         check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
-    outer = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
-    Path(own, "_outer_environment.pth").write_text("".join(f"{d}\n" for d in outer if Path(d).is_dir()))
+    own = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                              check=True, capture_output=True, text=True).stdout.strip())  # fmt: skip
+    outer = [d for d in (*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else []))
+             if Path(d).is_dir()]  # fmt: skip
+    (own / "_outer_environment.pth").write_text("".join(f"{d}\n" for d in outer))
+    _link_nvidia_wheels(outer, own)
     return python
+
+
+def _link_nvidia_wheels(outer: list[str], own: Path) -> None:
+    """Links ``own/nvidia/<part>`` to each ``nvidia/<part>`` of the outer site directories (the first one wins,
+    as on sys.path): the layout that installing the nvrtc extra's wheels into the venv would give. Nothing
+    when this environment has none (NVRTC then comes from the system, for the venv as for this process)."""
+    for directory in outer:
+        for part in sorted(Path(directory, "nvidia").glob("*")):
+            link = own / "nvidia" / part.name
+            if part.name != "__pycache__" and not link.exists():
+                link.parent.mkdir(exist_ok=True)
+                link.symlink_to(part, target_is_directory=part.is_dir())
 
 
 def _pip(python: Path, env: dict[str, str], *args: str) -> None:
@@ -352,6 +370,23 @@ def test_type_checker_sees_the_installed_wheels_typed_api(builds: dict[str, Any]
     assert "missing library stubs or py.typed marker" not in out, out
     errors = [line for line in out.splitlines() if ": error:" in line]
     assert {line.split(":")[1] for line in errors} == {"8", "9"}, out  # the two wrong calls, nothing else
+
+
+def test_child_venv_has_nvidia_wheels_of_its_own_and_nothing_of_the_base(tmp_path: Path) -> None:
+    """What the install tests' venvs see: NVRTC where cuda.pathfinder looks (the venv's site-packages), and
+    no site directory of the interpreter the venv is based on (only this environment's, through the .pth)."""
+    if not any(Path(d, "nvidia").is_dir() for d in site.getsitepackages()):
+        pytest.skip("this environment has no NVIDIA wheels (NVRTC comes from the system)")
+    python = _venv(tmp_path / "venv")
+    code = ("import site, sys\n"
+            "from cuda.pathfinder import load_nvidia_dynamic_lib\n"
+            "print(load_nvidia_dynamic_lib('nvrtc').abs_path)\n"
+            "print(*site.getsitepackages(), sep='\\n')\n")  # fmt: skip
+    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    nvrtc, *site_dirs = proc.stdout.splitlines()
+    assert site_dirs and all(Path(d).is_relative_to(tmp_path / "venv") for d in site_dirs), site_dirs
+    assert any(Path(nvrtc).is_relative_to(Path(d, "nvidia")) for d in site_dirs), nvrtc
 
 
 def test_editable_install_writes_into_the_source_tree(tmp_path: Path, env: dict[str, str]) -> None:
