@@ -109,7 +109,7 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
                 return self._results(args, prepared.run(args, sig[1], stream))
         inputs, outputs = self._split_args(args, kwargs, "size=, block_size= and stream=")
         self._check_stream(stream)
-        bound = bind(self._spec, inputs, outputs, textures)
+        bound = bind(self._spec, inputs, outputs, textures, launch=True, stream=stream)
         plan = plan_elementwise(self._spec, bound, self._specializer, size=size, block_size=block_size)
         prepared = self._prepare(bound, plan)
         self._remember(key if bound.device_id is not None else None, prepared)

@@ -103,7 +103,7 @@ class ReductionKernel(_spec_kernel.SpecKernel):
                 raise KspecValueError(
                     about_kernel(self.name, f"out= must hold {self._nout} array(s) (one per output), got {len(outputs)}")
                 )
-        bound = bind(self._spec, inputs, outputs)
+        bound = bind(self._spec, inputs, outputs, launch=True, stream=stream)
         plan = plan_reduction(self._spec, bound, self._specializer, axis=axis, keepdims=bool(keepdims))
         prepared = self._prepare(bound, plan)
         self._remember(key, prepared)

@@ -17,7 +17,9 @@ from ._driver import describe as describe_driver_error, driver as cuda_driver, i
 from ._export import EXPORTED, export_array, export_outputs
 from ._interop import (
     ARRAY_KINDS,
+    CAI,
     CUPY,
+    DLPACK,
     HOST,
     KSPEC,
     TORCH,

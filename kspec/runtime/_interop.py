@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._errors import KspecTypeError, KspecValueError
+from .._errors import KspecTypeError, KspecValueError, LaunchError
 from ..dtypes import c_strides
 from . import _generic
 
@@ -247,8 +247,8 @@ def array_dtype_ndim(obj: object) -> tuple[np.dtype, int] | None:
 
 
 def _cai_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
-    # kspec's own checks first, on the dict (their messages, and v2, which cuda.core refuses); the rest is
-    # cuda.core's view (kspec/runtime/_generic.py), which also orders the producer's stream before ``stream``
+    # kspec's own checks first, on the dict (their messages, and v2, which cuda.core refuses); the layout is
+    # cuda.core's view (kspec/runtime/_generic.py); the producer's stream is ordered before ``stream`` here
     cai = obj.__cuda_array_interface__
     version = cai.get("version", 0)
     if version < 2:
@@ -258,9 +258,25 @@ def _cai_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
     typestr = cai["typestr"]
     if typestr[:1] in (">", "!") and np.dtype(typestr).byteorder == ">":  # no dtype parse for the usual '<f4'
         raise KspecTypeError(f"{_where(param)}big-endian dtype {np.dtype(typestr)} is not supported on the device")
-    view = _generic.cai_view(obj, cai, -1 if stream is None else protocol_stream(stream))
+    view = _generic.cai_view(obj, cai, -1)
+    producer = cai.get("stream")
+    if stream is not None and producer is not None:
+        _order_producer(normalize_protocol_stream(producer), stream)
     ptr, shape, strides, dtype = _generic.layout(view, dlpack=False)
     return ArrayInfo(ptr, shape, strides, dtype, view.device_id, _protocol_library(obj), bool(view.readonly), view)
+
+
+def _order_producer(producer: int, consumer: int) -> None:
+    """Order a CAI v3 producer's ``stream`` before ``consumer``, as the interface asks of a consumer.
+
+    kspec's own event wait (:func:`._stream.order_after`, what RawKernel's packer calls too), not cuda.core's:
+    one mechanism for every consumer, which the fake driver of the CPU tests records."""
+    from ._stream import order_after
+
+    try:
+        order_after(producer, consumer)
+    except LaunchError as exc:
+        raise KspecValueError(f"the producer's stream {producer} could not be ordered before stream {consumer} ({exc})") from None
 
 
 def _dlpack_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
