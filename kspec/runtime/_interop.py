@@ -261,19 +261,24 @@ def _cai_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
     view = _generic.cai_view(obj, cai, -1)
     producer = cai.get("stream")
     if stream is not None and producer is not None:
-        _order_producer(normalize_protocol_stream(producer), stream)
+        _order_producer(normalize_protocol_stream(producer), stream, view.device_id)
     ptr, shape, strides, dtype = _generic.layout(view, dlpack=False)
     return ArrayInfo(ptr, shape, strides, dtype, view.device_id, _protocol_library(obj), bool(view.readonly), view)
 
 
-def _order_producer(producer: int, consumer: int) -> None:
+def _order_producer(producer: int, consumer: int, device_id: int) -> None:
     """Order a CAI v3 producer's ``stream`` before ``consumer``, as the interface asks of a consumer.
 
     kspec's own event wait (:func:`._stream.order_after`, what RawKernel's packer calls too), not cuda.core's:
-    one mechanism for every consumer, which the fake driver of the CPU tests records."""
+    one mechanism for every consumer, which the fake driver of the CPU tests records. The event is made in
+    the array's device's context (a call may read its arguments before it has made any context current)."""
+    if producer == consumer:
+        return
+    from ._device import Device
     from ._stream import order_after
 
     try:
+        Device(device_id).activate()
         order_after(producer, consumer)
     except LaunchError as exc:
         raise KspecValueError(f"the producer's stream {producer} could not be ordered before stream {consumer} ({exc})") from None
