@@ -12,7 +12,9 @@ from fake_driver import fake_array
 from test_generic_arrays import DL, Cai
 
 import kspec
-from kspec.kernels import _loaded, _spec_kernel
+from kspec.kernels import _elementwise, _loaded, _spec_kernel
+from kspec.kernels._prepared import PreparedCall, signature
+from kspec.runtime import _driver
 
 fake = launch_cpu.fake  # noqa: F811  (the fixture: the fake driver, for kspec and cuda.core)
 
@@ -83,9 +85,12 @@ def test_protocol_outputs_are_ordered_too(drv):
 
 def test_reduction_orders_cai_and_dlpack_inputs(drv):
     k = _sum()
-    k(Cai(ptr=0xC000, shape=(4,), stream=PRODUCER), fake_array(0xB000, shape=()), stream=CONSUMER)
-    assert drv.calls[:2] == [("record", PRODUCER), ("wait", CONSUMER)]
-    assert [s for what, s in drv.calls if what == "launch"] == [CONSUMER]
+    for _ in range(2):  # the second call from the prepared call
+        drv.calls.clear()
+        k(Cai(ptr=0xC000, shape=(4,), stream=PRODUCER), fake_array(0xB000, shape=()), stream=CONSUMER)
+        assert drv.calls[:2] == [("record", PRODUCER), ("wait", CONSUMER)]
+        assert [s for what, s in drv.calls if what == "launch"] == [CONSUMER]
+    assert len(k._prepared) == 1
     x = DL(ptr=0xD000, shape=(4,))
     k(x, fake_array(0xB000, shape=()), stream=CONSUMER)
     assert x.streams == [CONSUMER]
@@ -117,3 +122,41 @@ def test_inspecting_a_call_orders_nothing(drv):
     k = _add()
     k.specialization(Cai(ptr=0xC000, shape=(4,), stream=PRODUCER), np.zeros(4, np.float32))
     assert drv.calls == []
+
+
+def test_cai_inputs_are_keyed_and_their_producers_still_ordered_per_call(drv, monkeypatch):
+    k = _add()
+    out = fake_array(0xB000)
+    k(Cai(ptr=0xC000, shape=(4,), stream=PRODUCER), fake_array(0xA000), out, stream=CONSUMER)
+    assert len(k._prepared) == 1
+    pointers = []
+    run = PreparedCall.run
+    with monkeypatch.context() as patch:
+        patch.setattr(_elementwise, "bind", lambda *a, **kw: pytest.fail("a repeated signature was bound again"))
+        patch.setattr(PreparedCall, "run", lambda self, args, ptrs, stream: pointers.append(list(ptrs)) or run(self, args, ptrs, stream))
+        for ptr, producer in ((0xC100, 0x77), (0xC200, 0x78)):
+            drv.calls.clear()
+            k(Cai(ptr=ptr, shape=(4,), stream=producer), fake_array(0xA000), out, stream=CONSUMER)
+            assert drv.calls == [("record", producer), ("wait", CONSUMER), ("launch", CONSUMER)]
+    assert pointers == [[0xC100, 0xA000, 0xB000], [0xC200, 0xA000, 0xB000]]
+    # what binding and planning read is the key: another shape, dtype or strides prepares another call
+    k(Cai(ptr=0xC000, shape=(2,), strides=(8,)), fake_array(0xA000, shape=(2,)), fake_array(0xB000, shape=(2,)))
+    assert len(k._prepared) == 2
+
+
+def test_cai_signature_needs_one_device_and_a_plain_producer(drv, monkeypatch):
+    x = Cai(ptr=0xC000, shape=(4,), stream=PRODUCER)
+    key, pointers, producers = signature((x, 1.5))
+    assert pointers == [0xC000, 0] and producers == [PRODUCER]
+    assert key[0] == (Cai, (4,), "<f4", None, False)
+    assert not signature((Cai(ptr=0xC000, shape=(4,)),))[2]  # no producer stream: nothing to order
+    assert signature((Cai(mask=object()),)) is None  # the full path explains the error
+    assert signature((Cai(version=1),)) is None
+    assert signature((DL(),)) is None  # DLPack: exported per call on the full path
+
+    numba_like = type("DeviceNDArray", (), {"__module__": "numba.cuda.cudadrv.devicearray"})
+    y = numba_like()
+    y.__cuda_array_interface__ = x.__cuda_array_interface__
+    assert signature((y,)) is None  # Numba / JAX outputs go back as theirs: the full path does that
+    monkeypatch.setattr(_driver, "_device_count", 2)
+    assert signature((x,)) is None  # several devices: the pointer's device is a driver query

@@ -106,6 +106,8 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
             if prepared is not None:
                 if size is None and block_size is None and not textures:
                     self._serve_fast(args, prepared)  # a repeat: from now on through kspec/kernels/_fastcall.py
+                if sig[2]:  # CAI inputs (never served by the fast path): their producers, on every call
+                    prepared.order_producers(sig[2], stream)
                 return self._results(args, prepared.run(args, sig[1], stream))
         inputs, outputs = self._split_args(args, kwargs, "size=, block_size= and stream=")
         self._check_stream(stream)

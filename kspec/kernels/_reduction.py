@@ -89,6 +89,8 @@ class ReductionKernel(_spec_kernel.SpecKernel):
                 key = (sig[0], axis_key, bool(keepdims))
                 prepared = self._prepared.get(key)
                 if prepared is not None:
+                    if sig[2]:  # CAI inputs: their producers' streams, ordered on every call
+                        prepared.order_producers(sig[2], stream)
                     return self._results(full, prepared.run(full, sig[1], stream))
         inputs, outputs = self._split_args(args, kwargs, "axis=, keepdims=, out= and stream=")
         self._check_stream(stream)

@@ -33,6 +33,8 @@ from ._interop import (
     kind_of_object,
     library_of,
     numpy_dtype_to_torch,
+    order_cai_producer,
+    protocol_library,
     torch_dtype_to_numpy,
 )
 from ._launch import relaunch_or_raise

@@ -261,17 +261,19 @@ def _cai_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
     view = _generic.cai_view(obj, cai, -1)
     producer = cai.get("stream")
     if stream is not None and producer is not None:
-        _order_producer(normalize_protocol_stream(producer), stream, view.device_id)
+        order_cai_producer(producer, stream, view.device_id)
     ptr, shape, strides, dtype = _generic.layout(view, dlpack=False)
-    return ArrayInfo(ptr, shape, strides, dtype, view.device_id, _protocol_library(obj), bool(view.readonly), view)
+    return ArrayInfo(ptr, shape, strides, dtype, view.device_id, protocol_library(obj), bool(view.readonly), view)
 
 
-def _order_producer(producer: int, consumer: int, device_id: int) -> None:
-    """Order a CAI v3 producer's ``stream`` before ``consumer``, as the interface asks of a consumer.
+def order_cai_producer(producer: int, consumer: int, device_id: int) -> None:
+    """Order a CAI v3 producer's ``stream`` (as the interface spells it: 1 is the legacy default stream)
+    before stream handle ``consumer``, as the interface asks of a consumer, for an array on ``device_id``.
 
     kspec's own event wait (:func:`._stream.order_after`, what RawKernel's packer calls too), not cuda.core's:
     one mechanism for every consumer, which the fake driver of the CPU tests records. The event is made in
     the array's device's context (a call may read its arguments before it has made any context current)."""
+    producer = normalize_protocol_stream(producer)
     if producer == consumer:
         return
     from ._device import Device
@@ -294,10 +296,10 @@ def _dlpack_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
     # no stream: 0, which cuda.core passes as __dlpack__(stream=None), what kspec has always asked for there
     view = _generic.dlpack_view(obj, 0 if stream is None else protocol_stream(stream))
     ptr, shape, strides, dtype = _generic.layout(view, dlpack=True)
-    return ArrayInfo(ptr, shape, strides, dtype, view.device_id, _protocol_library(obj), bool(view.readonly), view)
+    return ArrayInfo(ptr, shape, strides, dtype, view.device_id, protocol_library(obj), bool(view.readonly), view)
 
 
-def _protocol_library(obj: object) -> str | None:
+def protocol_library(obj: object) -> str | None:
     """JAX or Numba for their arrays (whichever protocol they came through: JAX arrays have both), else None."""
     root = type(obj).__module__.partition(".")[0]
     if root in ("jax", "jaxlib"):
