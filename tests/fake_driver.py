@@ -23,7 +23,11 @@ class FakeDriver:
 
     def __init__(self, kernels: dict[str, tuple[int, ...]]) -> None:
         self.kernels = dict(kernels)
+        self._names = sorted(self.kernels)  # function handle - 0x3000 -> kernel name
+        self.any_kernel = False  # True: any name loads, its launches record no parameter values
         self.launches: list[dict] = []
+        self.calls: list[tuple[str, int]] = []  # ("record" | "wait" | "launch", stream), in the order made
+        self.events = 0
         self.loaded: list[bytes] = []
         self.attrs: dict[tuple[int, str], int] = {}
         self.current = 0x1000
@@ -79,14 +83,19 @@ class FakeDriver:
     def cuModuleGetFunction(self, module, name):
         name = name.decode()
         if name not in self.kernels:
-            return (R.CUDA_ERROR_NOT_FOUND, None)
-        return (R.CUDA_SUCCESS, cu_real.CUfunction(0x3000 + sorted(self.kernels).index(name)))
+            if not self.any_kernel:
+                return (R.CUDA_ERROR_NOT_FOUND, None)
+            self.kernels[name] = ()
+        if name not in self._names:
+            self._names.append(name)
+        return (R.CUDA_SUCCESS, cu_real.CUfunction(0x3000 + self._names.index(name)))
 
     def _name_of(self, fn) -> str:
-        return sorted(self.kernels)[int(fn) - 0x3000]
+        return self._names[int(fn) - 0x3000]
 
     def cuModuleGetFunctionCount(self, module):
-        return (R.CUDA_SUCCESS, len(self.kernels))
+        self._names += sorted(set(self.kernels) - set(self._names))  # kernels a test added after construction
+        return (R.CUDA_SUCCESS, len(self._names))
 
     def cuModuleEnumerateFunctions(self, count, module):
         return (R.CUDA_SUCCESS, [cu_real.CUfunction(0x3000 + i) for i in range(count)])
@@ -113,6 +122,22 @@ class FakeDriver:
     def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, fn, threads, shared):
         return (R.CUDA_SUCCESS, self.occupancy)
 
+    # events: a stream waiting on another's work
+    def cuEventCreate(self, flags):
+        self.events += 1
+        return (R.CUDA_SUCCESS, cu_real.CUevent(0x7000 + self.events))
+
+    def cuEventRecord(self, event, stream):
+        self.calls.append(("record", int(stream)))
+        return (R.CUDA_SUCCESS,)
+
+    def cuStreamWaitEvent(self, stream, event, flags):
+        self.calls.append(("wait", int(stream)))
+        return (R.CUDA_SUCCESS,)
+
+    def cuEventDestroy(self, event):
+        return (R.CUDA_SUCCESS,)
+
     # launches
     def _record(self, cooperative, f, gx, gy, gz, bx, by, bz, shared, stream, params):
         if not isinstance(params, int):
@@ -122,6 +147,7 @@ class FakeDriver:
         values = [ctypes.string_at(slots[i], size) for i, size in enumerate(sizes)]
         if self.fail_next:
             return (self.fail_next.pop(0),)
+        self.calls.append(("launch", int(stream)))
         self.launches.append(
             dict(kernel=self._name_of(f), grid=(gx, gy, gz), block=(bx, by, bz), shared=shared,
                  stream=int(stream), values=values, cooperative=cooperative)

@@ -255,9 +255,10 @@ def test_signature_reads_shapes_strides_dtypes_devices_and_scalar_types():
     from kspec.kernels._prepared import signature
 
     a, b = fake((2, 3), ptr=0x1000), fake((2, 3), ptr=0x2000)
-    key_a, pointers = signature((a, 2.0))
-    key_b, _ = signature((b, 3.0))
+    key_a, pointers, producers = signature((a, 2.0))
+    key_b, _, _ = signature((b, 3.0))
     assert key_a == key_b and pointers == [0x1000, 0]  # values and pointers are not part of it
+    assert not producers  # no __cuda_array_interface__ producer stream to order
     assert signature((fake((3, 2)), 2.0))[0] != key_a
     assert signature((fake((2, 3), strides=(4, 8)), 2.0))[0] != key_a
     assert signature((a, 2))[0] != key_a  # an int scalar converts differently

@@ -18,7 +18,19 @@ import numpy as np
 
 from .. import dtypes
 from .._errors import KspecOverflowError, KspecTypeError, KspecValueError, about_kernel
-from ..runtime import ARRAY_KINDS, HOST, ArrayInfo, array_info, check_same_device, is_texture_type, kind_of_object
+from ..runtime import (
+    ARRAY_KINDS,
+    CAI,
+    DLPACK,
+    HOST,
+    ArrayInfo,
+    array_info,
+    check_same_device,
+    default_stream_getter,
+    is_texture_type,
+    kind_of_object,
+    stream_handle,
+)
 
 if TYPE_CHECKING:  # annotations only: binding serves plain specs too, without the Pydantic models
     from ..spec import ElementwiseSpec, Param, ReductionSpec
@@ -60,16 +72,25 @@ def bind(
     inputs: Sequence[Any],
     outputs: Sequence[Any] | None,
     textures: frozenset[str] = frozenset(),
+    *,
+    launch: bool = False,
+    stream: object = None,
 ) -> Bound:
     """Describe ``inputs`` (and ``outputs`` when given) against ``spec``'s parameters and bind its types.
 
     ``textures`` names inputs given a texture/surface object (already replaced by its uint64 handle): the
     handle is passed by value, and a placeholder of such a parameter binds to uint64 (``cudaTextureObject_t``
-    is ``unsigned long long``), as CuPy binds it to no array dtype."""
+    is ``unsigned long long``), as CuPy binds it to no array dtype.
+
+    ``launch``: the call launches next, on ``stream`` (None: the default stream of the first array's library,
+    as :class:`~kspec.kernels._prepared.PreparedCall` picks it). Arrays that come through the protocols are then
+    read for that stream: a ``__cuda_array_interface__`` v3 producer's ``stream`` is ordered before it, and
+    DLPack is asked for ``__dlpack__(stream=<it>)``, as both protocols require of a consumer."""
     kernel = spec.name
     arrays: dict[str, ArrayArg] = {}
     scalar_inputs: dict[str, Any] = {}
     order: list[str] = []  # array parameters in argument order (the first one's library wins)
+    protocol: list[tuple[Param, Any, bool, str]] = []  # CAI / DLPack arrays, read once the launch stream is known
     pairs = [(p, obj) for p, obj in zip(spec.in_params, inputs)]
     if outputs is not None:
         pairs += [(p, obj) for p, obj in zip(spec.out_params, outputs)]
@@ -83,8 +104,17 @@ def bind(
                 )
             scalar_inputs[param.name] = obj
             continue
-        arrays[param.name] = _array_arg(kernel, param, obj, is_output)
         order.append(param.name)
+        kind = kind_of_object(obj)
+        if launch and kind in (CAI, DLPACK):
+            protocol.append((param, obj, is_output, kind))
+            continue
+        arrays[param.name] = _array_arg(kernel, param, obj, is_output, kind)
+    if protocol:
+        handle = _launch_stream(kernel, stream, arrays.get(order[0]))
+        for param, obj, is_output, kind in protocol:
+            arrays[param.name] = _array_arg(kernel, param, obj, is_output, kind, handle)
+        arrays = {name: arrays[name] for name in order}
 
     types = _bind_types(spec, arrays, outputs is not None, scalar_inputs, textures)
     param_dtypes = {p.name: types[p.type] if p.is_placeholder else p.type for p in spec.params}
@@ -102,8 +132,21 @@ def bind(
     return Bound(kernel, arrays, scalars, scalar_types, types, param_dtypes, outputs is not None, device_id, library)
 
 
-def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool) -> ArrayArg:
-    kind = kind_of_object(obj)
+def _launch_stream(kernel: str, stream: object, first: ArrayArg | None) -> int:
+    """The handle of the stream the call will launch on. ``first`` is the first array argument when it was
+    read already (a CuPy / PyTorch / kspec array); None when it is a protocol array, whose library (JAX,
+    Numba, other) launches on the legacy default stream, as it would in PreparedCall."""
+    if stream is not None:
+        try:
+            return stream_handle(stream)
+        except KspecTypeError as exc:
+            raise KspecTypeError(about_kernel(kernel, str(exc))) from None
+    if first is None:
+        return default_stream_getter(None)(-1)
+    return default_stream_getter(first.info.library)(first.info.device_id)
+
+
+def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool, kind: str | None, stream: int | None = None) -> ArrayArg:
     role = "output" if is_output else "input"
     if kind not in ARRAY_KINDS:
         if kind == HOST:
@@ -118,7 +161,7 @@ def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool) -> ArrayArg
         lead = "Output arguments type must be cupy.ndarray or another device array: " if is_output else ""
         raise KspecTypeError(lead + about_kernel(kernel, f"{role} {param.name} must be a device array, got {what}"))
     try:
-        info = array_info(obj, param=param.name)
+        info = array_info(obj, param=param.name, stream=stream)
     except KspecTypeError as exc:
         raise KspecTypeError(about_kernel(kernel, str(exc))) from None
     try:

@@ -106,10 +106,12 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
             if prepared is not None:
                 if size is None and block_size is None and not textures:
                     self._serve_fast(args, prepared)  # a repeat: from now on through kspec/kernels/_fastcall.py
+                if sig[2]:  # CAI inputs (never served by the fast path): their producers, on every call
+                    prepared.order_producers(sig[2], stream)
                 return self._results(args, prepared.run(args, sig[1], stream))
         inputs, outputs = self._split_args(args, kwargs, "size=, block_size= and stream=")
         self._check_stream(stream)
-        bound = bind(self._spec, inputs, outputs, textures)
+        bound = bind(self._spec, inputs, outputs, textures, launch=True, stream=stream)
         plan = plan_elementwise(self._spec, bound, self._specializer, size=size, block_size=block_size)
         prepared = self._prepare(bound, plan)
         self._remember(key if bound.device_id is not None else None, prepared)

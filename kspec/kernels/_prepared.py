@@ -5,7 +5,9 @@ or scalar *values*. A signature holds, per argument, its type and, for arrays, s
 and device (read through the cheapest attributes of CuPy, PyTorch and kspec arrays), plus the call's
 keyword values. The first call with a signature takes the full path (every check, every error) and stores a
 :class:`PreparedCall`; later calls with the same signature read the pointers, pack the scalars and launch.
-Arguments of other libraries (``__cuda_array_interface__``, DLPack) always take the full path.
+Arrays given through ``__cuda_array_interface__`` are keyed from its dict (in a one-device process): their
+producer's ``stream`` is no part of the key, but is ordered before the launch on every call
+(:meth:`PreparedCall.order_producers`). DLPack arguments, JAX and Numba arrays always take the full path.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .. import dtypes
 from .._errors import KspecTypeError, about_kernel
 from ..runtime import (
     activate_if_several,
+    CAI,
     CUPY,
     KSPEC,
     TORCH,
@@ -32,6 +35,8 @@ from ..runtime import (
     default_stream_getter,
     initialized_device_count,
     kind_of,
+    order_cai_producer,
+    protocol_library,
     stream_handle,
 )
 from . import _loaded, _spec_kernel
@@ -42,10 +47,12 @@ from ._frame import _U64, Frame
 _SCALAR_TYPES = (bool, int, float, complex)
 
 
-def signature(args: Sequence[Any]) -> tuple[tuple[Any, ...], list[int]] | None:
-    """(hashable signature, pointer per argument (0 for scalars)), or None when an argument needs the full path."""
+def signature(args: Sequence[Any]) -> tuple[tuple[Any, ...], list[int], Sequence[Any]] | None:
+    """(hashable signature, pointer per argument (0 for scalars), the CAI producers' streams to order before
+    the launch), or None when an argument needs the full path."""
     keys: list[Any] = []
     pointers: list[int] = []
+    producers: Sequence[Any] = ()  # a list only once there is one: CuPy/PyTorch/kspec calls build nothing more
     for a in args:
         tp = type(a)
         kind = kind_of(tp)
@@ -64,8 +71,38 @@ def signature(args: Sequence[Any]) -> tuple[tuple[Any, ...], list[int]] | None:
             keys.append(tp)
             pointers.append(0)
         else:
+            entry = _cai_entry(a, tp, kind)
+            if entry is None:
+                return None
+            keys.append(entry[0])
+            pointers.append(entry[1])
+            if entry[2] is not None:
+                producers = [*producers, entry[2]]
+    return tuple(keys), pointers, producers
+
+
+def _cai_entry(a: Any, tp: type, kind: str | None) -> tuple[tuple[Any, ...], int, Any] | None:
+    """(key, pointer, producer stream or None) of an array given through ``__cuda_array_interface__``, or None
+    where the full path is needed: a process with several devices (the pointer's device is a driver query),
+    JAX and Numba arrays (outputs go back as theirs), a dict the full path refuses or explains, other types.
+    The key holds what binding and planning read (shape, typestr, strides, read-only flag); the full path
+    checked the rest (version, mask, byte order) on the first call with it."""
+    if kind not in (CAI, None) or initialized_device_count() != 1:
+        return None
+    cai = getattr(a, "__cuda_array_interface__", None)  # an instance attribute in simple wrappers
+    if type(cai) is not dict or cai.get("mask") is not None or protocol_library(a) is not None:
+        return None
+    try:
+        version = cai.get("version", 0)
+        if type(version) is not int or version < 2:
             return None
-    return tuple(keys), pointers
+        strides = cai.get("strides")
+        data = cai["data"]
+        key = (tp, tuple(cai["shape"]), cai["typestr"], None if strides is None else tuple(strides), bool(data[1]))
+        hash(key)
+        return key, int(data[0] or 0), cai.get("stream")
+    except (KeyError, TypeError, IndexError, ValueError):
+        return None
 
 
 def pointer_of(obj: Any) -> int:
@@ -190,6 +227,12 @@ class PreparedCall:
             return stream_handle(stream)
         except KspecTypeError as exc:
             raise KspecTypeError(about_kernel(self.kernel_name, str(exc))) from None
+
+    def order_producers(self, producers: Sequence[Any], stream: object) -> None:
+        """Order each CAI producer's stream (as the interface spells it) before this call's launch stream."""
+        handle = self._stream(stream)
+        for producer in producers:
+            order_cai_producer(producer, handle, self.device_id)
 
     def run(self, args: Sequence[Any], pointer_list: Sequence[int], stream: object) -> dict[str, Any]:
         fast = self._fast

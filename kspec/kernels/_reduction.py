@@ -89,6 +89,8 @@ class ReductionKernel(_spec_kernel.SpecKernel):
                 key = (sig[0], axis_key, bool(keepdims))
                 prepared = self._prepared.get(key)
                 if prepared is not None:
+                    if sig[2]:  # CAI inputs: their producers' streams, ordered on every call
+                        prepared.order_producers(sig[2], stream)
                     return self._results(full, prepared.run(full, sig[1], stream))
         inputs, outputs = self._split_args(args, kwargs, "axis=, keepdims=, out= and stream=")
         self._check_stream(stream)
@@ -103,7 +105,7 @@ class ReductionKernel(_spec_kernel.SpecKernel):
                 raise KspecValueError(
                     about_kernel(self.name, f"out= must hold {self._nout} array(s) (one per output), got {len(outputs)}")
                 )
-        bound = bind(self._spec, inputs, outputs)
+        bound = bind(self._spec, inputs, outputs, launch=True, stream=stream)
         plan = plan_reduction(self._spec, bound, self._specializer, axis=axis, keepdims=bool(keepdims))
         prepared = self._prepare(bound, plan)
         self._remember(key, prepared)

@@ -17,7 +17,9 @@ from ._driver import describe as describe_driver_error, driver as cuda_driver, i
 from ._export import EXPORTED, export_array, export_outputs
 from ._interop import (
     ARRAY_KINDS,
+    CAI,
     CUPY,
+    DLPACK,
     HOST,
     KSPEC,
     TORCH,
@@ -31,6 +33,8 @@ from ._interop import (
     kind_of_object,
     library_of,
     numpy_dtype_to_torch,
+    order_cai_producer,
+    protocol_library,
     torch_dtype_to_numpy,
 )
 from ._launch import relaunch_or_raise

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._errors import KspecTypeError, KspecValueError
+from .._errors import KspecTypeError, KspecValueError, LaunchError
 from ..dtypes import c_strides
 from . import _generic
 
@@ -247,8 +247,8 @@ def array_dtype_ndim(obj: object) -> tuple[np.dtype, int] | None:
 
 
 def _cai_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
-    # kspec's own checks first, on the dict (their messages, and v2, which cuda.core refuses); the rest is
-    # cuda.core's view (kspec/runtime/_generic.py), which also orders the producer's stream before ``stream``
+    # kspec's own checks first, on the dict (their messages, and v2, which cuda.core refuses); the layout is
+    # cuda.core's view (kspec/runtime/_generic.py); the producer's stream is ordered before ``stream`` here
     cai = obj.__cuda_array_interface__
     version = cai.get("version", 0)
     if version < 2:
@@ -258,9 +258,32 @@ def _cai_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
     typestr = cai["typestr"]
     if typestr[:1] in (">", "!") and np.dtype(typestr).byteorder == ">":  # no dtype parse for the usual '<f4'
         raise KspecTypeError(f"{_where(param)}big-endian dtype {np.dtype(typestr)} is not supported on the device")
-    view = _generic.cai_view(obj, cai, -1 if stream is None else protocol_stream(stream))
+    view = _generic.cai_view(obj, cai, -1)
+    producer = cai.get("stream")
+    if stream is not None and producer is not None:
+        order_cai_producer(producer, stream, view.device_id)
     ptr, shape, strides, dtype = _generic.layout(view, dlpack=False)
-    return ArrayInfo(ptr, shape, strides, dtype, view.device_id, _protocol_library(obj), bool(view.readonly), view)
+    return ArrayInfo(ptr, shape, strides, dtype, view.device_id, protocol_library(obj), bool(view.readonly), view)
+
+
+def order_cai_producer(producer: int, consumer: int, device_id: int) -> None:
+    """Order a CAI v3 producer's ``stream`` (as the interface spells it: 1 is the legacy default stream)
+    before stream handle ``consumer``, as the interface asks of a consumer, for an array on ``device_id``.
+
+    kspec's own event wait (:func:`._stream.order_after`, what RawKernel's packer calls too), not cuda.core's:
+    one mechanism for every consumer, which the fake driver of the CPU tests records. The event is made in
+    the array's device's context (a call may read its arguments before it has made any context current)."""
+    producer = normalize_protocol_stream(producer)
+    if producer == consumer:
+        return
+    from ._device import Device
+    from ._stream import order_after
+
+    try:
+        Device(device_id).activate()
+        order_after(producer, consumer)
+    except LaunchError as exc:
+        raise KspecValueError(f"the producer's stream {producer} could not be ordered before stream {consumer} ({exc})") from None
 
 
 def _dlpack_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
@@ -273,10 +296,10 @@ def _dlpack_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
     # no stream: 0, which cuda.core passes as __dlpack__(stream=None), what kspec has always asked for there
     view = _generic.dlpack_view(obj, 0 if stream is None else protocol_stream(stream))
     ptr, shape, strides, dtype = _generic.layout(view, dlpack=True)
-    return ArrayInfo(ptr, shape, strides, dtype, view.device_id, _protocol_library(obj), bool(view.readonly), view)
+    return ArrayInfo(ptr, shape, strides, dtype, view.device_id, protocol_library(obj), bool(view.readonly), view)
 
 
-def _protocol_library(obj: object) -> str | None:
+def protocol_library(obj: object) -> str | None:
     """JAX or Numba for their arrays (whichever protocol they came through: JAX arrays have both), else None."""
     root = type(obj).__module__.partition(".")[0]
     if root in ("jax", "jaxlib"):
