@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ._builtin_calls import _element
+from ._builtin_calls import element
 from ._errors import JitTypeError
 from ._types import Scalar
 from ._values import ScalarValue, Value, cast
@@ -101,8 +101,8 @@ def atomic(tr: Any, op: str, args: list[Any], kwargs: dict[str, Any], node: ast.
     if kwargs or len(args) != count:
         spelled = "atomic_cas(array, index, compare, value)" if op == "cas" else f"atomic_{op}(array, index, value)"
         raise tr.error(JitTypeError, node, f"{spelled}: takes {count} positional arguments")
-    element = _element(tr, args[0], args[1], node)
-    t = element.type
+    target = element(tr, args[0], args[1], node, f"the array of atomic_{op}")
+    t = target.type
     how = ATOMICS[op].get(t.name)
     if how is None:
         raise tr.error(
@@ -111,7 +111,7 @@ def atomic(tr: Any, op: str, args: list[Any], kwargs: dict[str, Any], node: ast.
             f"(the types CUDA 13's {cuda_name(op)} has)",
         )
     operands = [cast(tr.scalar(a, node, t), t) for a in args[2:]]
-    address = f"&{element.code}"
+    address = f"&{target.code}"
     if how == "sm_90":
         code = f"{_helper(tr, op, t)}({address}, {', '.join(operands)})"
     elif how == "bits":

@@ -106,20 +106,22 @@ def _unroll_pragma(tr: Any, unroll: Any, node: ast.AST) -> str:
 # -- array elements (atomics, memcpy_async) ---------------------------------------------------------------
 
 
-def _element(tr: Any, array: Any, index: Any, node: ast.AST) -> ScalarValue:
+def element(tr: Any, array: Any, index: Any, node: ast.AST, what: str) -> ScalarValue:
+    """``array[index]`` (an int, or a tuple of ints for an n-d array) of an array or shared memory, as the
+    atomics and ``cg.memcpy_async`` take it; ``what`` names the argument in errors."""
     if not (isinstance(array, Value) and isinstance(array.type, (Array, Shared))):
-        raise tr.error(JitTypeError, node, "the first argument of an atomic must be an array or shared memory")
+        raise tr.error(JitTypeError, node, f"{what} must be an array or shared memory")
     indices = list(index.items) if isinstance(index, TupleValue) else [index]
     codes = []
     for item in indices:
         value = const_to_value(item, INT64) if isinstance(item, Const) else tr.scalar(item, node, None)
         if not value.type.is_int:
-            raise tr.error(JitTypeError, node, f"atomic index must be an integer, got {value.type}")
+            raise tr.error(JitTypeError, node, f"the index of {what} must be an integer, got {value.type}")
         codes.append(value.code)
     t = array.type
     ndim = 1 if isinstance(t, Shared) else t.ndim
     if len(codes) != ndim:
-        raise tr.error(JitTypeError, node, f"a {ndim}-d array takes {ndim} indices, got {len(codes)}")
+        raise tr.error(JitTypeError, node, f"{what}: a {ndim}-d array takes {ndim} indices, got {len(codes)}")
     code = f"{array.code}[{codes[0]}]" if ndim == 1 else f"{array.code}({', '.join(codes)})"
     return Value(code, t.dtype)
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from ._builtin_calls import element
 from ._errors import JitTypeError, JitUnsupportedError
-from ._types import BOOL, INT64, UINT32, UINT64, Array, Dim3Type, Group, JitType, Shared, Void
-from ._values import Const, TupleValue, Value, const_to_value
+from ._types import BOOL, UINT32, UINT64, Dim3Type, Group, JitType, Void
+from ._values import Const, Value
 
 DIM3 = Dim3Type()
 
@@ -113,19 +114,6 @@ def _memcpy_async(tr: Any, group: Value[Group], args: list[Any], kwargs: dict[st
 
 
 def _element_address(tr: Any, what: str, array: Any, index: Any, node: ast.AST) -> Value[JitType]:
-    """``&array[index]`` for an array (an int, or a tuple of ints for n-d) or shared memory; its type is the
-    element type."""
-    if not (isinstance(array, Value) and isinstance(array.type, (Array, Shared))):
-        raise tr.error(JitTypeError, node, f"cg.memcpy_async: {what} must be an array or shared memory")
-    indices = list(index.items) if isinstance(index, TupleValue) else [index]
-    codes = []
-    for item in indices:
-        value = const_to_value(item, INT64) if isinstance(item, Const) else tr.scalar(item, node, None)
-        if not value.type.is_int:
-            raise tr.error(JitTypeError, node, f"cg.memcpy_async: {what}_idx must be an integer, got {value.type}")
-        codes.append(value.code)
-    ndim = 1 if isinstance(array.type, Shared) else array.type.ndim
-    if len(codes) != ndim:
-        raise tr.error(JitTypeError, node, f"cg.memcpy_async: {what} has {ndim} dimension(s) but {what}_idx gives {len(codes)} index(es)")
-    element = f"{array.code}[{codes[0]}]" if ndim <= 1 else f"{array.code}({', '.join(codes)})"
-    return Value(f"&{element}", array.type.dtype)
+    """``&array[index]`` for an array or shared memory; its type is the element type."""
+    target = element(tr, array, index, node, f"cg.memcpy_async's {what}")
+    return Value(f"&{target.code}", target.type)
