@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import kspec
+from protocol_arrays import CaiOnly, DLOnly
 from kspec.runtime import _dlpack, array_info
 
 pytestmark = pytest.mark.gpu
@@ -35,32 +36,6 @@ extern "C" __global__ void twice(const float* x, float* y, int n) {
 CYCLES = 200_000_000  # ~0.1 s: a reader not ordered after the fill sees the zeros
 WANT = np.arange(1, N + 1, dtype=np.float32)
 GRID, BLOCK = ((N + 255) // 256,), (256,)
-
-
-class CaiOnly:
-    """A device array seen only through ``__cuda_array_interface__`` (v3, with the producer's stream)."""
-
-    def __init__(self, base, stream=None) -> None:
-        self.base = base
-        self.__cuda_array_interface__ = {
-            "shape": base.shape, "typestr": base.dtype.str, "data": (base.ptr, False), "strides": None,
-            "version": 3, "stream": stream,
-        }  # fmt: skip
-
-
-class DLOnly:
-    """A device array seen only through DLPack; records the stream each export was asked for."""
-
-    def __init__(self, base) -> None:
-        self.base = base
-        self.streams: list[object] = []
-
-    def __dlpack_device__(self):
-        return self.base.__dlpack_device__()
-
-    def __dlpack__(self, *, stream=None, **kwargs):
-        self.streams.append(stream)
-        return self.base.__dlpack__(stream=stream, **kwargs)
 
 
 def _slowly_filled(stream: kspec.Stream) -> kspec.DeviceArray:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import kspec
+from protocol_arrays import CaiOnly, DLOnly
 
 pytestmark = pytest.mark.gpu
 
@@ -31,17 +32,6 @@ CYCLES = 200_000_000  # ~0.1 s before the fill starts: a reader not ordered afte
 WANT = (np.arange(N, dtype=np.int64) % 1000 + 1).astype(np.float32)
 
 
-class CaiOnly:
-    """A device array seen only through ``__cuda_array_interface__`` v3, with its producer's stream."""
-
-    def __init__(self, base, stream: int) -> None:
-        self.base = base
-        self.__cuda_array_interface__ = {
-            "shape": base.shape, "typestr": base.dtype.str, "data": (base.ptr, False), "strides": None,
-            "version": 3, "stream": stream,
-        }  # fmt: skip
-
-
 class CupyCai:
     """A CuPy array seen only through ``__cuda_array_interface__`` v3, its ``stream`` the side stream."""
 
@@ -56,21 +46,6 @@ class CaiWithAttributes(CaiOnly):
     def __init__(self, base, stream: int) -> None:
         super().__init__(base, stream)
         self.dtype, self.ndim = base.dtype, base.ndim
-
-
-class DLOnly:
-    """A device array seen only through DLPack; records the stream each export was asked for."""
-
-    def __init__(self, base) -> None:
-        self.base = base
-        self.streams: list[object] = []
-
-    def __dlpack_device__(self):
-        return self.base.__dlpack_device__()
-
-    def __dlpack__(self, *, stream=None, **kwargs):
-        self.streams.append(stream)
-        return self.base.__dlpack__(stream=stream, **kwargs)  # kspec's own: orders its stream before `stream`
 
 
 def _slowly_filled(producer: kspec.Stream) -> kspec.DeviceArray:
