@@ -237,6 +237,26 @@ class NoDeviceError(KspecError, RuntimeError):
     """No CUDA driver or device is available; the message says what was looked for."""
 
 
+class HostCompilerNotFoundError(NvrtcNotFoundError):
+    """The CPU device needs a host C++ compiler (``c++``, ``g++``, ``clang++``, or ``pip install
+    "kspec[cpu]"`` for zig's) and none was found; the message says where kspec looked."""
+
+
+class HostUnsupportedError(KspecNotImplementedError):
+    """A kernel uses something the CPU device cannot run (textures, inline PTX, grid-wide cooperative sync);
+    raised before anything runs, naming the construct, the kernel and the source line."""
+
+
+class KernelFaultError(LaunchError):
+    """A kernel running on the CPU device faulted (``__trap()``, a failed ``assert``, a C++ exception); the
+    message names the kernel, the block and the thread."""
+
+
+class KernelIndexError(KernelFaultError, IndexError):
+    """A kernel on the CPU device indexed an array out of its bounds; the message names the kernel, the
+    block, the thread, the index and the size."""
+
+
 class CacheWarning(UserWarning):
     """The binary cache cannot be written; kspec goes on with an in-memory cache."""
 

@@ -18,9 +18,9 @@ import pytest
 @functools.lru_cache(maxsize=1)
 def _no_gpu_reason() -> str | None:
     try:
-        from kspec.runtime import why_no_device
+        from kspec.runtime import why_no_gpu
 
-        return why_no_device()
+        return why_no_gpu()  # the GPU's reason even under KSPEC_DEVICE=cpu
     except Exception as exc:  # a broken install must skip GPU tests, not error every one of them
         return f"no CUDA device: probing failed with {type(exc).__name__}: {exc}"
 
@@ -80,3 +80,21 @@ def _device_0_current_after_gpu_tests(request: pytest.FixtureRequest):
 
     if device_count() > 1:
         Device(0).use()
+
+
+@pytest.fixture(params=[pytest.param("cpu", id="cpu"), pytest.param("cuda", id="cuda", marks=pytest.mark.gpu)])
+def xp(request: pytest.FixtureRequest):
+    """The array library of the device the test runs on (tests/device_arrays.py): NumPy on kspec's CPU
+    device, CuPy on a GPU. Kernel tests take it so that CI (no GPU) checks kernel results too."""
+    if request.param == "cuda":
+        yield pytest.importorskip("cupy")
+        return
+    from device_arrays import HostArrays, host_compiler_missing
+
+    reason = host_compiler_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    import kspec
+
+    with kspec.use_device("cpu"):
+        yield HostArrays()

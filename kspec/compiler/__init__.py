@@ -23,6 +23,7 @@ _LAZY = {
     "arch_number": "_arch", "arch_version": "_arch", "check_arch": "_arch",
     "register_counts": "_cubin",
     "CompiledProgram": "_program",
+    "HOST_ARCH": "_arch", "HostCompiler": "_host", "host_compiler": "_host",
 }
 
 
@@ -47,6 +48,9 @@ __all__ = [
     "default_archs",
     "default_cache",
     "find_nvcc",
+    "HOST_ARCH",
+    "HostCompiler",
+    "host_compiler",
     "include_dirs",
     "nvrtc_version",
     "supported_archs",

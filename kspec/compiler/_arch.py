@@ -11,11 +11,14 @@ from .._errors import KspecValueError
 _ARCH_RE = re.compile(r"(sm|compute)_(\d{2,3})([af]?)")
 
 
+HOST_ARCH = "host"  # the CPU device: a shared object from the host C++ compiler (kspec/compiler/_host.py)
+
+
 def check_arch(arch: object, *, param: str = "arch") -> str:
-    """Return ``arch`` when it reads ``sm_XX`` or ``compute_XX``; else a KspecValueError naming ``param``."""
-    if not isinstance(arch, str) or not _ARCH_RE.fullmatch(arch):
+    """Return ``arch`` when it reads ``sm_XX``, ``compute_XX`` or ``host``; else a KspecValueError naming ``param``."""
+    if not isinstance(arch, str) or not (_ARCH_RE.fullmatch(arch) or arch == HOST_ARCH):
         raise KspecValueError(
-            f"{param}: expected 'sm_XX' (CUBIN) or 'compute_XX' (PTX), e.g. 'sm_90', got {arch!r}"
+            f"{param}: expected 'sm_XX' (CUBIN), 'compute_XX' (PTX) or 'host' (the CPU device), e.g. 'sm_90', got {arch!r}"
         )
     return arch
 

@@ -16,7 +16,7 @@ from ._cache import BinaryCache, default_cache
 from ._includes import include_dirs, kspec_include_dir
 from ._key import cache_key, check_name_expressions
 from ._nvrtc import NvrtcCallError, nvrtc_version, run_nvrtc, supported_archs
-from ._arch import arch_number
+from ._arch import HOST_ARCH, arch_number
 from ._options import CompileOptions
 from ._program import CompiledProgram
 
@@ -98,6 +98,10 @@ def compile_source(
     _check_inputs(source, name, options)
     names = check_name_expressions(name_expressions)
     _check_backend(backend)
+    if options.effective_arch == HOST_ARCH:  # the CPU device: the host C++ compiler, whatever the backend
+        from ._host import compile_host
+
+        return compile_host(source, name, options, names)
     if backend == "nvcc":
         return _compile_nvcc(source, name, options, names, tuple(needs))
     args = options.to_args(include_dirs(needs))

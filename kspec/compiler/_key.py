@@ -13,6 +13,7 @@ from .._memo import tree_digest
 from .._resources import TEMPLATE_VERSION
 from ._includes import include_dirs, kspec_include_dir
 from ._toolchain import toolchain
+from ._arch import HOST_ARCH
 from ._options import CompileOptions
 
 # Bump when the cache entry layout changes; part of the key, so old and new kspec never share a file name.
@@ -105,15 +106,21 @@ def cache_key(
     """
     if (source is None) == (source_key is None):
         raise KspecTypeError("cache_key: give the source or its source_key, not both")
-    args = options.to_args(include_dirs(needs))
-    if backend == "nvcc":
+    host = options.effective_arch == HOST_ARCH
+    if host:  # the CPU device: the host compiler and CPU stand for NVRTC and the CUDA headers
+        from ._host import host_key_parts
+
+        parts = host_key_parts(options)
+    elif backend == "nvcc":
         from ._nvcc import find_nvcc, nvcc_version
 
         nvcc = find_nvcc()
-        compiler = f"nvcc {nvcc_version(nvcc)} {nvcc}"
+        parts = [("backend", f"nvcc {nvcc_version(nvcc)} {nvcc}")]
     else:
         major, minor = nvrtc_version()
-        compiler = f"{major}.{minor}"
+        parts = [("nvrtc", f"{major}.{minor}")]
+    if not host:
+        parts += [("toolchain", toolchain_identity()), ("args", "\0".join(options.to_args(include_dirs(needs))))]
     digest = sha256()
 
     def part(label: str, value: str) -> None:
@@ -123,11 +130,11 @@ def cache_key(
 
     part("entry-format", str(ENTRY_FORMAT_VERSION))
     part("template-version", str(TEMPLATE_VERSION))
-    part("nvrtc" if backend == "nvrtc" else "backend", compiler)
+    part(*parts[0])
     part("arch", options.effective_arch)
     part("kspec-headers", kspec_headers_digest())
-    part("toolchain", toolchain_identity())
-    part("args", "\0".join(args))
+    for label, value in parts[1:]:
+        part(label, value)
     part("names", "\0".join(check_name_expressions(name_expressions)))
     if source_key is not None:
         part("source-key", source_key)

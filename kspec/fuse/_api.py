@@ -2,7 +2,8 @@
 
 A call reads one signature (per argument: array type, dtype and ndim, or the scalar's type), looks it up,
 and runs the program of kernels traced for it; the first call with a signature traces and builds specs.
-Only NumPy arrays or only scalars: the plain function runs (CuPy's rule).
+Only NumPy arrays or only scalars: the plain function runs (CuPy's rule), except on the CPU device, where
+NumPy arrays are device arrays and run the traced kernels.
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ def _kind(tp: type, obj: Any) -> int:
     return kind
 
 
+def _on_cpu_device() -> bool:
+    from ..runtime import device_kind
+
+    return device_kind() == "cpu"
+
+
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """The cache key of a call: one dict lookup per argument and cheap attribute reads (this runs on every call)."""
     key: list[Any] = []
@@ -50,8 +57,10 @@ def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
         kind = _kinds.get(tp)
         if kind is None:
             kind = _kind(tp, a)
-        if kind == _DEVICE or kind == _HOST:
+        if kind == _DEVICE:
             key.append((tp, a.dtype, a.ndim))
+        elif kind == _HOST:  # NumPy arrays: the plain function on a GPU machine, kernels on the CPU device
+            key.append((tp, a.dtype, a.ndim, _on_cpu_device()))
         elif kind == _AS_IS:
             key.append(tp)
         elif kind == _NP_SCALAR:
@@ -136,6 +145,8 @@ class FusedFunction:
                 kind = _DEVICE if a.is_cuda else _HOST
             devices += kind == _DEVICE
             hosts += kind == _HOST
+        if hosts and _on_cpu_device():  # NumPy arrays are the CPU device's arrays: trace and run kernels
+            devices, hosts = devices + hosts, 0
         if devices and hosts:
             raise KspecTypeError(
                 f"kspec.fuse: function '{self._name}' was called with both host arrays (NumPy) and device arrays; "

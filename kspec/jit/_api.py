@@ -42,7 +42,7 @@ def _array_reader(obj: Any) -> str:
     root = type(obj).__module__.partition(".")[0]
     if root == "torch":
         return "torch"
-    if root in ("cupy", "kspec") and hasattr(obj, "strides") and hasattr(obj, "shape"):
+    if root in ("cupy", "kspec", "numpy") and hasattr(obj, "strides") and hasattr(obj, "shape"):
         return "attributes"
     return "protocol"
 
@@ -139,8 +139,10 @@ class JitKernel:
             raise KspecTypeError(f"{name!r} is a device function (rawkernel(device=True)): call it from a kernel, not from the host")
         if not isinstance(args, (tuple, list)):
             raise KspecTypeError(f"kernel {name!r}: args must be a tuple of arguments, got {type(args).__name__}")
+        from ..runtime import device_kind
+
         for position, a in enumerate(args):
-            if isinstance(a, np.ndarray):
+            if isinstance(a, np.ndarray) and device_kind() != "cpu":  # NumPy arrays are the CPU device's arrays
                 raise KspecTypeError(
                     f"kernel {name!r}: args[{position}] is a numpy.ndarray in host memory; copy it to the device first "
                     "(kspec.asarray(x), cupy.asarray(x) or torch.as_tensor(x, device='cuda'))"

@@ -19,10 +19,10 @@ import numpy as np
 from .. import dtypes
 from .._errors import KspecOverflowError, KspecTypeError, KspecValueError, about_kernel
 from ..runtime import (
-    ARRAY_KINDS,
     CAI,
     DLPACK,
     HOST,
+    accepts_kind,
     ArrayInfo,
     array_info,
     check_same_device,
@@ -148,7 +148,7 @@ def _launch_stream(kernel: str, stream: object, first: ArrayArg | None) -> int:
 
 def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool, kind: str | None, stream: int | None = None) -> ArrayArg:
     role = "output" if is_output else "input"
-    if kind not in ARRAY_KINDS:
+    if not accepts_kind(kind):
         if kind == HOST:
             what = (
                 f"a {type(obj).__module__}.{type(obj).__name__} in host memory; copy it to the device first "

@@ -26,8 +26,10 @@ from ..runtime import (
     activate_if_several,
     CAI,
     CUPY,
+    HOST,
     KSPEC,
     TORCH,
+    accepts_kind,
     Device,
     allocate_bytes,
     cu_stream,
@@ -70,6 +72,9 @@ def signature(args: Sequence[Any]) -> tuple[tuple[Any, ...], list[int], Sequence
         elif tp in _SCALAR_TYPES or isinstance(a, np.generic):
             keys.append(tp)
             pointers.append(0)
+        elif tp is np.ndarray and kind == HOST and accepts_kind(kind):  # NumPy arrays on the CPU device
+            keys.append((tp, a.shape, a.strides, a.dtype, a.flags.writeable))
+            pointers.append(a.ctypes.data)
         else:
             entry = _cai_entry(a, tp, kind)
             if entry is None:

@@ -11,9 +11,10 @@ array library (CuPy's or PyTorch's), else to the legacy default stream. ``with s
 
 from __future__ import annotations
 
+from ._device_kind import HOST_DEVICE_ID, device_kind, use_device
 from ._device import Device, activate_if_several, current_device_id, device_count, get_device
 from ._devicearray import DeviceArray, allocate_like, asarray, device_array_from_pointer, empty, zeros
-from ._driver import describe as describe_driver_error, driver as cuda_driver, initialized_device_count, why_no_device
+from ._driver import describe as describe_driver_error, driver as cuda_driver, initialized_device_count, why_no_device, why_no_gpu
 from ._export import EXPORTED, export_array, export_outputs
 from ._interop import (
     ARRAY_KINDS,
@@ -22,9 +23,11 @@ from ._interop import (
     DLPACK,
     HOST,
     KSPEC,
+    NUMPY,
     TORCH,
     ArrayInfo,
     array_dtype_ndim,
+    accepts_kind,
     array_info,
     check_same_device,
     is_device_array,
@@ -94,5 +97,8 @@ __all__ = [
     "stream_handle",
     "torch_dtype_to_numpy",
     "why_no_device",
+    "why_no_gpu",
     "zeros",
+    "device_kind",
+    "use_device",
 ]

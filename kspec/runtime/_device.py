@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 from .._errors import KspecTypeError, KspecValueError
-from . import _driver
+from . import _device_kind, _driver
 
 _local = threading.local()  # .stack: contexts pushed by `with Device(n):` blocks of this thread
 
@@ -36,8 +36,8 @@ class Device:
             return device_id
         if isinstance(device_id, bool) or not isinstance(device_id, int):
             raise KspecTypeError(f"device: expected a device ordinal (int), got {type(device_id).__name__}")
-        if device_id < 0:
-            raise KspecValueError(f"device: expected a device ordinal >= 0, got {device_id}")
+        if device_id < 0 and device_id != _device_kind.HOST_DEVICE_ID:
+            raise KspecValueError(f"device: expected a device ordinal >= 0 (or -1, the CPU device), got {device_id}")
         dev = cls._instances.get(device_id)
         if dev is None:
             with cls._instances_lock:
@@ -55,7 +55,7 @@ class Device:
         return (Device, (self.id,))
 
     def __repr__(self) -> str:
-        return f"<kspec.Device {self.id}>"
+        return "<kspec.Device -1 (CPU)>" if self.id == _device_kind.HOST_DEVICE_ID else f"<kspec.Device {self.id}>"
 
     def __int__(self) -> int:
         return self.id
@@ -66,6 +66,8 @@ class Device:
     # -- driver-backed properties ------------------------------------------------------------------------
 
     def _check_exists(self) -> None:
+        if self.id == _device_kind.HOST_DEVICE_ID:
+            return
         count = _driver.device_count()
         if count == 0:
             _driver.driver()  # raises the NoDeviceError that explains why
@@ -76,7 +78,7 @@ class Device:
         """A ``CU_DEVICE_ATTRIBUTE_*`` value by its short lower-case name, e.g. ``'multiprocessor_count'``."""
         value = self._attrs.get(name)
         if value is None:
-            cu = _driver.driver()
+            cu = _driver.driver_for(self.id)
             self._check_exists()
             enum_name = "CU_DEVICE_ATTRIBUTE_" + name.upper()
             attr = getattr(cu.CUdevice_attribute, enum_name, None)
@@ -93,13 +95,16 @@ class Device:
 
     @property
     def arch(self) -> str:
-        """The NVRTC target for this device's own CUBIN, e.g. ``'sm_90'``."""
+        """The NVRTC target for this device's own CUBIN, e.g. ``'sm_90'``; ``'host'`` for the CPU device (its
+        modules come from the host C++ compiler)."""
+        if self.id == _device_kind.HOST_DEVICE_ID:
+            return "host"
         major, minor = self.compute_capability
         return f"sm_{major}{minor}"
 
     @property
     def name(self) -> str:
-        cu = _driver.driver()
+        cu = _driver.driver_for(self.id)
         self._check_exists()
         raw = _driver.check(cu.cuDeviceGetName(256, self.id), "cuDeviceGetName")
         return bytes(raw).split(b"\0", 1)[0].decode(errors="replace")
@@ -115,7 +120,7 @@ class Device:
         the modules and memory kspec put in it)."""
         ctx = self._ctx
         if ctx is None:
-            cu = _driver.driver()
+            cu = _driver.driver_for(self.id)
             self._check_exists()
             ctx = _driver.check(cu.cuDevicePrimaryCtxRetain(self.id), f"cuDevicePrimaryCtxRetain({self.id})")
             self._ctx_int = int(ctx)
@@ -125,7 +130,7 @@ class Device:
     def activate(self) -> None:
         """Make this device's primary context current in this thread, if it is not already."""
         ctx = self._context()
-        cu = _driver.driver()
+        cu = _driver.driver_for(self.id)
         current = _driver.check(cu.cuCtxGetCurrent(), "cuCtxGetCurrent")
         if current is None or int(current) != self._ctx_int:
             _driver.check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
@@ -137,12 +142,12 @@ class Device:
 
     def synchronize(self) -> None:
         """Wait for all work on this device."""
-        cu = _driver.driver()
+        cu = _driver.driver_for(self.id)
         self.activate()
         _driver.check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
 
     def __enter__(self) -> Device:
-        cu = _driver.driver()
+        cu = _driver.driver_for(self.id)
         stack = getattr(_local, "stack", None)
         if stack is None:
             stack = _local.stack = []
@@ -152,14 +157,14 @@ class Device:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        cu = _driver.driver()
+        cu = _driver.driver_for(self.id)
         previous = _local.stack.pop()
         _driver.check(cu.cuCtxSetCurrent(previous if previous is not None else cu.CUcontext(0)), "cuCtxSetCurrent")
 
 
 def activate_if_several(device_id: int) -> None:
     """Make ``device_id`` current when the process sees several devices (one device: nothing to do)."""
-    if _driver._device_count > 1:
+    if _driver._device_count > 1 and device_id != _device_kind.HOST_DEVICE_ID:
         Device(device_id).activate()
 
 
@@ -173,6 +178,8 @@ def current_device_id() -> int:
 
     On a machine with one device this is always 0 and touches nothing beyond the first initialisation.
     """
+    if _device_kind.decide():
+        return _device_kind.HOST_DEVICE_ID
     cu = _driver.driver()
     if _driver._device_count == 1:
         return 0

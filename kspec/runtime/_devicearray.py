@@ -18,12 +18,14 @@ import numpy as np
 from .._errors import KspecNotImplementedError, KspecTypeError, KspecValueError
 from ..dtypes import c_strides
 from . import _driver
-from ._generic import KDL_CUDA
+from ._device_kind import HOST_DEVICE_ID
+from ._generic import KDL_CPU, KDL_CUDA
 from ._device import Device, get_device
 from ._interop import (
     CUPY,
     JAX,
     NUMBA,
+    NUMPY,
     TORCH,
     array_info,
     is_device_array,
@@ -202,7 +204,7 @@ class DeviceArray:
 
     def get(self, stream: object = None) -> np.ndarray:
         """Copy to a new NumPy array (waits for the copy; any strides)."""
-        cu = _driver.driver()
+        cu = _driver.driver_for(self._device_id)
         handle = self._home_stream() if stream is None else stream_handle(stream)
         low, nbytes = self._span()
         host = np.empty(nbytes, dtype=np.uint8)
@@ -236,7 +238,7 @@ class DeviceArray:
         """A new C-contiguous copy on the same device."""
         if not self.is_c_contiguous:
             raise KspecNotImplementedError("copy() of a non-C-contiguous DeviceArray (needs a kernel)")
-        cu = _driver.driver()
+        cu = _driver.driver_for(self._device_id)
         handle = self._home_stream() if stream is None else stream_handle(stream)
         out = empty(self._shape, self._dtype, device=self._device_id, stream=handle)
         if self.nbytes:
@@ -249,6 +251,8 @@ class DeviceArray:
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
+        if self._device_id == HOST_DEVICE_ID:
+            raise AttributeError("__cuda_array_interface__: this DeviceArray is on the CPU device (host memory)")
         return {
             "shape": self._shape,
             "typestr": self._dtype.str,
@@ -260,7 +264,17 @@ class DeviceArray:
             "stream": protocol_stream(self._home_stream()),
         }
 
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        """NumPy's view of an array on the CPU device (zero-copy); a GPU array has none (use ``get()``)."""
+        if self._device_id != HOST_DEVICE_ID:
+            raise AttributeError("__array_interface__: a DeviceArray on a GPU is not in host memory; use .get()")
+        return {"shape": self._shape, "typestr": self._dtype.str, "descr": [("", self._dtype.str)],
+                "data": (self._ptr, False), "strides": None if self.is_c_contiguous else self._strides, "version": 3}
+
     def __dlpack_device__(self) -> tuple[int, int]:
+        if self._device_id == HOST_DEVICE_ID:
+            return (KDL_CPU, 0)
         return (KDL_CUDA, self._device_id)
 
     def __dlpack__(
@@ -295,7 +309,7 @@ register_kspec_type(DeviceArray)
 def _copy_from_host(ptr: int, source: np.ndarray, device_id: int, stream: int) -> None:
     if source.nbytes == 0:
         return
-    cu = _driver.driver()
+    cu = _driver.driver_for(device_id)
     Device(device_id).activate()
     _driver.check(cu.cuMemcpyHtoDAsync(ptr, source.ctypes.data, source.nbytes, cu_stream(stream)), "cuMemcpyHtoDAsync")
     # Pageable host memory: the copy may still read `source` after the call returns; wait so the caller may
@@ -321,7 +335,7 @@ def zeros(shape: Any, dtype: Any = np.float64, *, device: int | Device | None = 
     """A C-contiguous DeviceArray filled with zeros."""
     out = empty(shape, dtype, device=device, stream=stream)
     if out.nbytes:
-        cu = _driver.driver()
+        cu = _driver.driver_for(out._device_id)
         _driver.check(cu.cuMemsetD8Async(out._ptr, 0, out.nbytes, cu_stream(out._stream)), "cuMemsetD8Async")
     return out
 
@@ -370,6 +384,8 @@ def allocate_like(library: str | None, shape: Any, dtype: Any, stream: object, d
     """
     shape_t = _normalize_shape(shape)
     dt = _normalize_dtype(dtype)
+    if library == NUMPY:  # NumPy inputs on the CPU device: NumPy outputs
+        return np.empty(shape_t, dtype=dt)
     handle = 0 if stream is None else stream_handle(stream)
     device_id = get_device(device).id
     if library == CUPY:
@@ -391,7 +407,7 @@ def allocate_like(library: str | None, shape: Any, dtype: Any, stream: object, d
             # The caching allocator must not hand this block out again before work on `handle` is done.
             tensor.record_stream(torch.cuda.ExternalStream(handle, device=torch.device("cuda", device_id)))
         return tensor
-    if library is not None and library not in (JAX, NUMBA):  # those two get a DeviceArray, exported later
+    if library is not None and library not in (JAX, NUMBA):  # NUMPY returned above  # those two get a DeviceArray, exported later
         raise KspecValueError(f"library: expected 'cupy', 'torch', 'jax', 'numba' or None, got {library!r}")
     return empty(shape_t, dt, device=device_id, stream=stream)  # the object, not the handle: it owns the stream
 

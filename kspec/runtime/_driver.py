@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any
 
 from .._errors import LaunchError, NoDeviceError
+from . import _device_kind
 
 _lock = threading.Lock()
 _driver: ModuleType | None = None
@@ -77,7 +78,27 @@ def _driver_version(cu: Any) -> str:
 
 
 def driver() -> ModuleType:
-    """``cuda.bindings.driver``, initialised; :class:`NoDeviceError` when there is no usable device."""
+    """The driver of the device kernels run on now: ``cuda.bindings.driver``, initialised (a
+    :class:`NoDeviceError` when there is no usable GPU), or on the CPU device (``kspec.use_device("cpu")``,
+    ``KSPEC_DEVICE=cpu``) the host driver that answers the same calls (kspec/runtime/_host_driver.py)."""
+    if _device_kind.decide():
+        from ._host_driver import host_driver
+
+        return host_driver()  # type: ignore[return-value]  # the same calls, answered on the host
+    return cuda_driver()
+
+
+def driver_for(device_id: int) -> ModuleType:
+    """The driver owning ``device_id``'s memory and modules, whichever device is active now."""
+    if device_id == _device_kind.HOST_DEVICE_ID:
+        from ._host_driver import host_driver
+
+        return host_driver()  # type: ignore[return-value]
+    return cuda_driver()
+
+
+def cuda_driver() -> ModuleType:
+    """``cuda.bindings.driver``, initialised; :class:`NoDeviceError` when there is no usable GPU."""
     if _driver is not None:
         return _driver
     with _lock:
@@ -89,7 +110,10 @@ def driver() -> ModuleType:
 
 
 def device_count() -> int:
-    """Number of visible CUDA devices; 0 (never an exception) when there is no driver or device."""
+    """Number of visible CUDA devices; 0 (never an exception) when there is no driver or device. On the CPU
+    device: 1."""
+    if _device_kind.decide():
+        return 1
     try:
         driver()
     except NoDeviceError:
@@ -98,14 +122,27 @@ def device_count() -> int:
 
 
 def initialized_device_count() -> int:
-    """The device count the driver's initialisation found; 0 before it (never initialises the driver)."""
-    return _device_count
+    """The device count the driver's initialisation found; 0 before it (never initialises the driver). On the
+    CPU device: 1."""
+    return 1 if _device_kind.host_active else _device_count
 
 
 def why_no_device() -> str | None:
     """None when a device is usable, else the reason (the text of the NoDeviceError a launch would raise)."""
+    if _device_kind.decide():
+        return None
     try:
         driver()
+    except NoDeviceError as exc:
+        return str(exc)
+    return None
+
+
+def why_no_gpu() -> str | None:
+    """None when a CUDA device is usable, else why not; unlike :func:`why_no_device`, whichever device is
+    active (the CPU device does not count)."""
+    try:
+        cuda_driver()
     except NoDeviceError as exc:
         return str(exc)
     return None

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._errors import KspecTypeError, KspecValueError, LaunchError
 from ..dtypes import c_strides
-from . import _generic
+from . import _device_kind, _generic
 
 KSPEC = "kspec"  # DeviceArray and the pointers RawModule.get_global returns
 CUPY = "cupy"
@@ -31,6 +31,7 @@ DLPACK = "dlpack"
 # kspec allocates a DeviceArray, launches, then hands it over zero-copy (kspec/runtime/_export.py).
 JAX = "jax"
 NUMBA = "numba"
+NUMPY = "numpy"  # the library of NumPy arrays used as device arrays on the CPU device (outputs go back as NumPy)
 HOST = "host"  # NumPy arrays and other host-memory containers: a clear error, never a silent copy
 
 ARRAY_KINDS = frozenset({KSPEC, CUPY, TORCH, CAI, DLPACK})
@@ -105,7 +106,12 @@ def library_of(obj: object) -> str | None:
 
 
 def is_device_array(obj: object) -> bool:
-    return kind_of_object(obj) in ARRAY_KINDS
+    return accepts_kind(kind_of_object(obj))
+
+
+def accepts_kind(kind: str | None) -> bool:
+    """Whether arrays of ``kind`` are device arrays now: NumPy arrays are, on the CPU device."""
+    return kind in ARRAY_KINDS or (kind == HOST and _device_kind.host_active)
 
 
 # -- PyTorch dtypes --------------------------------------------------------------------------------------
@@ -215,6 +221,9 @@ def array_info(obj: object, *, param: str | None = None, stream: int | None = No
         return _cai_info(obj, param, stream)
     if kind == DLPACK:
         return _dlpack_info(obj, param, stream)
+    if kind == HOST and _device_kind.host_active and isinstance(obj, np.ndarray):
+        return ArrayInfo(obj.ctypes.data, obj.shape, obj.strides, obj.dtype, _device_kind.HOST_DEVICE_ID, NUMPY,
+                         not obj.flags.writeable, obj)  # fmt: skip
     if kind == HOST:
         raise KspecTypeError(
             f"{_where(param)}a {type(obj).__module__}.{type(obj).__name__} lives in host memory; copy it to the "

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._errors import KspecTypeError, KspecValueError, LaunchError, about_kernel, kernel_label
-from . import _driver
+from . import _device_kind, _driver
 from ._device import Device
 from ._launch import CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_OUT_OF_RESOURCES
 from ._launch_args import _Arg, check_param_sizes, classify_args
@@ -113,7 +113,7 @@ class Launcher:
         path."""
         if type(args) is not tuple and type(args) is not list:
             raise KspecTypeError(about_kernel(self.name, f"args must be a tuple of arguments, got {type(args).__name__}"))
-        packer: Any = self._local.table.get(tuple(map(type, args)))
+        packer: Any = self._local.table.get(_signature(args))
         if packer is None:
             packer = self.build(args)
         # One thread owns the fast path; others keep using this general one (still per-thread buffers).
@@ -127,7 +127,7 @@ class Launcher:
         _driver.driver()  # NoDeviceError here, before anything else, when there is no device
         specs = classify_args(self.name, args)
         packer = generate_packer(self, specs, tuple(map(type, args)))
-        self._local.table[tuple(map(type, args))] = packer
+        self._local.table[_signature(args)] = packer
         return packer
 
     def check_params(self, device_id: int, specs: Sequence[_Arg]) -> None:
@@ -192,3 +192,9 @@ class Launcher:
         except Exception:
             pass
         return LaunchError(f"launching {where} failed: {_driver.describe(err)}{hint}")
+
+
+def _signature(args: Sequence[Any]) -> tuple[Any, ...]:
+    """A packer's key: the argument types, and the device kind (a DeviceArray is a GPU or a host array)."""
+    key = tuple(map(type, args))
+    return (_device_kind.HOST_DEVICE_ID, *key) if _device_kind.host_active else key

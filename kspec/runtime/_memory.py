@@ -40,7 +40,7 @@ class Allocation:
     def __del__(self) -> None:
         if not self.ptr:
             return
-        cu = _driver._driver
+        cu = _driver._driver if self.device_id >= 0 else _driver.driver_for(self.device_id)  # never initialises CUDA
         if cu is None:
             return
         try:
@@ -67,7 +67,7 @@ class MemoryPool:
     """The stream-ordered pool of one device."""
 
     def __init__(self, device: Device) -> None:
-        cu = _driver.driver()
+        cu = _driver.driver_for(device.id)
         self.device = device
         self._pool: Any = None
         device.activate()
@@ -90,7 +90,7 @@ class MemoryPool:
         """``nbytes`` ordered on ``stream``: usable by work queued on that stream from now on."""
         if nbytes <= 0:
             return Allocation(0, 0, self.device.id, stream, False)
-        cu = _driver.driver()
+        cu = _driver.driver_for(self.device.id)
         if self._pool is not None:
             err, ptr = cu.cuMemAllocFromPoolAsync(nbytes, self._pool, cu_stream(stream))
             if err == CUDA_ERROR_INVALID_CONTEXT:  # as a launch does (_launch.relaunch_or_raise)
@@ -110,7 +110,7 @@ class MemoryPool:
     def _attribute(self, name: str) -> int:
         if self._pool is None:
             return 0
-        cu = _driver.driver()
+        cu = _driver.driver_for(self.device.id)
         attr = getattr(cu.CUmemPool_attribute, "CU_MEMPOOL_ATTR_" + name)
         return int(_driver.check(cu.cuMemPoolGetAttribute(self._pool, attr), "cuMemPoolGetAttribute"))
 
@@ -127,7 +127,7 @@ class MemoryPool:
     def trim(self, keep_bytes: int = 0) -> None:
         """Give cached memory back to the device, keeping at most ``keep_bytes`` reserved."""
         if self._pool is not None:
-            cu = _driver.driver()
+            cu = _driver.driver_for(self.device.id)
             _driver.check(cu.cuMemPoolTrimTo(self._pool, keep_bytes), "cuMemPoolTrimTo")
 
 

@@ -28,7 +28,7 @@ class LoadedModule:
     __slots__ = ("device_id", "handle", "what", "_functions")
 
     def __init__(self, image: bytes, device: Device, *, what: str) -> None:
-        cu = _driver.driver()
+        cu = _driver.driver_for(device.id)
         self.device_id = device.id
         self.what = what
         self._functions: dict[str, Any] = {}
@@ -48,7 +48,7 @@ class LoadedModule:
         """The CUfunction named ``name`` (a symbol name, already lowered), or None if there is none."""
         fn = self._functions.get(name)
         if fn is None:
-            cu = _driver.driver()
+            cu = _driver.driver_for(self.device_id)
             err, fn = cu.cuModuleGetFunction(self.handle, name.encode())
             if err == cu.CUresult.CUDA_ERROR_NOT_FOUND:
                 return None
@@ -59,7 +59,7 @@ class LoadedModule:
 
     def global_symbol(self, name: str) -> tuple[int, int] | None:
         """(device pointer, size in bytes) of a ``__device__`` / ``__constant__`` variable, or None."""
-        cu = _driver.driver()
+        cu = _driver.driver_for(self.device_id)
         err, ptr, size = cu.cuModuleGetGlobal(self.handle, name.encode())
         if err == cu.CUresult.CUDA_ERROR_NOT_FOUND:
             return None
@@ -69,7 +69,7 @@ class LoadedModule:
 
     def function_names(self) -> list[str]:
         """The names of the kernels in the image (mangled for C++ linkage), when the driver can list them."""
-        cu = _driver.driver()
+        cu = _driver.driver_for(self.device_id)
         try:
             err, count = cu.cuModuleGetFunctionCount(self.handle)
             if err:

@@ -14,7 +14,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import _driver, _interop, _launch
+from . import _device_kind, _driver, _interop, _launch
+from ._device_kind import HOST_DEVICE_ID
 from . import _stream as _stream_module
 from ._device import Device, current_device_id
 from ._generic import DEVICE_ACCESSIBLE
@@ -95,6 +96,8 @@ def _read_arguments(specs: list[_Arg], multi: bool, w: Callable[[str], None]) ->
                 device_exprs.append(f"d{i}")
             deferred.append(f"    v{i} = _dlpack_view({a}, s)")
             values.append(f"v{i}.ptr")
+        elif spec.kind == _interop.HOST:  # a NumPy array on the CPU device (classify_args accepted it)
+            values.append(f"{a}.ctypes.data")
         elif spec.kind == "none":
             values.append("0")
         elif spec.kind == "handle":
@@ -147,7 +150,8 @@ def generate_packer(launcher: Launcher, specs: list[_Arg], types: tuple[type, ..
     import ctypes
 
     cu = _driver.driver()
-    multi = _driver.initialized_device_count() > 1
+    host = _device_kind.host_active  # the CPU device: its driver answers the launch (never libcuda's ctypes entry)
+    multi = _driver.initialized_device_count() > 1 and not host
     n = len(specs)
     fmt, buffer, pointers = _parameter_buffer(specs)
     params_address = ctypes.addressof(pointers)
@@ -200,10 +204,10 @@ def generate_packer(launcher: Launcher, specs: list[_Arg], types: tuple[type, ..
     elif multi:
         w("    dev = _current_device()")
     else:
-        w("    dev = 0")
+        w(f"    dev = {HOST_DEVICE_ID if host else 0}")
 
     # 2. stream
-    use_ctypes = _launch.LAUNCHER == "ctypes"
+    use_ctypes = _launch.LAUNCHER == "ctypes" and not host
     _choose_stream(library, use_ctypes, ns, w)
     lines.extend(deferred)
 
@@ -279,7 +283,8 @@ def _compile_packer(
     n = len(types)
     thread = threading.get_ident()
     guard = ["def method(self, grid, block, args, *, shared_mem=0, stream=None):"]
-    guard.append(f"    if _get_ident() != {thread} or type(args) is not tuple or len(args) != {n}:")
+    host = _device_kind.host_active
+    guard.append(f"    if _get_ident() != {thread} or type(args) is not tuple or len(args) != {n} or _kind.host_active is not {host}:")
     guard.append("        return _miss(grid, block, args, shared_mem, stream)")
     guard.extend(lines[:body_start])
     if n:
@@ -292,6 +297,7 @@ def _compile_packer(
         ns[f"_T{i}"] = tp
     ns["_miss"] = launcher.launch
     ns["_get_ident"] = threading.get_ident
+    ns["_kind"] = _device_kind
     source = "\n".join(guard) + "\n\n" + "\n".join(body) + "\n"
     code = compile(source, f"<kspec launch of {launcher.name}>", "exec")
     exec(code, ns)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._errors import KspecTypeError
-from . import _driver
+from . import _device_kind, _driver
 from ._device import Device, get_device
 
 LEGACY_DEFAULT = 0
@@ -280,6 +280,8 @@ def cu_stream(handle: int) -> Any:
     """A cached ``CUstream`` for a handle (the bindings convert a CUstream faster than an int)."""
     obj = _cu_streams.get(handle)
     if obj is None:
+        if _device_kind.host_active:  # the host driver takes plain ints; never cache them for CUDA's calls
+            return handle
         if len(_cu_streams) > 4096:  # handles of destroyed streams would otherwise pile up
             _cu_streams.clear()
         obj = _cu_streams[handle] = _driver.driver().CUstream(handle)

@@ -58,6 +58,17 @@ inline R call_unpacked(R (*fn)(A...), void** params, std::index_sequence<I...>) 
   return fn(*static_cast<param_t<A>*>(params[I])...);
 }
 
+// The byte size of each parameter, after their count: what the host driver answers for cuFuncGetParamInfo,
+// so that a RawKernel call with the wrong argument types is refused before it runs (as on a GPU).
+template <typename R, typename... A>
+struct param_sizes_of {
+  static constexpr unsigned long long value[] = {sizeof...(A), sizeof(param_t<A>)...};
+};
+template <typename R, typename... A>
+constexpr const unsigned long long* param_sizes(R (*)(A...)) {
+  return param_sizes_of<R, A...>::value;
+}
+
 inline int report(kspec_host_fault* out, int code, const char* message) {
   out->code = code;
   std::snprintf(out->message, sizeof out->message, "%s", message);

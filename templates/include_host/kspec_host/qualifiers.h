@@ -4,10 +4,12 @@
 #pragma once
 
 #define __global__
-#define __device__
+// Exported: RawModule.get_global finds __device__ / __constant__ variables by name in the shared object
+// (built with -fvisibility=hidden). Harmless on functions.
+#define __device__ __attribute__((visibility("default")))
 #define __host__
-#define __constant__
-#define __managed__
+#define __constant__ __attribute__((visibility("default")))
+#define __managed__ __attribute__((visibility("default")))
 #define __grid_constant__
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))

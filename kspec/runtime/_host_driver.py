@@ -1,0 +1,423 @@
+"""The CPU device's driver: the part of the CUDA driver API kspec calls, answered on the host.
+
+kspec's runtime talks to "the driver" (``cuda.bindings.driver`` on a GPU); on the CPU device it gets this
+object instead, so streams, memory, DeviceArray, module loading and every launcher work unchanged. Memory is
+host memory (64-byte aligned), streams and events are synchronous no-ops, a module is a shared object the
+host compiler built (kspec/compiler), loaded with ctypes, and a launch calls its ``kspec_entry_<hash>``
+function with CUDA's ``kernelParams`` (templates/include_host/kspec_host/entry.h). What a CPU cannot do
+(textures, CUDA arrays) raises :class:`kspec.HostUnsupportedError` naming the call.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import enum
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from .._errors import HostUnsupportedError, KernelFaultError, KernelIndexError, LaunchError
+from ._device_kind import HOST_DEVICE_ID
+
+
+class CUresult(enum.IntEnum):
+    """The CUresult values kspec's runtime compares against (same numbers as CUDA's)."""
+
+    CUDA_SUCCESS = 0
+    CUDA_ERROR_INVALID_VALUE = 1
+    CUDA_ERROR_OUT_OF_MEMORY = 2
+    CUDA_ERROR_INVALID_IMAGE = 200
+    CUDA_ERROR_INVALID_CONTEXT = 201
+    CUDA_ERROR_NOT_FOUND = 500
+    CUDA_ERROR_NOT_SUPPORTED = 801
+
+
+class _Names:
+    """An enum stand-in whose every attribute is its own name (device and function attributes are looked up
+    by name in the tables below)."""
+
+    def __getattr__(self, name: str) -> str:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return name
+
+
+def worker_threads() -> int:
+    """Host threads a launch may use: ``KSPEC_CPU_THREADS``, else every CPU this process may run on."""
+    text = os.environ.get("KSPEC_CPU_THREADS", "").strip()
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+# CUDA's limits, so that plans and checks made for a GPU hold: 1024 threads per block, 48 KiB of static
+# shared memory, warps of 32. "Multiprocessors" are the host threads.
+_DEVICE_ATTRIBUTES = {
+    "MAX_THREADS_PER_BLOCK": 1024, "MAX_BLOCK_DIM_X": 1024, "MAX_BLOCK_DIM_Y": 1024, "MAX_BLOCK_DIM_Z": 64,
+    "MAX_GRID_DIM_X": 2**31 - 1, "MAX_GRID_DIM_Y": 65535, "MAX_GRID_DIM_Z": 65535, "WARP_SIZE": 32,
+    "MAX_SHARED_MEMORY_PER_BLOCK": 48 * 1024, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 227 * 1024,
+    "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR": 228 * 1024, "MAX_THREADS_PER_MULTIPROCESSOR": 2048,
+    "MAX_REGISTERS_PER_BLOCK": 65536, "COMPUTE_CAPABILITY_MAJOR": 9, "COMPUTE_CAPABILITY_MINOR": 0,
+    "COOPERATIVE_LAUNCH": 1, "MEMORY_POOLS_SUPPORTED": 1, "UNIFIED_ADDRESSING": 1, "L2_CACHE_SIZE": 1 << 20,
+    "TOTAL_CONSTANT_MEMORY": 64 * 1024, "CLOCK_RATE": 1_000_000, "INTEGRATED": 1, "CAN_MAP_HOST_MEMORY": 1,
+}  # fmt: skip
+
+_FUNCTION_ATTRIBUTES = {
+    "CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK": 1024, "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES": 0,
+    "CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES": 0, "CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES": 0,
+    "CU_FUNC_ATTRIBUTE_NUM_REGS": 0, "CU_FUNC_ATTRIBUTE_PTX_VERSION": 0, "CU_FUNC_ATTRIBUTE_BINARY_VERSION": 0,
+    "CU_FUNC_ATTRIBUTE_CACHE_MODE_CA": 0, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES": 48 * 1024,
+    "CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT": -1,
+}  # fmt: skip
+
+
+class _Launch(ctypes.Structure):
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared_bytes", ctypes.c_ulonglong),
+                ("threads", ctypes.c_int)]  # fmt: skip
+
+
+class _Fault(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 2048)]
+
+
+_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Launch), ctypes.POINTER(_Fault))
+
+
+def entry_symbol(expression: str, prefix: str = "kspec_entry_") -> str:
+    """The exported symbol of a name expression's entry, or with ``prefix="kspec_sizes_"`` of its parameter
+    sizes (kspec/compiler/_host.py writes the same names)."""
+    return prefix + hashlib.sha256(expression.encode()).hexdigest()[:16]
+
+
+class HostModule:
+    """A host shared object loaded with ctypes; kept loaded for the process (as CUDA modules are)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+
+    def entries(self) -> list[str]:
+        try:
+            names = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(self.lib, "kspec_host_entries")))
+        except ValueError:
+            return []
+        return [n for n in names.decode().split("\n") if n]
+
+
+class HostFunction:
+    """One entry of a host module: the callable and the attributes CUDA would report for it."""
+
+    def __init__(self, module: HostModule, name: str, entry: Any) -> None:
+        self.module, self.name, self.entry = module, name, entry
+        self.attributes = dict(_FUNCTION_ATTRIBUTES)
+        try:
+            sizes = ctypes.POINTER(ctypes.c_ulonglong).in_dll(module.lib, entry_symbol(name, "kspec_sizes_"))
+            self.param_sizes: tuple[int, ...] | None = tuple(sizes[1 : 1 + sizes[0]])
+        except ValueError:
+            self.param_sizes = None
+
+    def __int__(self) -> int:
+        return ctypes.cast(self.entry, ctypes.c_void_p).value or 0
+
+
+class _Dlinfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p), ("dli_sname", ctypes.c_char_p),
+                ("dli_saddr", ctypes.c_void_p)]  # fmt: skip
+
+
+class _Elf64Sym(ctypes.Structure):
+    _fields_ = [("st_name", ctypes.c_uint32), ("st_info", ctypes.c_ubyte), ("st_other", ctypes.c_ubyte),
+                ("st_shndx", ctypes.c_uint16), ("st_value", ctypes.c_uint64), ("st_size", ctypes.c_uint64)]  # fmt: skip
+
+
+def _symbol_size(address: int) -> int:
+    """The ELF size of the symbol at ``address`` (dladdr1 with RTLD_DL_SYMENT), 0 when unknown."""
+    try:
+        libc = ctypes.CDLL(None)
+        dladdr1 = libc.dladdr1
+    except (OSError, AttributeError):
+        return 0
+    info, sym = _Dlinfo(), ctypes.POINTER(_Elf64Sym)()
+    dladdr1.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Dlinfo), ctypes.POINTER(ctypes.POINTER(_Elf64Sym)), ctypes.c_int]
+    if not dladdr1(address, ctypes.byref(info), ctypes.byref(sym), 1) or not sym:  # 1: RTLD_DL_SYMENT
+        return 0
+    return int(sym.contents.st_size)
+
+
+class HostDriver:
+    """What kspec calls of ``cuda.bindings.driver``, for the CPU device (see the module docstring)."""
+
+    CUresult = CUresult
+    CUdevice_attribute = CUfunction_attribute = CUpointer_attribute = CUmemPool_attribute = _Names()
+    CUstream_flags = SimpleNamespace(CU_STREAM_DEFAULT=0, CU_STREAM_NON_BLOCKING=1)
+    CUevent_flags = SimpleNamespace(CU_EVENT_DISABLE_TIMING=2)
+    CUmemAllocationType = SimpleNamespace(CU_MEM_ALLOCATION_TYPE_PINNED=1)
+    CUmemAllocationHandleType = SimpleNamespace(CU_MEM_HANDLE_TYPE_NONE=0)
+    CUmemLocationType = SimpleNamespace(CU_MEM_LOCATION_TYPE_DEVICE=1)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._memory: dict[int, np.ndarray] = {}
+        self._in_use = 0
+        self._handles = 0
+        self._dir: str | None = None
+        self.threads = worker_threads()
+
+    # -- handles the runtime passes around --------------------------------------------------------------
+
+    @staticmethod
+    def CUstream(handle: Any = 0) -> int:
+        return int(handle or 0)
+
+    @staticmethod
+    def CUcontext(handle: Any = 0) -> int:
+        return int(handle or 0)
+
+    @staticmethod
+    def cuuint64_t(value: int) -> int:
+        return int(value)
+
+    @staticmethod
+    def CUmemPoolProps() -> SimpleNamespace:
+        return SimpleNamespace(allocType=0, handleTypes=0, location=SimpleNamespace(type=0, id=0))
+
+    def _new_handle(self) -> int:
+        with self._lock:
+            self._handles += 1
+            return self._handles
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("cu") or name.startswith("CU"):
+            raise HostUnsupportedError(
+                f"the CPU device cannot do what {name} does (CUDA arrays, textures and surfaces need a GPU); "
+                "run this on a GPU"
+            )
+        raise AttributeError(name)
+
+    # -- device and context ------------------------------------------------------------------------------
+
+    def cuInit(self, flags: int) -> tuple[int]:
+        return (0,)
+
+    def cuDriverGetVersion(self) -> tuple[int, int]:
+        return (0, 13000)
+
+    def cuDeviceGetCount(self) -> tuple[int, int]:
+        return (0, 1)
+
+    def cuDeviceGetAttribute(self, attr: str, device: int) -> tuple[int, int]:
+        name = str(attr).removeprefix("CU_DEVICE_ATTRIBUTE_")
+        if name == "MULTIPROCESSOR_COUNT":
+            return (0, self.threads)
+        return (0, _DEVICE_ATTRIBUTES.get(name, 0))
+
+    def cuDeviceGetName(self, length: int, device: int) -> tuple[int, bytes]:
+        return (0, f"CPU (kspec host device, {self.threads} threads)".encode()[: length - 1])
+
+    def cuDevicePrimaryCtxRetain(self, device: int) -> tuple[int, int]:
+        return (0, 1)
+
+    def cuCtxGetCurrent(self) -> tuple[int, int]:
+        return (0, 1)
+
+    def cuCtxSetCurrent(self, ctx: Any) -> tuple[int]:
+        return (0,)
+
+    def cuCtxGetDevice(self) -> tuple[int, int]:
+        return (0, HOST_DEVICE_ID)
+
+    def cuCtxSynchronize(self) -> tuple[int]:
+        return (0,)
+
+    # -- streams and events: the CPU device runs every launch to completion before returning ----------------
+
+    def cuStreamCreateWithPriority(self, flags: int, priority: int) -> tuple[int, int]:
+        return (0, self._new_handle())
+
+    def cuStreamSynchronize(self, stream: Any) -> tuple[int]:
+        return (0,)
+
+    def cuStreamDestroy(self, stream: Any) -> tuple[int]:
+        return (0,)
+
+    def cuEventCreate(self, flags: int) -> tuple[int, int]:
+        return (0, self._new_handle())
+
+    def cuEventRecord(self, event: Any, stream: Any) -> tuple[int]:
+        return (0,)
+
+    def cuStreamWaitEvent(self, stream: Any, event: Any, flags: int) -> tuple[int]:
+        return (0,)
+
+    def cuEventDestroy(self, event: Any) -> tuple[int]:
+        return (0,)
+
+    # -- memory -------------------------------------------------------------------------------------------
+
+    def cuMemAlloc(self, nbytes: int) -> tuple[int, int]:
+        block = np.empty(int(nbytes) + 64, dtype=np.uint8)
+        address = block.ctypes.data
+        ptr = address + (-address % 64)
+        with self._lock:
+            self._memory[ptr] = block
+            self._in_use += int(nbytes)
+        return (0, ptr)
+
+    def cuMemFree(self, ptr: Any) -> tuple[int]:
+        with self._lock:
+            block = self._memory.pop(int(ptr), None)
+            if block is not None:
+                self._in_use -= block.nbytes - 64
+        return (0,) if block is not None else (int(CUresult.CUDA_ERROR_INVALID_VALUE),)
+
+    def cuMemAllocFromPoolAsync(self, nbytes: int, pool: Any, stream: Any) -> tuple[int, int]:
+        return self.cuMemAlloc(nbytes)
+
+    def cuMemFreeAsync(self, ptr: Any, stream: Any) -> tuple[int]:
+        return self.cuMemFree(ptr)
+
+    def cuMemPoolCreate(self, props: Any) -> tuple[int, int]:
+        return (0, self._new_handle())
+
+    def cuMemPoolSetAttribute(self, pool: Any, attr: Any, value: Any) -> tuple[int]:
+        return (0,)
+
+    def cuMemPoolGetAttribute(self, pool: Any, attr: Any) -> tuple[int, int]:
+        return (0, self._in_use)
+
+    def cuMemPoolTrimTo(self, pool: Any, keep: int) -> tuple[int]:
+        return (0,)
+
+    def _copy(self, dst: Any, src: Any, nbytes: int) -> tuple[int]:
+        if nbytes:
+            ctypes.memmove(int(dst), int(src), int(nbytes))
+        return (0,)
+
+    def cuMemcpyHtoDAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[int]:
+        return self._copy(dst, src, nbytes)
+
+    def cuMemcpyDtoHAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[int]:
+        return self._copy(dst, src, nbytes)
+
+    def cuMemcpyDtoDAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[int]:
+        return self._copy(dst, src, nbytes)
+
+    def cuMemsetD8Async(self, ptr: Any, value: int, nbytes: int, stream: Any) -> tuple[int]:
+        if nbytes:
+            ctypes.memset(int(ptr), int(value), int(nbytes))
+        return (0,)
+
+    def cuPointerGetAttribute(self, attr: Any, ptr: Any) -> tuple[int, int]:
+        return (0, HOST_DEVICE_ID)
+
+    # -- modules and functions ------------------------------------------------------------------------------
+
+    def cuModuleLoadData(self, image: bytes) -> tuple[int, HostModule | None]:
+        if not isinstance(image, (bytes, bytearray)) or not bytes(image[:4]) == b"\x7fELF":
+            return (int(CUresult.CUDA_ERROR_INVALID_IMAGE), None)
+        digest = hashlib.sha256(image).hexdigest()[:24]
+        path = os.path.join(self._directory(), f"kspec-{digest}.so")
+        if not os.path.exists(path):
+            partial = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            with open(partial, "wb") as f:
+                f.write(image)
+            os.replace(partial, path)
+        return (0, HostModule(path))
+
+    def _directory(self) -> str:
+        with self._lock:
+            if self._dir is None:
+                self._dir = tempfile.mkdtemp(prefix="kspec-host-")
+                atexit.register(shutil.rmtree, self._dir, True)  # the loaded objects stay mapped until exit
+            return self._dir
+
+    def cuModuleGetFunction(self, module: HostModule, name: bytes) -> tuple[int, HostFunction | None]:
+        text = name.decode() if isinstance(name, bytes) else str(name)
+        try:
+            entry = _ENTRY((entry_symbol(text), module.lib))
+        except AttributeError:
+            return (int(CUresult.CUDA_ERROR_NOT_FOUND), None)
+        return (0, HostFunction(module, text, entry))
+
+    def cuModuleGetGlobal(self, module: HostModule, name: bytes) -> tuple[int, int, int]:
+        text = name.decode() if isinstance(name, bytes) else str(name)
+        try:
+            address = ctypes.addressof(ctypes.c_char.in_dll(module.lib, text))
+        except ValueError:
+            return (int(CUresult.CUDA_ERROR_NOT_FOUND), 0, 0)
+        return (0, address, _symbol_size(address))
+
+    def cuModuleGetFunctionCount(self, module: HostModule) -> tuple[int, int]:
+        return (0, len(module.entries()))
+
+    def cuModuleEnumerateFunctions(self, count: int, module: HostModule) -> tuple[int, list[Any]]:
+        return (0, [self.cuModuleGetFunction(module, n.encode())[1] for n in module.entries()[:count]])
+
+    def cuFuncGetName(self, fn: HostFunction) -> tuple[int, bytes]:
+        return (0, fn.name.encode())
+
+    def cuFuncGetAttribute(self, attr: Any, fn: HostFunction) -> tuple[int, int]:
+        return (0, fn.attributes.get(str(attr), 0))
+
+    def cuFuncGetParamInfo(self, fn: HostFunction, index: int) -> tuple[int, int, int]:
+        sizes = fn.param_sizes
+        if sizes is None:
+            return (int(CUresult.CUDA_ERROR_NOT_SUPPORTED), 0, 0)
+        if not 0 <= index < len(sizes):
+            return (int(CUresult.CUDA_ERROR_INVALID_VALUE), 0, 0)
+        return (0, 0, sizes[index])
+
+    def cuFuncSetAttribute(self, fn: HostFunction, attr: Any, value: int) -> tuple[int]:
+        fn.attributes[str(attr)] = int(value)
+        return (0,)
+
+    def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, fn: Any, threads: int, shared: int) -> tuple[int, int]:
+        return (0, max(1, 2048 // max(1, int(threads))))
+
+    # -- launches -----------------------------------------------------------------------------------------
+
+    def cuLaunchKernel(self, fn: HostFunction, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared: int,
+                       stream: Any, params: Any, extra: Any) -> tuple[int]:  # fmt: skip
+        if not isinstance(fn, HostFunction):
+            raise LaunchError(f"the CPU device cannot launch {fn!r}: not a function of a host module")
+        grid, block = (int(gx), int(gy), int(gz)), (int(bx), int(by), int(bz))
+        if min(grid + block) < 1 or block[0] * block[1] * block[2] > fn.attributes["CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"]:
+            return (int(CUresult.CUDA_ERROR_INVALID_VALUE),)
+        launch = _Launch((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), int(shared), self.threads)
+        fault = _Fault()
+        address = params.value if isinstance(params, ctypes.c_void_p) else int(params or 0)
+        code = fn.entry(address, ctypes.byref(launch), ctypes.byref(fault))
+        if code:
+            message = fault.message.decode(errors="replace") or f"kernel {fn.name!r} failed (code {code})"
+            if code == 1:
+                raise KernelIndexError(message)
+            if code == 3:
+                raise HostUnsupportedError(message)
+            raise KernelFaultError(message)
+        return (0,)
+
+    cuLaunchCooperativeKernel = cuLaunchKernel
+
+
+_host: HostDriver | None = None
+_host_lock = threading.Lock()
+
+
+def host_driver() -> HostDriver:
+    """The process's host driver, made on first use."""
+    global _host
+    if _host is None:
+        with _host_lock:
+            if _host is None:
+                _host = HostDriver()
+    return _host
