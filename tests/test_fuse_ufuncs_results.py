@@ -1,4 +1,5 @@
-"""kspec.fuse's ufunc library on a GPU: every loop of every supported ufunc against NumPy on real data.
+"""kspec.fuse's ufunc library on a device: every loop of every supported ufunc against NumPy on real data, on
+kspec's CPU device (the host C++ compiler's math) and on a GPU (CUDA's).
 
 The kernels are plain ``kspec.ElementwiseKernel``s whose operation is built from ``emit``/``cast``/``literal``
 (not from the tracer): one kernel per first-operand dtype computes every ufunc loop of that dtype into raw
@@ -19,8 +20,6 @@ import kspec
 from kspec.dtypes import BY_NAME
 from kspec.fuse._ufuncs import cast, emit, headers, literal
 from test_fuse_ufuncs import ALL_DTYPES, NUMPY_DTYPES, every_loop
-
-pytestmark = pytest.mark.gpu
 
 # Results NumPy defines exactly and kspec must reproduce bit for bit (up to the sign of zero and NaN payloads).
 EXACT = frozenset({
@@ -43,11 +42,6 @@ ATOL = {"float16": 6e-8, "bfloat16": 1e-38, "float32": 1e-37, "float64": 1e-300,
 COMPLEX_PART = {"complex64": "float32", "complex128": "float64"}
 
 N_RANDOM = 400
-
-
-@pytest.fixture(scope="module")
-def cp():
-    return pytest.importorskip("cupy")
 
 
 # ------------------------------------------------------------------------------------------------ data
@@ -166,14 +160,14 @@ def _build(group: str, loops, rng):
     return kernel, host, where, rows, n
 
 
-def _run(kernel, host, rows, n, cp):
+def _run(kernel, host, rows, n, xp):
     dev_in = []
     for d in sorted(host):
         for arr in host[d]:
-            dev_in.append(cp.asarray(bf16_bits(arr) if d == "bfloat16" else arr))
-    dev_out = {_stored(d): cp.zeros((rows[d], n), dtype=_stored(d)) for d in rows}
+            dev_in.append(xp.asarray(bf16_bits(arr) if d == "bfloat16" else arr))
+    dev_out = {_stored(d): xp.zeros((rows[d], n), dtype=_stored(d)) for d in rows}
     kernel(*dev_in, *[dev_out[d] for d in sorted(dev_out)])
-    return {d: cp.asnumpy(dev_out[_stored(d)]) for d in rows}
+    return {d: xp.asnumpy(dev_out[_stored(d)]) for d in rows}
 
 
 def _reference(name, loop_in, host):
@@ -235,11 +229,11 @@ def _groups():
 
 
 @pytest.mark.parametrize("group", ALL_DTYPES)
-def test_every_ufunc_loop_matches_numpy(group, cp):
+def test_every_ufunc_loop_matches_numpy(group, xp):
     rng = np.random.default_rng(sum(map(ord, group)))
     loops = [entry for entry in _groups()[group] if not (group == "bfloat16" and entry[0] in ("spacing", "nextafter"))]
     kernel, host, where, rows, n = _build(group, loops, rng)
-    got = _run(kernel, host, rows, n, cp)
+    got = _run(kernel, host, rows, n, xp)
     failures = []
     for name, loop_in, loop_out, k, out, row in where:
         outs, valid, args = _reference(name, loop_in, host)
@@ -249,7 +243,7 @@ def test_every_ufunc_loop_matches_numpy(group, cp):
     assert not failures, f"{len(failures)} of {len(where)} outputs differ:\n" + "\n".join(failures)
 
 
-def test_bfloat16_nextafter_and_spacing(cp):
+def test_bfloat16_nextafter_and_spacing(xp):
     """NumPy has no bfloat16: checked against the same steps on float32 bits truncated to bfloat16."""
     xs = np.array([1.0, 1.0, -1.0, 0.0, -0.0, 3.3895314e38, np.inf, np.nan, 2.0], dtype=np.float32)
     ys = np.array([2.0, 0.0, 0.0, 1.0, -1.0, np.inf, 0.0, 1.0, 2.0], dtype=np.float32)
@@ -259,8 +253,8 @@ def test_bfloat16_nextafter_and_spacing(cp):
         f"n = __bfloat16_as_ushort({emit('nextafter', ['bfloat16'] * 2, ['bfloat16'], ['x', 'y'])[0]});\n"
         f"s = __bfloat16_as_ushort({emit('spacing', ['bfloat16'], ['bfloat16'], ['x'])[0]})",
         "bf16_steps", preamble=headers(["bfloat16"]))
-    n, s = k(cp.asarray(bf16_bits(xs)), cp.asarray(bf16_bits(ys)))
-    n, s = from_bf16_bits(cp.asnumpy(n)), from_bf16_bits(cp.asnumpy(s))
+    n, s = k(xp.asarray(bf16_bits(xs)), xp.asarray(bf16_bits(ys)))
+    n, s = from_bf16_bits(xp.asnumpy(n)), from_bf16_bits(xp.asnumpy(s))
     ulp1 = 2.0 ** -7
     expected_n = [1 + ulp1, 1 - ulp1 / 2, -1 + ulp1 / 2, 2.0 ** -133, -(2.0 ** -133), np.inf, np.float32(3.3895314e38), np.nan, 2.0]
     np.testing.assert_array_equal(n, np.array(expected_n, dtype=np.float32))
@@ -302,13 +296,13 @@ def _cast_kernel():
     return body_kernel("casts", [(s, f"x_{s}") for s in NUMPY_DTYPES], list(NUMPY_DTYPES), lines, NUMPY_DTYPES)
 
 
-def test_casts_match_numpy_astype(cp):
+def test_casts_match_numpy_astype(xp):
     sources = cast_sources()
     width = max(len(x) for x in sources.values())
     padded = {s: np.resize(x, width) for s, x in sources.items()}
-    dev_out = {d: cp.zeros((len(NUMPY_DTYPES), width), dtype=d) for d in NUMPY_DTYPES}
-    _cast_kernel()(*[cp.asarray(padded[s]) for s in NUMPY_DTYPES], *[dev_out[d] for d in NUMPY_DTYPES])
-    got = {d: cp.asnumpy(v) for d, v in dev_out.items()}
+    dev_out = {d: xp.zeros((len(NUMPY_DTYPES), width), dtype=d) for d in NUMPY_DTYPES}
+    _cast_kernel()(*[xp.asarray(padded[s]) for s in NUMPY_DTYPES], *[dev_out[d] for d in NUMPY_DTYPES])
+    got = {d: xp.asnumpy(v) for d, v in dev_out.items()}
     failures, checked = [], 0
     for k, s in enumerate(NUMPY_DTYPES):
         for d in NUMPY_DTYPES:
@@ -348,15 +342,15 @@ def _literal_kernel():
     return kernel, outs
 
 
-def test_literals_match_numpy(cp):
+def test_literals_match_numpy(xp):
     from kspec.fuse._ufunc_casts import _round_bfloat16
 
     kernel, outs = _literal_kernel()
     width = max(len(k) for _, k in outs)
-    dev = {d: cp.zeros((2, width), dtype=d) for d in NUMPY_DTYPES}
-    kernel(cp.zeros(width, dtype=np.int32), *[dev[d] for d in NUMPY_DTYPES])
+    dev = {d: xp.zeros((2, width), dtype=d) for d in NUMPY_DTYPES}
+    kernel(xp.zeros(width, dtype=np.int32), *[dev[d] for d in NUMPY_DTYPES])
     for dst, kept in outs:
-        got = cp.asnumpy(dev[_stored(dst)])[1 if dst == "bfloat16" else 0][: len(kept)]
+        got = xp.asnumpy(dev[_stored(dst)])[1 if dst == "bfloat16" else 0][: len(kept)]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if dst == "bfloat16":
