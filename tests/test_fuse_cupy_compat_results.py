@@ -10,6 +10,7 @@ import pytest
 
 import kspec
 
+
 @pytest.fixture(scope="module")
 def cp():
     return pytest.importorskip("cupy")

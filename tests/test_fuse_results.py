@@ -1,8 +1,8 @@
 """kspec.fuse's results against NumPy on the same function, across dtypes, shapes and libraries.
 
 Kernel tests take ``xp`` (tests/conftest.py): they run on kspec's CPU device (NumPy arrays, which the CPU
-device's fused functions trace into kernels) and on a GPU (CuPy). PyTorch inputs, NumPy inputs on a GPU
-machine (CuPy's rule: the plain function runs) and ``kspec build`` for a GPU arch are GPU tests.
+device's fused functions trace into kernels) and on a GPU (CuPy). PyTorch inputs, NumPy arrays mixed with
+CuPy's (NumPy arrays are host arrays there) and ``kspec build`` for a GPU arch are GPU tests.
 """
 
 from __future__ import annotations
