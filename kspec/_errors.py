@@ -69,6 +69,10 @@ class KspecNotImplementedError(KspecError, NotImplementedError):
     """A CuPy feature kspec deliberately does not provide (the message says what to do instead)."""
 
 
+class HostUnsupportedError(KspecNotImplementedError):
+    """CUDA C++ that kspec's CPU device cannot run (textures, inline PTX, grid-wide sync...): run it on a GPU."""
+
+
 class FuseError(KspecTypeError):
     """A function given to ``kspec.fuse`` did something a trace cannot turn into a kernel: data-dependent
     control flow, an operation that is not elementwise or a reduction, a dtype NumPy has no loop for. The
