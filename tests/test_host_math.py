@@ -176,7 +176,7 @@ def test_special_functions(lib: ctypes.CDLL) -> None:
     assert math.isinf(lib.special(6, 1.0)) and lib.special(6, -1.0) < 0 and math.isnan(lib.special(6, 1.5))
     for y in [1e-300, 1e-100, 1e-20, 1e-5, 0.01, 0.5, 1.0, 1.3, 1.99, 2.0 - 1e-12]:
         x = lib.special(8, y)
-        assert close(math.erfc(x), y, 1e-14), (y, x)
+        assert close(math.erfc(x), y, 4e-16 * max(1.0, 2 * x * x) * 8), (y, x)  # erfc amplifies x's error by 2x^2
         assert close(lib.special(9, y), lib.special(8, f32(y)), 3e-7) or y < 1e-38
     assert math.isinf(lib.special(8, 0.0)) and math.isnan(lib.special(8, -0.5)) and lib.special(8, 2.0) == -math.inf
     for x in [-8.0, -3.0, -1.0, 0.0, 0.5, 1.96, 4.0]:
