@@ -180,8 +180,10 @@ def test_special_functions(lib: ctypes.CDLL) -> None:
         assert close(lib.special(9, y), lib.special(8, f32(y)), 3e-7) or y < 1e-38
     assert math.isinf(lib.special(8, 0.0)) and math.isnan(lib.special(8, -0.5)) and lib.special(8, 2.0) == -math.inf
     for x in [-8.0, -3.0, -1.0, 0.0, 0.5, 1.96, 4.0]:
-        assert close(lib.special(10, x), ND.cdf(x), 1e-15)
-        assert close(lib.special(11, x), ND.cdf(x), 1e-7)
+        want = 0.5 * math.erfc(-x / math.sqrt(2))  # NormalDist.cdf goes through erf and loses the far tail
+        assert close(want, ND.cdf(x), 1e-6) or x < -5
+        assert close(lib.special(10, x), want, 1e-15)
+        assert close(lib.special(11, x), want, 1e-7)
     for p in [1e-12, 0.001, 0.025, 0.3, 0.5, 0.8, 0.975, 0.999999]:
         assert close(lib.special(12, p), ND.inv_cdf(p), 1e-13), p
         assert close(lib.special(13, p), ND.inv_cdf(p), 2e-6)
