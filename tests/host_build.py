@@ -69,14 +69,14 @@ class Fault(ctypes.Structure):
     _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 2048)]
 
 
-def jit_array(a: np.ndarray) -> ctypes.Structure:
-    """The bytes of kspec_jit::array<T, ndim> for ``a`` (data pointer, shape, strides in bytes)."""
-    n = max(a.ndim, 1)
-
-    class Array(ctypes.Structure):
-        _fields_ = [("data", ctypes.c_void_p), ("shape", ctypes.c_longlong * n), ("strides", ctypes.c_longlong * n)]
-
-    return Array(a.ctypes.data, (ctypes.c_longlong * n)(*(a.shape or (1,))), (ctypes.c_longlong * n)(*(a.strides or (0,))))
+def jit_arguments(*args: Any) -> list[Any]:
+    """A kspec.jit kernel's C++ arguments: an array becomes its data, then its shape, then its strides in bytes."""
+    out: list[Any] = []
+    for a in args:
+        out.append(a)
+        if isinstance(a, np.ndarray):
+            out += [np.int64(n) for n in a.shape] + [np.int64(s) for s in a.strides]
+    return out
 
 
 def _argument(value: Any) -> Any:
