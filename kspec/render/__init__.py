@@ -4,7 +4,9 @@
 ``render(specialization)`` returns a :class:`RenderedModule`: the source (Jinja templates in
 ``templates/``), the NVRTC name expression of each launch variant, and each variant's parameter list as
 data (:mod:`kspec.render._abi` documents the exact layouts and how the launcher picks a variant).
-``render_raw(raw_spec)`` passes a raw module's source through. Never compiles, never launches.
+``render_host(specialization)`` renders the same module for kspec's CPU device (host C++ from
+``templates/host/``: the same entries, name expressions and ABI). ``render_raw(raw_spec)`` passes a raw
+module's source through. Never compiles, never launches.
 """
 
 from .._lazy import lazy_getattr
@@ -17,7 +19,8 @@ _LAZY = {
     "make_environment": "_env", "needs_from_text": "_analysis", "needs_of_raw_source": "_analysis",
     "ModuleInterface": "_interface", "ReduceItem": "_interface", "module_interface": "_interface",
     "interface_from_data": "_interface", "interface_to_data": "_interface",
-    "RenderedModule": "_render", "raw_source": "_render", "render": "_render", "render_raw": "_render",
+    "RenderedModule": "_render", "raw_source": "_render", "render": "_render", "render_host": "_render",
+    "render_raw": "_render",
     "TEMPLATE_VERSION": "_specialize", "Operand": "_specialize", "ReduceType": "_specialize",
     "Specialization": "_specialize", "specialize": "_specialize", "specialization_key": "_specialize",
     "DYNAMIC_NDIM": "_variants", "INDEX_C_TYPES": "_variants", "MAX_NDIM": "_variants",
@@ -52,6 +55,7 @@ __all__ = [
     "module_interface",
     "raw_source",
     "render",
+    "render_host",
     "render_raw",
     "specialize",
     "specialization_key",

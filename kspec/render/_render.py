@@ -48,8 +48,27 @@ class RenderedModule:
     reduce_item: ReduceItem | None = None
 
 
+# The templates of each device: CUDA for the GPU; for the CPU device (compiled by a host C++ compiler) the
+# host forms in templates/host/, whose entries have the same names and parameter lists, so the launch ABI,
+# the planner and the parameter frames serve both.
+_TEMPLATES = {
+    "cuda": {"elementwise": "elementwise.cu.j2", "reduction": "reduction.cu.j2"},
+    "host": {"elementwise": "host/elementwise.cpp.j2", "reduction": "host/reduction.cpp.j2"},
+}
+
+
 def render(target: AnySpec | Specialization) -> RenderedModule:
     """Render a Specialization (or a spec without placeholders, or a raw spec) into CUDA source."""
+    return _render(target, "cuda")
+
+
+def render_host(target: AnySpec | Specialization) -> RenderedModule:
+    """Render for kspec's CPU device: host C++ whose entries (same name expressions, variants and ABI as
+    :func:`render`'s) run the loop on the host's threads. A raw module's source is the same for both."""
+    return _render(target, "host")
+
+
+def _render(target: AnySpec | Specialization, device: str) -> RenderedModule:
     if _kind(target) == "raw":
         return render_raw(cast("RawSpec", target))
     if _kind(target) in _TYPED:
@@ -59,10 +78,8 @@ def render(target: AnySpec | Specialization) -> RenderedModule:
     if _kind(target.spec) == "raw":
         return render_raw(cast("RawSpec", target.spec))
 
-    if target.kind == "elementwise":
-        template, context = "elementwise.cu.j2", _elementwise_context(target)
-    else:
-        template, context = "reduction.cu.j2", _reduction_context(target)
+    template = _TEMPLATES[device][target.kind]
+    context = _elementwise_context(target) if target.kind == "elementwise" else _reduction_context(target)
     source = environment().get_template(template).render(**context)
     interface = module_interface(target)
     return RenderedModule(
