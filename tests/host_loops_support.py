@@ -65,6 +65,7 @@ def _include_flags() -> list[str]:
 
 
 _BUILT: dict[str, ctypes.CDLL] = {}
+_RENDERED: dict[str, RenderedModule] = {}
 _DIR = Path(tempfile.mkdtemp(prefix="kspec-host-loops-"))
 
 
@@ -118,6 +119,13 @@ def stand_in(obj: Any) -> Any:
     return obj
 
 
+def rendered(specialization: Any) -> RenderedModule:
+    """render_host, once per specialization (a timing should not count Jinja)."""
+    if specialization.key not in _RENDERED:
+        _RENDERED[specialization.key] = render_host(specialization)
+    return _RENDERED[specialization.key]
+
+
 def _bound(kernel: Any, args: tuple[Any, ...]) -> Any:
     inputs, outputs = kernel._split_args(tuple(stand_in(a) for a in args), {}, "")
     return bind(kernel._spec, inputs, outputs)
@@ -143,7 +151,7 @@ def run_elementwise(kernel: Any, *args: Any, size: object = None, block_size: ob
     entry = "none"
     if plan.variant is not None:
         entry = plan.variant.entry
-        module = render_host(plan.specialization)
+        module = rendered(plan.specialization)
         lib = build(module)
         frame = Frame(module.abi[plan.variant], elementwise_static(plan))
         address = frame.fill(_pointers(bound, allocated), bound.scalars)
@@ -167,7 +175,7 @@ def run_reduction(kernel: Any, *args: Any, axis: object = None, keepdims: bool =
     if plan.out_size:
         strategy = reduction_strategy(plan, sm_count)
         kind = strategy.kind
-        module = render_host(plan.specialization)
+        module = rendered(plan.specialization)
         lib = build(module)
         pointers = _pointers(bound, allocated)
         workspace = None

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import LaunchError, NvrtcNotFoundError, kernel_label
 from ..render import ModuleInterface, Specialization, VariantKey, module_interface
+from ..compiler import HOST_ARCH  # a leaf constant (kspec.compiler is lazy: no NVRTC, no cache)
 from ..runtime import Device, LoadedModule
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 _lock = threading.RLock()
 _interfaces: dict[str, ModuleInterface] = {}
-_rendered: dict[str, RenderedModule] = {}
+_rendered: dict[tuple[str, bool], RenderedModule] = {}
 _loaded: dict[tuple[str, int], LoadedKernel] = {}
 
 
@@ -34,12 +35,15 @@ def interface_of(specialization: Specialization) -> ModuleInterface:
     return found
 
 
-def rendered_module(specialization: Specialization) -> RenderedModule:
-    found = _rendered.get(specialization.key)
+def rendered_module(specialization: Specialization, arch: str = "") -> RenderedModule:
+    """The module's source for ``arch``: CUDA C++ for a GPU, kspec's host templates for the CPU device
+    (``arch == "host"``: same entries and ABI, host loops)."""
+    host = arch == HOST_ARCH
+    found = _rendered.get((specialization.key, host))
     if found is None:
-        from ..render import render  # renders a plain spec (kspec.spec.PlainSpec) as it is: no Pydantic
+        from ..render import render, render_host  # render a plain spec (kspec.spec.PlainSpec) as it is: no Pydantic
 
-        found = _rendered[specialization.key] = render(specialization)
+        found = _rendered[(specialization.key, host)] = (render_host if host else render)(specialization)
     return found
 
 
@@ -73,6 +77,12 @@ class LoadedKernel:
 
     def _module_and_names(self, variant: VariantKey) -> tuple[LoadedModule, Mapping[str, str]]:
         if self._whole is not None:
+            return self._whole
+        if self.device.arch == HOST_ARCH:  # one host compile of every variant costs less than one per variant
+            with _lock:
+                if self._whole is None:
+                    image, lowered, _log = compile_program(self.specialization, HOST_ARCH, self.binaries)
+                    self._whole = (LoadedModule(image, self.device, what=kernel_label(self.interface.name)), dict(lowered))
             return self._whole
         found = self._modules.get(variant)
         if found is None:
@@ -127,7 +137,7 @@ def compile_program(specialization: Specialization, arch: str, binaries: Any = N
     options = CompileOptions(arch=arch, extra=specialization.nvrtc_options)
     try:
         program, _hit = compile_cached(
-            lambda: rendered_module(specialization).source,
+            lambda: rendered_module(specialization, arch).source,
             source_key=f"kspec {__version__} specialization {specialization.key} renderer {renderer_digest()}",
             name=name,
             options=options,

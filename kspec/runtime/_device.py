@@ -98,7 +98,9 @@ class Device:
         """The NVRTC target for this device's own CUBIN, e.g. ``'sm_90'``; ``'host'`` for the CPU device (its
         modules come from the host C++ compiler)."""
         if self.id == _device_kind.HOST_DEVICE_ID:
-            return "host"
+            from ..compiler import HOST_ARCH  # a leaf constant: kspec.compiler loads nothing else for it
+
+            return HOST_ARCH
         major, minor = self.compute_capability
         return f"sm_{major}{minor}"
 

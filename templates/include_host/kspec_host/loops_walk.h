@@ -14,6 +14,11 @@
 #define KSPEC_HOST_REDUCE_LANES 32
 #endif
 
+#ifndef KSPEC_HOST_COLS
+// Most outputs a `cols` reduction tile accumulates together (their accumulators stay in the L1 cache).
+#define KSPEC_HOST_COLS 4096
+#endif
+
 namespace kspec_host {
 
 // Whether n elements at a and n elements at b are disjoint or the same elements (element i of one is element
