@@ -144,6 +144,17 @@ def test_runtime_rank_loop():
     np.testing.assert_array_equal(z, (x - y) * (x - y))
 
 
+def test_64_bit_index_entries(monkeypatch):
+    """The int64 entries (loops past 2**31 on the GPU), reached by lowering the planner's 32-bit limit."""
+    import kspec.kernels._plan as plan_module
+
+    monkeypatch.setattr(plan_module, "INT32_LIMIT", 1000)
+    x, y = _rand((40, 1, 30), "float64"), _rand((1, 25, 30), "float64")
+    z, entry = run_elementwise(SQD, x, y)
+    assert entry == "strided"
+    np.testing.assert_array_equal(z, (x - y) ** 2)
+
+
 def test_raw_parameter_and_index_from_spec():
     k = _spec_kernel("elementwise.toml", "add_reverse")
     x, y = _rand((1001,), "float64"), _rand((1001,), "float64")
