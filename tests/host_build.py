@@ -45,14 +45,14 @@ def append_entries(source: str, expressions: Sequence[str], uses_sync: bool) -> 
     return "\n".join(parts)
 
 
-def compile_host(source: str, directory: Path, name: str = "module") -> Path:
+def compile_host(source: str, directory: Path, name: str = "module", extra_flags: Sequence[str] = ()) -> Path:
     """Compiles a whole host module (entries appended) into ``directory/name.so``; raises with the compiler's
     output on failure."""
     cpp, so = directory / f"{name}.cpp", directory / f"{name}.so"
     cpp.write_text(source)
     compiler = host_compiler()
     assert compiler, "no host C++ compiler"
-    command = [compiler, *HOST_FLAGS, "-I", str(REPO / "templates" / "include_host"), "-I",
+    command = [compiler, *HOST_FLAGS, *extra_flags, "-I", str(REPO / "templates" / "include_host"), "-I",
                str(REPO / "templates" / "include"), "-include", "kspec_host/cuda.h", str(cpp), "-o", str(so)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     if done.returncode:
@@ -112,5 +112,6 @@ class HostModule:
         return code, fault.message.decode()
 
 
-def build(source: str, expressions: Sequence[str], uses_sync: bool, directory: Path, name: str = "module") -> HostModule:
-    return HostModule(compile_host(append_entries(source, expressions, uses_sync), directory, name))
+def build(source: str, expressions: Sequence[str], uses_sync: bool, directory: Path, name: str = "module",
+          extra_flags: Sequence[str] = ()) -> HostModule:
+    return HostModule(compile_host(append_entries(source, expressions, uses_sync), directory, name, extra_flags))

@@ -21,10 +21,11 @@ from kspec.compiler._host_scan import scan_host_source
 pytestmark = pytest.mark.skipif(H.host_compiler() is None, reason="no host C++ compiler (c++, g++ or clang++) on PATH")
 
 
-def _build(tmp: Path, source: str, name: str, *, expressions: list[str] | None = None, uses_sync: bool | None = None) -> H.HostModule:
+def _build(tmp: Path, source: str, name: str, *, expressions: list[str] | None = None, uses_sync: bool | None = None,
+           extra_flags: tuple[str, ...] = ()) -> H.HostModule:
     scan = scan_host_source(source, name)
     sync = scan.uses_sync if uses_sync is None else uses_sync
-    return H.build(scan.source, expressions or list(scan.kernels), sync, tmp, name)
+    return H.build(scan.source, expressions or list(scan.kernels), sync, tmp, name, extra_flags)
 
 
 # -- kernels without synchronisation: each thread runs to completion in turn --------------------------------
@@ -378,6 +379,51 @@ def test_sync_reached_without_fibers_is_fault_3(tmp_path: Path) -> None:
     # one thread per block needs no fibers
     out = np.zeros(1, np.float32)
     assert module.launch("block_sum", (1,), (1,), [np.ones(1, np.float32), out, np.int32(1)]) == (0, "")
+
+
+def test_ucontext_fallback_runs_the_same_fibers(tmp_path: Path) -> None:
+    # the fallback for machines without the assembly context switch (forced here on x86-64 / aarch64)
+    module = _build(tmp_path, SYNC, "fallback", expressions=["block_sum", "warp_sum"], extra_flags=("-DKSPEC_HOST_FIBER_UCONTEXT",))
+    x = np.arange(512, dtype=np.float32)
+    out = np.zeros(2, np.float32)
+    assert module.launch("block_sum", (2,), (256,), [x, out, np.int32(512)]) == (0, "")
+    np.testing.assert_array_equal(out, [x[:256].sum(), x[256:].sum()])
+
+
+INTRINSICS = r"""
+#include <cuda_runtime.h>
+#include <cstdio>
+extern "C" __global__ void intrinsics(const int* x, long long* out, unsigned short* flag, double* total) {
+  const long long start = clock64();
+  __nanosleep(10);
+  __threadfence();
+  __threadfence_block();
+  out[threadIdx.x] = __ldg(x + threadIdx.x) + (clock64() >= start) * 1000 + (clock() >= 0) * 10000;
+  atomicAdd_block(total, 0.25);
+  atomicAdd_system(total, 0.25);
+  atomicCAS(flag, (unsigned short)0, (unsigned short)7);
+  if (threadIdx.x == 0) printf("");
+}
+"""
+
+
+def test_timing_fences_loads_and_scoped_atomics(tmp_path: Path) -> None:
+    module = _build(tmp_path, INTRINSICS, "intrinsics")
+    x = np.arange(8, dtype=np.int32)
+    out = np.zeros(8, np.int64)
+    flag = np.zeros(1, np.uint16)
+    total = np.zeros(1)
+    assert module.launch("intrinsics", (1,), (8,), [x, out, flag, total]) == (0, "")
+    np.testing.assert_array_equal(out, x + 11000)
+    assert flag[0] == 7 and total[0] == 4.0
+
+
+def test_grid_group_stops_the_host_compile(tmp_path: Path) -> None:
+    # the scan refuses this_grid() first; if it is bypassed, the host headers stop the compile with a message
+    source = ("#include <cooperative_groups.h>\n"
+              "extern \"C\" __global__ void k() { cooperative_groups::this_grid().sync(); }\n")
+    with pytest.raises(RuntimeError, match="cannot run cooperative grid synchronisation"):
+        H.build(source, ["k"], True, tmp_path, "grid")
 
 
 # -- kspec.jit output -----------------------------------------------------------------------------------------
