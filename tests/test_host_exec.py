@@ -279,6 +279,24 @@ extern "C" __global__ void groups(const int* x, int* out) {
   row[4] = warp.ballot(v % 2 == 0);
 }
 
+// per thread: in a branch of even lanes, the coalesced group's size, rank and mask; then
+// __syncthreads_and / _or, __match_any_sync of lane / 4, __match_all_sync of a constant
+extern "C" __global__ void divergence(unsigned* out) {
+  unsigned* row = out + 6 * threadIdx.x;
+  const unsigned lane = threadIdx.x % 32;
+  if (lane % 2 == 0) {
+    cg::coalesced_group even = cg::coalesced_threads();
+    row[0] = even.size();
+    row[1] = even.thread_rank();
+    row[2] = __activemask();
+  }
+  row[3] = __syncthreads_and(threadIdx.x < 1000) * 10 + __syncthreads_and(threadIdx.x < 5) * 100 +
+           __syncthreads_or(threadIdx.x == 7);
+  row[4] = __match_any_sync(0xffffffffu, lane / 4);
+  int all_same = 0;
+  row[5] = __match_all_sync(0xffffffffu, 42, &all_same) == 0xffffffffu && all_same;
+}
+
 extern "C" __global__ void read_past_end_synced(const int* x, int* y, int n) {
   const int i = threadIdx.x;
   __syncthreads();
@@ -358,6 +376,16 @@ def test_cooperative_groups(synced: H.HostModule) -> None:
             ballot = sum(1 << k for k in range(32) if warp[k] % 2 == 0)
             assert list(row) == [v[r], warp.sum(), eights.sum(), r // 32 * 100 + r % 32,
                                  np.array(ballot, np.uint32).view(np.int32)], (b, r)
+
+
+def test_divergent_branches_votes_and_matches(synced: H.HostModule) -> None:
+    out = np.zeros((64, 6), np.uint32)
+    assert synced.launch("divergence", (1,), (64,), [out]) == (0, "")
+    even = sum(1 << k for k in range(0, 32, 2))
+    for t in range(64):
+        lane = t % 32
+        branch = [16, lane // 2, even] if lane % 2 == 0 else [0, 0, 0]
+        assert list(out[t]) == [*branch, 11, 0xF << (lane // 4 * 4), 1], t
 
 
 def test_fault_in_a_fiber_stops_the_grid(synced: H.HostModule) -> None:
@@ -511,7 +539,7 @@ def test_jit_array_index_out_of_bounds_is_fault_1(tmp_path: Path) -> None:
 def test_scan_finds_plain_kernels_and_sync() -> None:
     scan = scan_host_source(SYNC, "synced")
     assert scan.kernels == ("block_sum", "warp_sum", "votes", "reverse_blocks", "early_return", "transpose_tile",
-                            "groups", "read_past_end_synced")
+                            "groups", "divergence", "read_past_end_synced")
     assert scan.uses_sync
     source = """
     template <typename T> __global__ void templated(T* x) { __syncthreads(); }
