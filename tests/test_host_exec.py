@@ -420,6 +420,18 @@ def test_ucontext_fallback_runs_the_same_fibers(tmp_path: Path) -> None:
 INTRINSICS = r"""
 #include <cuda_runtime.h>
 #include <cstdio>
+struct pair { double a, b; };
+// every thread adds 1 to both halves of a 16-byte pair through a CAS loop, and swaps itself into `last`
+extern "C" __global__ void wide_atomics(pair* p, pair* last) {
+  pair seen = *p;
+  for (;;) {
+    const pair next = {seen.a + 1, seen.b + 1};
+    const pair old = atomicCAS(p, seen, next);
+    if (old.a == seen.a && old.b == seen.b) break;
+    seen = old;
+  }
+  atomicExch(last, pair{double(threadIdx.x), -double(threadIdx.x)});
+}
 extern "C" __global__ void intrinsics(const int* x, long long* out, unsigned short* flag, double* total) {
   const long long start = clock64();
   __nanosleep(10);
@@ -443,6 +455,10 @@ def test_timing_fences_loads_and_scoped_atomics(tmp_path: Path) -> None:
     assert module.launch("intrinsics", (1,), (8,), [x, out, flag, total]) == (0, "")
     np.testing.assert_array_equal(out, x + 11000)
     assert flag[0] == 7 and total[0] == 4.0
+    p = np.zeros(2)
+    last = np.zeros(2)
+    assert module.launch("wide_atomics", (8,), (64,), [p, last], threads=2) == (0, "")
+    assert list(p) == [512, 512] and last[0] == -last[1] and 0 <= last[0] < 64
 
 
 def test_grid_group_stops_the_host_compile(tmp_path: Path) -> None:
