@@ -86,18 +86,28 @@ extern "C" __global__ void traps(int at) {
 }
 
 extern "C" __global__ void throws_exception() { throw 42; }
+
+// a host loop kernel (kspec's host templates): no grid; a fault names the element it was working on
+kspec_host::loop_kernel loop_past_end(const int* x, int n) {
+  for (long long i = 0; i <= n; ++i) {
+    kspec_host::current_element() = i;
+    if (i >= n) kspec_host::fault_index(i, n);
+  }
+  return {};
+}
 """
 
 
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory: pytest.TempPathFactory) -> H.HostModule:
-    return _build(tmp_path_factory.mktemp("plain"), PLAIN, "plain")
+    kernels = [*scan_host_source(PLAIN, "plain").kernels, "loop_past_end"]
+    return _build(tmp_path_factory.mktemp("plain"), PLAIN, "plain", expressions=kernels)
 
 
 def test_plain_module_runs_threads_in_turn(plain: H.HostModule) -> None:
     assert scan_host_source(PLAIN, "plain").uses_sync is False
     assert plain.entries() == ["grid_copy", "coordinates", "atomics", "read_past_end", "failing_assert", "traps",
-                               "throws_exception"]
+                               "throws_exception", "loop_past_end"]
 
 
 def test_grid_stride_copy_and_its_time(plain: H.HostModule) -> None:
@@ -155,6 +165,12 @@ def test_out_of_bounds_index_is_fault_1_naming_kernel_block_thread(plain: H.Host
     # reported once, even with several workers that may each fault
     code, message = plain.launch("read_past_end", (4,), (4,), [x, y, np.int32(0)], threads=2)
     assert code == 1 and message.count("out of bounds") == 1
+
+
+def test_fault_in_a_loop_kernel_names_the_element(plain: H.HostModule) -> None:
+    x = np.zeros(3, np.int32)
+    assert plain.launch("loop_past_end", (1,), (1,), [x, np.int32(3)]) == (
+        1, "kernel 'loop_past_end': index 3 is out of bounds for size 3 (element 3)")
 
 
 def test_failing_assert_and_trap_are_fault_2(plain: H.HostModule) -> None:
