@@ -87,6 +87,11 @@ extern "C" __global__ void traps(int at) {
 
 extern "C" __global__ void throws_exception() { throw 42; }
 
+extern "C" __global__ void fault_in_first_block(unsigned long long* blocks_run) {
+  atomicAdd(blocks_run, 1ULL);
+  if (blockIdx.x == 0) __trap();
+}
+
 // a host loop kernel (kspec's host templates): no grid; a fault names the element it was working on
 kspec_host::loop_kernel loop_past_end(const int* x, int n) {
   for (long long i = 0; i <= n; ++i) {
@@ -107,7 +112,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> H.HostModule:
 def test_plain_module_runs_threads_in_turn(plain: H.HostModule) -> None:
     assert scan_host_source(PLAIN, "plain").uses_sync is False
     assert plain.entries() == ["grid_copy", "coordinates", "atomics", "read_past_end", "failing_assert", "traps",
-                               "throws_exception", "loop_past_end"]
+                               "throws_exception", "fault_in_first_block", "loop_past_end"]
 
 
 def test_grid_stride_copy_and_its_time(plain: H.HostModule) -> None:
@@ -183,6 +188,14 @@ def test_failing_assert_and_trap_are_fault_2(plain: H.HostModule) -> None:
     np.testing.assert_array_equal(y, np.arange(8))
     assert plain.launch("traps", (1,), (8,), [np.int32(3)]) == (
         2, "kernel 'traps': __trap() was called (block (0, 0, 0), thread (3, 0, 0))")
+
+
+def test_a_fault_stops_the_other_workers(plain: H.HostModule) -> None:
+    blocks_run = np.zeros(1, np.uint64)
+    blocks = 200_000
+    code, message = plain.launch("fault_in_first_block", (blocks,), (1,), [blocks_run], threads=2)
+    assert code == 2 and message.startswith("kernel 'fault_in_first_block': __trap() was called (block (0, 0, 0)")
+    assert 1 <= blocks_run[0] < blocks
 
 
 def test_other_cxx_exception_is_fault_4(plain: H.HostModule) -> None:
@@ -292,6 +305,8 @@ extern "C" __global__ void groups(const int* x, int* out) {
   row[2] = cg::reduce(cg::tiled_partition<8>(block), v, cg::plus<int>());
   row[3] = warp.meta_group_rank() * 100 + warp.thread_rank();
   row[4] = warp.ballot(v % 2 == 0);
+  cg::thread_group as_group = block;
+  cg::sync(as_group);
 }
 
 // per thread: in a branch of even lanes, the coalesced group's size, rank and mask; then
