@@ -205,8 +205,10 @@ struct stack {
   std::size_t size = 0;
 };
 
+constexpr std::size_t stack_guard = 64 * 1024;  // a multiple of every page size
+
 inline stack map_stack() {
-  constexpr std::size_t guard = 64 * 1024;  // a multiple of every page size
+  constexpr std::size_t guard = stack_guard;
   constexpr std::size_t size = (KSPEC_HOST_FIBER_STACK + guard - 1) / guard * guard;
   void* memory = mmap(nullptr, size + guard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (memory == MAP_FAILED) throw std::bad_alloc();
@@ -225,6 +227,10 @@ struct stack_pool {
     std::vector<stack> set = std::move(free_sets.back());
     free_sets.pop_back();
     return set;
+  }
+  ~stack_pool() {  // the module is unloaded: no fiber runs any more
+    for (std::vector<stack>& set : free_sets)
+      for (stack& s : set) munmap(s.base - stack_guard, s.size + stack_guard);
   }
   void give(std::vector<stack>&& set) {
     if (set.empty()) return;
