@@ -51,7 +51,7 @@ def fault_index_stand_in() -> str:
     text = RUNTIME_H.read_text() if RUNTIME_H.exists() else ""
     if "fault_index" in text:
         return ""
-    return "namespace kspec_host { void fault_index(long long, long long) { throw 1; } }\n"
+    return "namespace kspec_host { [[noreturn]] void fault_index(long long, long long) { throw 1; } }\n"
 
 
 def command(source: Path, output: Path, extra: tuple[str, ...] = ()) -> list[str]:
