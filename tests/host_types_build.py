@@ -42,7 +42,9 @@ def runtime_stand_in() -> str:
         "struct kspec_test_dim3 { unsigned x, y, z; };\n"
         "extern kspec_test_dim3 threadIdx, blockIdx, blockDim, gridDim;\n"
         "void __syncthreads();\n"
+        "void __syncwarp(unsigned = 0xffffffffu);\n"
         "int __shfl_xor_sync(unsigned, int, int, int = 32);\n"
+        "#define __shared__ static\n"
     )
 
 

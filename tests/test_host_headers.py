@@ -11,6 +11,9 @@ import math
 import numpy as np
 import pytest
 
+from kspec.render import render, specialize
+
+import render_cases as rc
 from host_types_build import compile_source, fault_index_stand_in, load, requires_host_cxx, runtime_stand_in
 
 pytestmark = requires_host_cxx
@@ -34,6 +37,18 @@ def test_each_kspec_header_compiles_alone(tmp_path) -> None:
     for header in [*HEADERS, "kspec/cucomplex_compat.cuh"]:
         # kspec/types.cuh comes first in every rendered kernel: it includes the type headers the others use
         compile_source(NEEDS + runtime_stand_in() + includes(["kspec/types.cuh", header]), tmp_path, ("-fsyntax-only",))
+
+
+RENDERED = [(rc.AXPY, {"T": "float16"}), (rc.AXPY, {"T": "bfloat16"}), (rc.AXPY, {"T": "complex64"}),
+            (rc.L2NORM_HALF, {}), (rc.L2NORM, {"T": "complex128"}), (rc.REVERSE, {"T": "float64"})]
+
+
+@pytest.mark.parametrize(("spec", "types"), RENDERED, ids=lambda v: getattr(v, "name", None) or "-".join(v.values()))
+def test_rendered_device_kernels_compile_on_the_host(tmp_path, spec, types) -> None:
+    # kspec's CUDA templates for half, bfloat16 and complex types, syntax only: the host types and headers
+    # must accept everything the renderer emits for them.
+    module = render(specialize(spec, types))
+    compile_source(runtime_stand_in() + module.source, tmp_path, ("-fsyntax-only",))
 
 
 UFUNCS = NEEDS + r"""
