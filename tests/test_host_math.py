@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from host_types_build import load, requires_host_cxx
-from test_host_types import F32, F64, RD, RN, RU, RZ, ptr, round_exact
+from exact_rounding import F32, F64, RD, RN, RU, RZ, round_exact
 
 pytestmark = requires_host_cxx
 
@@ -264,7 +264,7 @@ def test_integer_intrinsics(lib: ctypes.CDLL) -> None:
         a32, b32 = a & m32, b & m32
         sa, sb = signed(a32, 32), signed(b32, 32)
 
-        def call(op: int, c: int = c) -> int:
+        def call(op: int, c: int = c, a: int = a, b: int = b) -> int:
             return int(lib.intrinsic(op, a, b, c))
         assert call(0) == bin(a32).count("1")
         assert call(1) == bin(a).count("1")
