@@ -5,7 +5,8 @@ Every dtype of kspec's table; kspec arrays (both devices), CuPy arrays and PyTor
 views (transposes, slices, negative strides) as inputs and outputs, 0-d arrays, scalars, sizes around powers of
 two; raw arguments, ``size=``; several outputs, return_tuple, no_return, _non_const, preamble,
 loop_prep/after_loop, options, block_size, zero-size calls, reduce_dims=False and pickling. GPU only (marked
-``gpu``): streams, mixed array libraries, PyTorch tensors, a launch over more than 2**31 elements.
+``gpu``): streams, mixed array libraries, PyTorch tensors, a launch over more than 2**31 elements. CPU device
+only: a raw argument indexed out of bounds raises ``kspec.KernelIndexError``.
 """
 
 from __future__ import annotations
@@ -862,6 +863,34 @@ def test_more_than_2_to_the_31_elements(cp):
     finally:
         x = y = z = z2 = None  # noqa: F841
         pool.free_all_blocks()
+
+
+# -- the CPU device: out-of-bounds raw indexing is an error (a GPU would read or write past the array) ---------
+
+
+@pytest.mark.parametrize("body, index", [("z = x + y[i + 3]", 10), ("z = x + y[i - 1]", -1)], ids=["past-end", "negative"])
+def test_raw_index_out_of_bounds_raises_on_the_cpu_device(on_cpu_device, body, index):
+    k = ew("T x, raw T y", "T z", body, "oob_read")
+    x, y = np.arange(10, dtype=np.float64), np.arange(10, dtype=np.float64)
+    with pytest.raises(kspec.KernelIndexError, match=rf"oob_read.*index {index}\b.*size 10") as info:
+        k(x, y)
+    assert isinstance(info.value, IndexError)
+
+
+def test_the_cpu_device_runs_on_after_an_index_fault(on_cpu_device):
+    k = ew("T x, raw T y", "T z", "z = x + y[i + 3]", "oob_then_ok")
+    x, y = np.arange(10, dtype=np.float64), np.arange(10, dtype=np.float64) * 10
+    with pytest.raises(kspec.KernelIndexError):
+        k(x, y)
+    np.testing.assert_array_equal(k(x[:7], y), x[:7] + y[3:])  # every index in bounds
+
+
+def test_raw_write_out_of_bounds_raises_on_the_cpu_device(on_cpu_device):
+    k = ew("T x", "raw T y", "y[2 * i] = x", "oob_write")
+    y = np.zeros(10, np.int32)
+    with pytest.raises(kspec.KernelIndexError, match=r"oob_write.*index 1[0-8]\b.*size 10"):
+        k(np.arange(10, dtype=np.int32), y)
+    assert not y[1::2].any()  # nothing landed off the even slots
 
 
 # -- pickling ------------------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ long rows; axis=0 of C-contiguous matrices; full reductions up to 10**7 elements
 several inputs broadcast together; raw inputs over leading axes; reductions without identity; the
 two-output argmax of the spec library; float16 with float32 accumulation, complex and integer sums; kspec
 arrays (both devices), CuPy arrays and PyTorch tensors (GPU); zero-size inputs. GPU only (marked ``gpu``):
-CuPy streams, PyTorch tensors.
+CuPy streams, PyTorch tensors. CPU device only: a raw input indexed out of bounds raises
+``kspec.KernelIndexError``.
 """
 
 from __future__ import annotations
@@ -351,6 +352,15 @@ def test_raw_input_with_trailing_axes_is_not_implemented(xp):
     x, w = xp.ones((4, 5), np.float64), xp.ones(5, np.float64)
     with pytest.raises(NotImplementedError):
         _raw_weighted()(x, w, axis=1)
+
+
+def test_raw_input_out_of_bounds_raises_on_the_cpu_device(on_cpu_device):
+    # a GPU would read past w; the CPU device names the kernel and the index
+    k = rk("T x, raw T w", "T y", "x * w[_J + 1]", "a + b", "y = a", "0", "raw_weighted_past_end")
+    x = np.ones((4, 5))
+    with pytest.raises(kspec.KernelIndexError, match=r"raw_weighted_past_end.*index 4\b.*size 4"):
+        k(x, np.ones(4), axis=0)
+    check(k(x, np.arange(5.0), axis=0), np.full(5, 1.0 + 2 + 3 + 4), 1e-12)  # in bounds: it runs on
 
 
 # -- no identity -----------------------------------------------------------------------------------------------
