@@ -36,7 +36,7 @@ HOST_CXX_ENV = "KSPEC_HOST_CXX"
 _SYSTEM_COMPILERS = ("c++", "g++", "clang++")
 # -O2 and the host's vector units (the cache key names the CPU); no -ffast-math: results must match the GPU's
 # IEEE arithmetic within rounding. -fno-math-errno only lets sqrt & co. vectorise (kernels never read errno).
-_FLAGS = ("-O2", "-march=native", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-math-errno", "-pthread",
+_FLAGS = ("-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-math-errno", "-pthread",
           "-DKSPEC_HOST=1", "-w")  # fmt: skip
 _KEPT_OPTION = re.compile(r"-[DUI]")  # user options that mean the same to a host compiler
 
@@ -104,12 +104,27 @@ def host_cpu() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+HOST_MARCH_ENV = "KSPEC_HOST_MARCH"
+
+
+def host_march() -> str:
+    """``-march`` of host builds: ``KSPEC_HOST_MARCH``, else ``native`` (this machine's vector units; the
+    cache key names the CPU). ``kspec build --arch host`` sets :func:`portable_host_march` instead, so that
+    prebuilt modules run on any machine of the architecture."""
+    return os.environ.get(HOST_MARCH_ENV, "").strip() or "native"
+
+
+def portable_host_march() -> str:
+    """What every CPU of this machine's architecture runs: x86-64-v2 (SSE4.2, 2009 on), armv8-a."""
+    return {"x86_64": "x86-64-v2", "AMD64": "x86-64-v2", "aarch64": "armv8-a", "arm64": "armv8-a"}.get(platform.machine(), "native")
+
+
 def host_args(options: CompileOptions) -> tuple[list[str], list[str]]:
     """(the host compiler's arguments without input/output, the user options ignored on the host)."""
     root = templates_dir()
     std = options.effective_std
     number = int(std[3:]) if std[3:].isdigit() else 17
-    args = [f"-std=c++{max(number, 17)}", *_FLAGS]  # kspec's host headers need C++17 (if constexpr, inline vars)
+    args = [f"-std=c++{max(number, 17)}", f"-march={host_march()}", *_FLAGS]  # kspec's host headers need C++17
     args += [f"-D{define}" for define in options.defines]
     ignored = []
     extra = list(options.extra)
