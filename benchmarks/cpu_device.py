@@ -90,8 +90,8 @@ def main() -> None:
         rows.append(("elementwise (x-y)^2, 1e7 float32, out given", median_ms(lambda k: SQDIFF(xs[k], ys[k], out), sets, repeat), numpy_ms, "(x-y)**2"))
         for shape in ((10**4, 10**3), (10**3, 10**4)):
             ms = [rng.random(shape, dtype=np.float32) for _ in range(sets)]
-            rows.append((f"row sum {shape[0]}x{shape[1]} float32", median_ms(lambda k: ROWSUM(ms[k], axis=1), sets, repeat),
-                         median_ms(lambda k: ms[k].sum(axis=1), sets, repeat), "x.sum(axis=1)"))  # fmt: skip
+            rows.append((f"row sum {shape[0]}x{shape[1]} float32", median_ms(lambda k, ms=ms: ROWSUM(ms[k], axis=1), sets, repeat),
+                         median_ms(lambda k, ms=ms: ms[k].sum(axis=1), sets, repeat), "x.sum(axis=1)"))  # fmt: skip
         m = 10**6
         cx = [rng.random(m, dtype=np.float32) for _ in range(sets)]
         cy = np.empty(m, np.float32)

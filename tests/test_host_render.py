@@ -6,6 +6,7 @@ arrays standing in for device arrays (tests/host_loops_support.py). Results are 
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -55,6 +56,35 @@ def test_host_module_has_the_gpu_modules_entries_and_abi():
     assert host.source != gpu.source and "kspec_host::loop_kernel ew_abi__contig" in host.source
     # the same placeholder typedefs and headers open both sources
     assert "typedef float T;" in host.source and "#include <kspec/indexer.cuh>" in host.source
+
+
+def _signatures(source: str, name: str) -> dict[str, str]:
+    """Each entry's parameter list in ``source`` (qualifiers that mean nothing on the host dropped)."""
+    found = {}
+    for match in re.finditer(rf"\b{name}__(\w+)\(", source):
+        depth, end = 1, match.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(source[end], 0)
+            end += 1
+        params = source[match.end(): end - 1].replace("__grid_constant__ ", "")
+        found[match.group(1)] = " ".join(params.split())
+    return found
+
+
+@pytest.mark.parametrize("kind", ["elementwise", "reduction"])
+def test_host_entries_take_the_gpu_entries_parameters(kind):
+    """Same parameter lists, entry for entry, for every kind of operand (arrays, scalars, raw, outputs)."""
+    if kind == "elementwise":
+        k = kspec.ElementwiseKernel("T x, raw T y, T s, int8 t", "T z, float64 w", "z = x + y[i] * s; w = t", "sig_ew")
+        spec = k.specialization(np.zeros((40, 40), np.float32), np.zeros(3, np.float32), np.float32(2), np.zeros(3, np.int8))
+    else:
+        k = kspec.ReductionKernel("T x, T s, raw T v", "T y, int32 n", "x * s + v[_J]", "a + b", "y = a; n = 1", "0", "sig_red")
+        spec = k.specialization(np.zeros(3, np.float64), 1.0, np.zeros(3, np.float64))
+    gpu, host = _signatures(render(spec).source, spec.name), _signatures(render_host(spec).source, spec.name)
+    entries = {variant.entry for variant in render(spec).variants}
+    assert set(host) == set(gpu) >= entries
+    for entry in entries:
+        assert host[entry] == gpu[entry], entry
 
 
 # -- elementwise ---------------------------------------------------------------------------------------
@@ -112,6 +142,17 @@ def test_runtime_rank_loop():
     z, entry = run_elementwise(SQD, x, y)
     assert entry == "strided"
     np.testing.assert_array_equal(z, (x - y) * (x - y))
+
+
+def test_64_bit_index_entries(monkeypatch):
+    """The int64 entries (loops past 2**31 on the GPU), reached by lowering the planner's 32-bit limit."""
+    import kspec.kernels._plan as plan_module
+
+    monkeypatch.setattr(plan_module, "INT32_LIMIT", 1000)
+    x, y = _rand((40, 1, 30), "float64"), _rand((1, 25, 30), "float64")
+    z, entry = run_elementwise(SQD, x, y)
+    assert entry == "strided"
+    np.testing.assert_array_equal(z, (x - y) ** 2)
 
 
 def test_raw_parameter_and_index_from_spec():
@@ -250,11 +291,13 @@ def test_empty_reductions():
 
 
 def test_threads_do_not_change_results():
+    """Each output (or partial) is reduced by one worker in a fixed order: float sums are bit for bit the same
+    for any number of threads."""
     x = _rand((123, 4567), "float64")
     for axis in (None, 0, 1):
-        one, _ = run_reduction(MAX, x, axis=axis, threads=1)
-        four, _ = run_reduction(MAX, x, axis=axis, threads=4)
-        np.testing.assert_array_equal(one, four)
+        one, _ = run_reduction(SUM, x, axis=axis, threads=1)
+        for threads in (2, 3, 4):
+            np.testing.assert_array_equal(run_reduction(SUM, x, axis=axis, threads=threads)[0], one)
 
 
 # -- timings (printed, never asserted) -------------------------------------------------------------------
@@ -274,12 +317,18 @@ def test_print_timings_against_numpy():
     rows = []
     x, y = _rand((10**7,), "float32"), _rand((10**7,), "float32")
     z = np.empty_like(x)
-    rows.append(("(x-y)^2, 1e7 float32", _best(lambda: run_elementwise(SQD, x, y, z)), _best(lambda: (x - y) ** 2)))
+    host_ew = _best(lambda: run_elementwise(SQD, x, y, z))
+    rows.append(("(x-y)^2, 1e7 float32", host_ew, _best(lambda: (x - y) ** 2)))
+    rows.append(("  the same vs NumPy with out=", host_ew,
+                 _best(lambda: np.square(np.subtract(x, y, out=z), out=z))))
+    m, v = _rand((10**4, 10**3), "float32"), _rand((10**3,), "float32")
+    mz = np.empty_like(m)
+    rows.append(("(m-v)^2 broadcast (1e4, 1e3)", _best(lambda: run_elementwise(SQD, m, v, mz)), _best(lambda: (m - v) ** 2)))
     for shape in ((10**4, 10**3), (1000, 10**4)):
         a = _rand(shape, "float32")
         out = np.empty(shape[0], np.float32)
-        rows.append((f"sum axis=1 {shape} float32", _best(lambda: run_reduction(SUM, a, out, axis=1)),
-                     _best(lambda: a.sum(axis=1))))
+        rows.append((f"sum axis=1 {shape} float32", _best(lambda a=a, out=out: run_reduction(SUM, a, out, axis=1)),
+                     _best(lambda a=a: a.sum(axis=1))))
     a = _rand((10**4, 10**3), "float32")
     rows.append(("sum axis=0 (1e4, 1e3) float32", _best(lambda: run_reduction(SUM, a, axis=0)), _best(lambda: a.sum(axis=0))))
     b = _rand((10**7,), "float32")
@@ -287,3 +336,46 @@ def test_print_timings_against_numpy():
     print("\nhost loops vs NumPy (2 threads; host times include planning and framing in Python)")
     for what, host, ref in rows:
         print(f"  {what:34s} host {host * 1e3:8.2f} ms   numpy {ref * 1e3:8.2f} ms   ratio {host / ref:5.2f}")
+
+
+# -- types from helper TYPES' host headers (skipped until they are in the tree) ---------------------------
+
+INCLUDE_HOST = ROOT / "templates" / "include_host"
+
+
+def _missing(header: str) -> bool:
+    return not (INCLUDE_HOST / header).exists()
+
+
+@pytest.mark.skipif(_missing("cuda_fp16.h"), reason="the host cuda_fp16.h (helper TYPES) is not in this tree")
+def test_float16_kernels():
+    sqd = _spec_kernel("elementwise.toml", "squared_diff_generic")
+    x, y = _rand((3000,), "float16"), _rand((3000,), "float16")
+    z, _ = run_elementwise(sqd, x, y)
+    np.testing.assert_allclose(z.astype(np.float32), ((x - y) * (x - y)).astype(np.float32), rtol=2e-3, atol=2e-3)
+    sos = _spec_kernel("reduction.toml", "sum_of_squares")
+    a = _rand((20, 500), "float16")
+    got, _ = run_reduction(sos, a, np.zeros(20, np.float32), axis=1)
+    np.testing.assert_allclose(got, (a.astype(np.float32) ** 2).sum(axis=1), rtol=1e-4)
+
+
+@pytest.mark.skipif(_missing("cuda/std/complex"), reason="the host cuda/std/complex (helper TYPES) is not in this tree")
+def test_complex_kernels():
+    mag = _spec_kernel("elementwise.toml", "abs_squared")
+    z = (_rand((1000,), "float64") + 1j * _rand((1000,), "float64")).astype(np.complex128)
+    got, _ = run_elementwise(mag, z)
+    _close(got, np.abs(z) ** 2)
+    csum = kspec.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "host_csum")
+    c = (_rand((30, 400), "float64") + 1j * _rand((30, 400), "float64")).astype(np.complex64)
+    for axis in (None, 0, 1):
+        got, _ = run_reduction(csum, c, axis=axis)
+        np.testing.assert_allclose(got, c.sum(axis=axis), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.skipif("max(" not in (INCLUDE_HOST / "kspec_host" / "math.h").read_text(),
+                    reason="CUDA's min/max on the host (helper TYPES' kspec_host/math.h) are not in this tree")
+def test_spec_kernel_using_cuda_min_max():
+    k = _spec_kernel("elementwise.toml", "clipped_relu")
+    x = _rand((4000,), "float64")
+    y, _ = run_elementwise(k, x, 0.5)
+    np.testing.assert_array_equal(y, np.minimum(np.maximum(x, 0.0), 0.5))

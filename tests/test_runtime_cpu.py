@@ -130,8 +130,9 @@ def test_stream_handles_of_every_spelling():
 def test_devices_are_singletons_and_validated_without_a_driver():
     assert kspec.Device(0) is kspec.Device(0)
     assert int(kspec.Device(3)) == 3
-    with pytest.raises(ValueError):
-        kspec.Device(-1)
+    with pytest.raises(ValueError, match="-1, the CPU device"):
+        kspec.Device(-2)
+    assert kspec.Device(-1).arch == "host"  # the CPU device's ordinal, as torch's get_device() says for host tensors
     with pytest.raises(TypeError):
         kspec.Device("0")
 

@@ -24,7 +24,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         f"Default archs: {','.join(DEFAULT_ARCHS)} (those the installed NVRTC supports).",
     )
     add_spec_paths(p)
-    p.add_argument("--arch", default=None, help="comma-separated targets, e.g. sm_80,sm_90 (compute_XX for PTX)")
+    p.add_argument("--arch", default=None, help="comma-separated targets, e.g. sm_80,sm_90 (compute_XX for PTX; host for the CPU device)")
     p.add_argument("-o", "--output", default=None, metavar="DIR", help="write binaries and manifest.json here")
     p.add_argument("-j", "--jobs", type=int, default=None, help="parallel compiles (default: CPU count)")
     p.add_argument(
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         archs = parse_archs(args.arch, note=None if args.quiet else note)
         plan = plan_build(library.values(), archs)
         if plan.units:
-            _check_nvrtc()
+            _check_compilers(archs)
         if args.output:  # every -o problem before the first compile, not after the last
             check_output_dir(args.output, plan.units)
     except KspecError as exc:
@@ -90,12 +90,16 @@ def run(args: argparse.Namespace) -> int:
         return _build(args, plan, archs)
 
 
-def _check_nvrtc() -> None:
-    """NvrtcNotFoundError before the first compile: without it every module would fail with the same error
-    (once per module) and ``-o`` would get an empty manifest. Said once, nothing written."""
-    from ..compiler import nvrtc_version
+def _check_compilers(archs: list[str]) -> None:
+    """NvrtcNotFoundError (or HostCompilerNotFoundError for ``--arch host``) before the first compile:
+    without it every module would fail with the same error (once per module) and ``-o`` would get an empty
+    manifest. Said once, nothing written."""
+    from ..compiler import HOST_ARCH, host_compiler, nvrtc_version
 
-    nvrtc_version()  # loads NVRTC; the cache key of every module needs its version anyway
+    if any(arch != HOST_ARCH for arch in archs):
+        nvrtc_version()  # loads NVRTC; the cache key of every module needs its version anyway
+    if HOST_ARCH in archs:
+        host_compiler()
 
 
 def _build(args: argparse.Namespace, plan: Any, archs: list[str]) -> int:

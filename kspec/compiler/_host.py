@@ -65,10 +65,10 @@ def host_compiler() -> HostCompiler:
         looked.append(name)
         if path is not None:
             return HostCompiler((path,), _identity(path, ()))
-    if importlib.util.find_spec("ziglang") is not None:
-        import ziglang  # type: ignore[import-not-found]  # the optional "cpu" extra
+    if importlib.util.find_spec("ziglang") is not None:  # the optional "cpu" extra
+        from importlib import metadata
 
-        return HostCompiler((sys.executable, "-m", "ziglang", "c++"), f"ziglang {getattr(ziglang, '__version__', '?')}")
+        return HostCompiler((sys.executable, "-m", "ziglang", "c++"), f"ziglang {metadata.version('ziglang')}")
     raise HostCompilerNotFoundError(
         "the CPU device compiles kernels with a host C++ compiler and found none: looked for "
         f"{HOST_CXX_ENV}, {', '.join(looked)} on PATH and the ziglang package; install g++ or clang++, or "

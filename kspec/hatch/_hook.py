@@ -48,7 +48,7 @@ from ..build import (
     write_output,
 )
 from ..codegen import Generation, generate, sync_files
-from ..compiler import arch_number, check_arch, compile_timeout, default_archs, supported_archs
+from ..compiler import HOST_ARCH, arch_number, check_arch, compile_timeout, default_archs, supported_archs
 from ..spec import RawSpec, spec_files
 
 OPTION = "tool.hatch.build.hooks.kspec"
@@ -171,13 +171,14 @@ class HookOptions:
         else:
             archs = list(self.archs)
             for i, arch in enumerate(archs):
-                if arch_number(arch) not in numbers:
+                if arch != HOST_ARCH and arch_number(arch) not in numbers:  # "host": the CPU device's modules
                     raise _error(
                         f"archs[{i}]",
                         f"{arch!r} is not a target of the installed NVRTC (it supports {', '.join(supported)})",
                     )
-        if self.ptx:
-            ptx = f"compute_{max(arch_number(a) for a in archs)}"
+        gpu_archs = [a for a in archs if a != HOST_ARCH]
+        if self.ptx and gpu_archs:
+            ptx = f"compute_{max(arch_number(a) for a in gpu_archs)}"
             if ptx not in archs:
                 archs.append(ptx)
         return archs

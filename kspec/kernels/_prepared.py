@@ -117,6 +117,8 @@ def pointer_of(obj: Any) -> int:
         return int(obj.data.ptr)
     if kind == TORCH:
         return int(obj.data_ptr())
+    if kind == HOST:  # a NumPy output on the CPU device
+        return int(obj.ctypes.data)
     return int(obj._ptr)  # DeviceArray's slot: per call, for each output (allow-listed in tests/test_layers.py)
 
 

@@ -73,7 +73,7 @@ def _classify_arg(obj: object) -> _Arg | None:
     if _interop.is_texture_type(tp):  # a texture/surface object: its 64-bit handle, by value
         return _Arg("handle", "Q", 8, f"{tp.__module__}.{tp.__qualname__} (cudaTextureObject_t)")
     kind = _interop.kind_of_object(obj)
-    if _interop.accepts_kind(kind) and not issubclass(tp, np.generic):  # NumPy scalars look like host arrays
+    if kind is not None and _interop.accepts_kind(kind) and not issubclass(tp, np.generic):  # NumPy scalars look like host arrays
         return _Arg(kind, "Q", 8, f"{tp.__module__}.{tp.__qualname__} (pointer)")
     if issubclass(tp, np.generic):
         dt = np.dtype(tp)

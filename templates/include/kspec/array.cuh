@@ -4,6 +4,14 @@
 
 #include <kspec/indexer.cuh>
 
+#if defined(KSPEC_HOST)
+// The CPU device checks every RawView access; the host runtime (kspec_host/runtime.h) defines this and
+// reports the kernel, block, thread, index and size.
+namespace kspec_host {
+[[noreturn]] void fault_index(long long index, long long size);
+}
+#endif
+
 namespace kspec {
 
 // A `raw` parameter: CuPy's raw CArray, an array view that the kernel body indexes by hand.
@@ -26,6 +34,9 @@ struct RawView {
 
   // Element `i` in C order over the view's own shape (not the kernel's loop shape), strides honoured.
   __device__ __forceinline__ T& operator[](ptrdiff_t i) const {
+#if defined(KSPEC_HOST)
+    if (i < 0 || i >= size_) kspec_host::fault_index(i, size_);
+#endif
     if (c_contiguous_) return ptr_[i];
     ptrdiff_t offset = 0;
     for (int d = ndim_ - 1; d > 0; --d) {  // innermost axis first; axis 0 takes what is left
@@ -41,6 +52,13 @@ struct RawView {
   template <typename I, int N>
   __device__ __forceinline__ T& operator[](const I (&idx)[N]) const {
     ptrdiff_t offset = 0;
+#if defined(KSPEC_HOST)
+    if (N != ndim_) kspec_host::fault_index(N, ndim_);
+    for (int d = 0; d < N; ++d) {
+      const long long k = static_cast<long long>(idx[d]);
+      if (k < 0 || k >= shape_[d]) kspec_host::fault_index(k, shape_[d]);
+    }
+#endif
 #pragma unroll
     for (int d = 0; d < N; ++d) offset += static_cast<ptrdiff_t>(idx[d]) * strides_[d];
     return *at(ptr_, offset);

@@ -16,7 +16,7 @@
 
 #ifndef KSPEC_HOST_COLS
 // Most outputs a `cols` reduction tile accumulates together (their accumulators stay in the L1 cache).
-#define KSPEC_HOST_COLS 4096
+#define KSPEC_HOST_COLS 2048
 #endif
 
 namespace kspec_host {
