@@ -28,13 +28,21 @@ template <typename T, int N> struct array {
     long long shape[N > 0 ? N : 1];
     long long strides[N > 0 ? N : 1];
     __device__ T& operator[](long long i) const {
+#if defined(KSPEC_HOST)
+        if (i < 0 || i >= shape[0]) kspec_host::fault_index(i, shape[0]);  // the CPU device checks bounds
+#endif
         return *(T*)((const char*)data + i * strides[0]);  // C cast: T may be const
     }
     template <typename... I> __device__ T& operator()(I... index) const {
         static_assert(sizeof...(I) == N, "index with as many subscripts as the array has dimensions");
         const long long at[] = {0LL, static_cast<long long>(index)...};
         const char* p = (const char*)data;
-        for (int k = 0; k < N; ++k) p += at[k + 1] * strides[k];
+        for (int k = 0; k < N; ++k) {
+#if defined(KSPEC_HOST)
+            if (at[k + 1] < 0 || at[k + 1] >= shape[k]) kspec_host::fault_index(at[k + 1], shape[k]);
+#endif
+            p += at[k + 1] * strides[k];
+        }
         return *(T*)p;
     }
     __device__ long long size() const {
@@ -44,9 +52,13 @@ template <typename T, int N> struct array {
     }
 };
 __device__ inline unsigned int laneid() {
+#if defined(KSPEC_HOST)
+    return kspec_host::lane_id();  // the CPU device's warps: 32 consecutive linear thread ids
+#else
     unsigned int lane;
     asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
     return lane;
+#endif
 }
 // len(range(start, stop, step)) as Python computes it. The distance is taken in unsigned 64-bit arithmetic,
 // so it cannot overflow whatever the bounds; a zero step (Python's ValueError) gives no iteration.

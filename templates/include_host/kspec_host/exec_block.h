@@ -65,10 +65,27 @@ inline block*& current_block() {
   raise_fault(fault_unsupported, text);
 }
 
+// Leaves the running fiber (which waits or has returned) for the next runnable one of this round, or for
+// the scheduler at the end of the round: one switch per thread and barrier, not two.
+inline void switch_from(block& b, context& from) {
+  if (!b.failed) {
+    const unsigned n = static_cast<unsigned>(b.fibers.size());
+    for (unsigned i = b.current + 1; i < n; ++i) {
+      fiber& next = b.fibers[i];
+      if (next.state != runnable) continue;
+      b.current = i;
+      threadIdx = next.index;
+      switch_context(from, next.ctx);
+      return;
+    }
+  }
+  switch_context(from, b.scheduler);
+}
+
 inline void yield_to_scheduler(block& b) {
-  switch_context(b.fibers[b.current].ctx, b.scheduler);
-  const fiber& me = b.fibers[b.current];
-  threadIdx = me.index;
+  const unsigned me = b.current;
+  switch_from(b, b.fibers[me].ctx);
+  // resumed: whoever switched here set b.current and threadIdx to this fiber
 }
 
 inline void fiber_main(void* data) {
@@ -98,7 +115,7 @@ inline void fiber_main(void* data) {
   fiber& me = b.fibers[b.current];
   me.state = finished;
   --b.live;
-  switch_context(me.ctx, b.scheduler);
+  switch_from(b, me.ctx);
   __builtin_unreachable();
 }
 
@@ -149,7 +166,8 @@ inline void run_fibers(block& b) {
         f.index = uint3{x, y, z};
         f.state = runnable;
         f.predicate = 0;
-        make_context(f.ctx, b.stacks[t].base, b.stacks[t].size, &fiber_main, &b);
+        // stagger the stack tops so that the threads' top frames do not all fall in the same cache sets
+        make_context(f.ctx, b.stacks[t].base, b.stacks[t].size - (t % 61) * 64, &fiber_main, &b);
       }
   b.live = n;
   b.at_barrier = 0;
@@ -164,9 +182,10 @@ inline void run_fibers(block& b) {
       if (f.state != runnable) continue;
       b.current = i;
       threadIdx = f.index;
-      switch_context(b.scheduler, f.ctx);
-      if (b.failed) throw b.failure;
+      switch_context(b.scheduler, f.ctx);  // runs this round's runnable fibers, from i on
+      break;
     }
+    if (b.failed) throw b.failure;
     if (!b.live) return;
     if (!open_barriers(b)) return;
   }

@@ -64,7 +64,7 @@ inline F mul(F a, F b, round_mode mode) {
   const F p = opaque(a * b);
   if (mode == round_rn) return p;
   if (std::isinf(p)) return std::isfinite(a) && std::isfinite(b) ? overflowed(p, mode) : p;
-  const F err = std::fma(a, b, -p);  // exact unless the product is subnormal
+  const F err = std::fma(a, b, -p);  // exact unless the product is subnormal (double: off by an ulp there)
   return directed(p, (err > 0) - (err < 0), mode);
 }
 template <class F>
@@ -82,6 +82,22 @@ inline F sqrt_r(F a, round_mode mode) {
   const F r = std::fma(-s, s, a);
   return directed(s, (r > 0) - (r < 0), mode);
 }
+// float: the product is exact in double, and so is the remainder a - q * b, also for subnormal results.
+inline float mul(float a, float b, round_mode mode) {
+  const float p = opaque(a * b);
+  if (mode == round_rn) return p;
+  if (std::isinf(p)) return std::isfinite(a) && std::isfinite(b) ? overflowed(p, mode) : p;
+  const double err = static_cast<double>(a) * static_cast<double>(b) - static_cast<double>(p);
+  return directed(p, (err > 0) - (err < 0), mode);
+}
+inline float div(float a, float b, round_mode mode) {
+  const float q = opaque(a / b);
+  if (mode == round_rn || !std::isfinite(a) || !std::isfinite(b) || b == 0) return q;
+  if (std::isinf(q)) return overflowed(q, mode);
+  const double r = static_cast<double>(a) - static_cast<double>(q) * static_cast<double>(b);
+  return directed(q, ((r > 0) - (r < 0)) * ((b > 0) - (b < 0)), mode);
+}
+
 // Integer or double to a narrower float type: compare the nearest value with the exact one in long double
 // (64 significant bits on x86, enough for every 64-bit integer).
 template <class F, class X>

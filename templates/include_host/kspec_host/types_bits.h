@@ -134,6 +134,22 @@ inline unsigned short from_double(double d, round_mode mode = round_rn) {
   return round_directed<Format>(Format::from_float(double_to_float_odd(d)), d, mode);
 }
 
+// a * b + c rounded to odd in double, for operands whose product is exact in double (16-bit formats): a
+// later rounding to 16 bits then rounds the exact value once, even when c is far below a half-way product.
+inline double fma_odd(double a, double b, double c) {
+  const double p = a * b;  // exact
+  const double s = p + c;
+  if (!std::isfinite(s)) return s;
+  const double bb = s - p;
+  const double e = (p - (s - bb)) + (c - bb);  // two-sum: s + e == p + c exactly
+  unsigned long long u = bit_cast<unsigned long long>(s);
+  if (e != 0 && (u & 1ull) == 0ull) {
+    u = ((e > 0) == (s > 0)) ? u + 1ull : u - 1ull;
+    return bit_cast<double>(u);
+  }
+  return s;
+}
+
 // A 64-bit integer as a double rounded to odd (exact for |x| < 2**53).
 inline double ull_to_double_odd(unsigned long long m) {
   if (m < (1ull << 53)) return static_cast<double>(m);

@@ -134,10 +134,9 @@ __device__ __forceinline__ KH_T __hdiv(KH_T a, KH_T b) { return KH_FROM_F(KH_F(a
 __device__ __forceinline__ KH_T __hadd_rn(KH_T a, KH_T b) { return __hadd(a, b); }
 __device__ __forceinline__ KH_T __hsub_rn(KH_T a, KH_T b) { return __hsub(a, b); }
 __device__ __forceinline__ KH_T __hmul_rn(KH_T a, KH_T b) { return __hmul(a, b); }
-// a * b is exact in double and the sum rounds once there; a second rounding to 16 bits is then exact except
-// where the sum is far below the format's last place, which never lands on a half-way point.
+// One rounding of the exact a * b + c: the sum rounded to odd in double first (kspec_host::fma_odd).
 __device__ __forceinline__ KH_T __hfma(KH_T a, KH_T b, KH_T c) {
-  return KH_CAT(__double2, KH_N)(std::fma(static_cast<double>(KH_F(a)), static_cast<double>(KH_F(b)), static_cast<double>(KH_F(c))));
+  return KH_CAT(__double2, KH_N)(kspec_host::fma_odd(KH_F(a), KH_F(b), KH_F(c)));
 }
 __device__ __forceinline__ KH_T __hneg(KH_T a) { return KH_CAT(__ushort_as_, KH_N)(static_cast<unsigned short>(KH_CAT3(__, KH_N, _as_ushort)(a) ^ 0x8000u)); }
 __device__ __forceinline__ KH_T __habs(KH_T a) { return KH_CAT(__ushort_as_, KH_N)(static_cast<unsigned short>(KH_CAT3(__, KH_N, _as_ushort)(a) & 0x7fffu)); }
