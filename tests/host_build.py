@@ -45,14 +45,14 @@ def append_entries(source: str, expressions: Sequence[str], uses_sync: bool) -> 
     return "\n".join(parts)
 
 
-def compile_host(source: str, directory: Path, name: str = "module") -> Path:
+def compile_host(source: str, directory: Path, name: str = "module", extra_flags: Sequence[str] = ()) -> Path:
     """Compiles a whole host module (entries appended) into ``directory/name.so``; raises with the compiler's
     output on failure."""
     cpp, so = directory / f"{name}.cpp", directory / f"{name}.so"
     cpp.write_text(source)
     compiler = host_compiler()
     assert compiler, "no host C++ compiler"
-    command = [compiler, *HOST_FLAGS, "-I", str(REPO / "templates" / "include_host"), "-I",
+    command = [compiler, *HOST_FLAGS, *extra_flags, "-I", str(REPO / "templates" / "include_host"), "-I",
                str(REPO / "templates" / "include"), "-include", "kspec_host/cuda.h", str(cpp), "-o", str(so)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     if done.returncode:
@@ -69,14 +69,14 @@ class Fault(ctypes.Structure):
     _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 2048)]
 
 
-def jit_array(a: np.ndarray) -> ctypes.Structure:
-    """The bytes of kspec_jit::array<T, ndim> for ``a`` (data pointer, shape, strides in bytes)."""
-    n = max(a.ndim, 1)
-
-    class Array(ctypes.Structure):
-        _fields_ = [("data", ctypes.c_void_p), ("shape", ctypes.c_longlong * n), ("strides", ctypes.c_longlong * n)]
-
-    return Array(a.ctypes.data, (ctypes.c_longlong * n)(*(a.shape or (1,))), (ctypes.c_longlong * n)(*(a.strides or (0,))))
+def jit_arguments(*args: Any) -> list[Any]:
+    """A kspec.jit kernel's C++ arguments: an array becomes its data, then its shape, then its strides in bytes."""
+    out: list[Any] = []
+    for a in args:
+        out.append(a)
+        if isinstance(a, np.ndarray):
+            out += [np.int64(n) for n in a.shape] + [np.int64(s) for s in a.strides]
+    return out
 
 
 def _argument(value: Any) -> Any:
@@ -112,5 +112,6 @@ class HostModule:
         return code, fault.message.decode()
 
 
-def build(source: str, expressions: Sequence[str], uses_sync: bool, directory: Path, name: str = "module") -> HostModule:
-    return HostModule(compile_host(append_entries(source, expressions, uses_sync), directory, name))
+def build(source: str, expressions: Sequence[str], uses_sync: bool, directory: Path, name: str = "module",
+          extra_flags: Sequence[str] = ()) -> HostModule:
+    return HostModule(compile_host(append_entries(source, expressions, uses_sync), directory, name, extra_flags))

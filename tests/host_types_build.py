@@ -42,7 +42,9 @@ def runtime_stand_in() -> str:
         "struct kspec_test_dim3 { unsigned x, y, z; };\n"
         "extern kspec_test_dim3 threadIdx, blockIdx, blockDim, gridDim;\n"
         "void __syncthreads();\n"
+        "void __syncwarp(unsigned = 0xffffffffu);\n"
         "int __shfl_xor_sync(unsigned, int, int, int = 32);\n"
+        "#define __shared__ static\n"
     )
 
 
@@ -51,7 +53,7 @@ def fault_index_stand_in() -> str:
     text = RUNTIME_H.read_text() if RUNTIME_H.exists() else ""
     if "fault_index" in text:
         return ""
-    return "namespace kspec_host { void fault_index(long long, long long) { throw 1; } }\n"
+    return "namespace kspec_host { [[noreturn]] void fault_index(long long, long long) { throw 1; } }\n"
 
 
 def command(source: Path, output: Path, extra: tuple[str, ...] = ()) -> list[str]:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from host_types_build import load, requires_host_cxx
-from test_host_types import F32, F64, RD, RN, RU, RZ, ptr, round_exact
+from exact_rounding import F32, F64, RD, RN, RU, RZ, round_exact
 
 pytestmark = requires_host_cxx
 
@@ -176,19 +176,22 @@ def test_special_functions(lib: ctypes.CDLL) -> None:
     assert math.isinf(lib.special(6, 1.0)) and lib.special(6, -1.0) < 0 and math.isnan(lib.special(6, 1.5))
     for y in [1e-300, 1e-100, 1e-20, 1e-5, 0.01, 0.5, 1.0, 1.3, 1.99, 2.0 - 1e-12]:
         x = lib.special(8, y)
-        assert close(math.erfc(x), y, 1e-14), (y, x)
+        assert close(math.erfc(x), y, 4e-16 * max(1.0, 2 * x * x) * 8), (y, x)  # erfc amplifies x's error by 2x^2
         assert close(lib.special(9, y), lib.special(8, f32(y)), 3e-7) or y < 1e-38
     assert math.isinf(lib.special(8, 0.0)) and math.isnan(lib.special(8, -0.5)) and lib.special(8, 2.0) == -math.inf
     for x in [-8.0, -3.0, -1.0, 0.0, 0.5, 1.96, 4.0]:
-        assert close(lib.special(10, x), ND.cdf(x), 1e-15)
-        assert close(lib.special(11, x), ND.cdf(x), 1e-7)
+        want = 0.5 * math.erfc(-x / math.sqrt(2))  # NormalDist.cdf goes through erf and loses the far tail
+        assert close(want, ND.cdf(x), 1e-6) or x < -5
+        assert close(lib.special(10, x), want, 1e-15)
+        assert close(lib.special(11, x), want, 1e-7)
     for p in [1e-12, 0.001, 0.025, 0.3, 0.5, 0.8, 0.975, 0.999999]:
         assert close(lib.special(12, p), ND.inv_cdf(p), 1e-13), p
-        assert close(lib.special(13, p), ND.inv_cdf(p), 2e-6)
+        assert close(lib.special(13, p), ND.inv_cdf(f32(p)), 2e-6)
     for x in [-5.0, -1.0, 0.0, 0.5, 2.0, 10.0]:
         assert close(lib.special(14, x), math.exp(x * x) * math.erfc(x), 1e-13)
     for x in [30.0, 100.0, 1e5]:  # erfc underflows; erfcx ~ 1 / (x sqrt(pi)) (1 - 1/(2x^2))
-        assert close(lib.special(14, x), (1 - 1 / (2 * x * x) + 3 / (4 * x ** 4)) / (x * math.sqrt(math.pi)), 1e-9)
+        series = 1 - 1 / (2 * x * x) + 3 / (4 * x ** 4) - 15 / (8 * x ** 6)
+        assert close(lib.special(14, x), series / (x * math.sqrt(math.pi)), 1e-10)
     assert lib.special(17, -0.5) == 0.0 and lib.special(17, 2.0) == 1.0 and lib.special(17, math.nan) == 0.0
     assert lib.special(17, 0.25) == 0.25
     assert close(lib.special(20, 1.5), math.exp(1.5), 1e-7)
@@ -261,7 +264,7 @@ def test_integer_intrinsics(lib: ctypes.CDLL) -> None:
         a32, b32 = a & m32, b & m32
         sa, sb = signed(a32, 32), signed(b32, 32)
 
-        def call(op: int, c: int = c) -> int:
+        def call(op: int, c: int = c, a: int = a, b: int = b) -> int:
             return int(lib.intrinsic(op, a, b, c))
         assert call(0) == bin(a32).count("1")
         assert call(1) == bin(a).count("1")

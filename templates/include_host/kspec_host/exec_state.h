@@ -8,11 +8,14 @@
 #include <cstdint>
 #include <cstdio>
 
-#ifndef KSPEC_HOST_DIM3
-#define KSPEC_HOST_DIM3 1
+#ifndef KSPEC_HOST_UINT3  // kspec_host/vector_types.h defines it when it comes first (the prelude's order)
+#define KSPEC_HOST_UINT3 1
 struct uint3 {
   unsigned int x, y, z;
 };
+#endif
+#ifndef KSPEC_HOST_DIM3
+#define KSPEC_HOST_DIM3 1
 struct dim3 {
   unsigned int x, y, z;
   constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}

@@ -86,18 +86,5 @@ __device__ __forceinline__ unsigned int __urhadd(unsigned int x, unsigned int y)
   return static_cast<unsigned int>((static_cast<unsigned long long>(x) + y + 1) >> 1);
 }
 
-// ------------------------------------------------------------------------------------------------ loads
-#ifndef KSPEC_HOST_HAVE_LDG
-#define KSPEC_HOST_HAVE_LDG 1
-// The read-only and cache-hinted loads are plain loads on the host.
-template <class T> __device__ __forceinline__ T __ldg(const T* p) { return *p; }
-template <class T> __device__ __forceinline__ T __ldca(const T* p) { return *p; }
-template <class T> __device__ __forceinline__ T __ldcg(const T* p) { return *p; }
-template <class T> __device__ __forceinline__ T __ldcs(const T* p) { return *p; }
-template <class T> __device__ __forceinline__ T __ldlu(const T* p) { return *p; }
-template <class T> __device__ __forceinline__ T __ldcv(const T* p) { return *p; }
-template <class T> __device__ __forceinline__ void __stwb(T* p, T v) { *p = v; }
-template <class T> __device__ __forceinline__ void __stcg(T* p, T v) { *p = v; }
-template <class T> __device__ __forceinline__ void __stcs(T* p, T v) { *p = v; }
-template <class T> __device__ __forceinline__ void __stwt(T* p, T v) { *p = v; }
-#endif
+// The read-only and cache-hinted loads and stores (__ldg, __stcs...) are the execution model's
+// (kspec_host/exec_warp.h): plain memory accesses on the host.

@@ -1,7 +1,6 @@
 // kspec's CPU device: CUDA's built-in vector types (float2, int4, uchar4, double2...) with CUDA's sizes and
-// alignments, and their make_* functions. uint3 is defined here unless the execution model (EXEC's
-// runtime, which also owns dim3) defined KSPEC_HOST_DIM3 first and brings its own; KSPEC_HOST_UINT3 says
-// that this header defined it.
+// alignments, and their make_* functions. uint3 is defined once, by whichever of this header and the
+// execution model's (kspec_host/exec_state.h, which owns dim3) comes first: KSPEC_HOST_UINT3 says it exists.
 #pragma once
 
 struct alignas(1) char1 { signed char x; };
@@ -48,11 +47,11 @@ struct alignas(4) uint1 { unsigned int x; };
 __host__ __device__ inline uint1 make_uint1(unsigned int x) { uint1 v = {x}; return v; }
 struct alignas(8) uint2 { unsigned int x; unsigned int y; };
 __host__ __device__ inline uint2 make_uint2(unsigned int x, unsigned int y) { uint2 v = {x, y}; return v; }
-#ifndef KSPEC_HOST_DIM3
+#ifndef KSPEC_HOST_UINT3
 #define KSPEC_HOST_UINT3 1
 struct uint3 { unsigned int x; unsigned int y; unsigned int z; };
-__host__ __device__ inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z) { uint3 v = {x, y, z}; return v; }
 #endif
+__host__ __device__ inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z) { uint3 v = {x, y, z}; return v; }
 struct alignas(16) uint4 { unsigned int x; unsigned int y; unsigned int z; unsigned int w; };
 __host__ __device__ inline uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w) { uint4 v = {x, y, z, w}; return v; }
 struct alignas(8) long1 { long x; };
