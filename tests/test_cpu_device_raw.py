@@ -345,6 +345,14 @@ def jit_reversed_blocks(x, y):
 
 
 @jit.rawkernel()
+def jit_transpose(a, b):
+    c, r = jit.grid(2)
+    rows, cols = a.shape
+    if r < rows and c < cols:
+        b[c, r] = a[r, c]
+
+
+@jit.rawkernel()
 def jit_coordinates(out):
     x, y, z = jit.grid(3)
     nz, ny, nx = out.shape
@@ -383,7 +391,11 @@ def test_jit_dynamic_shared_memory():
     np.testing.assert_array_equal(y, x.reshape(16, 128)[:, ::-1].ravel())
 
 
-def test_jit_3d_grid():
+def test_jit_2d_and_3d_grids():
+    a = RNG.standard_normal((37, 53)).astype(np.float32)
+    b = np.zeros((53, 37), np.float32)
+    jit_transpose[(4, 3), (16, 16)](a, b)
+    np.testing.assert_array_equal(b, a.T)
     out = np.full((5, 7, 9), -1, np.int64)
     jit_coordinates[(2, 2, 3), (8, 4, 2)](out)
     z, y, x = np.indices(out.shape)
