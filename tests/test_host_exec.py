@@ -86,18 +86,33 @@ extern "C" __global__ void traps(int at) {
 }
 
 extern "C" __global__ void throws_exception() { throw 42; }
+
+extern "C" __global__ void fault_in_first_block(unsigned long long* blocks_run) {
+  atomicAdd(blocks_run, 1ULL);
+  if (blockIdx.x == 0) __trap();
+}
+
+// a host loop kernel (kspec's host templates): no grid; a fault names the element it was working on
+kspec_host::loop_kernel loop_past_end(const int* x, int n) {
+  for (long long i = 0; i <= n; ++i) {
+    kspec_host::current_element() = i;
+    if (i >= n) kspec_host::fault_index(i, n);
+  }
+  return {};
+}
 """
 
 
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory: pytest.TempPathFactory) -> H.HostModule:
-    return _build(tmp_path_factory.mktemp("plain"), PLAIN, "plain")
+    kernels = [*scan_host_source(PLAIN, "plain").kernels, "loop_past_end"]
+    return _build(tmp_path_factory.mktemp("plain"), PLAIN, "plain", expressions=kernels)
 
 
 def test_plain_module_runs_threads_in_turn(plain: H.HostModule) -> None:
     assert scan_host_source(PLAIN, "plain").uses_sync is False
     assert plain.entries() == ["grid_copy", "coordinates", "atomics", "read_past_end", "failing_assert", "traps",
-                               "throws_exception"]
+                               "throws_exception", "fault_in_first_block", "loop_past_end"]
 
 
 def test_grid_stride_copy_and_its_time(plain: H.HostModule) -> None:
@@ -157,6 +172,12 @@ def test_out_of_bounds_index_is_fault_1_naming_kernel_block_thread(plain: H.Host
     assert code == 1 and message.count("out of bounds") == 1
 
 
+def test_fault_in_a_loop_kernel_names_the_element(plain: H.HostModule) -> None:
+    x = np.zeros(3, np.int32)
+    assert plain.launch("loop_past_end", (1,), (1,), [x, np.int32(3)]) == (
+        1, "kernel 'loop_past_end': index 3 is out of bounds for size 3 (element 3)")
+
+
 def test_failing_assert_and_trap_are_fault_2(plain: H.HostModule) -> None:
     y = np.zeros(8, np.int32)
     code, message = plain.launch("failing_assert", (2,), (4,), [y, np.int32(5)])
@@ -167,6 +188,14 @@ def test_failing_assert_and_trap_are_fault_2(plain: H.HostModule) -> None:
     np.testing.assert_array_equal(y, np.arange(8))
     assert plain.launch("traps", (1,), (8,), [np.int32(3)]) == (
         2, "kernel 'traps': __trap() was called (block (0, 0, 0), thread (3, 0, 0))")
+
+
+def test_a_fault_stops_the_other_workers(plain: H.HostModule) -> None:
+    blocks_run = np.zeros(1, np.uint64)
+    blocks = 200_000
+    code, message = plain.launch("fault_in_first_block", (blocks,), (1,), [blocks_run], threads=2)
+    assert code == 2 and message.startswith("kernel 'fault_in_first_block': __trap() was called (block (0, 0, 0)")
+    assert 1 <= blocks_run[0] < blocks
 
 
 def test_other_cxx_exception_is_fault_4(plain: H.HostModule) -> None:
@@ -276,6 +305,8 @@ extern "C" __global__ void groups(const int* x, int* out) {
   row[2] = cg::reduce(cg::tiled_partition<8>(block), v, cg::plus<int>());
   row[3] = warp.meta_group_rank() * 100 + warp.thread_rank();
   row[4] = warp.ballot(v % 2 == 0);
+  cg::thread_group as_group = block;
+  cg::sync(as_group);
 }
 
 // per thread: in a branch of even lanes, the coalesced group's size, rank and mask; then

@@ -108,6 +108,7 @@ EXPORT double minmax_f(int op, double a, double b) {
   switch (op) {
     case 0: return min((float)a, (float)b);
     case 1: return max(a, b);
+    case 3: return abs((float)a) + abs((long long)b) + fminf((float)a, (float)b) + fmax(a, b);  // unqualified, as CUDA
     default: return max((float)a, b);
   }
 }
@@ -299,4 +300,5 @@ def test_min_max_and_vector_types(lib: ctypes.CDLL) -> None:
     assert lib.minmax_f(0, math.nan, 2.0) == 2.0  # CUDA's float min/max are fminf/fmaxf
     assert lib.minmax_f(1, 1.0, math.nan) == 1.0
     assert lib.minmax_f(2, 0.1, 0.1) == f32(0.1)  # float with double promotes: max(double(0.1f), 0.1)
+    assert lib.minmax_f(3, -2.5, -3.0) == 2.5 + 3 - 3.0 - 2.5
     assert lib.vector_layout() == 1023

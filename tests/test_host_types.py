@@ -148,6 +148,8 @@ EXPORT int half2_ops(float* out) {
   float2 fs = __half22float2(s);
   out[0] = fs.x; out[1] = fs.y; out[2] = __low2float(m); out[3] = __high2float(m);
   out[4] = __low2float(f); out[5] = __high2float(f);
+  const half2 lt = __hlt2(p, q);
+  out[6] = __low2float(lt) + 2 * __high2float(lt) + 4 * __hblt2(p, q) + 8 * __hbgt2(q, __hneg2(q));
   return sizeof(__half) * 100 + alignof(__half2) * 10 + sizeof(__nv_bfloat162) / 2;
 }
 """
@@ -388,7 +390,7 @@ def test_half_max_min_and_comparisons(lib: ctypes.CDLL) -> None:
 
 
 def test_half2_pairs_and_layout(lib: ctypes.CDLL) -> None:
-    out = np.zeros(6, np.float32)
+    out = np.zeros(7, np.float32)
     lib.half2_ops.restype = ctypes.c_int
     assert lib.half2_ops(ptr(out)) == 2 * 100 + 4 * 10 + 2
-    assert out.tolist() == [2.0, 1.75, 0.75, -9.0, 2.75, -7.25]
+    assert out.tolist() == [2.0, 1.75, 0.75, -9.0, 2.75, -7.25, 2.0 + 8.0]  # 1.5 < 0.5 no, -2.25 < 4 yes
