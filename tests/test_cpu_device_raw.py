@@ -83,10 +83,6 @@ def test_elementwise_raw_parameter_out_of_bounds():
     np.testing.assert_array_equal(ok(x, np.zeros(10)), x[::-1])
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "a host loop kernel's bounds fault (kspec_host::fault_index in templates/include_host/kspec_host/, run by "
-    "templates/host/elementwise.cpp.j2) names the kernel, index and size but not the element i that faulted, "
-    "where a grid kernel's names the block and thread"))
 def test_elementwise_bounds_fault_names_the_element():
     shifted = kspec.ElementwiseKernel("raw T x", "T y", "y = (i == 7) ? x[i + 20] : x[i]", "shifted_read")
     with pytest.raises(kspec.KernelIndexError) as caught:

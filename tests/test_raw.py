@@ -251,9 +251,7 @@ extern "C" __global__ void reverse_block(const float* x, float* y, int n) {
 
 @pytest.mark.parametrize(
     "xp",
-    [pytest.param("cpu", id="cpu", marks=pytest.mark.xfail(strict=False, reason=(
-        "the CPU device's host driver (kspec/runtime/_host_driver.py, cuLaunchKernel) launches with shared_mem "
-        "above the kernel's max_dynamic_shared_size_bytes, which a GPU refuses"))),
+    [pytest.param("cpu", id="cpu"),
      pytest.param("cuda", id="cuda", marks=pytest.mark.gpu)],
     indirect=True,
 )
