@@ -130,6 +130,9 @@ class HostFunction:
         return ctypes.cast(self.entry, ctypes.c_void_p).value or 0
 
 
+_EM_CUDA = 190  # ELF e_machine of a CUBIN (NVIDIA CUDA)
+
+
 class _Dlinfo(ctypes.Structure):
     _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p), ("dli_sname", ctypes.c_char_p),
                 ("dli_saddr", ctypes.c_void_p)]  # fmt: skip
@@ -323,8 +326,12 @@ class HostDriver:
     # -- modules and functions ------------------------------------------------------------------------------
 
     def cuModuleLoadData(self, image: bytes) -> tuple[int, HostModule | None]:
-        if not isinstance(image, (bytes, bytearray)) or not bytes(image[:4]) == b"\x7fELF":
-            return (int(CUresult.CUDA_ERROR_INVALID_IMAGE), None)
+        data = bytes(image[:20]) if isinstance(image, (bytes, bytearray)) else b""
+        if data[:4] != b"\x7fELF" or int.from_bytes(data[18:20], "little") == _EM_CUDA:
+            raise HostUnsupportedError(
+                "the CPU device cannot load a CUBIN, PTX or fatbin (GPU machine code); give kspec the CUDA C++ "
+                "source (RawModule(code=...), or a .cu file) and it compiles it for the host"
+            )
         digest = hashlib.sha256(image).hexdigest()[:24]
         path = os.path.join(self._directory(), f"kspec-{digest}.so")
         if not os.path.exists(path):
@@ -391,7 +398,9 @@ class HostDriver:
         if not isinstance(fn, HostFunction):
             raise LaunchError(f"the CPU device cannot launch {fn!r}: not a function of a host module")
         grid, block = (int(gx), int(gy), int(gz)), (int(bx), int(by), int(bz))
-        if min(grid + block) < 1 or block[0] * block[1] * block[2] > fn.attributes["CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"]:
+        attributes = fn.attributes
+        if (min(grid + block) < 1 or block[0] * block[1] * block[2] > attributes["CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"]
+                or int(shared) > attributes["CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"]):  # as a GPU refuses them
             return (int(CUresult.CUDA_ERROR_INVALID_VALUE),)
         launch = _Launch((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), int(shared), self.threads)
         fault = _Fault()
