@@ -126,18 +126,6 @@ class Lib:
         return a.get()
 
 
-@pytest.fixture
-def on_cpu_device():
-    """Inside ``kspec.use_device("cpu")``; skipped without a host C++ compiler."""
-    from device_arrays import host_compiler_missing
-
-    reason = host_compiler_missing()
-    if reason is not None:
-        pytest.skip(reason)
-    with kspec.use_device("cpu"):
-        yield
-
-
 GPU_LIBS = [pytest.param(name, marks=pytest.mark.gpu) for name in ("cupy", "torch", "kspec")]
 
 

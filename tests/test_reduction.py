@@ -30,18 +30,6 @@ def cp():
     return pytest.importorskip("cupy")
 
 
-@pytest.fixture
-def on_cpu_device():
-    """Inside ``kspec.use_device("cpu")``; skipped without a host C++ compiler."""
-    from device_arrays import host_compiler_missing
-
-    reason = host_compiler_missing()
-    if reason is not None:
-        pytest.skip(reason)
-    with kspec.use_device("cpu"):
-        yield
-
-
 # -- helpers -------------------------------------------------------------------------------------------------
 
 
