@@ -11,21 +11,20 @@ on first use (a minute), and a machine with g++ already has what -march=native n
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import platform
 import re
 import shlex
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .._binfmt import host_symbol
+from .._digest import sha256
 from .._errors import CompileTimeoutError, HostCompilerNotFoundError, about_kernel
 from .._resources import templates_dir
 from ._arch import HOST_ARCH
@@ -101,7 +100,7 @@ def host_cpu() -> str:
                     parts.append(line.strip())
     except OSError:
         pass
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 HOST_MARCH_ENV = "KSPEC_HOST_MARCH"
@@ -143,16 +142,6 @@ def host_args(options: CompileOptions) -> tuple[list[str], list[str]]:
     return args, ignored
 
 
-def entry_symbol(expression: str) -> str:
-    """The exported symbol of a name expression's entry (kspec/runtime/_host_driver.py looks it up)."""
-    return "kspec_entry_" + hashlib.sha256(expression.encode()).hexdigest()[:16]
-
-
-def sizes_symbol(expression: str) -> str:
-    """The exported pointer to an entry's parameter count and sizes (cuFuncGetParamInfo on the host)."""
-    return "kspec_sizes_" + hashlib.sha256(expression.encode()).hexdigest()[:16]
-
-
 def _c_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
@@ -163,12 +152,12 @@ def entries_source(expressions: Sequence[str], uses_sync: bool) -> str:
     lines = ["", "// kspec: entries of the CPU device (kspec/compiler/_host.py), one per name expression"]
     for expression in expressions:
         lines.append(
-            f'extern "C" __attribute__((visibility("default"))) int {entry_symbol(expression)}('
+            f'extern "C" __attribute__((visibility("default"))) int {host_symbol(expression)}('
             "void** params, const kspec_host_launch* launch, kspec_host_fault* fault) {\n"
             f"  return ::kspec_host::run_entry<{sync}>(&{expression}, {_c_string(expression)}, params, launch, fault);\n"
             "}\n"
             f'extern "C" __attribute__((visibility("default"))) const unsigned long long* '
-            f"{sizes_symbol(expression)} = ::kspec_host::param_sizes(&{expression});"
+            f"{host_symbol(expression, 'sizes')} = ::kspec_host::param_sizes(&{expression});"
         )
     names = "".join(e + "\n" for e in expressions)
     lines.append(f'extern "C" __attribute__((visibility("default"))) const char kspec_host_entries[] = {_c_string(names)};')
@@ -179,6 +168,9 @@ def compile_host(source: str, name: str, options: CompileOptions, name_expressio
     """Build ``source`` for the CPU device (see the module docstring). Refuses what the CPU device cannot run
     (:class:`kspec.HostUnsupportedError`) before compiling; a compile failure is a CompileError with the
     compiler's log and the numbered source."""
+    import subprocess  # here, not at import: a warm-cache process only computes keys (kspec/compiler/_key.py)
+    import tempfile
+
     from ._compile import _failure as failure  # the one shape of a compile failure, NVRTC's or the host's
     from ._host_scan import scan_host_source
 
@@ -216,6 +208,8 @@ def compile_host(source: str, name: str, options: CompileOptions, name_expressio
 
 
 def _is_gcc(compiler: HostCompiler) -> bool:
+    import subprocess
+
     try:
         done = subprocess.run([*compiler.command, "--version"], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
@@ -234,10 +228,12 @@ def precompiled_prelude(compiler: HostCompiler, args: list[str]) -> list[str]:
     from .._memo import tree_digest
     from ._cache import default_cache_dir
 
+    import subprocess
+
     if args[-2:] != _PRELUDE_INCLUDE or not _gcc(compiler):
         return args
     flags = args[:-2]
-    digest = hashlib.sha256("\0".join([compiler.identity, host_cpu(), *flags,
+    digest = sha256("\0".join([compiler.identity, host_cpu(), *flags,
                                         tree_digest(str(templates_dir() / "include_host")),
                                         tree_digest(str(templates_dir() / "include"))]).encode()).hexdigest()[:20]  # fmt: skip
     directory = default_cache_dir() / "host-prelude" / digest
