@@ -1,5 +1,5 @@
-"""kspec's CPU device, execution model: raw CUDA C++ and kspec.jit output compiled by the host C++ compiler
-(the contract's command, tests/host_build.py) and run as a grid on the host: blocks on OS workers, threads in
+"""kspec's CPU device, execution model: raw CUDA C++ and kspec.jit output compiled by kspec.compiler's host
+path, loaded by kspec's host driver (tests/host_build.py) and run as a grid on the host: blocks on OS workers, threads in
 turn or as fibers meeting at __syncthreads and warp operations, atomics, faults; and the source scan
 (kspec/compiler/_host_scan.py). CPU only; skipped without a host C++ compiler."""
 
@@ -7,24 +7,17 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import host_build as H
+import kspec
 import jit_kernels as K
 from kspec import jit
 from kspec.compiler._host_scan import scan_host_source
 
-pytestmark = pytest.mark.skipif(H.host_compiler() is None, reason="no host C++ compiler (c++, g++ or clang++) on PATH")
-
-
-def _build(tmp: Path, source: str, name: str, *, expressions: list[str] | None = None, uses_sync: bool | None = None,
-           extra_flags: tuple[str, ...] = ()) -> H.HostModule:
-    scan = scan_host_source(source, name)
-    sync = scan.uses_sync if uses_sync is None else uses_sync
-    return H.build(scan.source, expressions or list(scan.kernels), sync, tmp, name, extra_flags)
+pytestmark = H.requires_host_cxx
 
 
 # -- kernels without synchronisation: each thread runs to completion in turn --------------------------------
@@ -104,9 +97,9 @@ kspec_host::loop_kernel loop_past_end(const int* x, int n) {
 
 
 @pytest.fixture(scope="module")
-def plain(tmp_path_factory: pytest.TempPathFactory) -> H.HostModule:
+def plain() -> H.HostModule:
     kernels = [*scan_host_source(PLAIN, "plain").kernels, "loop_past_end"]
-    return _build(tmp_path_factory.mktemp("plain"), PLAIN, "plain", expressions=kernels)
+    return H.build(PLAIN, "plain", expressions=kernels)
 
 
 def test_plain_module_runs_threads_in_turn(plain: H.HostModule) -> None:
@@ -337,8 +330,8 @@ extern "C" __global__ void read_past_end_synced(const int* x, int* y, int n) {
 
 
 @pytest.fixture(scope="module")
-def synced(tmp_path_factory: pytest.TempPathFactory) -> H.HostModule:
-    return _build(tmp_path_factory.mktemp("sync"), SYNC, "synced")
+def synced() -> H.HostModule:
+    return H.build(SYNC, "synced")
 
 
 def test_block_reduction_with_syncthreads(synced: H.HostModule) -> None:
@@ -427,8 +420,26 @@ def test_fault_in_a_fiber_stops_the_grid(synced: H.HostModule) -> None:
                         r"\(block \([0-2], 0, 0\), thread \(50, 0, 0\)\)", message), message
 
 
-def test_sync_reached_without_fibers_is_fault_3(tmp_path: Path) -> None:
-    module = _build(tmp_path, SYNC, "missed", expressions=["block_sum"], uses_sync=False)
+# The scan reads tokens, not what the preprocessor pastes: a barrier it cannot see (and, below, a grid group).
+MISSED = r"""
+#define KSPEC_TEST_JOIN(a, b) a##b
+extern "C" __global__ void block_sum(const float* x, float* out, int n) {
+  __shared__ float s[256];
+  const unsigned t = threadIdx.x;
+  s[t] = (int)t < n ? x[t] : 0.0f;
+  KSPEC_TEST_JOIN(__sync, threads)();
+  if (t == 0) {
+    float total = 0.0f;
+    for (unsigned k = 0; k < blockDim.x; ++k) total += s[k];
+    out[blockIdx.x] = total;
+  }
+}
+"""
+
+
+def test_sync_reached_without_fibers_is_fault_3() -> None:
+    assert not scan_host_source(MISSED, "missed").uses_sync
+    module = H.build(MISSED, "missed")
     x = np.zeros(256, np.float32)
     code, message = module.launch("block_sum", (1,), (256,), [x, x, np.int32(256)])
     assert code == 3
@@ -439,9 +450,9 @@ def test_sync_reached_without_fibers_is_fault_3(tmp_path: Path) -> None:
     assert module.launch("block_sum", (1,), (1,), [np.ones(1, np.float32), out, np.int32(1)]) == (0, "")
 
 
-def test_ucontext_fallback_runs_the_same_fibers(tmp_path: Path) -> None:
+def test_ucontext_fallback_runs_the_same_fibers() -> None:
     # the fallback for machines without the assembly context switch (forced here on x86-64 / aarch64)
-    module = _build(tmp_path, SYNC, "fallback", expressions=["block_sum", "warp_sum"], extra_flags=("-DKSPEC_HOST_FIBER_UCONTEXT",))
+    module = H.build(SYNC, "fallback", extra=("-DKSPEC_HOST_FIBER_UCONTEXT",))
     x = np.arange(512, dtype=np.float32)
     out = np.zeros(2, np.float32)
     assert module.launch("block_sum", (2,), (256,), [x, out, np.int32(512)]) == (0, "")
@@ -477,8 +488,8 @@ extern "C" __global__ void intrinsics(const int* x, long long* out, unsigned sho
 """
 
 
-def test_timing_fences_loads_and_scoped_atomics(tmp_path: Path) -> None:
-    module = _build(tmp_path, INTRINSICS, "intrinsics")
+def test_timing_fences_loads_and_scoped_atomics() -> None:
+    module = H.build(INTRINSICS, "intrinsics")
     x = np.arange(8, dtype=np.int32)
     out = np.zeros(8, np.int64)
     flag = np.zeros(1, np.uint16)
@@ -492,12 +503,12 @@ def test_timing_fences_loads_and_scoped_atomics(tmp_path: Path) -> None:
     assert list(p) == [512, 512] and last[0] == -last[1] and 0 <= last[0] < 64
 
 
-def test_grid_group_stops_the_host_compile(tmp_path: Path) -> None:
-    # the scan refuses this_grid() first; if it is bypassed, the host headers stop the compile with a message
-    source = ("#include <cooperative_groups.h>\n"
-              "extern \"C\" __global__ void k() { cooperative_groups::this_grid().sync(); }\n")
-    with pytest.raises(RuntimeError, match="cannot run cooperative grid synchronisation"):
-        H.build(source, ["k"], True, tmp_path, "grid")
+def test_grid_group_stops_the_host_compile() -> None:
+    # the scan refuses this_grid() first; if it misses one, the host headers stop the compile with a message
+    source = ("#include <cooperative_groups.h>\n#define KSPEC_TEST_JOIN(a, b) a##b\n"
+              "extern \"C\" __global__ void k() { cooperative_groups::KSPEC_TEST_JOIN(this_, grid)().sync(); }\n")
+    with pytest.raises(kspec.CompileError, match="cannot run cooperative grid synchronisation"):
+        H.build(source, "grid")
 
 
 # -- kspec.jit output -----------------------------------------------------------------------------------------
@@ -508,13 +519,13 @@ def _copy_unchecked(x, y):
     y[i] = x[i]
 
 
-def _jit_module(tmp: Path, kernel: jit.JitKernel, *args: object) -> H.HostModule:
-    return _build(tmp, kernel.cuda_source(*args), kernel.kernel_name())
+def _jit_module(kernel: jit.JitKernel, *args: object) -> H.HostModule:
+    return H.build(kernel.cuda_source(*args), kernel.kernel_name())
 
 
-def test_jit_thread_ids_and_laneid(tmp_path: Path) -> None:
+def test_jit_thread_ids_and_laneid() -> None:
     out = np.zeros((2 * 2 * 3 * 4 * 2 * 2, 7), np.int64)
-    module = _jit_module(tmp_path, K.thread_ids, out)
+    module = _jit_module(K.thread_ids, out)
     assert module.launch("thread_ids", (2, 2, 3), (4, 2, 2), H.jit_arguments(out)) == (0, "")
     rows = {}
     for bz in range(3):
@@ -530,16 +541,16 @@ def test_jit_thread_ids_and_laneid(tmp_path: Path) -> None:
     np.testing.assert_array_equal(out, np.array([rows[t] for t in range(len(out))]))
 
 
-def test_jit_block_reduce_and_shuffles(tmp_path: Path) -> None:
+def test_jit_block_reduce_and_shuffles() -> None:
     x = np.random.default_rng(3).integers(0, 50, 1000).astype(np.float32)
     out = np.zeros(4, np.float32)
-    module = _jit_module(tmp_path, K.block_reduce, x, out)
+    module = _jit_module(K.block_reduce, x, out)
     assert module.launch("block_reduce", (4,), (256,), H.jit_arguments(x, out)) == (0, "")
     np.testing.assert_array_equal(out, np.add.reduceat(x, [0, 256, 512, 768]))
 
     v = np.arange(64, dtype=np.float32) * 2
     table = np.zeros((64, 5), np.float32)
-    module = _jit_module(tmp_path, K.warp_shuffles, v, table)
+    module = _jit_module(K.warp_shuffles, v, table)
     assert module.launch("warp_shuffles", (1,), (64,), H.jit_arguments(v, table)) == (0, "")
     lane = np.arange(64) % 32
     warp = np.arange(64) // 32 * 32
@@ -549,32 +560,32 @@ def test_jit_block_reduce_and_shuffles(tmp_path: Path) -> None:
     np.testing.assert_array_equal(table, expected)
 
 
-def test_jit_dynamic_shared_and_async_copy(tmp_path: Path) -> None:
+def test_jit_dynamic_shared_and_async_copy() -> None:
     x = np.arange(3 * 32, dtype=np.float64)
     out = np.zeros_like(x)
-    module = _jit_module(tmp_path, K.dynamic_shared, x, out)
+    module = _jit_module(K.dynamic_shared, x, out)
     assert module.launch("dynamic_shared", (3,), (32,), H.jit_arguments(x, out), shared_bytes=32 * 8) == (0, "")
     np.testing.assert_array_equal(out, x.reshape(3, 32)[:, ::-1].ravel())
 
     f = np.arange(2 * 128, dtype=np.float32)
     g = np.zeros_like(f)
-    module = _jit_module(tmp_path, K.async_copy, f, g)
+    module = _jit_module(K.async_copy, f, g)
     assert module.launch("async_copy", (2,), (128,), H.jit_arguments(f, g)) == (0, "")
     np.testing.assert_array_equal(g, f.reshape(2, 128)[:, ::-1].ravel() + 1)
 
 
-def test_jit_atomic_counters(tmp_path: Path) -> None:
+def test_jit_atomic_counters() -> None:
     out = np.zeros(3, np.uint32)
-    module = _jit_module(tmp_path, K.atomic_counters, out, np.uint32(5))
+    module = _jit_module(K.atomic_counters, out, np.uint32(5))
     assert not scan_host_source(K.atomic_counters.cuda_source(out, np.uint32(5)), "atomic_counters").uses_sync
     assert module.launch("atomic_counters", (10,), (100,), H.jit_arguments(out, np.uint32(5))) == (0, "")
     assert list(out) == [1000 % 6, (-1000) % 6, 1000]
 
 
-def test_jit_array_index_out_of_bounds_is_fault_1(tmp_path: Path) -> None:
+def test_jit_array_index_out_of_bounds_is_fault_1() -> None:
     x = np.arange(8, dtype=np.float32)
     y = np.zeros(8, np.float32)
-    module = _jit_module(tmp_path, _copy_unchecked, x, y)
+    module = _jit_module(_copy_unchecked, x, y)
     code, message = module.launch("_copy_unchecked", (3,), (4,), H.jit_arguments(x, y), threads=1)
     assert (code, message) == (1, "kernel '_copy_unchecked': index 8 is out of bounds for size 8 "
                                   "(block (2, 0, 0), thread (0, 0, 0))")
@@ -585,3 +596,14 @@ def test_scan_of_the_sync_module() -> None:
     assert scan.kernels == ("block_sum", "warp_sum", "votes", "reverse_blocks", "early_return", "transpose_tile",
                             "groups", "divergence", "read_past_end_synced")
     assert scan.uses_sync
+
+
+def test_host_compile_keeps_defines_includes_and_target_options() -> None:
+    from kspec.compiler import CompileOptions
+    from kspec.compiler._host import host_args
+
+    extra = ("-DA=1", "-U", "B", "-I/x", "-mno-f16c", "-m64", "-maxrregcount=32", "--use_fast_math")
+    args, ignored = host_args(CompileOptions(arch="host", extra=extra))
+    kept = args[args.index("-w") + 1 : args.index("-include")]
+    assert kept[:5] == ["-DA=1", "-U", "B", "-I/x", "-mno-f16c"]  # after -march=native, so -mno-f16c wins
+    assert ignored == ["-m64", "-maxrregcount=32", "--use_fast_math"]

@@ -14,7 +14,7 @@ import pytest
 from kspec.render import render, specialize
 
 import render_cases as rc
-from host_types_build import compile_source, fault_index_stand_in, load, requires_host_cxx, runtime_stand_in
+from host_build import build, load, requires_host_cxx
 
 pytestmark = requires_host_cxx
 
@@ -28,15 +28,15 @@ def includes(headers: list[str]) -> str:
 
 
 @pytest.mark.parametrize("needs", [NEEDS, ""], ids=["all-types", "plain"])
-def test_every_kspec_header_compiles_on_the_host(tmp_path, needs: str) -> None:
-    source = needs + runtime_stand_in() + includes(HEADERS) + "\n#include <kspec/cucomplex_compat.cuh>\n"
-    compile_source(source, tmp_path, ("-fsyntax-only",))
+def test_every_kspec_header_compiles_on_the_host(needs: str) -> None:
+    source = needs + includes(HEADERS) + "\n#include <kspec/cucomplex_compat.cuh>\n"
+    build(source, "headers")
 
 
-def test_each_kspec_header_compiles_alone(tmp_path) -> None:
+def test_each_kspec_header_compiles_alone() -> None:
     for header in [*HEADERS, "kspec/cucomplex_compat.cuh"]:
         # kspec/types.cuh comes first in every rendered kernel: it includes the type headers the others use
-        compile_source(NEEDS + runtime_stand_in() + includes(["kspec/types.cuh", header]), tmp_path, ("-fsyntax-only",))
+        build(NEEDS + includes(["kspec/types.cuh", header]), "headers")
 
 
 RENDERED = [(rc.AXPY, {"T": "float16"}), (rc.AXPY, {"T": "bfloat16"}), (rc.AXPY, {"T": "complex64"}),
@@ -44,11 +44,11 @@ RENDERED = [(rc.AXPY, {"T": "float16"}), (rc.AXPY, {"T": "bfloat16"}), (rc.AXPY,
 
 
 @pytest.mark.parametrize(("spec", "types"), RENDERED, ids=lambda v: getattr(v, "name", None) or "-".join(v.values()))
-def test_rendered_device_kernels_compile_on_the_host(tmp_path, spec, types) -> None:
+def test_rendered_device_kernels_compile_on_the_host(spec, types) -> None:
     # kspec's CUDA templates for half, bfloat16 and complex types, syntax only: the host types and headers
     # must accept everything the renderer emits for them.
     module = render(specialize(spec, types))
-    compile_source(runtime_stand_in() + module.source, tmp_path, ("-fsyntax-only",))
+    build(module.source, "headers")
 
 
 UFUNCS = NEEDS + r"""
@@ -93,8 +93,8 @@ EXPORT double floats(int op) {
 """
 
 
-def test_ufuncs_compute_on_the_host(tmp_path) -> None:
-    lib = load(UFUNCS, tmp_path)
+def test_ufuncs_compute_on_the_host() -> None:
+    lib = load(UFUNCS)
     lib.ints.restype = ctypes.c_longlong
     lib.floats.restype = ctypes.c_double
     assert [lib.ints(k) for k in range(9)] == [-4, 1, 243, -128, 612, -1, 3, 255, 1]
@@ -138,8 +138,8 @@ EXPORT void cucomplex(double* out) {
 """
 
 
-def test_complex_operators_and_functions(tmp_path) -> None:
-    lib = load(COMPLEX, tmp_path)
+def test_complex_operators_and_functions() -> None:
+    lib = load(COMPLEX)
     out = np.zeros(32)
     lib.ops(ctypes.c_void_p(out.ctypes.data))
     got = [complex(out[2 * i], out[2 * i + 1]) for i in range(16)]
@@ -152,8 +152,8 @@ def test_complex_operators_and_functions(tmp_path) -> None:
         assert abs(g - complex(e)) <= tol * max(1.0, abs(complex(e))), (i, g, e)
 
 
-def test_cucomplex_header_works_on_float2(tmp_path) -> None:
-    lib = load(COMPLEX, tmp_path)
+def test_cucomplex_header_works_on_float2() -> None:
+    lib = load(COMPLEX)
     out = np.zeros(11)
     lib.cucomplex(ctypes.c_void_p(out.ctypes.data))
     x, y = 3 + 4j, 1 - 2j
@@ -183,8 +183,8 @@ EXPORT int read(float* data, long long size, long long i, float* out) {
 """
 
 
-def test_rawview_checks_bounds_on_the_host(tmp_path) -> None:
-    lib = load(runtime_stand_in() + fault_index_stand_in() + RAWVIEW, tmp_path)
+def test_rawview_checks_bounds_on_the_host() -> None:
+    lib = load(RAWVIEW)
     data = np.arange(4, dtype=np.float32)
     out = np.zeros(1, np.float32)
     args = (ctypes.c_void_p(data.ctypes.data), ctypes.c_longlong(4))

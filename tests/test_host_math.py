@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from host_types_build import load, requires_host_cxx
+from host_build import load, requires_host_cxx
 from exact_rounding import F32, F64, RD, RN, RU, RZ, round_exact
 
 pytestmark = requires_host_cxx
@@ -121,8 +121,8 @@ EXPORT int vector_layout(void) {
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    module = load(SOURCE, tmp_path_factory.mktemp("host_math"))
+def lib() -> ctypes.CDLL:
+    module = load(SOURCE)
     module.special.restype = ctypes.c_double
     module.special.argtypes = [ctypes.c_int, ctypes.c_double]
     module.arith_f.restype = ctypes.c_float

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from exact_rounding import BF16, HALF, RD, RN, RU, RZ, Format, round_exact
-from host_types_build import load, requires_host_cxx
+from host_build import load, requires_host_cxx
 
 # NaN and out-of-range patterns go through NumPy casts on purpose (the reference handles them)
 pytestmark = [requires_host_cxx, pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning"),
@@ -156,14 +156,14 @@ EXPORT int half2_ops(float* out) {
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    return load(SOURCE, tmp_path_factory.mktemp("host_types"))
+def lib() -> ctypes.CDLL:
+    return load(SOURCE)
 
 
 @pytest.fixture(scope="module")
-def lib_portable(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+def lib_portable() -> ctypes.CDLL:
     """The same module without F16C, so the portable conversion code runs."""
-    return load(SOURCE, tmp_path_factory.mktemp("host_types_portable"), ("-mno-f16c",))
+    return load(SOURCE, ("-mno-f16c",))
 
 
 def run_to16(lib: ctypes.CDLL, fn: str, values: np.ndarray, mode: int) -> np.ndarray:

@@ -38,6 +38,9 @@ _SYSTEM_COMPILERS = ("c++", "g++", "clang++")
 _FLAGS = ("-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-math-errno", "-pthread",
           "-DKSPEC_HOST=1", "-w")  # fmt: skip
 _KEPT_OPTION = re.compile(r"-[DUI]")  # user options that mean the same to a host compiler
+# Target options for the host compiler (e.g. -mno-f16c: a build without the F16C conversions, as on a CPU
+# lacking them); after -march=native, so they win. NVRTC's own -m options (-m64/-m32, -maxrregcount) are not.
+_HOST_TARGET_OPTION = re.compile(r"-m(?!64$|32$|axrregcount)\w")
 
 
 @dataclass(frozen=True)
@@ -133,7 +136,7 @@ def host_args(options: CompileOptions) -> tuple[list[str], list[str]]:
         if item in ("-D", "-U", "-I") and index + 1 < len(extra):  # the value as the next option
             args += [item, extra[index + 1]]
             index += 1
-        elif _KEPT_OPTION.match(item):
+        elif _KEPT_OPTION.match(item) or _HOST_TARGET_OPTION.match(item):
             args.append(item)
         elif not item.startswith(("-std", "--std", "-arch", "--gpu-architecture")):
             ignored.append(item)
