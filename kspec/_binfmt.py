@@ -4,6 +4,7 @@ and ``RawModule(path=...)``, which must not import the spec layer (the serving p
 from __future__ import annotations
 
 ELF_MAGIC = b"\x7fELF"
+EM_CUDA = 190  # ELF e_machine of a CUBIN: what the CPU device cannot load
 FATBIN_MAGIC = (0xBA55ED50).to_bytes(4, "little")
 HEAD_BYTES = 4096
 
@@ -33,3 +34,12 @@ def content_problem(suffix: str, head: bytes) -> str | None:
         if suffix == ".ptx" and b".version" not in head and b".target" not in head:
             return f"is not PTX (no .version or .target directive in its first {HEAD_BYTES // 1024} KiB)"
     return None
+
+
+def host_symbol(expression: str, kind: str = "entry") -> str:
+    """The exported symbol of a name expression in a CPU-device module: its entry (``kind="entry"``) or its
+    parameter sizes (``"sizes"``). The host compiler writes it (kspec/compiler/_host.py), the host driver
+    looks it up (kspec/runtime/_host_driver.py)."""
+    from ._digest import sha256_hex
+
+    return f"kspec_{kind}_" + sha256_hex(expression.encode())[:16]

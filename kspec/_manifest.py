@@ -27,7 +27,7 @@ from typing import Any
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 2  # 2: entries carry the binary's sha256
-BINARY_SUFFIXES = (".cubin", ".ptx")
+BINARY_SUFFIXES = (".cubin", ".ptx", ".so")  # .so: CPU-device modules (kspec build --arch host)
 INTERFACE_SUFFIX = ".interface.json"
 
 

@@ -89,7 +89,16 @@ def xp(request: pytest.FixtureRequest):
     if request.param == "cuda":
         yield pytest.importorskip("cupy")
         return
-    from device_arrays import HostArrays, host_compiler_missing
+    from device_arrays import HostArrays
+
+    request.getfixturevalue("on_cpu_device")
+    yield HostArrays()
+
+
+@pytest.fixture
+def on_cpu_device():
+    """Inside ``kspec.use_device("cpu")``; skipped without a host C++ compiler."""
+    from device_arrays import host_compiler_missing
 
     reason = host_compiler_missing()
     if reason is not None:
@@ -97,4 +106,4 @@ def xp(request: pytest.FixtureRequest):
     import kspec
 
     with kspec.use_device("cpu"):
-        yield HostArrays()
+        yield

@@ -1,72 +1,39 @@
-"""Build and run CUDA C++ on kspec's CPU device without the host compiler path of kspec.compiler: the
-contract's compile command through subprocess, the entries it appends, and a ctypes launcher. The CPU-device
-tests use it until kspec.compiler builds host modules."""
+"""Build and run CUDA C++ on kspec's CPU device in tests, through the product's own path: the source goes to
+``kspec.compiler.compile_source`` with ``CompileOptions(arch="host")`` (the source scan, the appended entries,
+the precompiled prelude and the flags are kspec's), and the shared object is loaded and launched by kspec's
+host driver (kspec/runtime/_host_driver.py). The one thing added here: :meth:`HostModule.launch` calls an
+entry directly with the driver's launch/fault structures, for tests that check the raw fault code (1 index,
+2 trap/assert, 3 unsupported at run time, 4 C++ exception) rather than the exception a user sees."""
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import shutil
-import subprocess
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-HOST_FLAGS = ("-std=c++17", "-O2", "-march=native", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-math-errno",
-              "-pthread", "-DKSPEC_HOST=1")
+from kspec import HostCompilerNotFoundError
+from kspec.compiler import CompileOptions, compile_source
+from kspec.compiler._host import host_compiler
+from kspec.runtime._host_driver import HostDriver, HostFunction, _Fault, _Launch
 
-
-def host_compiler() -> str | None:
-    return shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
-
-
-def entry_symbol(expression: str) -> str:
-    return "kspec_entry_" + hashlib.sha256(expression.encode()).hexdigest()[:16]
+# What test sources put before a plain function that Python calls through ctypes (not a kernel).
+EXPORT = '#define EXPORT extern "C" __attribute__((visibility("default")))\n'
 
 
-def append_entries(source: str, expressions: Sequence[str], uses_sync: bool) -> str:
-    """``source`` followed by one ``kspec_entry_<hash>`` per name expression and the ``kspec_host_entries``
-    table (the contract's host module layout)."""
-    sync = "true" if uses_sync else "false"
-    parts = [source, ""]
-    for expression in expressions:
-        quoted = expression.replace("\\", "\\\\").replace('"', '\\"')
-        parts.append(
-            f'extern "C" __attribute__((visibility("default")))\n'
-            f"int {entry_symbol(expression)}(void** params, const kspec_host_launch* launch, kspec_host_fault* fault) {{\n"
-            f'  return ::kspec_host::run_entry<{sync}>(&{expression}, "{quoted}", params, launch, fault);\n'
-            "}\n"
-        )
-    table = "\\n".join(e.replace("\\", "\\\\").replace('"', '\\"') for e in expressions)
-    parts.append(f'extern "C" __attribute__((visibility("default"))) const char kspec_host_entries[] = "{table}";\n')
-    return "\n".join(parts)
+def has_host_compiler() -> bool:
+    try:
+        host_compiler()
+    except HostCompilerNotFoundError:
+        return False
+    return True
 
 
-def compile_host(source: str, directory: Path, name: str = "module") -> Path:
-    """Compiles a whole host module (entries appended) into ``directory/name.so``; raises with the compiler's
-    output on failure."""
-    cpp, so = directory / f"{name}.cpp", directory / f"{name}.so"
-    cpp.write_text(source)
-    compiler = host_compiler()
-    assert compiler, "no host C++ compiler"
-    command = [compiler, *HOST_FLAGS, "-I", str(REPO / "templates" / "include_host"), "-I",
-               str(REPO / "templates" / "include"), "-include", "kspec_host/cuda.h", str(cpp), "-o", str(so)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    if done.returncode:
-        raise RuntimeError(f"host compile failed:\n{done.stderr[-6000:]}")
-    return so
+requires_host_cxx = pytest.mark.skipif(not has_host_compiler(), reason="no host C++ compiler (c++, g++ or clang++) on PATH")
 
-
-class Launch(ctypes.Structure):
-    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared_bytes", ctypes.c_ulonglong),
-                ("threads", ctypes.c_int)]
-
-
-class Fault(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 2048)]
+_DRIVER = HostDriver()
 
 
 def jit_arguments(*args: Any) -> list[Any]:
@@ -87,30 +54,58 @@ def _argument(value: Any) -> Any:
     return value  # a ctypes value or structure
 
 
-class HostModule:
-    """A loaded host module: ``launch(expression, grid, block, args)`` runs one entry."""
+def _dim3(values: Sequence[int]) -> list[int]:
+    return (list(values) + [1, 1])[:3]
 
-    def __init__(self, path: Path) -> None:
-        self.library = ctypes.CDLL(str(path))
+
+class HostModule:
+    """A host module loaded by kspec's host driver."""
+
+    def __init__(self, binary: bytes) -> None:
+        status, module = _DRIVER.cuModuleLoadData(binary)
+        assert status == 0 and module is not None, f"cuModuleLoadData: {status}"
+        self.module = module
+        self.lib = module.lib  # for EXPORT functions called through ctypes
 
     def entries(self) -> list[str]:
-        table = ctypes.c_char_p.in_dll(self.library, "kspec_host_entries")
-        return (ctypes.cast(ctypes.addressof(table), ctypes.c_char_p).value or b"").decode().split("\n")
+        return self.module.entries()
+
+    def function(self, expression: str) -> HostFunction:
+        status, fn = _DRIVER.cuModuleGetFunction(self.module, expression.encode())
+        assert status == 0 and fn is not None, f"cuModuleGetFunction({expression!r}): {status}"
+        return fn
 
     def launch(self, expression: str, grid: Sequence[int], block: Sequence[int], args: Sequence[Any],
                shared_bytes: int = 0, threads: int = 2) -> tuple[int, str]:
-        entry = getattr(self.library, entry_symbol(expression))
-        entry.restype = ctypes.c_int
+        """Runs one entry with ``args`` (arrays, NumPy scalars, ctypes values); returns (fault code, message)."""
         values = [_argument(a) for a in args]
         params = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
-        grid3 = (list(grid) + [1, 1])[:3]
-        block3 = (list(block) + [1, 1])[:3]
-        launch = Launch((ctypes.c_uint * 3)(*grid3), (ctypes.c_uint * 3)(*block3), shared_bytes, threads)
-        fault = Fault()
-        code = entry(params, ctypes.byref(launch), ctypes.byref(fault))
+        launch = _Launch((ctypes.c_uint * 3)(*_dim3(grid)), (ctypes.c_uint * 3)(*_dim3(block)), shared_bytes, threads)
+        fault = _Fault()
+        code = self.function(expression).entry(ctypes.addressof(params), ctypes.byref(launch), ctypes.byref(fault))
         assert code == fault.code
         return code, fault.message.decode()
 
+    def run(self, expression: str, grid: int, block: int, params: int, threads: int = 2) -> None:
+        """Launches through the driver's cuLaunchKernel with a filled parameter frame at ``params``: a fault
+        raises what users see (kspec.KernelIndexError, KernelFaultError, HostUnsupportedError)."""
+        fn = self.function(expression)
+        previous, _DRIVER.threads = _DRIVER.threads, threads
+        try:
+            (status,) = _DRIVER.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, 0, params, 0)
+        finally:
+            _DRIVER.threads = previous
+        assert status == 0, f"cuLaunchKernel({expression!r}): {status}"
 
-def build(source: str, expressions: Sequence[str], uses_sync: bool, directory: Path, name: str = "module") -> HostModule:
-    return HostModule(compile_host(append_entries(source, expressions, uses_sync), directory, name))
+
+def build(source: str, name: str = "module", expressions: Sequence[str] = (), extra: Sequence[str] = ()) -> HostModule:
+    """Compiles ``source`` for the CPU device (kspec.compiler, arch "host"; the scan adds the plain kernels to
+    ``expressions``) and loads it. A compile failure raises kspec.CompileError with the compiler's log."""
+    program = compile_source(source, name=name, options=CompileOptions(arch="host", extra=tuple(extra)),
+                             name_expressions=tuple(expressions))  # fmt: skip
+    return HostModule(program.binary)
+
+
+def load(source: str, extra: Sequence[str] = ()) -> ctypes.CDLL:
+    """``source`` (EXPORT functions) built for the CPU device; the loaded library, to call them with ctypes."""
+    return build(EXPORT + source, "exported", extra=extra).lib

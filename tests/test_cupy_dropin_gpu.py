@@ -1,5 +1,6 @@
-"""Issue 15 on a GPU: empty operations with size=, `with stream:`, backend='nvcc', JAX/Numba outputs, and CuPy's
-texture objects (1-d, 2-d, 3-d) read in an ElementwiseKernel and a RawKernel, against NumPy."""
+"""Issue 15: empty operations with size= and compile() before a call (on both devices: the ``xp`` fixture);
+on a GPU only (marked ``gpu``): `with stream:`, backend='nvcc', JAX/Numba outputs, and CuPy's texture objects
+(1-d, 2-d, 3-d) read in an ElementwiseKernel and a RawKernel, against NumPy."""
 
 from __future__ import annotations
 
@@ -12,38 +13,33 @@ import pytest
 
 import kspec
 
-pytestmark = pytest.mark.gpu
 
-cp = pytest.importorskip("cupy")
-
-
-@pytest.fixture(autouse=True)
-def _device():
-    try:
-        kspec.get_device()
-    except kspec.NoDeviceError as exc:
-        pytest.skip(str(exc))
+@pytest.fixture
+def cp():
+    """CuPy, for the GPU-only tests (each marked ``gpu``)."""
+    return pytest.importorskip("cupy")
 
 
 # -- 1. empty operation, size= -----------------------------------------------------------------------------
 
 
-def test_empty_operation_with_size_decides_the_loop():
+def test_empty_operation_with_size_decides_the_loop(xp):
     k = kspec.ElementwiseKernel(
         "raw int64 x", "raw int64 y", "", "loop_size",
         loop_prep="if (threadIdx.x + blockIdx.x == 0) y[0] = _ind.size() + x[0];",
     )  # fmt: skip
-    x, y = cp.full(1, 5, cp.int64), cp.zeros(1, cp.int64)
+    x, y = xp.full(1, 5, xp.int64), xp.zeros(1, xp.int64)
     k(x, y, size=37)
     assert int(y[0]) == 42
     touch = kspec.ElementwiseKernel("raw T x", "raw T y", "y[i] = x[i] * 2", "touch")
-    out = touch(cp.arange(10, dtype=cp.float32), size=6)  # raw output allocated with (size,)
-    assert out.shape == (6,) and np.array_equal(cp.asnumpy(out), np.arange(6, dtype=np.float32) * 2)
+    out = touch(xp.arange(10, dtype=xp.float32), size=6)  # raw output allocated with (size,)
+    assert out.shape == (6,) and np.array_equal(xp.asnumpy(out), np.arange(6, dtype=np.float32) * 2)
 
 
 # -- 6. with stream: ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.gpu
 def test_with_stream_runs_kspec_calls_on_it():
     sqd = kspec.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd_stream")
     x = kspec.asarray(np.arange(1000, dtype=np.float32))
@@ -61,19 +57,20 @@ def test_with_stream_runs_kspec_calls_on_it():
 # -- 7. compile() on a device ------------------------------------------------------------------------------
 
 
-def test_compile_loads_then_the_call_only_launches():
+def test_compile_loads_then_the_call_only_launches(xp):
     k = kspec.ElementwiseKernel("T x", "T y", "y = x + 1", "compiled_early")
-    x = cp.arange(5, dtype=cp.float64)
+    x = xp.arange(5, dtype=xp.float64)
     k.compile(x, log_stream=io.StringIO())
-    assert "y = x + 1" in k.source(cp.asnumpy(x))
-    assert np.array_equal(cp.asnumpy(k(x)), np.arange(5) + 1)
+    assert "y = x + 1" in k.source(xp.asnumpy(x))
+    assert np.array_equal(xp.asnumpy(k(x)), np.arange(5) + 1)
 
 
 # -- 3. backend='nvcc' -------------------------------------------------------------------------------------
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(shutil.which("nvcc") is None and not os.environ.get("CUDA_PATH"), reason="no nvcc")
-def test_nvcc_backend_launches_with_name_expressions():
+def test_nvcc_backend_launches_with_name_expressions(cp):
     code = r"""
     template<typename T> __global__ void fx3(T* a, int n) { int i = threadIdx.x; if (i < n) a[i] *= 3; }
     extern "C" __global__ void my_add(const float* x1, const float* x2, float* y) {
@@ -95,6 +92,7 @@ def test_nvcc_backend_launches_with_name_expressions():
 # -- 5. outputs in the inputs' library ----------------------------------------------------------------------
 
 
+@pytest.mark.gpu
 def test_jax_inputs_give_jax_outputs():
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     jax = pytest.importorskip("jax")
@@ -113,6 +111,7 @@ def test_jax_inputs_give_jax_outputs():
     np.testing.assert_allclose(np.asarray(r), np.sqrt((np.asarray(x).reshape(1024, 1024) ** 2).sum(1)), rtol=1e-5)
 
 
+@pytest.mark.gpu
 def test_numba_inputs_give_numba_outputs():
     numba_cuda = pytest.importorskip("numba.cuda")
     sqd = kspec.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd_numba")
@@ -146,8 +145,9 @@ FETCH = {
 SHAPES = {1: (64,), 2: (12, 16), 3: (4, 6, 8)}
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("ndim", [1, 2, 3])
-def test_texture_in_elementwise_kernel(ndim):
+def test_texture_in_elementwise_kernel(cp, ndim):
     data = np.random.default_rng(ndim).random(SHAPES[ndim], dtype=np.float32)
     tex, _keep = _texture(data)
     k = kspec.ElementwiseKernel("U texObj, int32 w, int32 h", "float32 y", f"y = {FETCH[ndim]} * 2.0f", f"tex{ndim}d")
@@ -157,8 +157,9 @@ def test_texture_in_elementwise_kernel(ndim):
     np.testing.assert_array_equal(cp.asnumpy(y), data * 2)
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("ndim", [1, 2, 3])
-def test_texture_in_raw_kernel(ndim):
+def test_texture_in_raw_kernel(cp, ndim):
     data = np.random.default_rng(10 + ndim).random(SHAPES[ndim], dtype=np.float32)
     tex, _keep = _texture(data)
     code = (

@@ -1,5 +1,5 @@
-"""kspec's CPU device, execution model: raw CUDA C++ and kspec.jit output compiled by the host C++ compiler
-(the contract's command, tests/host_build.py) and run as a grid on the host: blocks on OS workers, threads in
+"""kspec's CPU device, execution model: raw CUDA C++ and kspec.jit output compiled by kspec.compiler's host
+path, loaded by kspec's host driver (tests/host_build.py) and run as a grid on the host: blocks on OS workers, threads in
 turn or as fibers meeting at __syncthreads and warp operations, atomics, faults; and the source scan
 (kspec/compiler/_host_scan.py). CPU only; skipped without a host C++ compiler."""
 
@@ -7,24 +7,17 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import host_build as H
-import jit_kernels as K
 import kspec
+import jit_kernels as K
 from kspec import jit
 from kspec.compiler._host_scan import scan_host_source
 
-pytestmark = pytest.mark.skipif(H.host_compiler() is None, reason="no host C++ compiler (c++, g++ or clang++) on PATH")
-
-
-def _build(tmp: Path, source: str, name: str, *, expressions: list[str] | None = None, uses_sync: bool | None = None) -> H.HostModule:
-    scan = scan_host_source(source, name)
-    sync = scan.uses_sync if uses_sync is None else uses_sync
-    return H.build(scan.source, expressions or list(scan.kernels), sync, tmp, name)
+pytestmark = H.requires_host_cxx
 
 
 # -- kernels without synchronisation: each thread runs to completion in turn --------------------------------
@@ -86,18 +79,33 @@ extern "C" __global__ void traps(int at) {
 }
 
 extern "C" __global__ void throws_exception() { throw 42; }
+
+extern "C" __global__ void fault_in_first_block(unsigned long long* blocks_run) {
+  atomicAdd(blocks_run, 1ULL);
+  if (blockIdx.x == 0) __trap();
+}
+
+// a host loop kernel (kspec's host templates): no grid; a fault names the element it was working on
+kspec_host::loop_kernel loop_past_end(const int* x, int n) {
+  for (long long i = 0; i <= n; ++i) {
+    kspec_host::current_element() = i;
+    if (i >= n) kspec_host::fault_index(i, n);
+  }
+  return {};
+}
 """
 
 
 @pytest.fixture(scope="module")
-def plain(tmp_path_factory: pytest.TempPathFactory) -> H.HostModule:
-    return _build(tmp_path_factory.mktemp("plain"), PLAIN, "plain")
+def plain() -> H.HostModule:
+    kernels = [*scan_host_source(PLAIN, "plain").kernels, "loop_past_end"]
+    return H.build(PLAIN, "plain", expressions=kernels)
 
 
 def test_plain_module_runs_threads_in_turn(plain: H.HostModule) -> None:
     assert scan_host_source(PLAIN, "plain").uses_sync is False
     assert plain.entries() == ["grid_copy", "coordinates", "atomics", "read_past_end", "failing_assert", "traps",
-                               "throws_exception"]
+                               "throws_exception", "fault_in_first_block", "loop_past_end"]
 
 
 def test_grid_stride_copy_and_its_time(plain: H.HostModule) -> None:
@@ -157,6 +165,12 @@ def test_out_of_bounds_index_is_fault_1_naming_kernel_block_thread(plain: H.Host
     assert code == 1 and message.count("out of bounds") == 1
 
 
+def test_fault_in_a_loop_kernel_names_the_element(plain: H.HostModule) -> None:
+    x = np.zeros(3, np.int32)
+    assert plain.launch("loop_past_end", (1,), (1,), [x, np.int32(3)]) == (
+        1, "kernel 'loop_past_end': index 3 is out of bounds for size 3 (element 3)")
+
+
 def test_failing_assert_and_trap_are_fault_2(plain: H.HostModule) -> None:
     y = np.zeros(8, np.int32)
     code, message = plain.launch("failing_assert", (2,), (4,), [y, np.int32(5)])
@@ -167,6 +181,14 @@ def test_failing_assert_and_trap_are_fault_2(plain: H.HostModule) -> None:
     np.testing.assert_array_equal(y, np.arange(8))
     assert plain.launch("traps", (1,), (8,), [np.int32(3)]) == (
         2, "kernel 'traps': __trap() was called (block (0, 0, 0), thread (3, 0, 0))")
+
+
+def test_a_fault_stops_the_other_workers(plain: H.HostModule) -> None:
+    blocks_run = np.zeros(1, np.uint64)
+    blocks = 200_000
+    code, message = plain.launch("fault_in_first_block", (blocks,), (1,), [blocks_run], threads=2)
+    assert code == 2 and message.startswith("kernel 'fault_in_first_block': __trap() was called (block (0, 0, 0)")
+    assert 1 <= blocks_run[0] < blocks
 
 
 def test_other_cxx_exception_is_fault_4(plain: H.HostModule) -> None:
@@ -276,6 +298,26 @@ extern "C" __global__ void groups(const int* x, int* out) {
   row[2] = cg::reduce(cg::tiled_partition<8>(block), v, cg::plus<int>());
   row[3] = warp.meta_group_rank() * 100 + warp.thread_rank();
   row[4] = warp.ballot(v % 2 == 0);
+  cg::thread_group as_group = block;
+  cg::sync(as_group);
+}
+
+// per thread: in a branch of even lanes, the coalesced group's size, rank and mask; then
+// __syncthreads_and / _or, __match_any_sync of lane / 4, __match_all_sync of a constant
+extern "C" __global__ void divergence(unsigned* out) {
+  unsigned* row = out + 6 * threadIdx.x;
+  const unsigned lane = threadIdx.x % 32;
+  if (lane % 2 == 0) {
+    cg::coalesced_group even = cg::coalesced_threads();
+    row[0] = even.size();
+    row[1] = even.thread_rank();
+    row[2] = __activemask();
+  }
+  row[3] = __syncthreads_and(threadIdx.x < 1000) * 10 + __syncthreads_and(threadIdx.x < 5) * 100 +
+           __syncthreads_or(threadIdx.x == 7);
+  row[4] = __match_any_sync(0xffffffffu, lane / 4);
+  int all_same = 0;
+  row[5] = __match_all_sync(0xffffffffu, 42, &all_same) == 0xffffffffu && all_same;
 }
 
 extern "C" __global__ void read_past_end_synced(const int* x, int* y, int n) {
@@ -288,8 +330,8 @@ extern "C" __global__ void read_past_end_synced(const int* x, int* y, int n) {
 
 
 @pytest.fixture(scope="module")
-def synced(tmp_path_factory: pytest.TempPathFactory) -> H.HostModule:
-    return _build(tmp_path_factory.mktemp("sync"), SYNC, "synced")
+def synced() -> H.HostModule:
+    return H.build(SYNC, "synced")
 
 
 def test_block_reduction_with_syncthreads(synced: H.HostModule) -> None:
@@ -359,6 +401,16 @@ def test_cooperative_groups(synced: H.HostModule) -> None:
                                  np.array(ballot, np.uint32).view(np.int32)], (b, r)
 
 
+def test_divergent_branches_votes_and_matches(synced: H.HostModule) -> None:
+    out = np.zeros((64, 6), np.uint32)
+    assert synced.launch("divergence", (1,), (64,), [out]) == (0, "")
+    even = sum(1 << k for k in range(0, 32, 2))
+    for t in range(64):
+        lane = t % 32
+        branch = [16, lane // 2, even] if lane % 2 == 0 else [0, 0, 0]
+        assert list(out[t]) == [*branch, 11, 0xF << (lane // 4 * 4), 1], t
+
+
 def test_fault_in_a_fiber_stops_the_grid(synced: H.HostModule) -> None:
     x = np.arange(64, dtype=np.int32)
     y = np.zeros(64, np.int32)
@@ -368,8 +420,26 @@ def test_fault_in_a_fiber_stops_the_grid(synced: H.HostModule) -> None:
                         r"\(block \([0-2], 0, 0\), thread \(50, 0, 0\)\)", message), message
 
 
-def test_sync_reached_without_fibers_is_fault_3(tmp_path: Path) -> None:
-    module = _build(tmp_path, SYNC, "missed", expressions=["block_sum"], uses_sync=False)
+# The scan reads tokens, not what the preprocessor pastes: a barrier it cannot see (and, below, a grid group).
+MISSED = r"""
+#define KSPEC_TEST_JOIN(a, b) a##b
+extern "C" __global__ void block_sum(const float* x, float* out, int n) {
+  __shared__ float s[256];
+  const unsigned t = threadIdx.x;
+  s[t] = (int)t < n ? x[t] : 0.0f;
+  KSPEC_TEST_JOIN(__sync, threads)();
+  if (t == 0) {
+    float total = 0.0f;
+    for (unsigned k = 0; k < blockDim.x; ++k) total += s[k];
+    out[blockIdx.x] = total;
+  }
+}
+"""
+
+
+def test_sync_reached_without_fibers_is_fault_3() -> None:
+    assert not scan_host_source(MISSED, "missed").uses_sync
+    module = H.build(MISSED, "missed")
     x = np.zeros(256, np.float32)
     code, message = module.launch("block_sum", (1,), (256,), [x, x, np.int32(256)])
     assert code == 3
@@ -380,6 +450,67 @@ def test_sync_reached_without_fibers_is_fault_3(tmp_path: Path) -> None:
     assert module.launch("block_sum", (1,), (1,), [np.ones(1, np.float32), out, np.int32(1)]) == (0, "")
 
 
+def test_ucontext_fallback_runs_the_same_fibers() -> None:
+    # the fallback for machines without the assembly context switch (forced here on x86-64 / aarch64)
+    module = H.build(SYNC, "fallback", extra=("-DKSPEC_HOST_FIBER_UCONTEXT",))
+    x = np.arange(512, dtype=np.float32)
+    out = np.zeros(2, np.float32)
+    assert module.launch("block_sum", (2,), (256,), [x, out, np.int32(512)]) == (0, "")
+    np.testing.assert_array_equal(out, [x[:256].sum(), x[256:].sum()])
+
+
+INTRINSICS = r"""
+#include <cuda_runtime.h>
+#include <cstdio>
+struct pair { double a, b; };
+// every thread adds 1 to both halves of a 16-byte pair through a CAS loop, and swaps itself into `last`
+extern "C" __global__ void wide_atomics(pair* p, pair* last) {
+  pair seen = *p;
+  for (;;) {
+    const pair next = {seen.a + 1, seen.b + 1};
+    const pair old = atomicCAS(p, seen, next);
+    if (old.a == seen.a && old.b == seen.b) break;
+    seen = old;
+  }
+  atomicExch(last, pair{double(threadIdx.x), -double(threadIdx.x)});
+}
+extern "C" __global__ void intrinsics(const int* x, long long* out, unsigned short* flag, double* total) {
+  const long long start = clock64();
+  __nanosleep(10);
+  __threadfence();
+  __threadfence_block();
+  out[threadIdx.x] = __ldg(x + threadIdx.x) + (clock64() >= start) * 1000 + (clock() >= 0) * 10000;
+  atomicAdd_block(total, 0.25);
+  atomicAdd_system(total, 0.25);
+  atomicCAS(flag, (unsigned short)0, (unsigned short)7);
+  if (threadIdx.x == 0) printf("");
+}
+"""
+
+
+def test_timing_fences_loads_and_scoped_atomics() -> None:
+    module = H.build(INTRINSICS, "intrinsics")
+    x = np.arange(8, dtype=np.int32)
+    out = np.zeros(8, np.int64)
+    flag = np.zeros(1, np.uint16)
+    total = np.zeros(1)
+    assert module.launch("intrinsics", (1,), (8,), [x, out, flag, total]) == (0, "")
+    np.testing.assert_array_equal(out, x + 11000)
+    assert flag[0] == 7 and total[0] == 4.0
+    p = np.zeros(2)
+    last = np.zeros(2)
+    assert module.launch("wide_atomics", (8,), (64,), [p, last], threads=2) == (0, "")
+    assert list(p) == [512, 512] and last[0] == -last[1] and 0 <= last[0] < 64
+
+
+def test_grid_group_stops_the_host_compile() -> None:
+    # the scan refuses this_grid() first; if it misses one, the host headers stop the compile with a message
+    source = ("#include <cooperative_groups.h>\n#define KSPEC_TEST_JOIN(a, b) a##b\n"
+              "extern \"C\" __global__ void k() { cooperative_groups::KSPEC_TEST_JOIN(this_, grid)().sync(); }\n")
+    with pytest.raises(kspec.CompileError, match="cannot run cooperative grid synchronisation"):
+        H.build(source, "grid")
+
+
 # -- kspec.jit output -----------------------------------------------------------------------------------------
 
 @jit.rawkernel()
@@ -388,13 +519,13 @@ def _copy_unchecked(x, y):
     y[i] = x[i]
 
 
-def _jit_module(tmp: Path, kernel: jit.JitKernel, *args: object) -> H.HostModule:
-    return _build(tmp, kernel.cuda_source(*args), kernel.kernel_name())
+def _jit_module(kernel: jit.JitKernel, *args: object) -> H.HostModule:
+    return H.build(kernel.cuda_source(*args), kernel.kernel_name())
 
 
-def test_jit_thread_ids_and_laneid(tmp_path: Path) -> None:
+def test_jit_thread_ids_and_laneid() -> None:
     out = np.zeros((2 * 2 * 3 * 4 * 2 * 2, 7), np.int64)
-    module = _jit_module(tmp_path, K.thread_ids, out)
+    module = _jit_module(K.thread_ids, out)
     assert module.launch("thread_ids", (2, 2, 3), (4, 2, 2), H.jit_arguments(out)) == (0, "")
     rows = {}
     for bz in range(3):
@@ -410,16 +541,16 @@ def test_jit_thread_ids_and_laneid(tmp_path: Path) -> None:
     np.testing.assert_array_equal(out, np.array([rows[t] for t in range(len(out))]))
 
 
-def test_jit_block_reduce_and_shuffles(tmp_path: Path) -> None:
+def test_jit_block_reduce_and_shuffles() -> None:
     x = np.random.default_rng(3).integers(0, 50, 1000).astype(np.float32)
     out = np.zeros(4, np.float32)
-    module = _jit_module(tmp_path, K.block_reduce, x, out)
+    module = _jit_module(K.block_reduce, x, out)
     assert module.launch("block_reduce", (4,), (256,), H.jit_arguments(x, out)) == (0, "")
     np.testing.assert_array_equal(out, np.add.reduceat(x, [0, 256, 512, 768]))
 
     v = np.arange(64, dtype=np.float32) * 2
     table = np.zeros((64, 5), np.float32)
-    module = _jit_module(tmp_path, K.warp_shuffles, v, table)
+    module = _jit_module(K.warp_shuffles, v, table)
     assert module.launch("warp_shuffles", (1,), (64,), H.jit_arguments(v, table)) == (0, "")
     lane = np.arange(64) % 32
     warp = np.arange(64) // 32 * 32
@@ -429,108 +560,50 @@ def test_jit_block_reduce_and_shuffles(tmp_path: Path) -> None:
     np.testing.assert_array_equal(table, expected)
 
 
-def test_jit_dynamic_shared_and_async_copy(tmp_path: Path) -> None:
+def test_jit_dynamic_shared_and_async_copy() -> None:
     x = np.arange(3 * 32, dtype=np.float64)
     out = np.zeros_like(x)
-    module = _jit_module(tmp_path, K.dynamic_shared, x, out)
+    module = _jit_module(K.dynamic_shared, x, out)
     assert module.launch("dynamic_shared", (3,), (32,), H.jit_arguments(x, out), shared_bytes=32 * 8) == (0, "")
     np.testing.assert_array_equal(out, x.reshape(3, 32)[:, ::-1].ravel())
 
     f = np.arange(2 * 128, dtype=np.float32)
     g = np.zeros_like(f)
-    module = _jit_module(tmp_path, K.async_copy, f, g)
+    module = _jit_module(K.async_copy, f, g)
     assert module.launch("async_copy", (2,), (128,), H.jit_arguments(f, g)) == (0, "")
     np.testing.assert_array_equal(g, f.reshape(2, 128)[:, ::-1].ravel() + 1)
 
 
-def test_jit_atomic_counters(tmp_path: Path) -> None:
+def test_jit_atomic_counters() -> None:
     out = np.zeros(3, np.uint32)
-    module = _jit_module(tmp_path, K.atomic_counters, out, np.uint32(5))
+    module = _jit_module(K.atomic_counters, out, np.uint32(5))
     assert not scan_host_source(K.atomic_counters.cuda_source(out, np.uint32(5)), "atomic_counters").uses_sync
     assert module.launch("atomic_counters", (10,), (100,), H.jit_arguments(out, np.uint32(5))) == (0, "")
     assert list(out) == [1000 % 6, (-1000) % 6, 1000]
 
 
-def test_jit_array_index_out_of_bounds_is_fault_1(tmp_path: Path) -> None:
+def test_jit_array_index_out_of_bounds_is_fault_1() -> None:
     x = np.arange(8, dtype=np.float32)
     y = np.zeros(8, np.float32)
-    module = _jit_module(tmp_path, _copy_unchecked, x, y)
+    module = _jit_module(_copy_unchecked, x, y)
     code, message = module.launch("_copy_unchecked", (3,), (4,), H.jit_arguments(x, y), threads=1)
     assert (code, message) == (1, "kernel '_copy_unchecked': index 8 is out of bounds for size 8 "
                                   "(block (2, 0, 0), thread (0, 0, 0))")
 
 
-# -- the source scan ------------------------------------------------------------------------------------------
-
-def test_scan_finds_plain_kernels_and_sync() -> None:
+def test_scan_of_the_sync_module() -> None:
     scan = scan_host_source(SYNC, "synced")
     assert scan.kernels == ("block_sum", "warp_sum", "votes", "reverse_blocks", "early_return", "transpose_tile",
-                            "groups", "read_past_end_synced")
+                            "groups", "divergence", "read_past_end_synced")
     assert scan.uses_sync
-    source = """
-    template <typename T> __global__ void templated(T* x) { __syncthreads(); }
-    // __global__ void in_comment() {}
-    const char* text = "__global__ void in_string() { __syncwarp(); }";
-    __global__ void __launch_bounds__(128, 2) bounded(float* x) { x[0] = 1; }
-    #ifndef KSPEC_HOST
-    __global__ void gpu_only() { __syncthreads(); asm("trap;"); }
-    #endif
-    """
-    scan = scan_host_source(source.replace("__syncthreads(); }\n    //", "}\n    //"), "m")
-    assert scan.kernels == ("bounded",) and not scan.uses_sync
-    assert scan_host_source(source, "m").uses_sync  # the template's __syncthreads
 
 
-@pytest.mark.parametrize("snippet", ["__shfl_xor_sync(~0u, v, 1)", "__syncwarp()", "__ballot_sync(~0u, p)",
-                                     "block.sync()", "cg::sync(block)", "cooperative_groups::wait(block)",
-                                     "cooperative_groups::wait_prior<0>(block)", "tile.shfl_down(v, 1)",
-                                     "__syncthreads_or(p)", "__activemask()"])
-def test_scan_sees_each_synchronisation(snippet: str) -> None:
-    assert scan_host_source(f"__global__ void k(int v, bool p) {{ {snippet}; }}", "k").uses_sync
+def test_host_compile_keeps_defines_includes_and_target_options() -> None:
+    from kspec.compiler import CompileOptions
+    from kspec.compiler._host import host_args
 
-
-@pytest.mark.parametrize(("snippet", "construct"), [
-    ("float v = tex1Dfetch<float>(t, 0);", "textures"),
-    ("cudaTextureObject_t t;", "textures"),
-    ("surf2Dwrite(v, s, 0, 0);", "surfaces"),
-    ('asm volatile("membar.gl;");', "inline PTX (asm)"),
-    ("auto g = cooperative_groups::this_grid(); g.sync();", "cooperative grid synchronisation (this_grid / grid_group)"),
-    ("child<<<1, 1>>>();", "kernel launches from device code (dynamic parallelism)"),
-    ("cuda::pipeline<cuda::thread_scope_thread> p = cuda::make_pipeline();", "asynchronous barriers and pipelines (cuda::barrier, cuda::pipeline)"),
-])
-def test_scan_refuses_what_the_host_cannot_run(snippet: str, construct: str) -> None:
-    source = f"extern \"C\" __global__ void k(float* x) {{\n  {snippet}\n}}\n"
-    with pytest.raises(kspec.HostUnsupportedError) as info:
-        scan_host_source(source, "mod")
-    assert str(info.value) == f"kernel 'mod': the CPU device cannot run {construct} (line 2: {snippet}); run it on a GPU"
-    assert isinstance(info.value, kspec.KspecNotImplementedError)
-
-
-def test_scan_ignores_refused_constructs_in_comments_strings_and_gpu_only_regions() -> None:
-    source = """
-    // asm("trap;") and tex1D(t, 0) in a comment
-    /* this_grid() */
-    const char* s = "asm volatile(\\"x\\")";
-    #if !defined(KSPEC_HOST)
-    __device__ unsigned lane() { unsigned l; asm("mov.u32 %0, %%laneid;" : "=r"(l)); return l; }
-    #else
-    __device__ unsigned lane() { return threadIdx.x % 32; }
-    #endif
-    #ifdef __CUDA_ARCH__
-    __device__ float fetch(cudaTextureObject_t t) { return tex1Dfetch<float>(t, 0); }
-    #endif
-    extern "C" __global__ void k(unsigned* out) { out[threadIdx.x] = lane(); }
-    """
-    assert scan_host_source(source, "m").kernels == ("k",)
-
-
-def test_scan_rewrites_extern_shared() -> None:
-    source = ("extern __shared__ float at_namespace[];\n"
-              "template <typename T> __global__ void k(T* x) {\n"
-              "  extern __shared__ __align__(16) T local[];\n"
-              "  static __shared__ int count;\n"
-              "}\n")
-    rewritten = scan_host_source(source, "m").source
-    assert "T* const local = reinterpret_cast<T*>(::kspec_host::dynamic_shared());" in rewritten
-    assert "#define at_namespace (reinterpret_cast<float*>(::kspec_host::dynamic_shared()))\n#line 1\n" in rewritten
-    assert "  __shared__ int count;" in rewritten and "extern __shared__" not in rewritten
+    extra = ("-DA=1", "-U", "B", "-I/x", "-mno-f16c", "-m64", "-maxrregcount=32", "--use_fast_math")
+    args, ignored = host_args(CompileOptions(arch="host", extra=extra))
+    kept = args[args.index("-w") + 1 : args.index("-include")]
+    assert kept[:5] == ["-DA=1", "-U", "B", "-I/x", "-mno-f16c"]  # after -march=native, so -mno-f16c wins
+    assert ignored == ["-m64", "-maxrregcount=32", "--use_fast_math"]

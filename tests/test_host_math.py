@@ -12,8 +12,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from host_types_build import load, requires_host_cxx
-from test_host_types import F32, F64, RD, RN, RU, RZ, ptr, round_exact
+from host_build import load, requires_host_cxx
+from exact_rounding import F32, F64, RD, RN, RU, RZ, round_exact
 
 pytestmark = requires_host_cxx
 
@@ -108,6 +108,7 @@ EXPORT double minmax_f(int op, double a, double b) {
   switch (op) {
     case 0: return min((float)a, (float)b);
     case 1: return max(a, b);
+    case 3: return abs((float)a) + abs((long long)b) + fminf((float)a, (float)b) + fmax(a, b);  // unqualified, as CUDA
     default: return max((float)a, b);
   }
 }
@@ -120,8 +121,8 @@ EXPORT int vector_layout(void) {
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    module = load(SOURCE, tmp_path_factory.mktemp("host_math"))
+def lib() -> ctypes.CDLL:
+    module = load(SOURCE)
     module.special.restype = ctypes.c_double
     module.special.argtypes = [ctypes.c_int, ctypes.c_double]
     module.arith_f.restype = ctypes.c_float
@@ -264,7 +265,7 @@ def test_integer_intrinsics(lib: ctypes.CDLL) -> None:
         a32, b32 = a & m32, b & m32
         sa, sb = signed(a32, 32), signed(b32, 32)
 
-        def call(op: int, c: int = c) -> int:
+        def call(op: int, c: int = c, a: int = a, b: int = b) -> int:
             return int(lib.intrinsic(op, a, b, c))
         assert call(0) == bin(a32).count("1")
         assert call(1) == bin(a).count("1")
@@ -299,4 +300,5 @@ def test_min_max_and_vector_types(lib: ctypes.CDLL) -> None:
     assert lib.minmax_f(0, math.nan, 2.0) == 2.0  # CUDA's float min/max are fminf/fmaxf
     assert lib.minmax_f(1, 1.0, math.nan) == 1.0
     assert lib.minmax_f(2, 0.1, 0.1) == f32(0.1)  # float with double promotes: max(double(0.1f), 0.1)
+    assert lib.minmax_f(3, -2.5, -3.0) == 2.5 + 3 - 3.0 - 2.5
     assert lib.vector_layout() == 1023

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import contextlib
 import signal
 import sys
@@ -94,12 +95,14 @@ def _check_compilers(archs: list[str]) -> None:
     """NvrtcNotFoundError (or HostCompilerNotFoundError for ``--arch host``) before the first compile:
     without it every module would fail with the same error (once per module) and ``-o`` would get an empty
     manifest. Said once, nothing written."""
-    from ..compiler import HOST_ARCH, host_compiler, nvrtc_version
+    from ..compiler import HOST_ARCH, HOST_MARCH_ENV, host_compiler, nvrtc_version, portable_host_march
 
     if any(arch != HOST_ARCH for arch in archs):
         nvrtc_version()  # loads NVRTC; the cache key of every module needs its version anyway
     if HOST_ARCH in archs:
         host_compiler()
+        # prebuilt host modules must run on other machines than this one: no -march=native
+        os.environ.setdefault(HOST_MARCH_ENV, portable_host_march())
 
 
 def _build(args: argparse.Namespace, plan: Any, archs: list[str]) -> int:

@@ -23,7 +23,8 @@ _LAZY = {
     "arch_number": "_arch", "arch_version": "_arch", "check_arch": "_arch",
     "register_counts": "_cubin",
     "CompiledProgram": "_program",
-    "HOST_ARCH": "_arch", "HostCompiler": "_host", "host_compiler": "_host",
+    "HOST_ARCH": "_arch", "HostCompiler": "_host", "host_compiler": "_host", "HOST_MARCH_ENV": "_host",
+    "portable_host_march": "_host",
 }
 
 
@@ -51,6 +52,8 @@ __all__ = [
     "HOST_ARCH",
     "HostCompiler",
     "host_compiler",
+    "HOST_MARCH_ENV",
+    "portable_host_march",
     "include_dirs",
     "nvrtc_version",
     "supported_archs",

@@ -11,21 +11,20 @@ on first use (a minute), and a machine with g++ already has what -march=native n
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import platform
 import re
 import shlex
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .._binfmt import host_symbol
+from .._digest import sha256
 from .._errors import CompileTimeoutError, HostCompilerNotFoundError, about_kernel
 from .._resources import templates_dir
 from ._arch import HOST_ARCH
@@ -36,9 +35,12 @@ HOST_CXX_ENV = "KSPEC_HOST_CXX"
 _SYSTEM_COMPILERS = ("c++", "g++", "clang++")
 # -O2 and the host's vector units (the cache key names the CPU); no -ffast-math: results must match the GPU's
 # IEEE arithmetic within rounding. -fno-math-errno only lets sqrt & co. vectorise (kernels never read errno).
-_FLAGS = ("-O2", "-march=native", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-math-errno", "-pthread",
+_FLAGS = ("-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-math-errno", "-pthread",
           "-DKSPEC_HOST=1", "-w")  # fmt: skip
 _KEPT_OPTION = re.compile(r"-[DUI]")  # user options that mean the same to a host compiler
+# Target options for the host compiler (e.g. -mno-f16c: a build without the F16C conversions, as on a CPU
+# lacking them); after -march=native, so they win. NVRTC's own -m options (-m64/-m32, -maxrregcount) are not.
+_HOST_TARGET_OPTION = re.compile(r"-m(?!64$|32$|axrregcount)\w")
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,22 @@ def host_cpu() -> str:
                     parts.append(line.strip())
     except OSError:
         pass
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+HOST_MARCH_ENV = "KSPEC_HOST_MARCH"
+
+
+def host_march() -> str:
+    """``-march`` of host builds: ``KSPEC_HOST_MARCH``, else ``native`` (this machine's vector units; the
+    cache key names the CPU). ``kspec build --arch host`` sets :func:`portable_host_march` instead, so that
+    prebuilt modules run on any machine of the architecture."""
+    return os.environ.get(HOST_MARCH_ENV, "").strip() or "native"
+
+
+def portable_host_march() -> str:
+    """What every CPU of this machine's architecture runs: x86-64-v2 (SSE4.2, 2009 on), armv8-a."""
+    return {"x86_64": "x86-64-v2", "AMD64": "x86-64-v2", "aarch64": "armv8-a", "arm64": "armv8-a"}.get(platform.machine(), "native")
 
 
 def host_args(options: CompileOptions) -> tuple[list[str], list[str]]:
@@ -109,7 +126,7 @@ def host_args(options: CompileOptions) -> tuple[list[str], list[str]]:
     root = templates_dir()
     std = options.effective_std
     number = int(std[3:]) if std[3:].isdigit() else 17
-    args = [f"-std=c++{max(number, 17)}", *_FLAGS]  # kspec's host headers need C++17 (if constexpr, inline vars)
+    args = [f"-std=c++{max(number, 17)}", f"-march={host_march()}", *_FLAGS]  # kspec's host headers need C++17
     args += [f"-D{define}" for define in options.defines]
     ignored = []
     extra = list(options.extra)
@@ -119,23 +136,13 @@ def host_args(options: CompileOptions) -> tuple[list[str], list[str]]:
         if item in ("-D", "-U", "-I") and index + 1 < len(extra):  # the value as the next option
             args += [item, extra[index + 1]]
             index += 1
-        elif _KEPT_OPTION.match(item):
+        elif _KEPT_OPTION.match(item) or _HOST_TARGET_OPTION.match(item):
             args.append(item)
         elif not item.startswith(("-std", "--std", "-arch", "--gpu-architecture")):
             ignored.append(item)
         index += 1
     args += [f"-I{root / 'include_host'}", f"-I{root / 'include'}", "-include", "kspec_host/cuda.h"]
     return args, ignored
-
-
-def entry_symbol(expression: str) -> str:
-    """The exported symbol of a name expression's entry (kspec/runtime/_host_driver.py looks it up)."""
-    return "kspec_entry_" + hashlib.sha256(expression.encode()).hexdigest()[:16]
-
-
-def sizes_symbol(expression: str) -> str:
-    """The exported pointer to an entry's parameter count and sizes (cuFuncGetParamInfo on the host)."""
-    return "kspec_sizes_" + hashlib.sha256(expression.encode()).hexdigest()[:16]
 
 
 def _c_string(text: str) -> str:
@@ -148,12 +155,12 @@ def entries_source(expressions: Sequence[str], uses_sync: bool) -> str:
     lines = ["", "// kspec: entries of the CPU device (kspec/compiler/_host.py), one per name expression"]
     for expression in expressions:
         lines.append(
-            f'extern "C" __attribute__((visibility("default"))) int {entry_symbol(expression)}('
+            f'extern "C" __attribute__((visibility("default"))) int {host_symbol(expression)}('
             "void** params, const kspec_host_launch* launch, kspec_host_fault* fault) {\n"
             f"  return ::kspec_host::run_entry<{sync}>(&{expression}, {_c_string(expression)}, params, launch, fault);\n"
             "}\n"
             f'extern "C" __attribute__((visibility("default"))) const unsigned long long* '
-            f"{sizes_symbol(expression)} = ::kspec_host::param_sizes(&{expression});"
+            f"{host_symbol(expression, 'sizes')} = ::kspec_host::param_sizes(&{expression});"
         )
     names = "".join(e + "\n" for e in expressions)
     lines.append(f'extern "C" __attribute__((visibility("default"))) const char kspec_host_entries[] = {_c_string(names)};')
@@ -164,6 +171,9 @@ def compile_host(source: str, name: str, options: CompileOptions, name_expressio
     """Build ``source`` for the CPU device (see the module docstring). Refuses what the CPU device cannot run
     (:class:`kspec.HostUnsupportedError`) before compiling; a compile failure is a CompileError with the
     compiler's log and the numbered source."""
+    import subprocess  # here, not at import: a warm-cache process only computes keys (kspec/compiler/_key.py)
+    import tempfile
+
     from ._compile import _failure as failure  # the one shape of a compile failure, NVRTC's or the host's
     from ._host_scan import scan_host_source
 
@@ -172,6 +182,7 @@ def compile_host(source: str, name: str, options: CompileOptions, name_expressio
     full = scan.source + entries_source(expressions, scan.uses_sync)
     compiler = host_compiler()
     args, ignored = host_args(options)
+    args = precompiled_prelude(compiler, args)
     timeout = compile_timeout() or None
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kspec-cxx-") as work:
@@ -197,6 +208,58 @@ def compile_host(source: str, name: str, options: CompileOptions, name_expressio
         log = (log + "\n" if log else "") + f"kspec: options ignored on the CPU device: {' '.join(ignored)}"
     return CompiledProgram(binary=binary, format="so", arch=HOST_ARCH, lowered_names={e: e for e in expressions},
                            log=log, nvrtc_version=(0, 0), compile_ms=(time.perf_counter() - start) * 1e3)  # fmt: skip
+
+
+def _is_gcc(compiler: HostCompiler) -> bool:
+    import subprocess
+
+    try:
+        done = subprocess.run([*compiler.command, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "Free Software Foundation" in done.stdout and "clang" not in done.stdout.lower()
+
+
+_PRELUDE_INCLUDE = ["-include", "kspec_host/cuda.h"]
+
+
+def precompiled_prelude(compiler: HostCompiler, args: list[str]) -> list[str]:
+    """``args`` with the prelude served precompiled (GCC's .gch, built once per compiler, flags and headers
+    under the cache directory): parsing kspec's host headers is most of a small kernel's compile time.
+    Anything unusual (another compiler, a failed build, an unwritable cache) keeps the plain -include;
+    GCC itself falls back to the header when the .gch does not match the flags."""
+    from .._memo import tree_digest
+    from ._cache import default_cache_dir
+
+    import subprocess
+
+    if args[-2:] != _PRELUDE_INCLUDE or not _gcc(compiler):
+        return args
+    flags = args[:-2]
+    digest = sha256("\0".join([compiler.identity, host_cpu(), *flags,
+                                        tree_digest(str(templates_dir() / "include_host")),
+                                        tree_digest(str(templates_dir() / "include"))]).encode()).hexdigest()[:20]  # fmt: skip
+    directory = default_cache_dir() / "host-prelude" / digest
+    header = directory / "prelude.h"
+    if not (directory / "prelude.h.gch").exists():
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            header.write_text("#include <kspec_host/cuda.h>\n", encoding="utf-8")
+            partial = directory / f"prelude.h.gch.{os.getpid()}.tmp"
+            done = subprocess.run([*compiler.command, *[a for a in flags if a != "-shared"], "-x", "c++-header",
+                                   str(header), "-o", str(partial)], capture_output=True, timeout=600, check=False)  # fmt: skip
+            if done.returncode != 0:
+                partial.unlink(missing_ok=True)
+                return args
+            os.replace(partial, directory / "prelude.h.gch")
+        except (OSError, subprocess.TimeoutExpired):
+            return args
+    return [*flags, "-include", str(header)]
+
+
+@lru_cache(maxsize=None)
+def _gcc(compiler: HostCompiler) -> bool:
+    return _is_gcc(compiler)
 
 
 COMPILE_TIMEOUT_NOTE = "KSPEC_COMPILE_TIMEOUT sets the limit"

@@ -59,7 +59,14 @@ _EXTERN_SHARED = re.compile(r"\bextern\s+(?P<before>[^;{}]*?)\b__shared__\b(?P<a
 _UNSIZED_ARRAY = re.compile(r"^(?P<type>.*?)\b(?P<name>[A-Za-z_]\w*)\s*\[\s*\]$", re.S)
 _ALIGNMENT = re.compile(r"\b(?:__align__|alignas)\s*\([^()]*\)")
 _STATIC_SHARED = re.compile(r"\bstatic\s+__shared__\b|\b__shared__\s+static\b")
-_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)(.*)$", re.M)
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)((?:[^\n]*\\\n)*[^\n]*)$", re.M)  # with its continued lines
+_LITERAL_OR_COMMENT = re.compile(
+    r"//[^\n]*|/\*.*?(?:\*/|\Z)"
+    r'|\b(?:u8|[uUL])?R"(?P<delimiter>[^(\s"]*)\(.*?\)(?P=delimiter)"'
+    r'|"(?:\\.|[^"\\\n])*"'
+    r"|(?<![0-9])'(?:\\.|[^'\\\n])*'",  # after a digit, ' separates digits (1'000'000)
+    re.S,
+)
 _NOT_NAMESPACE_SCOPE = re.compile(r"\bnamespace\b|\bextern\s*\"[^\"]*\"\s*$|\b(?:struct|class|union|enum)\b[^()]*$")
 
 # Conditions the host compiler sees as false (their #else branch is live) and as true.
@@ -95,45 +102,15 @@ def scan_host_source(source: str, name: str) -> HostScan:
 def _mask_comments_and_strings(source: str) -> str:
     """``source`` with comments and the contents of string and character literals turned into spaces (line
     breaks kept, so positions and line numbers stay those of ``source``)."""
-    out = list(source)
-    i, n = 0, len(source)
 
-    def blank(start: int, end: int) -> None:
-        for k in range(start, end):
-            if out[k] != "\n":
-                out[k] = " "
+    def blank(match: re.Match[str]) -> str:
+        text = match.group(0)
+        if text[0] in "/":
+            return re.sub(r"[^\n]", " ", text)
+        quote = 0 if text[0] in "\"'" else text.index('"')  # keep the quotes (after a raw string's prefix)
+        return text[:quote + 1] + re.sub(r"[^\n]", " ", text[quote + 1:-1]) + text[-1]
 
-    while i < n:
-        c = source[i]
-        if source.startswith("//", i):
-            end = source.find("\n", i)
-            end = n if end < 0 else end
-            blank(i, end)
-            i = end
-        elif source.startswith("/*", i):
-            end = source.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            blank(i, end)
-            i = end
-        elif c == "R" and source.startswith('R"', i) and (i == 0 or not (source[i - 1].isalnum() or source[i - 1] == "_")):
-            open_paren = source.find("(", i + 2)
-            delimiter = source[i + 2:open_paren] if open_paren >= 0 else ""
-            end = source.find(")" + delimiter + '"', open_paren) if open_paren >= 0 else -1
-            end = n if end < 0 else end + len(delimiter) + 2
-            blank(i + 2, end - 1)
-            i = end
-        elif c in "\"'":
-            if c == "'" and i > 0 and source[i - 1].isalnum():
-                i += 1  # a digit separator (1'000'000), not a character literal
-                continue
-            k = i + 1
-            while k < n and source[k] != c and source[k] != "\n":
-                k += 2 if source[k] == "\\" else 1
-            blank(i + 1, min(k, n))
-            i = k + 1
-        else:
-            i += 1
-    return "".join(out)
+    return _LITERAL_OR_COMMENT.sub(blank, source)
 
 
 def _live_code(masked: str) -> str:

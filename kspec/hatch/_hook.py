@@ -48,7 +48,7 @@ from ..build import (
     write_output,
 )
 from ..codegen import Generation, generate, sync_files
-from ..compiler import HOST_ARCH, arch_number, check_arch, compile_timeout, default_archs, supported_archs
+from ..compiler import HOST_ARCH, HOST_MARCH_ENV, arch_number, portable_host_march, check_arch, compile_timeout, default_archs, supported_archs
 from ..spec import RawSpec, spec_files
 
 OPTION = "tool.hatch.build.hooks.kspec"
@@ -176,6 +176,8 @@ class HookOptions:
                         f"archs[{i}]",
                         f"{arch!r} is not a target of the installed NVRTC (it supports {', '.join(supported)})",
                     )
+        if HOST_ARCH in archs:  # modules for the CPU devices of the wheel's users, not this machine's
+            os.environ.setdefault(HOST_MARCH_ENV, portable_host_march())
         gpu_archs = [a for a in archs if a != HOST_ARCH]
         if self.ptx and gpu_archs:
             ptx = f"compute_{max(arch_number(a) for a in gpu_archs)}"

@@ -53,6 +53,8 @@ _UNSIGNED_TWIN = {"int16": "unsigned short", "int64": "unsigned long long"}
 
 # sm_90-only atomics as helpers: the preprocessor picks the branch for the target, and below sm_90 the
 # static_assert stops the compile with a message (NVRTC's own would be "no instance of overloaded function").
+# kspec's CPU device (KSPEC_HOST) has them all: complex64 addition per component, as CUDA documents it; the
+# 128-bit exchange and compare-and-swap under a lock (kspec_host/exec_atomics.h).
 _SM90_HELPERS = {
     ("add", "complex64"): (
         "complex<float> kspec_jit_atomic_add_complex64(complex<float>* address, complex<float> value)",
@@ -77,14 +79,24 @@ def cuda_name(op: str) -> str:
     return _CUDA_NAMES.get(op, "atomic" + op.title())
 
 
+_HOST_BODIES = {
+    ("add", "complex64"): "float* const parts = reinterpret_cast<float*>(address);\n"
+                          "    const float real = atomicAdd(parts, value.real());\n"
+                          "    return complex<float>(real, atomicAdd(parts + 1, value.imag()));",
+}
+
+
 def _helper(tr: Any, op: str, t: Scalar) -> str:
     signature, body, what = _SM90_HELPERS[(op, t.name)]
     name = f"kspec_jit_atomic_{op}_{t.name}"
     code = (
         f"__device__ inline {signature} {{\n"
+        "#if defined(KSPEC_HOST)\n"
+        f"    {_HOST_BODIES.get((op, t.name), body)}\n"
+        "#endif\n"
         "#if __CUDA_ARCH__ >= 900\n"
         f"    {body}\n"
-        "#else\n"
+        "#elif !defined(KSPEC_HOST)\n"
         f'    static_assert(__CUDA_ARCH__ >= 900, "kspec.jit: atomic_{op} of {t.name} needs sm_90 or newer ({what})");\n'
         "    return value;\n"
         "#endif\n"

@@ -38,6 +38,7 @@ _warned_lock = threading.Lock()
 _warned: set[tuple[Path, str]] = set()  # (file, expected sha256) already warned about in this process
 _HEX = "0123456789abcdef"  # a sha256 in the manifest: 64 of these
 _FORMATS = ("cubin", "ptx")
+_HOST = ("so", "host")  # (format, arch) of a CPU-device module (kspec build --arch host)
 
 
 class StoredBinary(NamedTuple):
@@ -95,7 +96,8 @@ class BinaryStore:
         names = entry["lowered_names"]
         if not all(isinstance(a, str) and isinstance(b, str) for a, b in names.items()):
             raise self._damaged(f"entry {k}: 'lowered_names' must map str to str")
-        if entry["format"] not in _FORMATS or arch_version(entry["arch"]) is None:
+        known = entry["format"] in _FORMATS and arch_version(entry["arch"]) is not None
+        if not known and (entry["format"], entry["arch"]) != _HOST:
             raise self._damaged(f"entry {k}: format {entry['format']!r} / arch {entry['arch']!r} unknown")
         if len(entry["sha256"]) != 64 or entry["sha256"].strip(_HEX):
             raise self._damaged(f"entry {k}: 'sha256' is not a sha256 hex digest")
@@ -153,6 +155,9 @@ class BinaryStore:
     def find(self, key: str, device_arch: str) -> StoredBinary | None:
         """The best binary of a specialization for a device (see the module docstring) whose bytes match the
         manifest, or None."""
+        if device_arch == _HOST[1]:  # the CPU device: its host module, if the build made one
+            hosts = [b for b in self._by_key.get(key, []) if (b.format, b.arch) == _HOST]
+            return next((v for v in map(self._verify, hosts) if v is not None), None)
         device = arch_version(device_arch)
         if device is None:
             return None
@@ -160,7 +165,8 @@ class BinaryStore:
         ptxs: list[tuple[tuple[int, int], StoredBinary]] = []
         for binary in self._by_key.get(key, []):
             number = arch_version(binary.arch)
-            assert number is not None  # checked when the manifest was read
+            if number is None:  # a host module (checked when the manifest was read)
+                continue
             if binary.format == "cubin" and number[0] == device[0] and number[1] <= device[1]:
                 cubins.append((number[1], binary))
             elif binary.format == "ptx" and number <= device:

@@ -20,8 +20,15 @@ _CUDA_NAMES = ("cuda", "gpu")
 _HOST_NAMES = ("cpu", "host")
 
 _lock = threading.Lock()
-host_active = False  # read by the driver on every call: a module attribute, not a function
-_decided = False
+
+
+def _from_environment() -> tuple[bool, str | None]:
+    """(the CPU device is chosen, the error of a bad KSPEC_DEVICE or None): read at import (no driver is
+    touched), so that every reader of :data:`host_active` sees the choice; a bad value raises on first use."""
+    try:
+        return _parse(os.environ.get(DEVICE_ENV, ""), DEVICE_ENV), None
+    except KspecValueError as exc:
+        return False, str(exc)
 
 
 def _parse(value: object, param: str) -> bool:
@@ -37,13 +44,10 @@ def _parse(value: object, param: str) -> bool:
 
 
 def decide() -> bool:
-    """Read ``KSPEC_DEVICE`` once (unless ``use_device`` chose first); True when the CPU device is active."""
-    global host_active, _decided
-    if not _decided:
-        with _lock:
-            if not _decided:
-                host_active = _parse(os.environ.get(DEVICE_ENV, ""), DEVICE_ENV)
-                _decided = True
+    """True when the CPU device is active; the KspecValueError of a bad ``KSPEC_DEVICE`` (until
+    ``use_device`` chooses)."""
+    if _env_error is not None:
+        raise KspecValueError(_env_error)
     return host_active
 
 
@@ -57,11 +61,11 @@ class use_device:
     block ends (then the previous choice is back). Arrays made on one device are not usable on the other."""
 
     def __init__(self, device: str) -> None:
-        global host_active, _decided
+        global host_active, _env_error
         host = _parse(device, "device")
         with _lock:
-            self._previous = decide() if _decided else _parse(os.environ.get(DEVICE_ENV, ""), DEVICE_ENV)
-            host_active, _decided = host, True
+            self._previous = host_active
+            host_active, _env_error = host, None  # an explicit choice overrides a bad KSPEC_DEVICE
         self.device = "cpu" if host else "cuda"
 
     def __enter__(self) -> use_device:
@@ -74,3 +78,6 @@ class use_device:
 
     def __repr__(self) -> str:
         return f"kspec.use_device({self.device!r})"
+
+
+host_active, _env_error = _from_environment()  # host_active: read by the runtime on every driver call

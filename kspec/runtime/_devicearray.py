@@ -348,7 +348,8 @@ def asarray(obj: Any, dtype: Any = None, *, device: int | Device | None = None, 
     dtype or device is an error rather than a hidden kernel or transfer.
     """
     handle = None if stream is None else stream_handle(stream)
-    if isinstance(obj, DeviceArray) or is_device_array(obj):
+    # a NumPy array is copied on the CPU device too (where it is a device array), as on a GPU
+    if isinstance(obj, DeviceArray) or (is_device_array(obj) and not isinstance(obj, np.ndarray)):
         info = array_info(obj, param="obj", stream=handle)
         if dtype is not None and np.dtype(dtype) != info.dtype:
             raise KspecValueError(

@@ -13,16 +13,15 @@ from __future__ import annotations
 import atexit
 import ctypes
 import enum
-import hashlib
 import os
-import shutil
-import tempfile
 import threading
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+from .._binfmt import EM_CUDA, host_symbol
+from .._digest import sha256_hex
 from .._errors import HostUnsupportedError, KernelFaultError, KernelIndexError, LaunchError
 from ._device_kind import HOST_DEVICE_ID
 
@@ -93,12 +92,6 @@ class _Fault(ctypes.Structure):
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Launch), ctypes.POINTER(_Fault))
 
 
-def entry_symbol(expression: str, prefix: str = "kspec_entry_") -> str:
-    """The exported symbol of a name expression's entry, or with ``prefix="kspec_sizes_"`` of its parameter
-    sizes (kspec/compiler/_host.py writes the same names)."""
-    return prefix + hashlib.sha256(expression.encode()).hexdigest()[:16]
-
-
 class HostModule:
     """A host shared object loaded with ctypes; kept loaded for the process (as CUDA modules are)."""
 
@@ -121,7 +114,7 @@ class HostFunction:
         self.module, self.name, self.entry = module, name, entry
         self.attributes = dict(_FUNCTION_ATTRIBUTES)
         try:
-            sizes = ctypes.POINTER(ctypes.c_ulonglong).in_dll(module.lib, entry_symbol(name, "kspec_sizes_"))
+            sizes = ctypes.POINTER(ctypes.c_ulonglong).in_dll(module.lib, host_symbol(name, "sizes"))
             self.param_sizes: tuple[int, ...] | None = tuple(sizes[1 : 1 + sizes[0]])
         except ValueError:
             self.param_sizes = None
@@ -323,9 +316,13 @@ class HostDriver:
     # -- modules and functions ------------------------------------------------------------------------------
 
     def cuModuleLoadData(self, image: bytes) -> tuple[int, HostModule | None]:
-        if not isinstance(image, (bytes, bytearray)) or not bytes(image[:4]) == b"\x7fELF":
-            return (int(CUresult.CUDA_ERROR_INVALID_IMAGE), None)
-        digest = hashlib.sha256(image).hexdigest()[:24]
+        data = bytes(image[:20]) if isinstance(image, (bytes, bytearray)) else b""
+        if data[:4] != b"\x7fELF" or int.from_bytes(data[18:20], "little") == EM_CUDA:
+            raise HostUnsupportedError(
+                "the CPU device cannot load a CUBIN, PTX or fatbin (GPU machine code); give kspec the CUDA C++ "
+                "source (RawModule(code=...), or a .cu file) and it compiles it for the host"
+            )
+        digest = sha256_hex(image)[:24]
         path = os.path.join(self._directory(), f"kspec-{digest}.so")
         if not os.path.exists(path):
             partial = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
@@ -337,6 +334,9 @@ class HostDriver:
     def _directory(self) -> str:
         with self._lock:
             if self._dir is None:
+                import shutil  # here: a process loads its first module once
+                import tempfile
+
                 self._dir = tempfile.mkdtemp(prefix="kspec-host-")
                 atexit.register(shutil.rmtree, self._dir, True)  # the loaded objects stay mapped until exit
             return self._dir
@@ -344,7 +344,7 @@ class HostDriver:
     def cuModuleGetFunction(self, module: HostModule, name: bytes) -> tuple[int, HostFunction | None]:
         text = name.decode() if isinstance(name, bytes) else str(name)
         try:
-            entry = _ENTRY((entry_symbol(text), module.lib))
+            entry = _ENTRY((host_symbol(text), module.lib))
         except AttributeError:
             return (int(CUresult.CUDA_ERROR_NOT_FOUND), None)
         return (0, HostFunction(module, text, entry))
@@ -391,7 +391,9 @@ class HostDriver:
         if not isinstance(fn, HostFunction):
             raise LaunchError(f"the CPU device cannot launch {fn!r}: not a function of a host module")
         grid, block = (int(gx), int(gy), int(gz)), (int(bx), int(by), int(bz))
-        if min(grid + block) < 1 or block[0] * block[1] * block[2] > fn.attributes["CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"]:
+        attributes = fn.attributes
+        if (min(grid + block) < 1 or block[0] * block[1] * block[2] > attributes["CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"]
+                or int(shared) > attributes["CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"]):  # as a GPU refuses them
             return (int(CUresult.CUDA_ERROR_INVALID_VALUE),)
         launch = _Launch((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), int(shared), self.threads)
         fault = _Fault()

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 
 namespace cooperative_groups {
 
@@ -26,6 +27,9 @@ inline thread_block this_thread_block() { return thread_block(); }
 class thread_group {
  public:
   explicit thread_group(unsigned int size) : size_(size) {}
+  // any group of consecutive threads (the block, a tile) as a thread_group, as CUDA's groups derive from it
+  template <typename Group, typename = decltype(std::declval<const Group&>().thread_rank())>
+  thread_group(const Group& group) : size_(static_cast<unsigned int>(group.size())) {}
   void sync() const {
     if (size_ <= 32u) __syncwarp(); else __syncthreads();
   }

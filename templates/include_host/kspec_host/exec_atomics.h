@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <type_traits>
 
 namespace kspec_host {
@@ -45,6 +46,13 @@ using atomic_add_other_t =
     std::enable_if_t<!std::is_integral<T>::value && (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8) &&
                          std::is_trivially_copyable<T>::value,
                      decltype(std::declval<T>() + std::declval<T>(), T())>;
+
+// 16-byte values (CUDA 12.x+'s 128-bit atomicExch / atomicCAS): under one of a table of locks, picked by
+// address; every 16-byte atomic on a location takes the same lock.
+inline std::mutex& lock_for(const void* address) {
+  static std::mutex locks[64];
+  return locks[(reinterpret_cast<std::uintptr_t>(address) >> 4) % 64];
+}
 
 }  // namespace exec
 }  // namespace kspec_host
@@ -89,6 +97,25 @@ inline std::enable_if_t<sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, T> a
   __atomic_compare_exchange_n(reinterpret_cast<B*>(a), &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   T old;
   std::memcpy(static_cast<void*>(&old), &expected, sizeof(T));
+  return old;
+}
+
+template <typename T>
+inline std::enable_if_t<sizeof(T) == 16 && std::is_trivially_copyable<T>::value, T> atomicExch(T* a, kspec_host::exec::value_t<T> v) {
+  std::lock_guard<std::mutex> hold(kspec_host::exec::lock_for(a));
+  T old;
+  std::memcpy(static_cast<void*>(&old), static_cast<const void*>(a), sizeof(T));
+  std::memcpy(static_cast<void*>(a), static_cast<const void*>(&v), sizeof(T));
+  return old;
+}
+template <typename T>
+inline std::enable_if_t<sizeof(T) == 16 && std::is_trivially_copyable<T>::value, T> atomicCAS(
+    T* a, kspec_host::exec::value_t<T> compare, kspec_host::exec::value_t<T> v) {
+  std::lock_guard<std::mutex> hold(kspec_host::exec::lock_for(a));
+  T old;
+  std::memcpy(static_cast<void*>(&old), static_cast<const void*>(a), sizeof(T));
+  if (std::memcmp(static_cast<const void*>(&old), static_cast<const void*>(&compare), sizeof(T)) == 0)
+    std::memcpy(static_cast<void*>(a), static_cast<const void*>(&v), sizeof(T));
   return old;
 }
 

@@ -5,8 +5,7 @@
 // -DKSPEC_HOST_FIBER_UCONTEXT). Stacks are mmap'd once, with a guard page, and reused by later blocks.
 #pragma once
 
-#include <sys/mman.h>
-#include <unistd.h>
+#include <sys/mman.h>  // (not unistd.h: its many POSIX names would clash with names in device code)
 
 #include <cstddef>
 #include <cstdint>
@@ -206,13 +205,15 @@ struct stack {
   std::size_t size = 0;
 };
 
+constexpr std::size_t stack_guard = 64 * 1024;  // a multiple of every page size
+
 inline stack map_stack() {
-  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t size = (KSPEC_HOST_FIBER_STACK + page - 1) / page * page;
-  void* memory = mmap(nullptr, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  constexpr std::size_t guard = stack_guard;
+  constexpr std::size_t size = (KSPEC_HOST_FIBER_STACK + guard - 1) / guard * guard;
+  void* memory = mmap(nullptr, size + guard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (memory == MAP_FAILED) throw std::bad_alloc();
-  mprotect(memory, page, PROT_NONE);
-  return stack{static_cast<char*>(memory) + page, size};
+  mprotect(memory, guard, PROT_NONE);
+  return stack{static_cast<char*>(memory) + guard, size};
 }
 
 // Stacks outlive a launch: workers borrow sets of them from this pool and give them back.
@@ -226,6 +227,10 @@ struct stack_pool {
     std::vector<stack> set = std::move(free_sets.back());
     free_sets.pop_back();
     return set;
+  }
+  ~stack_pool() {  // the module is unloaded: no fiber runs any more
+    for (std::vector<stack>& set : free_sets)
+      for (stack& s : set) munmap(s.base - stack_guard, s.size + stack_guard);
   }
   void give(std::vector<stack>&& set) {
     if (set.empty()) return;

@@ -37,18 +37,6 @@ inline long long clock64() {
 namespace kspec_host {
 namespace exec {
 
-// The lanes that exist and have not returned in this thread's warp.
-inline unsigned live_lanes() {
-  block* b = current_block();
-  if (!b) return 1u << lane_id();
-  const unsigned first = b->current / 32 * 32;
-  const unsigned n = static_cast<unsigned>(b->fibers.size());
-  unsigned mask = 0;
-  for (unsigned t = first; t < first + 32 && t < n; ++t)
-    if (b->fibers[t].state != finished) mask |= 1u << (t - first);
-  return mask;
-}
-
 template <typename T>
 inline T lane_or_own(const warp_operation& op, int source, const T& own) {
   if (source < 0 || source >= 32) return own;
@@ -83,7 +71,14 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) {
   (void)mask;
 }
 
-inline unsigned __activemask() { return kspec_host::exec::live_lanes(); }
+// The lanes that reach this call together (a warp operation of its own): in a divergent branch, the
+// branch's lanes, as on the GPU.
+inline unsigned __activemask() {
+  const char nothing = 0;
+  const auto op = kspec_host::exec::publish("__activemask()", nothing);
+  return op.warp ? kspec_host::exec::participants(op, 0xffffffffu) : 1u << op.lane;
+}
+
 
 template <typename T>
 inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = 32) {
@@ -193,21 +188,31 @@ inline unsigned __reduce_xor_sync(unsigned mask, unsigned value) {
   return kspec_host::exec::warp_reduce("__reduce_xor_sync()", mask, value, [](unsigned a, unsigned b) { return a ^ b; });
 }
 
+namespace kspec_host {
+namespace exec {
+// The lanes taking part in a match (within mask), and those among them whose value equals this lane's.
+template <typename T>
+inline void match(const char* what, unsigned mask, const T& value, unsigned& taking_part, unsigned& same) {
+  const auto op = publish(what, value);
+  taking_part = op.warp ? participants(op, mask) : (1u << op.lane) & mask;
+  same = 0;
+  for (unsigned l = 0; l < 32; ++l)
+    if ((taking_part >> l & 1u) && std::memcmp(op.lane_value(l), &value, sizeof(T)) == 0) same |= 1u << l;
+}
+}  // namespace exec
+}  // namespace kspec_host
+
 template <typename T>
 inline unsigned __match_any_sync(unsigned mask, T value) {
-  const auto op = kspec_host::exec::publish("__match_any_sync()", value);
-  if (!op.warp) return 1u << op.lane & mask;
-  const unsigned taking_part = kspec_host::exec::participants(op, mask);
-  unsigned bits = 0;
-  for (unsigned l = 0; l < 32; ++l)
-    if ((taking_part >> l & 1u) && std::memcmp(op.lane_value(l), &value, sizeof(T)) == 0) bits |= 1u << l;
-  return bits;
+  unsigned taking_part, same;
+  kspec_host::exec::match("__match_any_sync()", mask, value, taking_part, same);
+  return same;
 }
 template <typename T>
 inline unsigned __match_all_sync(unsigned mask, T value, int* predicate) {
-  const unsigned same = __match_any_sync(mask, value);
-  const unsigned everyone = kspec_host::exec::current_block() ? mask & __activemask() : same;
-  *predicate = same == everyone;
+  unsigned taking_part, same;
+  kspec_host::exec::match("__match_all_sync()", mask, value, taking_part, same);
+  *predicate = same == taking_part;
   return *predicate ? same : 0u;
 }
 

@@ -278,6 +278,30 @@ __device__ __forceinline__ KH_T2 __hfma2(KH_T2 a, KH_T2 b, KH_T2 c) { return KH_
 __device__ __forceinline__ KH_T2 __hisnan2(KH_T2 a) {
   return KH_T2(KH_FROM_F(__hisnan(a.x) ? 1.0f : 0.0f), KH_FROM_F(__hisnan(a.y) ? 1.0f : 0.0f));
 }
+// Lane-wise comparisons: 1.0 where true, 0.0 where false.
+#define KH_CMP2(NAME, SCALAR)                                                                              \
+  __device__ __forceinline__ KH_T2 NAME(KH_T2 a, KH_T2 b) {                                                \
+    return KH_T2(KH_FROM_F(SCALAR(a.x, b.x) ? 1.0f : 0.0f), KH_FROM_F(SCALAR(a.y, b.y) ? 1.0f : 0.0f));    \
+  }
+KH_CMP2(__heq2, __heq)
+KH_CMP2(__hne2, __hne)
+KH_CMP2(__hlt2, __hlt)
+KH_CMP2(__hle2, __hle)
+KH_CMP2(__hgt2, __hgt)
+KH_CMP2(__hge2, __hge)
+KH_CMP2(__hequ2, __hequ)
+KH_CMP2(__hneu2, __hneu)
+KH_CMP2(__hltu2, __hltu)
+KH_CMP2(__hleu2, __hleu)
+KH_CMP2(__hgtu2, __hgtu)
+KH_CMP2(__hgeu2, __hgeu)
+#undef KH_CMP2
+__device__ __forceinline__ KH_T2 __hmax2_nan(KH_T2 a, KH_T2 b) { return KH_T2(__hmax_nan(a.x, b.x), __hmax_nan(a.y, b.y)); }
+__device__ __forceinline__ KH_T2 __hmin2_nan(KH_T2 a, KH_T2 b) { return KH_T2(__hmin_nan(a.x, b.x), __hmin_nan(a.y, b.y)); }
+__device__ __forceinline__ bool __hblt2(KH_T2 a, KH_T2 b) { return __hlt(a.x, b.x) && __hlt(a.y, b.y); }
+__device__ __forceinline__ bool __hble2(KH_T2 a, KH_T2 b) { return __hle(a.x, b.x) && __hle(a.y, b.y); }
+__device__ __forceinline__ bool __hbgt2(KH_T2 a, KH_T2 b) { return __hgt(a.x, b.x) && __hgt(a.y, b.y); }
+__device__ __forceinline__ bool __hbge2(KH_T2 a, KH_T2 b) { return __hge(a.x, b.x) && __hge(a.y, b.y); }
 __device__ __forceinline__ bool __hbeq2(KH_T2 a, KH_T2 b) { return __heq(a.x, b.x) && __heq(a.y, b.y); }
 __device__ __forceinline__ bool __hbne2(KH_T2 a, KH_T2 b) { return __hne(a.x, b.x) && __hne(a.y, b.y); }
 __device__ __forceinline__ KH_T2 operator+(const KH_T2& a, const KH_T2& b) { return __hadd2(a, b); }

@@ -1,9 +1,11 @@
-"""RawKernel and RawModule on a GPU: CuPy's documented examples with CuPy arrays, PyTorch tensors and kspec
-arrays, plus what CuPy's surface promises (name expressions, globals, cooperative launches, big dynamic
-shared memory, attributes, pickling, loading binaries from files)."""
+"""RawKernel and RawModule on both devices: CuPy's documented examples with the device's own arrays (NumPy on
+kspec's CPU device, CuPy and PyTorch tensors on a GPU) and kspec arrays, plus what CuPy's surface promises
+(name expressions, globals, big dynamic shared memory, pickling). GPU-only: cooperative launches, attributes,
+streams, PyTorch tensors, binaries (cubin, PTX, fatbin) loaded from files."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import subprocess
 import sys
@@ -14,30 +16,27 @@ import numpy as np
 import pytest
 
 import kspec
+from device_arrays import HostArrays
 from kspec.spec import load_library
-
-pytestmark = pytest.mark.gpu
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 class Lib:
-    """One array library, seen through the few operations the tests need."""
+    """One array library on the device under test, seen through the few operations the tests need: the
+    device's own arrays ("device": NumPy on the CPU device, CuPy on a GPU), PyTorch tensors, kspec arrays."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, xp) -> None:
         self.name = name
-        if name == "cupy":
-            self.mod = pytest.importorskip("cupy")
-        elif name == "torch":
+        self.xp = xp
+        if name == "torch":
             self.mod = pytest.importorskip("torch")
             if not self.mod.cuda.is_available():
                 pytest.skip("PyTorch has no CUDA here")
-        else:
-            self.mod = kspec
 
     def asarray(self, host: np.ndarray):
-        if self.name == "cupy":
-            return self.mod.asarray(host)
+        if self.name == "device":
+            return self.xp.asarray(host)
         if self.name == "torch":
             return self.mod.as_tensor(host, device="cuda")
         return kspec.asarray(host)
@@ -46,8 +45,8 @@ class Lib:
         return self.asarray(np.zeros(shape, dtype))
 
     def get(self, a) -> np.ndarray:
-        if self.name == "cupy":
-            return self.mod.asnumpy(a)
+        if self.name == "device":
+            return self.xp.asnumpy(a)
         if self.name == "torch":
             return a.cpu().numpy()
         return a.get()
@@ -56,9 +55,22 @@ class Lib:
         kspec.get_device().synchronize()
 
 
-@pytest.fixture(params=["cupy", "torch", "kspec"])
-def lib(request) -> Lib:
-    return Lib(request.param)
+GPU_LIBS = [pytest.param("cuda", name, id=f"cuda-{name}", marks=pytest.mark.gpu) for name in ("device", "torch", "kspec")]
+# (device, library) pairs: PyTorch tensors only on a GPU (its interop is GPU-only)
+ALL_LIBS = pytest.mark.parametrize(
+    ("xp", "lib"), [pytest.param("cpu", name, id=f"cpu-{name}") for name in ("device", "kspec")] + GPU_LIBS,
+    indirect=True,
+)
+ONLY_GPU_LIBS = pytest.mark.parametrize(("xp", "lib"), GPU_LIBS, indirect=True)
+
+
+@pytest.fixture
+def lib(request, xp) -> Lib:
+    return Lib(request.param, xp)
+
+
+def on_gpu(xp) -> bool:
+    return not isinstance(xp, HostArrays)
 
 
 rng = np.random.default_rng(7)
@@ -70,6 +82,7 @@ rng = np.random.default_rng(7)
 ADD = load_library(Path(__file__).resolve().parents[1] / "specs")["my_add"].source
 
 
+@ALL_LIBS
 def test_my_add(lib):
     add_kernel = kspec.RawKernel(ADD, "my_add")
     h1 = np.arange(25, dtype=np.float32).reshape(5, 5)
@@ -81,6 +94,7 @@ def test_my_add(lib):
     np.testing.assert_array_equal(lib.get(y), h1 + h2)
 
 
+@ALL_LIBS
 def test_complex_my_func_with_cupy_complex_header(lib):
     complex_kernel = kspec.RawKernel(
         r"""
@@ -102,6 +116,7 @@ void my_func(const complex<float>* x1, const complex<float>* x2,
     np.testing.assert_allclose(lib.get(y), h1 + 2 * h2, rtol=1e-6)
 
 
+@ALL_LIBS
 def test_vector_add_tutorial(lib):
     vector_add = kspec.RawKernel(
         r"""
@@ -147,6 +162,7 @@ __global__ void test_multiply(const float* x1, const float* x2, float* y, \
 }"""
 
 
+@ALL_LIBS
 def test_module_sum_and_multiply(lib):
     module = kspec.RawModule(code=SUM_MUL)
     ker_sum = module.get_function("test_sum")
@@ -174,6 +190,7 @@ __global__ void fx3(T* arr, int N) {
 """
 
 
+@ALL_LIBS
 def test_template_name_expressions(lib):
     name_exp = ["fx3<float>", "fx3<double>"]
     mod = kspec.RawModule(code=FX3, options=("-std=c++11",), name_expressions=name_exp)
@@ -181,25 +198,27 @@ def test_template_name_expressions(lib):
     for expression, dtype in zip(name_exp, (np.float32, np.float64)):
         kernel = mod.get_function(expression)
         host = rng.standard_normal(N).astype(dtype)
+        expected = host * 3  # before the launch: on the CPU device kspec.asarray(host) is host's own memory
         a = lib.asarray(host)
         kernel((1,), (N,), (a, N))
         lib.sync()
-        np.testing.assert_allclose(lib.get(a), host * 3, rtol=1e-6)
+        np.testing.assert_allclose(lib.get(a), expected, rtol=1e-6)
 
 
-def test_template_not_listed_is_explained():
+def test_template_not_listed_is_explained(xp):
     mod = kspec.RawModule(code=FX3, name_expressions=["fx3<float>"])
     kernel = mod.get_function("fx3<int>")
     with pytest.raises(ValueError, match="name_expressions"):
         kernel((1,), (1,), (kspec.zeros(1, np.int32), 1))
 
 
-def test_unknown_name_lists_the_module_kernels():
+def test_unknown_name_lists_the_module_kernels(xp):
     kernel = kspec.RawModule(code=SUM_MUL).get_function("test_add")
     with pytest.raises(ValueError, match=r"'test_add' is not in .*test_multiply, test_sum"):
         kernel((1,), (1,), ())
 
 
+@pytest.mark.gpu
 def test_attributes():
     add_kernel = kspec.RawKernel(ADD, "my_add")
     attrs = add_kernel.attributes
@@ -230,13 +249,26 @@ extern "C" __global__ void reverse_block(const float* x, float* y, int n) {
 """
 
 
+@pytest.mark.parametrize(
+    "xp",
+    [pytest.param("cpu", id="cpu"),
+     pytest.param("cuda", id="cuda", marks=pytest.mark.gpu)],
+    indirect=True,
+)
+def test_more_than_48k_dynamic_shared_memory_needs_the_attribute(xp):
+    kernel = kspec.RawKernel(BIG_SHARED, "reverse_block")
+    n = 25_000  # 100 000 bytes of shared memory
+    x, y = xp.asarray(rng.standard_normal(n).astype(np.float32)), xp.zeros(n, np.float32)
+    with pytest.raises(kspec.LaunchError, match="max_dynamic_shared_size_bytes"):
+        kernel((1,), (256,), (x, y, n), shared_mem=n * 4)
+
+
+@ALL_LIBS
 def test_more_than_48k_dynamic_shared_memory(lib):
     kernel = kspec.RawKernel(BIG_SHARED, "reverse_block")
     n = 25_000  # 100 000 bytes of shared memory
     host = rng.standard_normal(n).astype(np.float32)
     x, y = lib.asarray(host), lib.zeros(n, np.float32)
-    with pytest.raises(kspec.LaunchError, match="max_dynamic_shared_size_bytes"):
-        kernel((1,), (256,), (x, y, n), shared_mem=n * 4)
     kernel.max_dynamic_shared_size_bytes = n * 4
     kernel((1,), (256,), (x, y, n), shared_mem=n * 4)
     lib.sync()
@@ -253,6 +285,7 @@ extern "C" __global__ void scale(const float* x, float* y, int n) {
 """
 
 
+@ALL_LIBS
 def test_constant_and_device_memory_through_get_global(lib):
     mod = kspec.RawModule(code=GLOBALS)
     coef = mod.get_global("coef")
@@ -272,6 +305,7 @@ def test_constant_and_device_memory_through_get_global(lib):
         mod.get_global("nothere")
 
 
+@pytest.mark.gpu
 def test_global_as_a_cupy_array():
     cupy = pytest.importorskip("cupy")
     mod = kspec.RawModule(code=GLOBALS)
@@ -299,6 +333,7 @@ extern "C" __global__ void two_phase(int* partial, long long* total) {
 """
 
 
+@ONLY_GPU_LIBS
 def test_cooperative_grid_sync(lib):
     kernel = kspec.RawKernel(GRID_SYNC, "two_phase", enable_cooperative_groups=True)
     sms = kspec.get_device().multiprocessor_count
@@ -312,6 +347,7 @@ def test_cooperative_grid_sync(lib):
         kernel((10_000_000,), (1024,), (partial, total))
 
 
+@ALL_LIBS
 def test_translate_cucomplex(lib):
     kernel = kspec.RawKernel(
         r"""
@@ -333,20 +369,21 @@ extern "C" __global__ void cmul(const cuFloatComplex* a, const cuFloatComplex* b
     np.testing.assert_allclose(lib.get(c), ha * hb + 1, rtol=1e-5)
 
 
-def test_cpp_linkage_kernel_by_plain_name():
+def test_cpp_linkage_kernel_by_plain_name(xp):
     kernel = kspec.RawKernel("__global__ void twice(float* x) { x[threadIdx.x] *= 2; }", "twice")
     x = kspec.asarray(np.arange(4, dtype=np.float32))
     kernel(1, 4, (x,))
     np.testing.assert_array_equal(x.get(), [0, 2, 4, 6])
 
 
-def test_argument_count_checked_by_the_driver_layout():
+def test_argument_count_checked_by_the_driver_layout(xp):
     kernel = kspec.RawKernel(ADD, "my_add")
     x = kspec.zeros(4, np.float32)
     with pytest.raises(TypeError, match="takes 3 argument"):
         kernel(1, 4, (x, x))
 
 
+@pytest.mark.gpu
 def test_host_tensor_is_a_type_error():
     torch = pytest.importorskip("torch")
     kernel = kspec.RawKernel(ADD, "my_add")
@@ -358,6 +395,7 @@ def test_host_tensor_is_a_type_error():
 # -- streams ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.gpu
 def test_streams_of_every_library():
     cupy = pytest.importorskip("cupy")
     torch = pytest.importorskip("torch")
@@ -371,6 +409,7 @@ def test_streams_of_every_library():
         np.testing.assert_array_equal(y.get(), 2 * host)
 
 
+@pytest.mark.gpu
 def test_default_stream_is_the_libraries_current_one():
     cupy = pytest.importorskip("cupy")
     torch = pytest.importorskip("torch")
@@ -397,6 +436,7 @@ def test_default_stream_is_the_libraries_current_one():
 # -- binaries from files ---------------------------------------------------------------------------------
 
 
+@ONLY_GPU_LIBS
 def test_cubin_compiled_here_loaded_from_path(lib, tmp_path):
     from kspec.compiler import CompileOptions, compile_source
 
@@ -412,6 +452,7 @@ def test_cubin_compiled_here_loaded_from_path(lib, tmp_path):
     np.testing.assert_array_equal(lib.get(y), 2 * h)
 
 
+@pytest.mark.gpu
 def test_ptx_loaded_from_path(tmp_path):
     from kspec.compiler import CompileOptions, compile_source
 
@@ -426,6 +467,7 @@ def test_ptx_loaded_from_path(tmp_path):
     np.testing.assert_array_equal(y.get(), 2 * np.arange(8))
 
 
+@pytest.mark.gpu
 def test_fatbin_loaded_from_path(tmp_path):
     from cuda.bindings import nvfatbin
 
@@ -459,7 +501,7 @@ def test_fatbin_loaded_from_path(tmp_path):
     np.testing.assert_array_equal(y.get(), 2 * np.arange(8))
 
 
-def test_threads_launching_one_kernel_keep_their_own_arguments():
+def test_threads_launching_one_kernel_keep_their_own_arguments(xp):
     import threading
 
     kernel = kspec.RawKernel(ADD, "my_add")
@@ -483,7 +525,7 @@ def test_threads_launching_one_kernel_keep_their_own_arguments():
     assert results == {1: True, 2: True, 3: True, 4: True}
 
 
-def test_compile_loads_on_the_current_device():
+def test_compile_loads_on_the_current_device(xp):
     kernel = kspec.RawKernel(ADD, "my_add")
     kernel.compile()
     assert kernel._launcher._functions  # resolved on the device by compile(), before any call
@@ -494,7 +536,7 @@ def test_compile_loads_on_the_current_device():
 # -- pickling --------------------------------------------------------------------------------------------
 
 
-def test_pickled_kernels_run_in_another_process(tmp_path):
+def test_pickled_kernels_run_in_another_process(xp, tmp_path):
     kernel = kspec.RawKernel(BIG_SHARED, "reverse_block")
     kernel.max_dynamic_shared_size_bytes = 80_000
     module_kernel = kspec.RawModule(code=FX3, name_expressions=["fx3<float>"]).get_function("fx3<float>")
@@ -515,6 +557,7 @@ def test_pickled_kernels_run_in_another_process(tmp_path):
         print("ok", kernel.max_dynamic_shared_size_bytes)
         """
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO)
+    env = dict(os.environ, KSPEC_DEVICE="cuda" if on_gpu(xp) else "cpu")  # the other process on this device
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["ok", "80000"]
