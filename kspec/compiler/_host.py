@@ -39,8 +39,9 @@ _FLAGS = ("-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-math-errno", "
           "-DKSPEC_HOST=1", "-w")  # fmt: skip
 _KEPT_OPTION = re.compile(r"-[DUI]")  # user options that mean the same to a host compiler
 # Target options for the host compiler (e.g. -mno-f16c: a build without the F16C conversions, as on a CPU
-# lacking them); after -march=native, so they win. NVRTC's own -m options (-m64/-m32, -maxrregcount) are not.
-_HOST_TARGET_OPTION = re.compile(r"-m(?!64$|32$|axrregcount)\w")
+# lacking them); after -march=native, so they win. NVRTC's own -m options (-m64/-m32, -maxrregcount, -minimal,
+# -modify-stack-limit) are not.
+_HOST_TARGET_OPTION = re.compile(r"-m(?!64$|32$|axrregcount|inimal|odify-stack-limit)\w")
 
 
 @dataclass(frozen=True)

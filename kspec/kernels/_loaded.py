@@ -78,12 +78,6 @@ class LoadedKernel:
     def _module_and_names(self, variant: VariantKey) -> tuple[LoadedModule, Mapping[str, str]]:
         if self._whole is not None:
             return self._whole
-        if self.device.arch == HOST_ARCH:  # one host compile of every variant costs less than one per variant
-            with _lock:
-                if self._whole is None:
-                    image, lowered, _log = compile_program(self.specialization, HOST_ARCH, self.binaries)
-                    self._whole = (LoadedModule(image, self.device, what=kernel_label(self.interface.name)), dict(lowered))
-            return self._whole
         found = self._modules.get(variant)
         if found is None:
             with _lock:
