@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
+
+import kspec
 
 
 class HostArrays:
@@ -40,3 +43,49 @@ def host_compiler_missing() -> str | None:
     except Exception as exc:
         return f"no host C++ compiler for kspec's CPU device: {exc}"
     return None
+
+
+class ArrayLibrary:
+    """One array library, seen through the few operations the tests need. ``kspec`` arrays live on the
+    current device: a GPU, or kspec's CPU device inside ``kspec.use_device("cpu")``; ``numpy`` arrays are the
+    CPU device's own."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        if name == "numpy":
+            self.mod = np
+            self.array_type = np.ndarray
+        elif name == "cupy":
+            self.mod = pytest.importorskip("cupy")
+            self.array_type = self.mod.ndarray
+        elif name == "torch":
+            self.mod = pytest.importorskip("torch")
+            if not self.mod.cuda.is_available():
+                pytest.skip("PyTorch has no CUDA here")
+            self.array_type = self.mod.Tensor
+        else:
+            self.mod = kspec
+            self.array_type = kspec.DeviceArray
+
+    def asarray(self, host: np.ndarray):
+        if self.name == "numpy":
+            return np.array(host, copy=True)
+        if self.name == "cupy":
+            return self.mod.asarray(host)
+        if self.name == "torch":
+            return self.mod.as_tensor(np.ascontiguousarray(host), device="cuda")
+        return kspec.asarray(host)
+
+    def empty(self, shape, dtype):
+        return self.asarray(np.full(shape, 7, dtype=dtype))  # not zeros: a missed write shows
+
+    def get(self, a) -> np.ndarray:
+        assert isinstance(a, self.array_type), f"expected a {self.array_type}, got {type(a)}"
+        if self.name == "numpy":
+            return a
+        if self.name == "cupy":
+            return self.mod.asnumpy(a)
+        if self.name == "torch":
+            return a.cpu().numpy()
+        kspec.get_device().synchronize()
+        return a.get()

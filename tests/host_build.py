@@ -17,7 +17,7 @@ import pytest
 from kspec import HostCompilerNotFoundError
 from kspec.compiler import CompileOptions, compile_source
 from kspec.compiler._host import host_compiler
-from kspec.runtime._host_driver import HostDriver, HostFunction, _Fault, _Launch
+from kspec.runtime._host_driver import HostDriver, HostFunction
 
 # What test sources put before a plain function that Python calls through ctypes (not a kernel).
 EXPORT = '#define EXPORT extern "C" __attribute__((visibility("default")))\n'
@@ -80,11 +80,8 @@ class HostModule:
         """Runs one entry with ``args`` (arrays, NumPy scalars, ctypes values); returns (fault code, message)."""
         values = [_argument(a) for a in args]
         params = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
-        launch = _Launch((ctypes.c_uint * 3)(*_dim3(grid)), (ctypes.c_uint * 3)(*_dim3(block)), shared_bytes, threads)
-        fault = _Fault()
-        code = self.function(expression).entry(ctypes.addressof(params), ctypes.byref(launch), ctypes.byref(fault))
-        assert code == fault.code
-        return code, fault.message.decode()
+        (gx, gy, gz), (bx, by, bz) = _dim3(grid), _dim3(block)
+        return self.function(expression).launch((gx, gy, gz), (bx, by, bz), shared_bytes, threads, ctypes.addressof(params))
 
     def run(self, expression: str, grid: int, block: int, params: int, threads: int = 2) -> None:
         """Launches through the driver's cuLaunchKernel with a filled parameter frame at ``params``: a fault

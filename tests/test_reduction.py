@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import kspec
+from device_arrays import ArrayLibrary as Lib
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -96,38 +97,6 @@ def check(actual, want, rtol, scale=None) -> None:
 def sum_rtol(n: int) -> float:
     """float32 sums of n positive terms: ~1e-5 up to 10**6 terms (a little more for the longest), 1e-4 beyond."""
     return 1e-5 if n <= 2**17 else 3e-5 if n <= 2**21 else 1e-4
-
-
-class Lib:
-    def __init__(self, name: str) -> None:
-        self.name = name
-        if name == "cupy":
-            self.mod = pytest.importorskip("cupy")
-            self.array_type = self.mod.ndarray
-        elif name == "torch":
-            self.mod = pytest.importorskip("torch")
-            if not self.mod.cuda.is_available():
-                pytest.skip("PyTorch has no CUDA here")
-            self.array_type = self.mod.Tensor
-        else:
-            self.mod = kspec
-            self.array_type = kspec.DeviceArray
-
-    def asarray(self, host: np.ndarray):
-        if self.name == "cupy":
-            return self.mod.asarray(host)
-        if self.name == "torch":
-            return self.mod.as_tensor(np.ascontiguousarray(host), device="cuda")
-        return kspec.asarray(host)
-
-    def get(self, a) -> np.ndarray:
-        assert isinstance(a, self.array_type), f"expected a {self.array_type}, got {type(a)}"
-        if self.name == "cupy":
-            return self.mod.asnumpy(a)
-        if self.name == "torch":
-            return a.cpu().numpy()
-        kspec.get_device().synchronize()
-        return a.get()
 
 
 # -- every axis subset of a 4-d array --------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import operator
-import sys
 from typing import Any
 
 import numpy as np
@@ -22,20 +21,14 @@ from ._device_kind import HOST_DEVICE_ID
 from ._generic import KDL_CPU, KDL_CUDA
 from ._device import Device, get_device
 from ._interop import (
-    CUPY,
-    JAX,
-    NUMBA,
-    NUMPY,
-    TORCH,
     array_info,
     is_device_array,
     normalize_protocol_stream,
-    numpy_dtype_to_torch,
     protocol_stream,
     register_kspec_type,
 )
 from ._memory import allocate
-from ._stream import Stream, _entered as _stream_entered, cu_stream, current_stream, live_handle, order_after, stream_handle
+from ._stream import _entered as _stream_entered, cu_stream, current_stream, live_handle, order_after, stream_handle
 
 
 def _normalize_shape(shape: Any) -> tuple[int, ...]:
@@ -375,42 +368,6 @@ def asarray(obj: Any, dtype: Any = None, *, device: int | Device | None = None, 
     out = empty(host.shape, host.dtype, device=device, stream=stream)
     _copy_from_host(out._ptr, host, out._device_id, out._stream)
     return out
-
-
-def allocate_like(library: str | None, shape: Any, dtype: Any, stream: object, device: int | None = None) -> Any:
-    """A new C-contiguous array in ``library``'s own type ('cupy', 'torch', or None for a DeviceArray).
-
-    Kernels that allocate their outputs use it so outputs come back in the inputs' library. ``stream`` is
-    where the array will be written first; the library's allocator is told, so its caching is ordered right.
-    """
-    shape_t = _normalize_shape(shape)
-    dt = _normalize_dtype(dtype)
-    if library == NUMPY:  # NumPy inputs on the CPU device: NumPy outputs
-        return np.empty(shape_t, dtype=dt)
-    handle = 0 if stream is None else stream_handle(stream)
-    device_id = get_device(device).id
-    if library == CUPY:
-        cupy = sys.modules["cupy"]
-        with cupy.cuda.Device(device_id):
-            if cupy.cuda.get_current_stream().ptr == handle:
-                return cupy.empty(shape_t, dtype=dt)
-            from_external = getattr(cupy.cuda.Stream, "from_external", None)  # CuPy >= 14
-            if from_external is not None:
-                external = from_external(Stream.from_handle(handle, device=device_id))
-            else:
-                external = cupy.cuda.ExternalStream(handle)
-            with external:
-                return cupy.empty(shape_t, dtype=dt)
-    if library == TORCH:
-        torch = sys.modules["torch"]
-        tensor = torch.empty(shape_t, dtype=numpy_dtype_to_torch(dt), device=torch.device("cuda", device_id))
-        if torch._C._cuda_getCurrentRawStream(device_id) != handle and tensor.numel():
-            # The caching allocator must not hand this block out again before work on `handle` is done.
-            tensor.record_stream(torch.cuda.ExternalStream(handle, device=torch.device("cuda", device_id)))
-        return tensor
-    if library is not None and library not in (JAX, NUMBA):  # NUMPY returned above  # those two get a DeviceArray, exported later
-        raise KspecValueError(f"library: expected 'cupy', 'torch', 'jax', 'numba' or None, got {library!r}")
-    return empty(shape_t, dt, device=device_id, stream=stream)  # the object, not the handle: it owns the stream
 
 
 def device_array_from_pointer(

@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from .._binfmt import EM_CUDA, host_symbol
+from .._binfmt import EM_CUDA
 from .._digest import sha256_hex
 from .._errors import HostUnsupportedError, KernelFaultError, KernelIndexError, LaunchError
 from ._device_kind import HOST_DEVICE_ID
+from ._host_module import HostFunction, HostModule
 
 
 class CUresult(enum.IntEnum):
@@ -70,82 +71,6 @@ _DEVICE_ATTRIBUTES = {
     "COOPERATIVE_LAUNCH": 1, "MEMORY_POOLS_SUPPORTED": 1, "UNIFIED_ADDRESSING": 1, "L2_CACHE_SIZE": 1 << 20,
     "TOTAL_CONSTANT_MEMORY": 64 * 1024, "CLOCK_RATE": 1_000_000, "INTEGRATED": 1, "CAN_MAP_HOST_MEMORY": 1,
 }  # fmt: skip
-
-_FUNCTION_ATTRIBUTES = {
-    "CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK": 1024, "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES": 0,
-    "CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES": 0, "CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES": 0,
-    "CU_FUNC_ATTRIBUTE_NUM_REGS": 0, "CU_FUNC_ATTRIBUTE_PTX_VERSION": 0, "CU_FUNC_ATTRIBUTE_BINARY_VERSION": 0,
-    "CU_FUNC_ATTRIBUTE_CACHE_MODE_CA": 0, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES": 48 * 1024,
-    "CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT": -1,
-}  # fmt: skip
-
-
-class _Launch(ctypes.Structure):
-    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared_bytes", ctypes.c_ulonglong),
-                ("threads", ctypes.c_int)]  # fmt: skip
-
-
-class _Fault(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 2048)]
-
-
-_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Launch), ctypes.POINTER(_Fault))
-
-
-class HostModule:
-    """A host shared object loaded with ctypes; kept loaded for the process (as CUDA modules are)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
-
-    def entries(self) -> list[str]:
-        try:
-            names = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(self.lib, "kspec_host_entries")))
-        except ValueError:
-            return []
-        return [n for n in names.decode().split("\n") if n]
-
-
-class HostFunction:
-    """One entry of a host module: the callable and the attributes CUDA would report for it."""
-
-    def __init__(self, module: HostModule, name: str, entry: Any) -> None:
-        self.module, self.name, self.entry = module, name, entry
-        self.attributes = dict(_FUNCTION_ATTRIBUTES)
-        try:
-            sizes = ctypes.POINTER(ctypes.c_ulonglong).in_dll(module.lib, host_symbol(name, "sizes"))
-            self.param_sizes: tuple[int, ...] | None = tuple(sizes[1 : 1 + sizes[0]])
-        except ValueError:
-            self.param_sizes = None
-
-    def __int__(self) -> int:
-        return ctypes.cast(self.entry, ctypes.c_void_p).value or 0
-
-
-class _Dlinfo(ctypes.Structure):
-    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p), ("dli_sname", ctypes.c_char_p),
-                ("dli_saddr", ctypes.c_void_p)]  # fmt: skip
-
-
-class _Elf64Sym(ctypes.Structure):
-    _fields_ = [("st_name", ctypes.c_uint32), ("st_info", ctypes.c_ubyte), ("st_other", ctypes.c_ubyte),
-                ("st_shndx", ctypes.c_uint16), ("st_value", ctypes.c_uint64), ("st_size", ctypes.c_uint64)]  # fmt: skip
-
-
-def _symbol_size(address: int) -> int:
-    """The ELF size of the symbol at ``address`` (dladdr1 with RTLD_DL_SYMENT), 0 when unknown."""
-    try:
-        libc = ctypes.CDLL(None)
-        dladdr1 = libc.dladdr1
-    except (OSError, AttributeError):
-        return 0
-    info, sym = _Dlinfo(), ctypes.POINTER(_Elf64Sym)()
-    dladdr1.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Dlinfo), ctypes.POINTER(ctypes.POINTER(_Elf64Sym)), ctypes.c_int]
-    if not dladdr1(address, ctypes.byref(info), ctypes.byref(sym), 1) or not sym:  # 1: RTLD_DL_SYMENT
-        return 0
-    return int(sym.contents.st_size)
-
 
 class HostDriver:
     """What kspec calls of ``cuda.bindings.driver``, for the CPU device (see the module docstring)."""
@@ -342,20 +267,12 @@ class HostDriver:
             return self._dir
 
     def cuModuleGetFunction(self, module: HostModule, name: bytes) -> tuple[int, HostFunction | None]:
-        text = name.decode() if isinstance(name, bytes) else str(name)
-        try:
-            entry = _ENTRY((host_symbol(text), module.lib))
-        except AttributeError:
-            return (int(CUresult.CUDA_ERROR_NOT_FOUND), None)
-        return (0, HostFunction(module, text, entry))
+        fn = module.function(name.decode() if isinstance(name, bytes) else str(name))
+        return (0, fn) if fn is not None else (int(CUresult.CUDA_ERROR_NOT_FOUND), None)
 
     def cuModuleGetGlobal(self, module: HostModule, name: bytes) -> tuple[int, int, int]:
-        text = name.decode() if isinstance(name, bytes) else str(name)
-        try:
-            address = ctypes.addressof(ctypes.c_char.in_dll(module.lib, text))
-        except ValueError:
-            return (int(CUresult.CUDA_ERROR_NOT_FOUND), 0, 0)
-        return (0, address, _symbol_size(address))
+        found = module.global_symbol(name.decode() if isinstance(name, bytes) else str(name))
+        return (0, *found) if found is not None else (int(CUresult.CUDA_ERROR_NOT_FOUND), 0, 0)
 
     def cuModuleGetFunctionCount(self, module: HostModule) -> tuple[int, int]:
         return (0, len(module.entries()))
@@ -395,12 +312,10 @@ class HostDriver:
         if (min(grid + block) < 1 or block[0] * block[1] * block[2] > attributes["CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"]
                 or int(shared) > attributes["CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"]):  # as a GPU refuses them
             return (int(CUresult.CUDA_ERROR_INVALID_VALUE),)
-        launch = _Launch((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), int(shared), self.threads)
-        fault = _Fault()
-        address = params.value if isinstance(params, ctypes.c_void_p) else int(params or 0)
-        code = fn.entry(address, ctypes.byref(launch), ctypes.byref(fault))
+        address = (params.value or 0) if isinstance(params, ctypes.c_void_p) else int(params or 0)
+        code, message = fn.launch(grid, block, int(shared), self.threads, address)
         if code:
-            message = fault.message.decode(errors="replace") or f"kernel {fn.name!r} failed (code {code})"
+            message = message or f"kernel {fn.name!r} failed (code {code})"
             if code == 1:
                 raise KernelIndexError(message)
             if code == 3:
