@@ -21,6 +21,7 @@ from typing import Any
 
 from .._errors import KspecTypeError
 from . import _device_kind, _driver
+from ._device_kind import HOST_DEVICE_ID
 from ._device import Device, get_device
 
 LEGACY_DEFAULT = 0
@@ -56,8 +57,8 @@ class Stream:
     _closed: bool
 
     def __init__(self, *, device: int | Device | None = None, non_blocking: bool = False, priority: int = 0) -> None:
-        cu = _driver.driver()
         dev = get_device(device)
+        cu = _driver.driver_for(dev.id)
         dev.activate()
         flags = cu.CUstream_flags.CU_STREAM_NON_BLOCKING if non_blocking else cu.CUstream_flags.CU_STREAM_DEFAULT
         handle = _driver.check(cu.cuStreamCreateWithPriority(int(flags), int(priority)), "cuStreamCreateWithPriority")
@@ -133,7 +134,7 @@ class Stream:
 
     def synchronize(self) -> None:
         """Block until all work queued on this stream has finished."""
-        cu = _driver.driver()
+        cu = _driver.driver() if self._device_id is None else _driver.driver_for(self._device_id)
         _driver.check(cu.cuStreamSynchronize(cu.CUstream(self._handle)), "cuStreamSynchronize")
 
     def wait_for(self, other: object) -> None:
@@ -151,7 +152,7 @@ class Stream:
         safe because nothing can be queued on the closed stream any more.
         """
         if self._owned and self._cu is not None:
-            cu = _driver.driver()
+            cu = _driver.driver_for(self._device_id)
             _driver.check(cu.cuStreamSynchronize(self._cu), "cuStreamSynchronize")
             cu.cuStreamDestroy(self._cu)
             self._cu = None
@@ -160,8 +161,11 @@ class Stream:
 
     def __del__(self) -> None:
         try:
-            if self._owned and self._cu is not None and _driver._driver is not None:
-                _driver._driver.cuStreamDestroy(self._cu)
+            # the driver that made it (a CPU-device stream is a plain int the CUDA driver must never see);
+            # never initialises CUDA
+            cu = _driver._driver if self._device_id != HOST_DEVICE_ID else _driver.driver_for(HOST_DEVICE_ID)
+            if self._owned and self._cu is not None and cu is not None:
+                cu.cuStreamDestroy(self._cu)
         except Exception:  # interpreter shutdown: the driver may already be gone
             pass
 

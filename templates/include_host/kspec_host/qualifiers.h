@@ -12,7 +12,9 @@
 #define __managed__ __attribute__((visibility("default")))
 #define __grid_constant__
 #define __forceinline__ inline __attribute__((always_inline))
-#define __noinline__ __attribute__((noinline))
+// Empty, not __attribute__((noinline)): libstdc++ 13 spells its own attribute __attribute__((__noinline__)),
+// which that expansion would break; a hint to keep a call out of line changes no result.
+#define __noinline__
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
 #define __cluster_dims__(...)
