@@ -152,7 +152,7 @@ class Stream:
         safe because nothing can be queued on the closed stream any more.
         """
         if self._owned and self._cu is not None:
-            cu = _driver.driver_for(self._device_id)
+            cu = _driver.driver() if self._device_id is None else _driver.driver_for(self._device_id)
             _driver.check(cu.cuStreamSynchronize(self._cu), "cuStreamSynchronize")
             cu.cuStreamDestroy(self._cu)
             self._cu = None
