@@ -13,11 +13,9 @@ import numpy as np
 
 from host_build import HostModule, build as build_host
 from kspec.kernels._bind import bind
-from kspec.kernels._elementwise import _static_values as elementwise_static
 from kspec.kernels._frame import Frame
-from kspec.kernels._plan import plan_elementwise
-from kspec.kernels._plan_reduction import plan_reduction, reduction_strategy
-from kspec.kernels._reduction import _static_values as reduction_static
+from kspec.kernels._plan import frame_values as elementwise_static, plan_elementwise
+from kspec.kernels._plan_reduction import pass_frame_values as reduction_static, plan_reduction, reduction_strategy
 from kspec.render import RenderedModule, render_host
 from kspec.runtime._devicearray import DeviceArray
 

@@ -10,16 +10,10 @@ import pytest
 import kspec
 from kspec.kernels import _loaded
 from kspec.kernels._bind import bind, scalar_bytes
-from kspec.kernels._elementwise import _static_values
 from kspec.kernels._frame import Frame
-from kspec.kernels._plan import (
-    broadcast_strides,
-    merge_dims,
-    normalize_axis,
-    plan_elementwise,
-    plan_reduction,
-    reduction_strategy,
-)
+from kspec.kernels._arguments import make_dispatcher
+from kspec.kernels._plan import broadcast_strides, frame_values, merge_dims, plan_elementwise
+from kspec.kernels._plan_reduction import normalize_axis, pass_frame_values, plan_reduction, reduction_strategy
 from kspec.render import VariantKey
 from kspec.runtime._devicearray import DeviceArray
 
@@ -168,7 +162,7 @@ def test_frame_bytes_follow_the_abi(sqd):
     bound, plan = eplan(sqd, fake((2, 5)), fake((5,)))
     rendered = _loaded.rendered_module(plan.specialization)
     abi = rendered.abi[plan.variant]
-    frame = Frame(abi, _static_values(plan))
+    frame = Frame(abi, frame_values(plan))
     address = frame.fill({"x": 0x1000, "y": 0x2000, "z": 0x3000}, bound.scalars)
     slots = (ctypes.c_void_p * len(abi.slots)).from_address(address)
     base = slots[0]
@@ -248,21 +242,29 @@ def test_reduction_inputs_broadcast_together():
     assert plan.in_strides["w"] == ((0,), (4,)) and plan.out_shape == (4,)
 
 
-# -- repeated calls (kspec/kernels/_prepared.py) -------------------------------------------------------------
+# -- repeated calls (kspec/kernels/_arguments.py, _prepared.py) ----------------------------------------------
+
+
+def signature(args, several_devices=False):
+    """(table key, pointers, producers) of a call as the call path reads it, or None where it always plans."""
+    dispatcher = make_dispatcher(tuple(type(a) for a in args), several_devices, [0], lambda: None)
+    read = None if dispatcher is None else dispatcher.read(args)
+    return None if read is None else ((type(args[-1]), *read[0]), read[1], read[2])
 
 
 def test_signature_reads_shapes_strides_dtypes_devices_and_scalar_types():
-    from kspec.kernels._prepared import signature
-
     a, b = fake((2, 3), ptr=0x1000), fake((2, 3), ptr=0x2000)
     key_a, pointers, producers = signature((a, 2.0))
     key_b, _, _ = signature((b, 3.0))
-    assert key_a == key_b and pointers == [0x1000, 0]  # values and pointers are not part of it
-    assert not producers  # no __cuda_array_interface__ producer stream to order
+    assert key_a == key_b and pointers == (0x1000, 0)  # values and pointers are not part of it
+    assert producers == []  # no __cuda_array_interface__ producer stream to order
     assert signature((fake((3, 2)), 2.0))[0] != key_a
     assert signature((fake((2, 3), strides=(4, 8)), 2.0))[0] != key_a
-    assert signature((a, 2))[0] != key_a  # an int scalar converts differently
-    assert signature((a, object())) is None  # anything else takes the full path every time
+    assert signature((fake((2, 3), dtype="float64"), 2.0))[0] != key_a
+    assert signature((a, 2))[0] != key_a  # an int scalar converts differently (a table per argument types)
+    assert signature((a, object())) is None  # anything else is planned on every call
+    several = signature((a, 2.0), several_devices=True)[0]
+    assert several != key_a and a.device.id in several  # several devices: the device is part of it
 
 
 def test_scalar_packers_fall_back_to_the_full_conversion():
@@ -368,11 +370,10 @@ def test_two_pass_reduction_over_axes_1_and_3(ssq):
 
 
 def test_two_pass_reduction_frames(ssq):
-    from kspec.kernels._reduction import _static_values
 
     _, plan = rplan(ssq, fake((3, 40, 5, 48)), axis=(1, 3), keepdims=True)
     first, second = reduction_strategy(plan, H200_SMS).passes
-    v1, v2 = _static_values(plan, first), _static_values(plan, second)
+    v1, v2 = pass_frame_values(plan, first), pass_frame_values(plan, second)
     assert v1["_reduce_shape"]["out_size"] == 15 * 40 and v1["_reduce_shape"]["kept_extent"] == (40, 5, 3)
     assert v1["_reduce_shape"]["red_extent"] == (48,) and v1["_reduce_shape"]["red_ndim"] == 1
     assert v2["_reduce_shape"]["out_size"] == 15 and v2["_reduce_shape"]["kept_extent"] == (5, 3)

@@ -39,8 +39,8 @@ ALLOWED_PRIVATE_READS = {
 # Reads of a private attribute of an *instance* are not seen by the parse above; the known ones stay on
 # purpose, on the per-call hot path, where a property would cost a call per argument:
 HOT_PATH_PRIVATE_READS = {
-    ("kernels/_prepared.py", "a._shape, a._strides, a._dtype, a._device_id"),  # signature(): DeviceArray slots
-    ("kernels/_prepared.py", "a._ptr"),  # signature()
+    ("kernels/_arguments.py", "a{i}._shape, a{i}._strides, a{i}._dtype, a{i}._device_id"),  # READS: DeviceArray slots
+    ("kernels/_arguments.py", "a{i}._ptr"),  # READS: the pointer
     ("kernels/_prepared.py", "obj._ptr"),  # pointer_of(): each output of a prepared call
 }
 

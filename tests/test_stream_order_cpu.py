@@ -12,8 +12,8 @@ from fake_driver import fake_array
 from test_generic_arrays import DL, Cai
 
 import kspec
-from kspec.kernels import _elementwise, _loaded, _spec_kernel
-from kspec.kernels._prepared import PreparedCall, signature
+from kspec.kernels import _loaded, _planner, _prepared
+from test_kernel_plan import signature
 from kspec.runtime import _driver
 
 fake = launch_cpu.fake  # noqa: F811  (the fixture: the fake driver, for kspec and cuda.core)
@@ -90,7 +90,7 @@ def test_reduction_orders_cai_and_dlpack_inputs(drv):
         k(Cai(ptr=0xC000, shape=(4,), stream=PRODUCER), fake_array(0xB000, shape=()), stream=CONSUMER)
         assert drv.calls[:2] == [("record", PRODUCER), ("wait", CONSUMER)]
         assert [s for what, s in drv.calls if what == "launch"] == [CONSUMER]
-    assert len(k._prepared) == 1
+    assert len(k._calls) == 1
     x = DL(ptr=0xD000, shape=(4,))
     k(x, fake_array(0xB000, shape=()), stream=CONSUMER)
     assert x.streams == [CONSUMER]
@@ -105,7 +105,7 @@ class NumbaLike(Cai):
 
 def test_fused_function_orders_its_cai_input(drv, monkeypatch):
     # the output goes to the fake's address space (the fake driver has no memory pool)
-    monkeypatch.setattr(_spec_kernel, "allocate", lambda library, shape, dtype, stream, device: fake_array(0xE000, shape, dtype))
+    monkeypatch.setattr(_prepared, "allocate", lambda library, shape, dtype, stream, device: fake_array(0xE000, shape, dtype))
 
     @kspec.fuse()
     def scaled(a, b):
@@ -128,12 +128,13 @@ def test_cai_inputs_are_keyed_and_their_producers_still_ordered_per_call(drv, mo
     k = _add()
     out = fake_array(0xB000)
     k(Cai(ptr=0xC000, shape=(4,), stream=PRODUCER), fake_array(0xA000), out, stream=CONSUMER)
-    assert len(k._prepared) == 1
+    assert len(k._calls) == 1
     pointers = []
-    run = PreparedCall.run
+    prepared = k._calls.prepared_calls()[0]
+    launch = prepared.launch
+    prepared.launch = lambda args, stream, *ptrs: pointers.append(list(ptrs)) or launch(args, stream, *ptrs)
     with monkeypatch.context() as patch:
-        patch.setattr(_elementwise, "bind", lambda *a, **kw: pytest.fail("a repeated signature was bound again"))
-        patch.setattr(PreparedCall, "run", lambda self, args, ptrs, stream: pointers.append(list(ptrs)) or run(self, args, ptrs, stream))
+        patch.setattr(_planner, "bind", lambda *a, **kw: pytest.fail("a repeated signature was bound again"))
         for ptr, producer in ((0xC100, 0x77), (0xC200, 0x78)):
             drv.calls.clear()
             k(Cai(ptr=ptr, shape=(4,), stream=producer), fake_array(0xA000), out, stream=CONSUMER)
@@ -141,14 +142,14 @@ def test_cai_inputs_are_keyed_and_their_producers_still_ordered_per_call(drv, mo
     assert pointers == [[0xC100, 0xA000, 0xB000], [0xC200, 0xA000, 0xB000]]
     # what binding and planning read is the key: another shape, dtype or strides prepares another call
     k(Cai(ptr=0xC000, shape=(2,), strides=(8,)), fake_array(0xA000, shape=(2,)), fake_array(0xB000, shape=(2,)))
-    assert len(k._prepared) == 2
+    assert len(k._calls) == 2
 
 
 def test_cai_signature_needs_one_device_and_a_plain_producer(drv, monkeypatch):
     x = Cai(ptr=0xC000, shape=(4,), stream=PRODUCER)
     key, pointers, producers = signature((x, 1.5))
-    assert pointers == [0xC000, 0] and producers == [PRODUCER]
-    assert key[0] == (Cai, (4,), "<f4", None, False)
+    assert pointers == (0xC000, 0) and producers == [PRODUCER]
+    assert key[1] == (Cai, (4,), "<f4", None, False)
     assert not signature((Cai(ptr=0xC000, shape=(4,)),))[2]  # no producer stream: nothing to order
     assert signature((Cai(mask=object()),)) is None  # the full path explains the error
     assert signature((Cai(version=1),)) is None

@@ -125,9 +125,10 @@ class FusedFunction:
         run = self._by_key.get(key)
         if run is None:
             run = self._prepare(key, args)
-        kernel = getattr(run, "single_kernel", None)
+        result = run(args)
+        kernel = getattr(run, "single_kernel", None)  # read after the run: the dispatcher of these argument types
         self._fast_call, self._fast_miss = (kernel.call_prepared, kernel.NOT_PREPARED) if kernel is not None else (None, None)
-        return run(args)
+        return result
 
     def clear_cache(self) -> None:
         """Forget the traced programs (CuPy's ``Fusion.clear_cache``): the next call traces the function again.

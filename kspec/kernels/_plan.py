@@ -8,7 +8,8 @@ Elementwise (REFERENCE.md): non-raw inputs and outputs broadcast together; missi
 C-contiguous with the broadcast shape; ``size=`` only when every array argument is raw; size 0 launches
 nothing. ``reduce_dims`` drops extent-1 axes and merges axes that are contiguous in every operand.
 
-Reduction planning is in :mod:`kspec.kernels._plan_reduction` (on top of the shared helpers here).
+Reduction planning is in :mod:`kspec.kernels._plan_reduction` (on top of the shared helpers here, which
+import nothing back).
 """
 
 from __future__ import annotations
@@ -314,14 +315,32 @@ def _tiles_pay(extents: Sequence[int], merged: Sequence[Sequence[int]]) -> bool:
     )
 
 
-# Reduction planning lives in ._plan_reduction (this module stays the elementwise and shared part); the old
-# names still resolve here, lazily, since ._plan_reduction imports this module.
-_MOVED = frozenset({"normalize_axis", "ReductionPlan", "plan_reduction", "Pass", "Strategy", "reduction_strategy"})
+def frame_values(plan: ElementwisePlan) -> dict[str, Any]:
+    """The plan's part of the launch's parameter frame (kspec/kernels/_frame.py): everything that is not a
+    pointer or a scalar value."""
+    static: dict[str, Any] = {}
+    variant = plan.variant
+    assert variant is not None
+    if variant.entry == "contig":
+        static["_size"] = plan.size
+    else:
+        shape: dict[str, Any] = {"size": plan.size, "extent": plan.extents}
+        if variant.ndim == 0:
+            shape["ndim"] = len(plan.extents)
+        static["_shape"] = shape
+        for name, strides in plan.strides.items():
+            static[name] = {"stride": strides}
+    for name, layout in plan.raw.items():
+        static[name] = raw_view_values(layout)
+    return static
 
 
-def __getattr__(name: str) -> object:
-    if name in _MOVED:
-        from . import _plan_reduction
-
-        return getattr(_plan_reduction, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def raw_view_values(layout: RawLayout) -> dict[str, Any]:
+    """A raw parameter's kspec::RawView fields."""
+    return {
+        "size_": layout.size,
+        "ndim_": len(layout.shape),
+        "c_contiguous_": int(layout.c_contiguous),
+        "shape_": layout.shape,
+        "strides_": layout.strides,
+    }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .. import dtypes
 from .._errors import AxisError, KspecNotImplementedError, KspecValueError, about_kernel
@@ -32,6 +32,7 @@ from ._plan import (
     c_strides,
     merge_dims,
     plan_outputs,
+    raw_view_values,
 )
 
 
@@ -326,3 +327,29 @@ def _acc_bytes_at_most(plan: ReductionPlan) -> float:
         return float("inf")
     spec = plan.specialization.spec
     return item if spec.KIND == "reduction" and spec.identity is not None else 2 * item
+
+
+def pass_frame_values(plan: ReductionPlan, step: Pass) -> dict[str, Any]:
+    """One pass's part of its launch's parameter frame (kspec/kernels/_frame.py): everything that is not a
+    pointer or a scalar value."""
+    final = step.variant.entry == "split_final"
+    shape = step.shape or plan  # pass 1 of the "inner" strategy has a shape of its own
+    static: dict[str, Any] = {
+        "_reduce_shape": {
+            "out_size": shape.out_size,
+            "red_size": shape.red_size,
+            "kept_extent": shape.kept,
+            "red_extent": shape.red if not final else (shape.red_size,),
+            "kept_ndim": len(shape.kept),
+            "red_ndim": len(shape.red) if not final else 1,
+        },
+        "_group": step.group,
+        "_workspace": {"nchunks": step.nchunks, "chunk": step.chunk},
+    }
+    for name, (kept, red) in shape.in_strides.items():
+        static[name] = {"kept_stride": kept, "red_stride": red}
+    for name, kept in shape.out_strides.items():
+        static[name] = {"stride": kept}
+    for name, layout in plan.raw.items():
+        static[name] = raw_view_values(layout)
+    return static

@@ -2,9 +2,10 @@
 
 ``kspec.ReductionKernel('T x', 'T y', 'x * x', 'a + b', 'y = sqrt(a)', '0', 'l2norm')`` builds the same
 :class:`kspec.spec.ReductionSpec` a spec file holds. A call binds its arguments, plans the reduction
-(:func:`kspec.kernels._plan.plan_reduction`), picks a strategy for the shape (a group of lanes per row,
+(:func:`kspec.kernels._plan_reduction.plan_reduction`), picks a strategy for the shape (a group of lanes per row,
 a block per row, column-wise for an outer reduced axis, or a two-pass split for long rows and few outputs;
-no atomics, so results do not depend on timing) and launches it. Several outputs come back as a tuple
+no atomics, so results do not depend on timing), once per signature (:mod:`._planner`); every call
+runs through :mod:`._callpath`. Several outputs come back as a tuple
 (CuPy returns only the first).
 """
 
@@ -14,15 +15,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._args import flag, options_tuple
-from .._errors import KspecValueError, about_kernel, kernel_label
-from ..render import VariantKey
-from ..runtime import EXPORTED, current_stream, export_outputs, open_stream_blocks as _stream_entered
-from . import _loaded, _spec_kernel
-from ._bind import Bound, bind
-from ._elementwise import raw_view_values
-from ._frame import Frame
-from ._plan_reduction import Pass, ReductionPlan, plan_reduction, reduction_strategy
-from ._prepared import Launch, PreparedCall, bound_pointers, signature, sm_count
+from .._errors import KspecValueError, about_kernel
+from . import _spec_kernel
+from ._arguments import MISS
+from ._planner import prepare_reduction
+from ._prepared import PreparedCall
 
 
 class ReductionKernel(_spec_kernel.SpecKernel):
@@ -74,107 +71,33 @@ class ReductionKernel(_spec_kernel.SpecKernel):
     def __call__(
         self, *args: Any, out: Any = None, axis: object = None, keepdims: bool = False, stream: object = None, **kwargs: Any
     ) -> Any:
-        if stream is None and _stream_entered[0]:  # inside `with kspec.Stream(...)`
-            stream = current_stream()
-        full = args if out is None or len(args) != self._nin else (*args, *(out if isinstance(out, tuple) else (out,)))
-        sig = None if kwargs else signature(full)
-        key = None
-        if sig is not None and (out is None or full is not args):
-            if isinstance(axis, (list, tuple)):
-                axis_key: object = tuple(axis)
-                plain = all(type(a) is int for a in axis)
-            else:
-                axis_key, plain = axis, axis is None or type(axis) is int
-            if plain:
-                key = (sig[0], axis_key, bool(keepdims))
-                prepared = self._prepared.get(key)
-                if prepared is not None:
-                    if sig[2]:  # CAI inputs: their producers' streams, ordered on every call
-                        prepared.order_producers(sig[2], stream)
-                    return self._results(full, prepared.run(full, sig[1], stream))
-        inputs, outputs = self._split_args(args, kwargs, "axis=, keepdims=, out= and stream=")
-        self._check_stream(stream)
         if out is not None:
-            if outputs is not None:
-                raise KspecValueError(
-                    "cannot specify 'out' as both a positional and keyword argument: "
-                    f"kernel '{self.name}' got its output both as an argument and as out="
-                )
-            outputs = tuple(out) if isinstance(out, tuple) else (out,)
-            if len(outputs) != self._nout:
-                raise KspecValueError(
-                    about_kernel(self.name, f"out= must hold {self._nout} array(s) (one per output), got {len(outputs)}")
-                )
-        bound = bind(self._spec, inputs, outputs, launch=True, stream=stream)
-        plan = plan_reduction(self._spec, bound, self._specializer, axis=axis, keepdims=bool(keepdims))
-        prepared = self._prepare(bound, plan)
-        self._remember(key, prepared)
-        full = (*inputs, *outputs) if outputs is not None else tuple(inputs)
-        pointers = sig[1] if sig is not None else bound_pointers(bound, self._spec)
-        allocated = prepared.run(full, pointers, stream)
-        if prepared.library in EXPORTED:  # JAX / Numba inputs: outputs go back as theirs, after the launch
-            allocated = export_outputs(allocated, prepared.library)
-        return self._results(full, allocated)
+            args = self._with_out(args, out)
+        if kwargs:
+            self._split_args(args, kwargs, "axis=, keepdims=, out= and stream=")  # raises: CuPy takes no others
+        calls = self._calls  # the call path: kspec/kernels/_callpath.py
+        if axis is None or type(axis) is int:
+            extra: Any = (axis, True if keepdims else False)
+        elif isinstance(axis, (list, tuple)) and all(type(a) is int for a in axis):
+            extra = (tuple(axis), True if keepdims else False)
+        else:  # NumPy integers, or a value the planner explains: planned every call
+            return calls.once(args, stream, (axis, bool(keepdims)))
+        result = calls.call(args, stream, extra)
+        return result if result is not MISS else calls.miss(args, stream, extra)
 
-    def _prepare(self, bound: Bound, plan: ReductionPlan) -> PreparedCall:
-        assert bound.device_id is not None  # a reduction always has an array input
-        device_id = bound.device_id
-        launches = []
-        workspace = 0
-        if plan.out_size:
-            strategy = reduction_strategy(plan, sm_count(device_id))
-            loaded = _loaded.loaded_kernel(plan.specialization, device_id, self._binaries)
-            if strategy.workspace_items:
-                workspace = strategy.workspace_items * _reduce_itemsize(loaded, strategy.passes[0].variant)
-            for step in strategy.passes:
-                frame = Frame(loaded.interface.abi[step.variant], _static_values(plan, step))
-                what = kernel_label(self.name, step.variant.entry)
-                launches.append(Launch(step.variant, frame, step.grid, step.block, what))
-        return PreparedCall(self, bound, device_id, plan.specialization, plan.allocate, plan.out_shape, launches, workspace)
+    def _with_out(self, args: tuple[Any, ...], out: Any) -> tuple[Any, ...]:
+        """The call's arguments with ``out=`` appended as its outputs."""
+        if len(args) != self._nin:
+            self._split_args(args, {}, "axis=, keepdims=, out= and stream=")  # raises on a wrong count
+            raise KspecValueError(
+                "cannot specify 'out' as both a positional and keyword argument: "
+                f"kernel '{self.name}' got its output both as an argument and as out="
+            )
+        outputs = tuple(out) if isinstance(out, tuple) else (out,)
+        if len(outputs) != self._nout:
+            raise KspecValueError(about_kernel(self.name, f"out= must hold {self._nout} array(s) (one per output), got {len(outputs)}"))
+        return (*args, *outputs)
 
-    def _results(self, args: tuple[Any, ...], allocated: dict[str, Any]) -> Any:
-        results = [allocated[p.name] if p.name in allocated else args[self._nin + j] for j, p in enumerate(self._spec.out_params)]
-        return results[0] if len(results) == 1 else tuple(results)
-
-
-def _reduce_itemsize(loaded: _loaded.LoadedKernel, variant: VariantKey) -> int:
-    """The workspace bytes per partial, read (for a type only the compiler knows) from a global that every
-    binary of the module defines, here the one holding ``variant``."""
-    item = loaded.interface.reduce_item
-    assert item is not None
-    if item.itemsize is not None:
-        return item.itemsize
-    module = loaded.module(variant)
-    found = module.global_symbol(item.symbol)
-    assert found is not None, item.symbol
-    import numpy as np
-
-    from ..runtime import device_array_from_pointer
-
-    size_align = device_array_from_pointer(found[0], found[1], np.uint64, (2,), module.device_id, None).get()
-    size, align = int(size_align[0]), int(size_align[1])
-    return -(-size // align) * align
-
-
-def _static_values(plan: ReductionPlan, step: Pass) -> dict[str, Any]:
-    final = step.variant.entry == "split_final"
-    shape = step.shape or plan  # pass 1 of the "inner" strategy has a shape of its own
-    static: dict[str, Any] = {
-        "_reduce_shape": {
-            "out_size": shape.out_size,
-            "red_size": shape.red_size,
-            "kept_extent": shape.kept,
-            "red_extent": shape.red if not final else (shape.red_size,),
-            "kept_ndim": len(shape.kept),
-            "red_ndim": len(shape.red) if not final else 1,
-        },
-        "_group": step.group,
-        "_workspace": {"nchunks": step.nchunks, "chunk": step.chunk},
-    }
-    for name, (kept, red) in shape.in_strides.items():
-        static[name] = {"kept_stride": kept, "red_stride": red}
-    for name, kept in shape.out_strides.items():
-        static[name] = {"stride": kept}
-    for name, layout in plan.raw.items():
-        static[name] = raw_view_values(layout)
-    return static
+    def _plan_call(self, args: tuple[Any, ...], stream: object, extra: Any) -> tuple[PreparedCall, tuple[int, ...]]:
+        axis, keepdims = extra
+        return prepare_reduction(self, args, stream, axis, keepdims)

@@ -14,27 +14,15 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import dtypes
 from .._digest import sha256_hex
-from .._errors import InvalidNameError, KspecTypeError, LaunchError, ReservedNameError, SpecError, about_kernel
+from .._errors import InvalidNameError, KspecTypeError, ReservedNameError, SpecError, about_kernel
 from ..render import Specialization, specialize  # lazy: no Jinja
-from ..runtime import (
-    DeviceArray,
-    allocate_like,
-    cu_stream,
-    cuda_driver,
-    describe_driver_error,
-    get_device,
-    relaunch_or_raise,
-    stream_handle,
-)
-
+from ..runtime import DeviceArray, get_device, stream_handle
+from ._callpath import CallPath
 from ._loaded import compile_program, interface_of, loaded_kernel, rendered_module
 
 if TYPE_CHECKING:  # the serving path never imports the spec models, the renderer or the compiler
     from ..spec import ElementwiseSpec, ReductionSpec
-
-MAX_SIGNATURES = 256  # prepared calls kept per kernel (kspec/kernels/_prepared.py); more shapes re-plan (still correct)
 
 _specializations: dict[tuple[str, tuple[tuple[str, str], ...], frozenset[str]], Specialization] = {}
 
@@ -48,29 +36,11 @@ def specialization_of(spec: ElementwiseSpec | ReductionSpec, spec_key: str, type
     return found
 
 
-def allocate(library: str | None, shape: tuple[int, ...], dtype: str, stream: object, device_id: int) -> Any:
-    """A C-contiguous output in ``library``'s array type. ``stream`` is the caller's stream object when one
-    was given (the allocation keeps it alive until the memory is freed in its order), else a handle."""
-    np_dtype = dtypes.BY_NAME[dtype].numpy
-    return allocate_like(library, shape, np_dtype, stream, device=device_id)
-
-
-def launch(fn: Any, grid: int, block: int, params: int, stream: int, device_id: int, what: str) -> None:
-    """``cuLaunchKernel`` with a 1-d grid and block and a ready ``kernelParams`` address."""
-    cu = cuda_driver()
-    hs = cu_stream(stream)
-    (err,) = cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, hs, params, 0)
-    if err:  # the runtime's one error branch: a retry where no context was current, else a LaunchError
-        relaunch_or_raise(
-            err, device_id, cu.cuLaunchKernel, (fn, grid, 1, 1, block, 1, 1, 0, hs, params, 0),
-            lambda e: LaunchError(f"launching {what} (grid={grid}, block={block}) failed: {describe_driver_error(e)}"),
-        )
-
-
 class SpecKernel:
     """Base of ElementwiseKernel and ReductionKernel: a spec, CuPy's attributes, arity, pickling, streams.
 
-    Subclasses set ``SPEC`` (the spec model class) and implement ``__call__``.
+    Subclasses set ``SPEC`` (the spec model class) and implement ``__call__`` (through ``self._calls``) and
+    ``_plan_call``.
     """
 
     SPEC: type[ElementwiseSpec] | type[ReductionSpec]  # a SpecClass: the model is imported on first access
@@ -125,14 +95,23 @@ class SpecKernel:
         self._key = sha256_hex(text.encode())
         self._nin = len(spec.in_params)
         self._nout = len(spec.out_params)
-        self._prepared: dict[Any, Any] = {}  # call signature -> PreparedCall (kspec/kernels/_prepared.py)
+        self._calls = CallPath(self._plan_call)  # every call goes through it (kspec/kernels/_callpath.py)
 
-    def _remember(self, key: Any, prepared: Any) -> None:
-        if key is None:
-            return
-        if len(self._prepared) >= MAX_SIGNATURES:  # a program cycling through many shapes: start over (still correct)
-            self._prepared.clear()
-        self._prepared[key] = prepared
+    def _plan_call(self, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
+        """The kernel's planner: ``(PreparedCall, pointers)`` of a call (kspec/kernels/_planner.py)."""
+        raise NotImplementedError
+
+    def _result_expression(self, nargs: int) -> str:
+        """What a prepared call's launch returns (kspec/kernels/_launch_code.py), for ``nargs`` arguments:
+        the outputs given as arguments, else the allocated ones (``o0``, ``o1``, ... in the outputs' order);
+        one output as itself (unless ``return_tuple``), several as a tuple; None with ``no_return``."""
+        if getattr(self._spec, "no_return", False):
+            return "None"
+        given = nargs == self._nin + self._nout
+        items = [f"args[{self._nin + j}]" if given else f"o{j}" for j in range(self._nout)]
+        if len(items) == 1 and not getattr(self._spec, "return_tuple", False):
+            return items[0]
+        return f"({', '.join(items)},)"
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
         directory = None if self._binaries is None else str(self._binaries.directory)

@@ -1,0 +1,89 @@
+"""The call path of a spec kernel (elementwise, reduction, and through them fused functions).
+
+One way through, data going one way::
+
+    kernel(*args)  ->  dispatch: read the signature, look it up  --hit-->  prepared.launch(...)
+                          | miss                                              ^
+                          v                                                   |
+                       miss(): plan (the kernel's planner)  ->  keep it under the signature
+
+A call reads its arguments once into a signature (:mod:`._arguments`: a dispatcher generated per tuple of
+argument types), finds the prepared call kept for it and launches it. A miss goes to the planner
+(:mod:`._planner`), which builds the prepared call and returns it here; this module keeps it and launches
+it through the same :attr:`PreparedCall.launch` a repeated call runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..runtime import current_stream, initialized_device_count, open_stream_blocks
+from ._arguments import MAX_ENTRIES, MISS, Dispatcher, make_dispatcher
+from ._prepared import PreparedCall
+
+Planner = Callable[[tuple[Any, ...], object, Any], tuple[PreparedCall, tuple[int, ...]]]
+
+
+def _nothing_prepared(args: tuple[Any, ...], stream: object = None, extra: object = None) -> Any:
+    return MISS
+
+
+class CallPath:
+    """One kernel's prepared calls, by argument types and signature.
+
+    ``call(args, stream=None, extra=None)`` is the dispatcher of the latest argument types: a prepared call's
+    result, or :data:`MISS`; then :meth:`miss` plans. ``extra`` holds the call's keyword values (hashable);
+    :meth:`once` plans and launches a call that cannot be keyed (keyword values that are not plain)."""
+
+    def __init__(self, planner: Planner) -> None:
+        self._plan = planner
+        self._by_types: dict[tuple[type, ...], Dispatcher | None] = {}
+        self.call: Callable[..., Any] = _nothing_prepared
+
+    def miss(self, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
+        """A call the dispatcher did not serve: find or plan its prepared call, keep it, launch it."""
+        if stream is None and open_stream_blocks[0]:  # inside `with kspec.Stream(...)`
+            stream = current_stream()
+        types = tuple(map(type, args))
+        dispatcher = self._by_types.get(types)
+        read = dispatcher.read(args) if dispatcher is not None else None
+        prepared = None if read is None else dispatcher.table.get((extra, *read[0]))  # type: ignore[union-attr]
+        planned = prepared is None
+        if prepared is None:
+            prepared, pointers = self._plan(args, stream, extra)  # every check, every error
+            if not prepared.keyed:
+                return prepared.launch(args, stream, *pointers)
+            if types not in self._by_types:  # made once the driver is up (it knows the device count)
+                if len(self._by_types) >= MAX_ENTRIES:
+                    self._by_types.clear()
+                dispatcher = self._by_types[types] = make_dispatcher(
+                    types, initialized_device_count() > 1, open_stream_blocks, current_stream
+                )
+                read = dispatcher.read(args) if dispatcher is not None else None
+            if dispatcher is None or read is None:  # arguments no signature describes: planned every call
+                return prepared.launch(args, stream, *pointers)
+            table = dispatcher.table
+            if len(table) >= MAX_ENTRIES:  # a program cycling through many shapes: start over (still correct)
+                table.clear()
+            table[(extra, *read[0])] = prepared
+        assert dispatcher is not None and read is not None
+        self.call = dispatcher.dispatch
+        keys, pointers, producers = read
+        if producers and not planned:  # binding ordered the CAI producers of a planned call
+            prepared.order_producers(producers, stream)
+        return prepared.launch(args, stream, *pointers)
+
+    def once(self, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
+        """Plan and launch a call whose keyword values cannot be part of a signature."""
+        if stream is None and open_stream_blocks[0]:
+            stream = current_stream()
+        prepared, pointers = self._plan(args, stream, extra)
+        return prepared.launch(args, stream, *pointers)
+
+    def prepared_calls(self) -> list[PreparedCall]:
+        """The prepared calls kept, oldest argument types first (for inspection)."""
+        return [p for d in self._by_types.values() if d is not None for p in d.table.values()]
+
+    def __len__(self) -> int:
+        return len(self.prepared_calls())

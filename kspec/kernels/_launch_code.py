@@ -1,0 +1,168 @@
+"""The launch of a prepared call, generated as one function: the only code that launches a spec kernel.
+
+A prepared call (:mod:`._prepared`) knows everything but the pointer and scalar values: its launches'
+functions, grids, blocks and parameter frames (:mod:`._frame`), the outputs to allocate and the workspace.
+:func:`make_launch` writes that down as the source of one function, with every decision taken when it is
+made, and compiles it (sources are shared across kernels, so most kernels compile nothing):
+
+``launch(args, stream, p0, ..., pN)``: pick the stream; per launch, write the pointers into this thread's
+parameter buffer (one ``struct.pack_into`` per run of adjacent slots) and pack the scalars; allocate the
+outputs (and a split reduction's workspace); launch in order; return what the kernel returns.
+
+A call's first and later launches run the same function; benchmarks/bench.py ("host cost") measures it.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from types import CodeType
+from typing import Any, NamedTuple
+
+from ._frame import Frame
+
+
+class Step(NamedTuple):
+    """One kernel launch of a prepared call."""
+
+    fn: Any  # the loaded function
+    grid: int
+    block: int
+    what: str  # the kernel and entry, for errors
+    frame: Frame
+
+
+class Scalar(NamedTuple):
+    """A scalar argument: its position, parameter, ``struct`` format (None: always the packer) and packer."""
+
+    position: int
+    name: str
+    format: str | None
+    pack: Callable[[Any], bytes]
+
+
+class Output(NamedTuple):
+    """An output the call allocates: its parameter and dtype, an allocator for the current stream (or None),
+    and the position of an input to allocate it ``EMPTY_LIKE`` (or None)."""
+
+    name: str
+    dtype: str
+    quick: Callable[[], Any] | None
+    like: int | None
+
+
+def pointer_runs(slots: Sequence[tuple[int, int]]) -> list[tuple[int, list[int]]]:
+    """Pointer slots (offset, argument position) -> runs of adjacent 8-byte slots: (first offset, positions)."""
+    runs: list[tuple[int, list[int]]] = []
+    for offset, position in sorted(slots):
+        if runs and runs[-1][0] + 8 * len(runs[-1][1]) == offset:
+            runs[-1][1].append(position)
+        else:
+            runs.append((offset, [position]))
+    return runs
+
+
+_POINTER_OF = {"cupy": "{o}.data.ptr", "torch": "{o}.data_ptr()"}
+_code: dict[str, CodeType] = {}
+
+
+def _compiled(source: str) -> CodeType:
+    code = _code.get(source)
+    if code is None:
+        if len(_code) > 512:
+            _code.clear()
+        code = _code[source] = compile(source, "<kspec call path: launch>", "exec")
+    return code
+
+
+def make_launch(
+    *,
+    steps: Sequence[Step],
+    arrays: Sequence[tuple[int, str]],
+    scalars: Sequence[Scalar],
+    outputs: Sequence[Output],
+    workspace: int,
+    result: str,
+    nargs: int,
+    constants: dict[str, Any],
+) -> Callable[..., Any]:
+    """The launch function of a prepared call (see the module docstring).
+
+    ``arrays``: (argument position, parameter) of the arrays given; ``outputs`` are ``o0``, ``o1``... in
+    ``result``, an expression over ``args`` and those names. ``constants`` holds what the code reads: DEVICE,
+    LIBRARY, SHAPE, SEVERAL (several devices), EXPORT (outputs go back as the inputs' library's) and the
+    functions default_stream, choose_stream, launch, relaunch, cu_stream, allocate, allocate_bytes,
+    activate, pointer_of, export, EMPTY_LIKE.
+    """
+    ns: dict[str, Any] = dict(constants)
+    ns.update(StructError=struct.error, U64=struct.Struct("<Q").pack_into, WORKSPACE=workspace)
+    body = ["handle = default_stream(DEVICE) if stream is None else choose_stream(stream)"]
+    for j, step in enumerate(steps):
+        ns.update({f"FN{j}": step.fn, f"GRID{j}": step.grid, f"BLOCK{j}": step.block, f"WHAT{j}": step.what,
+                   f"LOCAL{j}": step.frame.thread_local, f"BUFFER{j}": step.frame.buffer})  # fmt: skip
+        body += ["try:  # this thread's parameter buffer (Frame.buffer makes it on the thread's first call)",
+                 f"    buf{j} = LOCAL{j}.buf", f"    address{j} = LOCAL{j}.address",
+                 "except AttributeError:", f"    buf{j}, address{j} = BUFFER{j}()"]  # fmt: skip
+        slots = [(off, i) for i, name in arrays if (off := step.frame.pointer_offset(name)) is not None]
+        for k, (offset, positions) in enumerate(pointer_runs(slots)):
+            ns[f"PACK{j}_{k}"] = struct.Struct("<" + "Q" * len(positions)).pack_into
+            body.append(f"PACK{j}_{k}(buf{j}, {offset}, {', '.join(f'p{i}' for i in positions)})")
+        for k, scalar in enumerate(scalars):
+            at = step.frame.scalar_offset(scalar.name)
+            if at is None:
+                continue
+            ns[f"SLOW{k}"] = scalar.pack
+            slow = [f"v = SLOW{k}(args[{scalar.position}])", f"buf{j}[{at}:{at} + len(v)] = v"]
+            if scalar.format is None:
+                body += slow
+            else:
+                ns[f"FAST{k}"] = struct.Struct(scalar.format).pack_into
+                body += ["try:", f"    FAST{k}(buf{j}, {at}, args[{scalar.position}])",
+                         "except (StructError, OverflowError):", *(f"    {s}" for s in slow)]  # fmt: skip
+    library = constants["LIBRARY"]
+    for k, out in enumerate(outputs):
+        ns[f"DT{k}"] = out.dtype
+        slow_alloc = f"allocate(LIBRARY, SHAPE, DT{k}, handle if stream is None else stream, DEVICE)"
+        if out.quick is not None and out.like is not None:
+            body.append(f"o{k} = EMPTY_LIKE(args[{out.like}]) if stream is None else {slow_alloc}")
+        elif out.quick is not None:
+            ns[f"QUICK{k}"] = out.quick
+            body.append(f"o{k} = QUICK{k}() if stream is None else {slow_alloc}")
+        else:
+            body.append(f"o{k} = {slow_alloc}")
+        offsets = [(j, off) for j, step in enumerate(steps) if (off := step.frame.pointer_offset(out.name)) is not None]
+        if offsets:
+            body.append(f"q = {_POINTER_OF.get(library, 'pointer_of({o})').format(o=f'o{k}')}")
+            body += [f"U64(buf{j}, {off}, q)" for j, off in offsets]
+    if workspace:
+        body.append("ws = allocate_bytes(WORKSPACE, DEVICE, handle, stream)")
+        for j, step in enumerate(steps):
+            off = step.frame.pointer_offset("_workspace")
+            if off is not None:
+                body.append(f"U64(buf{j}, {off}, ws.ptr)")
+    if steps:
+        if constants["SEVERAL"]:
+            body.append("activate(DEVICE)")
+        streams: dict[int, Any] = {}  # handle -> the bindings' CUstream, without a call into the runtime
+
+        def new_stream(handle: int) -> Any:
+            if len(streams) > 64:  # handles of destroyed streams would otherwise pile up
+                streams.clear()
+            made = streams[handle] = constants["cu_stream"](handle)
+            return made
+
+        ns.update(streams_get=streams.get, new_stream=new_stream)
+        body += ["hs = streams_get(handle)", "if hs is None:", "    hs = new_stream(handle)"]
+        for j in range(len(steps)):
+            body += [f"(err,) = launch(FN{j}, GRID{j}, 1, 1, BLOCK{j}, 1, 1, 0, hs, address{j}, 0)",
+                     "if err:  # nothing was queued: the general launcher retries on a lost context or raises",
+                     f"    relaunch(FN{j}, GRID{j}, BLOCK{j}, address{j}, handle, DEVICE, WHAT{j})"]  # fmt: skip
+    if workspace:
+        body.append("del ws  # freed in stream order, after the launches that use it")
+    if constants["EXPORT"]:  # JAX / Numba inputs: outputs go back as theirs, after the launch
+        body += [f"o{k} = export(o{k}, LIBRARY)" for k in range(len(outputs))]
+    body.append(f"return {result}")
+    params = "".join(f", p{i}" for i in range(nargs))
+    source = f"def launch_call(args, stream{params}):\n" + "".join(f"    {line}\n" for line in body)
+    exec(_compiled(source), ns)
+    return ns["launch_call"]
