@@ -27,7 +27,7 @@ from kspec.compiler import (
     default_cache,
 )
 from kspec import _atomic
-from kspec.compiler import _cache, _cache_stats
+from kspec.compiler import _cache_stats, _entry
 from kspec.compiler import _compile as compile_module
 
 REPO = Path(__file__).resolve().parents[1]
@@ -187,10 +187,10 @@ def test_entry_under_another_key_is_a_miss(cache_dir):
 
 def test_entry_of_another_format_version_is_a_miss():
     program = CompiledProgram(b"\x7fELF...", "cubin", "sm_90", {"a": "b"}, "", (13, 0), 1.0)
-    data = bytearray(_cache.encode_entry("k", program))
-    assert _cache.decode_entry(bytes(data), "k") == dataclasses.replace(program, compile_ms=0.0)
+    data = bytearray(_entry.encode_entry("k", program))
+    assert _entry.decode_entry(bytes(data), "k") == dataclasses.replace(program, compile_ms=0.0)
     data[8] += 1  # the u32 format version after the magic
-    assert _cache.decode_entry(bytes(data), "k") is None
+    assert _entry.decode_entry(bytes(data), "k") is None
 
 
 def test_bad_key_names_key(cache_dir):

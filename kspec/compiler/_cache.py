@@ -1,17 +1,13 @@
 """The binary cache: an in-process dict in front of one file per entry on disk.
 
-An entry file holds the binary together with its name-expression -> lowered-name map and metadata, so a
-cached module is usable on its own. Layout (little-endian)::
-
-    b"KSPECBIN" | u32 entry format | u32 header length | u64 binary length | sha256(header + binary)
-    | header (UTF-8 JSON: key, format, arch, lowered_names, log, nvrtc_version) | binary
-
-A file that is short, has the wrong magic, format or key, or fails its digest is a miss, never an error;
-the next ``put`` replaces it. The directory may be shared with other files (``KSPEC_CACHE_DIR`` or
-``kspec cache --dir`` pointed at one): ``info`` counts and ``clear`` removes only files named
-``<key>.kbin`` that start with the magic, and kspec's own old temporary files (``.<key>.XXXXXXXX.tmp``,
-empty or starting with the magic); ``clear_report`` says what it could not remove. Writes go to a temporary file in the same directory and are renamed into
-place, so readers (other processes included) see either no entry or a whole one.
+An entry file (its name and layout: :mod:`._entry`) holds the binary with its name-expression ->
+lowered-name map and metadata, so a cached module is usable on its own. A file that is short, has the wrong
+magic, format or key, or fails its digest is a miss, never an error; the next ``put`` replaces it. The
+directory may be shared with other files (``KSPEC_CACHE_DIR`` or ``kspec cache --dir`` pointed at one):
+``info`` counts and ``clear`` removes only files named ``<key>.kbin`` that start with the magic, and kspec's
+own old temporary files (``.<key>.XXXXXXXX.tmp``, empty or starting with the magic); ``clear_report`` says
+what it could not remove. Writes go to a temporary file in the same directory and are renamed into place,
+so readers (other processes included) see either no entry or a whole one.
 
 The directory's total size is capped (``KSPEC_CACHE_MAX_BYTES``, default 1 GiB) by LRU eviction, and hits
 and misses are counted across processes: both live in :mod:`._cache_stats`.
@@ -20,10 +16,8 @@ and misses are counted across processes: both live in :mod:`._cache_stats`.
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import re
-import struct
 import threading
 import time
 import warnings
@@ -33,20 +27,15 @@ from typing import NamedTuple
 from pathlib import Path
 
 from .._atomic import write_atomic
-from .._digest import sha256
 from .._errors import CacheWarning, KspecValueError
 from .._memo import user_cache_dir
 from ._cache_stats import max_bytes_from_env, read_stats, touch, update_stats
-from ._key import ENTRY_FORMAT_VERSION
+from ._entry import ENTRY_SUFFIX, KEY_RE, decode_entry, encode_entry, entry_key, has_magic, is_entry_file
 from ._program import CompiledProgram
 
-_MAGIC = b"KSPECBIN"
-_PREFIX = struct.Struct("<8sIIQ32s")
-_SUFFIX = ".kbin"
 _TMP_SUFFIX = ".tmp"
 # A temporary file this old is an orphan of a killed writer; `clear` removes it. Younger ones may be in use.
 _ORPHAN_AGE_S = 3600.0
-_KEY_RE = re.compile(r"[0-9A-Za-z_.-]{1,128}")
 # write_atomic's temporary names: "." + the key's first 16 characters + "." + mkstemp's 8 + ".tmp"
 _TMP_RE = re.compile(r"\.[0-9A-Za-z_.-]{1,16}\.[0-9A-Za-z_]{8}\.tmp")
 
@@ -65,54 +54,6 @@ class CacheInfo(NamedTuple):  # not a dataclass: defining one costs ~0.5 ms of e
     misses: int = 0
     evictions: int = 0  # entries removed to keep under the cap
     since: float = 0.0  # Unix time the counts start from (0.0: nothing counted yet)
-
-
-def encode_entry(key: str, program: CompiledProgram) -> bytes:
-    """The bytes of one entry file."""
-    header = json.dumps(
-        {
-            "key": key,
-            "format": program.format,
-            "arch": program.arch,
-            "lowered_names": dict(program.lowered_names),
-            "log": program.log,
-            "nvrtc_version": list(program.nvrtc_version),
-        },
-        sort_keys=True,
-    ).encode("utf-8")
-    digest = sha256(header + program.binary).digest()
-    prefix = _PREFIX.pack(_MAGIC, ENTRY_FORMAT_VERSION, len(header), len(program.binary), digest)
-    return prefix + header + program.binary
-
-
-def decode_entry(data: bytes, key: str) -> CompiledProgram | None:
-    """The program stored in ``data`` under ``key``, or None when the bytes are not a whole, valid entry."""
-    if len(data) < _PREFIX.size:
-        return None
-    magic, version, header_len, binary_len, digest = _PREFIX.unpack_from(data)
-    if magic != _MAGIC or version != ENTRY_FORMAT_VERSION:
-        return None
-    if len(data) != _PREFIX.size + header_len + binary_len:
-        return None
-    body = data[_PREFIX.size :]
-    if sha256(body).digest() != digest:
-        return None
-    try:
-        header = json.loads(body[:header_len].decode("utf-8"))
-        if header["key"] != key:  # a file copied or renamed under another key's name
-            return None
-        major, minor = header["nvrtc_version"]
-        return CompiledProgram(
-            binary=bytes(body[header_len:]),
-            format=str(header["format"]),
-            arch=str(header["arch"]),
-            lowered_names={str(k): str(v) for k, v in header["lowered_names"].items()},
-            log=str(header["log"]),
-            nvrtc_version=(int(major), int(minor)),
-            compile_ms=0.0,
-        )
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None
 
 
 class BinaryCache:
@@ -189,9 +130,9 @@ class BinaryCache:
 
     def _path(self, key: str) -> Path:
         assert self._directory is not None
-        if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
+        if not isinstance(key, str) or not KEY_RE.fullmatch(key):
             raise KspecValueError(f"key: expected a hex digest from cache_key(), got {key!r}")
-        return self._directory / f"{key}{_SUFFIX}"
+        return self._directory / f"{key}{ENTRY_SUFFIX}"
 
     def get(self, key: str) -> CompiledProgram | None:
         """The cached program (``compile_ms == 0.0``), or None."""
@@ -251,7 +192,7 @@ class BinaryCache:
             return [], [(self._directory, exc.strerror or str(exc))]
         found = []
         for p in names:
-            if p.name.endswith(_SUFFIX) and _KEY_RE.fullmatch(p.name[: -len(_SUFFIX)]) and _has_magic(p, empty_ok=False):
+            if entry_key(p.name) is not None and is_entry_file(p):
                 found.append(p)
         return found, []
 
@@ -308,7 +249,7 @@ class BinaryCache:
         for path in candidates:
             try:
                 # only kspec's own temporary files: its name pattern, and empty or starting with its magic
-                if path.stat().st_mtime < cutoff and _has_magic(path, empty_ok=True):
+                if path.stat().st_mtime < cutoff and has_magic(path, empty_ok=True):
                     path.unlink()
             except OSError:
                 pass
@@ -319,18 +260,6 @@ class ClearReport(NamedTuple):
 
     removed: int
     failed: list[tuple[Path, str]]
-
-
-def entry_key(name: str) -> str | None:
-    """The key of an entry file's name (``<key>.kbin``), or None for any other name."""
-    if name.endswith(_SUFFIX) and _KEY_RE.fullmatch(name[: -len(_SUFFIX)]):
-        return name[: -len(_SUFFIX)]
-    return None
-
-
-def is_entry_file(path: Path) -> bool:
-    """Whether a file named like an entry starts with kspec's magic (what kspec removes)."""
-    return _has_magic(path, empty_ok=False)
 
 
 # Caches holding counts not yet in their stats file; flushed at exit (weak: a dropped cache is not kept).
@@ -344,15 +273,6 @@ def _flush_at_exit() -> None:
             cache.flush_counts()
         except Exception:  # noqa: BLE001 - counts are best effort; exit must not fail over them
             pass
-
-
-def _has_magic(path: Path, *, empty_ok: bool) -> bool:
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(len(_MAGIC))
-    except OSError:
-        return False
-    return head == _MAGIC or (empty_ok and head == b"")
 
 
 def _read_or_empty(path: Path) -> bytes:

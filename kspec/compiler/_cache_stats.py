@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from .._errors import CacheWarning
+from ._entry import ENTRY_SUFFIX, entry_key, is_entry_file
 
 try:
     import fcntl
@@ -192,8 +193,6 @@ def trim(directory: Path, max_bytes: int, *, keep: str | None = None) -> tuple[i
     """Remove the least recently used entry files until their total is at most 90% of ``max_bytes``
     (nothing when it is at most ``max_bytes``); returns (entries removed, bytes removed). Safe while other
     processes read, write and trim: see the module's docstring."""
-    from ._cache import entry_key, is_entry_file
-
     entries: list[tuple[int, int, str]] = []  # (mtime_ns, size, name)
     try:
         with os.scandir(directory) as listing:
@@ -208,7 +207,7 @@ def trim(directory: Path, max_bytes: int, *, keep: str | None = None) -> tuple[i
                 entries.append((st.st_mtime_ns, st.st_size, item.name))
     except OSError:
         return 0, 0
-    keep_size = _size(directory / f"{keep}.kbin") if keep else 0
+    keep_size = _size(directory / f"{keep}{ENTRY_SUFFIX}") if keep else 0
     total = sum(size for _, size, _ in entries) + keep_size
     if total <= max_bytes:
         return 0, 0

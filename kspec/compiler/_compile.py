@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .._digest import sha256_hex
 from .._errors import CompileError, KspecTypeError, KspecValueError, about_kernel
 from ._cache import BinaryCache, default_cache
+from ._failure import compile_failure, indent
 from ._includes import include_dirs, kspec_include_dir
 from ._key import cache_key, check_name_expressions
 from ._nvrtc import NvrtcCallError, nvrtc_version, run_nvrtc, supported_archs
@@ -33,13 +34,6 @@ def _logger() -> logging.Logger:
 
 
 _FALSE = ("", "0", "false", "no", "off")
-
-
-def number_lines(source: str) -> str:
-    """The source with right-aligned line numbers, ``"  12 | code"``, as NVRTC's ``name.cu(12)`` refers to."""
-    lines = source.splitlines() or [""]
-    width = len(str(len(lines)))
-    return "\n".join(f"  {number:>{width}} | {line}" for number, line in enumerate(lines, 1))
 
 
 def _dump_requested() -> bool:
@@ -119,7 +113,7 @@ def compile_source(
 
     dump_note = _dump_note(source, name, error)
     if error:
-        raise _failure(f"NVRTC {version[0]}.{version[1]}", "NVRTC", name, arch, error, log, args, source, dump_note)
+        raise compile_failure(f"NVRTC {version[0]}.{version[1]}", "NVRTC", name, arch, error, log, args, source, dump_note)
 
     assert output is not None
     if log:
@@ -172,7 +166,7 @@ def _compile_nvcc(
     compile_ms = (time.perf_counter() - start) * 1e3
     dump_note = _dump_note(source, name, error)
     if error:
-        raise _failure(f"nvcc {nvcc_version(nvcc)} ({nvcc})", "nvcc", name, arch, error, log, args, source, dump_note)
+        raise compile_failure(f"nvcc {nvcc_version(nvcc)} ({nvcc})", "nvcc", name, arch, error, log, args, source, dump_note)
     lowered: dict[str, str] = {}
     if names:  # NVRTC's own lowering of the same source, parsed only
         output = run_nvrtc(source, f"{name}.cu", [*options.to_args(include_dirs(needs)), "-fdevice-syntax-only"], names, ptx=False)
@@ -181,17 +175,13 @@ def _compile_nvcc(
                 about_kernel(
                     name,
                     f"nvcc compiled it, but NVRTC could not parse it to lower its name expressions "
-                    f"({output.error}):\n{_indent(output.log)}",
+                    f"({output.error}):\n{indent(output.log)}",
                 ),
                 kernel=name, log=output.log, source=source,
             )
         lowered = dict(output.lowered_names)
     return CompiledProgram(binary=binary, format="ptx" if options.is_ptx else "cubin", arch=arch,
                            lowered_names=lowered, log=log, nvrtc_version=(0, 0), compile_ms=compile_ms)
-
-
-def _indent(text: str) -> str:
-    return "\n".join("  " + line for line in text.splitlines())
 
 
 def compile_cached(
@@ -248,19 +238,3 @@ def _made(source: str | Callable[[], str]) -> str:
     if not isinstance(text, str):
         raise KspecTypeError(f"source: the function made a {type(text).__name__}, expected CUDA C++ source as a str")
     return text
-
-
-def _failure(tool: str, log_name: str, name: str, arch: str, error: str, log: str, args: Sequence[str], source: str,
-             dump_note: str | None) -> CompileError:
-    """The CompileError of a failed compile: what failed, the compiler's log, the options and the numbered source."""
-    parts = [
-        about_kernel(name, f"{tool} failed to compile it for {arch} ({error})"),
-        f"{log_name} log:",
-        _indent(log) if log else "  (empty)",
-        "options: " + " ".join(args),
-        f"source ({name}.cu):",
-        number_lines(source),
-    ]
-    if dump_note:
-        parts.append(dump_note)
-    return CompileError("\n".join(parts), kernel=name, log=log, source=source)

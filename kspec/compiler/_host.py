@@ -28,6 +28,7 @@ from .._digest import sha256
 from .._errors import CompileTimeoutError, HostCompilerNotFoundError, about_kernel
 from .._resources import templates_dir
 from ._arch import HOST_ARCH
+from ._failure import compile_failure
 from ._options import CompileOptions, compile_timeout
 from ._program import CompiledProgram
 
@@ -175,7 +176,6 @@ def compile_host(source: str, name: str, options: CompileOptions, name_expressio
     import subprocess  # here, not at import: a warm-cache process only computes keys (kspec/compiler/_key.py)
     import tempfile
 
-    from ._compile import _failure as failure  # the one shape of a compile failure, NVRTC's or the host's
     from ._host_scan import scan_host_source
 
     scan = scan_host_source(source, name)
@@ -201,8 +201,8 @@ def compile_host(source: str, name: str, options: CompileOptions, name_expressio
             raise HostCompilerNotFoundError(f"running the host compiler {compiler.command[0]!r} failed: {exc}") from None
         log = (done.stdout + done.stderr).strip()
         if done.returncode != 0 or not os.path.exists(out):
-            raise failure(f"host compiler {' '.join(compiler.command)}", "compiler", name, HOST_ARCH,
-                          f"exit status {done.returncode}", log, args, full, None)  # fmt: skip
+            raise compile_failure(f"host compiler {' '.join(compiler.command)}", "compiler", name, HOST_ARCH,
+                                  f"exit status {done.returncode}", log, args, full, None)  # fmt: skip
         with open(out, "rb") as f:
             binary = f.read()
     if ignored:

@@ -7,6 +7,7 @@ from functools import lru_cache
 
 from .._errors import KspecValueError, NvrtcNotFoundError
 from .._resources import templates_dir
+from ._toolchain import find_header_dir, toolchain
 
 # What a kernel may declare it needs, and which header packages provide it.
 _NEEDS: dict[str, tuple[str, ...]] = {
@@ -28,26 +29,10 @@ def kspec_include_dir() -> str:
 def cuda_header_dir(libname: str) -> str | None:
     """The header directory of ``libname`` ("cudart" or "cccl"), or None: from the toolchain memo
     (kspec/compiler/_toolchain.py; no cuda.pathfinder import), found directly when there is no NVRTC."""
-    from ._toolchain import toolchain
-
     try:
         return toolchain().header_dirs.get(libname)
     except NvrtcNotFoundError:
         return find_header_dir(libname)
-
-
-@lru_cache(maxsize=None)
-def find_header_dir(libname: str) -> str | None:
-    """The header directory of ``libname`` ("cudart" or "cccl") found by cuda.pathfinder, or None."""
-    try:
-        from cuda.pathfinder import find_nvidia_header_directory
-    except ImportError:
-        return None
-    try:
-        found: str | None = find_nvidia_header_directory(libname)
-    except RuntimeError:  # an old pathfinder that does not know this library
-        return None
-    return found
 
 
 def check_needs(needs: Iterable[str]) -> tuple[str, ...]:

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from pathlib import Path
 
 from .._digest import sha256
 from .._errors import KspecTypeError
 from .._memo import tree_digest
 from .._resources import TEMPLATE_VERSION
+from ._entry import ENTRY_FORMAT_VERSION
 from ._includes import include_dirs, kspec_include_dir
 from ._toolchain import toolchain
 from ._arch import HOST_ARCH
 from ._options import CompileOptions
-
-# Bump when the cache entry layout changes; part of the key, so old and new kspec never share a file name.
-ENTRY_FORMAT_VERSION = 1
 
 
 def check_name_expressions(name_expressions: Sequence[str]) -> tuple[str, ...]:
@@ -42,49 +38,11 @@ def kspec_headers_digest() -> str:
     return tree_digest(kspec_include_dir())
 
 
-def _file_stamp(path: str) -> str:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return "-"
-    return f"{st.st_size}:{st.st_mtime_ns}"
-
-
 @lru_cache(maxsize=1)
 def toolchain_identity() -> str:
-    """Which CUDA headers kernels are compiled against (:func:`find_toolchain_identity`), from the toolchain
+    """Which CUDA headers kernels are compiled against (``find_toolchain_identity``), from the toolchain
     memo (kspec/compiler/_toolchain.py)."""
     return toolchain().identity
-
-
-def find_toolchain_identity(dirs: dict[str, str | None]) -> str:
-    """Which CUDA headers kernels are compiled against, given the header directories found.
-
-    Hashing the CCCL tree (thousands of files) per call would cost more than many compiles. Instead: the
-    header packages' versions when they are pip wheels, CCCL's small version header when found (covers a
-    CUDA toolkit), and size + mtime of the runtime's fp16/bf16/API headers (catches a reinstall). The
-    directories themselves are in the option list, which is hashed too.
-    """
-    from importlib import metadata  # here, not at import: ~10 ms, and the toolchain memo usually answers
-
-    parts = []
-    for dist in ("nvidia-cuda-cccl", "nvidia-cuda-runtime"):
-        try:
-            parts.append(f"{dist}={metadata.version(dist)}")
-        except metadata.PackageNotFoundError:
-            parts.append(f"{dist}=-")
-    cccl = dirs.get("cccl")
-    if cccl is not None:
-        version_h = os.path.join(cccl, "cuda", "std", "__cccl", "version.h")
-        try:
-            parts.append(sha256(Path(version_h).read_bytes()).hexdigest())
-        except OSError:
-            parts.append("no-cccl-version.h")
-    cudart = dirs.get("cudart")
-    if cudart is not None:
-        for header in ("cuda_runtime_api.h", "cuda_fp16.hpp", "cuda_bf16.hpp"):
-            parts.append(f"{header}={_file_stamp(os.path.join(cudart, header))}")
-    return ";".join(parts)
 
 
 def cache_key(

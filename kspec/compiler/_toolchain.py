@@ -12,6 +12,10 @@ kspec's version; and it is reused only while the files it found (the NVRTC libra
 headers the identity covers) keep their size and mtime. A CUDA toolkit replaced in place changes those
 files; a new toolkit that would win over the old one comes with a changed environment or ``sys.path``.
 A process with no NVRTC never memoizes: it raises as before.
+
+Finding them for real (:func:`find_header_dir`, :func:`find_toolchain_identity`) lives here too, so the
+include directories (kspec/compiler/_includes.py) and the key (kspec/compiler/_key.py) read the memo
+without being imported back by it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import os
 import sys
 from functools import lru_cache
+from pathlib import Path
 from typing import NamedTuple
 
 from .._digest import sha256
@@ -31,7 +36,7 @@ _ENV = ("CUDA_PATH", "CUDA_HOME", "LD_LIBRARY_PATH", "CONDA_PREFIX", "PATH")
 class Toolchain(NamedTuple):
     nvrtc_version: tuple[int, int]
     header_dirs: dict[str, str | None]  # "cccl" / "cudart" -> directory (None: not found)
-    identity: str  # kspec.compiler._key.toolchain_identity's text
+    identity: str  # find_toolchain_identity's text
 
 
 def _stamp() -> str:
@@ -46,10 +51,10 @@ def _stamp() -> str:
 
 def _find() -> dict[str, object]:
     """Find everything for real (loads NVRTC; raises NvrtcNotFoundError when it is missing)."""
-    from . import _includes, _key, _nvrtc
+    from . import _nvrtc  # here, not at import: a warm-cache lookup never imports the NVRTC module
 
     version = _nvrtc.nvrtc_version()
-    dirs = {lib: _includes.find_header_dir(lib) for lib in ("cccl", "cudart")}
+    dirs = {lib: find_header_dir(lib) for lib in ("cccl", "cudart")}
     files = [_nvrtc.library_path()]
     if dirs["cccl"]:
         files.append(os.path.join(dirs["cccl"], "cuda", "std", "__cccl", "version.h"))
@@ -59,9 +64,61 @@ def _find() -> dict[str, object]:
     return {
         "nvrtc_version": list(version),
         "header_dirs": dirs,
-        "identity": _key.find_toolchain_identity(dirs),
+        "identity": find_toolchain_identity(dirs),
         "files": {f: path_stamp(f) for f in files},
     }
+
+
+@lru_cache(maxsize=None)
+def find_header_dir(libname: str) -> str | None:
+    """The header directory of ``libname`` ("cudart" or "cccl") found by cuda.pathfinder, or None."""
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+    except ImportError:
+        return None
+    try:
+        found: str | None = find_nvidia_header_directory(libname)
+    except RuntimeError:  # an old pathfinder that does not know this library
+        return None
+    return found
+
+
+def find_toolchain_identity(dirs: dict[str, str | None]) -> str:
+    """Which CUDA headers kernels are compiled against, given the header directories found.
+
+    Hashing the CCCL tree (thousands of files) per call would cost more than many compiles. Instead: the
+    header packages' versions when they are pip wheels, CCCL's small version header when found (covers a
+    CUDA toolkit), and size + mtime of the runtime's fp16/bf16/API headers (catches a reinstall). The
+    directories themselves are in the option list, which is hashed too.
+    """
+    from importlib import metadata  # here, not at import: ~10 ms, and the toolchain memo usually answers
+
+    parts = []
+    for dist in ("nvidia-cuda-cccl", "nvidia-cuda-runtime"):
+        try:
+            parts.append(f"{dist}={metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{dist}=-")
+    cccl = dirs.get("cccl")
+    if cccl is not None:
+        version_h = os.path.join(cccl, "cuda", "std", "__cccl", "version.h")
+        try:
+            parts.append(sha256(Path(version_h).read_bytes()).hexdigest())
+        except OSError:
+            parts.append("no-cccl-version.h")
+    cudart = dirs.get("cudart")
+    if cudart is not None:
+        for header in ("cuda_runtime_api.h", "cuda_fp16.hpp", "cuda_bf16.hpp"):
+            parts.append(f"{header}={_file_stamp(os.path.join(cudart, header))}")
+    return ";".join(parts)
+
+
+def _file_stamp(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "-"
+    return f"{st.st_size}:{st.st_mtime_ns}"
 
 
 def _memo_name() -> str:

@@ -12,7 +12,7 @@ CuPy reaches a traced value three ways:
   :func:`leave` restores what was there. Not on the first trace: while fusing, CuPy refuses
   ``keepdims=True`` in its reductions, which kspec otherwise supports;
 * ``cupy.get_array_module(x)`` is an ``isinstance`` test against CuPy's fusion classes, answered by
-  ``TraceValue.__class__`` (:func:`fusion_array_class`).
+  ``TraceValue.__class__`` (:mod:`._value`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import _steps
-from ._trace import Tracer
+from ._value import Recorder
 from ._ufuncs import SUPPORTED
 
 # CuPy's reduction kernels by name (without "cupy_" and a "_with_dtype" / "_complex_dtype" tail): kspec's op.
@@ -54,7 +54,7 @@ def raised_in_cupy(exc: BaseException) -> bool:
     return False
 
 
-def enter(tracer: Tracer) -> Any:
+def enter(tracer: Recorder) -> Any:
     """Make CuPy's routines report to ``tracer``; returns what :func:`leave` restores (None: CuPy not loaded)."""
     local = _thread_local()
     if local is None:
@@ -71,12 +71,6 @@ def leave(saved: Any) -> None:
         local.is_new_fusing, local.history = fusing, history
 
 
-def fusion_array_class() -> type | None:
-    """CuPy's class of traced arrays (``cupy.get_array_module`` returns ``cupy`` for its instances), when loaded."""
-    found = getattr(sys.modules.get("cupy._core.fusion"), "_FusionVarArray", None)
-    return found if isinstance(found, type) else None
-
-
 def _name(kernel: Any) -> str:
     return str(getattr(kernel, "name", None) or getattr(kernel, "__name__", "")).removeprefix("cupy_")
 
@@ -84,7 +78,7 @@ def _name(kernel: Any) -> str:
 class History:
     """The object CuPy's routines call while fusing (the methods CuPy's own fusion history has)."""
 
-    def __init__(self, tracer: Tracer) -> None:
+    def __init__(self, tracer: Recorder) -> None:
         self._tracer = tracer
 
     def call_ufunc(self, ufunc: Any, *args: Any, **kwargs: Any) -> Any:
@@ -110,7 +104,7 @@ class History:
         return value[index]
 
 
-def cupy_kernel(tracer: Tracer, kernel: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+def cupy_kernel(tracer: Recorder, kernel: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
     """A CuPy ufunc called on a traced value (``__cupy_override_elementwise_kernel__``, or CuPy's fusion
     dispatch for ``cupy.where`` / ``cupy.clip`` / ``cupy.copy``)."""
     name = _name(kernel)
@@ -134,4 +128,4 @@ def cupy_kernel(tracer: Tracer, kernel: Any, args: Sequence[Any], kwargs: dict[s
     return _steps.call_ufunc(tracer, numpy_ufunc.__name__, args, kwargs)
 
 
-__all__ = ["History", "cupy_kernel", "enter", "fusion_array_class", "leave"]
+__all__ = ["History", "cupy_kernel", "enter", "leave"]

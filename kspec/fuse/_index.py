@@ -18,13 +18,13 @@ import numpy as np
 from .._errors import FuseError, FuseValueError, KspecTypeError
 from . import _graph, _steps
 from ._graph import Node
-from ._trace import TraceValue, Tracer
+from ._value import Recorder, TraceValue
 
 # One item of a normalized key (hashable, so equal keys share one kernel parameter).
 _NEW, _ALL = ("newaxis",), ("ellipsis",)
 
 
-def setitem(tracer: Tracer, target: TraceValue, key: Any, value: Any) -> None:
+def setitem(tracer: Recorder, target: TraceValue, key: Any, value: Any) -> None:
     whole = key is Ellipsis or (type(key) is slice and key.start is None and key.stop is None and key.step is None)
     if not whole:  # CuPy's words and type for the same refusal
         tracer.fail(f"x[{_show(key)}] = ...: only the whole array can be assigned inside a fused function",
@@ -35,7 +35,7 @@ def setitem(tracer: Tracer, target: TraceValue, key: Any, value: Any) -> None:
     _steps.assign(tracer, target, node, "x[...] = v", casting="unsafe")
 
 
-def getitem(tracer: Tracer, value: TraceValue, key: Any) -> TraceValue:
+def getitem(tracer: Recorder, value: TraceValue, key: Any) -> TraceValue:
     node = value._node
     if node.kind != _graph.ARG or node.is_scalar or "view" in node.attrs:
         what = "a scalar" if node.is_scalar else "a value computed inside the function (or updated in place)"
@@ -50,7 +50,7 @@ def getitem(tracer: Tracer, value: TraceValue, key: Any) -> TraceValue:
     return TraceValue(found)
 
 
-def _normalize(tracer: Tracer, key: Any, ndim: int) -> tuple[tuple[Any, ...], ...]:
+def _normalize(tracer: Recorder, key: Any, ndim: int) -> tuple[tuple[Any, ...], ...]:
     """The key as a tuple of ("int", k) / ("slice", start, stop, step) / ("newaxis",), the ellipsis expanded."""
     items = key if isinstance(key, tuple) else (key,)
     out: list[tuple[Any, ...]] = []
@@ -77,7 +77,7 @@ def _normalize(tracer: Tracer, key: Any, ndim: int) -> tuple[tuple[Any, ...], ..
     return tuple(out[:at] + fill + out[at:])
 
 
-def _int(tracer: Tracer, part: Any, key: Any) -> int | None:
+def _int(tracer: Recorder, part: Any, key: Any) -> int | None:
     if part is None:
         return None
     try:

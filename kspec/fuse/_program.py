@@ -15,7 +15,8 @@ from typing import Any
 from .._errors import FuseError, KspecError, KspecOverflowError
 from . import _codegen, _cupy, _graph, _index, _plan
 from ._graph import Node
-from ._trace import TraceValue, Tracer, argument
+from ._tracer import Tracer
+from ._value import TraceValue, argument
 
 # How one argument is seen by the trace: ("array", dtype, ndim), ("scalar", dtype, weak Python type or None),
 # or ("none", "", None) for None.

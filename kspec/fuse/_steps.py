@@ -15,7 +15,7 @@ import numpy as np
 from .._errors import AxisError, FuseValueError, KspecError, KspecValueError
 from . import _graph, _rules
 from ._graph import Node
-from ._trace import TraceValue, Tracer, user_location
+from ._value import Recorder, TraceValue, user_location
 from ._ufuncs import SUPPORTED, resolve
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -26,7 +26,7 @@ _UFUNC_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": 
                  "logical_and": "all", "logical_or": "any"}
 
 
-def as_node(tracer: Tracer, value: Any, what: str) -> Node:
+def as_node(tracer: Recorder, value: Any, what: str) -> Node:
     """The node of an operand: a traced value, or a constant of the function (weak for Python numbers)."""
     if isinstance(value, TraceValue):
         return value._node
@@ -48,7 +48,7 @@ def _wrap(nodes: Sequence[Node]) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-def _ufunc_nodes(tracer: Tracer, name: str, operands: Sequence[Any], dtype: Any = None, python_op: bool = False) -> list[Node]:
+def _ufunc_nodes(tracer: Recorder, name: str, operands: Sequence[Any], dtype: Any = None, python_op: bool = False) -> list[Node]:
     if name not in SUPPORTED:
         tracer.fail(f"numpy.{name} is not supported inside a fused function")
     nin, nout = SUPPORTED[name]
@@ -79,7 +79,7 @@ def _ufunc_nodes(tracer: Tracer, name: str, operands: Sequence[Any], dtype: Any 
     ]
 
 
-def operator(tracer: Tracer, name: str, operands: Sequence[Any]) -> Any:
+def operator(tracer: Recorder, name: str, operands: Sequence[Any]) -> Any:
     """A Python operator: NumPy's ufunc of that meaning (Python numbers alone stay weak, as in Python)."""
     nodes = _ufunc_nodes(tracer, name, operands, python_op=True)
     if name == "power" and type(operands[1]) is int and operands[1] == 2 and isinstance(operands[0], TraceValue):
@@ -90,7 +90,7 @@ def operator(tracer: Tracer, name: str, operands: Sequence[Any]) -> Any:
     return _wrap(nodes)
 
 
-def ufunc(tracer: Tracer, name: str, operands: Sequence[Any], out: Any = None, dtype: Any = None) -> Any:
+def ufunc(tracer: Recorder, name: str, operands: Sequence[Any], out: Any = None, dtype: Any = None) -> Any:
     """``numpy.<name>(*operands, out=..., dtype=...)``: the result, or ``out`` updated in place."""
     nodes = _ufunc_nodes(tracer, name, operands, dtype=dtype)
     if out is None:
@@ -105,14 +105,14 @@ def ufunc(tracer: Tracer, name: str, operands: Sequence[Any], out: Any = None, d
     return results[0] if len(results) == 1 else results
 
 
-def inplace(tracer: Tracer, name: str, target: TraceValue, other: Any) -> Any:
+def inplace(tracer: Recorder, name: str, target: TraceValue, other: Any) -> Any:
     """``x op= y``: an array is updated in place (NumPy's same_kind rule); a scalar is rebound, as in Python."""
     if target._node.is_scalar:
         return operator(tracer, name, (target, other))
     return ufunc(tracer, name, (target, other), out=target)
 
 
-def assign(tracer: Tracer, target: Any, node: Node, what: str, casting: str = "same_kind") -> None:
+def assign(tracer: Recorder, target: Any, node: Node, what: str, casting: str = "same_kind") -> None:
     """Store ``node`` into the array ``target`` (an ``out=``, an in-place operator, or ``x[...] = v`` with
     ``casting="unsafe"``, NumPy's rule for assignment)."""
     if not isinstance(target, TraceValue) or target._node.is_scalar:
@@ -126,7 +126,7 @@ def assign(tracer: Tracer, target: Any, node: Node, what: str, casting: str = "s
     target._node = Node(_graph.CAST, dest.dtype, dest.ndim, (node,), where=user_location())
 
 
-def astype(tracer: Tracer, value: Any, dtype: Any) -> TraceValue:
+def astype(tracer: Recorder, value: Any, dtype: Any) -> TraceValue:
     node = as_node(tracer, value, "astype")
     name = _rules.dtype_name(dtype)
     if name is None:
@@ -134,13 +134,13 @@ def astype(tracer: Tracer, value: Any, dtype: Any) -> TraceValue:
     return TraceValue(Node(_graph.CAST, name, node.ndim, (node,), where=user_location()))
 
 
-def copy(tracer: Tracer, value: Any) -> TraceValue:
+def copy(tracer: Recorder, value: Any) -> TraceValue:
     """``cupy.copy(x)`` / ``x.copy()``: a new array of the same values."""
     node = as_node(tracer, value, "copy")
     return TraceValue(Node(_graph.CAST, node.dtype, node.ndim, (node,), where=user_location()))
 
 
-def real(tracer: Tracer, value: Any) -> TraceValue:
+def real(tracer: Recorder, value: Any) -> TraceValue:
     node = as_node(tracer, value, "real")
     if node.dtype.startswith("complex"):
         part = "float32" if node.dtype == "complex64" else "float64"
@@ -148,13 +148,13 @@ def real(tracer: Tracer, value: Any) -> TraceValue:
     return value if isinstance(value, TraceValue) else TraceValue(node)
 
 
-def imag(tracer: Tracer, value: Any) -> TraceValue:
+def imag(tracer: Recorder, value: Any) -> TraceValue:
     node = as_node(tracer, value, "imag")
     part = {"complex64": "float32", "complex128": "float64"}.get(node.dtype, node.dtype)
     return TraceValue(Node(_graph.IMAG, part, node.ndim, (node,), where=user_location()))
 
 
-def where(tracer: Tracer, condition: Any, x: Any, y: Any) -> TraceValue:
+def where(tracer: Recorder, condition: Any, x: Any, y: Any) -> TraceValue:
     cond = as_node(tracer, condition, "where")
     if cond.dtype != "bool":
         cond = Node(_graph.CAST, "bool", cond.ndim, (cond,))
@@ -163,7 +163,7 @@ def where(tracer: Tracer, condition: Any, x: Any, y: Any) -> TraceValue:
     return TraceValue(Node(_graph.WHERE, dtype, _graph.result_ndim((cond, a, b)), (cond, a, b), where=user_location()))
 
 
-def clip(tracer: Tracer, value: Any, low: Any, high: Any, out: Any = None) -> Any:
+def clip(tracer: Recorder, value: Any, low: Any, high: Any, out: Any = None) -> Any:
     if low is None and high is None:
         tracer.fail("clip: give a_min, a_max or both")
     result = value
@@ -177,7 +177,7 @@ def clip(tracer: Tracer, value: Any, low: Any, high: Any, out: Any = None) -> An
     return result
 
 
-def reduction(tracer: Tracer, op: str, value: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+def reduction(tracer: Recorder, op: str, value: Any, axis: Any = None, dtype: Any = None, out: Any = None,
               keepdims: Any = False) -> Any:
     """``sum``/``prod``/``max``/``min``/``all``/``any`` over ``axis`` (None, an int or a tuple)."""
     op = _REDUCE_ALIASES.get(op, op)
@@ -214,7 +214,7 @@ def reduction(tracer: Tracer, op: str, value: Any, axis: Any = None, dtype: Any 
     return TraceValue(reduced)
 
 
-def _normalize_axes(tracer: Tracer, op: str, axis: Any, ndim: int) -> tuple[int, ...]:
+def _normalize_axes(tracer: Recorder, op: str, axis: Any, ndim: int) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
     items = axis if isinstance(axis, (tuple, list)) else (axis,)
@@ -238,7 +238,7 @@ def _normalize_axes(tracer: Tracer, op: str, axis: Any, ndim: int) -> tuple[int,
 # -- the protocols ------------------------------------------------------------------------------------
 
 
-def numpy_ufunc(tracer: Tracer, uf: np.ufunc, method: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+def numpy_ufunc(tracer: Recorder, uf: np.ufunc, method: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any:
     name = uf.__name__
     if method == "reduce":
         op = _UFUNC_REDUCE.get(name)
@@ -251,7 +251,7 @@ def numpy_ufunc(tracer: Tracer, uf: np.ufunc, method: str, inputs: Sequence[Any]
     return call_ufunc(tracer, name, inputs, kwargs)
 
 
-def call_ufunc(tracer: Tracer, name: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+def call_ufunc(tracer: Recorder, name: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any:
     """A ufunc call with NumPy's keywords: ``out=``, ``dtype=``, and ``where=`` with ``out=``."""
     extra = {k: v for k, v in kwargs.items() if k not in ("out", "dtype", "where")}
     if extra.pop("casting", "same_kind") != "same_kind":
@@ -292,7 +292,7 @@ _FUNCTION_PARAMS = {
 }
 
 
-def numpy_function(tracer: Tracer, func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+def numpy_function(tracer: Recorder, func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
     """A NumPy function (``__array_function__``): reductions, where, clip, astype, real, imag."""
     name = getattr(func, "__name__", str(func))
     op = _REDUCE_ALIASES.get(name)
@@ -322,7 +322,7 @@ def numpy_function(tracer: Tracer, func: Any, args: Sequence[Any], kwargs: dict[
     )
 
 
-def _bind(tracer: Tracer, what: str, args: Sequence[Any], kwargs: dict[str, Any], names: Sequence[str],
+def _bind(tracer: Recorder, what: str, args: Sequence[Any], kwargs: dict[str, Any], names: Sequence[str],
           defaults: dict[str, Any]) -> dict[str, Any]:
     """Positional and keyword arguments of ``what`` by name (NumPy's parameter order)."""
     if len(args) > len(names):

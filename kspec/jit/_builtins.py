@@ -1,7 +1,7 @@
-"""kspec.jit's builtins (the names of cupyx.jit) and how calls inside kernels become C++.
+"""kspec.jit's builtins (the names of cupyx.jit) and :func:`call`, which makes the C++ of a call inside a kernel.
 
-The objects here are markers: kernels refer to them (``jit.threadIdx.x``, ``jit.atomic_add(...)``) and the
-translator emits the CUDA they stand for. Called from ordinary Python they raise, saying so.
+The builtins are markers (_markers.py): kernels refer to them (``jit.threadIdx.x``, ``jit.atomic_add(...)``)
+and the translator emits the CUDA they stand for. Called from ordinary Python they raise, saying so.
 """
 
 from __future__ import annotations
@@ -14,70 +14,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._errors import KspecNotImplementedError
 from ._atomics import atomic
 from ._builtin_calls import math_call, shuffle
 from ._device_functions import compile_time_call, device_call
 from ._errors import JitTypeError, JitUnsupportedError, JitValueError
 from ._groups import GroupMethod, cg_function, method_call, this_group
-from ._types import BOOL, FLOAT64, INT32, INT64, UINT32, JitType, Scalar, Shared, Void, common_type, scalar_of
+from ._markers import Builtin, Dim3, Special
+from ._types import BOOL, FLOAT64, INT32, INT64, UINT32, JitType, Shared, Void, common_type, scalar_of
 from ._values import Const, ScalarValue, TupleValue, Value, cast, const_to_value, is_number
 
-AUG_OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
-                 ast.LShift: "<<", ast.RShift: ">>"}
 PYTHON_BUILTINS = frozenset({"range", "min", "max", "abs", "int", "float", "bool", "len", "complex"})
-
-
-class Builtin:
-    """A function usable only inside kernels; ``emit(tr, args, kwargs, node)`` makes its C++."""
-
-    def __init__(self, name: str, emit: Callable[..., Any], doc: str = "") -> None:
-        self.name = name
-        self.emit = emit
-        self.__doc__ = doc
-        self.__name__ = name
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise KspecNotImplementedError(
-            f"kspec.jit.{self.name}() can only be used inside a function decorated with @kspec.jit.rawkernel"
-        )
-
-    def __repr__(self) -> str:
-        return f"<kspec.jit builtin {self.name}>"
-
-
-class Dim3:
-    """``threadIdx``, ``blockIdx``, ``blockDim``, ``gridDim``: ``.x``, ``.y``, ``.z`` (uint32)."""
-
-    def __init__(self, cuda_name: str) -> None:
-        self.cuda_name = cuda_name
-
-    def __repr__(self) -> str:
-        return f"<kspec.jit {self.cuda_name}>"
-
-
-class Special:
-    """A name that is a value inside kernels (``warpsize``)."""
-
-    def __init__(self, name: str, code: str, type_: Scalar) -> None:
-        self.name, self.code, self.type = name, code, type_
-
-    def __repr__(self) -> str:
-        return f"<kspec.jit {self.name}>"
-
-
-def lift(obj: Any) -> Any:
-    """A Python object found by name lookup, as the translator holds it."""
-    if isinstance(obj, Special):
-        return Value(obj.code, obj.type)
-    return Const(obj)
-
-
-def dim3_attribute(tr: Any, obj: Dim3, attr: str, node: ast.AST) -> ScalarValue:
-    if attr not in ("x", "y", "z"):
-        raise tr.error(JitUnsupportedError, node, f"{obj.cuda_name} has .x, .y and .z, not .{attr}")
-    return Value(f"{obj.cuda_name}.{attr}", UINT32)
-
 
 threadIdx, blockIdx, blockDim, gridDim = Dim3("threadIdx"), Dim3("blockIdx"), Dim3("blockDim"), Dim3("gridDim")
 warpsize = Special("warpsize", "warpSize", INT32)

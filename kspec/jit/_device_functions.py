@@ -10,6 +10,9 @@ that returns no value, otherwise fixed by a ``return`` translated before the cal
 A plain Python function called inside a kernel with arguments known at compile time runs at compile time
 (as in cupyx.jit): ``g(10)(x, y)``, where ``g`` makes a device function, and recursion through such
 factories (``g(step * 2)(x)`` under ``if step < 256:``) unfold while translating.
+
+Both take the calling function's translator as a :class:`CallingTranslator`, which also makes the translator
+of a device function called: this module sits below the translator and imports none of it.
 """
 
 from __future__ import annotations
@@ -17,15 +20,42 @@ from __future__ import annotations
 import ast
 import re
 import types as pytypes
-from typing import Any
+from typing import Any, Protocol
 
-from ._errors import JitRecursionError, JitTypeError, JitUnsupportedError
-from ._module import DeviceFunction, c_name
-from ._source import read_function, returns_value
+from ._errors import JitError, JitRecursionError, JitTypeError, JitUnsupportedError, SourceLocation
+from ._markers import lift
+from ._module import DeviceFunction, ModuleState, c_name
+from ._source import FunctionSource, read_function, returns_value
 from ._types import Array, Dim3Type, Group, JitType, Scalar, Shared, Void, signature_tag
-from ._values import Const, TupleValue, Value
+from ._values import Const, ScalarValue, TupleValue, Value
 
 _PASSABLE = (Scalar, Array, Shared, Group, Dim3Type)
+
+
+class DeviceTranslator(Protocol):
+    """What a call needs of the translator of the device function it calls."""
+
+    function_name: str
+    return_type: JitType | None
+
+    def translate(self) -> str: ...
+
+    def head(self) -> str: ...
+
+
+class CallingTranslator(Protocol):
+    """What a call needs of the translator of the function that makes it (FunctionTranslator, which passes
+    itself): errors, scalars, the translation unit, and translators for the device functions it calls. Taking
+    them from the caller keeps this module below the translator, which reaches it through the builtins."""
+
+    loc: SourceLocation
+    module: ModuleState
+
+    def error(self, cls: type[JitError], node: ast.AST | None, message: str) -> JitError: ...
+
+    def scalar(self, value: Any, node: ast.AST, against: Scalar | None) -> ScalarValue: ...
+
+    def device_translator(self, source: FunctionSource, types: tuple[JitType, ...]) -> DeviceTranslator: ...
 
 
 def device_function_name(func: Any, types: tuple[JitType, ...]) -> str:
@@ -36,10 +66,8 @@ def device_function_name(func: Any, types: tuple[JitType, ...]) -> str:
     return stem if stem and not stem[0].isdigit() else f"f_{stem}"
 
 
-def device_call(tr: Any, function: Any, args: list[Any], node: ast.AST) -> Value[JitType]:
+def device_call(tr: CallingTranslator, function: Any, args: list[Any], node: ast.AST) -> Value[JitType]:
     """``function(*args)`` for a ``rawkernel(device=True)`` function: its C call, translating it first."""
-    from ._translate import FunctionTranslator  # the translator imports builtins, which import us
-
     typed: list[Value[JitType]] = []
     for position, arg in enumerate(args):
         if isinstance(arg, TupleValue):
@@ -61,7 +89,7 @@ def device_call(tr: Any, function: Any, args: list[Any], node: ast.AST) -> Value
             name = f"{base}_{k}"
         module.used_names.add(name)
         source = read_function(function.func)
-        callee = FunctionTranslator(source, types, module, device=True)
+        callee = tr.device_translator(source, types)
         callee.function_name = name
         if not returns_value(source.tree):
             callee.return_type = Void()  # known before the body: recursive calls may come first
@@ -80,10 +108,8 @@ def device_call(tr: Any, function: Any, args: list[Any], node: ast.AST) -> Value
     return Value(f"{entry.name}({', '.join(a.code for a in typed)})", return_type)
 
 
-def compile_time_call(tr: Any, func: pytypes.FunctionType, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
+def compile_time_call(tr: CallingTranslator, func: pytypes.FunctionType, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
     """A plain Python function called inside a kernel: run it now, on arguments known at compile time."""
-    from ._builtins import lift
-
     if not all(isinstance(a, Const) for a in [*args, *kwargs.values()]):
         raise tr.error(
             JitTypeError, node,

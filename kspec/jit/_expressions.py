@@ -13,9 +13,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _builtins as bi
-from ._errors import JitError, JitTypeError, JitUnsupportedError, SourceLocation
+from ._builtins import call
+from ._errors import JitTypeError, JitUnsupportedError
+from ._function_state import FunctionState
 from ._groups import GroupMethod
+from ._markers import Dim3, dim3_attribute, lift
 from ._types import BOOL, FLOAT32, FLOAT64, INT64, UINT32, Array, Dim3Type, Group, JitType, Scalar, Shared, common_type
 from ._values import Const, ScalarValue, TupleValue, Value, cast, const_to_value, is_number
 
@@ -31,17 +33,8 @@ _FOLD = {
 }
 
 
-class ExpressionTranslator:
-    """Mixin of FunctionTranslator: everything that yields a value."""
-
-    loc: SourceLocation
-    module: Any
-
-    def error(self, cls: type[JitError], node: ast.AST | None, message: str) -> JitError:  # overridden
-        raise NotImplementedError
-
-    def lookup(self, name: str, node: ast.AST) -> Any:  # overridden
-        raise NotImplementedError
+class ExpressionTranslator(FunctionState):
+    """Base of StatementTranslator (and so of FunctionTranslator): everything that yields a value."""
 
     def expr(self, node: ast.expr) -> Any:
         method = getattr(self, f"expr_{type(node).__name__}", None)
@@ -213,10 +206,10 @@ class ExpressionTranslator:
         attr = node.attr
         if isinstance(base, Const):
             obj = base.value
-            if isinstance(obj, bi.Dim3):
-                return bi.dim3_attribute(self, obj, attr, node)
+            if isinstance(obj, Dim3):
+                return dim3_attribute(self, obj, attr, node)
             try:
-                return bi.lift(getattr(obj, attr))
+                return lift(getattr(obj, attr))
             except AttributeError:
                 raise self.error(JitUnsupportedError, node, f"{type(obj).__name__} object has no attribute {attr!r}") from None
         if isinstance(base, Value) and isinstance(base.type, Array):
@@ -294,4 +287,4 @@ class ExpressionTranslator:
             raise self.error(JitUnsupportedError, node, "*args and **kwargs are not supported in calls")
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg is not None}  # None (**) refused above
-        return bi.call(self, function, args, kwargs, node)
+        return call(self, function, args, kwargs, node)

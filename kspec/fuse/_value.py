@@ -1,11 +1,14 @@
-"""Tracing: run the user's function once on symbolic values that record what is done to them.
+"""The symbolic values of a trace, and what they ask of the trace they belong to.
 
 A :class:`TraceValue` stands for an argument or an intermediate result. Python operators, NumPy ufuncs
 (``__array_ufunc__``), NumPy functions (``__array_function__``), CuPy ufuncs
 (``__cupy_override_elementwise_kernel__``) and the ndarray methods CuPy's functions call on a foreign
-object (``x.sum(axis, dtype, out, keepdims)``) all land in :mod:`._steps`, which adds typed nodes to the
-graph. Anything whose answer would depend on the data (``bool(x)``, ``if x > 0``) or on a shape the trace
-does not know (``x.shape``, indexing) is an error naming the function and its line.
+object (``x.sum(axis, dtype, out, keepdims)``) all go to the trace in progress, a :class:`Recorder`
+(:class:`._tracer.Tracer`, which hands them to :mod:`._steps`, :mod:`._index` and :mod:`._cupy`); those
+create the new values. Anything whose answer would depend on the data (``bool(x)``, ``if x > 0``) or on a
+shape the trace does not know (``x.shape``) is an error naming the function and its line.
+
+This module imports none of the modules that record steps: they import it, for the values they create.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any, NoReturn
+from collections.abc import Sequence
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
@@ -24,42 +28,59 @@ from ._graph import Node
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SKIPPED_ROOTS = (_HERE, os.path.dirname(np.__file__))
 _NO_SCALAR = "Cannot convert to Python scalar in cupy.fuse"  # CuPy's words (TypeError) for bool(x), int(x), ...
+_local = threading.local()  # .recorder: the trace in progress on this thread
 
 
-class Tracer:
-    """One trace in progress: the function it runs, and the arguments whose values it may overwrite."""
+class Recorder(Protocol):
+    """The trace in progress, as its values and the steps see it (:class:`._tracer.Tracer`)."""
 
-    _local = threading.local()
+    func_name: str
+    arg_values: list[TraceValue]
+    views: dict[tuple[Any, ...], Node]  # (argument index, index key) -> its view's node
 
-    def __init__(self, func_name: str, cupy_dispatch: bool = False) -> None:
-        self.func_name = func_name
-        self.cupy_dispatch = cupy_dispatch  # route CuPy's fusion dispatch here (see _cupy)
-        self.arg_values: list[TraceValue] = []
-        self.views: dict[tuple[Any, ...], Node] = {}  # (argument index, index key) -> its view's node
-        self._cupy_state: Any = None
+    def fail(self, what: str, where: str | None = None, *, phrase: str = "",
+             error: type[FuseError] = FuseError) -> NoReturn: ...
 
-    def __enter__(self) -> "Tracer":
-        from . import _cupy
+    # -- what a traced value asks of it: each records a step and returns the value(s) it makes ------------
 
-        self._local.current = self
-        self._cupy_state = _cupy.enter(self) if self.cupy_dispatch else None
-        return self
+    def operator(self, name: str, operands: Sequence[Any]) -> Any: ...
 
-    def __exit__(self, *exc: object) -> None:
-        from . import _cupy
+    def inplace(self, name: str, target: TraceValue, other: Any) -> Any: ...
 
-        self._local.current = None
-        _cupy.leave(self._cupy_state)
+    def numpy_ufunc(self, uf: np.ufunc, method: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any: ...
 
-    @classmethod
-    def current(cls) -> "Tracer | None":
-        return getattr(cls._local, "current", None)
+    def numpy_function(self, func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any: ...
 
-    def fail(self, what: str, where: str | None = None, *, phrase: str = "", error: type[FuseError] = FuseError) -> NoReturn:
-        """Raise ``error`` naming the function and the user's line; ``phrase``: CuPy's words for the same
-        error, which start the message."""
-        lead = f"{phrase}: " if phrase else ""
-        raise error(f"{lead}kspec.fuse: function '{self.func_name}' ({where or user_location()}): {what}")
+    def cupy_kernel(self, kernel: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any: ...
+
+    def cupy_reduction(self, kernel: Any, value: TraceValue, axis: Any, dtype: Any, out: Any, keepdims: Any) -> Any: ...
+
+    def getitem(self, value: TraceValue, key: Any) -> TraceValue: ...
+
+    def setitem(self, target: TraceValue, key: Any, value: Any) -> None: ...
+
+    def astype(self, value: Any, dtype: Any) -> TraceValue: ...
+
+    def copy(self, value: Any) -> TraceValue: ...
+
+    def real(self, value: Any) -> TraceValue: ...
+
+    def imag(self, value: Any) -> TraceValue: ...
+
+    def clip(self, value: Any, low: Any, high: Any, out: Any = None) -> Any: ...
+
+    def reduction(self, op: str, value: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                  keepdims: Any = False) -> Any: ...
+
+
+def current() -> Recorder | None:
+    """The trace in progress on this thread, if any."""
+    return getattr(_local, "recorder", None)
+
+
+def set_current(recorder: Recorder | None) -> None:
+    """Make ``recorder`` the trace in progress on this thread (None: no trace)."""
+    _local.recorder = recorder
 
 
 def user_location() -> str:
@@ -73,8 +94,8 @@ def user_location() -> str:
     return "<unknown>"
 
 
-def _tracer() -> Tracer:
-    tracer = Tracer.current()
+def _tracer() -> Recorder:
+    tracer = current()
     if tracer is None:  # a TraceValue that escaped its trace (stored in a global, returned in a closure)
         raise FuseError("kspec.fuse: a traced value was used after its function returned; fused functions must not keep them")
     return tracer
@@ -124,9 +145,7 @@ class TraceValue:
         """What ``isinstance`` sees besides the real type: CuPy's fusion array class for a traced array once
         CuPy is loaded, so ``cupy.get_array_module(x)`` (an isinstance test, with no hook) answers ``cupy`` as
         it does inside ``cupy.fuse``. ``type(x)`` and ``isinstance(x, TraceValue)`` are unchanged."""
-        from . import _cupy
-
-        return (_cupy.fusion_array_class() if self._node.ndim >= 0 else None) or TraceValue
+        return (_cupy_fusion_array_class() if self._node.ndim >= 0 else None) or TraceValue
 
     # -- data-dependent Python ---------------------------------------------------------------------
 
@@ -160,14 +179,10 @@ class TraceValue:
         _tracer().fail("iterating over a traced array is not supported: fused functions are elementwise")
 
     def __getitem__(self, key: Any) -> "TraceValue":
-        from . import _index
-
-        return _index.getitem(_tracer(), self, key)
+        return _tracer().getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        from . import _index
-
-        _index.setitem(_tracer(), self, key, value)
+        _tracer().setitem(self, key, value)
 
     def __array__(self, *args: object, **kwargs: object) -> NoReturn:
         _tracer().fail("a traced value cannot become a NumPy array (the data lives on the device and is not known yet)")
@@ -185,83 +200,53 @@ class TraceValue:
     # -- protocols of NumPy and CuPy -----------------------------------------------------------------
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        from . import _steps
-
-        return _steps.numpy_ufunc(_tracer(), ufunc, method, inputs, kwargs)
+        return _tracer().numpy_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        from . import _steps
-
-        return _steps.numpy_function(_tracer(), func, args, kwargs)
+        return _tracer().numpy_function(func, args, kwargs)
 
     def __cupy_override_elementwise_kernel__(self, kernel: Any, *args: Any, **kwargs: Any) -> Any:
-        from . import _cupy
-
-        return _cupy.cupy_kernel(_tracer(), kernel, args, kwargs)
+        return _tracer().cupy_kernel(kernel, args, kwargs)
 
     def __cupy_override_reduction_kernel__(self, kernel: Any, axis: Any, dtype: Any, out: Any, keepdims: Any) -> Any:
-        from . import _cupy
-
-        return _cupy.History(_tracer()).call_reduction(kernel, self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+        return _tracer().cupy_reduction(kernel, self, axis, dtype, out, keepdims)
 
     # -- ndarray methods (CuPy's functions call them on a foreign object) -----------------------------
 
     def astype(self, dtype: Any, order: Any = "K", casting: Any = None, subok: Any = None, copy: Any = True) -> "TraceValue":
-        from . import _steps
-
-        return _steps.astype(_tracer(), self, dtype)
+        return _tracer().astype(self, dtype)
 
     def copy(self, order: Any = "K") -> "TraceValue":
-        from . import _steps
-
-        return _steps.copy(_tracer(), self)
+        return _tracer().copy(self)
 
     def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> "TraceValue":
-        from . import _steps
-
-        return _steps.reduction(_tracer(), "sum", self, axis, dtype, out, keepdims)
+        return _tracer().reduction("sum", self, axis, dtype, out, keepdims)
 
     def prod(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> "TraceValue":
-        from . import _steps
-
-        return _steps.reduction(_tracer(), "prod", self, axis, dtype, out, keepdims)
+        return _tracer().reduction("prod", self, axis, dtype, out, keepdims)
 
     def max(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> "TraceValue":
-        from . import _steps
-
-        return _steps.reduction(_tracer(), "max", self, axis, None, out, keepdims)
+        return _tracer().reduction("max", self, axis, None, out, keepdims)
 
     def min(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> "TraceValue":
-        from . import _steps
-
-        return _steps.reduction(_tracer(), "min", self, axis, None, out, keepdims)
+        return _tracer().reduction("min", self, axis, None, out, keepdims)
 
     def all(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> "TraceValue":
-        from . import _steps
-
-        return _steps.reduction(_tracer(), "all", self, axis, None, out, keepdims)
+        return _tracer().reduction("all", self, axis, None, out, keepdims)
 
     def any(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> "TraceValue":
-        from . import _steps
-
-        return _steps.reduction(_tracer(), "any", self, axis, None, out, keepdims)
+        return _tracer().reduction("any", self, axis, None, out, keepdims)
 
     def clip(self, min: Any = None, max: Any = None, out: Any = None) -> Any:
-        from . import _steps
-
-        return _steps.clip(_tracer(), self, min, max, out)
+        return _tracer().clip(self, min, max, out)
 
     @property
     def real(self) -> "TraceValue":
-        from . import _steps
-
-        return _steps.real(_tracer(), self)
+        return _tracer().real(self)
 
     @property
     def imag(self) -> "TraceValue":
-        from . import _steps
-
-        return _steps.imag(_tracer(), self)
+        return _tracer().imag(self)
 
     def conj(self) -> "TraceValue":
         return self._ufunc("conjugate", self)
@@ -271,14 +256,10 @@ class TraceValue:
     # -- operators: each is the NumPy ufunc of the same meaning ------------------------------------
 
     def _ufunc(self, name: str, *operands: Any) -> Any:
-        from . import _steps
-
-        return _steps.operator(_tracer(), name, operands)
+        return _tracer().operator(name, operands)
 
     def _inplace(self, name: str, other: Any) -> Any:
-        from . import _steps
-
-        return _steps.inplace(_tracer(), name, self, other)
+        return _tracer().inplace(name, self, other)
 
 
 def _binary(name: str) -> tuple[Any, Any, Any]:
@@ -316,7 +297,14 @@ setattr(TraceValue, "__divmod__", lambda self, other: self._ufunc("divmod", self
 setattr(TraceValue, "__rdivmod__", lambda self, other: self._ufunc("divmod", other, self))  # noqa: B010 (undeclared for the checker)
 
 
-def argument(tracer: Tracer, index: int, dtype: str, ndim: int, weak: type | None) -> TraceValue:
+def _cupy_fusion_array_class() -> type | None:
+    """CuPy's class of traced arrays (``cupy.get_array_module`` returns ``cupy`` for its instances), when CuPy
+    is loaded (kspec never imports it)."""
+    found = getattr(sys.modules.get("cupy._core.fusion"), "_FusionVarArray", None)
+    return found if isinstance(found, type) else None
+
+
+def argument(tracer: Recorder, index: int, dtype: str, ndim: int, weak: type | None) -> TraceValue:
     """The symbolic value of argument ``index``."""
     node = Node(_graph.ARG, dtype, ndim, attrs={"index": index}, weak=weak)
     value = TraceValue(node, index)

@@ -1,0 +1,99 @@
+"""One binary-cache entry file: its name (``<key>.kbin``) and its bytes.
+
+An entry file holds the binary together with its name-expression -> lowered-name map and metadata, so a
+cached module is usable on its own. Layout (little-endian)::
+
+    b"KSPECBIN" | u32 entry format | u32 header length | u64 binary length | sha256(header + binary)
+    | header (UTF-8 JSON: key, format, arch, lowered_names, log, nvrtc_version) | binary
+
+Shared by the cache (kspec/compiler/_cache.py), its LRU trim (kspec/compiler/_cache_stats.py) and the cache
+key (kspec/compiler/_key.py, which hashes the entry format in), so none of them imports another for it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from pathlib import Path
+
+from .._digest import sha256
+from ._program import CompiledProgram
+
+# Bump when the cache entry layout changes; part of the key, so old and new kspec never share a file name.
+ENTRY_FORMAT_VERSION = 1
+
+ENTRY_SUFFIX = ".kbin"
+KEY_RE = re.compile(r"[0-9A-Za-z_.-]{1,128}")
+_MAGIC = b"KSPECBIN"
+_PREFIX = struct.Struct("<8sIIQ32s")
+
+
+def encode_entry(key: str, program: CompiledProgram) -> bytes:
+    """The bytes of one entry file."""
+    header = json.dumps(
+        {
+            "key": key,
+            "format": program.format,
+            "arch": program.arch,
+            "lowered_names": dict(program.lowered_names),
+            "log": program.log,
+            "nvrtc_version": list(program.nvrtc_version),
+        },
+        sort_keys=True,
+    ).encode("utf-8")
+    digest = sha256(header + program.binary).digest()
+    prefix = _PREFIX.pack(_MAGIC, ENTRY_FORMAT_VERSION, len(header), len(program.binary), digest)
+    return prefix + header + program.binary
+
+
+def decode_entry(data: bytes, key: str) -> CompiledProgram | None:
+    """The program stored in ``data`` under ``key``, or None when the bytes are not a whole, valid entry."""
+    if len(data) < _PREFIX.size:
+        return None
+    magic, version, header_len, binary_len, digest = _PREFIX.unpack_from(data)
+    if magic != _MAGIC or version != ENTRY_FORMAT_VERSION:
+        return None
+    if len(data) != _PREFIX.size + header_len + binary_len:
+        return None
+    body = data[_PREFIX.size :]
+    if sha256(body).digest() != digest:
+        return None
+    try:
+        header = json.loads(body[:header_len].decode("utf-8"))
+        if header["key"] != key:  # a file copied or renamed under another key's name
+            return None
+        major, minor = header["nvrtc_version"]
+        return CompiledProgram(
+            binary=bytes(body[header_len:]),
+            format=str(header["format"]),
+            arch=str(header["arch"]),
+            lowered_names={str(k): str(v) for k, v in header["lowered_names"].items()},
+            log=str(header["log"]),
+            nvrtc_version=(int(major), int(minor)),
+            compile_ms=0.0,
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def entry_key(name: str) -> str | None:
+    """The key of an entry file's name (``<key>.kbin``), or None for any other name."""
+    if name.endswith(ENTRY_SUFFIX) and KEY_RE.fullmatch(name[: -len(ENTRY_SUFFIX)]):
+        return name[: -len(ENTRY_SUFFIX)]
+    return None
+
+
+def is_entry_file(path: Path) -> bool:
+    """Whether a file named like an entry starts with kspec's magic (what kspec removes)."""
+    return has_magic(path, empty_ok=False)
+
+
+def has_magic(path: Path, *, empty_ok: bool) -> bool:
+    """Whether ``path`` starts with kspec's magic (``empty_ok``: or is empty, as a just-created temporary file)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(_MAGIC))
+    except OSError:
+        return False
+    return head == _MAGIC or (empty_ok and head == b"")

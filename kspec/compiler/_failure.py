@@ -1,0 +1,35 @@
+"""The one shape of a failed compile's error, NVRTC's, nvcc's (kspec/compiler/_compile.py) or the host
+compiler's (kspec/compiler/_host.py): what failed, the compiler's log, the options and the numbered source."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._errors import CompileError, about_kernel
+
+
+def number_lines(source: str) -> str:
+    """The source with right-aligned line numbers, ``"  12 | code"``, as NVRTC's ``name.cu(12)`` refers to."""
+    lines = source.splitlines() or [""]
+    width = len(str(len(lines)))
+    return "\n".join(f"  {number:>{width}} | {line}" for number, line in enumerate(lines, 1))
+
+
+def indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def compile_failure(tool: str, log_name: str, name: str, arch: str, error: str, log: str, args: Sequence[str],
+                    source: str, dump_note: str | None) -> CompileError:
+    """The CompileError of a failed compile: what failed, the compiler's log, the options and the numbered source."""
+    parts = [
+        about_kernel(name, f"{tool} failed to compile it for {arch} ({error})"),
+        f"{log_name} log:",
+        indent(log) if log else "  (empty)",
+        "options: " + " ".join(args),
+        f"source ({name}.cu):",
+        number_lines(source),
+    ]
+    if dump_note:
+        parts.append(dump_note)
+    return CompileError("\n".join(parts), kernel=name, log=log, source=source)
