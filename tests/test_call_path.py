@@ -50,7 +50,7 @@ class _Recorder:
     def constants(self, **extra: object) -> dict:
         base = dict(
             DEVICE=0, LIBRARY=None, SHAPE=(4,), SEVERAL=False, EXPORT=False,
-            default_stream=lambda device: 7, choose_stream=lambda stream: 1000 + stream,
+            STREAM=(lambda device: 7, ""), choose_stream=lambda stream: 1000 + stream,
             launch=self._launch, relaunch=lambda *a: self.relaunched.append(a), cu_stream=lambda h: ("stream", h),
             allocate=self._allocate, allocate_bytes=self._allocate_bytes, activate=lambda d: None,
             pointer_of=lambda o: o.ptr, export=lambda o, library: ("exported", o), EMPTY_LIKE=self._empty_like,
@@ -279,3 +279,16 @@ def test_a_failed_plan_keeps_nothing() -> None:
     with pytest.raises(ValueError, match="bad call"):
         path.miss((1.0,), None, None)
     assert len(path) == 0 and path.call((1.0,)) is MISS
+
+
+def test_launch_reads_the_default_stream_where_the_library_keeps_it() -> None:
+    """``kspec.runtime.default_stream_source``: CuPy's current stream is an object whose ``.ptr`` is the handle."""
+
+    class CupyStream:
+        ptr = 0x51
+
+    rec = _Recorder()
+    seen = []
+    launch = _launch(rec, [_Frame({"x0": 0}, {})], STREAM=(lambda device: seen.append(device) or CupyStream(), "ptr"), DEVICE=3)
+    launch((None,), None, 0x10)
+    assert seen == [3] and rec.launches[-1][8] == ("stream", 0x51)

@@ -14,6 +14,7 @@ Every ``import`` in ``kspec/`` is parsed with :mod:`ast` (nothing is imported) a
 from __future__ import annotations
 
 import ast
+import graphlib
 import re
 from pathlib import Path
 
@@ -128,6 +129,47 @@ def test_no_import_of_another_packages_private_module():
             if imp.target[1] != owner and _is_private_module(imp.target) and not imp.type_checking:
                 bad.append(imp)
     assert not bad, f"import these from the package's __init__ instead: {bad}"
+
+
+def _module_of(target: tuple[str, ...]) -> str:
+    """The kspec module an import target names: its longest prefix that is a module or a package."""
+    for n in range(len(target), 0, -1):
+        path = KSPEC.parent.joinpath(*target[:n])
+        if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+            return ".".join(target[:n])
+    raise AssertionError(f"{'.'.join(target)} names no kspec module")
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the kspec modules it imports: at module level, in functions and under TYPE_CHECKING alike
+    (an import inside a function runs too, later), ``from pkg import name`` as pkg.name when that is a module."""
+    graph = {}
+    for file in _files():
+        module = ".".join(_module_parts(file))
+        graph[module] = {m for imp in _imports(file)[0] if (m := _module_of(imp.target)) != module}
+    return graph
+
+
+def import_circle(graph: dict[str, set[str]]) -> list[str] | None:
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
+    return None
+
+
+def test_no_import_circles():
+    """No module of kspec/ imports, through any chain, a module that imports it back (issue [W]): split what
+    two modules share into a third, or pass it in (docs/architecture.md, "Where new code goes")."""
+    circle = import_circle(import_graph())
+    assert circle is None, f"import circle: {' -> '.join(circle or [])}"
+
+
+def test_the_circle_check_finds_a_circle():
+    graph = import_graph()
+    graph["kspec.dtypes"] = {*graph["kspec.dtypes"], "kspec.kernels._elementwise"}  # a leaf importing a layer
+    circle = import_circle(graph)
+    assert circle is not None and "kspec.dtypes" in circle and "kspec.kernels._elementwise" in circle
 
 
 def test_layers_import_only_downwards():

@@ -90,13 +90,17 @@ def make_launch(
 
     ``arrays``: (argument position, parameter) of the arrays given; ``outputs`` are ``o0``, ``o1``... in
     ``result``, an expression over ``args`` and those names. ``constants`` holds what the code reads: DEVICE,
-    LIBRARY, SHAPE, SEVERAL (several devices), EXPORT (outputs go back as the inputs' library's) and the
-    functions default_stream, choose_stream, launch, relaunch, cu_stream, allocate, allocate_bytes,
+    LIBRARY, SHAPE, SEVERAL (several devices), EXPORT (outputs go back as the inputs' library's), STREAM
+    (``kspec.runtime.default_stream_source``: where the default stream's handle is read) and the functions
+    choose_stream, launch, relaunch, cu_stream, allocate, allocate_bytes,
     activate, pointer_of, export, EMPTY_LIKE.
     """
     ns: dict[str, Any] = dict(constants)
     ns.update(StructError=struct.error, U64=struct.Struct("<Q").pack_into, WORKSPACE=workspace)
-    body = ["handle = default_stream(DEVICE) if stream is None else choose_stream(stream)"]
+    stream_of, attribute = constants["STREAM"]  # the default stream: STREAM_OF(DEVICE)[.attribute]
+    ns["STREAM_OF"] = stream_of
+    default = f"STREAM_OF(DEVICE){'.' + attribute if attribute else ''}"
+    body = [f"handle = {default} if stream is None else choose_stream(stream)"]
     for j, step in enumerate(steps):
         ns.update({f"FN{j}": step.fn, f"GRID{j}": step.grid, f"BLOCK{j}": step.block, f"WHAT{j}": step.what,
                    f"LOCAL{j}": step.frame.thread_local, f"BUFFER{j}": step.frame.buffer})  # fmt: skip

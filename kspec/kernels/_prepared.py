@@ -31,6 +31,7 @@ from ..runtime import (
     cu_stream,
     cuda_driver,
     default_stream_getter,
+    default_stream_source,
     describe_driver_error,
     export_array,
     initialized_device_count,
@@ -151,7 +152,7 @@ class PreparedCall:
             nargs=len(params),
             constants=dict(
                 DEVICE=device_id, LIBRARY=library, SHAPE=out_shape, SEVERAL=initialized_device_count() > 1,
-                EXPORT=library in EXPORTED, default_stream=self.default_stream, choose_stream=self._stream,
+                EXPORT=library in EXPORTED, STREAM=default_stream_source(library), choose_stream=self._stream,
                 launch=cuda_driver().cuLaunchKernel, relaunch=relaunch, cu_stream=cu_stream, allocate=allocate,
                 allocate_bytes=allocate_bytes, activate=activate_if_several, pointer_of=pointer_of, export=export_array,
                 EMPTY_LIKE=sys.modules["torch"].empty_like if library == "torch" else None,

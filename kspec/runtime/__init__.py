@@ -44,7 +44,15 @@ from ._interop import (
 from ._launch import relaunch_or_raise
 from ._memory import Allocation, MemoryPool, allocate as allocate_bytes, get_pool
 from ._module import LoadedModule, kernel_param_sizes
-from ._stream import Stream, cu_stream, current_stream, default_stream_getter, open_stream_blocks, stream_handle
+from ._stream import (
+    Stream,
+    cu_stream,
+    current_stream,
+    default_stream_getter,
+    default_stream_source,
+    open_stream_blocks,
+    stream_handle,
+)
 from .._lazy import lazy_getattr
 
 # Loaded on first use: what an elementwise or reduction call never needs (raw-kernel launchers, module

@@ -239,12 +239,6 @@ def _int_attr(attr: str) -> Callable[[Any], int]:
 # -- default streams of array libraries ------------------------------------------------------------------
 
 
-def _cupy_current_stream(device_id: int) -> int:
-    cupy = sys.modules["cupy"]
-    # CuPy keeps one current stream per device; the arrays' device is the current one in CuPy code.
-    return cupy.cuda.get_current_stream(device_id).ptr
-
-
 def _make_torch_current_stream() -> Callable[[int], int]:
     torch = sys.modules["torch"]
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what Triton uses: no Stream object made
@@ -261,18 +255,30 @@ def _legacy(device_id: int) -> int:
     return LEGACY_DEFAULT
 
 
+def default_stream_source(library: str | None) -> tuple[Callable[[int], Any], str]:
+    """``(f, attribute)``: the handle of the stream to launch on when no ``stream=`` is given is
+    ``f(device_id).<attribute>``, or ``f(device_id)`` itself when ``attribute`` is empty. Split so that code
+    generated per call (kspec.kernels) reads it with no Python frame of its own: CuPy's
+    ``get_current_stream`` and PyTorch's raw-stream query are C-level calls."""
+    if library == "cupy":
+        get_current_stream = sys.modules["cupy"].cuda.get_current_stream
+        try:
+            get_current_stream(0)  # CuPy keeps one current stream per device; the arrays' device's is the one
+        except TypeError:  # an older CuPy without the device argument
+            return (lambda device_id: get_current_stream()), "ptr"
+        return get_current_stream, "ptr"
+    if library == "torch":
+        return _make_torch_current_stream(), ""
+    return _legacy, ""
+
+
 def default_stream_getter(library: str | None) -> Callable[[int], int]:
     """``f(device_id) -> handle`` of the stream to launch on when no ``stream=`` is given."""
-    if library == "cupy":
-        cupy = sys.modules["cupy"]
-        try:
-            cupy.cuda.get_current_stream(0)
-        except TypeError:  # an older CuPy without the device argument
-            return lambda device_id: cupy.cuda.get_current_stream().ptr
-        return _cupy_current_stream
-    if library == "torch":
-        return _make_torch_current_stream()
-    return _legacy
+    source, attribute = default_stream_source(library)
+    if not attribute:
+        return source
+    handle_of = operator.attrgetter(attribute)
+    return lambda device_id: handle_of(source(device_id))
 
 
 # -- ordering between streams ----------------------------------------------------------------------------
