@@ -901,7 +901,7 @@ def test_repeated_reductions_with_one_signature(xp):
 
 
 def test_repeated_calls_through_the_fast_path_match_the_full_path(xp) -> None:
-    """kspec/kernels/_fastcall.py: repeats of a signature skip the full path; every variation of the
+    """The call path (kspec/kernels/_callpath.py): repeats of a signature skip the planner; every variation of the
     arguments (shape, strides, dtype, scalar type, outputs given or not) stays correct."""
     k = kspec.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd_fast_path")
     xs = np.arange(20, dtype=np.float32)
@@ -943,7 +943,7 @@ def test_repeated_calls_through_the_fast_path_with_streams_and_torch(cp) -> None
 
 @pytest.mark.gpu
 def test_repeated_torch_calls_allocate_c_contiguous_outputs() -> None:
-    """The direct call allocates an output ``torch.empty_like`` a C-contiguous input of its shape and dtype;
+    """A prepared launch allocates an output ``torch.empty_like`` a C-contiguous input of its shape and dtype;
     a transposed input, an input of another dtype or shape, or stream= take the general allocator. Every
     output is C-contiguous, on the input's device, of the kernel's dtype."""
     torch = pytest.importorskip("torch")
@@ -951,7 +951,7 @@ def test_repeated_torch_calls_allocate_c_contiguous_outputs() -> None:
     a = torch.arange(12, dtype=torch.float32, device="cuda").reshape(3, 4)
     for x, y in ((a, a), (a.T, a.T), (a[:, :2], a[:, :2]), (a.double(), a.double())):
         want = (x.double() * y.double()).cpu().numpy()
-        for _ in range(3):  # the second and third go through the direct call
+        for _ in range(3):  # the second and third are served by the prepared call
             z = k(x, y)
             assert z.is_contiguous() and z.dtype == torch.float64 and z.device == x.device
             np.testing.assert_array_equal(z.cpu().numpy(), want)

@@ -256,6 +256,6 @@ def test_each_rule_is_defined_once():
     assert kspec.render.TEMPLATE_VERSION is resources.TEMPLATE_VERSION
     assert kspec.compiler.TEMPLATE_VERSION is resources.TEMPLATE_VERSION
     sources = {p.relative_to(KSPEC).as_posix(): p.read_text() for p in _files()}
-    for pattern in (r"^TEMPLATE_VERSION = ", r"^def templates_digest\(", r"^MAX_SIGNATURES = ", r'\+= b"\\0"'):
+    for pattern in (r"^TEMPLATE_VERSION = ", r"^def templates_digest\(", r"^MAX_ENTRIES = ", r'\+= b"\\0"'):
         where = [f for f, text in sources.items() if re.search(pattern, text, re.MULTILINE)]
         assert len(where) <= 1, f"{pattern!r} is defined in {where}"

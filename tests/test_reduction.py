@@ -507,3 +507,31 @@ def test_zero_size_with_identity(xp):
     out = xp.full(5, np.nan, np.float32)
     assert sum_sq()(x, axis=0, out=out) is out
     np.testing.assert_array_equal(xp.asnumpy(out), np.zeros(5, np.float32))
+
+
+def test_repeated_calls_key_every_keyword_and_keep_every_check(xp):
+    """The call path keys a reduction by its arguments' signature and its keyword values: repeats with other
+    axes, keepdims, out= or a two-pass split give their own results, and the checks of a first call still
+    run on a repeat (kspec/kernels/_callpath.py)."""
+    k = kspec.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "repeat_keys")
+    rng = np.random.default_rng(312)
+    h = rng.uniform(0.5, 2.0, (6, 4, 5))
+    x = xp.asarray(h)
+    for _ in range(2):
+        for axis in (None, 0, 2, -1, (0, 2), [0, 2], np.int64(1)):
+            for keepdims in (False, True, np.True_, 0):
+                want = h.sum(axis=tuple(axis) if isinstance(axis, list) else axis, keepdims=bool(keepdims))
+                np.testing.assert_allclose(xp.asnumpy(k(x, axis=axis, keepdims=keepdims)), want, rtol=1e-12)
+        out = xp.empty(4)
+        assert k(x, axis=(0, 2), out=out) is out
+        assert k(x, out, axis=(0, 2)) is out
+        np.testing.assert_allclose(xp.asnumpy(out), h.sum(axis=(0, 2)), rtol=1e-12)
+        with pytest.raises(ValueError, match="cannot specify 'out' as both"):
+            k(x, out, axis=(0, 2), out=out)
+        with pytest.raises(ValueError, match="Out shape is mismatched|shape"):
+            k(x, axis=0, out=out)
+        with pytest.raises(ValueError, match="duplicate|repeated"):
+            k(x, axis=(1, 1))
+    long = rng.uniform(0.5, 2.0, 1 << 20)  # one output, a long row: the two-pass split with its workspace
+    for _ in range(3):
+        np.testing.assert_allclose(float(k(xp.asarray(long))), long.sum(), rtol=1e-10)
