@@ -8,14 +8,16 @@ loops each is reported.
 
     python benchmarks/launch_overhead.py [--calls 20000] [--repeat 15] [--components]
 
-Rows marked "variant" are kspec's alternatives kept for comparison: the ctypes launcher (libcuda's
-cuLaunchKernel called through ctypes instead of cuda.bindings) and the bare cuda.bindings call with
-pre-packed parameters (the floor for any Python launcher built on the bindings).
+Rows marked "floor" launch the same kernel with parameters packed once, with no argument handling at all:
+the bare cuda.bindings ``cuLaunchKernel`` (the floor for any Python launcher built on the bindings, kspec's
+included) and libcuda's ``cuLaunchKernel`` loaded by this script through ctypes (what a launcher calling the
+driver through ctypes could reach at best).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import statistics
 import sys
 import time
@@ -90,6 +92,24 @@ def floor_loop(launch: Callable[..., tuple], fn: object, stream: object, params:
     return loop
 
 
+def ctypes_floor_loop(function: object, params: int) -> Callable[[int], None]:
+    """libcuda's ``cuLaunchKernel``, loaded here through ctypes, launching ``function`` (a CUfunction) on the
+    legacy default stream (the NULL handle) with the ``void*[]`` at address ``params``. One launch is made
+    and checked first: the loop ignores the status, as the bindings' floor does."""
+    launch = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+    launch.restype = ctypes.c_int
+    fn, stream, c_params = ctypes.c_void_p(int(function)), ctypes.c_void_p(0), ctypes.c_void_p(params)
+    status = launch(fn, 1, 1, 1, N, 1, 1, 0, stream, c_params, None)
+    if status:
+        raise RuntimeError(f"cuLaunchKernel through ctypes returned CUresult {status}")
+
+    def loop(calls: int) -> None:
+        for _ in range(calls):
+            launch(fn, 1, 1, 1, N, 1, 1, 0, stream, c_params, None)
+
+    return loop
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=20000)
@@ -98,7 +118,6 @@ def main() -> None:
     opts = parser.parse_args()
 
     import kspec
-    from kspec.runtime import _launch
 
     loops: dict[str, Callable[[int], None]] = {}
     notes: dict[str, str] = {}
@@ -108,7 +127,7 @@ def main() -> None:
             notes[name] = note
             return
         try:
-            loop(10)  # builds kspec's packer now (with the launcher selected now); a failing variant is noted
+            loop(10)  # builds kspec's packer now; a failing variant is noted
             sync()
         except Exception as exc:
             notes[name] = f"failed: {type(exc).__name__}: {exc}"
@@ -161,15 +180,11 @@ def main() -> None:
     if torch is not None:
         tx = torch.arange(N, dtype=torch.float32, device="cuda")
         ty = torch.zeros(N, dtype=torch.float32, device="cuda")
-    for launcher in ("bindings", "ctypes"):
-        _launch.LAUNCHER = launcher
-        tag = "" if launcher == "bindings" else " [variant: ctypes launcher]"
-        add(f"kspec RawKernel (kspec arrays){tag}", launch_loop(kspec.RawKernel(SOURCE, "copy3"), (kx, ky, n32)), kspec_sync)
-        if cupy is not None:
-            add(f"kspec RawKernel (CuPy arrays){tag}", launch_loop(kspec.RawKernel(SOURCE, "copy3"), (cx, cy, n32)), kspec_sync)
-        if torch is not None:
-            add(f"kspec RawKernel (PyTorch tensors){tag}", launch_loop(kspec.RawKernel(SOURCE, "copy3"), (tx, ty, n32)), kspec_sync)
-    _launch.LAUNCHER = "bindings"
+    add("kspec RawKernel (kspec arrays)", launch_loop(kspec.RawKernel(SOURCE, "copy3"), (kx, ky, n32)), kspec_sync)
+    if cupy is not None:
+        add("kspec RawKernel (CuPy arrays)", launch_loop(kspec.RawKernel(SOURCE, "copy3"), (cx, cy, n32)), kspec_sync)
+    if torch is not None:
+        add("kspec RawKernel (PyTorch tensors)", launch_loop(kspec.RawKernel(SOURCE, "copy3"), (tx, ty, n32)), kspec_sync)
 
     if cupy is not None:
         explicit = cupy.cuda.Stream(non_blocking=True)
@@ -179,17 +194,24 @@ def main() -> None:
             kspec_sync,
         )
 
-    # -- the floor: the bindings' cuLaunchKernel with parameters packed once -------------------------------
+    # -- the floor: the driver's cuLaunchKernel with parameters packed once ----------------------------------
     from cuda.bindings import driver as cu
 
     floor_kernel = kspec.RawKernel(SOURCE, "copy3")
     floor_kernel((1,), (N,), (kx, ky, n32))  # packs kx, ky, n into its parameter buffer, once
     (packer,) = floor_kernel._launcher.packers().values()
+    floor_function = floor_kernel._launcher.function(device.id)
+    params = packer.__globals__["_params"]  # the int address of the packer's void*[] (kept alive by the kernel)
     add(
         "cuda.bindings cuLaunchKernel, pre-packed [variant: floor]",
-        floor_loop(cu.cuLaunchKernel, floor_kernel._launcher.function(device.id), cu.CUstream(0), packer.__globals__["_params"]),
+        floor_loop(cu.cuLaunchKernel, floor_function, cu.CUstream(0), params),
         kspec_sync,
     )
+    ctypes_row = "libcuda cuLaunchKernel via ctypes, pre-packed [variant: floor]"
+    try:
+        add(ctypes_row, ctypes_floor_loop(floor_function, params), kspec_sync)
+    except (OSError, RuntimeError) as exc:
+        add(ctypes_row, None, kspec_sync, f"unavailable: {exc}")
 
     # -- what the pieces of a launch cost (with --components) ---------------------------------------------
     if opts.components:

@@ -8,7 +8,6 @@ real NVRTC for sm_90.
 
 from __future__ import annotations
 
-import ctypes
 import struct
 import sys
 import threading
@@ -17,7 +16,7 @@ import numpy as np
 import pytest
 
 import kspec
-from kspec.runtime import _driver, _launch
+from kspec.runtime import _driver
 from kspec.runtime._device import Device
 from kspec.runtime._devicearray import DeviceArray
 
@@ -39,7 +38,6 @@ def fake(monkeypatch):
     monkeypatch.setattr(_driver, "_driver", drv)
     monkeypatch.setattr(_driver, "_failure", None)
     monkeypatch.setattr(_driver, "_device_count", 1)
-    monkeypatch.setattr(_launch, "LAUNCHER", "bindings")
     for dev in Device._instances.values():
         monkeypatch.setattr(dev, "_ctx", None)
         monkeypatch.setattr(dev, "_attrs", {})
@@ -272,26 +270,6 @@ def test_threads_get_their_own_parameter_buffers(fake):
     assert tables[0] is not tables[1]
     key = tuple(map(type, args))
     assert tables[0][key] is not tables[1][key]
-
-
-def test_ctypes_launcher_packs_the_same_bytes(fake, monkeypatch):
-    calls = []
-
-    def launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-        # what libcuda's cuLaunchKernel would receive through ctypes
-        assert isinstance(f, ctypes.c_void_p) and isinstance(stream, ctypes.c_void_p)
-        slots = (ctypes.c_void_p * 4).from_address(params.value)
-        calls.append(([ctypes.string_at(slots[i], 8) for i in range(4)], stream.value or 0, (gx, bx)))
-        return 0
-
-    monkeypatch.setattr(_launch, "LAUNCHER", "ctypes")
-    monkeypatch.setattr(_launch, "_ctypes_entry_points", lambda: (launch, None))
-    k = kspec.RawKernel(SOURCE, "k1")
-    k(3, 64, (fake_array(0x10), fake_array(0x20), -5, 0.25), stream=0x99)
-    ((values, stream, dims),) = calls
-    assert [u64(v) for v in values[:2]] == [0x10, 0x20]
-    assert struct.unpack("<q", values[2])[0] == -5 and struct.unpack("<d", values[3])[0] == 0.25
-    assert stream == 0x99 and dims == (3, 64)
 
 
 def test_arrays_on_different_devices_name_parameters_and_devices(fake, monkeypatch):

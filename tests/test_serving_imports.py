@@ -63,7 +63,7 @@ import served_pkg.elementwise as ew
 
 sys.path.insert(0, {tests!r})
 from fake_driver import FakeDriver, fake_array
-from kspec.runtime import _driver, _launch
+from kspec.runtime import _driver
 
 # the entry points the build wrote, with each parameter's size, from the manifest (plain JSON)
 binaries = ew.__file__.rsplit("/", 1)[0] + "/_binaries/"
@@ -79,7 +79,6 @@ for entry in manifest["entries"]:
         kernels[entry["lowered_names"][name]] = tuple(s["layout"]["size"] for s in abi["slots"])
 drv = FakeDriver(kernels)
 _driver._driver, _driver._failure, _driver._device_count = drv, None, 1
-_launch.LAUNCHER = "bindings"
 
 x, y, z = (fake_array(0x10000 * (i + 1), shape=(1024,)) for i in range(3))
 ew.squared_diff(x, y, z)

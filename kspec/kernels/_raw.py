@@ -17,23 +17,141 @@ kspec arrays as arguments. Where kspec differs:
   (CUDA >= 12.4), see :mod:`kspec.runtime._launch_args`.
 * Pickling keeps the source and options (or the path), and the settable attributes; the kernel compiles
   again (from the disk cache) in the process that unpickles it.
+
+Both classes live here because each makes the other (``RawKernel(code, name)`` its module,
+``RawModule.get_function`` its kernels). What a module's code compiles and loads into is
+:mod:`._raw_code`; the kernels' function attributes are :mod:`._raw_attributes`.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
 
-from .._errors import KspecTypeError
-from ..runtime import Launcher, get_device
+from .._errors import KspecTypeError, KspecValueError
+from ..runtime import DeviceGlobal, Launcher, get_device
 from ._raw_attributes import FUNCTION_ATTRIBUTES, FunctionAttribute, read_attribute, write_attribute
-from ._raw_module import RawModule
+from ._raw_code import RawCode
 
 # A kernel name NVRTC can take as a name expression (plain, qualified or a template-id), not a mangled one.
 _EXPRESSION_RE = re.compile(r"(?!_Z)[A-Za-z_][\w:]*(<.*>)?", re.DOTALL)
+
+
+class RawModule(RawCode):
+    """A CUDA module from source (compiled by NVRTC) or from a ``.cubin`` / ``.ptx`` / ``.fatbin`` file.
+
+    ``code`` XOR ``path``. ``name_expressions`` lists template (or other C++) kernels to instantiate, e.g.
+    ``['fx3<float>', 'fx3<double>']``; each is then a valid ``get_function`` name.
+    """
+
+    def __init__(
+        self,
+        code: str | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        options: Sequence[str] = (),
+        backend: str = "nvrtc",
+        translate_cucomplex: bool = False,
+        enable_cooperative_groups: bool = False,
+        name_expressions: Sequence[str] | None = None,
+        jitify: bool = False,
+    ) -> None:
+        super().__init__(
+            code, path, options, backend, translate_cucomplex, enable_cooperative_groups, name_expressions, jitify
+        )
+        self._kernels: dict[str, RawKernel] = {}
+
+    # -- CuPy's read-only attributes ---------------------------------------------------------------------
+
+    @property
+    def code(self) -> str | None:
+        return self._code
+
+    @property
+    def path(self) -> str | None:
+        return self._path
+
+    file_path = path  # CuPy's name
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return self._options
+
+    @property
+    def backend(self) -> str:
+        return self._backend
+
+    @property
+    def translate_cucomplex(self) -> bool:
+        return self._translate_cucomplex
+
+    @property
+    def enable_cooperative_groups(self) -> bool:
+        return self._cooperative
+
+    @property
+    def name_expressions(self) -> tuple[str, ...]:
+        return self._name_expressions
+
+    def __repr__(self) -> str:
+        what = f"path={self._path!r}" if self._path else f"code=<{len(self._code or '')} chars>"
+        return f"<kspec.RawModule {what}>"
+
+    # -- pickling ----------------------------------------------------------------------------------------
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (_rebuild_module, (self._code, self._path, self._options, self._translate_cucomplex,
+                                  self._cooperative, self._name_expressions or None, self._backend))
+
+    # -- compiling (the machinery is RawCode's) ----------------------------------------------------------
+
+    def compile(self, log_stream: IO[str] | None = None, *, arch: str | None = None) -> None:
+        """Compile now (normally the first use does it) and write NVRTC's log to ``log_stream``.
+
+        Without ``arch`` it compiles for the current device and loads the module there; with ``arch``
+        (``'sm_90'``...) it only compiles, which needs no GPU. A module from ``path=`` has nothing to
+        compile; without ``arch`` it is loaded.
+        """
+        if self._code is not None:
+            target = arch if arch is not None else get_device().arch
+            program = self._program(target)
+            if log_stream is not None and program.log:
+                log_stream.write(program.log)
+                if not program.log.endswith("\n"):
+                    log_stream.write("\n")
+        if arch is None:
+            self._module(get_device().id)
+
+    # -- CuPy's lookups ----------------------------------------------------------------------------------
+
+    def get_function(self, name: str) -> RawKernel:
+        """The kernel ``name`` (a plain name, or one of ``name_expressions``) as a RawKernel.
+
+        Lazy: nothing is compiled or looked up until the kernel is first used.
+        """
+        if not isinstance(name, str) or not name:
+            raise KspecTypeError(f"name: expected a kernel name (str), got {name!r}")
+        kernel = self._kernels.get(name)
+        if kernel is None:
+            kernel = self._kernels[name] = RawKernel._from_module(self, name)
+        return kernel
+
+    def get_global(self, name: str) -> DeviceGlobal:
+        """The ``__device__`` / ``__constant__`` variable ``name`` on the current device (compiles and loads)."""
+        if not isinstance(name, str) or not name:
+            raise KspecTypeError(f"name: expected a variable name (str), got {name!r}")
+        device = get_device()
+        module = self._module(device.id)
+        symbol = self._symbol(name, device.arch)
+        found = module.global_symbol(symbol)
+        if found is None:
+            raise KspecValueError(f"global {name!r} is not in {module.what} (no __device__ or __constant__ variable of that name)")
+        ptr, size = found
+        return DeviceGlobal(ptr, size, device.id, name, module)
 
 
 class RawKernel:
@@ -206,3 +324,15 @@ def _rebuild_kernel(module: RawModule, name: str, overrides: dict[str, int]) -> 
     kernel = module.get_function(name)
     kernel._overrides.update(overrides)
     return kernel
+
+
+def _rebuild_module(code, path, options, translate_cucomplex, cooperative, name_expressions, backend="nvrtc"):  # type: ignore[no-untyped-def]
+    return RawModule(
+        code,
+        path=path,
+        options=options,
+        backend=backend,
+        translate_cucomplex=translate_cucomplex,
+        enable_cooperative_groups=cooperative,
+        name_expressions=name_expressions,
+    )

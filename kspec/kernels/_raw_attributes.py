@@ -3,18 +3,16 @@
 One table says which attributes there are, which ``CUfunction_attribute`` each reads and which may be set;
 one descriptor serves them all. A read asks the driver on the current device (-1 for an attribute the
 driver lacks); a write goes to every device the kernel is loaded on and is kept for the devices it loads on
-later, and across pickling (RawKernel does that part).
+later, and across pickling (RawKernel does that part). The descriptor knows its kernel only as an
+:class:`AttributeOwner`, so this module does not import :mod:`._raw`, which imports it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, Protocol, overload
 
 from .._errors import LaunchError, about_kernel
 from ..runtime import cuda_driver, describe_driver_error
-
-if TYPE_CHECKING:
-    from ._raw import RawKernel
 
 # (property name, CUfunction_attribute member, settable), in CuPy's order
 FUNCTION_ATTRIBUTES: tuple[tuple[str, str, bool], ...] = (
@@ -53,6 +51,18 @@ def write_attribute(fn: Any, attr: str, value: int, kernel: str) -> None:
         raise LaunchError(about_kernel(kernel, f"setting {attr} = {value} failed: {describe_driver_error(err)}"))
 
 
+class AttributeOwner(Protocol):
+    """What :class:`FunctionAttribute` uses of a kernel (RawKernel is one)."""
+
+    def _function_here(self) -> Any:
+        """The kernel's loaded function on the current device."""
+        ...
+
+    def _set_attribute(self, attr: str, value: int) -> None:
+        """Set the settable attribute ``attr`` wherever the kernel is loaded, and for later loads."""
+        ...
+
+
 class FunctionAttribute:
     """A RawKernel property backed by one row of FUNCTION_ATTRIBUTES (the row named like the property)."""
 
@@ -69,14 +79,14 @@ class FunctionAttribute:
     def __get__(self, kernel: None, owner: type | None = None) -> FunctionAttribute: ...
 
     @overload
-    def __get__(self, kernel: RawKernel, owner: type | None = None) -> int: ...
+    def __get__(self, kernel: AttributeOwner, owner: type | None = None) -> int: ...
 
-    def __get__(self, kernel: RawKernel | None, owner: type | None = None) -> FunctionAttribute | int:
+    def __get__(self, kernel: AttributeOwner | None, owner: type | None = None) -> FunctionAttribute | int:
         if kernel is None:
             return self
         return read_attribute(kernel._function_here(), self.name)
 
-    def __set__(self, kernel: RawKernel, value: int) -> None:
+    def __set__(self, kernel: AttributeOwner, value: int) -> None:
         if not self.settable:  # read-only, as in CuPy
             raise AttributeError(f"property {self.name!r} of 'RawKernel' object has no setter")
         kernel._set_attribute(self.name, value)

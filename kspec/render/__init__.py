@@ -3,7 +3,8 @@
 ``specialize(spec, {"T": "float32"}, scalars=("y",))`` binds placeholders and marks scalar inputs;
 ``render(specialization)`` returns a :class:`RenderedModule`: the source (Jinja templates in
 ``templates/``), the NVRTC name expression of each launch variant, and each variant's parameter list as
-data (:mod:`kspec.render._abi` documents the exact layouts and how the launcher picks a variant).
+data (:mod:`kspec.render._abi` documents the entry points and how the launcher picks a variant,
+:mod:`kspec.render._layout` the exact layouts).
 ``render_host(specialization)`` renders the same module for kspec's CPU device (host C++ from
 ``templates/host/``: the same entries, name expressions and ABI). ``render_raw(raw_spec)`` passes a raw
 module's source through. Never compiles, never launches.
@@ -15,7 +16,7 @@ from .._lazy import lazy_getattr
 # Jinja (``_env``, ``_render``) or the spec models; each name loads its module on first access.
 _LAZY = {
     "COLS_MAX_WARPS": "_abi", "COLS_WIDE_ACC": "_abi", "COLS_WIDE_WARPS": "_abi",
-    "EntryAbi": "_abi", "Field": "_abi", "Layout": "_abi", "Slot": "_abi",
+    "EntryAbi": "_abi", "Field": "_layout", "Layout": "_layout", "Slot": "_abi",
     "make_environment": "_env", "needs_from_text": "_analysis", "needs_of_raw_source": "_analysis",
     "ModuleInterface": "_interface", "ReduceItem": "_interface", "module_interface": "_interface",
     "interface_from_data": "_interface", "interface_to_data": "_interface",

@@ -2,40 +2,12 @@
 
 The launcher packs arguments from this data and never parses C. Every variant of a rendered module has an
 :class:`EntryAbi`: an ordered tuple of :class:`Slot` (one kernel parameter each) with the exact C layout
-of each (:class:`Layout`: fields, offsets, size, alignment, and a NumPy dtype that reproduces it), and the
-offsets of the slots in the kernel-parameter buffer (C rules: each slot at the next multiple of its
-alignment; the form ``cuLaunchKernel``'s ``CU_LAUNCH_PARAM_BUFFER_POINTER`` takes). ``tests/test_render_abi``
-compiles static_asserts of every offset and checks the PTX parameter list against these numbers.
-
-Conventions of all index structs (``templates/include/kspec/indexer.cuh``):
-
-* dims are stored INNERMOST FIRST (``extent[0]`` is the last axis of the C-order shape), unused trailing
-  entries are ignored (fill them with 0);
-* strides are in BYTES, negative and zero (broadcast) allowed;
-* ``IndexT`` (``index``) is int32 or int64 and types every size, extent and stride of the launch.
-
-Slots (``Slot.kind``; ``Slot.name`` is the parameter's name, or ``_<kind>`` for the others):
-
-============== =================================================== =========================================
-kind           C type                                              fields (in order)
-============== =================================================== =========================================
-size           ``IndexT``                                          value: the loop size
-shape          ``kspec::Shape<NDIM, IndexT>``                      size, extent[N] (+ ndim: int when NDIM=0)
-array          ``T*``                                              value: the data pointer
-strided_array  ``kspec::StridedArray<T, NDIM, IndexT>``            ptr, stride[N]
-scalar         the dtype's C type                                  value (bool: 1 byte; bfloat16: its bits)
-raw_view       ``kspec::RawView<T>``                               ``ptr_, size_, ndim_, c_contiguous_,
-                                                                   shape_[16], strides_[16]`` (C order,
-                                                                   bytes, int64: CuPy's raw CArray)
-reduce_shape   ``kspec::ReduceShape<RNDIM, IndexT>``               out_size, red_size, kept_extent[16],
-                                                                   red_extent[R], kept_ndim: int,
-                                                                   red_ndim: int
-group          ``int``                                             value: lanes per segment (rows only)
-reduce_array   ``kspec::ReduceArray<T, RNDIM, IndexT>``            ptr, kept_stride[16], red_stride[R]
-workspace      ``kspec::SplitWorkspace<IndexT>``                   ptr, nchunks, chunk
-============== =================================================== =========================================
-
-(N = NDIM, or 16 when NDIM is 0; R = RNDIM, or 16 when RNDIM is 0.)
+of each (a :class:`kspec.render._layout.Layout`: fields, offsets, size, alignment, and a NumPy dtype that
+reproduces it), and the offsets of the slots in the kernel-parameter buffer (C rules: each slot at the next
+multiple of its alignment; the form ``cuLaunchKernel``'s ``CU_LAUNCH_PARAM_BUFFER_POINTER`` takes).
+``tests/test_render_abi`` compiles static_asserts of every offset and checks the PTX parameter list against
+these numbers. Each slot kind's C type and fields, and the conventions of the index structs (dims innermost
+first, strides in bytes), are in :mod:`kspec.render._layout`.
 
 Entry points and their slots, parameters in declaration order (inputs, then outputs):
 
@@ -113,9 +85,22 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from .. import dtypes
-from ._record import Record, assign
+from ._layout import (
+    Layout,
+    index_layout,
+    int_layout,
+    pointer_layout,
+    raw_view_layout,
+    reduce_array_layout,
+    reduce_shape_layout,
+    round_up,
+    scalar_layout,
+    shape_layout,
+    strided_array_layout,
+    workspace_layout,
+)
 from ._specialize import Operand
-from ._variants import DYNAMIC_NDIM, INDEX_C_TYPES, MAX_NDIM, IndexType, VariantKey
+from ._variants import DYNAMIC_NDIM, VariantKey
 
 SlotKind = Literal[
     "size",
@@ -136,86 +121,6 @@ SlotKind = Literal[
 COLS_MAX_WARPS = 32
 COLS_WIDE_WARPS = 8
 COLS_WIDE_ACC = 24
-
-_POINTER = ("<u8", 8, 8)
-_INT32 = ("<i4", 4, 4)
-_INDEX_FIELDS = {"int32": _INT32, "int64": ("<i8", 8, 8)}
-_PTRDIFF = ("<i8", 8, 8)
-
-# NumPy format of a dtype's value inside a kernel parameter. bfloat16 travels as its 16 raw bits
-# (ml_dtypes' bfloat16 ``.view('<u2')``); every other format is the dtype itself. C alignment == item size.
-_VALUE_FORMATS = {
-    "bool": "?",
-    "int8": "i1",
-    "int16": "<i2",
-    "int32": "<i4",
-    "int64": "<i8",
-    "uint8": "u1",
-    "uint16": "<u2",
-    "uint32": "<u4",
-    "uint64": "<u8",
-    "float16": "<f2",
-    "bfloat16": "<u2",
-    "float32": "<f4",
-    "float64": "<f8",
-    "complex64": "<c8",
-    "complex128": "<c16",
-}
-
-
-class Field(Record):
-    """One member of a C struct: a value of NumPy ``format``, or a C array of ``count`` of them."""
-
-    # A record, not a NamedTuple (its field ``count`` is a tuple method) nor a dataclass (import cost:
-    # kspec/render/_record.py).
-    __slots__ = ("name", "format", "count", "offset", "is_array")
-    name: str
-    format: str
-    count: int  # 1 for a plain value
-    offset: int
-    is_array: bool  # a C array, even of length 1 (``red_extent[1]``): a NumPy subarray field
-
-    def __init__(self, name: str, format: str, count: int, offset: int, is_array: bool = False) -> None:
-        assign(self, "name", name)
-        assign(self, "format", format)
-        assign(self, "count", count)
-        assign(self, "offset", offset)
-        assign(self, "is_array", is_array)
-        assign(self, "_values", (name, format, count, offset, is_array))
-
-    @property
-    def itemsize(self) -> int:
-        return np.dtype(self.format).itemsize
-
-
-class Layout(NamedTuple):
-    """The exact bytes of one kernel parameter's C type.
-
-    ``struct`` False: a plain value (pointer, integer, dtype value) with a single field ``value``.
-    """
-
-    c_type: str
-    fields: tuple[Field, ...]
-    size: int
-    align: int
-    struct: bool = True
-
-    def numpy_dtype(self) -> np.dtype:
-        """A NumPy structured dtype with these offsets and this size (fill it, then ``tobytes()``)."""
-        return np.dtype(
-            {
-                "names": [f.name for f in self.fields],
-                "formats": [(f.format, (f.count,)) if f.is_array else f.format for f in self.fields],
-                "offsets": [f.offset for f in self.fields],
-                "itemsize": self.size,
-            }
-        )
-
-    def field(self, name: str) -> Field:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        raise KeyError(name)
 
 
 class Slot(NamedTuple):
@@ -258,114 +163,6 @@ class EntryAbi(NamedTuple):
         raise KeyError(name)
 
 
-def _round_up(value: int, align: int) -> int:
-    return (value + align - 1) // align * align
-
-
-def _struct(c_type: str, members: list[tuple[str, tuple[str, int, int], int | None]]) -> Layout:
-    """C layout rules: each member at the next multiple of its alignment, size padded to the max alignment.
-
-    A member's count is None for a plain value, else the length of a C array.
-    """
-    fields = []
-    offset = 0
-    align = 1
-    for name, (fmt, itemsize, member_align), array_len in members:
-        count = 1 if array_len is None else array_len
-        offset = _round_up(offset, member_align)
-        fields.append(Field(name, fmt, count, offset, is_array=array_len is not None))
-        offset += itemsize * count
-        align = max(align, member_align)
-    return Layout(c_type, tuple(fields), _round_up(offset, align), align)
-
-
-def _value(c_type: str, spec: tuple[str, int, int]) -> Layout:
-    fmt, itemsize, align = spec
-    return Layout(c_type, (Field("value", fmt, 1, 0),), itemsize, align, struct=False)
-
-
-def _value_spec(dtype: str) -> tuple[str, int, int]:
-    size = dtypes.BY_NAME[dtype].itemsize
-    return (_VALUE_FORMATS[dtype], size, size)
-
-
-def _capacity(ndim: int) -> int:
-    return MAX_NDIM if ndim == DYNAMIC_NDIM else ndim
-
-
-def index_layout(index: IndexType) -> Layout:
-    return _value(INDEX_C_TYPES[index], _INDEX_FIELDS[index])
-
-
-def pointer_layout(c_type: str) -> Layout:
-    return _value(f"{c_type}*", _POINTER)
-
-
-def scalar_layout(dtype: str) -> Layout:
-    return _value(dtypes.BY_NAME[dtype].c_type, _value_spec(dtype))
-
-
-def shape_layout(ndim: int, index: IndexType) -> Layout:
-    it = _INDEX_FIELDS[index]
-    members = [("size", it, None), ("extent", it, _capacity(ndim))]
-    if ndim == DYNAMIC_NDIM:
-        members.append(("ndim", _INT32, None))
-    return _struct(f"kspec::Shape<{ndim}, {INDEX_C_TYPES[index]}>", members)
-
-
-def strided_array_layout(c_type: str, ndim: int, index: IndexType) -> Layout:
-    it = _INDEX_FIELDS[index]
-    return _struct(
-        f"kspec::StridedArray<{c_type}, {ndim}, {INDEX_C_TYPES[index]}>",
-        [("ptr", _POINTER, None), ("stride", it, _capacity(ndim))],
-    )
-
-
-def raw_view_layout(c_type: str) -> Layout:
-    return _struct(
-        f"kspec::RawView<{c_type}>",
-        [
-            ("ptr_", _POINTER, None),
-            ("size_", _PTRDIFF, None),
-            ("ndim_", _INT32, None),
-            ("c_contiguous_", _INT32, None),
-            ("shape_", _PTRDIFF, MAX_NDIM),
-            ("strides_", _PTRDIFF, MAX_NDIM),
-        ],
-    )
-
-
-def reduce_shape_layout(rndim: int, index: IndexType) -> Layout:
-    it = _INDEX_FIELDS[index]
-    return _struct(
-        f"kspec::ReduceShape<{rndim}, {INDEX_C_TYPES[index]}>",
-        [
-            ("out_size", it, None),
-            ("red_size", it, None),
-            ("kept_extent", it, MAX_NDIM),
-            ("red_extent", it, _capacity(rndim)),
-            ("kept_ndim", _INT32, None),
-            ("red_ndim", _INT32, None),
-        ],
-    )
-
-
-def reduce_array_layout(c_type: str, rndim: int, index: IndexType) -> Layout:
-    it = _INDEX_FIELDS[index]
-    return _struct(
-        f"kspec::ReduceArray<{c_type}, {rndim}, {INDEX_C_TYPES[index]}>",
-        [("ptr", _POINTER, None), ("kept_stride", it, MAX_NDIM), ("red_stride", it, _capacity(rndim))],
-    )
-
-
-def workspace_layout(index: IndexType) -> Layout:
-    it = _INDEX_FIELDS[index]
-    return _struct(
-        f"kspec::SplitWorkspace<{INDEX_C_TYPES[index]}>",
-        [("ptr", _POINTER, None), ("nchunks", it, None), ("chunk", it, None)],
-    )
-
-
 def _c_type(op: Operand) -> str:
     return dtypes.BY_NAME[op.dtype].c_type
 
@@ -393,7 +190,7 @@ def _reduction_slots(v: VariantKey, operands: tuple[Operand, ...]) -> list[Slot]
     final = v.entry == "split_final"
     slots = [Slot("reduce_shape", reduce_shape_layout(1 if final else v.ndim, v.index))]
     if v.entry == "rows":
-        slots.append(Slot("group", _value("int", _INT32)))
+        slots.append(Slot("group", int_layout()))
     for op in operands:
         if op.is_output:  # strides over the kept dims
             slots.append(_param_slot(op, "strided_array", strided_array_layout(_c_type(op), DYNAMIC_NDIM, v.index)))
@@ -410,7 +207,7 @@ def entry_abi(kind: str, variant: VariantKey, operands: tuple[Operand, ...]) -> 
     offsets = []
     end = 0
     for slot in slots:
-        offset = _round_up(end, slot.layout.align)
+        offset = round_up(end, slot.layout.align)
         offsets.append(offset)
         end = offset + slot.layout.size
     return EntryAbi(variant, tuple(slots), tuple(offsets), end)

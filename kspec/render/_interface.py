@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .._errors import KspecTypeError
-from . import _abi, _variants
+from . import _abi, _layout, _variants
 from ._abi import EntryAbi, entry_abi
 from ._record import Record
 from ._specialize import Specialization
@@ -41,9 +41,9 @@ class ModuleInterface(Record):
     """What a launcher needs from a specialization's module, known without rendering its source.
 
     ``variants`` maps each launch variant to its name expression (the compiler resolves these to lowered
-    names); ``abi`` gives each variant's parameter list (see ``kspec/render/_abi.py`` for the layouts and
-    for how the launcher picks a variant). Loading a precompiled binary needs only this, so a deployed
-    kernel never pays for Jinja.
+    names); ``abi`` gives each variant's parameter list (see ``kspec/render/_abi.py`` for the entry points
+    and how the launcher picks a variant, ``kspec/render/_layout.py`` for the layouts). Loading a
+    precompiled binary needs only this, so a deployed kernel never pays for Jinja.
     """
 
     # A record, not a dataclass (import cost: kspec/render/_record.py). Equal by value (a stored interface
@@ -116,7 +116,7 @@ def _record_fields(obj: Any) -> tuple[str, ...] | None:
 def _classes() -> dict[str, type]:
     """Every record class an interface is made of, by name (found, not listed: new ones need no change)."""
     found: dict[str, type] = {}
-    for module in (_variants, _abi):
+    for module in (_variants, _layout, _abi):
         for name, obj in vars(module).items():
             if isinstance(obj, type) and _is_record_type(obj) and obj.__module__ == module.__name__:
                 found[name] = obj

@@ -1,9 +1,13 @@
 """The packer of one raw-kernel signature: Python source written for it, compiled once, called per launch.
 
 A packer reads each argument's pointer or value (:mod:`._launch_args` says which), picks the stream, writes
-every value into its pre-allocated parameter buffer with one ``struct.pack_into`` and calls the driver
-(:mod:`._launch`). Its fast path has no call that the signature does not need; errors leave through
-branches that call out (the messages in :mod:`._launch_args`, :func:`._launch.relaunch_or_raise`).
+every value into its pre-allocated parameter buffer with one ``struct.pack_into`` and calls the driver's
+``cuLaunchKernel`` (cuda.bindings', or the host driver's on the CPU device). Its fast path has no call that
+the signature does not need; errors leave through branches that call out (the messages in
+:mod:`._launch_args`, :func:`._launch.relaunch_or_raise`).
+
+The packer knows its kernel's launcher only as a :class:`PackerOwner` (what it calls on it), so this module
+does not import :mod:`._launcher`, which imports it.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import struct
 import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from . import _device_kind, _driver, _interop, _launch
 from ._device_kind import HOST_DEVICE_ID
@@ -33,8 +37,22 @@ from ._launch_args import (
 )
 from ._stream import cu_stream, default_stream_getter, order_after, stream_handle
 
-if TYPE_CHECKING:
-    from ._launcher import Launcher
+
+class PackerOwner(Protocol):
+    """What a packer uses of its kernel's launcher (:class:`._launcher.Launcher` is one)."""
+
+    name: str
+    cooperative: bool
+
+    def function(self, device_id: int) -> Any: ...
+
+    def check_params(self, device_id: int, specs: list[_Arg]) -> None: ...
+
+    def check_cooperative(self, device_id: int, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int) -> None: ...
+
+    def failed(self, err: int, device_id: int, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int, stream: int) -> Exception: ...
+
+    def launch(self, grid: object, block: object, args: Any, shared_mem: int = 0, stream: object = None) -> None: ...
 
 
 def _activate(device_id: int) -> None:
@@ -111,13 +129,10 @@ def _read_arguments(specs: list[_Arg], multi: bool, w: Callable[[str], None]) ->
     return values, device_exprs, deferred
 
 
-def _choose_stream(library: str | None, use_ctypes: bool, ns: dict[str, Any], w: Callable[[str], None]) -> None:
-    """Write the lines that set ``s`` (the stream handle) and ``hs`` (what the launch call takes for it;
-    the conversions are cached per handle)."""
-    if use_ctypes:
-        ns["_hs_cache"], ns["_to_hs"] = _launch._c_void_ps, _launch._c_stream
-    else:
-        ns["_hs_cache"], ns["_to_hs"] = _stream_module._cu_streams, cu_stream
+def _choose_stream(library: str | None, ns: dict[str, Any], w: Callable[[str], None]) -> None:
+    """Write the lines that set ``s`` (the stream handle) and ``hs`` (the ``CUstream`` the launch call takes
+    for it; the conversions are cached per handle)."""
+    ns["_hs_cache"], ns["_to_hs"] = _stream_module._cu_streams, cu_stream
     # a `with kspec.Stream(...)` block open in this thread stands for stream= (one list read when none is)
     ns["_entered"], ns["_current_stream"] = _stream_module._entered, _stream_module.current_stream
     w("    if stream is None and _entered[0]:")
@@ -145,12 +160,12 @@ def _choose_stream(library: str | None, use_ctypes: bool, ns: dict[str, Any], w:
     w("            hs = _to_hs(s)")
 
 
-def generate_packer(launcher: Launcher, specs: list[_Arg], types: tuple[type, ...]) -> Callable[..., None]:
+def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type, ...]) -> Callable[..., None]:
     """Write, compile and return the packer for one signature (see :mod:`._launcher`)."""
     import ctypes
 
     cu = _driver.driver()
-    host = _device_kind.host_active  # the CPU device: its driver answers the launch (never libcuda's ctypes entry)
+    host = _device_kind.host_active  # the CPU device: its driver answers the launch
     multi = _driver.initialized_device_count() > 1 and not host
     n = len(specs)
     fmt, buffer, pointers = _parameter_buffer(specs)
@@ -185,7 +200,6 @@ def generate_packer(launcher: Launcher, specs: list[_Arg], types: tuple[type, ..
         "_activate": _activate,
         "_relaunch_or_raise": _launch.relaunch_or_raise,
         "_fs": {},
-        "_ArgumentError": ctypes.ArgumentError,
     }
     lines: list[str] = []
     w = lines.append
@@ -207,8 +221,7 @@ def generate_packer(launcher: Launcher, specs: list[_Arg], types: tuple[type, ..
         w(f"    dev = {HOST_DEVICE_ID if host else 0}")
 
     # 2. stream
-    use_ctypes = _launch.LAUNCHER == "ctypes" and not host
-    _choose_stream(library, use_ctypes, ns, w)
+    _choose_stream(library, ns, w)
     lines.extend(deferred)
 
     # 3. values
@@ -231,11 +244,10 @@ def generate_packer(launcher: Launcher, specs: list[_Arg], types: tuple[type, ..
     def resolve(device_id: int) -> Any:
         fn = launcher.function(device_id)
         launcher.check_params(device_id, specs)
-        handle = ctypes.c_void_p(int(fn)) if use_ctypes else fn
-        ns["_fs"][device_id] = handle
+        ns["_fs"][device_id] = fn
         if not multi:
-            ns["_f"] = handle
-        return handle
+            ns["_f"] = fn
+        return fn
 
     ns["_resolve"] = resolve
     ns["_f"] = None
@@ -252,21 +264,12 @@ def generate_packer(launcher: Launcher, specs: list[_Arg], types: tuple[type, ..
         w("    _launcher.check_cooperative(dev, (gx, gy, gz), (bx, by, bz), shared_mem)")
 
     # 6. launch; a non-zero status goes to the one error branch every launch shares
-    if use_ctypes:
-        launch_c, coop_c = _launch._ctypes_entry_points()
-        ns["_launch"] = coop_c if launcher.cooperative else launch_c
-        ns["_c_params"] = ctypes.c_void_p(params_address)
-        ns["_hs0"] = _launch._c_stream(0)
-        call_args = "f, gx, gy, gz, bx, by, bz, shared_mem, hs, _c_params" + ("" if launcher.cooperative else ", None")
-        w("    try:")
-        w(f"        err = _launch({call_args})")
-    else:
-        ns["_launch"] = cu.cuLaunchCooperativeKernel if launcher.cooperative else cu.cuLaunchKernel
-        ns["_hs0"] = cu_stream(0)
-        call_args = "f, gx, gy, gz, bx, by, bz, shared_mem, hs, _params" + ("" if launcher.cooperative else ", 0")
-        w("    try:")
-        w(f"        err, = _launch({call_args})")
-    w("    except (TypeError, OverflowError, _ArgumentError) as exc:")
+    ns["_launch"] = cu.cuLaunchCooperativeKernel if launcher.cooperative else cu.cuLaunchKernel
+    ns["_hs0"] = cu_stream(0)
+    call_args = "f, gx, gy, gz, bx, by, bz, shared_mem, hs, _params" + ("" if launcher.cooperative else ", 0")
+    w("    try:")
+    w(f"        err, = _launch({call_args})")
+    w("    except (TypeError, OverflowError) as exc:")
     w("        raise _bad_launch_value(_name, exc, grid, block, shared_mem) from None")
     w("    if err:")
     w(f"        _relaunch_or_raise(err, dev, _launch, ({call_args}),")
@@ -275,7 +278,7 @@ def generate_packer(launcher: Launcher, specs: list[_Arg], types: tuple[type, ..
 
 
 def _compile_packer(
-    launcher: Launcher, lines: list[str], body_start: int, types: tuple[type, ...], ns: dict[str, Any]
+    launcher: PackerOwner, lines: list[str], body_start: int, types: tuple[type, ...], ns: dict[str, Any]
 ) -> Callable[..., None]:
     """``method`` becomes the kernel's own __call__ (Launcher's ``install``): it checks the thread and the
     argument types (a few ``is`` tests, cheaper than building a key tuple) and sends anything else to the
