@@ -167,6 +167,22 @@ def test_what_the_cpu_device_cannot_run_is_refused_by_name(source, name, constru
     np.testing.assert_array_equal(y, -7.0)  # nothing ran
 
 
+def test_a_cooperative_launch_without_grid_sync_runs():
+    """``enable_cooperative_groups=True`` launches through cuLaunchCooperativeKernel (CUDA's signature: no
+    ``extra``); a kernel that uses no grid-wide sync runs on the CPU device as on a GPU."""
+    source = r"""
+    #include <cooperative_groups.h>
+    extern "C" __global__ void block_ranks(float* y, int n) {
+        cooperative_groups::thread_block block = cooperative_groups::this_thread_block();
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = (float)block.thread_rank();
+    }
+    """
+    y = np.full(64, -1.0, np.float32)
+    kspec.RawKernel(source, "block_ranks", enable_cooperative_groups=True)((2,), (32,), (y, np.int32(64)))
+    np.testing.assert_array_equal(y, np.tile(np.arange(32, dtype=np.float32), 2))
+
+
 def test_jit_grid_sync_is_refused_by_name():
     x, out = np.ones(256, np.float32), np.zeros(256, np.float32)
     with pytest.raises(kspec.HostUnsupportedError) as caught:

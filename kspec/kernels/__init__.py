@@ -8,7 +8,7 @@ from .._lazy import lazy_getattr
 # Lazy exports: a generated module imports ``load_specs`` only; each name loads its module on first access.
 _LAZY = {
     "BinaryStore": "_binaries", "ElementwiseKernel": "_elementwise", "KernelLibrary": "_library", "load": "_library",
-    "load_specs": "_library", "DeviceGlobal": "_raw_module", "RawKernel": "_raw", "RawModule": "_raw_module",
+    "load_specs": "_library", "DeviceGlobal": "_raw", "RawKernel": "_raw", "RawModule": "_raw",
     "ReductionKernel": "_reduction",
 }
 

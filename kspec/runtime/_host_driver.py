@@ -323,7 +323,10 @@ class HostDriver:
             raise KernelFaultError(message)
         return (0,)
 
-    cuLaunchCooperativeKernel = cuLaunchKernel
+    def cuLaunchCooperativeKernel(self, fn: HostFunction, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
+                                  shared: int, stream: Any, params: Any) -> tuple[int]:  # fmt: skip
+        """CUDA's signature (no ``extra``); on the host every launch runs its blocks to the end together."""
+        return self.cuLaunchKernel(fn, gx, gy, gz, bx, by, bz, shared, stream, params, None)
 
 
 _host: HostDriver | None = None
