@@ -3,7 +3,9 @@
 A prepared call (:mod:`._prepared`) knows everything but the pointer and scalar values: its launches'
 functions, grids, blocks and parameter frames (:mod:`._frame`), the outputs to allocate and the workspace.
 :func:`make_launch` writes that down as the source of one function, with every decision taken when it is
-made, and compiles it (sources are shared across kernels, so most kernels compile nothing):
+made, and compiles it. The source names its offsets, functions and sizes instead of spelling them, so it
+depends only on the call's structure (how many launches, pointer runs, scalars, outputs) and is compiled
+once for every kernel of that structure:
 
 ``launch(args, stream, p0, ..., pN)``: pick the stream; per launch, write the pointers into this thread's
 parameter buffer (one ``struct.pack_into`` per run of adjacent slots) and pack the scalars; allocate the
@@ -109,19 +111,19 @@ def make_launch(
                  "except AttributeError:", f"    buf{j}, address{j} = BUFFER{j}()"]  # fmt: skip
         slots = [(off, i) for i, name in arrays if (off := step.frame.pointer_offset(name)) is not None]
         for k, (offset, positions) in enumerate(pointer_runs(slots)):
-            ns[f"PACK{j}_{k}"] = struct.Struct("<" + "Q" * len(positions)).pack_into
-            body.append(f"PACK{j}_{k}(buf{j}, {offset}, {', '.join(f'p{i}' for i in positions)})")
+            ns[f"PACK{j}_{k}"], ns[f"OFF{j}_{k}"] = struct.Struct("<" + "Q" * len(positions)).pack_into, offset
+            body.append(f"PACK{j}_{k}(buf{j}, OFF{j}_{k}, {', '.join(f'p{i}' for i in positions)})")
         for k, scalar in enumerate(scalars):
             at = step.frame.scalar_offset(scalar.name)
             if at is None:
                 continue
-            ns[f"SLOW{k}"] = scalar.pack
-            slow = [f"v = SLOW{k}(args[{scalar.position}])", f"buf{j}[{at}:{at} + len(v)] = v"]
+            ns[f"SLOW{k}"], ns[f"AT{j}_{k}"] = scalar.pack, at
+            slow = [f"v = SLOW{k}(args[{scalar.position}])", f"buf{j}[AT{j}_{k}:AT{j}_{k} + len(v)] = v"]
             if scalar.format is None:
                 body += slow
             else:
                 ns[f"FAST{k}"] = struct.Struct(scalar.format).pack_into
-                body += ["try:", f"    FAST{k}(buf{j}, {at}, args[{scalar.position}])",
+                body += ["try:", f"    FAST{k}(buf{j}, AT{j}_{k}, args[{scalar.position}])",
                          "except (StructError, OverflowError):", *(f"    {s}" for s in slow)]  # fmt: skip
     library = constants["LIBRARY"]
     for k, out in enumerate(outputs):
@@ -137,13 +139,16 @@ def make_launch(
         offsets = [(j, off) for j, step in enumerate(steps) if (off := step.frame.pointer_offset(out.name)) is not None]
         if offsets:
             body.append(f"q = {_POINTER_OF.get(library, 'pointer_of({o})').format(o=f'o{k}')}")
-            body += [f"U64(buf{j}, {off}, q)" for j, off in offsets]
+            for j, off in offsets:
+                ns[f"OUT{j}_{k}"] = off
+                body.append(f"U64(buf{j}, OUT{j}_{k}, q)")
     if workspace:
         body.append("ws = allocate_bytes(WORKSPACE, DEVICE, handle, stream)")
         for j, step in enumerate(steps):
             off = step.frame.pointer_offset("_workspace")
             if off is not None:
-                body.append(f"U64(buf{j}, {off}, ws.ptr)")
+                ns[f"WS{j}"] = off
+                body.append(f"U64(buf{j}, WS{j}, ws.ptr)")
     if steps:
         if constants["SEVERAL"]:
             body.append("activate(DEVICE)")

@@ -18,7 +18,7 @@ from .._args import flag, options_tuple
 from .._errors import KspecValueError, about_kernel
 from . import _spec_kernel
 from ._arguments import MISS
-from ._planner import prepare_reduction
+from ._planner_reduction import prepare_reduction
 from ._prepared import PreparedCall
 
 

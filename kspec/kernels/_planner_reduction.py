@@ -1,0 +1,60 @@
+"""The planner of a ReductionKernel call (:mod:`._planner` has the elementwise one and what both share).
+
+A module of its own so that a process serving only elementwise kernels never loads the reduction planning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._errors import kernel_label
+from ..render import VariantKey
+from ..runtime import device_array_from_pointer
+from . import _loaded
+from ._bind import bind
+from ._frame import Frame
+from ._launch_code import Step
+from ._plan_reduction import pass_frame_values, plan_reduction, reduction_strategy
+from ._planner import prepared_call
+from ._prepared import PreparedCall, sm_count
+
+
+def prepare_reduction(kernel: Any, args: tuple[Any, ...], stream: object, axis: object,
+                      keepdims: bool) -> tuple[PreparedCall, tuple[int, ...]]:
+    """The prepared call of a ReductionKernel call (outputs given as arguments), and its arguments' pointers."""
+    spec = kernel._spec
+    inputs, outputs = kernel._split_args(args, {}, "axis=, keepdims=, out= and stream=")
+    kernel._check_stream(stream)
+    bound = bind(spec, inputs, outputs, launch=True, stream=stream)
+    plan = plan_reduction(spec, bound, kernel._specializer, axis=axis, keepdims=keepdims)
+    assert bound.device_id is not None  # a reduction always has an array input
+    device_id = bound.device_id
+    steps = []
+    workspace = 0
+    if plan.out_size:
+        strategy = reduction_strategy(plan, sm_count(device_id))
+        loaded = _loaded.loaded_kernel(plan.specialization, device_id, kernel._binaries)
+        if strategy.workspace_items:
+            workspace = strategy.workspace_items * _reduce_itemsize(loaded, strategy.passes[0].variant)
+        for step in strategy.passes:
+            frame = Frame(loaded.interface.abi[step.variant], pass_frame_values(plan, step))
+            steps.append(Step(loaded.function(step.variant), step.grid, step.block,
+                              kernel_label(kernel.name, step.variant.entry), frame))  # fmt: skip
+    return prepared_call(kernel, bound, device_id, steps, plan.allocate, plan.out_shape, workspace, len(args))
+
+
+def _reduce_itemsize(loaded: _loaded.LoadedKernel, variant: VariantKey) -> int:
+    """The workspace bytes per partial, read (for a type only the compiler knows) from a global that every
+    binary of the module defines, here the one holding ``variant``."""
+    item = loaded.interface.reduce_item
+    assert item is not None
+    if item.itemsize is not None:
+        return item.itemsize
+    module = loaded.module(variant)
+    found = module.global_symbol(item.symbol)
+    assert found is not None, item.symbol
+    size_align = device_array_from_pointer(found[0], found[1], np.uint64, (2,), module.device_id, None).get()
+    size, align = int(size_align[0]), int(size_align[1])
+    return -(-size // align) * align
