@@ -292,3 +292,51 @@ def test_launch_reads_the_default_stream_where_the_library_keeps_it() -> None:
     launch = _launch(rec, [_Frame({"x0": 0}, {})], STREAM=(lambda device: seen.append(device) or CupyStream(), "ptr"), DEVICE=3)
     launch((None,), None, 0x10)
     assert seen == [3] and rec.launches[-1][8] == ("stream", 0x51)
+
+
+# -- generated code across processes (kspec/kernels/_generated.py) -------------------------------------------
+
+
+def test_generated_code_is_compiled_once_and_loaded_by_the_next_process(tmp_path, monkeypatch):
+    from kspec.kernels import _generated
+
+    monkeypatch.setenv("KSPEC_MEMO_DIR", str(tmp_path))
+    monkeypatch.setattr(_generated, "_code", {})
+    source = "def f(a):\n    return a + 41\n"
+    ns: dict = {}
+    exec(_generated.compiled(source, "test"), ns)
+    assert ns["f"](1) == 42
+    files = list((tmp_path / "callpath").iterdir())
+    assert len(files) == 1 and files[0].suffix == ".marshal"
+    monkeypatch.setattr(_generated, "_code", {})  # a new process: its memory is empty, the file is there
+    monkeypatch.setattr(_generated, "compile", lambda *a: pytest.fail("compiled again"), raising=False)
+    ns = {}
+    exec(_generated.compiled(source, "test"), ns)
+    assert ns["f"](2) == 43
+
+
+def test_a_damaged_code_file_is_compiled_again_and_replaced(tmp_path, monkeypatch):
+    from kspec.kernels import _generated
+
+    monkeypatch.setenv("KSPEC_MEMO_DIR", str(tmp_path))
+    monkeypatch.setattr(_generated, "_code", {})
+    source = "VALUE = 7\n"
+    _generated.compiled(source, "test")
+    (path,) = (tmp_path / "callpath").iterdir()
+    path.write_bytes(path.read_bytes()[:5])  # truncated
+    monkeypatch.setattr(_generated, "_code", {})
+    ns: dict = {}
+    exec(_generated.compiled(source, "test"), ns)
+    assert ns["VALUE"] == 7 and len(path.read_bytes()) > 5  # rewritten whole
+
+
+def test_an_unwritable_memo_directory_still_compiles(tmp_path, monkeypatch):
+    from kspec.kernels import _generated
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("KSPEC_MEMO_DIR", str(blocker))
+    monkeypatch.setattr(_generated, "_code", {})
+    ns: dict = {}
+    exec(_generated.compiled("X = 3\n", "test"), ns)
+    assert ns["X"] == 3

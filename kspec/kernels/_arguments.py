@@ -19,12 +19,12 @@ DLPack, JAX and Numba arrays, and types no reader knows, have no dispatcher: the
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from types import CodeType
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..runtime import CAI, CUPY, HOST, KSPEC, TORCH, accepts_kind, initialized_device_count, is_texture_type, kind_of, protocol_library
+from ._generated import compiled
 
 MISS: Any = object()  # "not served here": the caller plans the call
 MAX_ENTRIES = 256  # prepared calls per argument-type tuple; past it the table starts over (calls stay correct)
@@ -101,18 +101,6 @@ class Dispatcher(NamedTuple):
     table: dict[Any, Any]
 
 
-_code: dict[str, CodeType] = {}  # source -> compiled code: kernels with the same argument kinds share it
-
-
-def _compiled(source: str) -> CodeType:
-    code = _code.get(source)
-    if code is None:
-        if len(_code) > 512:
-            _code.clear()
-        code = _code[source] = compile(source, "<kspec call path: dispatcher>", "exec")
-    return code
-
-
 def make_dispatcher(types: tuple[type, ...], several_devices: bool, entered: Sequence[int],
                     current_stream: Callable[[], Any]) -> Dispatcher | None:
     """The dispatcher of one argument-type tuple (see :class:`Dispatcher`), or None when a type has no
@@ -160,5 +148,5 @@ def make_dispatcher(types: tuple[type, ...], several_devices: bool, entered: Seq
     ns: dict[str, Any] = {f"T{i}": tp for i, tp in enumerate(types)}
     ns.update(MISS=MISS, table_get=table.get, entered=entered, current_stream=current_stream,
               cai_entry=cai_entry, host_ok=accepts_kind, HOST=HOST)  # fmt: skip
-    exec(_compiled(source), ns)
+    exec(compiled(source, "dispatcher"), ns)
     return Dispatcher(ns["dispatch"], ns["read"], table)

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Sequence
-from types import CodeType
 from typing import Any, NamedTuple
 
 from ._frame import Frame
+from ._generated import compiled
 
 
 class Step(NamedTuple):
@@ -65,16 +65,6 @@ def pointer_runs(slots: Sequence[tuple[int, int]]) -> list[tuple[int, list[int]]
 
 
 _POINTER_OF = {"cupy": "{o}.data.ptr", "torch": "{o}.data_ptr()"}
-_code: dict[str, CodeType] = {}
-
-
-def _compiled(source: str) -> CodeType:
-    code = _code.get(source)
-    if code is None:
-        if len(_code) > 512:
-            _code.clear()
-        code = _code[source] = compile(source, "<kspec call path: launch>", "exec")
-    return code
 
 
 def make_launch(
@@ -173,5 +163,5 @@ def make_launch(
     body.append(f"return {result}")
     params = "".join(f", p{i}" for i in range(nargs))
     source = f"def launch_call(args, stream{params}):\n" + "".join(f"    {line}\n" for line in body)
-    exec(_compiled(source), ns)
+    exec(compiled(source, "launch"), ns)
     return ns["launch_call"]
