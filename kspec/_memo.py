@@ -25,11 +25,25 @@ MEMO_FORMAT = 1  # bump when what a memo holds changes meaning
 
 
 def user_cache_dir() -> Path:
-    """``KSPEC_CACHE_DIR``, else the platform's per-user cache directory + kspec."""
-    configured = os.environ.get("KSPEC_CACHE_DIR")
-    if configured:
-        return Path(os.path.abspath(os.path.expanduser(configured)))
-    return _platform_cache_dir()
+    """The first directory of :func:`user_cache_dirs`."""
+    return user_cache_dirs()[0]
+
+
+def user_cache_dirs() -> tuple[Path, ...]:
+    """``KSPEC_CACHE_DIR`` (one directory, or several separated by ``os.pathsep``), else the platform's
+    per-user cache directory + kspec. Never empty."""
+    return split_dirs(os.environ.get("KSPEC_CACHE_DIR", "")) or (_platform_cache_dir(),)
+
+
+def split_dirs(text: str) -> tuple[Path, ...]:
+    """``"a:b:~/c"`` (``os.pathsep``) -> absolute paths in order; empty items and repeats are dropped."""
+    found: list[Path] = []
+    for item in text.split(os.pathsep):
+        if item.strip():
+            path = Path(os.path.abspath(os.path.expanduser(item)))
+            if path not in found:
+                found.append(path)
+    return tuple(found)
 
 
 def memo_dir() -> Path:

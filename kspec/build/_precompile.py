@@ -190,7 +190,7 @@ def _compile(unit: BuildUnit, module: RenderedModule, nvrtc_options: tuple[str, 
         return program, True
     program = pool.compile(source=module.source, name=unit.spec.name, options=options,
                            name_expressions=tuple(module.name_expressions), needs=needs)  # fmt: skip
-    cache.put(key, program)
+    cache.put(key, program, kernel=unit.spec.name)
     return program, False
 
 

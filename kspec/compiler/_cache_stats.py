@@ -15,6 +15,11 @@ just wrote. Only kspec's entry files count toward the cap or are removed.
 cache directory when it writes an entry (it takes the stats lock then anyway) and at exit: one small
 locked read-modify-write per process rather than a write per lookup, which would tax the serving path.
 Counts of a process killed before exiting are lost; that is the price of not writing on every hit.
+Hits are also counted per entry key (``entry_hits``, for ``kspec cache info --by-kernel``), in the same
+update; the file keeps the ``MAX_ENTRY_HITS`` keys with the most hits (a long-lived cache with more
+distinct entries than that forgets the least used ones' counts, so the file stays small), and a process
+holds at most as many pending keys. With several cache directories (``KSPEC_CACHE_DIR=a:b``) the counts
+go to the stats file of the directory written, whichever directory served the hit.
 
 **Lock.** ``fcntl.flock`` on the stats file itself (POSIX; released by the kernel if a process dies), taken
 with a bounded wait: a stopped process holding it delays a flush by at most ``_LOCK_WAIT_S``, after which
@@ -29,7 +34,7 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -48,6 +53,7 @@ STATS_NAME = ".kspec-stats.json"
 _TRIM_EVERY_FRACTION = 16  # trim after cap / 16 bytes written since the last trim
 _LOW_WATER = 0.9  # a trim goes down to 90% of the cap
 _LOCK_WAIT_S = 2.0
+MAX_ENTRY_HITS = 4096  # per-entry hit counts kept in the stats file (and pending in one process)
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
           "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}  # fmt: skip
 _SIZE_RE = re.compile(r"\s*(\d+)\s*([a-zA-Z]*)\s*")
@@ -136,6 +142,32 @@ def read_stats(directory: Path | None) -> Stats:
     return _stats(data)
 
 
+def read_entry_hits(directory: Path | None) -> dict[str, int]:
+    """The persisted hit counts per entry key (empty when there are none or they cannot be read)."""
+    if directory is None:
+        return {}
+    with _locked_stats(directory, exclusive=False) as handle:
+        data = _parse(handle.read()) if handle is not None else {}
+    return _entry_hits(data)
+
+
+def _entry_hits(data: dict[str, Any]) -> dict[str, int]:
+    raw = data.get("entry_hits")
+    if not isinstance(raw, dict):
+        return {}
+    return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, int) and v > 0}
+
+
+def merged_hits(counts: dict[str, int], more: Mapping[str, int]) -> dict[str, int]:
+    """``counts`` plus ``more``, the ``MAX_ENTRY_HITS`` largest kept (ties: the first seen)."""
+    merged = dict(counts)
+    for key, n in more.items():
+        merged[key] = merged.get(key, 0) + n
+    if len(merged) > MAX_ENTRY_HITS:
+        merged = dict(sorted(merged.items(), key=lambda item: -item[1])[:MAX_ENTRY_HITS])
+    return merged
+
+
 def _stats(data: dict[str, Any]) -> Stats:
     def num(name: str) -> int:
         value = data.get(name, 0)
@@ -148,10 +180,11 @@ def _stats(data: dict[str, Any]) -> Stats:
 
 def update_stats(
     directory: Path, *, hits: int = 0, misses: int = 0, written: int = 0, max_bytes: int | None = None,
-    keep: str | None = None, reset: bool = False,
+    keep: str | None = None, reset: bool = False, entry_hits: Mapping[str, int] | None = None,
 ) -> bool:
     """Add counts to the stats file under its lock and, when ``written`` bytes push the bytes written since
-    the last trim past ``max_bytes / 16``, trim the cache there and then. False when the file could not be
+    the last trim past ``max_bytes / 16``, trim the cache there and then (``entry_hits``: hits per entry key,
+added to the file's bounded table). False when the file could not be
     updated (the caller keeps its counts for the next try)."""
     with _locked_stats(directory, exclusive=True) as handle:
         if handle is None:
@@ -176,6 +209,7 @@ def update_stats(
             "evicted_bytes": evicted_bytes,
             "pending_bytes": pending,
             "since": stats.since or time.time(),
+            "entry_hits": merged_hits({} if reset else _entry_hits(data), entry_hits or {}),
         }
         try:
             # In place under the lock: readers take the shared lock, so they never see half of it. (A rename

@@ -229,7 +229,7 @@ def compile_cached(
     program = compile_source(
         text, name=name, options=options, name_expressions=name_expressions, needs=needs, backend=backend
     )
-    cache.put(key, program)
+    cache.put(key, program, kernel=name)
     return program, False
 
 

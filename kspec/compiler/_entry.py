@@ -4,7 +4,10 @@ An entry file holds the binary together with its name-expression -> lowered-name
 cached module is usable on its own. Layout (little-endian)::
 
     b"KSPECBIN" | u32 entry format | u32 header length | u64 binary length | sha256(header + binary)
-    | header (UTF-8 JSON: key, format, arch, lowered_names, log, nvrtc_version) | binary
+    | header (UTF-8 JSON: key, format, arch, lowered_names, log, nvrtc_version, kernel) | binary
+
+``kernel`` (the name the compile was asked for; "" when unknown) is metadata for ``kspec cache info
+--by-kernel``: readers ignore keys they do not know, so adding it needed no new entry format.
 
 Shared by the cache (kspec/compiler/_cache.py), its LRU trim (kspec/compiler/_cache_stats.py) and the cache
 key (kspec/compiler/_key.py, which hashes the entry format in), so none of them imports another for it.
@@ -29,11 +32,12 @@ _MAGIC = b"KSPECBIN"
 _PREFIX = struct.Struct("<8sIIQ32s")
 
 
-def encode_entry(key: str, program: CompiledProgram) -> bytes:
-    """The bytes of one entry file."""
+def encode_entry(key: str, program: CompiledProgram, *, kernel: str = "") -> bytes:
+    """The bytes of one entry file (``kernel``: the kernel's name, recorded for listings)."""
     header = json.dumps(
         {
             "key": key,
+            "kernel": kernel,
             "format": program.format,
             "arch": program.arch,
             "lowered_names": dict(program.lowered_names),
@@ -75,6 +79,23 @@ def decode_entry(data: bytes, key: str) -> CompiledProgram | None:
         )
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def read_entry_header(path: Path) -> dict[str, object] | None:
+    """The JSON header of an entry file, or None when it is not one. Reads the prefix and the header only,
+    not the binary, so the digest is not checked: for listings, never for loading."""
+    try:
+        with path.open("rb") as handle:
+            prefix = handle.read(_PREFIX.size)
+            if len(prefix) != _PREFIX.size:
+                return None
+            magic, version, header_len, _binary_len, _digest = _PREFIX.unpack(prefix)
+            if magic != _MAGIC or version != ENTRY_FORMAT_VERSION:
+                return None
+            header = json.loads(handle.read(header_len).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return header if isinstance(header, dict) else None
 
 
 def entry_key(name: str) -> str | None:

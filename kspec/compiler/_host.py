@@ -230,7 +230,7 @@ def precompiled_prelude(compiler: HostCompiler, args: list[str]) -> list[str]:
     Anything unusual (another compiler, a failed build, an unwritable cache) keeps the plain -include;
     GCC itself falls back to the header when the .gch does not match the flags."""
     from .._memo import tree_digest
-    from ._cache import default_cache_dir
+    from ._cache import default_cache
 
     import subprocess
 
@@ -240,7 +240,10 @@ def precompiled_prelude(compiler: HostCompiler, args: list[str]) -> list[str]:
     digest = sha256("\0".join([compiler.identity, host_cpu(), *flags,
                                         tree_digest(str(templates_dir() / "include_host")),
                                         tree_digest(str(templates_dir() / "include"))]).encode()).hexdigest()[:20]  # fmt: skip
-    directory = default_cache_dir() / "host-prelude" / digest
+    written = default_cache().directory  # the one the cache writes: a read-only first one of KSPEC_CACHE_DIR cannot
+    if written is None:
+        return args
+    directory = written / "host-prelude" / digest
     header = directory / "prelude.h"
     if not (directory / "prelude.h.gch").exists():
         try:

@@ -1,0 +1,93 @@
+"""The binary cache's directories: which may be written, what each holds (kspec's entry files only).
+
+A cache may have several directories (``KSPEC_CACHE_DIR=/opt/image-cache:~/.cache/kspec``): lookups read
+them in order, writes go to the first writable one. A read-only directory (baked into a container image, a
+read-only network mount) serves hits only: nothing is written, touched, trimmed or cleared there.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from ._entry import entry_key, is_entry_file, read_entry_header
+
+
+def writable(directory: Path) -> bool:
+    """Whether kspec could write entries in ``directory``: it is a directory this process may write (a
+    read-only mount answers no), or it does not exist and its nearest existing parent is one (the first
+    write creates it). Creates nothing; ``os.access`` only, so it is cheap enough to ask once per cache.
+    As root a directory of mode 0o555 is writable, as it really is."""
+    existing = directory
+    while not os.path.lexists(existing) and existing.parent != existing:
+        existing = existing.parent
+    return os.path.isdir(existing) and os.access(existing, os.W_OK | os.X_OK)
+
+
+def scan(directory: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """(entry files, problems) of one directory. Entry files are named ``<key>.kbin`` and start with kspec's
+    magic: the directory may be shared with other files (``KSPEC_CACHE_DIR=~/work``), and nothing else is
+    counted or removed. A directory that does not exist is empty; one that cannot be listed is a problem."""
+    try:
+        names = list(directory.iterdir())
+    except FileNotFoundError:
+        return [], []
+    except OSError as exc:
+        return [], [(directory, exc.strerror or str(exc))]
+    return [p for p in names if entry_key(p.name) is not None and is_entry_file(p)], []
+
+
+class DirectoryInfo(NamedTuple):
+    """One directory of a cache, as ``BinaryCache.info()`` reports it."""
+
+    path: Path
+    entries: int
+    total_bytes: int
+    writable: bool  # the probe's answer (see ``writable``)
+    written: bool  # the directory this cache writes its entries to
+
+
+class CacheEntry(NamedTuple):
+    """One entry file, as ``BinaryCache.entries()`` lists it (from its header; the binary is not read)."""
+
+    key: str
+    kernel: str  # the kernel's name ("" for entries written before kspec recorded it)
+    arch: str
+    format: str
+    size: int
+    directory: Path
+    hits: int  # hits counted in the written directory's stats file (every process's, since the last clear)
+
+
+def directory_info(directory: Path, *, written: bool) -> DirectoryInfo:
+    entries, total = 0, 0
+    for path in scan(directory)[0]:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            continue
+        entries += 1
+    return DirectoryInfo(directory, entries, total, writable(directory), written)
+
+
+def list_entries(directories: tuple[Path, ...], hits: dict[str, int]) -> list[CacheEntry]:
+    """The entries of ``directories`` in lookup order; a key found in two directories is listed once, where
+    a lookup finds it (the first)."""
+    seen: set[str] = set()
+    found = []
+    for directory in directories:
+        for path in sorted(scan(directory)[0]):
+            key = entry_key(path.name)
+            header = read_entry_header(path)
+            if key is None or key in seen or header is None:
+                continue
+            seen.add(key)
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            kernel = header.get("kernel")
+            found.append(CacheEntry(key, kernel if isinstance(kernel, str) else "", str(header.get("arch", "")),
+                                    str(header.get("format", "")), size, directory, hits.get(key, 0)))  # fmt: skip
+    return found
