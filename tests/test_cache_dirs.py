@@ -236,6 +236,9 @@ def test_cli_clear_with_every_directory_read_only_is_an_error(tmp_path, monkeypa
     a, b = tmp_path / "a", tmp_path / "b"
     _seed(a)
     _read_only(monkeypatch, a, b)
+    assert kspec_main(["cache", "info", "--dir", os.pathsep.join([str(a), str(b)])]) == 0
+    out = capsys.readouterr().out
+    assert "written:   none" in out and f"{a}  [read-only]  1 entry" in out and f"{b}  [read-only, does not exist]" in out
     assert kspec_main(["cache", "clear", "--dir", os.pathsep.join([str(a), str(b)])]) == 1
     captured = capsys.readouterr()
     assert "skipped" in captured.out and "can be written" in captured.err

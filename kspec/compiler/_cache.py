@@ -247,7 +247,8 @@ class BinaryCache:
             total = sum(len(p.binary) for p in self._memory.values())
             return CacheInfo(None, len(self._memory), total, None, *pending)
         written = self.directory
-        each = tuple(directory_info(d, written=d == written and self._writable) for d in self._directories)
+        writes = self._writable and self._write_index() is not None
+        each = tuple(directory_info(d, written=writes and d == written) for d in self._directories)
         stats = read_stats(written)  # every process's flushed counts, plus this one's pending ones
         return CacheInfo(written, sum(d.entries for d in each), sum(d.total_bytes for d in each), self.max_bytes,
                          stats.hits + pending[0], stats.misses + pending[1], stats.evictions, stats.since, each)  # fmt: skip
