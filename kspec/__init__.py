@@ -11,7 +11,9 @@ from ._errors import (
     BuildOutputError,
     CacheWarning,
     CompileError,
+    CompileForbiddenError,
     CompileTimeoutError,
+    CompileWarning,
     DuplicateNameError,
     FuseError,
     FuseValueError,
@@ -46,7 +48,9 @@ __all__ = [
     "BuildOutputError",
     "CacheWarning",
     "CompileError",
+    "CompileForbiddenError",
     "CompileTimeoutError",
+    "CompileWarning",
     "DuplicateNameError",
     "FuseError",
     "FuseValueError",
@@ -72,6 +76,10 @@ __all__ = [
     "SpecFileError",
     "UnknownDtypeError",
     "__version__",
+    # production: the compile policy and the compile log (kspec.compiler), imported on first access
+    "compile_policy",
+    "compile_log",
+    "CompileEvent",
     # runtime and raw kernels, imported on first access (see __getattr__ below)
     "Device",
     "DeviceArray",
@@ -124,6 +132,9 @@ _LAZY = {
     "TextureDescriptor": "kspec.runtime",
     "TextureObject": "kspec.runtime",
     "fuse": "kspec.fuse",
+    "compile_policy": "kspec.compiler",
+    "compile_log": "kspec.compiler",
+    "CompileEvent": "kspec.compiler",
 }
 
 

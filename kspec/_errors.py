@@ -220,6 +220,23 @@ def _rebuild_timeout(message: str, kernel: str | None) -> CompileTimeoutError:
     return CompileTimeoutError(message, kernel=kernel)
 
 
+class CompileForbiddenError(KspecError, RuntimeError):
+    """A kernel would compile at run time and the compile policy is ``never`` (``KSPEC_COMPILE=never`` or
+    ``kspec.compile_policy("never")``). Raised before anything compiles; the message names the kernel, its
+    specialization, the architecture and what would have produced the binary (a ``kspec build`` line)."""
+
+    def __init__(self, message: str, *, kernel: str | None = None) -> None:
+        self.kernel = kernel
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_forbidden, (self.args[0], self.kernel))
+
+
+def _rebuild_forbidden(message: str, kernel: str | None) -> CompileForbiddenError:
+    return CompileForbiddenError(message, kernel=kernel)
+
+
 class NvrtcNotFoundError(KspecError, RuntimeError):
     """NVRTC (the ``nvidia-cuda-nvrtc`` wheel or a CUDA toolkit) is needed to compile and was not found."""
 
@@ -259,6 +276,10 @@ class KernelIndexError(KernelFaultError, IndexError):
 
 class CacheWarning(UserWarning):
     """The binary cache cannot be written; kspec goes on with an in-memory cache."""
+
+
+class CompileWarning(UserWarning):
+    """A kernel compiles at run time under ``KSPEC_COMPILE=warn``: once per specialization (cache key)."""
 
 
 class BinaryWarning(UserWarning):

@@ -25,6 +25,10 @@ _LAZY = {
     "CompiledProgram": "_program",
     "HOST_ARCH": "_arch", "HostCompiler": "_host", "host_compiler": "_host", "HOST_MARCH_ENV": "_host",
     "portable_host_march": "_host",
+    "CompileRequest": "_policy", "compile_policy": "_policy", "current_policy": "_policy",
+    "explicit_compiles": "_policy", "POLICY_ENV": "_policy",
+    "compile_log": "_log", "clear_compile_log": "_log", "record_load": "_log", "LOG_ENV": "_log",
+    "CompileEvent": "_log_entry",
 }
 
 
@@ -32,6 +36,16 @@ __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [
+    "CompileEvent",
+    "CompileRequest",
+    "LOG_ENV",
+    "POLICY_ENV",
+    "clear_compile_log",
+    "compile_log",
+    "compile_policy",
+    "current_policy",
+    "explicit_compiles",
+    "record_load",
     "DEFAULT_ARCHS",
     "DEFAULT_COMPILE_TIMEOUT_S",
     "COMPILE_TIMEOUT_ENV",

@@ -15,7 +15,10 @@ from .._errors import CompileError, KspecTypeError, KspecValueError, about_kerne
 from ._cache import BinaryCache, default_cache
 from ._failure import compile_failure, indent
 from ._includes import include_dirs, kspec_include_dir
+from ._entry import ENTRY_SUFFIX
 from ._key import cache_key, check_name_expressions
+from ._log import record_load
+from ._policy import CompileRequest, check_compile
 from ._nvrtc import NvrtcCallError, nvrtc_version, run_nvrtc, supported_archs
 from ._arch import HOST_ARCH, arch_number
 from ._options import CompileOptions
@@ -194,13 +197,20 @@ def compile_cached(
     cache: BinaryCache | None = None,
     backend: str = "nvrtc",
     source_key: str | None = None,
+    request: CompileRequest | None = None,
 ) -> tuple[CompiledProgram, bool]:
     """``compile_source`` behind ``cache`` (default: ``default_cache()``); returns ``(program, cache_hit)``.
 
     A hit costs a key computation and a dict lookup in-process, or one file read from disk. With
     ``KSPEC_DUMP_SOURCE`` set, a hit writes the source too (as a compile does). ``source`` may be a function
     making it, given with ``source_key`` (see :func:`cache_key`): then it is made only on a miss.
+
+    ``request``: given by a kernel compiling on its own (at a call), saying which kernel and specialization
+    this is. Such a load goes to the compile log, and on a miss the compile policy is applied before the
+    source is made (kspec/compiler/_policy.py: ``never`` raises CompileForbiddenError). Without it the
+    compile is explicit (``kspec build``, a direct call): always allowed, not logged.
     """
+    start = time.perf_counter()
     if callable(source):
         if not isinstance(source_key, str) or not source_key:
             raise KspecTypeError("source_key: a source given as a function needs the str that determines it")
@@ -224,13 +234,36 @@ def compile_cached(
                 _logger().info("kernel %r (cache hit): source written to %s", name, dump_source(text, name))
             except OSError as exc:
                 _logger().warning("kernel %r: could not write the source dump (%s)", name, exc)
+        if request is not None:
+            record_load(request.kernel, request.what, options.effective_arch, "cache", _ms_since(start))
         return program, True
+    reason = ""
+    if request is not None:
+        reason = _miss_reason(request, cache, key)
+        check_compile(request, options.effective_arch, key, reason)  # before the source is even made
     text = text if text is not None else _made(source)
     program = compile_source(
         text, name=name, options=options, name_expressions=name_expressions, needs=needs, backend=backend
     )
     cache.put(key, program, kernel=name)
+    if request is not None:
+        record_load(request.kernel, request.what, options.effective_arch, "compiled", _ms_since(start), reason)
     return program, False
+
+
+def _ms_since(start: float) -> float:
+    return (time.perf_counter() - start) * 1e3
+
+
+def _miss_reason(request: CompileRequest, cache: BinaryCache, key: str) -> str:
+    """Why a kernel's load compiles: the compile log's reason. An entry file there that the cache did not
+    serve was unreadable or damaged (the cache takes those as misses)."""
+    if request.has_binaries:
+        return "no binary for this arch"
+    directory = cache.directory
+    if directory is not None and (directory / f"{key}{ENTRY_SUFFIX}").exists():
+        return "stale cache entry"
+    return "new specialization"
 
 
 def _made(source: str | Callable[[], str]) -> str:

@@ -10,12 +10,14 @@ precompiled kernel is loaded whole.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._errors import LaunchError, NvrtcNotFoundError, kernel_label
 from ..render import ModuleInterface, Specialization, VariantKey, module_interface
 from ..compiler import HOST_ARCH  # a leaf constant (kspec.compiler is lazy: no NVRTC, no cache)
+from ..compiler import record_load  # the compile log (a leaf module)
 from ..runtime import Device, LoadedModule
 
 if TYPE_CHECKING:
@@ -107,8 +109,11 @@ def loaded_kernel(specialization: Specialization, device_id: int, binaries: Any 
             stored = binaries.find(specialization.key, device.arch) if binaries is not None else None
             whole = None
             if stored is not None:
+                start = time.perf_counter()
                 module = LoadedModule(stored.read(), device, what=kernel_label(interface.name, stored.path))
                 whole = (module, dict(stored.lowered_names))
+                record_load(interface.name, specialization_label(specialization, None), device.arch, "binary",
+                            (time.perf_counter() - start) * 1e3)
             found = _loaded[key] = LoadedKernel(specialization, interface, device, binaries, whole)
     return found
 
@@ -123,12 +128,15 @@ def compile_program(specialization: Specialization, arch: str, binaries: Any = N
     it), so a hit neither renders the source nor imports Jinja; a miss renders it."""
     from .. import __version__
     from .._resources import renderer_digest
-    from ..compiler import CompileOptions, compile_cached
+    from ..compiler import CompileOptions, CompileRequest, compile_cached
 
     name = specialization.name
     if expressions is None:
         expressions = specialization.name_expressions
     options = CompileOptions(arch=arch, extra=specialization.nvrtc_options)
+    label = specialization_label(specialization, expressions[0] if len(expressions) == 1 else None)
+    request = CompileRequest(name, label, binaries is not None and bool(binaries.archs(specialization.key)),
+                             lambda target: build_advice(specialization, target))
     try:
         program, _hit = compile_cached(
             lambda: rendered_module(specialization, arch).source,
@@ -137,6 +145,7 @@ def compile_program(specialization: Specialization, arch: str, binaries: Any = N
             options=options,
             name_expressions=expressions,
             needs=specialization.needs,
+            request=request,
         )
     except NvrtcNotFoundError as exc:
         if binaries is None:
@@ -144,3 +153,41 @@ def compile_program(specialization: Specialization, arch: str, binaries: Any = N
         what = kernel_label(name, dict(specialization.types) or "no placeholders")
         raise binaries.missing(what, specialization.key, arch, exc) from None
     return program.binary, program.lowered_names, program.log
+
+
+def specialization_label(specialization: Specialization, expression: str | None) -> str:
+    """The specialization as the compile log and the compile policy's messages name it: placeholder types,
+    scalar inputs, and the variant's name expression (``all variants`` for a whole module)."""
+    types = ", ".join(f"{letter}={dtype}" for letter, dtype in specialization.types.items()) or "no placeholders"
+    parts = [types]
+    if specialization.scalars:
+        parts.append("scalar inputs " + ", ".join(sorted(specialization.scalars)))
+    parts.append(f"variant {expression}" if expression is not None else "all variants")
+    return "; ".join(parts)
+
+
+def build_advice(specialization: Specialization, arch: str) -> str:
+    """What would have produced a binary of ``specialization`` for ``arch``: the ``kspec build`` line for a
+    spec from a file (with the ``instantiations`` entry it lacks, if any), else the generic advice."""
+    spec = specialization.spec
+    origin = getattr(spec, "origin", None)
+    types = dict(specialization.types)
+    declared = getattr(spec, "instantiations", None)
+    if declared is None and hasattr(spec, "to_data"):  # a plain spec (a generated module's table)
+        declared = spec.to_data().get("instantiations")
+    entry = "{" + ", ".join(f'{letter} = "{dtype}"' for letter, dtype in types.items()) + "}"
+    lacks = bool(types) and not any(_covers(inst, types) for inst in declared or ())
+    if origin is not None:
+        line = f"kspec build {origin} --arch {arch}"
+        return f"add {entry} to its instantiations in {origin}, then {line}" if lacks else line
+    if declared and lacks:  # a generated module's kernel: its spec file declares what the build compiles
+        return f"add {entry} to its instantiations in its spec file, then kspec build <spec file> --arch {arch}"
+    return (f"call it once with KSPEC_COMPILE=allow (the binary cache then serves it), or build it ahead "
+            f"(kspec build <spec file> --arch {arch})")
+
+def _covers(instantiation: Any, types: dict[str, str]) -> bool:
+    """Whether a declared instantiation (``{T = "float32"}``, or a table's ``{T = ["float32", ...]}``) names
+    the binding ``types``."""
+    if not isinstance(instantiation, Mapping) or set(instantiation) != set(types):
+        return False
+    return all(types[k] in (v if isinstance(v, (list, tuple)) else (v,)) for k, v in instantiation.items())

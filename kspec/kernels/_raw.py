@@ -116,15 +116,18 @@ class RawModule(RawCode):
         (``'sm_90'``...) it only compiles, which needs no GPU. A module from ``path=`` has nothing to
         compile; without ``arch`` it is loaded.
         """
-        if self._code is not None:
-            target = arch if arch is not None else get_device().arch
-            program = self._program(target)
-            if log_stream is not None and program.log:
-                log_stream.write(program.log)
-                if not program.log.endswith("\n"):
-                    log_stream.write("\n")
-        if arch is None:
-            self._module(get_device().id)
+        from ..compiler import explicit_compiles
+
+        with explicit_compiles():  # asked for: allowed whatever the compile policy (kspec.compile_policy)
+            if self._code is not None:
+                target = arch if arch is not None else get_device().arch
+                program = self._program(target)
+                if log_stream is not None and program.log:
+                    log_stream.write(program.log)
+                    if not program.log.endswith("\n"):
+                        log_stream.write("\n")
+            if arch is None:
+                self._module(get_device().id)
 
     # -- CuPy's lookups ----------------------------------------------------------------------------------
 
@@ -275,9 +278,12 @@ class RawKernel:
 
         Without ``arch`` it also loads the kernel on the current device (so a wrong name is reported here).
         """
-        self._module.compile(log_stream, arch=arch)
-        if arch is None:
-            self._launcher.function(get_device().id)
+        from ..compiler import explicit_compiles
+
+        with explicit_compiles():
+            self._module.compile(log_stream, arch=arch)
+            if arch is None:
+                self._launcher.function(get_device().id)
 
     # -- attributes (kspec/kernels/_raw_attributes.py) -----------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 from .._args import flag, options_tuple as _options_tuple
 from .._binfmt import HEAD_BYTES, content_problem, loadable_image
 from .._errors import KspecFileNotFoundError, KspecNotImplementedError, KspecTypeError, KspecValueError, NvrtcNotFoundError
+from ..compiler import record_load  # the compile log (a leaf module)
 from ..runtime import Device, LoadedModule
 
 _BINARY_SUFFIXES = (".cubin", ".ptx", ".fatbin")
@@ -145,11 +147,12 @@ class RawCode:
         """The CompiledProgram for ``arch`` (NVRTC, behind kspec's binary cache)."""
         program = self._programs.get(arch)
         if program is None:
-            from ..compiler import CompileOptions, compile_cached
+            from ..compiler import CompileOptions, CompileRequest, compile_cached
             from ..render import needs_of_raw_source
 
             source = self._source()
             options = CompileOptions(arch=arch, extra=self._options)
+            has_binaries = self._binaries is not None and bool(self._binaries.archs(self._binary_key))
             program, _hit = compile_cached(
                 source,
                 name=self._label,
@@ -157,6 +160,7 @@ class RawCode:
                 name_expressions=self._name_expressions,
                 needs=tuple(sorted(needs_of_raw_source(source, self._translate_cucomplex))),
                 backend=self._backend,
+                request=CompileRequest(self._label, self._what(), has_binaries),
             )
             self._programs[arch] = program
         return program
@@ -169,14 +173,23 @@ class RawCode:
     def _stored(self, arch: str) -> Any:
         return self._binaries.find(self._binary_key, arch) if self._binaries is not None else None
 
-    def _image(self, device: Device) -> bytes:
+    def _what(self) -> str:
+        """The compile log's (and the compile policy's) name for what this module compiles."""
         if self._path is not None:
-            return loadable_image(Path(self._path).read_bytes(), Path(self._path).suffix)
+            return f"file {self._path}"
+        if self._name_expressions:
+            return "name expressions " + ", ".join(self._name_expressions)
+        return "raw module"
+
+    def _image(self, device: Device) -> tuple[bytes, bool]:
+        """The module's image for the device, and whether it is a precompiled binary (else compiled/cached)."""
+        if self._path is not None:
+            return loadable_image(Path(self._path).read_bytes(), Path(self._path).suffix), True
         stored = self._stored(device.arch)
         if stored is not None:
-            return stored.read()
+            return stored.read(), True
         try:
-            return self._program(device.arch).binary
+            return self._program(device.arch).binary, False
         except NvrtcNotFoundError as exc:
             if self._binaries is None:
                 raise
@@ -190,7 +203,11 @@ class RawCode:
                 if module is None:
                     device = Device(device_id)
                     what = self._path if self._path else f"module {self._label!r}"
-                    module = LoadedModule(self._image(device), device, what=what)
+                    start = time.perf_counter()
+                    image, precompiled = self._image(device)
+                    module = LoadedModule(image, device, what=what)
+                    if precompiled:  # a compile or a cache hit is logged by compile_cached
+                        record_load(self._label, self._what(), device.arch, "binary", (time.perf_counter() - start) * 1e3)
                     self._loaded[device_id] = module
         return module
 

@@ -1,0 +1,92 @@
+"""Production mode on a GPU: a generated module with binaries for the device serves its declared
+specializations under ``KSPEC_COMPILE=never`` and refuses the others; the compile log has one entry per load.
+
+Each check runs in a fresh interpreter with an empty binary cache, so only the build's binaries can serve.
+(The same behaviour on the CPU device, and everything that needs no GPU: tests/test_production.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = REPO / "specs" / "elementwise.toml"
+
+_SCRIPT = """
+import json
+import numpy as np
+import served_pkg.elementwise as ew
+import kspec
+x = np.arange(4096, dtype=np.float32)
+y = np.ones(4096, dtype=np.float32)
+z32 = ew.squared_diff_generic(kspec.asarray(x), kspec.asarray(y)).get()
+z64 = ew.squared_diff_generic(kspec.asarray(x.astype(np.float64)), kspec.asarray(y.astype(np.float64))).get()
+again = ew.squared_diff_generic(kspec.asarray(x), kspec.asarray(y)).get()  # loaded already: no new entry
+try:
+    ew.squared_diff_generic(kspec.asarray(x.astype(np.int16)), kspec.asarray(y.astype(np.int16)))
+    refused = ""
+except kspec.CompileForbiddenError as exc:
+    refused = str(exc)
+print(json.dumps({
+    "ok": bool(np.allclose(z32, (x - 1) ** 2) and np.allclose(z64, (x - 1) ** 2) and np.allclose(again, z32)),
+    "refused": refused,
+    "log": [[e.kernel, e.what, e.source, e.arch, e.ms, e.reason] for e in kspec.compile_log()],
+}))
+"""
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> tuple[Path, str]:
+    """``kspec generate`` of specs/elementwise.toml with ``kspec build`` binaries for this device's arch."""
+    import kspec
+
+    arch = kspec.get_device().arch
+    out = tmp_path / "served_pkg"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "build-cache")}
+    subprocess.run([sys.executable, "-m", "kspec", "generate", str(SPEC), "-o", str(out)], check=True, env=env, cwd=tmp_path)
+    subprocess.run([sys.executable, "-m", "kspec", "build", str(SPEC), "-o", str(out / "_binaries"), "--arch", arch],
+                   check=True, env=env, cwd=tmp_path, capture_output=True)  # fmt: skip
+    return tmp_path, arch
+
+
+def _run(root: Path, **extra: str) -> tuple[dict, str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(REPO)]),
+           "KSPEC_CACHE_DIR": str(root / "empty-cache"), **extra}
+    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+@pytest.mark.gpu
+def test_never_runs_declared_specializations_from_binaries_and_refuses_the_others(package) -> None:
+    root, arch = package
+    result, stderr = _run(root, KSPEC_COMPILE="never", KSPEC_LOG="compile")
+    assert result["ok"]
+    refused = result["refused"]
+    assert refused.startswith("kernel 'squared_diff_generic' (T=int16; variant ")
+    assert f"for {arch} would compile at run time (new specialization" in refused
+    assert "(KSPEC_COMPILE=never)" in refused
+    assert 'add {T = "int16"} to its instantiations in its spec file' in refused
+    # one entry per load: float32 and float64, each its whole module from the binaries
+    assert [(k, w, s, a) for k, w, s, a, _ms, _r in result["log"]] == [
+        ("squared_diff_generic", "T=float32; all variants", "binary", arch),
+        ("squared_diff_generic", "T=float64; all variants", "binary", arch),
+    ]
+    assert all(ms > 0 for *_rest, ms, _r in result["log"])
+    assert stderr.count("kspec compile: binary squared_diff_generic ") == 2
+
+
+@pytest.mark.gpu
+def test_allow_compiles_what_the_binaries_lack_and_logs_why(package) -> None:
+    root, arch = package
+    result, _stderr = _run(root, KSPEC_COMPILE="allow")
+    assert result["ok"] and result["refused"] == ""
+    sources = [(s, r) for _k, _w, s, _a, _ms, r in result["log"]]
+    assert sources == [("binary", ""), ("binary", ""), ("compiled", "new specialization")]
+    assert result["log"][-1][1].startswith("T=int16; variant ")
