@@ -185,6 +185,7 @@ def build_advice(specialization: Specialization, arch: str) -> str:
     return (f"call it once with KSPEC_COMPILE=allow (the binary cache then serves it), or build it ahead "
             f"(kspec build <spec file> --arch {arch})")
 
+
 def _covers(instantiation: Any, types: dict[str, str]) -> bool:
     """Whether a declared instantiation (``{T = "float32"}``, or a table's ``{T = ["float32", ...]}``) names
     the binding ``types``."""
