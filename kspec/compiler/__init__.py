@@ -29,6 +29,9 @@ _LAZY = {
     "explicit_compiles": "_policy", "POLICY_ENV": "_policy",
     "compile_log": "_log", "clear_compile_log": "_log", "record_load": "_log", "LOG_ENV": "_log",
     "CompileEvent": "_log_entry",
+    "VariantProgram": "_specialization", "build_advice": "_specialization", "compile_program": "_specialization",
+    "rendered_module": "_specialization", "specialization_label": "_specialization",
+    "variant_program": "_specialization",
 }
 
 

@@ -19,7 +19,8 @@ from .._errors import InvalidNameError, KspecTypeError, ReservedNameError, SpecE
 from ..render import Specialization, specialize  # lazy: no Jinja
 from ..runtime import DeviceArray, get_device, stream_handle
 from ._callpath import CallPath
-from ._loaded import compile_program, interface_of, loaded_kernel, rendered_module
+from ..compiler import compile_program, rendered_module
+from ._loaded import interface_of, loaded_kernel
 
 if TYPE_CHECKING:  # the serving path never imports the spec models, the renderer or the compiler
     from ..spec import ElementwiseSpec, ReductionSpec
