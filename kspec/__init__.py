@@ -80,6 +80,7 @@ __all__ = [
     "compile_policy",
     "compile_log",
     "CompileEvent",
+    "warm",
     # runtime and raw kernels, imported on first access (see __getattr__ below)
     "Device",
     "DeviceArray",
@@ -135,6 +136,7 @@ _LAZY = {
     "compile_policy": "kspec.compiler",
     "compile_log": "kspec.compiler",
     "CompileEvent": "kspec.compiler",
+    "warm": "kspec._warm",
 }
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kspec
-from kspec.kernels import _loaded
+from kspec.compiler import rendered_module
 from kspec.kernels._bind import bind, scalar_bytes
 from kspec.kernels._frame import Frame
 from kspec.kernels._arguments import make_dispatcher
@@ -160,7 +160,7 @@ def test_bfloat16_scalar_rounds_to_nearest_even():
 
 def test_frame_bytes_follow_the_abi(sqd):
     bound, plan = eplan(sqd, fake((2, 5)), fake((5,)))
-    rendered = _loaded.rendered_module(plan.specialization)
+    rendered = rendered_module(plan.specialization)
     abi = rendered.abi[plan.variant]
     frame = Frame(abi, frame_values(plan))
     address = frame.fill({"x": 0x1000, "y": 0x2000, "z": 0x3000}, bound.scalars)

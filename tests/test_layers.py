@@ -29,8 +29,9 @@ TOOLS = {"build", "codegen", "hatch", "cli"}
 TOOLS_MAY_NOT_IMPORT = {"runtime", "kernels"}
 # the shared leaves (kspec/<name>.py) that any layer may import; they import no package
 LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing"}
-# kspec/__init__.py and kspec/__main__.py sit above every layer (the public front door and the CLI entry)
-TOP = {"__init__", "__main__"}
+# kspec/__init__.py and kspec/__main__.py sit above every layer (the public front door and the CLI entry), and
+# kspec/_warm.py (kspec.warm: the runtime's default arch and the build tools' compile pool, together)
+TOP = {"__init__", "__main__", "_warm"}
 
 # (file, "Name.attr"): private reads across packages that stay, with the reason
 ALLOWED_PRIVATE_READS = {

@@ -1,4 +1,4 @@
-"""Ahead-of-time builds: compile specs to binaries plus a manifest (the CLI's `build`, the hatch hook).
+"""Ahead-of-time builds: compile specs to binaries plus a manifest (the CLI's `build`, the hatch hook); warm the binary cache (the CLI's `warm`, ``kspec.warm``).
 
 Never imports :mod:`kspec.runtime`: a build machine has no GPU.
 """
@@ -7,6 +7,10 @@ from .._manifest import BINARY_SUFFIXES, INTERFACE_SUFFIX, MANIFEST_NAME, confin
 from ._output import binary_path, check_output_dir, manifest_entry, write_output
 from ._precompile import BuildPlan, BuildResult, BuildUnit, plan_build, precompile
 from ._progress import BuildProgress, precompile_with_progress
+from ._warm import (
+    RAW_NOT_WARMED, WarmPlan, WarmReport, WarmResult, WarmUnit, check_archs, plan_warm, specs_of, warm_specs, warm_summary, warm_units,
+    warm_with_progress,
+)
 
 __all__ = [
     "BINARY_SUFFIXES",
@@ -25,4 +29,16 @@ __all__ = [
     "precompile_with_progress",
     "read_manifest",
     "write_output",
+    "RAW_NOT_WARMED",
+    "WarmPlan",
+    "WarmReport",
+    "WarmResult",
+    "WarmUnit",
+    "check_archs",
+    "plan_warm",
+    "specs_of",
+    "warm_specs",
+    "warm_summary",
+    "warm_units",
+    "warm_with_progress",
 ]

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from .._errors import KspecError
 from ..compiler import BinaryCache, CompiledProgram, CompileOptions, cache_key, compile_cached, default_cache, register_counts
@@ -131,12 +132,9 @@ def precompile(
                 rendered[k] = _render(unit)
             except KspecError as exc:
                 rendered[k] = exc
-    workers = jobs or min(32, (os.cpu_count() or 1))
-    use_pool = ISOLATED if isolate is None else isolate
-    pool = CompilePool(workers, timeout) if use_pool else None
     store = cache if cache is not None else default_cache()
 
-    def build(unit: BuildUnit) -> BuildResult:
+    def build(unit: BuildUnit, pool: CompilePool | None) -> BuildResult:
         result = BuildResult(unit)
         entry = rendered[(id(unit.spec), tuple(unit.types.items()), unit.scalars)]
         if isinstance(entry, KspecError):
@@ -146,7 +144,11 @@ def precompile(
             result.key = key
             result.source_sha256 = hashlib.sha256(module.source.encode()).hexdigest()
             try:
-                program, hit = _compile(unit, module, nvrtc_options, store, pool)
+                program, hit = cached_compile(
+                    store, pool, name=unit.spec.name, source=module.source,
+                    options=CompileOptions(arch=unit.arch, extra=nvrtc_options),
+                    name_expressions=tuple(module.name_expressions), needs=tuple(module.needs),
+                )
             except KspecError as exc:
                 result.error = exc
             else:
@@ -156,15 +158,30 @@ def precompile(
             on_result(result)
         return result
 
+    return run_parallel(units, build, jobs=jobs, timeout=timeout, isolate=isolate)
+
+
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
+
+def run_parallel(items: Sequence[_Item], work: Callable[[_Item, CompilePool | None], _Result], *, jobs: int | None,
+                 timeout: float | None, isolate: bool | None) -> list[_Result]:
+    """``work(item, pool)`` for every item on ``jobs`` threads (default: the CPU count, at most 32), the
+    results in the items' order. ``pool``: the worker processes the compiles run in (``isolate``, the
+    default where the platform allows it), or None to compile in-process on threads with a large stack."""
+    workers = jobs or min(32, (os.cpu_count() or 1))
+    use_pool = ISOLATED if isolate is None else isolate
+    pool = CompilePool(workers, timeout) if use_pool else None
     if workers <= 1 and pool is not None:
         try:
-            return [build(u) for u in units]
+            return [work(item, pool) for item in items]
         finally:
             pool.close()
     previous = threading.stack_size(STACK_BYTES) if pool is None else None  # in-process NVRTC recursion
     executor = ThreadPoolExecutor(max_workers=workers)
     try:
-        return list(executor.map(build, units))
+        return list(executor.map(lambda item: work(item, pool), items))
     finally:
         # Workers first: on an interrupt (SIGTERM, Ctrl-C) the threads waiting on them return at once.
         if pool is not None:
@@ -174,23 +191,26 @@ def precompile(
             threading.stack_size(previous)
 
 
-def _compile(unit: BuildUnit, module: RenderedModule, nvrtc_options: tuple[str, ...], cache: BinaryCache,
-             pool: CompilePool | None) -> tuple[CompiledProgram, bool]:
-    options = CompileOptions(arch=unit.arch, extra=nvrtc_options)
-    needs = tuple(module.needs)
+def cached_compile(cache: BinaryCache, pool: CompilePool | None, *, name: str, source: str | Callable[[], str],
+                   options: CompileOptions, name_expressions: tuple[str, ...], needs: tuple[str, ...],
+                   source_key: str | None = None) -> tuple[CompiledProgram, bool]:
+    """The program behind ``cache`` and whether it was a hit; a miss compiles in ``pool`` (a worker
+    process) when given. ``source`` may be a function making it, with the ``source_key`` that determines it
+    (see ``compile_cached``): made only on a miss."""
     if pool is None:
         result: tuple[CompiledProgram, bool] = compile_cached(
-            module.source, name=unit.spec.name, options=options, name_expressions=module.name_expressions, needs=needs,
-            cache=cache,
+            source, name=name, options=options, name_expressions=name_expressions, needs=needs, cache=cache,
+            source_key=source_key,
         )
         return result
-    key = cache_key(module.source, options=options, name_expressions=module.name_expressions, needs=needs)
+    key = cache_key(None if callable(source) else source, options=options, name_expressions=name_expressions,
+                    needs=needs, source_key=source_key)
     program = cache.get(key)
     if program is not None:
         return program, True
-    program = pool.compile(source=module.source, name=unit.spec.name, options=options,
-                           name_expressions=tuple(module.name_expressions), needs=needs)  # fmt: skip
-    cache.put(key, program, kernel=unit.spec.name)
+    text = source() if callable(source) else source
+    program = pool.compile(source=text, name=name, options=options, name_expressions=name_expressions, needs=needs)
+    cache.put(key, program, kernel=name)
     return program, False
 
 

@@ -1,4 +1,4 @@
-"""The progress bar of a build (``kspec build`` and the hatch hook): rich on a terminal, silent otherwise."""
+"""The progress bar of a build (``kspec build``, ``kspec warm`` and the hatch hook): rich on a terminal, silent otherwise."""
 
 from __future__ import annotations
 
@@ -37,8 +37,12 @@ class BuildProgress:
         return self
 
     def advance(self, result: BuildResult) -> None:
+        self.step(f"{result.unit.spec.name} {result.unit.arch}")
+
+    def step(self, description: str) -> None:
+        """One more done; ``description`` (kernel and arch) shown beside the bar."""
         if self._bar is not None:
-            self._bar.update(self._task, advance=1, description=f"{result.unit.spec.name} {result.unit.arch}")
+            self._bar.update(self._task, advance=1, description=description)
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

@@ -16,7 +16,7 @@ from ._common import add_spec_paths, error, note
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    from ..compiler import COMPILE_TIMEOUT_ENV, DEFAULT_ARCHS, DEFAULT_COMPILE_TIMEOUT_S
+    from ..compiler import DEFAULT_ARCHS
 
     p = sub.add_parser(
         "build",
@@ -27,14 +27,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     add_spec_paths(p)
     p.add_argument("--arch", default=None, help="comma-separated targets, e.g. sm_80,sm_90 (compute_XX for PTX; host for the CPU device)")
     p.add_argument("-o", "--output", default=None, metavar="DIR", help="write binaries and manifest.json here")
-    p.add_argument("-j", "--jobs", type=int, default=None, help="parallel compiles (default: CPU count)")
-    p.add_argument(
-        "--compile-timeout",
-        default=None,
-        metavar="SECONDS",
-        help=f"stop a kernel's compile after this long and report it as failed, the other kernels going on "
-        f"(default: {COMPILE_TIMEOUT_ENV}, else {DEFAULT_COMPILE_TIMEOUT_S:g}; 0: no limit)",
-    )
+    add_compile_options(p)
     # What goes to stdout: one of these (default: a one-line summary). Failures go to stderr in every mode.
     shown = p.add_mutually_exclusive_group()
     shown.add_argument("-v", "--verbose", action="store_true", help="print the full table: a row per module, then the summary")
@@ -67,6 +60,20 @@ def parse_archs(text: str | None, *, note: Callable[[str], None] | None = None) 
     return archs
 
 
+def add_compile_options(p: argparse.ArgumentParser) -> None:
+    """``-j`` and ``--compile-timeout``, as ``kspec build`` and ``kspec warm`` take them."""
+    from ..compiler import COMPILE_TIMEOUT_ENV, DEFAULT_COMPILE_TIMEOUT_S
+
+    p.add_argument("-j", "--jobs", type=int, default=None, help="parallel compiles (default: CPU count)")
+    p.add_argument(
+        "--compile-timeout",
+        default=None,
+        metavar="SECONDS",
+        help=f"stop a kernel's compile after this long and report it as failed, the other kernels going on "
+        f"(default: {COMPILE_TIMEOUT_ENV}, else {DEFAULT_COMPILE_TIMEOUT_S:g}; 0: no limit)",
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from ..build import check_output_dir, plan_build
     from ..compiler import compile_timeout
@@ -81,28 +88,29 @@ def run(args: argparse.Namespace) -> int:
         archs = parse_archs(args.arch, note=None if args.quiet else note)
         plan = plan_build(library.values(), archs)
         if plan.units:
-            _check_compilers(archs)
+            check_compilers(archs)
         if args.output:  # every -o problem before the first compile, not after the last
             check_output_dir(args.output, plan.units)
     except KspecError as exc:
         error(str(exc))
         return 1
-    with _sigterm_as_exit():
+    with sigterm_as_exit():
         return _build(args, plan, archs)
 
 
-def _check_compilers(archs: list[str]) -> None:
+def check_compilers(archs: list[str], *, portable_host: bool = True) -> None:
     """NvrtcNotFoundError (or HostCompilerNotFoundError for ``--arch host``) before the first compile:
     without it every module would fail with the same error (once per module) and ``-o`` would get an empty
-    manifest. Said once, nothing written."""
+    manifest. Said once, nothing written. ``portable_host``: host modules built to ship (no -march=native);
+    ``kspec warm`` keeps the march run time uses, which its cache keys name."""
     from ..compiler import HOST_ARCH, HOST_MARCH_ENV, host_compiler, nvrtc_version, portable_host_march
 
     if any(arch != HOST_ARCH for arch in archs):
         nvrtc_version()  # loads NVRTC; the cache key of every module needs its version anyway
     if HOST_ARCH in archs:
         host_compiler()
-        # prebuilt host modules must run on other machines than this one: no -march=native
-        os.environ.setdefault(HOST_MARCH_ENV, portable_host_march())
+        if portable_host:  # prebuilt host modules must run on other machines than this one: no -march=native
+            os.environ.setdefault(HOST_MARCH_ENV, portable_host_march())
 
 
 def _build(args: argparse.Namespace, plan: Any, archs: list[str]) -> int:
@@ -134,7 +142,7 @@ def _build(args: argparse.Namespace, plan: Any, archs: list[str]) -> int:
 
 
 @contextlib.contextmanager
-def _sigterm_as_exit() -> Iterator[None]:
+def sigterm_as_exit() -> Iterator[None]:
     """SIGTERM ends the build as an exception would: temporary files are removed, workers stopped."""
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -16,9 +16,8 @@ from typing import Any
 
 from .._errors import LaunchError, kernel_label
 from ..render import ModuleInterface, Specialization, VariantKey, module_interface
-# the per-variant compile shared with `kspec warm` (kspec/compiler/_specialization.py); rendered_module is
-# re-exported for the kernels' source() and the tests
-from ..compiler import compile_program, record_load, rendered_module, specialization_label
+# the per-variant compile, shared with `kspec warm` (kspec/compiler/_specialization.py)
+from ..compiler import compile_program, record_load, specialization_label
 from ..runtime import Device, LoadedModule
 
 _lock = threading.RLock()

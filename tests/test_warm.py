@@ -1,0 +1,219 @@
+"""Warming (issue [Y]): ``kspec warm`` / ``kspec.warm`` fill the binary cache with every declared
+specialization, each launch variant as a call looks it up, so that ``KSPEC_COMPILE=never`` serves every
+declared call. Checked on the CPU device (``--arch host``) by running the kernels in a fresh interpreter,
+and for ``sm_90`` (NVRTC needs no GPU) through ``compile(arch=...)``, which takes the calls' compile path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import kspec
+from kspec.build import plan_warm
+from kspec.cli import main
+from kspec.compiler import host_compiler
+from kspec.spec import load_library
+
+ROOT = Path(__file__).resolve().parents[1]
+ELEMENTWISE = ROOT / "specs" / "elementwise.toml"
+
+
+def _host_compiler_or_skip() -> None:
+    try:
+        host_compiler()
+    except kspec.HostCompilerNotFoundError as exc:
+        pytest.skip(f"no host C++ compiler: {exc}")
+
+
+def _env(cache: Path, **extra: str) -> dict[str, str]:
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {k: v for k, v in os.environ.items() if k not in ("KSPEC_COMPILE", "KSPEC_LOG", "KSPEC_DEVICE")}
+    return {**env, "PYTHONPATH": path, "KSPEC_CACHE_DIR": str(cache), **extra}
+
+
+def _kspec(cache: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kspec", *argv], env=_env(cache), cwd=ROOT, capture_output=True,
+                          text=True, timeout=900)
+
+
+def _python(cache: Path, script: str, **env: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=_env(cache, **env), cwd=ROOT,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def warmed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """specs/elementwise.toml warmed for host and sm_90 by the CLI into a fresh cache: (cache, stdout)."""
+    _host_compiler_or_skip()
+    cache = tmp_path_factory.mktemp("warm") / "cache"
+    done = _kspec(cache, "warm", str(ELEMENTWISE), "--arch", "host", "--arch", "sm_90", "-j", "2")
+    assert done.returncode == 0, done.stderr
+    return cache, done.stdout
+
+
+def _entries(archs: list[str]) -> int:
+    return len(plan_warm(load_library([str(ELEMENTWISE)]).values(), archs).units)
+
+
+def test_warm_compiles_every_variant_of_every_declared_specialization(warmed):
+    cache, out = warmed
+    total = _entries(["host", "sm_90"])
+    kernels = len(load_library([str(ELEMENTWISE)]))
+    assert f"{kernels} kernels, {total} cache entries for host,sm_90" in out
+    assert f"{total} compiled, 0 already cached, 0 failed" in out
+    assert f"binary cache {cache}" in out
+
+
+def test_a_second_warm_finds_everything_cached(warmed):
+    cache, _out = warmed
+    done = _kspec(cache, "warm", str(ELEMENTWISE), "--arch", "sm_90,host", "-v")
+    assert done.returncode == 0, done.stderr
+    total = _entries(["host", "sm_90"])
+    assert f"0 compiled, {total} already cached, 0 failed" in done.stdout
+    lines = [line for line in done.stdout.splitlines() if line.startswith(("cached ", "compiled ", "FAILED "))]
+    assert len(lines) == total and all(line.startswith("cached ") for line in lines)
+
+
+_SERVE = """
+import json
+import numpy as np
+import kspec
+from kspec.build import plan_build
+from kspec.compiler import compile_log
+from kspec.spec import load_library
+
+specs = load_library([{path!r}])
+kernels = kspec.load({path!r})
+calls = 0
+for unit in plan_build(specs.values(), ["host"]).units:
+    spec, kernel = unit.spec, kernels[unit.spec.name]
+    dtype = lambda p: unit.types.get(p.type, p.type)
+    if any(dtype(p) == "bfloat16" for p in spec.in_params):
+        continue  # NumPy has no bfloat16: that instantiation is checked for sm_90 only
+    for strided in (False, True):  # two launch variants of each specialization
+        args = [np.dtype(dtype(p)).type(1).item() if p.name in unit.scalars else
+                (np.ones(16, dtype=dtype(p))[::2] if strided else np.ones(8, dtype=dtype(p))) for p in spec.in_params]
+        outs = [np.zeros(8, dtype=dtype(p)) for p in spec.out_params]
+        kernel(*args, *outs)
+        calls += 1
+sources = sorted({{e.source for e in compile_log()}})
+forbidden = ""
+try:
+    kernels.squared_diff_generic(np.ones(4, np.int16), np.ones(4, np.int16))
+except kspec.CompileForbiddenError as exc:
+    forbidden = str(exc)
+print(json.dumps({{"calls": calls, "sources": sources, "events": len(compile_log()), "forbidden": forbidden}}))
+"""
+
+
+def test_never_serves_every_declared_call_on_the_cpu_device(warmed):
+    cache, _out = warmed
+    found = _python(cache, _SERVE.format(path=str(ELEMENTWISE)), KSPEC_DEVICE="cpu", KSPEC_COMPILE="never")
+    # a load per variant: the contiguous and the strided calls of a specialization take different ones
+    assert found["calls"] > 20 and found["events"] > found["calls"] // 2
+    assert found["sources"] == ["cache"]
+    assert "squared_diff_generic" in found["forbidden"] and "T=int16" in found["forbidden"]
+
+
+_SM90 = """
+import json
+import numpy as np
+import kspec
+from kspec.build import plan_build
+from kspec.compiler import compile_log
+from kspec.spec import load_library
+
+specs = load_library([{path!r}])
+kernels = kspec.load({path!r})
+for unit in plan_build(specs.values(), ["sm_90"]).units:
+    spec = unit.spec
+    # NumPy stand-ins give the dtypes (only dtype and ndim are read); NumPy has no bfloat16
+    dtype = lambda p: unit.types.get(p.type, p.type)
+    if "bfloat16" in unit.types.values():
+        continue
+    args = [np.dtype(dtype(p)).type(1).item() if p.name in unit.scalars else np.ones(4, dtype=dtype(p))
+            for p in spec.in_params]
+    outs = [np.zeros(4, dtype=dtype(p)) for p in spec.out_params]
+    kernels[spec.name].compile(*args, *outs, arch="sm_90")
+print(json.dumps({{"sources": sorted({{e.source for e in compile_log()}}), "events": len(compile_log())}}))
+"""
+
+
+def test_sm_90_entries_are_the_ones_calls_look_up(warmed):
+    """``compile(arch=)`` compiles each variant through the calls' path (kspec.compiler.compile_program),
+    which logs where it found it: every one is a cache hit."""
+    cache, _out = warmed
+    found = _python(cache, _SM90.format(path=str(ELEMENTWISE)), KSPEC_COMPILE="never")
+    assert found["events"] > 20 and found["sources"] == ["cache"]
+
+
+def test_kspec_warm_takes_a_generated_module_on_the_cpu_device(tmp_path):
+    _host_compiler_or_skip()
+    spec = tmp_path / "tiny.toml"
+    spec.write_text('schema = 1\n\n[[kernel]]\nkind = "elementwise"\nname = "tiny_add"\nin_params = "T x, T y"\n'
+                    'out_params = "T z"\noperation = "z = x + y"\ninstantiations = [{T = ["float32", "int64"]}]\n')
+    package = tmp_path / "tinypkg"
+    done = _kspec(tmp_path / "cache", "generate", str(spec), "-o", str(package))
+    assert done.returncode == 0, done.stderr
+    found = _python(tmp_path / "cache", f"""
+        import json, sys
+        import numpy as np
+        sys.path.insert(0, {str(tmp_path)!r})
+        import kspec
+        from kspec.compiler import compile_log
+        import tinypkg.tiny as generated
+        first = kspec.warm(generated)
+        second = kspec.warm(generated, jobs=1)
+        kspec.compile_policy("never")
+        z = generated.tiny_add(np.arange(4, dtype=np.int64), np.ones(4, dtype=np.int64))
+        w = generated.tiny_add(np.ones(4, dtype=np.float32)[::1], np.ones(4, dtype=np.float32))
+        print(json.dumps({{"first": [first.compiled, first.cached], "second": [second.compiled, second.cached],
+                          "archs": first.archs, "z": z.tolist(), "w": w.tolist(),
+                          "sources": sorted({{e.source for e in compile_log()}})}}))
+    """, KSPEC_DEVICE="cpu")
+    assert found["archs"] == ["host"]
+    compiled, cached = found["first"]
+    assert compiled > 2 and cached == 0 and found["second"] == [0, compiled]
+    assert found["z"] == [1, 2, 3, 4] and found["w"] == [2.0] * 4
+    assert found["sources"] == ["cache"]
+
+
+def test_unknown_path_is_an_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KSPEC_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["warm", str(tmp_path / "nope.toml"), "--arch", "sm_90"]) == 1
+    assert "no such spec file or directory" in capsys.readouterr().err
+    with pytest.raises(kspec.SpecFileError, match="no such spec file"):
+        kspec.warm(tmp_path / "nope.toml", arch="sm_90")
+
+
+def test_bad_arch_names_the_option(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KSPEC_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["warm", str(ELEMENTWISE), "--arch", "sm90"]) == 1
+    assert "--arch: expected 'sm_XX'" in capsys.readouterr().err
+    with pytest.raises(kspec.KspecValueError, match="arch: expected 'sm_XX'"):
+        kspec.warm(ELEMENTWISE, arch="ampere")
+    with pytest.raises(SystemExit):  # --arch is required: an image build machine has no device to ask
+        main(["warm", str(ELEMENTWISE)])
+    assert "--arch" in capsys.readouterr().err
+
+
+def test_a_target_that_is_neither_specs_nor_a_generated_module_is_a_type_error():
+    with pytest.raises(kspec.KspecTypeError, match="target: module 'json' is not a module generated"):
+        kspec.warm(json, arch="sm_90")
+    with pytest.raises(kspec.KspecTypeError, match="target: expected a spec file"):
+        kspec.warm(42, arch="sm_90")
+
+
+def test_raw_specs_are_reported_not_warmed():
+    plan = plan_warm(load_library([str(ROOT / "specs" / "raw.toml")]).values(), ["sm_90"])
+    assert not plan.units and plan.skipped
+    assert all("not warmed yet" in why or "precompiled binary" in why for _spec, why in plan.skipped)
