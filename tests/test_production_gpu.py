@@ -90,3 +90,54 @@ def test_allow_compiles_what_the_binaries_lack_and_logs_why(package) -> None:
     sources = [(s, r) for _k, _w, s, _a, _ms, r in result["log"]]
     assert sources == [("binary", ""), ("binary", ""), ("compiled", "new specialization")]
     assert result["log"][-1][1].startswith("T=int16; variant ")
+
+
+_WARMED = """
+import json, sys
+import numpy as np
+import kspec
+from kspec.build import plan_build
+from kspec.compiler import compile_log
+from kspec.spec import ElementwiseSpec, load_library
+
+specs = load_library([sys.argv[1]])
+kernels = kspec.load(sys.argv[1])
+calls = 0
+for unit in plan_build(specs.values(), [kspec.get_device().arch]).units:
+    spec = unit.spec
+    if spec.KIND == "raw":
+        continue  # raw kernels are not warmed yet
+    dtype = lambda p: unit.types.get(p.type, p.type)
+    if "bfloat16" in [dtype(p) for p in (*spec.in_params, *spec.out_params)]:
+        continue  # NumPy has no bfloat16 to make the arguments from
+    for strided in (False, True):
+        args = [np.dtype(dtype(p)).type(1).item() if p.name in unit.scalars else
+                kspec.asarray(np.ones(64, dtype=dtype(p))[::2] if strided else np.ones(32, dtype=dtype(p)))
+                for p in spec.in_params]
+        if isinstance(spec, ElementwiseSpec):
+            args += [kspec.zeros(32, dtype=dtype(p)) for p in spec.out_params]
+        kernels[spec.name](*args)
+        calls += 1
+kspec.get_device().synchronize()
+print(json.dumps({"calls": calls, "sources": sorted({e.source for e in compile_log()})}))
+"""
+
+
+@pytest.mark.gpu
+def test_warm_for_the_device_then_never_runs_the_repositorys_kernels(tmp_path) -> None:
+    """kspec.warm on specs/ for the device's arch (its default), then, in a fresh interpreter under
+    KSPEC_COMPILE=never with the same cache, every declared elementwise and reduction specialization runs,
+    each load a cache hit."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("KSPEC_COMPILE", None)
+    warm = ("import json, sys, kspec; r = kspec.warm(sys.argv[1]); "
+            "print(json.dumps({'archs': r.archs, 'compiled': r.compiled, 'cached': r.cached}))")
+    done = subprocess.run([sys.executable, "-c", warm, str(REPO / "specs")], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["archs"][0].startswith("sm_") and report["compiled"] > 0
+    served = subprocess.run([sys.executable, "-c", _WARMED, str(REPO / "specs")], env={**env, "KSPEC_COMPILE": "never"},
+                            capture_output=True, text=True)
+    assert served.returncode == 0, served.stderr
+    result = json.loads(served.stdout.strip().splitlines()[-1])
+    assert result["calls"] > 20 and result["sources"] == ["cache"]
