@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 from typing import TypeVar
 
 from .._errors import KspecError
@@ -40,15 +41,12 @@ class BuildUnit:
         return text or "-"
 
 
-@dataclass
-class BuildResult:
-    unit: BuildUnit
-    program: CompiledProgram | None = None
-    cache_hit: bool = False
-    error: KspecError | None = None
-    source_sha256: str = ""
-    key: str = ""  # the specialization's content key (what a BinaryStore finds the binary by)
-    registers: dict[str, int] = field(default_factory=dict)  # lowered name -> registers per thread
+class UnitOutcome:
+    """What ``kspec build`` and ``kspec warm`` report of one unit of work: its ``unit`` (a spec, an
+    instantiation label, an arch) and the ``error`` it ended with, if any."""
+
+    unit: Any
+    error: KspecError | None
 
     @property
     def ok(self) -> bool:
@@ -56,8 +54,19 @@ class BuildResult:
 
     @property
     def what(self) -> str:
-        """``kernel [instantiation] arch``, as build reports name a module."""
+        """``kernel [instantiation] arch``, as the reports name a unit."""
         return f"{self.unit.spec.name} [{self.unit.label}] {self.unit.arch}"
+
+
+@dataclass
+class BuildResult(UnitOutcome):
+    unit: BuildUnit
+    program: CompiledProgram | None = None
+    cache_hit: bool = False
+    error: KspecError | None = None
+    source_sha256: str = ""
+    key: str = ""  # the specialization's content key (what a BinaryStore finds the binary by)
+    registers: dict[str, int] = field(default_factory=dict)  # lowered name -> registers per thread
 
     @property
     def max_registers(self) -> int | None:

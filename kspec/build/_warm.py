@@ -18,7 +18,7 @@ from .._errors import KspecError, KspecTypeError, KspecValueError
 from ..compiler import BinaryCache, default_cache, variant_program
 from ..render import Specialization, module_interface, specialize
 from ..spec import AnySpec, RawSpec
-from ._precompile import BuildUnit, cached_compile, plan_build, run_parallel
+from ._precompile import BuildUnit, UnitOutcome, cached_compile, plan_build, run_parallel
 from ._progress import BuildProgress
 from ._workers import DEFAULT_COMPILE_TIMEOUT_S, CompilePool
 
@@ -46,19 +46,12 @@ class WarmUnit:
 
 
 @dataclass
-class WarmResult:
+class WarmResult(UnitOutcome):
+    """One cache entry's outcome; ``what`` reads ``kernel [instantiation variant] arch``."""
+
     unit: WarmUnit
     cache_hit: bool = False
     error: KspecError | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def what(self) -> str:
-        """``kernel [instantiation variant] arch``."""
-        return f"{self.unit.spec.name} [{self.unit.label}] {self.unit.arch}"
 
 
 @dataclass
