@@ -4,6 +4,12 @@ over reduced axes that do not merge, against the paths they replace and CuPy, as
 Run on the GPU machine::
 
     python3 benchmarks/layouts.py [--log2n 28] [--reps 40]
+    python3 benchmarks/layouts.py --sweep [--reps 20]   # 4-d reductions over axes that do not merge
+
+``--sweep`` times the L2-norm ReductionKernel over axes (1, 3), (0, 2) and (0, 3) of 4-d float32 shapes whose
+axes are 16..1024 long (every shape with axes in {16, 64, 256, 1024} and 2^24..2^28 elements, and a seeded
+sample of the shapes with axes in {16, 32, ..., 1024}), each against a copy of the same input measured right
+before it, and prints every row and the worst and median case per axes tuple.
 
 "Before" is the same kspec with the new plans switched off by their thresholds (``TILE_MIN_EXTENT`` and
 ``INNER_MIN_ROW`` set out of reach, on fresh kernels), so both rows are measured in the same run on the same
@@ -14,6 +20,7 @@ read once + outputs written once, copy = 1 GiB device-to-device cudaMemcpy (read
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -44,8 +51,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--log2n", type=int, default=28)
     parser.add_argument("--reps", type=int, default=40)
+    parser.add_argument("--sweep", action="store_true", help="the 4-d reduction sweep (see above)")
     opts = parser.parse_args()
     import cupy as cp
+
+    if opts.sweep:
+        return sweep(cp, opts.reps)
 
     import kspec
     from kspec.kernels import _plan, _plan_reduction
@@ -100,6 +111,57 @@ def main() -> int:
         fast, slow = (nbytes / t / 1e6 / copy_gbps for t in SPREAD[id(after)])
         print(f"{label:40s} {ratios[0]:7.3f} {ratios[1]:7.3f} {ratios[2]:7.3f}  rel.err {err:.1e}; "
               f"after: fastest {fast:.3f}, slowest {slow:.3f}")
+    return 0
+
+
+SWEEP_AXES = ((1, 3), (0, 2), (0, 3))
+
+
+def sweep_shapes() -> list[tuple[int, ...]]:
+    """4-d shapes with axes 16..1024 long and 2^24..2^28 elements (large enough that the copy they are
+    compared with runs at the memory limit): every one with axes in {16, 64, 256, 1024}, then a seeded sample
+    of those with axes in {16, 32, ..., 1024}."""
+    import itertools
+    import random
+
+    def fits(shape: tuple[int, ...]) -> bool:
+        return 1 << 24 <= math.prod(shape) <= 1 << 28
+
+    coarse = [s for s in itertools.product((16, 64, 256, 1024), repeat=4) if fits(s)]
+    fine = [s for s in itertools.product([1 << e for e in range(4, 11)], repeat=4) if fits(s) and s not in coarse]
+    return coarse + random.Random(2026).sample(fine, 40)
+
+
+def sweep(cp: Any, reps: int) -> int:
+    import kspec
+
+    l2 = kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
+    cl2 = cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    print(f"{props['name'].decode()}: L2 norm over 4-d float32, GB/s over a copy of the same input (read + write)")
+    print(f"{'shape':24s} {'axes':7s} {'kspec':>6s} {'CuPy':>6s} {'copy GB/s':>9s}  rel.err")
+    ratios: dict[tuple[int, int], list[tuple[float, tuple[int, ...]]]] = {a: [] for a in SWEEP_AXES}
+    for shape in sweep_shapes():
+        x = cp.random.standard_normal(shape, dtype=cp.float32)
+        dst = cp.empty_like(x)
+        copy = 2 * x.nbytes / time_ms(cp, lambda: cp.cuda.runtime.memcpyAsync(dst.data.ptr, x.data.ptr, x.nbytes, 3, 0), 3, reps) / 1e6
+        del dst
+        for axes in SWEEP_AXES:
+            out_items = math.prod(n for a, n in enumerate(shape) if a not in axes)
+            nbytes = x.nbytes + 4 * out_items
+            got = l2(x, axis=axes)
+            want = cp.sqrt((x.astype(cp.float64) ** 2).sum(axis=axes))
+            err = float(cp.abs(got - want).max() / cp.abs(want).max())
+            mine = nbytes / time_ms(cp, lambda: l2(x, axis=axes), 3, reps) / 1e6 / copy
+            theirs = nbytes / time_ms(cp, lambda: cl2(x, axis=axes), 3, reps) / 1e6 / copy
+            ratios[axes].append((mine, shape))
+            print(f"{str(shape):24s} {str(axes):7s} {mine:6.3f} {theirs:6.3f} {copy:9.0f}  {err:.1e}", flush=True)
+        del x
+    print()
+    for axes, rows in ratios.items():
+        rows.sort()
+        worst, median = rows[0], rows[len(rows) // 2]
+        print(f"axes {axes}: {len(rows)} shapes, worst {worst[0]:.3f} {worst[1]}, median {median[0]:.3f}, best {rows[-1][0]:.3f}")
     return 0
 
 
