@@ -132,6 +132,24 @@ def sweep_shapes() -> list[tuple[int, ...]]:
     return coarse + random.Random(2026).sample(fine, 40)
 
 
+def sweep_shape(cp: Any, l2: Any, cl2: Any, shape: tuple[int, ...], reps: int) -> list[tuple[Any, ...]]:
+    """(axes, kspec / copy, CuPy / copy, copy GB/s, kspec's relative error) for each of SWEEP_AXES on ``shape``."""
+    x = cp.random.standard_normal(shape, dtype=cp.float32)
+    dst = cp.empty_like(x)
+    copy = 2 * x.nbytes / time_ms(cp, lambda: cp.cuda.runtime.memcpyAsync(dst.data.ptr, x.data.ptr, x.nbytes, 3, 0), 3, reps) / 1e6
+    del dst
+    rows = []
+    for axes in SWEEP_AXES:
+        nbytes = x.nbytes + 4 * math.prod(n for a, n in enumerate(shape) if a not in axes)
+        got = l2(x, axis=axes)
+        want = cp.sqrt((x.astype(cp.float64) ** 2).sum(axis=axes))
+        err = float(cp.abs(got - want).max() / cp.abs(want).max())
+        mine = nbytes / time_ms(cp, lambda axes=axes: l2(x, axis=axes), 3, reps) / 1e6 / copy
+        theirs = nbytes / time_ms(cp, lambda axes=axes: cl2(x, axis=axes), 3, reps) / 1e6 / copy
+        rows.append((axes, mine, theirs, copy, err))
+    return rows
+
+
 def sweep(cp: Any, reps: int) -> int:
     import kspec
 
@@ -142,21 +160,9 @@ def sweep(cp: Any, reps: int) -> int:
     print(f"{'shape':24s} {'axes':7s} {'kspec':>6s} {'CuPy':>6s} {'copy GB/s':>9s}  rel.err")
     ratios: dict[tuple[int, int], list[tuple[float, tuple[int, ...]]]] = {a: [] for a in SWEEP_AXES}
     for shape in sweep_shapes():
-        x = cp.random.standard_normal(shape, dtype=cp.float32)
-        dst = cp.empty_like(x)
-        copy = 2 * x.nbytes / time_ms(cp, lambda: cp.cuda.runtime.memcpyAsync(dst.data.ptr, x.data.ptr, x.nbytes, 3, 0), 3, reps) / 1e6
-        del dst
-        for axes in SWEEP_AXES:
-            out_items = math.prod(n for a, n in enumerate(shape) if a not in axes)
-            nbytes = x.nbytes + 4 * out_items
-            got = l2(x, axis=axes)
-            want = cp.sqrt((x.astype(cp.float64) ** 2).sum(axis=axes))
-            err = float(cp.abs(got - want).max() / cp.abs(want).max())
-            mine = nbytes / time_ms(cp, lambda: l2(x, axis=axes), 3, reps) / 1e6 / copy
-            theirs = nbytes / time_ms(cp, lambda: cl2(x, axis=axes), 3, reps) / 1e6 / copy
+        for axes, mine, theirs, copy, err in sweep_shape(cp, l2, cl2, shape, reps):
             ratios[axes].append((mine, shape))
             print(f"{str(shape):24s} {str(axes):7s} {mine:6.3f} {theirs:6.3f} {copy:9.0f}  {err:.1e}", flush=True)
-        del x
     print()
     for axes, rows in ratios.items():
         rows.sort()

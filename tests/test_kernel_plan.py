@@ -192,7 +192,7 @@ def test_reduction_axis0_of_a_c_matrix_is_column_wise(ssq):
     _, plan = rplan(ssq, fake((1000, 333)), axis=0)
     assert plan.contiguous_cols
     strategy = reduction_strategy(plan, H200_SMS)
-    assert strategy.kind == "cols" and strategy.passes[0].block % 32 == 0 and strategy.passes[0].block <= 1024
+    assert strategy.kind == "cols split" and strategy.passes[0].block % 32 == 0 and strategy.passes[0].block <= 1024
     _, plan = rplan(ssq, fake((1 << 14, 1 << 14)), axis=0)
     first = reduction_strategy(plan, H200_SMS).passes[0]
     assert first.grid == 512 and first.block == 512  # 4 blocks of 16 warps per SM: one full wave
@@ -352,44 +352,100 @@ def test_staged_rule():
     assert not staged([4])
 
 
-def test_two_pass_reduction_over_axes_1_and_3(ssq):
+def test_reductions_over_two_unmerged_axes_take_one_pass(ssq):
+    # axes (1, 3): the innermost reduced axis contiguous; one rows pass of runtime rank, vectorised
     _, plan = rplan(ssq, fake((64, 256, 64, 256)), axis=(1, 3))
-    assert plan.rndim == 0 and plan.inner_rows
+    assert plan.rndim == 0 and plan.red == (256, 256) and not plan.inner_rows and not plan.contiguous_cols
+    strategy = reduction_strategy(plan, H200_SMS)
+    (only,) = strategy.passes
+    assert strategy.kind == "rows" and only.variant == VariantKey("rows", "int64", 0, 4) and only.chunk == 65536
+    # few outputs with long rows: the split, its pass 1 the same entry
+    _, plan = rplan(ssq, fake((16, 1024, 16, 1024)), axis=(1, 3))
     strategy = reduction_strategy(plan, H200_SMS)
     first, second = strategy.passes
-    assert strategy.kind == "inner" and strategy.workspace_items == 64 * 64 * 256
-    assert first.variant == VariantKey("rows", "int64", 1, 4) and first.nchunks == 1 and first.chunk == 256
-    assert first.group == 16  # 64 vectors per row: 16 lanes with four 16-byte loads each
+    assert strategy.kind == "split" and first.variant == VariantKey("rows", "int64", 0, 4)
+    assert first.chunk % 4 == 0 and (first.nchunks - 1) * first.chunk < 1 << 20 <= first.nchunks * first.chunk
+    assert second.variant.entry == "split_final" and strategy.workspace_items == 256 * first.nchunks
+    # axes (0, 2): the innermost KEPT axis contiguous: cols, adjacent outputs in adjacent lanes
+    _, plan = rplan(ssq, fake((64, 256, 64, 256)), axis=(0, 2))
+    assert plan.rndim == 0 and plan.contiguous_cols
+    strategy = reduction_strategy(plan, H200_SMS)
+    assert strategy.kind == "cols" and strategy.passes[0].variant == VariantKey("cols", "int64", 0, 1)
+    assert strategy.passes[0].chunk == 64 * 64 and strategy.passes[0].nchunks == 1
+
+
+def test_short_inner_rows_get_a_group_of_their_length(ssq):
+    # (1, 3) of (1024, 16, 256, 16): rows of 16 elements = 4 vectors; 4 lanes per output walk the 16 rows, so a
+    # warp reads 8 adjacent outputs' rows, 512 contiguous bytes
+    _, plan = rplan(ssq, fake((1024, 16, 256, 16)), axis=(1, 3))
+    assert reduction_strategy(plan, H200_SMS).passes[0].group == 4
+    # too few outputs to fill the device with 4 lanes each: sized by the row length as before
+    _, plan = rplan(ssq, fake((1024, 1024, 16, 16)), axis=(1, 3))
+    assert reduction_strategy(plan, H200_SMS).passes[0].group == 256
+    # an inner row that is not a power-of-two number of vectors
+    _, plan = rplan(ssq, fake((1024, 16, 256, 12)), axis=(1, 3))
+    assert reduction_strategy(plan, H200_SMS).passes[0].group == 16
+
+
+def test_cols_rank_and_block(ssq):
+    _, plan = rplan(ssq, fake((1 << 14, 1 << 14)), axis=0)
+    assert reduction_strategy(plan, H200_SMS).passes[0].variant == VariantKey("cols", "int64", 1, 1)
+    _, plan = rplan(ssq, fake((64, 8, 32, 16)), axis=(0, 2))
+    first = reduction_strategy(plan, H200_SMS).passes[0]
+    assert first.variant == VariantKey("cols", "int64", 0, 1) and first.block <= 512  # registers: at most 16 warps
+
+
+def test_cols_split_when_the_tiles_are_few(ssq):
+    # axes (0, 2) of (1024, 16, 32, 16): 256 outputs = 8 tiles of 32, rows of 32768 elements
+    _, plan = rplan(ssq, fake((1024, 16, 32, 16)), axis=(0, 2))
+    strategy = reduction_strategy(plan, H200_SMS)
+    first, second = strategy.passes
+    assert strategy.kind == "cols split" and first.variant.entry == "cols" and first.nchunks > 1
+    assert (first.nchunks - 1) * first.chunk < 32768 <= first.nchunks * first.chunk  # every chunk non-empty
+    assert first.grid == 8 * first.nchunks and first.grid * first.block // 32 >= 64 * H200_SMS // 2
+    assert second.variant.entry == "split_final" and second.nchunks == first.nchunks and second.grid == 256
+    assert strategy.workspace_items == 256 * first.nchunks
+    frame = pass_frame_values(plan, first)
+    assert frame["_workspace"] == {"nchunks": first.nchunks, "chunk": first.chunk}
+    assert frame["_reduce_shape"]["red_extent"] == (32, 1024) and frame["_reduce_shape"]["red_ndim"] == 2
+    # enough tiles: one pass
+    _, plan = rplan(ssq, fake((16, 1024, 32, 1024)), axis=(0, 2))
+    assert reduction_strategy(plan, H200_SMS).kind == "cols"
+
+
+def test_two_pass_reduction_over_three_unmerged_axes(ssq):
+    _, plan = rplan(ssq, fake((4, 8, 4, 8, 4, 64)), axis=(1, 3, 5))
+    assert plan.rndim == 0 and plan.red == (64, 8, 8) and plan.inner_rows
+    strategy = reduction_strategy(plan, H200_SMS)
+    first, second = strategy.passes
+    assert strategy.kind == "inner" and strategy.workspace_items == 64 * 64
+    assert first.variant == VariantKey("rows", "int64", 1, 4) and first.nchunks == 1 and first.chunk == 64
     shape = first.shape
-    assert shape.out_size == 64 * 64 * 256 and shape.red_size == 256 and shape.red == (256,)
-    assert shape.kept == (256, 64, 64)  # the outer reduced dim innermost: partial o * 256 + s
-    assert shape.in_strides["x"] == ((256 * 64 * 256 * 4 // 256, 1024, 256 * 64 * 256 * 4), (4,))
-    assert shape.out_strides["y"] == (0, 4, 256)
-    assert second.variant.entry == "split_final" and second.nchunks == 256 and second.shape is None
-    assert second.grid == 64 * 64 and second.block == 256
+    assert shape.out_size == 64 * 64 and shape.red_size == 64 and shape.red == (64,)
+    assert shape.kept == (8, 8, 4, 4, 4)  # the outer reduced dims innermost: partial o * 64 + s
+    assert second.variant.entry == "split_final" and second.nchunks == 64 and second.shape is None
 
 
 def test_two_pass_reduction_frames(ssq):
-
-    _, plan = rplan(ssq, fake((3, 40, 5, 48)), axis=(1, 3), keepdims=True)
+    _, plan = rplan(ssq, fake((3, 4, 5, 6, 2, 48)), axis=(1, 3, 5), keepdims=True)
     first, second = reduction_strategy(plan, H200_SMS).passes
     v1, v2 = pass_frame_values(plan, first), pass_frame_values(plan, second)
-    assert v1["_reduce_shape"]["out_size"] == 15 * 40 and v1["_reduce_shape"]["kept_extent"] == (40, 5, 3)
+    assert v1["_reduce_shape"]["out_size"] == 30 * 24 and v1["_reduce_shape"]["kept_extent"] == (6, 4, 2, 5, 3)
     assert v1["_reduce_shape"]["red_extent"] == (48,) and v1["_reduce_shape"]["red_ndim"] == 1
-    assert v2["_reduce_shape"]["out_size"] == 15 and v2["_reduce_shape"]["kept_extent"] == (5, 3)
-    assert v2["_workspace"] == {"nchunks": 40, "chunk": 48}
+    assert v2["_reduce_shape"]["out_size"] == 30 and v2["_reduce_shape"]["kept_extent"] == (2, 5, 3)
+    assert v2["_workspace"] == {"nchunks": 24, "chunk": 48}
 
 
 def test_unmerged_reductions_that_keep_one_pass(ssq):
-    # the innermost reduced axis is not contiguous (axes (0, 2)): pass 1 would read across rows
+    # two reduced dims: one pass, whichever is contiguous
     _, plan = rplan(ssq, fake((6, 40, 5, 48)), axis=(0, 2))
-    assert plan.rndim == 0 and not plan.inner_rows and reduction_strategy(plan, H200_SMS).kind == "rows"
+    assert plan.rndim == 0 and not plan.inner_rows and reduction_strategy(plan, H200_SMS).kind.startswith("cols")
     # a short innermost reduced axis
-    _, plan = rplan(ssq, fake((64, 256, 64, 8)), axis=(1, 3))
+    _, plan = rplan(ssq, fake((4, 8, 4, 64, 4, 8)), axis=(1, 3, 5))
     assert not plan.inner_rows
     # map_expr reads the index within the reduced row
     k = kspec.ReductionKernel("T x", "T y", "x * _J", "a + b", "y = a", "0", "uses_j")
-    _, plan = rplan(k, fake((4, 32, 4, 32)), axis=(1, 3))
+    _, plan = rplan(k, fake((4, 8, 4, 8, 4, 32)), axis=(1, 3, 5))
     assert not plan.inner_rows
     # merged reduced axes stay one pass
     _, plan = rplan(ssq, fake((6, 40, 5, 48)), axis=(1, 2, 3))

@@ -320,6 +320,30 @@ def test_raw_input_out_of_bounds_raises_on_the_cpu_device(on_cpu_device):
     check(k(x, np.arange(5.0), axis=0), np.full(5, 1.0 + 2 + 3 + 4), 1e-12)  # in bounds: it runs on
 
 
+# -- axes that do not merge, at sizes that take each path ---------------------------------------------------
+# (on an H200: cols split, cols, the two-dim rows path vectorised and not, and its split; the CPU device runs
+# the same plans through its own entries)
+
+UNMERGED = [
+    ((64, 8, 32, 16), (0, 2)),  # 4 tiles of 32 outputs: the cols split
+    ((4, 40, 5, 48), (0, 2)),  # cols, one pass
+    ((8, 64, 8, 64), (1, 3)),  # two reduced dims, inner extent a multiple of 4: vector loads
+    ((8, 63, 8, 61), (1, 3)),  # ... and not: scalar loads
+    ((16, 2048, 2, 64), (1, 3)),  # few outputs, long rows: the split over the two-dim entry
+    ((48, 5, 3, 36), (0, 3)),  # R K R after merging
+]
+
+
+@pytest.mark.parametrize("shape, axis", UNMERGED, ids=str)
+def test_unmerged_axes(xp, shape, axis):
+    rng = np.random.default_rng(310)
+    h = rand(rng, shape, np.float32)
+    x = xp.asarray(h)
+    check(xp.asnumpy(sum_sq()(x, axis=axis)), np.sum(wide(h) ** 2, axis=axis), 1e-4)  # float32 sums of 2**17
+    # no identity: every partial of a split must hold a value
+    np.testing.assert_array_equal(xp.asnumpy(max_no_identity()(x, axis=axis)), h.max(axis=axis))
+
+
 # -- no identity -----------------------------------------------------------------------------------------------
 
 

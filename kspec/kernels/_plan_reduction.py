@@ -70,7 +70,7 @@ class ReductionPlan(NamedTuple):
     out_strides: dict[str, tuple[int, ...]]  # output -> kept strides
     raw: dict[str, RawLayout]
     rndim: int  # 1: one reduced dim; 0 (DYNAMIC_NDIM): several
-    contiguous_cols: bool  # the innermost kept dim is contiguous in every array input: the cols layout fits
+    contiguous_cols: bool  # the innermost kept dim is contiguous in every array input, the reduced dims outer
     inner_rows: bool = False  # several reduced dims, the innermost contiguous: two passes fit (see below)
 
 
@@ -148,16 +148,18 @@ def plan_reduction(
         n: (tuple(reversed(kept_str[i])), tuple(reversed(red_str[i]))) for i, n in enumerate(in_names)
     }
     out_strides = {n: tuple(reversed(kept_str[n_in + j])) for j, n in enumerate(out_names)}
-    contiguous_cols = bool(kept_ext) and rndim == 1 and all(
+    # the innermost kept dim contiguous and every reduced dim outside it, in every input: the cols layout
+    contiguous_cols = bool(kept_ext) and all(
         in_strides[n][0][0] == dtypes.BY_NAME[bound.dtypes[n]].itemsize
-        and abs(in_strides[n][1][0]) > in_strides[n][0][0]
+        and all(abs(r) > in_strides[n][0][0] for r in in_strides[n][1])
         for n in in_names
     )
-    # Reduced dims that do not merge, the innermost contiguous in every input and long enough to be worth a
-    # pass of its own: reduction_strategy's "inner" strategy. Not when map_expr can see the row index (_J)
-    # or the output count (_out_ind), which pass 1 would change, nor with raw parameters.
+    # Three or more reduced dims that do not merge, the innermost contiguous in every input and long enough
+    # to be worth a pass of its own: reduction_strategy's "inner" strategy (two reduced dims run in one
+    # pass: the templates split their index with a multiply-shift). Not when map_expr can see the row index
+    # (_J) or the output count (_out_ind), which pass 1 would change, nor with raw parameters.
     inner_rows = (
-        rndim == DYNAMIC_NDIM
+        len(red_ext) > 2
         and red_size > 0
         and red_ext[-1] >= INNER_MIN_ROW
         and len(kept_ext) + len(red_ext) - 1 <= MAX_NDIM
@@ -213,7 +215,7 @@ class Strategy(NamedTuple):
 
     passes: tuple[Pass, ...]
     workspace_items: int = 0
-    kind: str = "rows"  # "rows", "cols", "split", "inner", or "none"
+    kind: str = "rows"  # "rows", "cols", "cols split", "split", "inner", or "none"
 
 
 # Shape classes (kspec/render/_abi.py describes the entries):
@@ -240,20 +242,10 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
 
     if plan.inner_rows:
         return _inner(plan, sm_count, block, rows_variant=next(v for v in variants if v.entry == "rows" and v.ndim == 1))
+    group = _row_group(plan, vec, sm_count)
 
     if plan.contiguous_cols and plan.out_size >= 32 and red >= 2:
-        cols = next(v for v in variants if v.entry == "cols")
-        grid = min(-(-plan.out_size // 32), MAX_GRID)
-        cap = COLS_MAX_WARPS if _acc_bytes_at_most(plan) <= COLS_WIDE_ACC else COLS_WIDE_WARPS
-        if block_size is not None:
-            warps = block // 32
-        else:
-            # 32 outputs per block: with few outputs, more warps per block split each row so that one wave
-            # fills the device (axis=0 of a 16384^2 matrix: 512 blocks of 8 warps fill half of an H200; of
-            # 16 warps, 4 per SM, all of it)
-            warps = max(block // 32, WARPS_PER_SM // -(-grid // sm_count))
-        warps = max(1, min(cap, warps, -(-red // (2 * REDUCE_UNROLL))))
-        return Strategy((Pass(cols, grid, 32 * warps),), kind="cols")
+        return _cols(plan, sm_count, block, block_size is not None)
 
     if red >= SPLIT_MIN_ROW and plan.out_size < target_blocks:
         nchunks_wanted = max(2, -(-target_blocks // plan.out_size))
@@ -268,11 +260,35 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
             second = Pass(final, min(plan.out_size, MAX_GRID), block, nchunks=nchunks, chunk=chunk)
             return Strategy((first, second), workspace_items=segments, kind="split")
 
-    return Strategy((_rows_pass(rows_variant, plan.out_size, red, vec, block, sm_count),), kind="rows")
+    return Strategy((_rows_pass(rows_variant, plan.out_size, red, vec, block, sm_count, group=group),), kind="rows")
 
 
-def _rows_pass(variant: VariantKey, out_size: int, red: int, vec: int, block: int, sm_count: int, **extra: object) -> Pass:
-    """A ``rows`` launch over ``out_size`` rows of ``red`` elements: the group size for the row length."""
+def _row_group(plan: ReductionPlan, vec: int, sm_count: int) -> int | None:
+    """Two reduced dims whose inner one is at most 32 vectors long (axes (1, 3) of (1024, 16, 256, 16)),
+    with outputs enough to fill the device that way: a group of exactly that many lanes, each lane walking
+    the outer reduced dim at one position of the inner row, so that a warp reads the rows of adjacent
+    outputs, adjacent in memory, whole instead of 64-byte pieces of rows far apart (see
+    benchmarks/layouts.py --sweep); None: :func:`_rows_pass` sizes the group by the row length."""
+    if len(plan.red) != 2 or plan.red[0] % vec:
+        return None
+    lanes = plan.red[0] // vec
+    if lanes > 32 or lanes & (lanes - 1) or plan.out_size * lanes < sm_count * WARPS_PER_SM * 32:
+        return None
+    return lanes
+
+
+def _rows_pass(variant: VariantKey, out_size: int, red: int, vec: int, block: int, sm_count: int,
+               group: int | None = None, **extra: object) -> Pass:
+    """A ``rows`` launch over ``out_size`` rows of ``red`` elements: the group size for the row length,
+    unless ``group`` is given."""
+    if group is None:
+        group = _group_for_row(red, vec, block)
+    per_block = block // group
+    grid = max(1, min(-(-out_size // per_block), sm_count * 32, MAX_GRID))
+    return Pass(variant, grid, block, group=group, chunk=red, **extra)  # type: ignore[arg-type]
+
+
+def _group_for_row(red: int, vec: int, block: int) -> int:
     vectors = -(-max(red, 1) // vec)
     if vectors <= SHORT_ROW * REDUCE_UNROLL:
         # a group small enough that each lane has REDUCE_UNROLL vectors in flight (rows of 16 float32: one
@@ -281,13 +297,50 @@ def _rows_pass(variant: VariantKey, out_size: int, red: int, vec: int, block: in
         group = 1
         while group * REDUCE_UNROLL < vectors:
             group *= 2
-    elif red <= 4096:
-        group = 32
+        return group
+    return 32 if red <= 4096 else block
+
+
+COLS_MIN_CHUNK = 16  # reduced elements per warp of a cols split block, at least: 4 rounds of 4 loads each
+# the runtime-rank cols entry's block, at most, in warps: its registers do not allow 1024 threads everywhere
+COLS_RUNTIME_RANK_WARPS = 16
+
+
+def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool) -> Strategy:
+    """32 adjacent outputs per block, the warps of a block splitting their rows; when the tiles of 32
+    outputs are too few to fill the device with warps, the rows split over several blocks too (a workspace
+    of partials and ``split_final``): axes (0, 2) of a (1024, 16, 32, 16) array has 8 tiles of 32k elements."""
+    variants = plan.specialization.variants
+    cols = next(v for v in variants if v.entry == "cols" and v.ndim == plan.rndim)
+    red = plan.red_size
+    tiles = -(-plan.out_size // 32)
+    cap = COLS_MAX_WARPS if _acc_bytes_at_most(plan) <= COLS_WIDE_ACC else COLS_WIDE_WARPS
+    if plan.rndim != 1:
+        cap = min(cap, COLS_RUNTIME_RANK_WARPS)
+    if block_given:
+        warps = block // 32
     else:
-        group = block
-    per_block = block // group
-    grid = max(1, min(-(-out_size // per_block), sm_count * 32, MAX_GRID))
-    return Pass(variant, grid, block, group=group, chunk=red, **extra)  # type: ignore[arg-type]
+        # 32 outputs per block: with few outputs, more warps per block split each row so that one wave
+        # fills the device (axis=0 of a 16384^2 matrix: 512 blocks of 8 warps fill half of an H200; of
+        # 16 warps, 4 per SM, all of it)
+        warps = max(block // 32, WARPS_PER_SM // -(-min(tiles, MAX_GRID) // sm_count))
+    warps = max(1, min(cap, warps, -(-red // (2 * REDUCE_UNROLL))))
+    wanted = WARPS_PER_SM * sm_count  # warps that fill the device
+    if tiles * warps < wanted // 2:
+        nchunks = -(-wanted // (tiles * warps))
+        chunk = max(-(-red // nchunks), COLS_MIN_CHUNK * warps)
+        nchunks = -(-red // chunk)
+        if nchunks > 1:
+            final = next(v for v in variants if v.entry == "split_final")
+            first = Pass(cols, min(tiles * nchunks, MAX_GRID), 32 * warps, nchunks=nchunks, chunk=chunk)
+            second = Pass(final, min(plan.out_size, MAX_GRID), _final_block(block, nchunks), nchunks=nchunks, chunk=chunk)
+            return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
+    return Strategy((Pass(cols, min(tiles, MAX_GRID), 32 * warps, chunk=red),), kind="cols")
+
+
+def _final_block(block: int, nchunks: int) -> int:
+    """split_final's block: a thread per partial, in whole warps, at most ``block``."""
+    return min(block, max(32, -(-nchunks // 32) * 32))
 
 
 def _inner(plan: ReductionPlan, sm_count: int, block: int, rows_variant: VariantKey) -> Strategy:
@@ -313,8 +366,7 @@ def _inner(plan: ReductionPlan, sm_count: int, block: int, rows_variant: Variant
     vec = plan.specialization.vec
     first = _rows_pass(rows_variant, pass1_shape.out_size, plan.red[0], vec, block, sm_count, shape=pass1_shape)
     final = next(v for v in plan.specialization.variants if v.entry == "split_final")
-    final_block = min(block, max(32, -(-nchunks // 32) * 32))  # a thread per partial, in whole warps
-    second = Pass(final, min(plan.out_size, MAX_GRID), final_block, nchunks=nchunks, chunk=plan.red[0])
+    second = Pass(final, min(plan.out_size, MAX_GRID), _final_block(block, nchunks), nchunks=nchunks, chunk=plan.red[0])
     return Strategy((first, second), workspace_items=pass1_shape.out_size, kind="inner")
 
 

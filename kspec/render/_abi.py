@@ -15,12 +15,13 @@ Entry points and their slots, parameters in declaration order (inputs, then outp
 * elementwise ``strided<I, NDIM>`` and ``tiled<I, NDIM>``: shape; then strided_array / scalar / raw_view.
 * reduction ``rows<I, R, VEC>``: reduce_shape, group; inputs: reduce_array / scalar / raw_view; outputs:
   strided_array with NDIM 0 (strides over the kept dims) / raw_view; workspace.
-* reduction ``cols<I, R>``: reduce_shape; inputs and outputs as rows (no group, no workspace).
+* reduction ``cols<I, R>``: reduce_shape; inputs and outputs as rows (no group); workspace.
 * reduction ``split_final<I>``: reduce_shape (R = 1; only out_size, red_size and the kept dims are read);
   scalar and raw inputs only (it reads the workspace, not the array inputs); outputs as rows; workspace.
 
 The module's variants (:mod:`kspec.render._variants`) are a trimmed set of instantiations: today contig is
-int64 only, strided is int32 with NDIM 2 or 0 plus int64 with NDIM 0, reductions are int64 only. Pick among
+int64 only, strided is int32 with NDIM 2 or 0 plus int64 with NDIM 0, reductions are int64 only (rows
+with R 1 or 0, cols with R 0). Pick among
 ``RenderedModule.variants``; never assume a variant exists.
 
 How the launcher picks a variant
@@ -28,10 +29,12 @@ How the launcher picks a variant
 Index: int32 when the loop size and every array operand's reachable byte offset
 ``sum((extent-1) * |stride|)`` are below 2**31, and ``gridDim.x * blockDim.x < 2**31``; else int64.
 
-Vector width needs no choice: the one ``contig`` variant, and the ``rows`` variant with R = 1, carry
-``vec`` = :attr:`Specialization.vec` and test alignment themselves (every array operand 16-byte aligned;
-for a reduction row also a reduced stride equal to the item size and a chunk start that is a multiple of
-vec), falling back to scalar loads. Any pointer may be passed to any variant.
+Vector width needs no choice: the one ``contig`` variant and the ``rows`` variants carry ``vec`` =
+:attr:`Specialization.vec` and test alignment themselves (every array operand 16-byte aligned; for a
+reduction row also an innermost reduced stride equal to the item size and a chunk start that is a multiple
+of vec; with two reduced dims also an inner extent and a chunk end that are multiples of vec, and an outer
+stride that is a multiple of 16 bytes), falling back to scalar loads. Any pointer may be passed to any
+variant.
 
 Elementwise, after merging dims (``reduce_dims``): ``contig`` when every non-raw array operand (inputs that
 are not scalars, and outputs) is C-contiguous over the loop shape (no broadcasting). Otherwise ``strided``
@@ -48,7 +51,8 @@ kernel applies that rule per operand itself): blockDim.x = 256 exactly, grid: an
 ``(x.T - y)^2`` over (2^14, 2^14) float32 at 0.89 of copy (strided: 0.46).
 
 Reduction, with kept axes outer and reduced axes inner (logically, by strides): R = 1 when the reduced
-dims merge into one (any stride), else 0 (runtime, <= 16 reduced dims).
+dims merge into one (any stride), else 0 (runtime, <= 16 reduced dims; two reduced dims, the case of
+4-d arrays reduced over axes that do not merge, take a path of their own inside: no division per element).
 
 * ``rows`` reduces *segments*: segment ``seg`` is chunk ``s = seg % nchunks`` of output ``o = seg //
   nchunks``, i.e. row elements ``[s*chunk, min((s+1)*chunk, red_size))``. ``group`` lanes reduce one
@@ -57,15 +61,19 @@ dims merge into one (any stride), else 0 (runtime, <= 16 reduced dims).
   segments). Plain reduction: workspace ``{ptr: 0, nchunks: 1, chunk: red_size}``; the groups write the
   outputs. With a workspace pointer, segment ``seg`` writes partial ``seg`` instead (any nchunks).
 * ``cols``: when the inputs' innermost kept dim is the contiguous one (``axis=0`` of a C-contiguous
-  matrix): lane l of each warp takes output ``o0 + l``, the warps of the block split the row. blockDim.x in
-  {32, 64, ..., 1024} (at most COLS_MAX_WARPS = 32 warps, 8 for an opaque reduce type: static shared
-  memory); grid: any.
+  matrix, axes (0, 2) of a 4-d one): lane l of each warp takes output ``o0 + l``, the warps of the block
+  split the row. blockDim.x in {32, 64, ..., 1024} (at most COLS_MAX_WARPS = 32 warps, 8 for an opaque
+  reduce type: static shared memory); grid: any. Segments as in rows, over tiles of 32 outputs: segment
+  ``seg`` is chunk ``seg % nchunks`` of tile ``seg // nchunks``. Plain: workspace ``{0, 1, red_size}``.
+* cols split (too few tiles of 32 outputs to fill the device): pass 1 is ``cols`` with a workspace and
+  ``nchunks > 1`` (every chunk non-empty); lane l of a segment writes partial ``(o0 + l) * nchunks + s``,
+  the split layout; pass 2 is ``split_final``.
 * split (few outputs with long rows, e.g. a full reduction), two launches, no atomics: pass 1 is ``rows``
   with ``group == blockDim.x``, a real workspace, ``chunk`` (a multiple of vec, or it loads scalars) and
   ``nchunks = ceil(red_size / chunk) > 1``, so every chunk is non-empty (identity None needs that); it
   writes partial ``seg`` instead of an output. Pass 2 is ``split_final`` with the same workspace (one block
   per output, grid-stride; blockDim.x a multiple of 32), which merges each output's partials and writes it.
-* inner (reduced dims that do not merge, the innermost contiguous): pass 1 is ``rows`` with R = 1 over the
+* inner (three or more reduced dims that do not merge, the innermost contiguous): pass 1 is ``rows`` with R = 1 over the
   innermost reduced dim, the outer reduced dims prepended to the kept dims (innermost), nchunks 1 and a
   workspace, so that its segment ``o * R + s`` writes the split layout; pass 2 is ``split_final`` with
   ``nchunks = R`` = the product of the outer reduced extents.
@@ -196,8 +204,7 @@ def _reduction_slots(v: VariantKey, operands: tuple[Operand, ...]) -> list[Slot]
             slots.append(_param_slot(op, "strided_array", strided_array_layout(_c_type(op), DYNAMIC_NDIM, v.index)))
         elif not (final and op.is_array):  # pass 2 reads the workspace, not the array inputs
             slots.append(_param_slot(op, "reduce_array", reduce_array_layout(_c_type(op), v.ndim, v.index)))
-    if v.entry != "cols":
-        slots.append(Slot("workspace", workspace_layout(v.index)))
+    slots.append(Slot("workspace", workspace_layout(v.index)))
     return slots
 
 

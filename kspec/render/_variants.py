@@ -116,13 +116,16 @@ def elementwise_variants(vec: int, tiled: bool = False) -> tuple[VariantKey, ...
 
 @lru_cache(maxsize=None)
 def reduction_variants(vec: int) -> tuple[VariantKey, ...]:
-    """The instantiations of a reduction module: 64-bit only (their inner loops divide nothing except in
-    the rare runtime-rank path, and each reduction instantiation costs ~30 ms of NVRTC time); the one-
-    reduced-dim rows entry vectorises by itself when a row allows it."""
+    """The instantiations of a reduction module: 64-bit only (their inner loops divide nothing: two
+    reduced dims split their index with a multiply-shift, more unravel; each reduction instantiation costs
+    ~30 ms of NVRTC time); the rows entries vectorise by themselves when a row allows it. cols has its own
+    one-reduced-dim instantiation (axis=0 of a matrix): the runtime-rank one (axes (0, 2) of a 4-d array)
+    needs more registers, which cost the one-dim case a quarter of its bandwidth when it served both."""
     return (
         VariantKey("rows", "int64", 1, vec),
-        VariantKey("rows", "int64", DYNAMIC_NDIM, 1),
+        VariantKey("rows", "int64", DYNAMIC_NDIM, vec),
         VariantKey("cols", "int64", 1, 1),
+        VariantKey("cols", "int64", DYNAMIC_NDIM, 1),
         VariantKey("split_final", "int64", 0, 1),
     )
 
