@@ -137,7 +137,7 @@ def sweep_shape(cp: Any, l2: Any, cl2: Any, shape: tuple[int, ...], reps: int) -
     x = cp.random.standard_normal(shape, dtype=cp.float32)
     dst = cp.empty_like(x)
     copy = 2 * x.nbytes / time_ms(cp, lambda: cp.cuda.runtime.memcpyAsync(dst.data.ptr, x.data.ptr, x.nbytes, 3, 0), 3, reps) / 1e6
-    del dst
+    dst = None  # freed before the reductions run
     rows = []
     for axes in SWEEP_AXES:
         nbytes = x.nbytes + 4 * math.prod(n for a, n in enumerate(shape) if a not in axes)
