@@ -65,12 +65,22 @@ def _out_given(lib: Any, a: list[Any]) -> Callable[[], Any]:
 
 def _raw(lib: Any, a: list[Any]) -> Callable[[], Any]:
     out = lib.empty((1000,), F32)
-    return lambda: (_triple_raw((8,), (128,), (a[0], out, np.int32(1000))), out)[1]
+
+    def call() -> Any:
+        _triple_raw((8,), (128,), (a[0], out, np.int32(1000)))
+        return out
+
+    return call
 
 
 def _jit(lib: Any, a: list[Any]) -> Callable[[], Any]:
     out = lib.empty((1000,), F32)
-    return lambda: (_jit_saxpy[8, 128](a[0], a[1], out, np.int32(1000)), out)[1]
+
+    def call() -> Any:
+        _jit_saxpy[8, 128](a[0], a[1], out, np.int32(1000))
+        return out
+
+    return call
 
 
 CASES = [
@@ -95,6 +105,21 @@ CASE_IDS = [case.name for case in CASES]
 # (the stream the capture will use), records ``call()``, and returns a function that replays the graph and
 # waits for it, and the array ``call()`` returned while capturing.
 CaptureStyle = Callable[[Callable[[], Any]], tuple[Callable[[], None], Any]]
+
+
+def kspec_capture(call: Callable[[], Any]) -> tuple[Callable[[], None], Any]:
+    """kspec's own capture style: warm on the stream, record with ``kspec.capture``, replay with ``launch()``."""
+    stream = kspec.Stream(non_blocking=True)
+    with stream:
+        call()
+    with kspec.capture(stream) as graph:
+        result = call()
+
+    def replay() -> None:
+        graph.launch()
+        stream.synchronize()
+
+    return replay, result
 
 
 def write(lib: Any, array: Any, host: np.ndarray) -> None:

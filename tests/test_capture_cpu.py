@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import test_runtime_launch_cpu as launch_cpu
-from capture_cases import CASE_IDS, CASES, check_case, host_of, many_small_calls, write
+from capture_cases import CASE_IDS, CASES, check_case, host_of, kspec_capture, many_small_calls, write
 from device_arrays import ArrayLibrary
 from fake_driver import fake_array
 
@@ -17,21 +17,6 @@ from kspec.kernels import _loaded
 from kspec.runtime import _host_driver
 
 fake = launch_cpu.fake  # noqa: F811  (the fixture: the fake driver)
-
-
-def kspec_capture(call):
-    """kspec's own capture style: warm on the stream, record, replay with ``graph.launch()``."""
-    stream = kspec.Stream(non_blocking=True)
-    with stream:
-        call()
-    with kspec.capture(stream) as graph:
-        result = call()
-
-    def replay() -> None:
-        graph.launch()
-        stream.synchronize()
-
-    return replay, result
 
 
 @pytest.fixture(params=["kspec", "numpy"])
