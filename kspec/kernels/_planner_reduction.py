@@ -56,7 +56,8 @@ def _reduce_itemsize(loaded: _loaded.LoadedKernel, variant: VariantKey, stream: 
         return item.itemsize
     if loaded.reduce_itemsize is not None:
         return loaded.reduce_itemsize
-    refuse_while_capturing(stream, kernel_label(loaded.interface.name), "read its partials' size from the device (a copy to the host) on a first call")
+    refuse_while_capturing(stream, kernel_label(loaded.interface.name),
+                           "read its partials' size from the device (a copy to the host) on a first call")  # fmt: skip
     module = loaded.module(variant, stream)
     found = module.global_symbol(item.symbol)
     assert found is not None, item.symbol

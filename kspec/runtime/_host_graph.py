@@ -100,7 +100,7 @@ class HostCapture:
                 f"the CPU device cannot capture a launch of {fn.name!r}: its module does not say its parameter sizes"
             )
         pointers = (ctypes.c_void_p * len(sizes)).from_address(params) if sizes else ()
-        values = [ctypes.create_string_buffer(ctypes.string_at(pointers[i], size), max(size, 1))
+        values = [ctypes.create_string_buffer(ctypes.string_at(pointers[i] or 0, size), max(size, 1))
                   for i, size in enumerate(sizes)]  # fmt: skip
         frame = (ctypes.c_void_p * max(len(sizes), 1))(*[ctypes.addressof(v) for v in values])
         graph.ops.append(("launch", (fn, grid, block, shared, frame, values)))
