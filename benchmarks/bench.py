@@ -3,6 +3,7 @@
 Run on the GPU machine::
 
     python3 benchmarks/bench.py [--out DIR] [--quick] [--only SUBSTR] [--list] [--log2n 28]
+    python3 benchmarks/bench.py --only capture    # the CUDA-graph rows only (benchmarks/_capture.py)
 
 (``--list`` prints the case labels that ``--only`` matches; ``--log2n`` shrinks every case for a trial run.)
 
@@ -32,7 +33,8 @@ numbers) and ``bench.png`` (needs matplotlib; skipped with a message without it)
 # This file is the entry point; the parts live next to it: _settings.py (the command line's settings, passed
 # to every part), _kernels.py (the kernel pairs), _check.py (data and the check against CuPy), _cases.py (the
 # cases and their targets), _timing.py (CUDA-event timing, the copy ceiling, running a case), _host_cost.py
-# (host cost per call), _report.py (tables, bench.json, bench.png).
+# (host cost per call), _capture.py (100 small calls eager and replayed from CUDA graphs), _report.py (tables,
+# bench.json, bench.png).
 
 from __future__ import annotations
 
@@ -70,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
     settings = Settings.from_options(opts)
     sys.path.insert(0, str(REPO))  # the working tree's kspec, installed or not (imported by the parts below)
+    from _capture import ROWS as CAPTURE_ROWS, print_capture, run_capture
     from _cases import all_cases, reduction_accelerators
     from _host_cost import BATCHES, HOST_ROWS, run_host_cost
     from _report import fmt, gbps, print_tables, versions, write_json, write_png
@@ -81,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             print(c.label)
         for row in HOST_ROWS:
             print(f"host cost: {row}")
+        for row in CAPTURE_ROWS:
+            print(row)
         return 0
     reps, warmup = settings.reps, settings.warmup
 
@@ -126,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
         host = {"rows": [], "calls": settings.host_calls, "batches": BATCHES,
                 "notes": [f"host cost failed: {short_error(exc)}"]}
 
+    try:
+        info["capture"] = run_capture(settings.selects)
+    except Exception as exc:
+        traceback.print_exc()
+        info["capture"] = {"rows": [], "calls": 0, "elements": 0, "error": short_error(exc)}
+
     release()
     info["copy_end"] = measure_copy(settings.copy_bytes, warmup, copy_reps)
     release()
@@ -138,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         print(f"bench.png failed: {short_error(exc)}")
     print_tables(info, results, host)
+    print_capture(info["capture"])
     print(f"\nwrote {out_dir / 'bench.json'}; {info['wall_s']:.0f} s in all")
     return 0
 

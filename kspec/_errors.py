@@ -250,6 +250,13 @@ class LaunchError(KspecError, RuntimeError):
     """The driver refused a launch, a module load or a memory operation."""
 
 
+class CaptureError(KspecError, RuntimeError):
+    """A call cannot be recorded into a CUDA graph: its kernel would compile or load its module (its first
+    call with these argument types, or on this device) while the stream it launches on is capturing, or a
+    capture (:func:`kspec.capture`) was misused. Raised before anything runs; the message names the kernel
+    and says what to do (call it once before capturing)."""
+
+
 class NoDeviceError(KspecError, RuntimeError):
     """No CUDA driver or device is available; the message says what was looked for."""
 

@@ -33,6 +33,8 @@ class FakeDriver:
         self.current = 0x1000
         self.fail_next: list[int] = []
         self.occupancy = 2
+        self.capturing: set[int] = set()  # stream handles cuStreamIsCapturing reports as capturing
+        self.capture_queries = 0
 
     def __getattr__(self, name: str):  # enums and handle types come from the real bindings
         return getattr(cu_real, name)
@@ -121,6 +123,12 @@ class FakeDriver:
 
     def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, fn, threads, shared):
         return (R.CUDA_SUCCESS, self.occupancy)
+
+    # graph capture: a first call checks its launch stream (tests mark streams capturing in `capturing`)
+    def cuStreamIsCapturing(self, stream):
+        self.capture_queries += 1
+        active = int(stream) in self.capturing
+        return (R.CUDA_SUCCESS, cu_real.CUstreamCaptureStatus(1 if active else 0))
 
     # events: a stream waiting on another's work
     def cuEventCreate(self, flags):

@@ -18,7 +18,7 @@ from .._errors import LaunchError, kernel_label
 from ..render import ModuleInterface, Specialization, VariantKey, module_interface
 # the per-variant compile, shared with `kspec warm` (kspec/compiler/_specialization.py)
 from ..compiler import compile_program, record_load, specialization_label
-from ..runtime import Device, LoadedModule
+from ..runtime import Device, LoadedModule, refuse_while_capturing
 
 _lock = threading.RLock()
 _interfaces: dict[str, ModuleInterface] = {}
@@ -45,14 +45,20 @@ class LoadedKernel:
         self._whole = whole  # the precompiled module with every variant, when there is one
         self._modules: dict[VariantKey, tuple[LoadedModule, Mapping[str, str]]] = {}
         self.functions: dict[VariantKey, Any] = {}
+        self.reduce_itemsize: int | None = None  # a reduction's partial size where only the binary says it
 
-    def module(self, variant: VariantKey) -> LoadedModule:
+    def module(self, variant: VariantKey, stream: int | None = None) -> LoadedModule:
         """The loaded module holding ``variant``'s entry point (compiled and loaded on first use)."""
-        return self._module_and_names(variant)[0]
+        return self._module_and_names(variant, stream)[0]
 
-    def function(self, variant: VariantKey) -> Any:
+    def function(self, variant: VariantKey, stream: int | None = None) -> Any:
+        """``variant``'s entry point, resolved once. ``stream``: the launch stream of the call that asks; a
+        first resolution while it captures a CUDA graph raises :class:`kspec.CaptureError` before anything
+        compiles or loads."""
         fn = self.functions.get(variant)
         if fn is None:
+            if stream is not None:
+                refuse_while_capturing(stream, kernel_label(self.interface.name))
             module, lowered = self._module_and_names(variant)
             expression = self.interface.variants[variant]
             fn = module.function(lowered[expression])
@@ -61,11 +67,13 @@ class LoadedKernel:
             self.functions[variant] = fn
         return fn
 
-    def _module_and_names(self, variant: VariantKey) -> tuple[LoadedModule, Mapping[str, str]]:
+    def _module_and_names(self, variant: VariantKey, stream: int | None = None) -> tuple[LoadedModule, Mapping[str, str]]:
         if self._whole is not None:
             return self._whole
         found = self._modules.get(variant)
         if found is None:
+            if stream is not None:
+                refuse_while_capturing(stream, kernel_label(self.interface.name))
             with _lock:
                 found = self._modules.get(variant)
                 if found is None:
@@ -76,13 +84,18 @@ class LoadedKernel:
         return found
 
 
-def loaded_kernel(specialization: Specialization, device_id: int, binaries: Any = None) -> LoadedKernel:
+def loaded_kernel(specialization: Specialization, device_id: int, binaries: Any = None,
+                  stream: int | None = None) -> LoadedKernel:  # fmt: skip
     """``specialization`` on a device, once: from ``binaries`` (a BinaryStore) when it has a binary for the
-    device (loaded whole), else each variant compiled (or fetched from the binary cache) on first use."""
+    device (loaded whole), else each variant compiled (or fetched from the binary cache) on first use.
+    ``stream``: the launch stream of the call that asks; a first load while it captures a CUDA graph raises
+    :class:`kspec.CaptureError` before anything loads."""
     key = (specialization.key, device_id)
     found = _loaded.get(key)
     if found is not None:
         return found
+    if stream is not None:
+        refuse_while_capturing(stream, kernel_label(specialization.spec.name))
     with _lock:
         found = _loaded.get(key)
         if found is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._errors import kernel_label
-from ..runtime import get_device
+from ..runtime import default_stream_getter, get_device, stream_handle
 from . import _loaded
 from ._bind import Bound, bind, texture_handles
 from ._frame import Frame
@@ -33,11 +33,18 @@ def prepare_elementwise(kernel: Any, args: tuple[Any, ...], stream: object, size
     device_id = bound.device_id if bound.device_id is not None else get_device().id
     steps = []
     if plan.variant is not None:
-        loaded = _loaded.loaded_kernel(plan.specialization, device_id, kernel._binaries)
+        handle = launch_stream(bound, stream, device_id)
+        loaded = _loaded.loaded_kernel(plan.specialization, device_id, kernel._binaries, handle)
         frame = Frame(loaded.interface.abi[plan.variant], frame_values(plan))
-        steps.append(Step(loaded.function(plan.variant), plan.grid(sm_count(device_id)), plan.block,
+        steps.append(Step(loaded.function(plan.variant, handle), plan.grid(sm_count(device_id)), plan.block,
                           kernel_label(kernel.name, plan.variant.entry), frame))  # fmt: skip
     return prepared_call(kernel, bound, device_id, steps, plan.allocate, plan.shape, 0, len(args), textures)
+
+
+def launch_stream(bound: Bound, stream: object, device_id: int) -> int:
+    """The handle of the stream the call launches on, chosen as its prepared call will choose it: what a
+    first call checks for a graph capture before it compiles or loads (:mod:`._loaded`)."""
+    return default_stream_getter(bound.library)(device_id) if stream is None else stream_handle(stream)
 
 
 def prepared_call(kernel: Any, bound: Bound, device_id: int, steps: list[Step], allocate: tuple[tuple[str, str], ...],

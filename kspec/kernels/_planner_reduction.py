@@ -11,13 +11,13 @@ import numpy as np
 
 from .._errors import kernel_label
 from ..render import VariantKey
-from ..runtime import device_array_from_pointer
+from ..runtime import device_array_from_pointer, refuse_while_capturing
 from . import _loaded
 from ._bind import bind
 from ._frame import Frame
 from ._launch_code import Step
 from ._plan_reduction import pass_frame_values, plan_reduction, reduction_strategy
-from ._planner import prepared_call
+from ._planner import launch_stream, prepared_call
 from ._prepared import PreparedCall, sm_count
 
 
@@ -35,26 +35,33 @@ def prepare_reduction(kernel: Any, args: tuple[Any, ...], stream: object, axis: 
     workspace = 0
     if plan.out_size:
         strategy = reduction_strategy(plan, sm_count(device_id))
-        loaded = _loaded.loaded_kernel(plan.specialization, device_id, kernel._binaries)
+        handle = launch_stream(bound, stream, device_id)
+        loaded = _loaded.loaded_kernel(plan.specialization, device_id, kernel._binaries, handle)
         if strategy.workspace_items:
-            workspace = strategy.workspace_items * _reduce_itemsize(loaded, strategy.passes[0].variant)
+            workspace = strategy.workspace_items * _reduce_itemsize(loaded, strategy.passes[0].variant, handle)
         for step in strategy.passes:
             frame = Frame(loaded.interface.abi[step.variant], pass_frame_values(plan, step))
-            steps.append(Step(loaded.function(step.variant), step.grid, step.block,
+            steps.append(Step(loaded.function(step.variant, handle), step.grid, step.block,
                               kernel_label(kernel.name, step.variant.entry), frame))  # fmt: skip
     return prepared_call(kernel, bound, device_id, steps, plan.allocate, plan.out_shape, workspace, len(args))
 
 
-def _reduce_itemsize(loaded: _loaded.LoadedKernel, variant: VariantKey) -> int:
+def _reduce_itemsize(loaded: _loaded.LoadedKernel, variant: VariantKey, stream: int) -> int:
     """The workspace bytes per partial, read (for a type only the compiler knows) from a global that every
-    binary of the module defines, here the one holding ``variant``."""
+    binary of the module defines, here the one holding ``variant``; read once per loaded kernel (a copy to
+    the host, which a graph capture on ``stream`` could not record)."""
     item = loaded.interface.reduce_item
     assert item is not None
     if item.itemsize is not None:
         return item.itemsize
-    module = loaded.module(variant)
+    if loaded.reduce_itemsize is not None:
+        return loaded.reduce_itemsize
+    refuse_while_capturing(stream, kernel_label(loaded.interface.name),
+                           "read its partials' size from the device (a copy to the host) on a first call")  # fmt: skip
+    module = loaded.module(variant, stream)
     found = module.global_symbol(item.symbol)
     assert found is not None, item.symbol
     size_align = device_array_from_pointer(found[0], found[1], np.uint64, (2,), module.device_id, None).get()
     size, align = int(size_align[0]), int(size_align[1])
-    return -(-size // align) * align
+    loaded.reduce_itemsize = -(-size // align) * align
+    return loaded.reduce_itemsize

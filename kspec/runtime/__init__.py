@@ -51,7 +51,9 @@ from ._stream import (
     default_stream_getter,
     default_stream_source,
     open_stream_blocks,
+    refuse_while_capturing,
     stream_handle,
+    stream_is_capturing,
 )
 from .._lazy import lazy_getattr
 
@@ -60,7 +62,7 @@ from .._lazy import lazy_getattr
 _LAZY = {
     "ChannelFormatDescriptor": "_channelformat", "CUDAArray": "_cudaarray", "DeviceGlobal": "_device_global",
     "dim3": "_launch_args", "Launcher": "_launcher", "ResourceDescriptor": "_texture", "SurfaceObject": "_texture",
-    "TextureDescriptor": "_texture", "TextureObject": "_texture",
+    "TextureDescriptor": "_texture", "TextureObject": "_texture", "Graph": "_graph", "capture": "_graph",
 }
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
@@ -76,6 +78,7 @@ __all__ = [
     "Device",
     "DeviceArray",
     "EXPORTED",
+    "Graph",
     "Launcher",
     "LoadedModule",
     "MemoryPool",
@@ -88,6 +91,7 @@ __all__ = [
     "array_dtype_ndim",
     "array_info",
     "asarray",
+    "capture",
     "check_same_device",
     "current_device_id",
     "current_stream",

@@ -24,6 +24,7 @@ from .._binfmt import EM_CUDA
 from .._digest import sha256_hex
 from .._errors import HostUnsupportedError, KernelFaultError, KernelIndexError, LaunchError
 from ._device_kind import HOST_DEVICE_ID
+from ._host_graph import HostCapture, HostGraph, HostGraphExec
 from ._host_module import HostFunction, HostModule
 
 
@@ -82,6 +83,7 @@ class HostDriver:
     CUmemAllocationType = SimpleNamespace(CU_MEM_ALLOCATION_TYPE_PINNED=1)
     CUmemAllocationHandleType = SimpleNamespace(CU_MEM_HANDLE_TYPE_NONE=0)
     CUmemLocationType = SimpleNamespace(CU_MEM_LOCATION_TYPE_DEVICE=1)
+    CUstreamCaptureMode = int  # the modes differ in what other threads may do; the host refuses nothing more
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -90,6 +92,7 @@ class HostDriver:
         self._handles = 0
         self._dir: str | None = None
         self.threads = worker_threads()
+        self._capture = HostCapture(self._free_now)  # graph capture: kspec/runtime/_host_graph.py
 
     # -- handles the runtime passes around --------------------------------------------------------------
 
@@ -163,7 +166,7 @@ class HostDriver:
         return (0, self._new_handle())
 
     def cuStreamSynchronize(self, stream: Any) -> tuple[int]:
-        return (0,)
+        return self._capture.synchronize(int(stream or 0)) if self._capture.capturing else (0,)
 
     def cuStreamDestroy(self, stream: Any) -> tuple[int]:
         return (0,)
@@ -192,6 +195,9 @@ class HostDriver:
         return (0, ptr)
 
     def cuMemFree(self, ptr: Any) -> tuple[int]:
+        return self._free_now(int(ptr))
+
+    def _free_now(self, ptr: int) -> tuple[int]:
         with self._lock:
             block = self._memory.pop(int(ptr), None)
             if block is not None:
@@ -199,10 +205,14 @@ class HostDriver:
         return (0,) if block is not None else (int(CUresult.CUDA_ERROR_INVALID_VALUE),)
 
     def cuMemAllocFromPoolAsync(self, nbytes: int, pool: Any, stream: Any) -> tuple[int, int]:
-        return self.cuMemAlloc(nbytes)
+        result = self.cuMemAlloc(nbytes)
+        if self._capture.capturing:  # on a capturing stream: the graph's memory
+            self._capture.allocated(int(stream or 0), result[1])
+        return result
 
     def cuMemFreeAsync(self, ptr: Any, stream: Any) -> tuple[int]:
-        return self.cuMemFree(ptr)
+        taken = self._capture.free(int(ptr), int(stream or 0))  # memory a graph holds is freed with the graph
+        return taken if taken is not None else self._free_now(int(ptr))
 
     def cuMemPoolCreate(self, props: Any) -> tuple[int, int]:
         return (0, self._new_handle())
@@ -221,16 +231,18 @@ class HostDriver:
             ctypes.memmove(int(dst), int(src), int(nbytes))
         return (0,)
 
-    def cuMemcpyHtoDAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[int]:
+    def _copy_on(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[int]:
+        graph = self._capture.capturing.get(int(stream or 0)) if self._capture.capturing else None
+        if graph is not None:
+            return self._capture.record(graph, "copy", int(dst), int(src), int(nbytes))
         return self._copy(dst, src, nbytes)
 
-    def cuMemcpyDtoHAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[int]:
-        return self._copy(dst, src, nbytes)
-
-    def cuMemcpyDtoDAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[int]:
-        return self._copy(dst, src, nbytes)
+    cuMemcpyHtoDAsync = cuMemcpyDtoHAsync = cuMemcpyDtoDAsync = _copy_on
 
     def cuMemsetD8Async(self, ptr: Any, value: int, nbytes: int, stream: Any) -> tuple[int]:
+        graph = self._capture.capturing.get(int(stream or 0)) if self._capture.capturing else None
+        if graph is not None:
+            return self._capture.record(graph, "memset", int(ptr), int(value), int(nbytes))
         if nbytes:
             ctypes.memset(int(ptr), int(value), int(nbytes))
         return (0,)
@@ -313,6 +325,10 @@ class HostDriver:
                 or int(shared) > attributes["CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"]):  # as a GPU refuses them
             return (int(CUresult.CUDA_ERROR_INVALID_VALUE),)
         address = (params.value or 0) if isinstance(params, ctypes.c_void_p) else int(params or 0)
+        if self._capture.capturing:  # a capturing stream records the launch (its parameter values copied)
+            graph = self._capture.capturing.get(int(stream or 0))
+            if graph is not None:
+                return self._capture.record_launch(graph, fn, grid, block, int(shared), address)
         code, message = fn.launch(grid, block, int(shared), self.threads, address)
         if code:
             message = message or f"kernel {fn.name!r} failed (code {code})"
@@ -327,6 +343,42 @@ class HostDriver:
                                   shared: int, stream: Any, params: Any) -> tuple[int]:  # fmt: skip
         """CUDA's signature (no ``extra``); on the host every launch runs its blocks to the end together."""
         return self.cuLaunchKernel(fn, gx, gy, gz, bx, by, bz, shared, stream, params, None)
+
+
+    # -- graph capture (kspec/runtime/_host_graph.py) -----------------------------------------------------------
+
+    def cuStreamBeginCapture(self, stream: Any, mode: Any) -> tuple[int]:
+        return self._capture.begin(int(stream or 0), mode)
+
+    def cuStreamEndCapture(self, stream: Any) -> tuple[int, HostGraph | None]:
+        return self._capture.end(int(stream or 0))
+
+    def cuStreamIsCapturing(self, stream: Any) -> tuple[int, int]:
+        return self._capture.status(int(stream or 0))
+
+    def cuGraphInstantiate(self, graph: HostGraph, flags: int) -> tuple[int, HostGraphExec]:
+        return self._capture.instantiate(graph)
+
+    def cuGraphExecUpdate(self, exec_: HostGraphExec, graph: HostGraph) -> tuple[int, Any]:
+        return self._capture.update(exec_, graph)
+
+    def cuGraphLaunch(self, exec_: HostGraphExec, stream: Any) -> tuple[int]:
+        graph = self._capture.capturing.get(int(stream or 0)) if self._capture.capturing else None
+        if graph is not None:  # launched inside another capture: replayed with it
+            return self._capture.record(graph, "graph", exec_)
+        return self._replay(exec_)
+
+    def _replay(self, exec_: HostGraphExec) -> tuple[int]:
+        def memset(ptr: int, value: int, nbytes: int) -> tuple[int]:
+            return self.cuMemsetD8Async(ptr, value, nbytes, 0)
+
+        return self._capture.replay(exec_, self.cuLaunchKernel, self._copy, memset, self._replay)
+
+    def cuGraphExecDestroy(self, exec_: HostGraphExec) -> tuple[int]:
+        return self._capture.destroy(exec_)
+
+    def cuGraphDestroy(self, graph: HostGraph) -> tuple[int]:
+        return self._capture.destroy(graph)
 
 
 _host: HostDriver | None = None

@@ -24,6 +24,7 @@ from ._launch import CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_OUT_OF_RESOURCES
 from ._launch_args import _Arg, check_param_sizes, classify_args
 from ._module import kernel_param_sizes
 from ._packer import generate_packer
+from ._stream import refuse_while_capturing
 
 
 class _PerThread(threading.local):
@@ -66,10 +67,14 @@ class Launcher:
 
     # per device ----------------------------------------------------------------------------------------
 
-    def function(self, device_id: int) -> Any:
-        """The kernel's ``CUfunction`` on a device, resolved on first use."""
+    def function(self, device_id: int, stream: int | None = None) -> Any:
+        """The kernel's ``CUfunction`` on a device, resolved on first use. ``stream``: the launch stream of
+        the call that asks; a first resolution while it captures a CUDA graph raises
+        :class:`kspec.CaptureError` before anything compiles or loads."""
         fn = self._functions.get(device_id)
         if fn is None:
+            if stream is not None:
+                refuse_while_capturing(stream, kernel_label(self.name))
             with self._lock:
                 fn = self._functions.get(device_id)
                 if fn is None:

@@ -4,6 +4,10 @@ Allocations come from a ``cuMemPool`` kspec creates for each device (not the dev
 other libraries may tune), with its release threshold at the maximum so freed blocks stay in the pool and
 the next allocation of a similar size costs no driver round trip to the OS. An allocation is freed on the
 stream it was made on (``cuMemFreeAsync``), when its last Python reference goes.
+
+Stream-ordered allocations are what a CUDA graph capture records: made on a capturing stream they become
+the graph's memory (an allocation node; the address stays the same for every launch), freed there a free
+node. The fallback for a device without pools, ``cuMemAlloc``, cannot be captured and is refused then.
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ from .._errors import LaunchError
 from . import _driver
 from ._device import Device
 from ._launch import CUDA_ERROR_INVALID_CONTEXT
-from ._stream import cu_stream, live_handle
+from ._stream import cu_stream, live_handle, refuse_while_capturing
+
+_NO_POOL = "allocate with cuMemAlloc (the device has no stream-ordered memory pools)"
+_NO_POOL_ADVICE = "allocate the outputs before capturing and pass them (out=)"
 
 
 class Allocation:
@@ -97,7 +104,8 @@ class MemoryPool:
                 self.device.activate()
                 err, ptr = cu.cuMemAllocFromPoolAsync(nbytes, self._pool, cu_stream(stream))
             pooled = True
-        else:
+        else:  # a device without stream-ordered pools (rare): cuMemAlloc, which a graph capture cannot record
+            refuse_while_capturing(stream, f"device {self.device.id}", _NO_POOL, _NO_POOL_ADVICE)
             self.device.activate()
             err, ptr = cu.cuMemAlloc(nbytes)
             pooled = False

@@ -44,7 +44,7 @@ class PackerOwner(Protocol):
     name: str
     cooperative: bool
 
-    def function(self, device_id: int) -> Any: ...
+    def function(self, device_id: int, stream: int | None = None) -> Any: ...
 
     def check_params(self, device_id: int, specs: list[_Arg]) -> None: ...
 
@@ -241,8 +241,8 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
         w(f"        {prefix}x, {prefix}y, {prefix}z = _dim3({var}, '{var}')")
 
     # 5. the function on this device, checked against the signature once per device
-    def resolve(device_id: int) -> Any:
-        fn = launcher.function(device_id)
+    def resolve(device_id: int, stream: int) -> Any:
+        fn = launcher.function(device_id, stream)
         launcher.check_params(device_id, specs)
         ns["_fs"][device_id] = fn
         if not multi:
@@ -254,12 +254,12 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
     if multi:
         w("    f = _fs.get(dev)")
         w("    if f is None:")
-        w("        f = _resolve(dev)")
+        w("        f = _resolve(dev, s)")
         w("    _activate(dev)")
     else:
         w("    f = _f")
         w("    if f is None:")
-        w("        f = _resolve(dev)")
+        w("        f = _resolve(dev, s)")
     if launcher.cooperative:
         w("    _launcher.check_cooperative(dev, (gx, gy, gz), (bx, by, bz), shared_mem)")
 

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .._errors import KspecTypeError
+from .._errors import CaptureError, KspecTypeError
 from . import _device_kind, _driver
 from ._device_kind import HOST_DEVICE_ID
 from ._device import Device, get_device
@@ -279,6 +279,39 @@ def default_stream_getter(library: str | None) -> Callable[[int], int]:
         return source
     handle_of = operator.attrgetter(attribute)
     return lambda device_id: handle_of(source(device_id))
+
+
+# -- graph capture: what a first call checks before it compiles or loads ---------------------------------
+
+CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906  # the legacy stream queried while a blocking stream captures
+
+
+def stream_is_capturing(handle: int) -> bool:
+    """Whether stream ``handle`` is capturing a CUDA graph now (``cuStreamIsCapturing``; an invalidated capture
+    counts). Asked only where a call would compile or load a module (a first call), never per launch."""
+    cu = _driver.driver()
+    err, status = cu.cuStreamIsCapturing(cu_stream(handle))
+    if err:  # the legacy stream while another stream captures: launching there would break that capture
+        return int(err) == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+    return int(status) != 0  # CU_STREAM_CAPTURE_STATUS_NONE
+
+
+FIRST_CALL = "compile or load its module on a first call (new argument types, or a new device)"
+WARM_FIRST = (
+    "call it once before capturing (same argument types, same device) so that it compiles and loads outside "
+    "the capture"
+)
+
+
+def refuse_while_capturing(handle: int, label: str, doing: str = FIRST_CALL, advice: str = WARM_FIRST) -> None:
+    """Raise :class:`kspec.CaptureError` about ``label`` (a kernel's label) when stream ``handle`` is
+    capturing: ``doing`` (a compile, a module load, a copy to the host) cannot be recorded into a graph, and
+    the driver would invalidate the capture. Costs a driver query: call it on first-call paths only."""
+    if stream_is_capturing(handle):
+        raise CaptureError(
+            f"{label}: cannot {doing} while stream 0x{handle:x} is capturing a CUDA graph (a capture cannot "
+            f"record it); {advice}"
+        )
 
 
 # -- ordering between streams ----------------------------------------------------------------------------
