@@ -393,6 +393,11 @@ def test_cols_rank_and_block(ssq):
     _, plan = rplan(ssq, fake((64, 8, 32, 16)), axis=(0, 2))
     first = reduction_strategy(plan, H200_SMS).passes[0]
     assert first.variant == VariantKey("cols", "int64", 0, 1) and first.block <= 512  # registers: at most 16 warps
+    # a loaded entry whose registers allow fewer threads caps the block
+    _, plan = rplan(ssq, fake((1000, 333)), axis=0)
+    asked = []
+    strategy = reduction_strategy(plan, H200_SMS, max_threads=lambda v: asked.append(v) or 256)
+    assert strategy.passes[0].block == 256 and asked == [VariantKey("cols", "int64", 1, 1)]
 
 
 def test_cols_split_when_the_tiles_are_few(ssq):

@@ -172,8 +172,18 @@ def test_l2norm_of_4d_over_axes(cp, l2norm, axis, keepdims):
     ref = np.sqrt((a.astype(np.float64) ** 2).sum(axis=axis, keepdims=keepdims))
     assert got.shape == ref.shape
     np.testing.assert_allclose(got, ref, rtol=1e-5)
-    if axis in ((1, 3), (0, 1, 3), (0, 3)):  # the innermost reduced axis is the contiguous one
-        assert _strategy(l2norm, x, axis, keepdims) == "inner"
+    if axis in ((1, 3), (0, 1, 3), (0, 3)):  # two reduced dims, the inner contiguous: one pass
+        assert _strategy(l2norm, x, axis, keepdims) == "rows"
+    if axis == (0, 2):  # the innermost KEPT axis contiguous: adjacent outputs in adjacent lanes
+        assert _strategy(l2norm, x, axis, keepdims).startswith("cols")
+
+
+def test_l2norm_over_three_unmerged_axes_in_two_passes(cp, l2norm):
+    a = _rng(12).standard_normal((3, 8, 5, 6, 4, 40)).astype(np.float32)
+    x = cp.asarray(a)
+    assert _strategy(l2norm, x, (1, 3, 5)) == "inner"
+    ref = np.sqrt((a.astype(np.float64) ** 2).sum(axis=(1, 3, 5)))
+    np.testing.assert_allclose(l2norm(x, axis=(1, 3, 5)).get(), ref, rtol=1e-5)
 
 
 def test_axes_1_3_with_out_and_odd_sizes(cp, l2norm):
@@ -192,7 +202,7 @@ def test_axes_1_3_without_identity_and_with_a_float16_input(cp):
     rng = _rng(11)
     a = rng.standard_normal((4, 20, 6, 64)).astype(np.float32)
     x = cp.asarray(a)
-    assert _strategy(kmax, x, (1, 3)) == "inner"
+    assert _strategy(kmax, x, (1, 3)) == "rows"
     np.testing.assert_array_equal(kmax(x, axis=(1, 3)).get(), a.max(axis=(1, 3)))
     ssq16 = kspec.ReductionKernel("T x", "float32 y", "float(x) * float(x)", "a + b", "y = a", "0", "ssq16_layouts",
                                   reduce_type="float")

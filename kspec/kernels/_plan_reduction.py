@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from .. import dtypes
 from .._errors import AxisError, KspecNotImplementedError, KspecValueError, about_kernel
@@ -228,8 +228,11 @@ INNER_MIN_ROW = 16  # the "inner" strategy needs an innermost reduced extent of 
 _ROW_NAMES = re.compile(r"\b(_J|_out_ind)\b")
 
 
-def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | None = None) -> Strategy:
-    """Pick the entry points, grid and block for ``plan`` on a device with ``sm_count`` SMs."""
+def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | None = None,
+                       max_threads: Callable[[VariantKey], int] | None = None) -> Strategy:
+    """Pick the entry points, grid and block for ``plan`` on a device with ``sm_count`` SMs; ``max_threads``
+    tells a loaded entry's largest block (its registers decide), for the entries that may launch more than
+    256 threads."""
     if plan.out_size == 0:
         return Strategy((), kind="none")
     variants = plan.specialization.variants
@@ -245,7 +248,7 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
     group = _row_group(plan, vec, sm_count)
 
     if plan.contiguous_cols and plan.out_size >= 32 and red >= 2:
-        return _cols(plan, sm_count, block, block_size is not None)
+        return _cols(plan, sm_count, block, block_size is not None, max_threads)
 
     if red >= SPLIT_MIN_ROW and plan.out_size < target_blocks:
         nchunks_wanted = max(2, -(-target_blocks // plan.out_size))
@@ -306,7 +309,8 @@ COLS_MIN_CHUNK = 16  # reduced elements per warp of a cols split block, at least
 COLS_RUNTIME_RANK_WARPS = 16
 
 
-def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool) -> Strategy:
+def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
+          max_threads: Callable[[VariantKey], int] | None) -> Strategy:
     """32 adjacent outputs per block, the warps of a block splitting their rows; when the tiles of 32
     outputs are too few to fill the device with warps, the rows split over several blocks too (a workspace
     of partials and ``split_final``): axes (0, 2) of a (1024, 16, 32, 16) array has 8 tiles of 32k elements."""
@@ -317,6 +321,8 @@ def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool) -> 
     cap = COLS_MAX_WARPS if _acc_bytes_at_most(plan) <= COLS_WIDE_ACC else COLS_WIDE_WARPS
     if plan.rndim != 1:
         cap = min(cap, COLS_RUNTIME_RANK_WARPS)
+    if max_threads is not None and (most := max_threads(cols)) > 0:
+        cap = min(cap, max(1, most // 32))
     if block_given:
         warps = block // 32
     else:

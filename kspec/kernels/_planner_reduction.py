@@ -18,6 +18,7 @@ from ._frame import Frame
 from ._launch_code import Step
 from ._plan_reduction import pass_frame_values, plan_reduction, reduction_strategy
 from ._planner import launch_stream, prepared_call
+from ._raw_attributes import read_attribute
 from ._prepared import PreparedCall, sm_count
 
 
@@ -34,9 +35,13 @@ def prepare_reduction(kernel: Any, args: tuple[Any, ...], stream: object, axis: 
     steps = []
     workspace = 0
     if plan.out_size:
-        strategy = reduction_strategy(plan, sm_count(device_id))
         handle = launch_stream(bound, stream, device_id)
         loaded = _loaded.loaded_kernel(plan.specialization, device_id, kernel._binaries, handle)
+
+        def max_threads(variant: VariantKey) -> int:  # registers bound the block: cols wants up to 1024 threads
+            return read_attribute(loaded.function(variant, handle), "max_threads_per_block")
+
+        strategy = reduction_strategy(plan, sm_count(device_id), max_threads=max_threads)
         if strategy.workspace_items:
             workspace = strategy.workspace_items * _reduce_itemsize(loaded, strategy.passes[0].variant, handle)
         for step in strategy.passes:
