@@ -13,7 +13,7 @@ from kspec.kernels._bind import bind, scalar_bytes
 from kspec.kernels._frame import Frame
 from kspec.kernels._arguments import make_dispatcher
 from kspec.kernels._plan import broadcast_strides, frame_values, merge_dims, plan_elementwise
-from kspec.kernels._plan_reduction import normalize_axis, pass_frame_values, plan_reduction, reduction_strategy
+from kspec.kernels._plan_reduction import cols_tile_width, normalize_axis, pass_frame_values, plan_reduction, reduction_strategy
 from kspec.render import VariantKey
 from kspec.runtime._devicearray import DeviceArray
 
@@ -380,7 +380,7 @@ def test_short_inner_rows_get_a_group_of_their_length(ssq):
     _, plan = rplan(ssq, fake((1024, 16, 256, 16)), axis=(1, 3))
     assert reduction_strategy(plan, H200_SMS).passes[0].group == 4
     # too few outputs to fill the device with 4 lanes each: sized by the row length as before
-    _, plan = rplan(ssq, fake((1024, 1024, 16, 16)), axis=(1, 3))
+    _, plan = rplan(ssq, fake((16, 1024, 256, 16)), axis=(1, 3))
     assert reduction_strategy(plan, H200_SMS).passes[0].group == 256
     # an inner row that is not a power-of-two number of vectors
     _, plan = rplan(ssq, fake((1024, 16, 256, 12)), axis=(1, 3))
@@ -407,8 +407,13 @@ def test_cols_split_when_the_tiles_are_few(ssq):
     first, second = strategy.passes
     assert strategy.kind == "cols split" and first.variant.entry == "cols" and first.nchunks > 1
     assert (first.nchunks - 1) * first.chunk < 32768 <= first.nchunks * first.chunk  # every chunk non-empty
-    assert first.grid == 8 * first.nchunks and first.grid * first.block // 32 >= 64 * H200_SMS // 2
+    # the innermost kept extent (16) is below a warp and the reduced C sits right outside it: tiles of 16
+    # outputs, each warp taking 2 reduced positions of each (32 adjacent elements per load)
+    assert cols_tile_width(plan) == 16
+    assert first.grid == 16 * first.nchunks and first.grid * first.block // 32 >= 64 * H200_SMS // 2
     assert second.variant.entry == "split_final" and second.nchunks == first.nchunks and second.grid == 256
+    assert cols_tile_width(rplan(ssq, fake((64, 256, 64, 256)), axis=(0, 2))[1]) == 32  # rows of 256: whole warps
+    assert cols_tile_width(rplan(ssq, fake((1 << 10, 16)), axis=0)[1]) == 32  # one reduced dim: unchanged
     assert strategy.workspace_items == 256 * first.nchunks
     frame = pass_frame_values(plan, first)
     assert frame["_workspace"] == {"nchunks": first.nchunks, "chunk": first.chunk}

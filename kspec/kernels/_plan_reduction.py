@@ -275,7 +275,7 @@ def _row_group(plan: ReductionPlan, vec: int, sm_count: int) -> int | None:
     if len(plan.red) != 2 or plan.red[0] % vec:
         return None
     lanes = plan.red[0] // vec
-    if lanes > 32 or lanes & (lanes - 1) or plan.out_size * lanes < sm_count * WARPS_PER_SM * 32:
+    if lanes > 32 or lanes & (lanes - 1) or plan.out_size * lanes < sm_count * ROW_GROUP_MIN_WARPS * 32:
         return None
     return lanes
 
@@ -304,6 +304,7 @@ def _group_for_row(red: int, vec: int, block: int) -> int:
     return 32 if red <= 4096 else block
 
 
+ROW_GROUP_MIN_WARPS = 12  # warps per SM a group of the inner row's length must give: ~25 KB of loads in flight
 COLS_MIN_CHUNK = 16  # reduced elements per warp of a cols split block, at least: 4 rounds of 4 loads each
 # the runtime-rank cols entry's block, at most, in warps: its registers do not allow 1024 threads everywhere
 COLS_RUNTIME_RANK_WARPS = 16
@@ -317,7 +318,7 @@ def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
     variants = plan.specialization.variants
     cols = next(v for v in variants if v.entry == "cols" and v.ndim == plan.rndim)
     red = plan.red_size
-    tiles = -(-plan.out_size // 32)
+    tiles = -(-plan.out_size // cols_tile_width(plan))
     cap = COLS_MAX_WARPS if _acc_bytes_at_most(plan) <= COLS_WIDE_ACC else COLS_WIDE_WARPS
     if plan.rndim != 1:
         cap = min(cap, COLS_RUNTIME_RANK_WARPS)
@@ -342,6 +343,18 @@ def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
             second = Pass(final, min(plan.out_size, MAX_GRID), _final_block(block, nchunks), nchunks=nchunks, chunk=chunk)
             return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
     return Strategy((Pass(cols, min(tiles, MAX_GRID), 32 * warps, chunk=red),), kind="cols")
+
+
+def cols_tile_width(plan: ReductionPlan) -> int:
+    """Outputs per cols tile: 32, or (runtime rank) the innermost kept extent when it is a power of two below
+    32 and the innermost reduced dim lies right outside it in every input: the templates' cols entry
+    applies the same rule and shares each warp between that many outputs and 32 / width reduced positions."""
+    width = plan.kept[0] if plan.kept else 32
+    if plan.rndim == 1 or width >= 32 or width & (width - 1):
+        return 32
+    if all(red[0] == width * kept[0] for kept, red in plan.in_strides.values()):
+        return width
+    return 32
 
 
 def _final_block(block: int, nchunks: int) -> int:

@@ -70,6 +70,17 @@ __device__ __forceinline__ void warp_combine(A& acc, int width, const Op& op) {
   }
 }
 
+// Combine the lanes that are `from` apart (lanes l, l + from, l + 2 * from, ...; `from` a power of two
+// <= 32): afterwards every lane holds the total of the lanes congruent to it modulo `from`. All 32 lanes
+// of the warp must call it.
+template <typename A, typename Op>
+__device__ __forceinline__ void warp_combine_strided(A& acc, int from, const Op& op) {
+  for (int mask = from; mask < 32; mask <<= 1) {
+    const A other = shfl_xor(acc, mask);
+    merge(acc, other, op);
+  }
+}
+
 // Combine over the whole block (blockDim.x a multiple of 32): warps first, then warp 0 over the warps'
 // totals. Thread 0 ends with the block's total. Every thread of the block must call it; `smem` holds 32
 // accumulators and may be reused right after the call returns (it ends with a barrier).
