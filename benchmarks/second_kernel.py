@@ -91,11 +91,8 @@ sync()
 """ + _TIMED
 
 PROFILE = """
-import cProfile, pstats, time
-import numpy as np
-import kspec as lib
-sync = lambda: lib.get_device().synchronize()
-x = lib.asarray(np.linspace(-1, 1, {n}, dtype=np.float32)); y = lib.asarray(np.ones({n}, np.float32))
+import cProfile, pstats
+{prelude}
 kernels = {kernels!r}
 def run(which):
     for _ctor, _args, _call in which:
@@ -173,18 +170,22 @@ SPAN_TARGETS = [
 ]
 
 
-def child(code: str, env: dict[str, str]) -> list[float]:
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+def _run(code: str, env: dict[str, str]) -> str:
+    """A child's output; it runs in a scratch directory, so ``-c``'s first sys.path entry (the working
+    directory) cannot put another kspec checkout before the one PYTHONPATH names."""
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600,
+                          cwd=tempfile.gettempdir())
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-3000:])
-    return [float(v) for v in json.loads(done.stdout.strip().splitlines()[-1])]
+    return done.stdout
+
+
+def child(code: str, env: dict[str, str]) -> list[float]:
+    return [float(v) for v in json.loads(_run(code, env).strip().splitlines()[-1])]
 
 
 def child_spans(code: str, env: dict[str, str]) -> dict[str, float]:
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(done.stderr[-3000:])
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return dict(json.loads(_run(code, env).strip().splitlines()[-1]))
 
 
 def main() -> None:
@@ -235,9 +236,8 @@ def main() -> None:
         if args.profile:
             code, env = rows[f"kspec [{roots[0][0]}]"]
             child(code, env)  # warms the caches
-            out = subprocess.run([sys.executable, "-c", PROFILE.format(n=N, kernels=KERNELS, top=args.top)], env=env,
-                                 capture_output=True, text=True, check=True)
-            print(out.stdout)
+            code = PROFILE.format(prelude=prelude or KSPEC.split("sync()")[0].format(n=N), kernels=kernels, top=args.top)
+            print(_run(code, env))
             return
         samples: dict[str, list[list[float]]] = {name: [] for name in rows}
         for round_ in range(args.runs + 1):
