@@ -1,7 +1,8 @@
 """Warming (issue [Y]): ``kspec warm`` / ``kspec.warm`` fill the binary cache with every declared
 specialization, each launch variant as a call looks it up, so that ``KSPEC_COMPILE=never`` serves every
-declared call. Checked on the CPU device (``--arch host``) by running the kernels in a fresh interpreter,
-and for ``sm_90`` (NVRTC needs no GPU) through ``compile(arch=...)``, which takes the calls' compile path.
+declared call; raw specs of CUDA source as one whole module each, as their kernel objects compile them.
+Checked on the CPU device (``--arch host``) by running the kernels in a fresh interpreter, and for ``sm_90``
+(NVRTC needs no GPU) through ``compile(arch=...)``, which takes the calls' compile path.
 """
 
 from __future__ import annotations
@@ -213,7 +214,81 @@ def test_a_target_that_is_neither_specs_nor_a_generated_module_is_a_type_error()
         kspec.warm(42, arch="sm_90")
 
 
-def test_raw_specs_are_reported_not_warmed():
-    plan = plan_warm(load_library([str(ROOT / "specs" / "raw.toml")]).values(), ["sm_90"])
-    assert not plan.units and plan.skipped
-    assert all("not warmed yet" in why or "precompiled binary" in why for _spec, why in plan.skipped)
+RAW = ROOT / "specs" / "raw.toml"
+
+
+def test_raw_specs_are_warmed_one_whole_module_per_arch():
+    """A raw spec of CUDA source is one entry per arch (its kernel object compiles its module whole); a raw
+    spec naming a binary file has nothing to compile and is reported as skipped."""
+    specs = list(load_library([str(RAW)]).values())
+    plan = plan_warm(specs, ["sm_90", "host"])
+    sources = [s for s in specs if not s.is_binary]
+    assert sources and len(plan.units) == 2 * len(sources)
+    assert all(u.raw is not None and u.specialization is None and u.problem is None for u in plan.units)
+    assert {(u.spec.name, u.arch) for u in plan.units} == {(s.name, a) for s in sources for a in ("sm_90", "host")}
+    assert all(any(s is spec for s in specs if s.is_binary) and "precompiled binary" in why
+               for spec, why in plan.skipped)
+    fx3 = next(u for u in plan.units if u.spec.name == "fx3")
+    assert fx3.raw is not None and fx3.raw.name_expressions == ("fx3<float>", "fx3<double>")
+
+
+# Every raw kernel of a spec file, loaded as kspec.load makes it, under KSPEC_COMPILE=never: reading a
+# function's attribute loads its module (a compile, or here the cache entry), and my_add runs.
+_RAW_SERVE = """
+import json
+import numpy as np
+import kspec
+from kspec.compiler import compile_log
+from kspec.spec import load_library
+
+specs = load_library([{path!r}])
+kernels = kspec.load({path!r})
+loaded = []
+for name in kernels:
+    spec, kernel = specs[name], kernels[name]
+    if spec.is_binary:
+        continue
+    if isinstance(kernel, kspec.RawKernel):
+        {probe}(kernel)
+    else:
+        for function in (*spec.name_expressions, *(() if spec.name_expressions else spec.kernels)):
+            {probe}(kernel.get_function(function))
+    loaded.append(name)
+result = {{}}
+if {run_add}:
+    x = np.arange(256, dtype=np.float32)
+    y = np.zeros(256, dtype=np.float32)
+    kernels.my_add((1,), (256,), (x, x, y))
+    result["my_add"] = bool((y == 2 * x).all())
+print(json.dumps({{"loaded": loaded, "sources": sorted({{e.source for e in compile_log()}}),
+                  "events": len(compile_log()), **result}}))
+"""
+
+
+def test_raw_kernels_are_served_from_a_warm_cache_on_the_cpu_device(tmp_path):
+    _host_compiler_or_skip()
+    cache = tmp_path / "cache"
+    done = _kspec(cache, "warm", str(RAW), "--arch", "host", "-j", "2")
+    assert done.returncode == 0, done.stderr + done.stdout
+    sources = [s.name for s in load_library([str(RAW)]).values() if not s.is_binary]
+    assert f"{len(sources)} kernels, {len(sources)} cache entries for host" in done.stdout
+    script = _RAW_SERVE.format(path=str(RAW), probe="(lambda k: k.max_threads_per_block)", run_add=True)
+    found = _python(cache, script, KSPEC_DEVICE="cpu", KSPEC_COMPILE="never")
+    assert found["loaded"] == sources and found["my_add"] is True
+    assert found["sources"] == ["cache"] and found["events"] == len(sources)
+
+
+def test_raw_sm_90_entries_are_the_ones_kernels_look_up(tmp_path, monkeypatch):
+    """Warmed for sm_90 in this process; a fresh one compiling each raw kernel for sm_90 through its own
+    path (``compile(arch=)`` takes the first call's compile, which logs where it found the module) finds
+    every one in the cache."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KSPEC_CACHE_DIR", str(cache))
+    report = kspec.warm(RAW, arch="sm_90", jobs=1)
+    sources = [s.name for s in load_library([str(RAW)]).values() if not s.is_binary]
+    assert report.compiled == len(sources) and report.cached == 0
+    assert all("precompiled binary" in why for _spec, why in report.skipped)
+    script = _RAW_SERVE.format(path=str(RAW), probe="(lambda k: k.compile(arch='sm_90'))", run_add=False)
+    script = script.replace("(kernel.get_function(function))", "(kernel)")  # a RawModule compiles as a whole
+    found = _python(cache, script, KSPEC_COMPILE="never")
+    assert found["loaded"] == sources and found["sources"] == ["cache"] and found["events"] == len(sources)

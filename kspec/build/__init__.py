@@ -8,7 +8,7 @@ from ._output import binary_path, check_output_dir, manifest_entry, write_output
 from ._precompile import BuildPlan, BuildResult, BuildUnit, plan_build, precompile
 from ._progress import BuildProgress, precompile_with_progress
 from ._warm import (
-    RAW_NOT_WARMED, WarmPlan, WarmReport, WarmResult, WarmUnit, check_archs, plan_warm, specs_of, warm_specs, warm_summary, warm_units,
+    WarmPlan, WarmReport, WarmResult, WarmUnit, check_archs, plan_warm, specs_of, warm_specs, warm_summary, warm_units,
     warm_with_progress,
 )
 
@@ -29,7 +29,6 @@ __all__ = [
     "precompile_with_progress",
     "read_manifest",
     "write_output",
-    "RAW_NOT_WARMED",
     "WarmPlan",
     "WarmReport",
     "WarmResult",

@@ -1,10 +1,11 @@
 """Warming: every declared specialization compiled into the binary cache as run time looks it up.
 
 A kernel without a precompiled binary compiles each launch variant on first use, as its own binary-cache
-entry (kspec/compiler/_specialization.py). ``kspec warm`` / ``kspec.warm`` make exactly those entries ahead
-of time, for the instantiations ``kspec build`` would compile (:func:`plan_build`), so that a process with
-``KSPEC_COMPILE=never`` serves every declared call from the cache. Needs NVRTC (or the host compiler for
-``host``), never a GPU; never imports the runtime.
+entry (kspec/compiler/_specialization.py); a raw kernel compiles its module whole, as one entry
+(kspec/compiler/_raw_program.py). ``kspec warm`` / ``kspec.warm`` make exactly those entries ahead of time,
+for the instantiations ``kspec build`` would compile (:func:`plan_build`) and every raw spec of CUDA
+source, so that a process with ``KSPEC_COMPILE=never`` serves every declared call from the cache. Needs
+NVRTC (or the host compiler for ``host``), never a GPU; never imports the runtime.
 """
 
 from __future__ import annotations
@@ -15,16 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import KspecError, KspecTypeError, KspecValueError
-from ..compiler import BinaryCache, default_cache, variant_program
+from ..compiler import BinaryCache, RawProgram, default_cache, raw_program, raw_spec_expressions, variant_program
 from ..render import Specialization, module_interface, specialize
 from ..spec import AnySpec, RawSpec
 from ._precompile import BuildUnit, UnitOutcome, cached_compile, plan_build, run_parallel
 from ._progress import BuildProgress
 from ._workers import DEFAULT_COMPILE_TIMEOUT_S, CompilePool
-
-# Why a raw spec is left out (reported as skipped): its kernel object compiles its module whole, under keys
-# of its own (kspec/kernels/_raw_code.py); warming it is not done yet.
-RAW_NOT_WARMED = "raw kernels are not warmed yet: call it once with KSPEC_COMPILE=allow, or kspec build it"
 
 
 @dataclass(frozen=True)
@@ -35,9 +32,10 @@ class WarmUnit:
     types: Mapping[str, str]
     scalars: frozenset[str]
     arch: str
-    specialization: Specialization | None  # None: specializing failed (``problem`` says why)
+    specialization: Specialization | None  # None: a raw module (``raw``), or specializing failed (``problem``)
     expression: str = ""  # the variant's name expression
     problem: KspecError | None = None
+    raw: RawProgram | None = None  # a raw spec's module, compiled whole as its kernel object compiles it
 
     @property
     def label(self) -> str:
@@ -74,8 +72,7 @@ def plan_warm(specs: Iterable[AnySpec], archs: Sequence[str]) -> WarmPlan:
     variants: dict[tuple[int, tuple[tuple[str, str], ...], frozenset[str]], tuple[Specialization, tuple[str, ...]] | KspecError] = {}
     for unit in build.units:
         if isinstance(unit.spec, RawSpec):
-            if not any(s is unit.spec for s, _why in skipped):
-                skipped.append((unit.spec, RAW_NOT_WARMED))
+            units.append(_raw_unit(unit))
             continue
         k = (id(unit.spec), tuple(unit.types.items()), unit.scalars)
         if k not in variants:  # once per specialization, whatever the number of archs
@@ -95,6 +92,20 @@ def plan_warm(specs: Iterable[AnySpec], archs: Sequence[str]) -> WarmPlan:
     return WarmPlan(units, skipped)
 
 
+def _raw_unit(unit: BuildUnit) -> WarmUnit:
+    """The entry of a raw spec's module for one arch: the program its kernel object (kspec.load, a generated
+    module) compiles on its first call, made by the same function (kspec/compiler/_raw_program.py)."""
+    spec = unit.spec
+    assert isinstance(spec, RawSpec)
+    try:
+        program = raw_program(spec.read_source(), unit.arch, options=tuple(spec.options),
+                              translate_cucomplex=spec.translate_cucomplex,
+                              name_expressions=raw_spec_expressions(tuple(spec.kernels), tuple(spec.name_expressions)))
+    except KspecError as exc:
+        return WarmUnit(spec, unit.types, unit.scalars, unit.arch, None, problem=exc)
+    return WarmUnit(spec, unit.types, unit.scalars, unit.arch, None, raw=program)
+
+
 def warm_units(
     units: Sequence[WarmUnit],
     *,
@@ -110,15 +121,21 @@ def warm_units(
 
     def warm(unit: WarmUnit, pool: CompilePool | None) -> WarmResult:
         result = WarmResult(unit, error=unit.problem)
-        if unit.specialization is not None:
-            program = variant_program(unit.specialization, unit.arch, (unit.expression,))
-            try:
+        try:
+            if unit.specialization is not None:
+                program = variant_program(unit.specialization, unit.arch, (unit.expression,))
                 _compiled, result.cache_hit = cached_compile(
                     store, pool, name=program.name, source=program.source, source_key=program.source_key,
                     options=program.options, name_expressions=program.name_expressions, needs=program.needs,
                 )
-            except KspecError as exc:
-                result.error = exc
+            elif unit.raw is not None:
+                raw = unit.raw  # backend: raw specs compile with NVRTC (no spec field chooses nvcc)
+                _compiled, result.cache_hit = cached_compile(
+                    store, pool, name=unit.spec.name, source=raw.source, options=raw.options,
+                    name_expressions=raw.name_expressions, needs=raw.needs,
+                )
+        except KspecError as exc:
+            result.error = exc
         if on_result is not None:
             on_result(result)
         return result

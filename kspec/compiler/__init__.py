@@ -32,6 +32,8 @@ _LAZY = {
     "VariantProgram": "_specialization", "build_advice": "_specialization", "compile_program": "_specialization",
     "rendered_module": "_specialization", "specialization_label": "_specialization",
     "variant_program": "_specialization",
+    "RawProgram": "_raw_program", "kernel_expressions": "_raw_program", "raw_program": "_raw_program",
+    "raw_spec_expressions": "_raw_program", "single_kernel": "_raw_program",
 }
 
 

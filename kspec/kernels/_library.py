@@ -49,8 +49,10 @@ def _raw_callable(source: str, kernels: tuple[str, ...], name_expressions: tuple
     module loads the binary ``kspec build`` filed under ``key()`` first. ``options``: the constructors'."""
     from ._raw import RawKernel, RawModule
 
+    from ..compiler import single_kernel  # the rule `kspec warm` follows too (kspec/compiler/_raw_program.py)
+
     kernel: RawKernel | None = None
-    if len(kernels) == 1 and not name_expressions:
+    if single_kernel(kernels, name_expressions):
         kernel = RawKernel(source, kernels[0], **options)
         module = kernel._module
     else:

@@ -26,19 +26,16 @@ Both classes live here because each makes the other (``RawKernel(code, name)`` i
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
 
 from .._errors import KspecTypeError, KspecValueError
+from ..compiler import kernel_expressions
 from ..runtime import DeviceGlobal, Launcher, get_device
 from ._raw_attributes import FUNCTION_ATTRIBUTES, FunctionAttribute, read_attribute, write_attribute
 from ._raw_code import RawCode
-
-# A kernel name NVRTC can take as a name expression (plain, qualified or a template-id), not a mangled one.
-_EXPRESSION_RE = re.compile(r"(?!_Z)[A-Za-z_][\w:]*(<.*>)?", re.DOTALL)
 
 
 class RawModule(RawCode):
@@ -187,7 +184,7 @@ class RawKernel:
             raise KspecTypeError(f"code: expected CUDA source as a str, got {type(code).__name__}")
         if not isinstance(name, str) or not name:
             raise KspecTypeError(f"name: expected the kernel's name (str), got {name!r}")
-        expressions = (name,) if _EXPRESSION_RE.fullmatch(name) else None
+        expressions = kernel_expressions(name) or None  # shared with `kspec warm` (kspec/compiler/_raw_program.py)
         module = RawModule(
             code=code,
             options=options,

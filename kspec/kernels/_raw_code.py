@@ -137,29 +137,24 @@ class RawCode:
 
     # -- compiling and loading ---------------------------------------------------------------------------
 
-    def _source(self) -> str:
-        assert self._code is not None
-        from ..render import raw_source  # the same path as a raw spec from a spec file
-
-        return raw_source(self._code, translate_cucomplex=self._translate_cucomplex)
-
     def _program(self, arch: str) -> Any:
         """The CompiledProgram for ``arch`` (NVRTC, behind kspec's binary cache)."""
         program = self._programs.get(arch)
         if program is None:
-            from ..compiler import CompileOptions, CompileRequest, compile_cached
-            from ..render import needs_of_raw_source
+            # the one definition of the program, shared with `kspec warm` (kspec/compiler/_raw_program.py)
+            from ..compiler import CompileRequest, compile_cached, raw_program
 
-            source = self._source()
-            options = CompileOptions(arch=arch, extra=self._options)
+            assert self._code is not None
+            made = raw_program(self._code, arch, options=self._options, translate_cucomplex=self._translate_cucomplex,
+                               name_expressions=self._name_expressions, backend=self._backend)
             has_binaries = self._binaries is not None and bool(self._binaries.archs(self._binary_key))
             program, _hit = compile_cached(
-                source,
+                made.source,
                 name=self._label,
-                options=options,
-                name_expressions=self._name_expressions,
-                needs=tuple(sorted(needs_of_raw_source(source, self._translate_cucomplex))),
-                backend=self._backend,
+                options=made.options,
+                name_expressions=made.name_expressions,
+                needs=made.needs,
+                backend=made.backend,
                 request=CompileRequest(self._label, self._what(), has_binaries),
             )
             self._programs[arch] = program

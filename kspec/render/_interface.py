@@ -9,7 +9,7 @@ variant or slot kind needs no change here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -17,7 +17,7 @@ from .._errors import KspecTypeError
 from . import _abi, _layout, _variants
 from ._abi import EntryAbi, entry_abi
 from ._record import Record
-from ._specialize import Specialization
+from ._specialize import Operand, Specialization
 from ._variants import VariantKey
 
 INTERFACE_FORMAT = 1  # bump when the encoding below changes
@@ -80,9 +80,47 @@ def module_interface(target: Specialization) -> ModuleInterface:
         kind=target.kind,
         key=target.key,
         variants=MappingProxyType({v: target.name_expression(v) for v in target.variants}),
-        abi=MappingProxyType({v: entry_abi(target.kind, v, target.operands) for v in target.variants}),
+        abi=_LazyAbi(target.kind, tuple(target.variants), target.operands),
         reduce_item=_reduce_item(target),
     )
+
+
+_abis: dict[tuple[str, VariantKey, tuple[Operand, ...]], EntryAbi] = {}
+
+
+class _LazyAbi(Mapping[VariantKey, EntryAbi]):
+    """``ModuleInterface.abi`` of a derived interface: each variant's parameter list made when first asked
+    for. A first call uses one or two of a module's 4-6 variants, and making them all was most of deriving
+    an interface (~0.1 ms); they are shared by every specialization over the same operands. A read-only
+    Mapping, equal to the stored interface's (``interface_from_data``) when their items are."""
+
+    __slots__ = ("_kind", "_variants", "_operands")
+
+    def __init__(self, kind: str, variants: tuple[VariantKey, ...], operands: tuple[Operand, ...]) -> None:
+        self._kind, self._variants, self._operands = kind, variants, operands
+
+    def __getitem__(self, variant: VariantKey) -> EntryAbi:
+        key = (self._kind, variant, self._operands)
+        found = _abis.get(key)
+        if found is None:
+            if variant not in self._variants:
+                raise KeyError(variant)
+            if len(_abis) >= 4096:  # a bound: a process making this many starts over (still correct)
+                _abis.clear()
+            found = _abis[key] = entry_abi(self._kind, variant, self._operands)
+        return found
+
+    def __iter__(self) -> Iterator[VariantKey]:
+        return iter(self._variants)
+
+    def __len__(self) -> int:
+        return len(self._variants)
+
+    def __contains__(self, variant: object) -> bool:
+        return variant in self._variants
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
 
 
 def _reduce_item(s: Specialization) -> ReduceItem | None:

@@ -1,0 +1,68 @@
+"""What a raw module of CUDA source compiles at run time: the one definition of its program.
+
+``RawModule(code=...)`` and ``RawKernel(code, name)`` compile their module whole, behind the binary cache, with
+the source after kspec's raw template (``raw_source``), the user's options, their name expressions and the
+header packages the source includes (kspec/kernels/_raw_code.py). ``kspec warm`` makes the same programs for
+the raw specs of spec files (kspec/build/_warm.py), so the entries it writes are the ones a raw kernel's
+first call looks up. Both go through :func:`raw_program`; which name expressions the kernel object of a raw
+spec compiles with is :func:`raw_spec_expressions`. Imports nothing heavy at module level (the serving
+path imports it; the renderer only when a program is made).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from ._options import CompileOptions
+
+# A kernel name NVRTC can take as a name expression (plain, qualified or a template-id), not a mangled one.
+_EXPRESSION_RE = re.compile(r"(?!_Z)[A-Za-z_][\w:]*(<.*>)?", re.DOTALL)
+
+
+def kernel_expressions(name: str) -> tuple[str, ...]:
+    """The name expressions ``RawKernel(code, name)`` compiles with: the name itself when NVRTC can take it
+    as one (the lowered symbol is then looked up), none for a mangled name (looked up as it is)."""
+    return (name,) if _EXPRESSION_RE.fullmatch(name) else ()
+
+
+def single_kernel(kernels: Sequence[str], name_expressions: Sequence[str]) -> bool:
+    """Whether a raw spec's kernel object is a RawKernel (one plain kernel, no name expressions), else a
+    RawModule (kspec/kernels/_library.py)."""
+    return len(kernels) == 1 and not name_expressions
+
+
+def raw_spec_expressions(kernels: Sequence[str], name_expressions: Sequence[str]) -> tuple[str, ...]:
+    """The name expressions the kernel object of a raw spec (``kspec.load``, a generated module) compiles
+    with: its RawKernel's (:func:`kernel_expressions`), else the spec's ``name_expressions``."""
+    if single_kernel(kernels, name_expressions):
+        return kernel_expressions(kernels[0])
+    return tuple(name_expressions)
+
+
+class RawProgram(NamedTuple):
+    """What ``compile_cached`` is given for a raw module on one arch."""
+
+    source: str
+    options: CompileOptions
+    name_expressions: tuple[str, ...]
+    needs: tuple[str, ...]
+    backend: str
+
+
+def raw_program(code: str, arch: str, *, options: Sequence[str] = (), translate_cucomplex: bool = False,
+                name_expressions: Sequence[str] = (), backend: str = "nvrtc") -> RawProgram:
+    """The program of a raw module's ``code`` for ``arch`` (``sm_XX``, ``compute_XX`` or ``host``)."""
+    from ..render import needs_of_raw_source, raw_source
+    from ._options import CompileOptions
+
+    source = raw_source(code, translate_cucomplex=translate_cucomplex)
+    return RawProgram(
+        source=source,
+        options=CompileOptions(arch=arch, extra=tuple(options)),
+        name_expressions=tuple(name_expressions),
+        needs=tuple(sorted(needs_of_raw_source(source, translate_cucomplex))),
+        backend=backend,
+    )
