@@ -143,8 +143,8 @@ def test_needs(spec, types, needs):
 def test_vector_width(spec, types, scalars, vec):
     s = specialize(spec, types, scalars=scalars)
     assert s.vec == vec
-    # the contiguous entry and the one-reduced-dim rows entry carry it; every other entry loads scalars
-    vectorised = {v for v in s.variants if v.entry == "contig" or (v.entry == "rows" and v.ndim == 1)}
+    # the contiguous entry and the rows entries carry it; every other entry loads scalars
+    vectorised = {v for v in s.variants if v.entry in ("contig", "rows")}
     assert {v.vec for v in vectorised} == {vec}
     assert {v.vec for v in set(s.variants) - vectorised} == {1}
 
@@ -173,8 +173,9 @@ def test_reduction_variants():
     s = specialize(L2NORM, {"T": "float32"})
     assert [s.name_expression(v) for v in s.variants] == [
         "l2norm__rows<long long, 1, 4>",
-        "l2norm__rows<long long, 0, 1>",
+        "l2norm__rows<long long, 0, 4>",
         "l2norm__cols<long long, 1>",
+        "l2norm__cols<long long, 0>",
         "l2norm__split_final<long long>",
     ]
 
