@@ -180,3 +180,18 @@ def many_small_calls(lib: Any) -> tuple[list[Any], Callable[[], Any], Callable[[
         return z[1]
 
     return arrays, call, ref
+
+
+def check_many_small_calls(lib: Any, capture: CaptureStyle) -> None:
+    """The 100 calls of :func:`many_small_calls` captured: a replay gives NumPy's result, and a replay after
+    the inputs change in place gives the new one."""
+    arrays, call, ref = many_small_calls(lib)
+    replay, result = capture(call)
+    replay()
+    host = [host_of(lib, a) for a in arrays]
+    np.testing.assert_array_equal(host_of(lib, result), ref(host))
+    new = [h + 1 for h in host]
+    for array, values in zip(arrays, new):
+        write(lib, array, values)
+    replay()
+    np.testing.assert_array_equal(host_of(lib, result), ref(new))
