@@ -195,3 +195,18 @@ def check_many_small_calls(lib: Any, capture: CaptureStyle) -> None:
         write(lib, array, values)
     replay()
     np.testing.assert_array_equal(host_of(lib, result), ref(new))
+
+
+def captures_of_new_pointers(add: Any, n: int) -> tuple[Any, Any, Any, Any, Any, Any]:
+    """``add(x, y, out)`` warmed on a new stream, then captured twice by kspec.capture: on (a, a) and on (b, b)
+    (new pointers, the same kernel). Returns (graph, new_pointers, stream, a, b, out); a is 1s, b is 10s."""
+    a, b = (kspec.asarray(np.full(n, v, np.float32)) for v in (1, 10))
+    out = kspec.empty(n, np.float32)
+    stream = kspec.Stream(non_blocking=True)
+    with stream:
+        add(a, a, out)
+    with kspec.capture(stream) as graph:
+        add(a, a, out)
+    with kspec.capture(stream) as new_pointers:
+        add(b, b, out)
+    return graph, new_pointers, stream, a, b, out

@@ -15,7 +15,8 @@ from host_build import HostModule, build as build_host
 from kspec.kernels._bind import bind
 from kspec.kernels._frame import Frame
 from kspec.kernels._plan import frame_values as elementwise_static, plan_elementwise
-from kspec.kernels._plan_reduction import pass_frame_values as reduction_static, plan_reduction, reduction_strategy
+from kspec.kernels._plan_reduction import plan_reduction
+from kspec.kernels._reduction_strategy import pass_frame_values as reduction_static, reduction_strategy
 from kspec.render import RenderedModule, render_host
 from kspec.runtime._devicearray import DeviceArray
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import test_runtime_launch_cpu as launch_cpu
-from capture_cases import CASE_IDS, CASES, check_case, check_many_small_calls, kspec_capture
+from capture_cases import CASE_IDS, CASES, captures_of_new_pointers, check_case, check_many_small_calls, kspec_capture
 from device_arrays import ArrayLibrary
 from fake_driver import fake_array
 
@@ -58,15 +58,7 @@ def test_memory_a_capture_allocates_and_frees_stays_the_graphs(on_cpu_device):
 
 def test_update_in_place_and_by_reinstantiation(on_cpu_device):
     add = _add()
-    a, b = (kspec.asarray(np.full(8, v, np.float32)) for v in (1, 10))
-    out = kspec.empty(8, np.float32)
-    stream = kspec.Stream(non_blocking=True)
-    with stream:
-        add(a, a, out)
-    with kspec.capture(stream) as graph:
-        add(a, a, out)
-    with kspec.capture(stream) as same_calls:
-        add(b, b, out)  # new pointers, the same kernel
+    graph, same_calls, stream, a, b, out = captures_of_new_pointers(add, 8)
     assert graph.update(same_calls) is True and "in place" in graph.update_note
     graph.launch()
     stream.synchronize()

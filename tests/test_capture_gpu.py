@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from capture_cases import CASE_IDS, CASES, check_case, check_many_small_calls, kspec_capture
+from capture_cases import CASE_IDS, CASES, captures_of_new_pointers, check_case, check_many_small_calls, kspec_capture
 from device_arrays import ArrayLibrary
 
 import kspec
@@ -133,15 +133,7 @@ def test_first_call_inside_torch_graph(monkeypatch):
 
 def test_update_with_new_pointers_in_place_and_by_reinstantiation():
     add = kspec.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = x + y", "capture_gpu_add")
-    a, b = (kspec.asarray(np.full(64, v, np.float32)) for v in (1, 10))
-    out = kspec.empty(64, np.float32)
-    stream = kspec.Stream(non_blocking=True)
-    with stream:
-        add(a, a, out)
-    with kspec.capture(stream) as graph:
-        add(a, a, out)
-    with kspec.capture(stream) as new_pointers:
-        add(b, b, out)
+    graph, new_pointers, stream, a, b, out = captures_of_new_pointers(add, 64)
     assert graph.update(new_pointers) is True, graph.update_note
     graph.launch()
     stream.synchronize()

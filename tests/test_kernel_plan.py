@@ -13,7 +13,8 @@ from kspec.kernels._bind import bind, scalar_bytes
 from kspec.kernels._frame import Frame
 from kspec.kernels._arguments import make_dispatcher
 from kspec.kernels._plan import broadcast_strides, frame_values, merge_dims, plan_elementwise
-from kspec.kernels._plan_reduction import cols_tile_width, normalize_axis, pass_frame_values, plan_reduction, reduction_strategy
+from kspec.kernels._plan_reduction import normalize_axis, plan_reduction
+from kspec.kernels._reduction_strategy import cols_tile_width, pass_frame_values, reduction_strategy
 from kspec.render import VariantKey
 from kspec.runtime._devicearray import DeviceArray
 

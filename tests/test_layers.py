@@ -229,7 +229,7 @@ def test_allowed_private_reads_still_exist(allowed):
     ("header", "macro", "module", "name"),
     [
         ("indexer.cuh", "KSPEC_EW_UNROLL", "kspec.kernels._plan", "EW_UNROLL"),
-        ("reduce.cuh", "KSPEC_REDUCE_UNROLL", "kspec.kernels._plan_reduction", "REDUCE_UNROLL"),
+        ("reduce.cuh", "KSPEC_REDUCE_UNROLL", "kspec.kernels._reduction_strategy", "REDUCE_UNROLL"),
     ],
 )
 def test_planner_unroll_matches_the_device_header(header, macro, module, name):

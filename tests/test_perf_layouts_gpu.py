@@ -15,7 +15,8 @@ import pytest
 import kspec
 from kspec.kernels._bind import bind
 from kspec.kernels._plan import plan_elementwise
-from kspec.kernels._plan_reduction import plan_reduction, reduction_strategy
+from kspec.kernels._plan_reduction import plan_reduction
+from kspec.kernels._reduction_strategy import reduction_strategy
 
 pytestmark = pytest.mark.gpu
 

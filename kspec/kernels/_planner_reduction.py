@@ -16,7 +16,8 @@ from . import _loaded
 from ._bind import bind
 from ._frame import Frame
 from ._launch_code import Step
-from ._plan_reduction import pass_frame_values, plan_reduction, reduction_strategy
+from ._plan_reduction import plan_reduction
+from ._reduction_strategy import pass_frame_values, reduction_strategy
 from ._planner import launch_stream, prepared_call
 from ._raw_attributes import read_attribute
 from ._prepared import PreparedCall, sm_count

@@ -1,0 +1,250 @@
+"""The strategy of a ReductionKernel call: which entry points run, with what grid, block and workspace, for a
+:class:`~kspec.kernels._plan_reduction.ReductionPlan` on a device with a given number of SMs; and each pass's
+part of its launch's parameter frame. Pure Python and driver-free, like the plan."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple
+
+from ..render import COLS_MAX_WARPS, COLS_WIDE_ACC, COLS_WIDE_WARPS, VariantKey
+from ._plan import DEFAULT_BLOCK, MAX_GRID, raw_view_values
+from ._plan_reduction import ReductionPlan
+
+
+class PassShape(NamedTuple):
+    """The iteration shape of a pass that differs from its plan's (pass 1 of the "inner" strategy): the
+    ReductionPlan fields of the same names, innermost first."""
+
+    out_size: int
+    red_size: int
+    kept: tuple[int, ...]
+    red: tuple[int, ...]
+    in_strides: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]
+    out_strides: dict[str, tuple[int, ...]]
+
+
+class Pass(NamedTuple):
+    """One kernel launch of a reduction."""
+
+    variant: VariantKey
+    grid: int
+    block: int
+    group: int = 0  # rows: lanes per segment
+    nchunks: int = 1
+    chunk: int = 0  # rows / split_final: elements per segment (the row length when nchunks is 1)
+    shape: PassShape | None = None  # None: the plan's shape
+
+
+class Strategy(NamedTuple):
+    """How a reduction runs: one or two passes, and the workspace the split needs (in reduce items)."""
+
+    passes: tuple[Pass, ...]
+    workspace_items: int = 0
+    kind: str = "rows"  # "rows", "cols", "cols split", "split", "inner", or "none"
+
+
+# Shape classes (kspec/render/_abi.py describes the entries):
+SHORT_ROW = 32  # rows of at most this many vectors: a power-of-two group of lanes (<= a warp) per row
+SPLIT_MIN_ROW = 16384  # rows at least this long are split over several blocks when the outputs are few
+BLOCKS_PER_SM = 4  # the grid a reduction aims at, in resident blocks per SM
+REDUCE_UNROLL = 4  # loads a lane issues before using them (KSPEC_REDUCE_UNROLL of reduce.cuh)
+WARPS_PER_SM = 64  # resident warps per SM on sm_80..sm_90 (2048 threads): what the cols grid aims to fill
+
+
+def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | None = None,
+                       max_threads: Callable[[VariantKey], int] | None = None) -> Strategy:
+    """Pick the entry points, grid and block for ``plan`` on a device with ``sm_count`` SMs; ``max_threads``
+    tells a loaded entry's largest block (its registers decide), for the entries that may launch more than
+    256 threads."""
+    if plan.out_size == 0:
+        return Strategy((), kind="none")
+    variants = plan.specialization.variants
+    vec = plan.specialization.vec
+    rows_variant = next(v for v in variants if v.entry == "rows" and v.ndim == plan.rndim)
+    block = block_size or DEFAULT_BLOCK
+    block = max(32, block // 32 * 32)
+    target_blocks = sm_count * BLOCKS_PER_SM
+    red = plan.red_size
+
+    if plan.inner_rows:
+        return _inner(plan, sm_count, block, rows_variant=next(v for v in variants if v.entry == "rows" and v.ndim == 1))
+    group = _row_group(plan, vec, sm_count)
+
+    if plan.contiguous_cols and plan.out_size >= 32 and red >= 2:
+        return _cols(plan, sm_count, block, block_size is not None, max_threads)
+
+    if red >= SPLIT_MIN_ROW and plan.out_size < target_blocks:
+        nchunks_wanted = max(2, -(-target_blocks // plan.out_size))
+        chunk = -(-red // nchunks_wanted)
+        chunk = max(chunk, block * vec)  # at least one full block-wide vector sweep per chunk
+        chunk = -(-chunk // vec) * vec
+        nchunks = -(-red // chunk)
+        if nchunks > 1:
+            final = next(v for v in variants if v.entry == "split_final")
+            segments = plan.out_size * nchunks
+            first = Pass(rows_variant, min(segments, MAX_GRID), block, group=block, nchunks=nchunks, chunk=chunk)
+            second = Pass(final, min(plan.out_size, MAX_GRID), block, nchunks=nchunks, chunk=chunk)
+            return Strategy((first, second), workspace_items=segments, kind="split")
+
+    return Strategy((_rows_pass(rows_variant, plan.out_size, red, vec, block, sm_count, group=group),), kind="rows")
+
+
+def _row_group(plan: ReductionPlan, vec: int, sm_count: int) -> int | None:
+    """Two reduced dims whose inner one is at most 32 vectors long (axes (1, 3) of (1024, 16, 256, 16)),
+    with outputs enough to fill the device that way: a group of exactly that many lanes, each lane walking
+    the outer reduced dim at one position of the inner row, so that a warp reads the rows of adjacent
+    outputs, adjacent in memory, whole instead of 64-byte pieces of rows far apart (see
+    benchmarks/layouts.py --sweep); None: :func:`_rows_pass` sizes the group by the row length."""
+    if len(plan.red) != 2 or plan.red[0] % vec:
+        return None
+    lanes = plan.red[0] // vec
+    if lanes > 32 or lanes & (lanes - 1) or plan.out_size * lanes < sm_count * ROW_GROUP_MIN_WARPS * 32:
+        return None
+    return lanes
+
+
+def _rows_pass(variant: VariantKey, out_size: int, red: int, vec: int, block: int, sm_count: int,
+               group: int | None = None, **extra: object) -> Pass:
+    """A ``rows`` launch over ``out_size`` rows of ``red`` elements: the group size for the row length,
+    unless ``group`` is given."""
+    if group is None:
+        group = _group_for_row(red, vec, block)
+    per_block = block // group
+    grid = max(1, min(-(-out_size // per_block), sm_count * 32, MAX_GRID))
+    return Pass(variant, grid, block, group=group, chunk=red, **extra)  # type: ignore[arg-type]
+
+
+def _group_for_row(red: int, vec: int, block: int) -> int:
+    vectors = -(-max(red, 1) // vec)
+    if vectors <= SHORT_ROW * REDUCE_UNROLL:
+        # a group small enough that each lane has REDUCE_UNROLL vectors in flight (rows of 16 float32: one
+        # lane per row, four 16-byte loads; adjacent lanes read adjacent rows, so warps stay coalesced;
+        # rows of 256 float32: 16 lanes, four loads each)
+        group = 1
+        while group * REDUCE_UNROLL < vectors:
+            group *= 2
+        return group
+    return 32 if red <= 4096 else block
+
+
+ROW_GROUP_MIN_WARPS = 12  # warps per SM a group of the inner row's length must give: ~25 KB of loads in flight
+COLS_MIN_CHUNK = 16  # reduced elements per warp of a cols split block, at least: 4 rounds of 4 loads each
+# the runtime-rank cols entry's block, at most, in warps: its registers do not allow 1024 threads everywhere
+COLS_RUNTIME_RANK_WARPS = 16
+
+
+def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
+          max_threads: Callable[[VariantKey], int] | None) -> Strategy:
+    """32 adjacent outputs per block, the warps of a block splitting their rows; when the tiles of 32
+    outputs are too few to fill the device with warps, the rows split over several blocks too (a workspace
+    of partials and ``split_final``): axes (0, 2) of a (1024, 16, 32, 16) array has 8 tiles of 32k elements."""
+    variants = plan.specialization.variants
+    cols = next(v for v in variants if v.entry == "cols" and v.ndim == plan.rndim)
+    red = plan.red_size
+    tiles = -(-plan.out_size // cols_tile_width(plan))
+    cap = COLS_MAX_WARPS if _acc_bytes_at_most(plan) <= COLS_WIDE_ACC else COLS_WIDE_WARPS
+    if plan.rndim != 1:
+        cap = min(cap, COLS_RUNTIME_RANK_WARPS)
+    if max_threads is not None and (most := max_threads(cols)) > 0:
+        cap = min(cap, max(1, most // 32))
+    if block_given:
+        warps = block // 32
+    else:
+        # 32 outputs per block: with few outputs, more warps per block split each row so that one wave
+        # fills the device (axis=0 of a 16384^2 matrix: 512 blocks of 8 warps fill half of an H200; of
+        # 16 warps, 4 per SM, all of it)
+        warps = max(block // 32, WARPS_PER_SM // -(-min(tiles, MAX_GRID) // sm_count))
+    warps = max(1, min(cap, warps, -(-red // (2 * REDUCE_UNROLL))))
+    wanted = WARPS_PER_SM * sm_count  # warps that fill the device
+    if tiles * warps < wanted // 2:
+        nchunks = -(-wanted // (tiles * warps))
+        chunk = max(-(-red // nchunks), COLS_MIN_CHUNK * warps)
+        nchunks = -(-red // chunk)
+        if nchunks > 1:
+            final = next(v for v in variants if v.entry == "split_final")
+            first = Pass(cols, min(tiles * nchunks, MAX_GRID), 32 * warps, nchunks=nchunks, chunk=chunk)
+            second = Pass(final, min(plan.out_size, MAX_GRID), _final_block(block, nchunks), nchunks=nchunks, chunk=chunk)
+            return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
+    return Strategy((Pass(cols, min(tiles, MAX_GRID), 32 * warps, chunk=red),), kind="cols")
+
+
+def cols_tile_width(plan: ReductionPlan) -> int:
+    """Outputs per cols tile: 32, or (runtime rank) the innermost kept extent when it is a power of two below
+    32 and the innermost reduced dim lies right outside it in every input: the templates' cols entry
+    applies the same rule and shares each warp between that many outputs and 32 / width reduced positions."""
+    width = plan.kept[0] if plan.kept else 32
+    if plan.rndim == 1 or width >= 32 or width & (width - 1):
+        return 32
+    if all(red[0] == width * kept[0] for kept, red in plan.in_strides.values()):
+        return width
+    return 32
+
+
+def _final_block(block: int, nchunks: int) -> int:
+    """split_final's block: a thread per partial, in whole warps, at most ``block``."""
+    return min(block, max(32, -(-nchunks // 32) * 32))
+
+
+def _inner(plan: ReductionPlan, sm_count: int, block: int, rows_variant: VariantKey) -> Strategy:
+    """Reduced dims that do not merge (axes (1, 3) of a 4-d array), in two passes without per-element index
+    arithmetic (the runtime-rank rows entry unravels every element with 64-bit divisions: 0.23 of copy).
+
+    Pass 1 is ``rows`` with one reduced dim, the innermost (contiguous: vector loads): its "outputs" are the
+    rows of that dim, with the outer reduced dims as the innermost kept dims, so that row ``o * R + s``
+    (output o, s over the R outer reduced positions) writes partial ``o * R + s``: the split workspace layout
+    with nchunks = R. Pass 2 is ``split_final``, which merges each output's R partials and applies post_map.
+    """
+    outer = plan.red[1:]  # the outer reduced extents, innermost first
+    nchunks = math.prod(outer)
+    pass1_shape = PassShape(
+        out_size=plan.out_size * nchunks,
+        red_size=plan.red[0],
+        kept=outer + plan.kept,
+        red=plan.red[:1],
+        in_strides={n: (red[1:] + kept, red[:1]) for n, (kept, red) in plan.in_strides.items()},
+        # outputs are not written by pass 1, but its kept offsets cover them: zero along the reduced dims
+        out_strides={n: (0,) * len(outer) + kept for n, kept in plan.out_strides.items()},
+    )
+    vec = plan.specialization.vec
+    first = _rows_pass(rows_variant, pass1_shape.out_size, plan.red[0], vec, block, sm_count, shape=pass1_shape)
+    final = next(v for v in plan.specialization.variants if v.entry == "split_final")
+    second = Pass(final, min(plan.out_size, MAX_GRID), _final_block(block, nchunks), nchunks=nchunks, chunk=plan.red[0])
+    return Strategy((first, second), workspace_items=pass1_shape.out_size, kind="inner")
+
+
+def _acc_bytes_at_most(plan: ReductionPlan) -> float:
+    """An upper bound of sizeof(kspec::Acc) in the templates: the reduce type, plus a has-value flag padded to
+    the type's alignment (at most its size) without an identity; unbounded for an opaque C type."""
+    reduce_type = plan.specialization.reduce_type
+    item = reduce_type.itemsize if reduce_type is not None else None
+    if item is None:
+        return float("inf")
+    spec = plan.specialization.spec
+    return item if spec.KIND == "reduction" and spec.identity is not None else 2 * item
+
+
+def pass_frame_values(plan: ReductionPlan, step: Pass) -> dict[str, Any]:
+    """One pass's part of its launch's parameter frame (kspec/kernels/_frame.py): everything that is not a
+    pointer or a scalar value."""
+    final = step.variant.entry == "split_final"
+    shape = step.shape or plan  # pass 1 of the "inner" strategy has a shape of its own
+    static: dict[str, Any] = {
+        "_reduce_shape": {
+            "out_size": shape.out_size,
+            "red_size": shape.red_size,
+            "kept_extent": shape.kept,
+            "red_extent": shape.red if not final else (shape.red_size,),
+            "kept_ndim": len(shape.kept),
+            "red_ndim": len(shape.red) if not final else 1,
+        },
+        "_group": step.group,
+        "_workspace": {"nchunks": step.nchunks, "chunk": step.chunk},
+    }
+    for name, (kept, red) in shape.in_strides.items():
+        static[name] = {"kept_stride": kept, "red_stride": red}
+    for name, kept in shape.out_strides.items():
+        static[name] = {"stride": kept}
+    for name, layout in plan.raw.items():
+        static[name] = raw_view_values(layout)
+    return static
