@@ -9,7 +9,11 @@ Run on the GPU machine::
 ``--sweep`` times the L2-norm ReductionKernel over axes (1, 3), (0, 2) and (0, 3) of 4-d float32 shapes whose
 axes are 16..1024 long (every shape with axes in {16, 64, 256, 1024} and 2^24..2^28 elements, and a seeded
 sample of the shapes with axes in {16, 32, ..., 1024}), each against a copy of the same input measured right
-before it, and prints every row and the worst and median case per axes tuple.
+before it, and prints every row and the worst and median case per axes tuple. Each of the three (copy,
+kspec, CuPy; the copy as the faster of cudaMemcpyAsync and a copy kernel) is timed as the replay of a CUDA graph of ``CALLS`` calls captured on one stream, alternating
+between two inputs (so that no call finds its input in the 50 MB L2), per call: the device's time, without
+the idle gaps a lone call leaves while the host prepares it (16-64 MB shapes run for 15-40 us, about the host
+cost of a reduction call; ``--wall`` times single calls from an idle stream instead, as before).
 
 "Before" is the same kspec with the new plans switched off by their thresholds (``TILE_MIN_EXTENT`` and
 ``INNER_MIN_ROW`` set out of reach, on fresh kernels), so both rows are measured in the same run on the same
@@ -20,6 +24,7 @@ read once + outputs written once, copy = 1 GiB device-to-device cudaMemcpy (read
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import statistics
 import sys
@@ -32,15 +37,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 SPREAD: dict[int, tuple[float, float]] = {}  # id(fn) -> (fastest, slowest) call in ms
 
 
-def time_ms(cp: Any, fn: Callable[[], object], warmup: int, reps: int) -> float:
+def time_ms(cp: Any, fn: Callable[[], object], warmup: int, reps: int, stream: Any = None) -> float:
     for _ in range(warmup):
         fn()
     start, stop = cp.cuda.Event(), cp.cuda.Event()
     samples = []
     for _ in range(reps):
-        start.record()
+        start.record(stream)
         fn()
-        stop.record()
+        stop.record(stream)
         stop.synchronize()
         samples.append(cp.cuda.get_elapsed_time(start, stop))
     SPREAD[id(fn)] = (min(samples), max(samples))
@@ -52,11 +57,12 @@ def main() -> int:
     parser.add_argument("--log2n", type=int, default=28)
     parser.add_argument("--reps", type=int, default=40)
     parser.add_argument("--sweep", action="store_true", help="the 4-d reduction sweep (see above)")
+    parser.add_argument("--wall", action="store_true", help="--sweep: time single calls from an idle stream")
     opts = parser.parse_args()
     import cupy as cp
 
     if opts.sweep:
-        return sweep(cp, opts.reps)
+        return sweep(cp, opts.reps, opts.wall)
 
     import kspec
     from kspec.kernels import _plan, _plan_reduction
@@ -132,11 +138,48 @@ def sweep_shapes() -> list[tuple[int, ...]]:
     return coarse + random.Random(2026).sample(fine, 40)
 
 
-def sweep_shape(cp: Any, l2: Any, cl2: Any, shape: tuple[int, ...], reps: int) -> list[tuple[Any, ...]]:
+CALLS = 10  # calls per captured graph in the sweep
+
+
+@functools.cache
+def copy_kernel(cp: Any) -> Any:
+    """A copy kernel (cupy.copyto of contiguous arrays is a cudaMemcpyAsync)."""
+    return cp.ElementwiseKernel("T x", "T y", "y = x", "sweep_copy")
+
+
+def replay_ms(cp: Any, call: Callable[[Any], object], inputs: tuple[Any, Any], reps: int) -> float:
+    """Device ms per call of ``call(x)``: the median replay of a graph of CALLS calls alternating between the
+    two ``inputs``, divided by CALLS (kspec calls are captured by CuPy's stream capture like CuPy's own)."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        for x in inputs:  # warm: plans made, modules loaded, pool blocks cached outside the capture
+            call(x)
+        stream.synchronize()
+        stream.begin_capture()
+        try:
+            for i in range(CALLS):
+                call(inputs[i % 2])
+        finally:
+            graph = stream.end_capture()
+        return time_ms(cp, lambda: graph.launch(stream), 2, reps, stream) / CALLS
+
+
+def sweep_shape(cp: Any, l2: Any, cl2: Any, shape: tuple[int, ...], reps: int, wall: bool) -> list[tuple[Any, ...]]:
     """(axes, kspec / copy, CuPy / copy, copy GB/s, kspec's relative error) for each of SWEEP_AXES on ``shape``."""
-    x = cp.random.standard_normal(shape, dtype=cp.float32)
+    inputs = (cp.random.standard_normal(shape, dtype=cp.float32), cp.random.standard_normal(shape, dtype=cp.float32))
+    x = inputs[0]
     dst = cp.empty_like(x)
-    copy = 2 * x.nbytes / time_ms(cp, lambda: cp.cuda.runtime.memcpyAsync(dst.data.ptr, x.data.ptr, x.nbytes, 3, 0), 3, reps) / 1e6
+
+    def timed(call: Callable[[Any], object]) -> float:
+        return time_ms(cp, lambda: call(x), 3, reps) if wall else replay_ms(cp, call, inputs, reps)
+
+    # the ceiling: the fastest of cudaMemcpyAsync and a copy kernel, timed as the reductions are, and a lone
+    # cudaMemcpyAsync (captured, a 1 GB copy ran at 2.7-2.8 TB/s on an H200, either way; alone, at 4.2)
+    def memcpy(src: Any) -> None:
+        cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, src.nbytes, 3, cp.cuda.get_current_stream().ptr)
+
+    fastest = min(timed(memcpy), timed(lambda src: copy_kernel(cp)(src, dst)), time_ms(cp, lambda: memcpy(x), 3, reps))
+    copy = 2 * x.nbytes / fastest / 1e6
     dst = None  # freed before the reductions run
     rows = []
     for axes in SWEEP_AXES:
@@ -144,23 +187,24 @@ def sweep_shape(cp: Any, l2: Any, cl2: Any, shape: tuple[int, ...], reps: int) -
         got = l2(x, axis=axes)
         want = cp.sqrt((x.astype(cp.float64) ** 2).sum(axis=axes))
         err = float(cp.abs(got - want).max() / cp.abs(want).max())
-        mine = nbytes / time_ms(cp, lambda axes=axes: l2(x, axis=axes), 3, reps) / 1e6 / copy
-        theirs = nbytes / time_ms(cp, lambda axes=axes: cl2(x, axis=axes), 3, reps) / 1e6 / copy
+        mine = nbytes / timed(lambda v, axes=axes: l2(v, axis=axes)) / 1e6 / copy
+        theirs = nbytes / timed(lambda v, axes=axes: cl2(v, axis=axes)) / 1e6 / copy
         rows.append((axes, mine, theirs, copy, err))
     return rows
 
 
-def sweep(cp: Any, reps: int) -> int:
+def sweep(cp: Any, reps: int, wall: bool = False) -> int:
     import kspec
 
     l2 = kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
     cl2 = cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
     props = cp.cuda.runtime.getDeviceProperties(0)
-    print(f"{props['name'].decode()}: L2 norm over 4-d float32, GB/s over a copy of the same input (read + write)")
+    how = "single calls from an idle stream" if wall else f"graph replays of {CALLS} calls, two inputs alternating"
+    print(f"{props['name'].decode()}: L2 norm over 4-d float32, GB/s over a copy of the same input (read + write); {how}")
     print(f"{'shape':24s} {'axes':7s} {'kspec':>6s} {'CuPy':>6s} {'copy GB/s':>9s}  rel.err")
     ratios: dict[tuple[int, int], list[tuple[float, tuple[int, ...]]]] = {a: [] for a in SWEEP_AXES}
     for shape in sweep_shapes():
-        for axes, mine, theirs, copy, err in sweep_shape(cp, l2, cl2, shape, reps):
+        for axes, mine, theirs, copy, err in sweep_shape(cp, l2, cl2, shape, reps, wall):
             ratios[axes].append((mine, shape))
             print(f"{str(shape):24s} {str(axes):7s} {mine:6.3f} {theirs:6.3f} {copy:9.0f}  {err:.1e}", flush=True)
     print()

@@ -375,6 +375,26 @@ def test_reductions_over_two_unmerged_axes_take_one_pass(ssq):
     assert strategy.passes[0].chunk == 64 * 64 and strategy.passes[0].nchunks == 1
 
 
+def test_a_cols_split_fills_one_wave_of_resident_blocks(ssq):
+    # axes (0, 2) of (128, 32, 1024, 32): 32 tiles of 32 outputs, rows of 2^17. Blocks an SM holds (the loaded
+    # function's occupancy) decide the chunks: as many segments as fit at once, never a second partial wave
+    _, plan = rplan(ssq, fake((128, 32, 1024, 32)), axis=(0, 2))
+    for per_sm in (2, 3, 4):
+        strategy = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads, n=per_sm: n)
+        first, second = strategy.passes
+        assert strategy.kind == "cols split" and first.block == 512
+        segments = 32 * first.nchunks
+        assert segments <= per_sm * H200_SMS < segments + 32  # one wave, no room for another tile's chunks
+        assert (first.nchunks - 1) * first.chunk < plan.red_size <= first.nchunks * first.chunk
+        assert second.variant.entry == "split_final" and strategy.workspace_items == plan.out_size * first.nchunks
+    # enough tiles for half the resident blocks: one pass
+    _, plan = rplan(ssq, fake((1024, 16, 16, 1024)), axis=(0, 2))
+    assert reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4).kind == "cols"
+    # short rows over several reduced dims: fewer warps, each walking at least 16 rounds of loads
+    _, plan = rplan(ssq, fake((16, 1024, 16, 256)), axis=(0, 2))
+    assert reduction_strategy(plan, H200_SMS).passes[0].block == 128
+
+
 def test_short_inner_rows_get_a_group_of_their_length(ssq):
     # (1, 3) of (1024, 16, 256, 16): rows of 16 elements = 4 vectors; 4 lanes per output walk the 16 rows, so a
     # warp reads 8 adjacent outputs' rows, 512 contiguous bytes

@@ -19,7 +19,7 @@ from ._launch_code import Step
 from ._plan_reduction import plan_reduction
 from ._reduction_strategy import pass_frame_values, reduction_strategy
 from ._planner import launch_stream, prepared_call
-from ._raw_attributes import read_attribute
+from ._raw_attributes import read_attribute, resident_blocks
 from ._prepared import PreparedCall, sm_count
 
 
@@ -42,7 +42,10 @@ def prepare_reduction(kernel: Any, args: tuple[Any, ...], stream: object, axis: 
         def max_threads(variant: VariantKey) -> int:  # registers bound the block: cols wants up to 1024 threads
             return read_attribute(loaded.function(variant, handle), "max_threads_per_block")
 
-        strategy = reduction_strategy(plan, sm_count(device_id), max_threads=max_threads)
+        def resident(variant: VariantKey, threads: int) -> int:  # blocks an SM holds: a split fills one wave
+            return resident_blocks(loaded.function(variant, handle), threads)
+
+        strategy = reduction_strategy(plan, sm_count(device_id), max_threads=max_threads, resident=resident)
         if strategy.workspace_items:
             workspace = strategy.workspace_items * _reduce_itemsize(loaded, strategy.passes[0].variant, handle)
         for step in strategy.passes:

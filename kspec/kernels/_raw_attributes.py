@@ -42,6 +42,13 @@ def read_attribute(fn: Any, attr: str) -> int:
     return -1 if err else int(value)
 
 
+def resident_blocks(fn: Any, threads: int) -> int:
+    """How many blocks of ``threads`` threads (no dynamic shared memory) of a loaded function one SM holds at
+    once; 0 where the driver cannot tell."""
+    err, blocks = cuda_driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, 0)
+    return 0 if err else int(blocks)
+
+
 def write_attribute(fn: Any, attr: str, value: int, kernel: str) -> None:
     """Set a settable attribute on a loaded function; a LaunchError naming the kernel when the driver refuses."""
     cu = cuda_driver()

@@ -53,10 +53,12 @@ WARPS_PER_SM = 64  # resident warps per SM on sm_80..sm_90 (2048 threads): what 
 
 
 def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | None = None,
-                       max_threads: Callable[[VariantKey], int] | None = None) -> Strategy:
+                       max_threads: Callable[[VariantKey], int] | None = None,
+                       resident: Callable[[VariantKey, int], int] | None = None) -> Strategy:
     """Pick the entry points, grid and block for ``plan`` on a device with ``sm_count`` SMs; ``max_threads``
     tells a loaded entry's largest block (its registers decide), for the entries that may launch more than
-    256 threads."""
+    256 threads, and ``resident(variant, threads)`` how many blocks of that many threads an SM holds at once
+    (the cols split sizes its grid to one wave of them)."""
     if plan.out_size == 0:
         return Strategy((), kind="none")
     variants = plan.specialization.variants
@@ -72,7 +74,7 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
     group = _row_group(plan, vec, sm_count)
 
     if plan.contiguous_cols and plan.out_size >= 32 and red >= 2:
-        return _cols(plan, sm_count, block, block_size is not None, max_threads)
+        return _cols(plan, sm_count, block, block_size is not None, max_threads, resident)
 
     if red >= SPLIT_MIN_ROW and plan.out_size < target_blocks:
         nchunks_wanted = max(2, -(-target_blocks // plan.out_size))
@@ -135,10 +137,14 @@ COLS_RUNTIME_RANK_WARPS = 16
 
 
 def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
-          max_threads: Callable[[VariantKey], int] | None) -> Strategy:
+          max_threads: Callable[[VariantKey], int] | None,
+          resident: Callable[[VariantKey, int], int] | None) -> Strategy:
     """32 adjacent outputs per block, the warps of a block splitting their rows; when the tiles of 32
-    outputs are too few to fill the device with warps, the rows split over several blocks too (a workspace
-    of partials and ``split_final``): axes (0, 2) of a (1024, 16, 32, 16) array has 8 tiles of 32k elements."""
+    outputs are fewer than half the blocks the device holds at once, the rows split over several blocks too
+    (a workspace of partials and ``split_final``): axes (0, 2) of a (1024, 16, 32, 16) array has 8 tiles of
+    32k elements. The split makes one wave: as many segments as fit the SMs together, never a few more (a
+    second wave of 16 blocks after 528 took as long as the first: (128, 32, 1024, 32) at 0.62 of copy
+    against 0.81, H200)."""
     variants = plan.specialization.variants
     cols = next(v for v in variants if v.entry == "cols" and v.ndim == plan.rndim)
     red = plan.red_size
@@ -155,18 +161,25 @@ def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
         # fills the device (axis=0 of a 16384^2 matrix: 512 blocks of 8 warps fill half of an H200; of
         # 16 warps, 4 per SM, all of it)
         warps = max(block // 32, WARPS_PER_SM // -(-min(tiles, MAX_GRID) // sm_count))
-    warps = max(1, min(cap, warps, -(-red // (2 * REDUCE_UNROLL))))
-    wanted = WARPS_PER_SM * sm_count  # warps that fill the device
-    if tiles * warps < wanted // 2:
-        nchunks = -(-wanted // (tiles * warps))
+    # rows a warp walks at least: 2 rounds of loads (one reduced dim), 16 with several (their walk's setup
+    # costs more: axes (0, 2) of (16, 1024, 16, 1024), rows of 256, ran at 0.70 of copy on 8 warps, 0.77 on 4)
+    per_warp = 2 if plan.rndim == 1 else 16
+    warps = max(1, min(cap, warps, -(-red // (per_warp * REDUCE_UNROLL))))
+    threads = 32 * warps
+    per_sm = resident(cols, threads) if resident is not None else 0
+    if per_sm <= 0:
+        per_sm = max(1, WARPS_PER_SM // warps)
+    slots = per_sm * sm_count  # blocks the device holds at once
+    if 2 * tiles <= slots:
+        nchunks = slots // tiles
         chunk = max(-(-red // nchunks), COLS_MIN_CHUNK * warps)
         nchunks = -(-red // chunk)
         if nchunks > 1:
             final = next(v for v in variants if v.entry == "split_final")
-            first = Pass(cols, min(tiles * nchunks, MAX_GRID), 32 * warps, nchunks=nchunks, chunk=chunk)
+            first = Pass(cols, min(tiles * nchunks, MAX_GRID), threads, nchunks=nchunks, chunk=chunk)
             second = Pass(final, min(plan.out_size, MAX_GRID), _final_block(block, nchunks), nchunks=nchunks, chunk=chunk)
             return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
-    return Strategy((Pass(cols, min(tiles, MAX_GRID), 32 * warps, chunk=red),), kind="cols")
+    return Strategy((Pass(cols, min(tiles, MAX_GRID), threads, chunk=red),), kind="cols")
 
 
 def cols_tile_width(plan: ReductionPlan) -> int:
