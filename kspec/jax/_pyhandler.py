@@ -256,7 +256,7 @@ class PythonHandler:
         return f"{texts[0]} ({result}): {texts[1]}" if len(texts) == 2 else f"CUDA error {result}"
 
 
-def _data(buffer: int | None) -> int:
+def _data(buffer: int) -> int:
     return int(C.cast(buffer, C.POINTER(_Buffer)).contents.data or 0)
 
 
