@@ -20,6 +20,7 @@ from ._callspec import CallSpec, Static, kernel_name, target_of
 from ._emit import run
 
 _SCALARS = (bool, int, float, complex, np.generic)
+_MAX_SIGNATURES = 256  # jitted calls kept per kernel (each holds its executables)
 
 
 class JaxKernel:
@@ -60,7 +61,7 @@ class JaxKernel:
             if isinstance(arg, (jax.Array, np.ndarray)):
                 layout.append(None)
                 arrays.append(arg)
-                if committed is None and not isinstance(arg, jax.core.Tracer) and isinstance(arg, jax.Array):
+                if committed is None and isinstance(arg, jax.Array):
                     committed = _single_device(self.__name__, position, arg)
             elif isinstance(arg, _SCALARS):
                 layout.append(Static(arg))
@@ -72,6 +73,8 @@ class JaxKernel:
         key = (tuple(layout), _frozen(self.__name__, kwargs), committed)
         fn = self._jitted.get(key)
         if fn is None:
+            if len(self._jitted) >= _MAX_SIGNATURES:  # e.g. a static scalar that changes every call: start over
+                self._jitted.clear()
             spec = CallSpec(self.kernel, tuple(layout), key[1], target_of(committed))
             fn = self._jitted[key] = jax.jit(functools.partial(run, spec))
         return fn(*arrays)
@@ -114,11 +117,19 @@ def _binds_keywords(kernel: Any) -> Callable[[tuple[Any, ...], dict[str, Any]], 
 
 
 def _single_device(name: str, position: int, array: Any) -> Any:
-    devices = array.devices()
+    """The device of a concrete JAX array (None for a tracer: its device is not known while tracing)."""
+    import jax
+
+    if isinstance(array, getattr(jax.core, "Tracer", ())):
+        return None
+    try:
+        devices = array.devices()
+    except Exception:  # noqa: BLE001 - an abstract value of some transformation: no device yet
+        return None
     if len(devices) != 1:
         raise KspecNotImplementedError(
             f"argument {position}: kernel '{name}' under kspec.jax runs on one device; the array is sharded over "
-            f"{len(devices)} devices (use jax.shard_map to call it per shard)"
+            f"{len(devices)} devices (call it per shard, on the device it was planned for)"
         )
     return next(iter(devices))
 

@@ -88,7 +88,8 @@ def target_of(device: Any) -> Target:
     if platform == "cpu":
         return Target(KIND_HOST, -1)
     if platform in ("gpu", "cuda"):
-        return Target(KIND_CUDA, int(getattr(device, "local_hardware_id", None) or device.id))
+        ordinal = getattr(device, "local_hardware_id", None)  # the CUDA ordinal (device.id is global)
+        return Target(KIND_CUDA, int(device.id if ordinal is None else ordinal))
     raise KspecNotImplementedError(
         f"kspec.jax runs kernels on CUDA GPUs and on the CPU; JAX's device is {device} (platform {platform!r})"
     )
