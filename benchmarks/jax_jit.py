@@ -20,6 +20,7 @@ host time over the one-kernel-per-op jnp row of the same size.
 
     python benchmarks/jax_jit.py [--sizes 4096 16777216] [--chain 1 8] [--calls 2000] [--repeat 15]
     KSPEC_JAX_HANDLER=python python benchmarks/jax_jit.py   # the Python fallback handler instead of the C one
+    KSPEC_JAX_COMMAND_BUFFER=1 python benchmarks/jax_jit.py  # XLA may capture kspec's launches in its CUDA graphs
 """
 
 from __future__ import annotations
@@ -152,7 +153,7 @@ def main() -> None:
                 else:
                     ratio = f"{result[0] / peer[0]:>10.2f}" if not isinstance(peer, str) else f"{'-':>10}"
                     rows.append(f"{n:>10} {chain:>5}  {name:<30} {result[0]:>12.2f} {result[1]:>12.2f} {ratio}")
-    print(f"FFI handler: {_library.handler().kind}")
+    print(f"FFI handler: {_library.handler().kind}, command-buffer compatible: {_library.command_buffers()}")
     print(f"{'n':>10} {'chain':>5}  {'variant':<30} {'host us/call':>12} {'wall us/call':>12} {'host / jnp':>10}")
     print("\n".join(rows))
 

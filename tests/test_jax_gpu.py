@@ -192,6 +192,34 @@ def test_python_fallback_handler_on_the_gpu():
     assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr
 
 
+def test_command_buffer_compatible_handler_gives_the_same_results():
+    """KSPEC_JAX_COMMAND_BUFFER=1: XLA may capture the kspec launches into its CUDA graphs; results stay right
+    when the buffers change between calls (XLA captures again) and across many calls."""
+    done = _run("""
+    import numpy as np, jax, jax.numpy as jnp
+    import kspec, kspec.jax as kj
+    k = kspec.ElementwiseKernel("T x, T y", "T z", "z = x + 2 * y", "jaxgpu_cmdbuf")
+
+    @jax.jit
+    def chain(x, y):
+        for _ in range(8):
+            x = jnp.sin(kj.call(k, x, y))
+        return x
+
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        hx, hy = rng.standard_normal(1 << 16).astype(np.float32), rng.standard_normal(1 << 16).astype(np.float32)
+        want = hx
+        for _ in range(8):
+            want = np.sin(want + 2 * hy)
+        for _ in range(20):
+            got = chain(jnp.asarray(hx), jnp.asarray(hy))
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-5)
+    print("ok")
+    """, KSPEC_JAX_COMMAND_BUFFER="1")
+    assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr
+
+
 def test_wheel_kernels_inside_jit_without_nvrtc(tmp_path):
     from deploy_build import NO_NVRTC
 

@@ -11,6 +11,7 @@ host compiler.
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -186,3 +187,58 @@ def test_handler_choice_from_the_environment(monkeypatch):
     monkeypatch.setenv(_library.HANDLER_ENV, "rust")
     with pytest.raises(kspec.KspecValueError, match="KSPEC_JAX_HANDLER: expected 'c' or 'python', got 'rust'"):
         _library.handler_choice()
+
+
+# -- XLA's metadata query: the API version and the traits (command buffers) --------------------------------
+
+
+def _ask_metadata(call) -> tuple[tuple[int, int], int]:
+    import ctypes as C
+
+    from kspec.jax._pyhandler import _CallFrame, _ExtBase, _Metadata, _MetadataExt
+
+    metadata = _Metadata(struct_size=C.sizeof(_Metadata))
+    ext = _MetadataExt(metadata=C.pointer(metadata))
+    ext.extension_base.struct_size, ext.extension_base.type = C.sizeof(_MetadataExt), 1
+    frame = _CallFrame(struct_size=C.sizeof(_CallFrame), extension_start=C.cast(C.pointer(ext), C.POINTER(_ExtBase)))
+    assert not call(C.pointer(frame))  # no error
+    return (metadata.api_version.major_version, metadata.api_version.minor_version), metadata.traits
+
+
+@pytest.mark.parametrize("kind", ["c", "python"])
+def test_metadata_answers_version_and_command_buffer_traits(kind):
+    import ctypes as C
+
+    if kind == "c":
+        handler = _library.handler()
+        calls = {}
+        for platform, symbol in (("CUDA", "kspec_xla_cuda"), ("cpu", "kspec_xla_host")):
+            fn = getattr(handler.lib, symbol)
+            fn.restype, fn.argtypes = C.c_void_p, [C.c_void_p]
+            calls[platform] = lambda frame, fn=fn: fn(C.cast(frame, C.c_void_p))
+        header = (Path(jax.ffi.include_dir()) / "xla" / "ffi" / "api" / "c_api.h").read_text()
+        minor = int(header.split("#define XLA_FFI_API_MINOR ")[1].split()[0])
+        version = (0, minor)
+    else:
+        from kspec.jax._pyhandler import PythonHandler
+
+        handler = PythonHandler()
+        calls = {platform: handler._callbacks[platform] for platform in ("CUDA", "cpu")}
+        version = (0, 1)
+    try:
+        assert _ask_metadata(calls["CUDA"]) == (version, 0)
+        handler.set_cuda_traits(_library.COMMAND_BUFFER_COMPATIBLE)
+        assert _ask_metadata(calls["CUDA"]) == (version, 1)
+        assert _ask_metadata(calls["cpu"]) == (version, 0)  # XLA:CPU has no command buffers
+    finally:
+        handler.set_cuda_traits(0)
+
+
+def test_command_buffer_choice_from_the_environment(monkeypatch):
+    monkeypatch.delenv(_library.COMMAND_BUFFER_ENV, raising=False)
+    assert _library.command_buffers() is False
+    monkeypatch.setenv(_library.COMMAND_BUFFER_ENV, "1")
+    assert _library.command_buffers() is True
+    monkeypatch.setenv(_library.COMMAND_BUFFER_ENV, "yes")
+    with pytest.raises(kspec.KspecValueError, match="KSPEC_JAX_COMMAND_BUFFER: expected '0' or '1', got 'yes'"):
+        _library.command_buffers()

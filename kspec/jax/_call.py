@@ -45,7 +45,13 @@ class JaxKernel:
         return f"<kspec.jax kernel {self.__name__!r}>"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        import jax
+        try:
+            import jax
+        except ModuleNotFoundError:
+            raise ModuleNotFoundError(
+                f"kernel '{self.__name__}': kspec.jax needs JAX (pip install jax; jax[cuda13] for NVIDIA GPUs)",
+                name="jax",
+            ) from None
 
         if self._positional_only is not None:  # a fused function: keywords are its arguments
             args, kwargs = self._positional_only(args, kwargs), {}

@@ -62,6 +62,7 @@ typedef int (*cu_error_string_t)(int error, const char** text);
 typedef int (*host_entry_t)(void** params, const kspec_host_launch* launch, kspec_host_fault* fault);
 
 std::atomic<int64_t> process_number{0};
+std::atomic<uint32_t> cuda_traits{0};  // XLA_FFI_Handler_Traits of the CUDA handler (kspec_xla_set_cuda_traits)
 std::atomic<cu_launch_t> cu_launch{nullptr};
 std::atomic<cu_error_string_t> cu_error_string{nullptr};
 std::atomic<cu_error_string_t> cu_error_name{nullptr};
@@ -212,9 +213,10 @@ bool api_has(const XLA_FFI_Api* api, size_t field_end) { return api->struct_size
 #define KSPEC_API_HAS(api, field) \
   api_has(api, offsetof(XLA_FFI_Api, field) + sizeof(((XLA_FFI_Api*)0)->field))
 
-// Answers XLA's metadata query (at registration): the FFI API these headers describe, and no traits (a call
-// may not be captured into a command buffer: its launches are kspec's, not XLA's).
-XLA_FFI_Error* metadata(XLA_FFI_CallFrame* frame) {
+// Answers XLA's metadata query (at registration): the FFI API these headers describe, and the traits. The CUDA
+// handler may be declared command-buffer compatible (KSPEC_JAX_COMMAND_BUFFER=1): its launches depend on the
+// attributes and the buffers' addresses only, as XLA requires of a handler it captures into a CUDA graph.
+XLA_FFI_Error* metadata(XLA_FFI_CallFrame* frame, int kind) {
   XLA_FFI_Metadata_Extension* ext = reinterpret_cast<XLA_FFI_Metadata_Extension*>(frame->extension_start);
   if (ext->extension_base.struct_size < XLA_FFI_Metadata_Extension_STRUCT_SIZE ||
       ext->metadata->struct_size < XLA_FFI_Metadata_STRUCT_SIZE) {
@@ -224,7 +226,7 @@ XLA_FFI_Error* metadata(XLA_FFI_CallFrame* frame) {
   ext->metadata->api_version.extension_start = nullptr;
   ext->metadata->api_version.major_version = XLA_FFI_API_MAJOR;
   ext->metadata->api_version.minor_version = XLA_FFI_API_MINOR;
-  ext->metadata->traits = 0;
+  ext->metadata->traits = kind == kind_cuda ? cuda_traits.load() : 0;
   return nullptr;
 }
 
@@ -331,7 +333,7 @@ XLA_FFI_Error* run(XLA_FFI_CallFrame* frame, int kind) {
   if (frame->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE) {
     return error(frame->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "kspec: XLA's FFI call frame is too small");
   }
-  if (is_metadata(frame)) return metadata(frame);
+  if (is_metadata(frame)) return metadata(frame, kind);
   XLA_FFI_Error* failed = nullptr;
   const Description* d = find(frame, &failed);
   if (d == nullptr) return failed;
@@ -420,6 +422,8 @@ XLA_FFI_Error* run(XLA_FFI_CallFrame* frame, int kind) {
 KSPEC_EXPORT const int kspec_xla_blob_version = blob_version;
 
 KSPEC_EXPORT void kspec_xla_set_process(int64_t number) { process_number.store(number); }
+
+KSPEC_EXPORT void kspec_xla_set_cuda_traits(uint32_t traits) { cuda_traits.store(traits); }
 
 KSPEC_EXPORT void kspec_xla_set_cuda(void* launch, void* error_string, void* error_name) {
   cu_error_string.store(reinterpret_cast<cu_error_string_t>(error_string));

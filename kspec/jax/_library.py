@@ -3,7 +3,8 @@
 The C handler is built by kspec's host compiler (kspec.compiler.compile_host_library: the binary cache keeps
 it, so a process after the first only loads it) against jaxlib's FFI headers (``jax.ffi.include_dir()``) and
 kspec's CPU-device entry ABI, loaded with ctypes and registered with XLA as the target ``kspec_launch`` for
-the CPU and for CUDA. Where no host compiler exists (:class:`kspec.HostCompilerNotFoundError`), or
+the CPU and for CUDA (``KSPEC_JAX_COMMAND_BUFFER=1``: declared command-buffer compatible on CUDA). Where no
+host compiler exists (:class:`kspec.HostCompilerNotFoundError`), or
 ``KSPEC_JAX_HANDLER=python``, the same handler written with ctypes callbacks (:mod:`._pyhandler`) is used,
 with one :class:`kspec.PerformanceWarning`: it costs tens of microseconds of host time per call.
 
@@ -25,18 +26,23 @@ from ._describe import BLOB_VERSION, KIND_CUDA, Description
 
 TARGET = "kspec_launch"
 HANDLER_ENV = "KSPEC_JAX_HANDLER"
+COMMAND_BUFFER_ENV = "KSPEC_JAX_COMMAND_BUFFER"
+COMMAND_BUFFER_COMPATIBLE = 1  # XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE
 _PLATFORMS = {"cpu": "kspec_xla_host", "CUDA": "kspec_xla_cuda"}
 _lock = threading.Lock()
 
 
 class Handler(Protocol):
     process: int
+    kind: str
 
     def register(self, description: Description) -> int: ...
 
     def capsule(self, platform: str) -> Any: ...
 
     def set_cuda(self, launch: int, error_string: int, error_name: int) -> None: ...
+
+    def set_cuda_traits(self, traits: int) -> None: ...
 
 
 class CHandler:
@@ -74,6 +80,9 @@ class CHandler:
     def set_cuda(self, launch: int, error_string: int, error_name: int) -> None:
         self.lib.kspec_xla_set_cuda(ctypes.c_void_p(launch), ctypes.c_void_p(error_string), ctypes.c_void_p(error_name))
 
+    def set_cuda_traits(self, traits: int) -> None:
+        self.lib.kspec_xla_set_cuda_traits(ctypes.c_uint32(traits))
+
 
 _handler: Handler | None = None
 _indices: dict[bytes, int] = {}
@@ -88,6 +97,7 @@ def handler() -> Handler:
         with _lock:
             if _handler is None:
                 made = _make()
+                made.set_cuda_traits(COMMAND_BUFFER_COMPATIBLE if command_buffers() else 0)
                 for platform in _PLATFORMS:
                     _register_target(made, platform)
                 _handler = made
@@ -100,6 +110,16 @@ def handler_choice() -> str:
     if value not in ("c", "python"):
         raise KspecValueError(f"{HANDLER_ENV}: expected 'c' or 'python', got {value!r}")
     return value
+
+
+def command_buffers() -> bool:
+    """``KSPEC_JAX_COMMAND_BUFFER=1``: the CUDA handler is declared command-buffer compatible, so XLA may capture
+    kspec's launches into its CUDA graphs with its own kernels (default ``0``: XLA runs each kspec call as a
+    thunk of its own between them)."""
+    value = os.environ.get(COMMAND_BUFFER_ENV, "").strip().lower() or "0"
+    if value not in ("0", "1"):
+        raise KspecValueError(f"{COMMAND_BUFFER_ENV}: expected '0' or '1', got {value!r}")
+    return value == "1"
 
 
 def _make() -> Handler:
@@ -155,9 +175,26 @@ def _register_target(made: Handler, platform: str) -> None:
     import jax
 
     capsule = made.capsule(platform)
+    extra = {}
+    if platform == "CUDA" and command_buffers():  # the traits are in the handler's metadata; and here, for XLAs
+        traits = _xla_traits()                    # that take them from the registration
+        if traits is not None:
+            extra["traits"] = traits
     # instantiate too: an executable holding a launch of another process fails when it is loaded, not later
-    jax.ffi.register_ffi_target(TARGET, {"instantiate": capsule, "execute": capsule}, platform=platform, api_version=1)
+    jax.ffi.register_ffi_target(TARGET, {"instantiate": capsule, "execute": capsule}, platform=platform, api_version=1,
+                                **extra)  # fmt: skip
     _targets.add(platform)
+
+
+def _xla_traits() -> Any:
+    """jaxlib's CustomCallTargetTraits.COMMAND_BUFFER_COMPATIBLE, where this jaxlib has it."""
+    import importlib
+
+    try:
+        traits = importlib.import_module("jaxlib.xla_client").CustomCallTargetTraits
+    except (ImportError, AttributeError):
+        return None
+    return getattr(traits, "COMMAND_BUFFER_COMPATIBLE", None)
 
 
 def register(description: Description) -> tuple[int, int]:

@@ -132,6 +132,7 @@ class PythonHandler:
         self._callbacks = {"CUDA": _HANDLER(self._cuda), "cpu": _HANDLER(self._host)}  # kept alive: XLA holds them
         self._cu_launch: Any = None
         self._cu_text: tuple[Any, Any] | None = None
+        self._cuda_traits = 0
 
     def register(self, description: Description) -> int:
         with self._lock:
@@ -142,6 +143,9 @@ class PythonHandler:
         import jax
 
         return jax.ffi.pycapsule(self._callbacks[platform])
+
+    def set_cuda_traits(self, traits: int) -> None:
+        self._cuda_traits = traits
 
     def set_cuda(self, launch: int, error_string: int, error_name: int) -> None:
         self._cu_text = (_CU_ERROR_TEXT(error_name), _CU_ERROR_TEXT(error_string))
@@ -155,14 +159,14 @@ class PythonHandler:
 
     def _run(self, frame_p: Any, kind: int) -> int | None:
         frame = frame_p.contents
+        ext = frame.extension_start
+        if ext and ext.contents.type == _METADATA_EXTENSION:  # at registration (XLA's api is not needed)
+            metadata = C.cast(ext, C.POINTER(_MetadataExt)).contents.metadata.contents
+            metadata.api_version.major_version, metadata.api_version.minor_version = _FFI_API_VERSION
+            metadata.traits = self._cuda_traits if kind == KIND_CUDA else 0
+            return None
         api = C.cast(frame.api, C.POINTER(_Api)).contents
         try:
-            ext = frame.extension_start
-            if ext and ext.contents.type == _METADATA_EXTENSION:
-                metadata = C.cast(ext, C.POINTER(_MetadataExt)).contents.metadata.contents
-                metadata.api_version.major_version, metadata.api_version.minor_version = _FFI_API_VERSION
-                metadata.traits = 0
-                return None
             description = self._find(frame)
             if frame.stage != _EXECUTE:
                 return None
