@@ -76,7 +76,10 @@ class JaxKernel:
                     f"argument {position}: kernel '{self.__name__}' under kspec.jax takes JAX arrays, NumPy arrays and "
                     f"Python or NumPy scalars, got {type(arg).__module__}.{type(arg).__qualname__}"
                 )
-        key = (tuple(layout), _frozen(self.__name__, kwargs), committed)
+        # under a transformation the call is planned for JAX's default device, which a jax.default_device block
+        # may change: it is part of the key then
+        where = committed if committed is not None else ("default", jax.config.jax_default_device)
+        key = (tuple(layout), _frozen(self.__name__, kwargs), where)
         fn = self._jitted.get(key)
         if fn is None:
             if len(self._jitted) >= _MAX_SIGNATURES:  # e.g. a static scalar that changes every call: start over

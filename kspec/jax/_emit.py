@@ -81,8 +81,8 @@ def emit_call(spec: CallSpec, arrays: tuple[Any, ...]) -> tuple[tuple[Any, ...],
         results.append(jax.ShapeDtypeStruct((description.workspace,), jnp.uint8))
     if not results:
         raise KspecNotImplementedError(
-            f"kernel '{name}': the call returns nothing (no_return); under JAX a kernel can only give results, so "
-            "kspec.jax needs a kernel that returns its outputs"
+            f"kernel '{name}': the call has no outputs; under JAX a kernel's results are new arrays, so kspec.jax "
+            "needs a kernel with outputs"
         )
     # outputs given as arguments are written in place by the kernel (it may read them): XLA's result buffer is
     # the operand's (a copy of it, unless the caller donates it)
