@@ -91,11 +91,11 @@ def test_jit_of_every_kind_equals_eager_kspec():
 def test_split_reduction_with_a_workspace():
     from kspec.kernels import ArraySpec
 
-    m = _data((2, 1 << 20), 3)
-    plan = SUMSQ.plan_launch(ArraySpec(m.shape, "float32"), axis=1)
-    assert plan.workspace > 0, "this shape no longer splits on this GPU: pick one that does"
-    got = jax.jit(lambda a: kj.call(SUMSQ, a, axis=1))(m)
-    np.testing.assert_allclose(np.asarray(got), _host(SUMSQ(m, axis=1)), rtol=1e-4)
+    m = _data((1 << 21,), 3)  # one long row: two passes, partials in the workspace
+    plan = SUMSQ.plan_launch(ArraySpec(m.shape, "float32"))
+    assert plan.workspace > 0 and len(plan.steps) >= 2, "this shape no longer splits on this GPU: pick one that does"
+    got = jax.jit(lambda a: kj.call(SUMSQ, a))(m)
+    np.testing.assert_allclose(np.asarray(got), _host(SUMSQ(m)), rtol=1e-4)
 
 
 def test_second_call_traces_plans_and_loads_nothing(monkeypatch):
@@ -220,9 +220,22 @@ def test_command_buffer_compatible_handler_gives_the_same_results():
     assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr
 
 
-def test_wheel_kernels_inside_jit_without_nvrtc(tmp_path):
-    from deploy_build import NO_NVRTC
+_NO_KSPEC_NVRTC = """
+import importlib.abc, sys
 
+class _NoNvrtc(importlib.abc.MetaPathFinder):  # kspec's way to NVRTC (JAX's CUDA plugin may load its own)
+    def find_spec(self, name, path=None, target=None):
+        if name == "cuda.bindings.nvrtc":
+            raise ImportError(f"{name} is blocked: this process must not compile")
+        return None
+
+sys.meta_path.insert(0, _NoNvrtc())
+"""
+
+
+def test_wheel_kernels_inside_jit_without_nvrtc(tmp_path):
+    """examples/deploy's wheel (its CUBINs) in a fresh process with kspec's NVRTC blocked, KSPEC_COMPILE=never and
+    an empty cache: its kernels run inside jax.jit, each loaded from the wheel's binaries."""
     from test_deploy_gpu import _served
 
     arch = kspec.get_device().arch
@@ -232,9 +245,9 @@ def test_wheel_kernels_inside_jit_without_nvrtc(tmp_path):
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(site)
-    done = _run(NO_NVRTC + textwrap.dedent("""
+    done = _run(_NO_KSPEC_NVRTC + textwrap.dedent("""
     import numpy as np, jax, jax.numpy as jnp
-    import kspec.jax as kj
+    import kspec, kspec.jax as kj
     from deploy_example.kernels import ops
     rng = np.random.default_rng(0)
     hx, hy = rng.standard_normal(5000).astype(np.float32), rng.standard_normal(5000).astype(np.float32)
@@ -247,9 +260,11 @@ def test_wheel_kernels_inside_jit_without_nvrtc(tmp_path):
     z, n = f(jnp.asarray(hx), jnp.asarray(hy), jnp.asarray(m))
     np.testing.assert_allclose(np.asarray(z), np.float32(2.5) * (hx - hy), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(n), np.linalg.norm(m, axis=1), rtol=1e-4)
+    loads = {(e.kernel, e.source) for e in kspec.compile_log()}
+    assert loads and all(source == "binary" for _kernel, source in loads), loads
     assert "cuda.bindings.nvrtc" not in sys.modules
     print("ok")
-    """), KSPEC_CACHE_DIR=str(tmp_path / "empty-cache"), PYTHONPATH=str(site))
+    """), KSPEC_CACHE_DIR=str(tmp_path / "empty-cache"), KSPEC_COMPILE="never", PYTHONPATH=str(site))
     assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr
 
 
