@@ -289,6 +289,10 @@ class CompileWarning(UserWarning):
     """A kernel compiles at run time under ``KSPEC_COMPILE=warn``: once per specialization (cache key)."""
 
 
+class PerformanceWarning(UserWarning):
+    """kspec does something more slowly than it could, once per process; the message says why and what to install."""
+
+
 class BinaryWarning(UserWarning):
     """A precompiled binary does not match its manifest's sha256; kspec compiles the kernel instead."""
 

@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = {  # module -> its reference page
     "kspec": "kspec.md", "kspec.spec": "spec.md", "kspec.kernels": "kernels.md", "kspec.fuse": "fuse.md",
-    "kspec.jit": "jit.md", "kspec.runtime": "runtime.md", "kspec.build": "build.md", "kspec.hatch": "hatch.md",
+    "kspec.jit": "jit.md", "kspec.jax": "jax.md", "kspec.runtime": "runtime.md", "kspec.build": "build.md", "kspec.hatch": "hatch.md",
 }  # fmt: skip
 
 

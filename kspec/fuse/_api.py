@@ -206,6 +206,32 @@ class FusedFunction:
             )
         return specs[0]
 
+    def output_specs(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """The arrays a call returns, as :class:`kspec.ArraySpec`s in return order: ``args`` as for a call with
+        each array an ArraySpec. Traces as a call would (same errors); compiles, loads and allocates
+        nothing, and needs no GPU. For functions that return new arrays (kspec/fuse/_launch_plan.py)."""
+        from ._launch_plan import plan_program
+
+        return plan_program(self._name, *self._abstract_program(args, kwargs), load=False).outputs
+
+    def plan_launch(self, *args: Any, **kwargs: Any) -> Any:
+        """The :class:`kspec.LaunchPlan` of a call (arguments as for :meth:`output_specs`): every kernel of
+        the function in order, values passed between them in its workspace; binaries loaded, nothing
+        launched."""
+        from ._launch_plan import plan_program
+
+        return plan_program(self._name, *self._abstract_program(args, kwargs), load=True)
+
+    def _abstract_program(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Program, tuple[Any, ...]]:
+        from ._launch_plan import check_abstract
+
+        if kwargs or len(args) < self._nparams:
+            args = self._bind(args, kwargs)
+        check_abstract(self._name, args)
+        program = self._program(tuple(_arg_type(self._name, k, a) for k, a in enumerate(args)))
+        program.check_ints(args)
+        return program, args
+
     def cuda_source(self, *args: Any, **kwargs: Any) -> str:
         """The CUDA C++ of every kernel a call with such arguments runs (no GPU needed)."""
         from ..render import render, specialize
@@ -236,8 +262,11 @@ def _arg_type(func_name: str, index: int, value: Any) -> ArgType:
         return ("scalar", _rules.default_dtype(tp), tp)
     if isinstance(value, np.generic):
         return ("scalar", _dtype_of(func_name, index, value.dtype), None)
+    from ..kernels import ArraySpec
     from ..runtime import array_dtype_ndim
 
+    if isinstance(value, ArraySpec):  # output_specs / plan_launch
+        return ("array", value.dtype, len(value.shape))
     found = array_dtype_ndim(value)
     if found is not None:
         return ("array", _dtype_of(func_name, index, found[0]), found[1])

@@ -45,6 +45,7 @@ class Program:
         self._results = results
         self._returns_tuple = returns_tuple
         self._run: Callable[[Sequence[Any]], Any] | None = None
+        self._kernels: list[Any] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -59,23 +60,42 @@ class Program:
                 run = self._run = self._run or self._build()
         return run
 
-    def _build(self) -> Callable[[Sequence[Any]], Any]:
-        from ..kernels import ElementwiseKernel, ReductionKernel
+    @property
+    def results(self) -> list[tuple[str, Any]]:
+        """How the call's result is built, item by item (kind and payload: kspec/fuse/_plan.py's constants)."""
+        return self._results
 
-        kernels = [
-            (ReductionKernel if step.spec.KIND == "reduction" else ElementwiseKernel).from_spec(step.spec)
-            for step in self.steps
-        ]
+    @property
+    def returns_tuple(self) -> bool:
+        return self._returns_tuple
+
+    def kernels(self) -> list[Any]:
+        """The kernel of each step (made once: ElementwiseKernel / ReductionKernel of its spec)."""
+        kernels = self._kernels
+        if kernels is None:
+            from ..kernels import ElementwiseKernel, ReductionKernel
+
+            kernels = self._kernels = [
+                (ReductionKernel if step.spec.KIND == "reduction" else ElementwiseKernel).from_spec(step.spec)
+                for step in self.steps
+            ]
+        return kernels
+
+    def check_ints(self, args: Sequence[Any]) -> None:
+        """NumPy 2's rule: a Python int argument must fit the integer dtype a step converts it to."""
+        for index, dtype, low, high in self._int_checks:
+            if not low <= args[index] <= high:
+                raise KspecOverflowError(f"Python integer {args[index]} out of bounds for {dtype}")
+
+    def _build(self) -> Callable[[Sequence[Any]], Any]:
         results, returns_tuple = self._results, self._returns_tuple
-        run = self._run_steps(kernels, results, returns_tuple)
-        checks = self._int_checks
-        if not checks:
+        run = self._run_steps(self.kernels(), results, returns_tuple)
+        if not self._int_checks:
             return run
+        check_ints = self.check_ints
 
         def checked(args: Sequence[Any]) -> Any:
-            for index, dtype, low, high in checks:  # NumPy 2: a Python int must fit the array's integer dtype
-                if not low <= args[index] <= high:
-                    raise KspecOverflowError(f"Python integer {args[index]} out of bounds for {dtype}")
+            check_ints(args)
             return run(args)
 
         return checked

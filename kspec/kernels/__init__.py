@@ -9,11 +9,12 @@ from .._lazy import lazy_getattr
 _LAZY = {
     "BinaryStore": "_binaries", "ElementwiseKernel": "_elementwise", "KernelLibrary": "_library", "load": "_library",
     "load_specs": "_library", "DeviceGlobal": "_raw", "RawKernel": "_raw", "RawModule": "_raw",
-    "ReductionKernel": "_reduction",
+    "ReductionKernel": "_reduction", "ArraySpec": "_array_spec", "LaunchPlan": "_array_spec",
+    "LaunchStep": "_array_spec",
 }
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
-__all__ = ["BinaryStore", "load_specs", "DeviceGlobal", "ElementwiseKernel", "KernelLibrary", "RawKernel", "RawModule", "ReductionKernel", "load"]
+__all__ = ["ArraySpec", "LaunchPlan", "LaunchStep", "BinaryStore", "load_specs", "DeviceGlobal", "ElementwiseKernel", "KernelLibrary", "RawKernel", "RawModule", "ReductionKernel", "load"]

@@ -31,6 +31,7 @@ from ..runtime import (
     kind_of_object,
     stream_handle,
 )
+from ._array_spec import ArraySpec, array_spec_info
 
 if TYPE_CHECKING:  # annotations only: binding serves plain specs too, without the Pydantic models
     from ..spec import ElementwiseSpec, Param, ReductionSpec
@@ -75,6 +76,7 @@ def bind(
     *,
     launch: bool = False,
     stream: object = None,
+    abstract: bool = False,
 ) -> Bound:
     """Describe ``inputs`` (and ``outputs`` when given) against ``spec``'s parameters and bind its types.
 
@@ -85,7 +87,10 @@ def bind(
     ``launch``: the call launches next, on ``stream`` (None: the default stream of the first array's library,
     as :class:`~kspec.kernels._prepared.PreparedCall` picks it). Arrays that come through the protocols are then
     read for that stream: a ``__cuda_array_interface__`` v3 producer's ``stream`` is ordered before it, and
-    DLPack is asked for ``__dlpack__(stream=<it>)``, as both protocols require of a consumer."""
+    DLPack is asked for ``__dlpack__(stream=<it>)``, as both protocols require of a consumer.
+
+    ``abstract``: every array is an :class:`~._array_spec.ArraySpec` (``output_specs`` / ``plan_launch``), read
+    into the ArrayInfo a real array of its layout gives, with pointer 0."""
     kernel = spec.name
     arrays: dict[str, ArrayArg] = {}
     scalar_inputs: dict[str, Any] = {}
@@ -105,6 +110,9 @@ def bind(
             scalar_inputs[param.name] = obj
             continue
         order.append(param.name)
+        if abstract:
+            arrays[param.name] = _abstract_arg(kernel, param, obj, is_output)
+            continue
         kind = kind_of_object(obj)
         if launch and kind in (CAI, DLPACK):
             protocol.append((param, obj, is_output, kind))
@@ -146,6 +154,15 @@ def _launch_stream(kernel: str, stream: object, first: ArrayArg | None) -> int:
     return default_stream_getter(first.info.library)(first.info.device_id)
 
 
+def _abstract_arg(kernel: str, param: Param, obj: Any, is_output: bool) -> ArrayArg:
+    if not isinstance(obj, ArraySpec):
+        role = "output" if is_output else "input"
+        raise KspecTypeError(about_kernel(
+            kernel, f"{role} {param.name}: expected a kspec.ArraySpec (output_specs / plan_launch take ArraySpecs "
+            f"where a call takes arrays) or a scalar, got {'a scalar ' if is_scalar(obj) else 'a '}{type(obj).__name__}"))
+    return ArrayArg(param, array_spec_info(obj), obj.dtype, obj)
+
+
 def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool, kind: str | None, stream: int | None = None) -> ArrayArg:
     role = "output" if is_output else "input"
     if not accepts_kind(kind):
@@ -156,6 +173,8 @@ def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool, kind: str |
             )
         elif is_output and is_scalar(obj):
             what = f"a scalar {type(obj).__name__}"
+        elif isinstance(obj, ArraySpec):
+            what = "a kspec.ArraySpec, which has no memory (kernel.output_specs / kernel.plan_launch take those)"
         else:
             what = f"a {type(obj).__name__}"
         lead = "Output arguments type must be cupy.ndarray or another device array: " if is_output else ""

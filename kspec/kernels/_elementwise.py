@@ -16,7 +16,7 @@ from typing import Any
 from .._args import flag, options_tuple
 from . import _spec_kernel
 from ._arguments import MISS
-from ._planner import prepare_elementwise
+from ._planner import elementwise_steps, plan_elementwise_call, prepare_elementwise
 from ._prepared import PreparedCall
 
 
@@ -85,6 +85,16 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
     def _plan_call(self, args: tuple[Any, ...], stream: object, extra: Any) -> tuple[PreparedCall, tuple[int, ...]]:
         size, block_size = extra if extra is not None else (None, None)
         return prepare_elementwise(self, args, stream, size, block_size)
+
+    def _abstract_plan(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, tuple[int, ...], Any]:
+        size, block_size = kwargs.pop("size", None), kwargs.pop("block_size", None)
+        if kwargs:
+            self._split_args(args, kwargs, "size= and block_size= here")  # raises
+        bound, plan, _textures = plan_elementwise_call(self, args, None, size, block_size, abstract=True)
+        return bound, plan.shape, plan
+
+    def _abstract_steps(self, plan: Any, device_id: int) -> tuple[list[Any], int]:
+        return elementwise_steps(self, plan, device_id, None), 0
 
 
 def _plain(value: object) -> bool:

@@ -74,6 +74,15 @@ class Frame:
     def scalar_offset(self, name: str) -> int | None:
         return self._scalars.get(name)
 
+    def pointer_slots(self) -> dict[str, int]:
+        """Each parameter holding a device pointer -> the offset of the pointer in the buffer."""
+        return dict(self._pointers)
+
+    @property
+    def slot_offsets(self) -> tuple[int, ...]:
+        """The offset of each kernel parameter in the buffer, in parameter order."""
+        return self._slot_offsets
+
     @property
     def thread_local(self) -> threading.local:
         """Where :meth:`buffer` keeps each thread's ``buf`` and ``address`` (read directly by generated calls)."""

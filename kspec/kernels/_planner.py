@@ -17,28 +17,41 @@ from . import _loaded
 from ._bind import Bound, bind, texture_handles
 from ._frame import Frame
 from ._launch_code import Step
-from ._plan import frame_values, plan_elementwise
+from ._plan import ElementwisePlan, frame_values, plan_elementwise
 from ._prepared import PreparedCall, bound_pointers, sm_count
 
 
 def prepare_elementwise(kernel: Any, args: tuple[Any, ...], stream: object, size: object,
                         block_size: object) -> tuple[PreparedCall, tuple[int, ...]]:
     """The prepared call of an ElementwiseKernel call, and its arguments' pointers."""
+    bound, plan, textures = plan_elementwise_call(kernel, args, stream, size, block_size)
+    device_id = bound.device_id if bound.device_id is not None else get_device().id
+    handle = launch_stream(bound, stream, device_id) if plan.variant is not None else None
+    steps = elementwise_steps(kernel, plan, device_id, handle)
+    return prepared_call(kernel, bound, device_id, steps, plan.allocate, plan.shape, 0, len(args), textures)
+
+
+def plan_elementwise_call(kernel: Any, args: tuple[Any, ...], stream: object, size: object, block_size: object,
+                          abstract: bool = False) -> tuple[Bound, ElementwisePlan, frozenset[str]]:
+    """Bind and plan an ElementwiseKernel call (every check and error of one): the bound arguments, the plan
+    and the inputs given texture objects. ``abstract``: the arrays are ArraySpecs (kernel.output_specs)."""
     spec = kernel._spec
     args, textures = texture_handles(args, spec)  # texture/surface objects go by value, as uint64 handles
     inputs, outputs = kernel._split_args(args, {}, "size=, block_size= and stream=")
     kernel._check_stream(stream)
-    bound = bind(spec, inputs, outputs, textures, launch=True, stream=stream)
-    plan = plan_elementwise(spec, bound, kernel._specializer, size=size, block_size=block_size)
-    device_id = bound.device_id if bound.device_id is not None else get_device().id
-    steps = []
-    if plan.variant is not None:
-        handle = launch_stream(bound, stream, device_id)
-        loaded = _loaded.loaded_kernel(plan.specialization, device_id, kernel._binaries, handle)
-        frame = Frame(loaded.interface.abi[plan.variant], frame_values(plan))
-        steps.append(Step(loaded.function(plan.variant, handle), plan.grid(sm_count(device_id)), plan.block,
-                          kernel_label(kernel.name, plan.variant.entry), frame))  # fmt: skip
-    return prepared_call(kernel, bound, device_id, steps, plan.allocate, plan.shape, 0, len(args), textures)
+    bound = bind(spec, inputs, outputs, textures, launch=not abstract, stream=stream, abstract=abstract)
+    return bound, plan_elementwise(spec, bound, kernel._specializer, size=size, block_size=block_size), textures
+
+
+def elementwise_steps(kernel: Any, plan: ElementwisePlan, device_id: int, handle: int | None) -> list[Step]:
+    """The launch of a plan on a device (none for size 0), its specialization loaded there. ``handle``: the
+    launch stream (a first load while it captures a graph is refused), None when nothing launches now."""
+    if plan.variant is None:
+        return []
+    loaded = _loaded.loaded_kernel(plan.specialization, device_id, kernel._binaries, handle)
+    frame = Frame(loaded.interface.abi[plan.variant], frame_values(plan))
+    return [Step(loaded.function(plan.variant, handle), plan.grid(sm_count(device_id)), plan.block,
+                 kernel_label(kernel.name, plan.variant.entry), frame)]  # fmt: skip
 
 
 def launch_stream(bound: Bound, stream: object, device_id: int) -> int:

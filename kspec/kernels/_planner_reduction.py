@@ -13,10 +13,10 @@ from .._errors import kernel_label
 from ..render import VariantKey
 from ..runtime import device_array_from_pointer, refuse_while_capturing
 from . import _loaded
-from ._bind import bind
+from ._bind import Bound, bind
 from ._frame import Frame
 from ._launch_code import Step
-from ._plan_reduction import plan_reduction
+from ._plan_reduction import ReductionPlan, plan_reduction
 from ._reduction_strategy import pass_frame_values, reduction_strategy
 from ._planner import launch_stream, prepared_call
 from ._raw_attributes import read_attribute, resident_blocks
@@ -26,36 +26,51 @@ from ._prepared import PreparedCall, sm_count
 def prepare_reduction(kernel: Any, args: tuple[Any, ...], stream: object, axis: object,
                       keepdims: bool) -> tuple[PreparedCall, tuple[int, ...]]:
     """The prepared call of a ReductionKernel call (outputs given as arguments), and its arguments' pointers."""
-    spec = kernel._spec
-    inputs, outputs = kernel._split_args(args, {}, "axis=, keepdims=, out= and stream=")
-    kernel._check_stream(stream)
-    bound = bind(spec, inputs, outputs, launch=True, stream=stream)
-    plan = plan_reduction(spec, bound, kernel._specializer, axis=axis, keepdims=keepdims)
+    bound, plan = plan_reduction_call(kernel, args, stream, axis, keepdims)
     assert bound.device_id is not None  # a reduction always has an array input
     device_id = bound.device_id
-    steps = []
-    workspace = 0
-    if plan.out_size:
-        handle = launch_stream(bound, stream, device_id)
-        loaded = _loaded.loaded_kernel(plan.specialization, device_id, kernel._binaries, handle)
-
-        def max_threads(variant: VariantKey) -> int:  # registers bound the block: cols wants up to 1024 threads
-            return read_attribute(loaded.function(variant, handle), "max_threads_per_block")
-
-        def resident(variant: VariantKey, threads: int) -> int:  # blocks an SM holds: a split fills one wave
-            return resident_blocks(loaded.function(variant, handle), threads)
-
-        strategy = reduction_strategy(plan, sm_count(device_id), max_threads=max_threads, resident=resident)
-        if strategy.workspace_items:
-            workspace = strategy.workspace_items * _reduce_itemsize(loaded, strategy.passes[0].variant, handle)
-        for step in strategy.passes:
-            frame = Frame(loaded.interface.abi[step.variant], pass_frame_values(plan, step))
-            steps.append(Step(loaded.function(step.variant, handle), step.grid, step.block,
-                              kernel_label(kernel.name, step.variant.entry), frame))  # fmt: skip
+    handle = launch_stream(bound, stream, device_id) if plan.out_size else None
+    steps, workspace = reduction_steps(kernel, plan, device_id, handle)
     return prepared_call(kernel, bound, device_id, steps, plan.allocate, plan.out_shape, workspace, len(args))
 
 
-def _reduce_itemsize(loaded: _loaded.LoadedKernel, variant: VariantKey, stream: int) -> int:
+def plan_reduction_call(kernel: Any, args: tuple[Any, ...], stream: object, axis: object, keepdims: bool,
+                        abstract: bool = False) -> tuple[Bound, ReductionPlan]:
+    """Bind and plan a ReductionKernel call (every check and error of one). ``abstract``: the arrays are
+    ArraySpecs (kernel.output_specs)."""
+    spec = kernel._spec
+    inputs, outputs = kernel._split_args(args, {}, "axis=, keepdims=, out= and stream=")
+    kernel._check_stream(stream)
+    bound = bind(spec, inputs, outputs, launch=not abstract, stream=stream, abstract=abstract)
+    return bound, plan_reduction(spec, bound, kernel._specializer, axis=axis, keepdims=keepdims)
+
+
+def reduction_steps(kernel: Any, plan: ReductionPlan, device_id: int, handle: int | None) -> tuple[list[Step], int]:
+    """The launches of a plan on a device (none when it has no output element) and the workspace bytes they
+    use, its specialization loaded there. ``handle``: the launch stream (see elementwise_steps)."""
+    steps: list[Step] = []
+    workspace = 0
+    if not plan.out_size:
+        return steps, workspace
+    loaded = _loaded.loaded_kernel(plan.specialization, device_id, kernel._binaries, handle)
+
+    def max_threads(variant: VariantKey) -> int:  # registers bound the block: cols wants up to 1024 threads
+        return read_attribute(loaded.function(variant, handle), "max_threads_per_block")
+
+    def resident(variant: VariantKey, threads: int) -> int:  # blocks an SM holds: a split fills one wave
+        return resident_blocks(loaded.function(variant, handle), threads)
+
+    strategy = reduction_strategy(plan, sm_count(device_id), max_threads=max_threads, resident=resident)
+    if strategy.workspace_items:
+        workspace = strategy.workspace_items * _reduce_itemsize(loaded, strategy.passes[0].variant, handle)
+    for step in strategy.passes:
+        frame = Frame(loaded.interface.abi[step.variant], pass_frame_values(plan, step))
+        steps.append(Step(loaded.function(step.variant, handle), step.grid, step.block,
+                          kernel_label(kernel.name, step.variant.entry), frame))  # fmt: skip
+    return steps, workspace
+
+
+def _reduce_itemsize(loaded: _loaded.LoadedKernel, variant: VariantKey, stream: int | None) -> int:
     """The workspace bytes per partial, read (for a type only the compiler knows) from a global that every
     binary of the module defines, here the one holding ``variant``; read once per loaded kernel (a copy to
     the host, which a graph capture on ``stream`` could not record)."""
@@ -65,8 +80,9 @@ def _reduce_itemsize(loaded: _loaded.LoadedKernel, variant: VariantKey, stream: 
         return item.itemsize
     if loaded.reduce_itemsize is not None:
         return loaded.reduce_itemsize
-    refuse_while_capturing(stream, kernel_label(loaded.interface.name),
-                           "read its partials' size from the device (a copy to the host) on a first call")  # fmt: skip
+    if stream is not None:
+        refuse_while_capturing(stream, kernel_label(loaded.interface.name),
+                               "read its partials' size from the device (a copy to the host) on a first call")  # fmt: skip
     module = loaded.module(variant, stream)
     found = module.global_symbol(item.symbol)
     assert found is not None, item.symbol

@@ -18,7 +18,8 @@ from .._args import flag, options_tuple
 from .._errors import KspecValueError, about_kernel
 from . import _spec_kernel
 from ._arguments import MISS
-from ._planner_reduction import prepare_reduction
+from ._array_spec import ArraySpec
+from ._planner_reduction import plan_reduction_call, prepare_reduction, reduction_steps
 from ._prepared import PreparedCall
 
 
@@ -93,7 +94,7 @@ class ReductionKernel(_spec_kernel.SpecKernel):
                 "cannot specify 'out' as both a positional and keyword argument: "
                 f"kernel '{self.name}' got its output both as an argument and as out="
             )
-        outputs = tuple(out) if isinstance(out, tuple) else (out,)
+        outputs = tuple(out) if isinstance(out, tuple) and not isinstance(out, ArraySpec) else (out,)
         if len(outputs) != self._nout:
             raise KspecValueError(about_kernel(self.name, f"out= must hold {self._nout} array(s) (one per output), got {len(outputs)}"))
         return (*args, *outputs)
@@ -101,3 +102,15 @@ class ReductionKernel(_spec_kernel.SpecKernel):
     def _plan_call(self, args: tuple[Any, ...], stream: object, extra: Any) -> tuple[PreparedCall, tuple[int, ...]]:
         axis, keepdims = extra
         return prepare_reduction(self, args, stream, axis, keepdims)
+
+    def _abstract_plan(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, tuple[int, ...], Any]:
+        out, axis, keepdims = kwargs.pop("out", None), kwargs.pop("axis", None), kwargs.pop("keepdims", False)
+        if out is not None:
+            args = self._with_out(args, out)
+        if kwargs:
+            self._split_args(args, kwargs, "axis=, keepdims= and out= here")  # raises
+        bound, plan = plan_reduction_call(self, args, None, axis, True if keepdims else False, abstract=True)
+        return bound, plan.out_shape, plan
+
+    def _abstract_steps(self, plan: Any, device_id: int) -> tuple[list[Any], int]:
+        return reduction_steps(self, plan, device_id, None)

@@ -24,6 +24,7 @@ from ._loaded import interface_of, loaded_kernel
 
 if TYPE_CHECKING:  # the serving path never imports the spec models, the renderer or the compiler
     from ..spec import ElementwiseSpec, ReductionSpec
+    from ._array_spec import ArraySpec, LaunchPlan
 
 _specializations: dict[tuple[str, tuple[tuple[str, str], ...], frozenset[str]], Specialization] = {}
 
@@ -146,6 +147,11 @@ class SpecKernel:
         return tuple(self._spec.params)
 
     @property
+    def scalars(self) -> tuple[str, ...]:
+        """The inputs the spec declares as passed by value (numbers), e.g. a kspec.fuse kernel's scalars."""
+        return tuple(getattr(self._spec, "scalars", ()))
+
+    @property
     def nin(self) -> int:
         return self._nin
 
@@ -190,6 +196,36 @@ class SpecKernel:
 
     def _specializer(self, types: dict[str, str], scalars: frozenset[str]) -> Specialization:
         return specialization_of(self._spec, self._key, types, scalars)
+
+    # -- planning a call of arrays without memory (torch.compile, jax.jit): kspec/kernels/_launch_plan.py ---
+
+    def output_specs(self, *args: Any, **kwargs: Any) -> tuple[ArraySpec, ...]:
+        """The outputs of a call, one :class:`ArraySpec` per output parameter in order (a given output as
+        given, an allocated one C-contiguous): ``args`` as for a call with each array an ArraySpec (scalars
+        stay values, their Python type counting as in a call), ``kwargs`` the call's keywords but ``stream``.
+        The call's binding and planning, with its errors; compiles, loads and allocates nothing, and needs
+        no GPU."""
+        from ._launch_plan import output_specs_of
+
+        bound, out_shape, _plan = self._abstract_plan(args, dict(kwargs))
+        return output_specs_of(self, bound, out_shape)
+
+    def plan_launch(self, *args: Any, **kwargs: Any) -> LaunchPlan:
+        """What a call with these arguments (as for :meth:`output_specs`) launches: the :class:`LaunchPlan`,
+        its binary compiled or loaded for the ArraySpecs' device as a call would; launches and allocates
+        nothing."""
+        from ._launch_plan import launch_plan_of
+
+        bound, out_shape, plan = self._abstract_plan(args, dict(kwargs))
+        return launch_plan_of(self, bound, out_shape, plan)
+
+    def _abstract_plan(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, tuple[int, ...], Any]:
+        """(bound arguments, output shape, plan) of a call of ArraySpecs."""
+        raise NotImplementedError
+
+    def _abstract_steps(self, plan: Any, device_id: int) -> tuple[list[Any], int]:
+        """The launches of a plan on a device, its specialization loaded there, and their workspace bytes."""
+        raise NotImplementedError
 
     # -- inspecting: the generated source and the compile log (no launch) ---------------------------------
 

@@ -63,6 +63,7 @@ _LAZY = {
     "ChannelFormatDescriptor": "_channelformat", "CUDAArray": "_cudaarray", "DeviceGlobal": "_device_global",
     "dim3": "_launch_args", "Launcher": "_launcher", "ResourceDescriptor": "_texture", "SurfaceObject": "_texture",
     "TextureDescriptor": "_texture", "TextureObject": "_texture", "Graph": "_graph", "capture": "_graph",
+    "worker_threads": "_host_driver",
 }
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
