@@ -15,8 +15,7 @@ Host time is ``time.perf_counter`` over ``--calls`` calls of the compiled functi
 launches queue; tensors are small, so the GPU keeps up), per op; GPU time per op from CUDA events around the
 same loop. Medians of ``--repeat`` rounds. Usage::
 
-    python benchmarks/torch_compile.py [--size 4096] [--chain 1] [--calls 2000] [--repeat 15]
-    python benchmarks/torch_compile.py --chain 8
+    python benchmarks/torch_compile.py [--size 4096] [--chain 1 8] [--calls 2000] [--repeat 15]
 """
 
 from __future__ import annotations
@@ -91,28 +90,32 @@ def measure(fn: Callable[[Any, Any], Any], x: Any, y: Any, calls: int, repeat: i
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=4096)
-    parser.add_argument("--chain", type=int, default=1)
+    parser.add_argument("--chain", type=int, nargs="+", default=[1, 8], help="ops per graph (one table each)")
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=15)
     options = parser.parse_args()
-    n = options.chain
     x = torch.rand(options.size, device="cuda")
     y = torch.rand(options.size, device="cuda")
+    for n in options.chain:
+        table(n, x, y, options)
+
+
+def table(n: int, x: Any, y: Any, options: argparse.Namespace) -> None:
     contenders = {
-        "kspec op, compiled graph": (torch.compile(chain(kspec_add, n), fullgraph=True), n),
-        "Triton triton_op, compiled graph": (torch.compile(chain(triton_add, n), fullgraph=True), n),
-        "Inductor pointwise (x + y), compiled": (torch.compile(chain(torch.add, n), fullgraph=True), n),
-        "kspec op, eager": (chain(kspec_add, n), n),
-        "kspec kernel call, eager (no op)": (chain(ADD, n), n),
-        "torch.add, eager": (chain(torch.add, n), n),
+        "kspec op, compiled graph": torch.compile(chain(kspec_add, n), fullgraph=True),
+        "Triton triton_op, compiled graph": torch.compile(chain(triton_add, n), fullgraph=True),
+        "Inductor pointwise (x + y), compiled": torch.compile(chain(torch.add, n), fullgraph=True),
+        "kspec op, eager": chain(kspec_add, n),
+        "kspec kernel call, eager (no op)": chain(ADD, n),
+        "torch.add, eager": chain(torch.add, n),
     }
     want = chain(torch.add, n)(x, y)
-    for name, (fn, _) in contenders.items():
+    for name, fn in contenders.items():
         torch.testing.assert_close(fn(x, y), want, msg=name)
-    results = {name: measure(fn, x, y, options.calls, options.repeat, ops) for name, (fn, ops) in contenders.items()}
+    results = {name: measure(fn, x, y, options.calls, options.repeat, n) for name, fn in contenders.items()}
     base = results["Triton triton_op, compiled graph"][0]
     device = torch.cuda.get_device_name()
-    print(f"{device}, torch {torch.__version__}, triton {triton.__version__}; z = x + y on {options.size} float32, "
+    print(f"\n{device}, torch {torch.__version__}, triton {triton.__version__}; z = x + y on {options.size} float32, "
           f"graphs of {n} op(s); medians of {options.repeat} x {options.calls} calls, per op")  # fmt: skip
     print(f"| {'contender':<38} | {'host us/op':>10} | {'GPU us/op':>9} | {'host / Triton':>13} |")
     print(f"|{'-' * 40}|{'-' * 12}|{'-' * 11}|{'-' * 15}|")

@@ -12,7 +12,17 @@ torch = pytest.importorskip("torch")
 import kspec.torch as kt  # noqa: E402
 from generated import elementwise as gen_elementwise, reduction as gen_reduction  # noqa: E402
 
-from torch_cases import add_kernel, fused_affine, fused_stats, model, reference, sum_kernel, unique_graphs  # noqa: E402
+from torch_cases import (  # noqa: E402
+    add_kernel,
+    fresh_compiles,
+    fused_affine,
+    fused_stats,
+    model,
+    opcheck_cases,
+    reference,
+    sum_kernel,
+    unique_graphs,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -21,9 +31,8 @@ pytestmark = pytest.mark.gpu
 def _fresh_dynamo():
     if not torch.cuda.is_available():
         pytest.skip("PyTorch sees no CUDA device")
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+    with fresh_compiles():
+        yield
 
 
 @pytest.fixture
@@ -36,6 +45,12 @@ def check(got, want, rtol=1e-5, atol=1e-5):
     for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
         assert g.is_cuda and g.shape == w.shape and g.dtype == w.dtype
         torch.testing.assert_close(g, w, rtol=rtol, atol=atol)
+
+
+def test_opcheck_passes_on_cuda():
+    for what, op, args, kwargs in opcheck_cases("cuda"):
+        result = torch.library.opcheck(op, args, kwargs)
+        assert set(result.values()) == {"SUCCESS"}, (what, result)
 
 
 def test_model_compiled_fullgraph_matches_eager_without_recompiles(tensors):

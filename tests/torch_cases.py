@@ -4,6 +4,8 @@ fused functions, with scalars, between PyTorch's own operators."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import kspec
@@ -55,8 +57,40 @@ def reference(x: Any, y: Any) -> tuple[Any, ...]:
     return z, z.sum(1), a, p.sum(1), (p * p).amax(1)
 
 
+@contextlib.contextmanager
+def fresh_compiles() -> Iterator[None]:
+    """Dynamo reset before and after, and Inductor's on-disk caches off (where this PyTorch has them): each
+    test compiles its graphs itself, so graph counts and guards are its own."""
+    import torch
+
+    torch._dynamo.reset()
+    with contextlib.ExitStack() as stack:
+        if hasattr(torch._inductor.config, "fx_graph_cache"):
+            stack.enter_context(torch._inductor.config.patch(fx_graph_cache=False))
+        if hasattr(torch._functorch.config, "enable_autograd_cache"):
+            stack.enter_context(torch._functorch.config.patch(enable_autograd_cache=False))
+        yield
+    torch._dynamo.reset()
+
+
 def unique_graphs() -> int:
     """Graphs Dynamo compiled so far (its counter)."""
     import torch
 
     return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
+
+
+def opcheck_cases(device: str) -> list[tuple[str, Any, tuple[Any, ...], dict[str, Any]]]:
+    """(what, op, args, kwargs) for ``torch.library.opcheck``: each kind of op on ``device``'s tensors."""
+    import torch
+
+    import kspec.torch as kt
+
+    x, y = torch.rand(5, 7, device=device), torch.rand(7, device=device)
+    return [
+        ("elementwise", kt.register(add_kernel), (x, y), {}),
+        ("strided", kt.register(add_kernel), (x.t(), torch.rand(5, device=device)), {}),
+        ("scalar", kt.register(axpy_kernel, scalars=["a"]), (2.0, x, y), {}),
+        ("reduction", kt.register(sum_kernel).overload, (x,), {"axis": [1], "keepdims": True}),
+        ("fused", kt.register(fused_stats, returns=2), (x, y), {}),
+    ]

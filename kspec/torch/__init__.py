@@ -38,8 +38,10 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
             know theirs.
 
     The callable takes the inputs positionally; a reduction's also takes ``axis=`` (None, an int or a tuple)
-    and ``keepdims=``, an elementwise kernel with raw parameters ``size=``. Registering the same kernel with
-    the same arguments again returns the same callable.
+    and ``keepdims=`` (its ``overload`` attribute is the OpOverload), an elementwise kernel with raw
+    parameters ``size=``; the others are the OpOverload ``torch.ops.kspec.<name>.default`` itself.
+    Registering the same kernel with the same arguments again returns the same callable. Register outside
+    the code you compile (at import, or when building the model): Dynamo does not trace defining an op.
     """
     if isinstance(kernel, ReductionKernel):
         kind, signature = "reduction", spec_kernel_signature(kernel, "reduction", scalars)
@@ -53,13 +55,14 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
             f"function, got {type(kernel).__name__}"
         )
     default = kernel.kernel_name if kind == "fused" else kernel.name
-    op_name, found = _ops.op_name(kernel, name, default, signature)
-    if found is not None:
-        return found
-    call = _fused_call(kernel, op_name, signature) if kind == "fused" else kernel
-    overload = _ops.define(kernel, op_name, signature, kernel.output_specs, call)
-    op = _reduction_op(overload) if kind == "reduction" else overload
-    _ops.remember(op_name, kernel, signature, op)
+    with _ops.lock:
+        op_name, found = _ops.op_name(kernel, name, default, signature)
+        if found is not None:
+            return found
+        call = _fused_call(kernel, op_name, signature) if kind == "fused" else kernel
+        overload = _ops.define(kernel, op_name, signature, kernel.output_specs, call)
+        op = _reduction_op(overload) if kind == "reduction" else overload
+        _ops.remember(op_name, kernel, signature, op)
     return op
 
 
@@ -68,8 +71,9 @@ def register_module(module: Any, *, prefix: str = "", scalars: Mapping[str, Sequ
     :class:`kspec.KernelLibrary` (``kspec.load``): a namespace of the callables by kernel name. Raw kernels are
     left out (their outputs are not planned). Op names are ``prefix`` + the kernel's name; ``scalars`` maps
     a kernel's name to its scalar inputs (default: each spec's declared ``scalars``)."""
-    library = module if isinstance(module, KernelLibrary) else next(
-        (v for v in vars(module).values() if isinstance(v, KernelLibrary)), None) if isinstance(module, types.ModuleType) else None  # fmt: skip
+    library = module if isinstance(module, KernelLibrary) else None
+    if isinstance(module, types.ModuleType):  # a generated module keeps its kernels in a KernelLibrary
+        library = next((v for v in vars(module).values() if isinstance(v, KernelLibrary)), None)
     if library is None:
         raise KspecTypeError(
             "kspec.torch.register_module: module: expected a module written by `kspec generate` or a "

@@ -22,11 +22,19 @@ from typing import Any
 
 from .._errors import KspecTypeError, KspecValueError
 from ._schema import OpSignature
-from ._tensors import array_spec, check_cpu_device, empty_like_spec, first_device, host_arrays, host_tensors
+from ._tensors import (
+    array_spec,
+    check_cpu_device,
+    empty_like_spec,
+    first_device,
+    host_arrays,
+    host_tensors,
+    scalar_stand_in,
+)
 
 NAMESPACE = "kspec"
 
-_lock = threading.Lock()
+lock = threading.RLock()  # held by register for its whole check-and-define
 _library: Any = None
 _ops: dict[str, tuple[Any, OpSignature, Any]] = {}  # op name -> (kernel, signature, the callable returned)
 
@@ -66,14 +74,11 @@ def define(kernel: Any, name: str, signature: OpSignature, planner: Any, call: A
     import torch
 
     lib = _lib()
-    with _lock:
-        lib.define(f"{name}{signature.schema}")
-        qualified = f"{NAMESPACE}::{name}"
-        torch.library.register_fake(qualified, _fake(name, planner, signature), lib=lib)
-        lib.impl(name, call, "CUDA")
-        lib.impl(name, _on_cpu_device(name, call), "CPU")
-        overload = getattr(torch.ops.kspec, name).default
-    return overload
+    lib.define(f"{name}{signature.schema}")
+    torch.library.register_fake(f"{NAMESPACE}::{name}", _fake(name, planner, signature), lib=lib)
+    lib.impl(name, call, "CUDA")
+    lib.impl(name, _on_cpu_device(name, call), "CPU")
+    return getattr(torch.ops.kspec, name).default
 
 
 def remember(name: str, kernel: Any, signature: OpSignature, op: Any) -> None:
@@ -84,7 +89,7 @@ def _fake(name: str, planner: Any, signature: OpSignature) -> Any:
     def fake(*args: Any, **kwargs: Any) -> Any:
         import torch
 
-        specs = [array_spec(a) if isinstance(a, torch.Tensor) else a for a in args]
+        specs = [array_spec(a) if isinstance(a, torch.Tensor) else scalar_stand_in(a) for a in args]
         outputs = planner(*specs, **kwargs)
         if len(outputs) != signature.returns:
             raise KspecTypeError(

@@ -35,7 +35,7 @@ def _scalar_type(declared: str | None) -> str:
     if declared is None or dtypes.is_placeholder(declared):
         return "Scalar"
     kind = dtypes.BY_NAME[declared].kind
-    return {"b": "bool", "i": "int", "u": "int", "f": "float"}.get(kind, "Scalar")
+    return {"b": "bool", "i": "SymInt", "u": "SymInt", "f": "float"}.get(kind, "Scalar")
 
 
 def _arg_name(name: str) -> str:

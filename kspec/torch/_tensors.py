@@ -41,6 +41,21 @@ def array_spec(t: Any) -> ArraySpec:
     return ArraySpec(tuple(t.shape), dtype_name(t.dtype), "cuda", device.index or 0, strides)
 
 
+def scalar_stand_in(value: Any) -> Any:
+    """A number as planning needs it: a traced scalar (``torch.SymFloat`` / ``SymInt`` / ``SymBool``: a Python
+    number Dynamo made an input of the graph) as a plain number of its Python type. Outputs depend on a
+    scalar's type only, and reading the traced value would make Dynamo specialise the graph on it (a
+    recompile per value); the value is checked against the parameter's type when the op runs."""
+    torch = _torch()
+    if isinstance(value, torch.SymFloat):
+        return 0.0
+    if isinstance(value, torch.SymBool):
+        return False
+    if isinstance(value, torch.SymInt):
+        return 0
+    return value
+
+
 def empty_like_spec(spec: ArraySpec, device: Any) -> Any:
     """A new tensor for an output ArraySpec, on ``device`` (a FakeTensor inside a trace)."""
     return _torch().empty(spec.shape, dtype=torch_dtype(spec.dtype), device=device)
