@@ -4,7 +4,7 @@ Every ``import`` in ``kspec/`` is parsed with :mod:`ast` (nothing is imported) a
 
 * no module imports another kspec package's private module (``from ..runtime._interop import x``); it
   imports what that package's ``__init__`` exports (``from ..runtime import x``). Inside a package anything goes;
-* the layers import only downwards: spec -> render -> compiler -> runtime -> kernels -> fuse / jit, and the
+* the layers import only downwards: spec -> render -> compiler -> runtime -> kernels -> fuse / jit -> jax / torch, and the
   tools (build, codegen, hatch, cli) never import runtime or kernels (a build machine has no GPU) while no
   layer imports a tool. The shared leaves (``kspec/*.py``: dtypes, _errors, _args, ...) import no package;
 * a module does not read another package's private names through an object it imported from there
@@ -23,11 +23,13 @@ import pytest
 KSPEC = Path(__file__).resolve().parents[1] / "kspec"
 
 # the order of the layers: a package may import those of a lower rank (and of its own, for fuse / jit: none do);
-# jax (kspec.jax, kernels inside JAX graphs) is a front end over kernels and fuse
-LAYERS = {"spec": 0, "render": 1, "compiler": 2, "runtime": 3, "kernels": 4, "fuse": 5, "jit": 5, "jax": 6}
+# jax and torch (kernels inside JAX / PyTorch graphs) are front ends over kernels and fuse
+LAYERS = {"spec": 0, "render": 1, "compiler": 2, "runtime": 3, "kernels": 4, "fuse": 5, "jit": 5, "jax": 6, "torch": 6}
 # the tools: they may import spec, render, compiler and each other, never runtime or kernels
 TOOLS = {"build", "codegen", "hatch", "cli"}
 TOOLS_MAY_NOT_IMPORT = {"runtime", "kernels"}
+# framework bindings and the packages they use (through their __init__): nothing below kernels, fuse and runtime
+BINDINGS = {"torch": {"kernels", "fuse", "runtime"}}
 # the shared leaves (kspec/<name>.py) that any layer may import; they import no package
 LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing"}
 # kspec/__init__.py and kspec/__main__.py sit above every layer (the public front door and the CLI entry), and
@@ -193,6 +195,20 @@ def test_layers_import_only_downwards():
             if wrong:
                 bad.append(imp)
     assert not bad, f"imports against the layer order (docs/architecture.md): {bad}"
+
+
+def test_bindings_use_only_kernels_fuse_and_runtime():
+    """kspec.torch sits on the user-facing layers only: the callables, the fuse front end and the runtime."""
+    bad = []
+    for file in _files():
+        owner = _owner(file)
+        if owner not in BINDINGS:
+            continue
+        for imp in _imports(file)[0]:
+            target = imp.target[1] if len(imp.target) > 1 else None
+            if target not in (None, owner) and target not in LEAVES and target not in BINDINGS[owner]:
+                bad.append(imp)
+    assert not bad, f"a binding imports a layer it should not: {bad}"
 
 
 def test_no_private_reads_across_packages():

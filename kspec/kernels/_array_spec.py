@@ -33,7 +33,8 @@ class ArraySpec(_ArraySpecFields):
 
     ``dtype`` takes a kspec dtype name or anything NumPy reads as a dtype (``np.float32``, ``"f4"``) and keeps
     the kspec name; ``strides`` are in bytes (None: C-contiguous); device ``"cpu"`` is kspec's CPU device,
-    whose ``device_id`` is -1. Invalid fields raise a TypeError / ValueError naming the field."""
+    whose ``device_id`` is -1. Invalid fields raise a TypeError / ValueError naming the field. Sizes and
+    strides may be a tracer's symbolic ints (``torch.SymInt``, dynamic shapes): output_specs plans with them."""
 
     __slots__ = ()
 
@@ -99,8 +100,15 @@ def _ints(field: str, values: Any) -> tuple[int, ...]:
     for value in items:
         if isinstance(value, bool) or not hasattr(type(value), "__index__"):
             raise KspecTypeError(f"ArraySpec: {field}: expected ints, got {value!r} ({type(value).__name__})")
-        result.append(operator.index(value))
+        result.append(value if _symbolic(value) else operator.index(value))
     return tuple(result)
+
+
+def _symbolic(value: object) -> bool:
+    """A tracer's symbolic int (``torch.SymInt``: dynamic shapes), kept as it is: the planner's comparisons on
+    it become the tracer's guards, its arithmetic the outputs' symbolic sizes (``operator.index`` would make
+    the tracer specialise it)."""
+    return type(value) is not int and hasattr(value, "node") and type(value).__name__ == "SymInt"
 
 
 def array_spec_info(spec: ArraySpec) -> ArrayInfo:

@@ -86,11 +86,12 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
         size, block_size = extra if extra is not None else (None, None)
         return prepare_elementwise(self, args, stream, size, block_size)
 
-    def _abstract_plan(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, tuple[int, ...], Any]:
+    def _abstract_plan(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                       launch: bool) -> tuple[Any, tuple[int, ...], Any]:  # fmt: skip
         size, block_size = kwargs.pop("size", None), kwargs.pop("block_size", None)
         if kwargs:
             self._split_args(args, kwargs, "size= and block_size= here")  # raises
-        bound, plan, _textures = plan_elementwise_call(self, args, None, size, block_size, abstract=True)
+        bound, plan, _textures = plan_elementwise_call(self, args, None, size, block_size, abstract=True, launch=launch)
         return bound, plan.shape, plan
 
     def _abstract_steps(self, plan: Any, device_id: int) -> tuple[list[Any], int]:

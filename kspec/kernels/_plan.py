@@ -208,7 +208,11 @@ def plan_elementwise(
     *,
     size: object = None,
     block_size: object = None,
+    launch: bool = True,
 ) -> ElementwisePlan:
+    """The plan of an elementwise call. ``launch=False`` (``kernel.output_specs``): what the call returns and
+    every error it raises, without choosing the entry point (``variant`` None past the checks), so that a
+    tracer's symbolic sizes get no guards from decisions that only pick a kernel variant."""
     kernel = spec.name
     block = check_block_size(kernel, block_size) or DEFAULT_BLOCK
     params = spec.params
@@ -272,6 +276,8 @@ def plan_elementwise(
         raise KspecValueError(
             about_kernel(kernel, f"the loop has {len(extents)} dims after merging, more than kspec's {MAX_NDIM}")
         )
+    if not launch:
+        return ElementwisePlan(specialization, shape, total, allocate, None, raw=raw, block=block)
     fits32 = total + block < INT32_LIMIT and all(
         reach(extents, s) + itemsizes[n] < INT32_LIMIT for n, s in zip(names, merged)
     )

@@ -32,15 +32,17 @@ def prepare_elementwise(kernel: Any, args: tuple[Any, ...], stream: object, size
 
 
 def plan_elementwise_call(kernel: Any, args: tuple[Any, ...], stream: object, size: object, block_size: object,
-                          abstract: bool = False) -> tuple[Bound, ElementwisePlan, frozenset[str]]:
+                          abstract: bool = False, launch: bool = True) -> tuple[Bound, ElementwisePlan, frozenset[str]]:
     """Bind and plan an ElementwiseKernel call (every check and error of one): the bound arguments, the plan
-    and the inputs given texture objects. ``abstract``: the arrays are ArraySpecs (kernel.output_specs)."""
+    and the inputs given texture objects. ``abstract``: the arrays are ArraySpecs (kernel.output_specs);
+    ``launch=False``: the entry point is not chosen (:func:`plan_elementwise`)."""
     spec = kernel._spec
     args, textures = texture_handles(args, spec)  # texture/surface objects go by value, as uint64 handles
     inputs, outputs = kernel._split_args(args, {}, "size=, block_size= and stream=")
     kernel._check_stream(stream)
     bound = bind(spec, inputs, outputs, textures, launch=not abstract, stream=stream, abstract=abstract)
-    return bound, plan_elementwise(spec, bound, kernel._specializer, size=size, block_size=block_size), textures
+    plan = plan_elementwise(spec, bound, kernel._specializer, size=size, block_size=block_size, launch=launch)
+    return bound, plan, textures
 
 
 def elementwise_steps(kernel: Any, plan: ElementwisePlan, device_id: int, handle: int | None) -> list[Step]:

@@ -103,7 +103,8 @@ class ReductionKernel(_spec_kernel.SpecKernel):
         axis, keepdims = extra
         return prepare_reduction(self, args, stream, axis, keepdims)
 
-    def _abstract_plan(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, tuple[int, ...], Any]:
+    def _abstract_plan(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                       launch: bool) -> tuple[Any, tuple[int, ...], Any]:  # fmt: skip
         out, axis, keepdims = kwargs.pop("out", None), kwargs.pop("axis", None), kwargs.pop("keepdims", False)
         if out is not None:
             args = self._with_out(args, out)

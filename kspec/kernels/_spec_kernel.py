@@ -207,7 +207,7 @@ class SpecKernel:
         no GPU."""
         from ._launch_plan import output_specs_of
 
-        bound, out_shape, _plan = self._abstract_plan(args, dict(kwargs))
+        bound, out_shape, _plan = self._abstract_plan(args, dict(kwargs), launch=False)
         return output_specs_of(self, bound, out_shape)
 
     def plan_launch(self, *args: Any, **kwargs: Any) -> LaunchPlan:
@@ -216,11 +216,12 @@ class SpecKernel:
         nothing."""
         from ._launch_plan import launch_plan_of
 
-        bound, out_shape, plan = self._abstract_plan(args, dict(kwargs))
+        bound, out_shape, plan = self._abstract_plan(args, dict(kwargs), launch=True)
         return launch_plan_of(self, bound, out_shape, plan)
 
-    def _abstract_plan(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, tuple[int, ...], Any]:
-        """(bound arguments, output shape, plan) of a call of ArraySpecs."""
+    def _abstract_plan(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                       launch: bool) -> tuple[Any, tuple[int, ...], Any]:  # fmt: skip
+        """(bound arguments, output shape, plan) of a call of ArraySpecs; ``launch``: plan the launch too."""
         raise NotImplementedError
 
     def _abstract_steps(self, plan: Any, device_id: int) -> tuple[list[Any], int]:

@@ -1,0 +1,116 @@
+"""kspec.torch: kspec kernels as PyTorch operators, for ``torch.compile(..., fullgraph=True)``.
+
+``op = kspec.torch.register(kernel)`` defines ``torch.ops.kspec.<name>`` for an ElementwiseKernel, a
+ReductionKernel (a spec file's, a generated module's, a constructor's) or a fused function, and returns the
+callable to use in place of the kernel: ``op(x, y)`` in eager code and inside ``torch.compile``, which traces
+it as one operator (no graph break) with outputs from the kernel's own planning (``kernel.output_specs``).
+``kspec.torch.register_module(generated.elementwise)`` registers every elementwise and reduction kernel of a
+generated module (or a :class:`kspec.KernelLibrary`). CUDA tensors launch the kernel on PyTorch's current
+stream; CPU tensors run it on kspec's CPU device (``KSPEC_DEVICE=cpu``). No autograd (docs/guide/pytorch.md).
+
+PyTorch is imported when something is registered, never by ``import kspec``.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._errors import KspecTypeError
+from ..fuse import FusedFunction
+from ..kernels import ElementwiseKernel, KernelLibrary, ReductionKernel
+from . import _ops
+from ._schema import fused_signature, spec_kernel_signature
+
+__all__ = ["register", "register_module"]
+
+
+def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | None = None, returns: int = 1) -> Any:
+    """Define ``torch.ops.kspec.<name>`` for ``kernel`` and return the callable that runs it.
+
+    Args:
+        kernel: an ElementwiseKernel, a ReductionKernel or a ``kspec.fuse`` function.
+        name: the op's name (default: the kernel's; a number is appended when another kernel has it).
+        scalars: the inputs passed as Python numbers rather than tensors (default: the spec's declared
+            ``scalars``; none for a fused function). Every other input is a tensor.
+        returns: a fused function's number of returned arrays (a tuple when more than one); spec kernels
+            know theirs.
+
+    The callable takes the inputs positionally; a reduction's also takes ``axis=`` (None, an int or a tuple)
+    and ``keepdims=`` (its ``overload`` attribute is the OpOverload), an elementwise kernel with raw
+    parameters ``size=``; the others are the OpOverload ``torch.ops.kspec.<name>.default`` itself.
+    Registering the same kernel with the same arguments again returns the same callable. Register outside
+    the code you compile (at import, or when building the model): Dynamo does not trace defining an op.
+    """
+    if isinstance(kernel, ReductionKernel):
+        kind, signature = "reduction", spec_kernel_signature(kernel, "reduction", scalars)
+    elif isinstance(kernel, ElementwiseKernel):
+        kind, signature = "elementwise", spec_kernel_signature(kernel, "elementwise", scalars)
+    elif isinstance(kernel, FusedFunction):
+        kind, signature = "fused", fused_signature(kernel, scalars, returns)
+    else:
+        raise KspecTypeError(
+            "kspec.torch.register: kernel: expected an ElementwiseKernel, a ReductionKernel or a kspec.fuse "
+            f"function, got {type(kernel).__name__}"
+        )
+    default = kernel.kernel_name if kind == "fused" else kernel.name
+    with _ops.lock:
+        op_name, found = _ops.op_name(kernel, name, default, signature)
+        if found is not None:
+            return found
+        call = _fused_call(kernel, op_name, signature) if kind == "fused" else kernel
+        overload = _ops.define(kernel, op_name, signature, kernel.output_specs, call)
+        op = _reduction_op(overload) if kind == "reduction" else overload
+        _ops.remember(op_name, kernel, signature, op)
+    return op
+
+
+def register_module(module: Any, *, prefix: str = "", scalars: Mapping[str, Sequence[str]] | None = None) -> Any:
+    """Register every elementwise and reduction kernel of a generated module (``kspec generate``) or of a
+    :class:`kspec.KernelLibrary` (``kspec.load``): a namespace of the callables by kernel name. Raw kernels are
+    left out (their outputs are not planned). Op names are ``prefix`` + the kernel's name; ``scalars`` maps
+    a kernel's name to its scalar inputs (default: each spec's declared ``scalars``)."""
+    library = module if isinstance(module, KernelLibrary) else None
+    if isinstance(module, types.ModuleType):  # a generated module keeps its kernels in a KernelLibrary
+        library = next((v for v in vars(module).values() if isinstance(v, KernelLibrary)), None)
+    if library is None:
+        raise KspecTypeError(
+            "kspec.torch.register_module: module: expected a module written by `kspec generate` or a "
+            f"kspec.KernelLibrary, got {module!r}"
+        )
+    chosen = dict(scalars or {})
+    ops = {}
+    for kernel_name in library:
+        kernel = library[kernel_name]
+        if isinstance(kernel, (ElementwiseKernel, ReductionKernel)):
+            ops[kernel_name] = register(kernel, f"{prefix}{kernel_name}" if prefix else None, scalars=chosen.get(kernel_name))
+    return types.SimpleNamespace(**ops)
+
+
+def _reduction_op(overload: Any) -> Any:
+    def reduction(*args: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+        if isinstance(axis, int):
+            axis = (axis,)
+        return overload(*args, axis=axis, keepdims=keepdims)
+
+    reduction.__name__ = reduction.__qualname__ = overload.__name__
+    reduction.overload = overload  # type: ignore[attr-defined]  # torch.ops.kspec.<name>.default
+    return reduction
+
+
+def _fused_call(fused: Any, name: str, signature: Any) -> Any:
+    """A fused function's call, checked against the number of tensors its op returns."""
+    expected = signature.returns
+
+    def call(*args: Any) -> Any:
+        result = fused(*args)
+        count = len(result) if isinstance(result, tuple) else 1
+        if count != expected or isinstance(result, tuple) != signature.returns_tuple:
+            raise KspecTypeError(
+                f"kspec.torch: op kspec::{name} is registered to return {expected} tensor(s); the function returned "
+                f"{count} (register(..., returns={count}))"
+            )
+        return result
+
+    return call

@@ -1,0 +1,263 @@
+"""kspec.torch (issue [X]): kspec kernels as PyTorch operators inside ``torch.compile(fullgraph=True)``.
+
+Without a GPU, CPU tensors run the kernels on kspec's CPU device, so the whole path is checked here: the
+schema, the fake implementation (outputs from ``kernel.output_specs``), Dynamo tracing with no graph break,
+Inductor calling the ops, results equal to eager ones and to PyTorch's own, and no recompile on a second
+call. tests/test_torch_gpu.py does the same with CUDA tensors. Skipped where PyTorch is not installed.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import kspec  # noqa: E402
+import kspec.torch as kt  # noqa: E402
+from generated import elementwise as gen_elementwise, reduction as gen_reduction  # noqa: E402
+
+from torch_cases import (  # noqa: E402
+    add_kernel,
+    axpy_kernel,
+    fresh_compiles,
+    fused_affine,
+    fused_stats,
+    model,
+    opcheck_cases,
+    reference,
+    sum_kernel,
+    unique_graphs,
+)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    with fresh_compiles():
+        yield
+
+
+@pytest.fixture
+def tensors():
+    g = torch.Generator().manual_seed(0)
+    return torch.rand((37, 29), generator=g), torch.rand((29,), generator=g)
+
+
+# -- registration and schemas ------------------------------------------------------------------------------
+
+
+def test_register_defines_an_op_with_the_kernels_schema():
+    op = kt.register(add_kernel)
+    assert op is torch.ops.kspec.torch_add.default
+    assert str(op._schema) == "kspec::torch_add(Tensor x, Tensor y) -> Tensor"
+    assert kt.register(add_kernel) is op  # the same kernel again: the same op
+    axpy = kt.register(axpy_kernel, scalars=["a"])
+    assert str(axpy._schema) == "kspec::torch_axpy(float a, Tensor x, Tensor y) -> Tensor"
+    reduce = kt.register(sum_kernel)
+    assert str(reduce.overload._schema) == "kspec::torch_sum(Tensor x, *, int[]? axis=None, bool keepdims=False) -> Tensor"
+    fused = kt.register(fused_stats, returns=2)
+    assert str(fused._schema) == "kspec::fused_stats(Tensor x, Tensor y) -> (Tensor, Tensor)"
+
+
+def test_names_scalars_and_refusals():
+    other = kspec.ElementwiseKernel("T x, T y", "T z", "z = x - y", "torch_add")  # same name, another kernel
+    assert kt.register(other) is torch.ops.kspec.torch_add_2.default
+    with pytest.raises(kspec.KspecValueError, match="op kspec::torch_add is registered for another kernel"):
+        kt.register(other, "torch_add")
+    with pytest.raises(kspec.KspecValueError, match="scalars: kernel 'torch_axpy' has no input 'b'"):
+        kt.register(axpy_kernel, "axpy_b", scalars=["b"])
+    with pytest.raises(kspec.KspecTypeError, match="expected an ElementwiseKernel, a ReductionKernel or a kspec.fuse"):
+        kt.register(lambda x: x)
+    silent = kspec.ElementwiseKernel("T x", "T y", "y = x", "torch_silent", no_return=True)
+    with pytest.raises(kspec.KspecNotImplementedError, match="no_return=True"):
+        kt.register(silent)
+    with pytest.raises(kspec.KspecNotImplementedError, match="named positional parameters only"):
+        kt.register(kspec.fuse(lambda *xs: xs[0] * 2))
+    with pytest.raises(kspec.KspecTypeError, match="returns: expected the number of arrays"):
+        kt.register(fused_affine, "affine_zero", returns=0)
+
+
+def test_register_module_registers_elementwise_and_reduction_kernels():
+    ops = kt.register_module(gen_elementwise, scalars={"saxpy": ["a"]})
+    assert ops.squared_diff is torch.ops.kspec.squared_diff.default
+    # (named saxpy, or saxpy_2 where a test registered it before with other scalars)
+    assert re.fullmatch(r"kspec::saxpy(_\d+)?\(Scalar a, Tensor x, Tensor y\) -> Tensor", str(ops.saxpy._schema))
+    assert str(ops.clamp._schema) == "kspec::clamp(Tensor x, Tensor lo, Tensor hi) -> Tensor"
+    reductions = kt.register_module(gen_reduction, prefix="red_")
+    assert str(reductions.argmax.overload._schema).endswith("-> (Tensor, Tensor)")
+    assert not hasattr(reductions, "vector_add")
+    with pytest.raises(kspec.KspecTypeError, match="expected a module written by `kspec generate`"):
+        kt.register_module(np)
+
+
+# -- the fake implementation: kernel.output_specs on FakeTensors ----------------------------------------------
+
+
+def test_fake_tensors_get_the_kernels_output_specs():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    add, total = kt.register(add_kernel), kt.register(sum_kernel)
+    with FakeTensorMode():
+        x = torch.empty((5, 1), dtype=torch.float64)
+        y = torch.empty((7,), dtype=torch.float64)
+        z = add(x, y)
+        s = total(torch.empty((4, 6, 8)), axis=(0, 2), keepdims=True)
+    assert z.shape == (5, 7) and z.dtype == torch.float64
+    assert s.shape == (1, 6, 1) and s.dtype == torch.float32
+    with FakeTensorMode(), pytest.raises(kspec.KspecTypeError, match="y is an array of float64, but type placeholder 'T'"):
+        add(torch.empty(3), torch.empty(3, dtype=torch.float64))
+    with FakeTensorMode():  # CUDA FakeTensors need no GPU, and neither does their planning
+        z = add(torch.empty((5, 1), device="cuda"), torch.empty(7, device="cuda"))
+        s = total(torch.empty((4, 6, 8), dtype=torch.float16, device="cuda:1"), axis=1)
+    assert z.shape == (5, 7) and z.device == torch.device("cuda", 0)
+    assert s.shape == (4, 8) and s.dtype == torch.float16 and s.device == torch.device("cuda", 1)
+
+
+# -- eager and compiled, on kspec's CPU device ---------------------------------------------------------------
+
+
+def test_opcheck_passes(on_cpu_device):
+    """PyTorch's own check of a custom op: schema, autograd registration, fake tensors against real results,
+    AOT dispatch with dynamic shapes."""
+    for what, op, args, kwargs in opcheck_cases("cpu"):
+        result = torch.library.opcheck(op, args, kwargs)
+        assert set(result.values()) == {"SUCCESS"}, (what, result)
+
+
+def test_eager_ops_match_pytorch(on_cpu_device, tensors):
+    x, y = tensors
+    add, total = kt.register(add_kernel), kt.register(sum_kernel)
+    torch.testing.assert_close(add(x, y), x + y)
+    torch.testing.assert_close(total(x, axis=1), x.sum(1))
+    torch.testing.assert_close(total(x, axis=(0, 1), keepdims=True), x.sum().reshape(1, 1))
+    torch.testing.assert_close(total(x), x.sum())
+    axpy = kt.register(axpy_kernel, scalars=["a"])
+    torch.testing.assert_close(axpy(2.5, x, y), 2.5 * x + y)
+    total_xy, peak = kt.register(fused_stats, returns=2)(x, y)
+    torch.testing.assert_close(total_xy, (x * y).sum(1))
+    torch.testing.assert_close(peak, ((x * y) ** 2).amax(1))
+
+
+def test_cpu_tensors_need_the_cpu_device(tensors):
+    add = kt.register(add_kernel)
+    with kspec.use_device("cuda"), pytest.raises(kspec.KspecValueError, match="kspec runs on its CPU device; turn it on"):
+        add(*tensors)
+
+
+def test_compiled_graph_has_no_break_matches_eager_and_does_not_recompile(on_cpu_device, tensors):
+    x, y = tensors
+    ops = kt.register_module(gen_elementwise, scalars={"saxpy": ["a"]})
+    f = model(ops, kt)
+    eager = f(x, y)
+    explanation = torch._dynamo.explain(f)(x, y)
+    assert explanation.graph_break_count == 0 and explanation.graph_count == 1
+    torch._dynamo.reset()
+    compiled = torch.compile(f, fullgraph=True)
+    first = compiled(x, y)
+    for got, want, torch_own in zip(first, eager, reference(x, y)):
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(got, torch_own)
+    graphs = unique_graphs()
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        again = compiled(x + 1, y * 2)  # same shapes, new values: the same graph
+    assert unique_graphs() == graphs
+    for got, want in zip(again, f(x + 1, y * 2)):
+        torch.testing.assert_close(got, want)
+
+
+def test_compiled_reduction_axis_and_keepdims_are_constants(on_cpu_device, tensors):
+    x, _ = tensors
+    total = kt.register(sum_kernel)
+
+    @torch.compile(fullgraph=True)
+    def both(x):
+        return total(x, axis=0), total(x, axis=(0, 1), keepdims=True), total(x * 2, axis=-1)
+
+    a, b, c = both(x)
+    torch.testing.assert_close(a, x.sum(0))
+    torch.testing.assert_close(b, x.sum().reshape(1, 1))
+    torch.testing.assert_close(c, (x * 2).sum(-1))
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        both(x.flip(0))
+
+
+def test_compiled_errors_are_kspecs(on_cpu_device):
+    add = kt.register(add_kernel)
+    f = torch.compile(lambda a, b: add(a, b), fullgraph=True)
+    with pytest.raises(Exception, match="operands could not be broadcast together: kernel 'torch_add'"):
+        f(torch.rand(3, 2), torch.rand(4))
+
+
+def test_generated_reduction_in_a_graph(on_cpu_device, tensors):
+    x, _ = tensors
+    ops = kt.register_module(gen_reduction)
+    compiled = torch.compile(lambda x: ops.argmax(x, axis=1), fullgraph=True)
+    value, index = compiled(x)
+    torch.testing.assert_close(value, x.max(1).values)
+    assert torch.equal(index, x.argmax(1))
+
+
+def test_strided_inputs_inside_a_graph(on_cpu_device, tensors):
+    x, y = tensors
+    add = kt.register(add_kernel)
+    b = torch.rand(74)
+    compiled = torch.compile(lambda a, b: add(a.t(), b[::2]), fullgraph=True)
+    torch.testing.assert_close(compiled(x, b), x.t() + b[::2])
+
+
+def test_dynamic_shapes_compile_one_graph(on_cpu_device):
+    """Symbolic sizes go through kspec's planning (output_specs gives symbolic outputs): one graph serves every
+    shape with dynamic=True and with mark_dynamic; automatic dynamic shapes compile twice (static, dynamic)."""
+    ops = kt.register_module(gen_elementwise, scalars={"saxpy": ["a"]})
+    f = model(ops, kt)
+    dynamic = torch.compile(f, fullgraph=True, dynamic=True)
+    before = unique_graphs()
+    for n, m in ((5, 29), (17, 29), (40, 3), (300, 100)):
+        x, y = torch.rand(n, m), torch.rand(m)
+        for got, want in zip(dynamic(x, y), reference(x, y)):
+            torch.testing.assert_close(got, want)
+    assert unique_graphs() == before + 1
+    torch._dynamo.reset()
+    add, total = kt.register(add_kernel), kt.register(sum_kernel)
+    g = torch.compile(lambda a, b: total(add(a, b), axis=0, keepdims=True), fullgraph=True)
+    before = unique_graphs()
+    for n in (5, 6, 9, 33, 100):
+        x, y = torch.rand(n, 4), torch.rand(4)
+        torch.testing.assert_close(g(x, y), (x + y).sum(0, keepdim=True))
+    assert unique_graphs() == before + 2
+    torch._dynamo.reset()
+    h = torch.compile(lambda a, b: add(a, b), fullgraph=True)
+    x = torch.rand(5, 4)
+    torch._dynamo.mark_dynamic(x, 0)
+    before = unique_graphs()
+    h(x, torch.rand(4))
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        x7 = torch.rand(7, 4)
+        torch.testing.assert_close(h(x7, torch.ones(4)), x7 + 1)
+    assert unique_graphs() == before + 1
+
+
+def test_scalars_from_outside_the_graph(on_cpu_device):
+    """A traced number reaches the fake implementation as a SymInt / SymFloat: planning takes its type only
+    (no guard on its value). Ints then go dynamic as PyTorch's do (one more graph, then none); floats are
+    specialised by PyTorch for any operator taking a float (a graph per value), with correct results."""
+    scale = kspec.ElementwiseKernel("int64 x, int64 k", "int64 z", "z = x * k", "torch_scale")
+    op = kt.register(scale, scalars=["k"])
+    assert str(op._schema) == "kspec::torch_scale(Tensor x, SymInt k) -> Tensor"
+    x = torch.arange(10)
+    f = torch.compile(lambda x, k: op(x, k), fullgraph=True)
+    before = unique_graphs()
+    for k in (2, 3, 4, 5):
+        assert torch.equal(f(x, k), x * k)
+    assert unique_graphs() == before + 2
+    axpy = kt.register(axpy_kernel, scalars=["a"])
+    g = torch.compile(lambda a, x, y: axpy(a, x, y), fullgraph=True)
+    x, y = torch.rand(5, 7), torch.rand(7)
+    for a in (2.0, 3.5):
+        torch.testing.assert_close(g(a, x, y), a * x + y)
+    fused = kt.register(fused_affine, scalars=["a"])
+    h = torch.compile(lambda x, a, y: fused(x, a, y), fullgraph=True)
+    for a in (2, 3, 4.5):
+        torch.testing.assert_close(h(x, a, y), a * x + y)
