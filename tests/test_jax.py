@@ -54,7 +54,9 @@ def cpu_device():
     reason = host_compiler_missing()
     if reason is not None:
         pytest.skip(reason)
-    with kspec.use_device("cpu"):
+    # JAX's CPU backend even where a GPU is its default (these tests run kspec's CPU device; test_jax_gpu.py
+    # has the CUDA ones)
+    with kspec.use_device("cpu"), jax.default_device(jax.devices("cpu")[0]):
         yield
 
 

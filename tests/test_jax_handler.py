@@ -41,6 +41,13 @@ def _host_compiler() -> None:
         pytest.skip(reason)
 
 
+@pytest.fixture(autouse=True)
+def _jax_on_the_cpu():
+    """JAX's CPU backend even where a GPU is its default: these launches are kspec's CPU device's."""
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield
+
+
 @pytest.fixture(scope="module")
 def axpy2_function():
     with kspec.use_device("cpu"):

@@ -108,11 +108,13 @@ def test_fake_tensors_get_the_kernels_output_specs():
     assert s.shape == (1, 6, 1) and s.dtype == torch.float32
     with FakeTensorMode(), pytest.raises(kspec.KspecTypeError, match="y is an array of float64, but type placeholder 'T'"):
         add(torch.empty(3), torch.empty(3, dtype=torch.float64))
+    # a second device's index is kept (where a GPU is present, PyTorch checks the index against the devices)
+    second = 1 if not torch.cuda.is_available() or torch.cuda.device_count() > 1 else 0
     with FakeTensorMode():  # CUDA FakeTensors need no GPU, and neither does their planning
         z = add(torch.empty((5, 1), device="cuda"), torch.empty(7, device="cuda"))
-        s = total(torch.empty((4, 6, 8), dtype=torch.float16, device="cuda:1"), axis=1)
+        s = total(torch.empty((4, 6, 8), dtype=torch.float16, device=f"cuda:{second}"), axis=1)
     assert z.shape == (5, 7) and z.device == torch.device("cuda", 0)
-    assert s.shape == (4, 8) and s.dtype == torch.float16 and s.device == torch.device("cuda", 1)
+    assert s.shape == (4, 8) and s.dtype == torch.float16 and s.device == torch.device("cuda", second)
 
 
 # -- eager and compiled, on kspec's CPU device ---------------------------------------------------------------
