@@ -65,6 +65,7 @@ def test_host_arrays_are_kspec_arrays_in_host_memory():
         copied = a.copy()
         assert np.array_equal(copied.get(), a.get())
         assert a.__dlpack_device__() == (1, 0)  # kDLCPU
+        assert np.from_dlpack(a).tolist() == a.get().tolist()  # the capsule says kDLCPU too (it said kDLCUDA, -1)
         with pytest.raises(AttributeError, match="CPU device"):
             a.__cuda_array_interface__  # noqa: B018  (the property is the test)
 
@@ -145,3 +146,26 @@ def test_compile_errors_carry_the_host_compilers_log():
         k = kspec.RawKernel('extern "C" __global__ void broken(float* x) { x[0] = undefined_name; }', "broken")
         with pytest.raises(kspec.CompileError, match="undefined_name"):
             k((1,), (1,), (np.zeros(1, np.float32),))
+
+
+def test_dlpack_export_survives_another_librarys_capsule_argtypes():
+    """jax.ffi.pycapsule sets ctypes.pythonapi.PyCapsule_New's argtypes for the whole process (a CFUNCTYPE
+    destructor); kspec's DLPack export must not depend on that shared object (on the GPU, every DLPack
+    export failed after a kspec.jax call: ctypes.ArgumentError)."""
+    reason = host_compiler_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    script = (
+        "import ctypes, numpy as np, kspec\n"
+        "with kspec.use_device('cpu'):\n"
+        "    a = kspec.asarray(np.arange(6, dtype=np.float32))\n"
+        "    a.__dlpack__()\n"  # kspec's DLPack export is set up
+        "    new = ctypes.pythonapi.PyCapsule_New\n"  # then another library declares the shared function
+        "    new.restype = ctypes.py_object\n"
+        "    new.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.CFUNCTYPE(None, ctypes.py_object))\n"
+        "    print(repr(a.__dlpack__()).split()[:3])\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['<capsule', 'object', '\"dltensor\"']"

@@ -193,7 +193,7 @@ def test_python_fallback_handler_on_the_gpu():
 
 
 def test_command_buffer_compatible_handler_gives_the_same_results():
-    """KSPEC_JAX_COMMAND_BUFFER=1: XLA may capture the kspec launches into its CUDA graphs; results stay right
+    """KSPEC_JAX_COMMAND_BUFFER=1 (the default): XLA may capture the kspec launches into its CUDA graphs; results stay right
     when the buffers change between calls (XLA captures again) and across many calls."""
     done = _run("""
     import numpy as np, jax, jax.numpy as jnp

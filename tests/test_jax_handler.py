@@ -233,16 +233,19 @@ def test_metadata_answers_version_and_command_buffer_traits(kind):
         calls = {platform: handler._callbacks[platform] for platform in ("CUDA", "cpu")}
         version = (0, 1)
     try:
+        handler.set_cuda_traits(0)
         assert _ask_metadata(calls["CUDA"]) == (version, 0)
         handler.set_cuda_traits(_library.COMMAND_BUFFER_COMPATIBLE)
         assert _ask_metadata(calls["CUDA"]) == (version, 1)
         assert _ask_metadata(calls["cpu"]) == (version, 0)  # XLA:CPU has no command buffers
-    finally:
-        handler.set_cuda_traits(0)
+    finally:  # as the process-wide handler was made (KSPEC_JAX_COMMAND_BUFFER)
+        handler.set_cuda_traits(_library.COMMAND_BUFFER_COMPATIBLE if _library.command_buffers() else 0)
 
 
 def test_command_buffer_choice_from_the_environment(monkeypatch):
     monkeypatch.delenv(_library.COMMAND_BUFFER_ENV, raising=False)
+    assert _library.command_buffers() is True
+    monkeypatch.setenv(_library.COMMAND_BUFFER_ENV, "0")
     assert _library.command_buffers() is False
     monkeypatch.setenv(_library.COMMAND_BUFFER_ENV, "1")
     assert _library.command_buffers() is True

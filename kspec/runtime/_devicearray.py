@@ -285,14 +285,16 @@ class DeviceArray:
             order_after(self._home_stream(), normalize_protocol_stream(stream))
         versioned = max_version is not None and max_version[0] >= 1
         from . import _dlpack  # its ctypes structs are made on the first export
+        device_type, device_id = self.__dlpack_device__()  # the capsule says what __dlpack_device__ says
         return _dlpack.make_capsule(
             ptr=source._ptr,
             shape=source._shape,
             strides=source._strides,
             dtype=source._dtype,
-            device_id=source._device_id,
+            device_id=device_id,
             owner=source,
             versioned=versioned,
+            device_type=device_type,
         )
 
 

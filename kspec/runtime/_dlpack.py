@@ -68,8 +68,12 @@ class DLManagedTensorVersioned(ctypes.Structure):
 
 
 _api = ctypes.pythonapi
-_api.PyCapsule_New.restype = ctypes.py_object
-_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+# Our own function objects, never ctypes.pythonapi's attributes: those are shared by the whole process, and
+# other libraries set their argtypes (jax.ffi.pycapsule declares PyCapsule_New's destructor a CFUNCTYPE,
+# after which an address, as passed here, was refused).
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+    ("PyCapsule_New", _api)
+)
 
 # Raw-pointer flavours for the capsule destructor, which receives the capsule as a PyObject*.
 _capsule_is_valid_raw = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
@@ -179,7 +183,7 @@ def make_capsule(
     managed.manager_ctx = address
     with _exported_lock:
         _exported[address] = (managed, shape_arr, strides_arr, owner)
-    return _api.PyCapsule_New(address, name, _DESTRUCTOR_ADDRESS)
+    return _capsule_new(address, name, _DESTRUCTOR_ADDRESS)
 
 
 def exported_count() -> int:
