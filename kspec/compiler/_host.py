@@ -169,27 +169,18 @@ def entries_source(expressions: Sequence[str], uses_sync: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compile_host(source: str, name: str, options: CompileOptions, name_expressions: Sequence[str]) -> CompiledProgram:
-    """Build ``source`` for the CPU device (see the module docstring). Refuses what the CPU device cannot run
-    (:class:`kspec.HostUnsupportedError`) before compiling; a compile failure is a CompileError with the
-    compiler's log and the numbered source."""
+def run_host_compiler(compiler: HostCompiler, args: Sequence[str], source: str, file_name: str, name: str) -> tuple[bytes, str]:
+    """Build ``source`` (written to ``file_name`` in a fresh directory) into a shared library with ``args``: its
+    bytes and the compiler's log. A CompileError with the log and the numbered source when it fails, a
+    CompileTimeoutError past KSPEC_COMPILE_TIMEOUT, HostCompilerNotFoundError when the compiler cannot run."""
     import subprocess  # here, not at import: a warm-cache process only computes keys (kspec/compiler/_key.py)
     import tempfile
 
-    from ._host_scan import scan_host_source
-
-    scan = scan_host_source(source, name)
-    expressions = list(dict.fromkeys([*name_expressions, *scan.kernels]))
-    full = scan.source + entries_source(expressions, scan.uses_sync)
-    compiler = host_compiler()
-    args, ignored = host_args(options)
-    args = precompiled_prelude(compiler, args)
     timeout = compile_timeout() or None
-    start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kspec-cxx-") as work:
-        src, out = os.path.join(work, f"{_file_name(name)}.cpp"), os.path.join(work, "module.so")
+        src, out = os.path.join(work, file_name), os.path.join(work, "module.so")
         with open(src, "w", encoding="utf-8") as f:
-            f.write(full)
+            f.write(source)
         command = [*compiler.command, *args, src, "-o", out]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
@@ -202,9 +193,25 @@ def compile_host(source: str, name: str, options: CompileOptions, name_expressio
         log = (done.stdout + done.stderr).strip()
         if done.returncode != 0 or not os.path.exists(out):
             raise compile_failure(f"host compiler {' '.join(compiler.command)}", "compiler", name, HOST_ARCH,
-                                  f"exit status {done.returncode}", log, args, full, None)  # fmt: skip
+                                  f"exit status {done.returncode}", log, list(args), source, None)  # fmt: skip
         with open(out, "rb") as f:
-            binary = f.read()
+            return f.read(), log
+
+
+def compile_host(source: str, name: str, options: CompileOptions, name_expressions: Sequence[str]) -> CompiledProgram:
+    """Build ``source`` for the CPU device (see the module docstring). Refuses what the CPU device cannot run
+    (:class:`kspec.HostUnsupportedError`) before compiling; a compile failure is a CompileError with the
+    compiler's log and the numbered source."""
+    from ._host_scan import scan_host_source
+
+    scan = scan_host_source(source, name)
+    expressions = list(dict.fromkeys([*name_expressions, *scan.kernels]))
+    full = scan.source + entries_source(expressions, scan.uses_sync)
+    compiler = host_compiler()
+    args, ignored = host_args(options)
+    args = precompiled_prelude(compiler, args)
+    start = time.perf_counter()
+    binary, log = run_host_compiler(compiler, args, full, f"{_file_name(name)}.cpp", name)
     if ignored:
         log = (log + "\n" if log else "") + f"kspec: options ignored on the CPU device: {' '.join(ignored)}"
     return CompiledProgram(binary=binary, format="so", arch=HOST_ARCH, lowered_names={e: e for e in expressions},

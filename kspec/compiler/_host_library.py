@@ -8,17 +8,14 @@ the compiler, its arguments and the content of every include directory.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 
 from .._digest import sha256
-from .._errors import CompileTimeoutError, HostCompilerNotFoundError, KspecTypeError, about_kernel
+from .._errors import KspecTypeError
 from .._memo import tree_digest
 from ._arch import HOST_ARCH
-from ._failure import compile_failure
-from ._host import COMPILE_TIMEOUT_NOTE, host_compiler
-from ._options import compile_timeout
+from ._host import host_compiler, run_host_compiler
 from ._program import CompiledProgram
 
 HOST_LIBRARY_FORMAT = 1  # bump when what a library entry holds changes meaning
@@ -71,31 +68,7 @@ def compile_host_library(source: str, name: str, include_dirs: Sequence[str] = (
 
 
 def _build(source: str, name: str, include_dirs: list[str]) -> CompiledProgram:
-    import subprocess  # here, not at import: a cache hit runs no compiler
-    import tempfile
-
-    compiler = host_compiler()
-    args = host_library_args(include_dirs)
-    timeout = compile_timeout() or None
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="kspec-lib-") as work:
-        src, out = os.path.join(work, "library.cc"), os.path.join(work, "library.so")
-        with open(src, "w", encoding="utf-8") as f:
-            f.write(source)
-        try:
-            done = subprocess.run([*compiler.command, *args, src, "-o", out], capture_output=True, text=True,
-                                  timeout=timeout, check=False)  # fmt: skip
-        except subprocess.TimeoutExpired:
-            raise CompileTimeoutError(
-                about_kernel(name, f"the host compiler ran past {timeout:g} s ({COMPILE_TIMEOUT_NOTE})"), kernel=name
-            ) from None
-        except OSError as exc:
-            raise HostCompilerNotFoundError(f"running the host compiler {compiler.command[0]!r} failed: {exc}") from None
-        log = (done.stdout + done.stderr).strip()
-        if done.returncode != 0 or not os.path.exists(out):
-            raise compile_failure(f"host compiler {' '.join(compiler.command)}", "compiler", name, HOST_ARCH,
-                                  f"exit status {done.returncode}", log, args, source, None)  # fmt: skip
-        with open(out, "rb") as f:
-            binary = f.read()
+    binary, log = run_host_compiler(host_compiler(), host_library_args(include_dirs), source, "library.cc", name)
     return CompiledProgram(binary=binary, format="so", arch=HOST_ARCH, lowered_names={}, log=log,
                            nvrtc_version=(0, 0), compile_ms=(time.perf_counter() - start) * 1e3)  # fmt: skip
