@@ -95,6 +95,16 @@ def xp(request: pytest.FixtureRequest):
     yield HostArrays()
 
 
+@pytest.fixture(scope="module")
+def needs_host_compiler() -> None:
+    """Skips the module without a host C++ compiler (``pytestmark = pytest.mark.usefixtures(...)``)."""
+    from device_arrays import host_compiler_missing
+
+    reason = host_compiler_missing()
+    if reason is not None:
+        pytest.skip(reason)
+
+
 @pytest.fixture
 def on_cpu_device():
     """Inside ``kspec.use_device("cpu")``; skipped without a host C++ compiler."""

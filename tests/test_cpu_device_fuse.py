@@ -21,16 +21,11 @@ import numpy as np
 import pytest
 
 import kspec
-from device_arrays import host_compiler_missing
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _host_compiler() -> None:
-    reason = host_compiler_missing()
-    if reason is not None:
-        pytest.skip(reason)
+pytestmark = pytest.mark.usefixtures("needs_host_compiler")
 
 
 @pytest.fixture

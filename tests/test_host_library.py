@@ -12,7 +12,6 @@ import ctypes
 
 import pytest
 
-from device_arrays import host_compiler_missing
 
 _SOURCE = """
 #include "answer.h"
@@ -20,11 +19,7 @@ extern "C" __attribute__((visibility("default"))) int kspec_test_answer(int x) {
 """
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _host_compiler() -> None:
-    reason = host_compiler_missing()
-    if reason is not None:
-        pytest.skip(reason)
+pytestmark = pytest.mark.usefixtures("needs_host_compiler")
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from device_arrays import host_compiler_missing
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -34,11 +33,7 @@ extern "C" __global__ void axpy2(const float* x, const float* y, float* z, int n
 """
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _host_compiler() -> None:
-    reason = host_compiler_missing()
-    if reason is not None:
-        pytest.skip(reason)
+pytestmark = pytest.mark.usefixtures("needs_host_compiler")
 
 
 @pytest.fixture(autouse=True)
