@@ -13,7 +13,7 @@ own cost, guards and wrapper, is shared by the ops and the per-op cost shows):
 
 Host time is ``time.perf_counter`` over ``--calls`` calls of the compiled function without synchronising (the
 launches queue; tensors are small, so the GPU keeps up), per op; GPU time per op from CUDA events around the
-same loop. Medians of ``--repeat`` rounds. Usage::
+same loop. Medians of ``--repeat`` rounds, the contenders taking turns in each round. Usage::
 
     python benchmarks/torch_compile.py [--size 4096] [--chain 1 8] [--calls 2000] [--repeat 15]
 """
@@ -58,33 +58,52 @@ def triton_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return z
 
 
-def chain(op: Callable[[Any, Any], Any], length: int) -> Callable[[Any, Any], Any]:
+def chain(op: Callable[[Any, Any], Any], length: int, tag: str = "") -> Callable[[Any, Any], Any]:
+    """``length`` dependent ``op`` calls. ``tag`` gives the function a code object of its own: Dynamo keeps its
+    compiled graphs per code object and checks their guards in turn, so contenders sharing one would pay
+    for each other's failing guards (several us per graph call)."""
+
     def f(x: Any, y: Any) -> Any:
         for _ in range(length):
             x = op(x, y)
         return x
 
+    if tag:
+        f.__code__ = f.__code__.replace(co_name=f"chain_{tag}_{length}")
     return f
 
 
-def measure(fn: Callable[[Any, Any], Any], x: Any, y: Any, calls: int, repeat: int, ops: int) -> tuple[float, float]:
-    """(host us, GPU us) per op: medians over rounds."""
-    for _ in range(50):
-        fn(x, y)
+def one_round(fn: Callable[[Any, Any], Any], x: Any, y: Any, calls: int, ops: int) -> tuple[float, float]:
+    """(host us, GPU us) per op over ``calls`` calls, started from an idle GPU."""
     torch.cuda.synchronize()
-    host, gpu = [], []
-    for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        t0 = time.perf_counter()
-        for _ in range(calls):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn(x, y)
+    t1 = time.perf_counter()
+    end.record()
+    end.synchronize()
+    return (t1 - t0) / calls / ops * 1e6, start.elapsed_time(end) * 1e3 / calls / ops
+
+
+def measure(contenders: dict[str, Callable[[Any, Any], Any]], x: Any, y: Any, calls: int, repeat: int, ops: int,
+            base: str) -> dict[str, tuple[float, float, float]]:  # fmt: skip
+    """Per contender: (host us, GPU us, host / base's host), medians over rounds. The contenders take turns
+    within each round, so that the host's drift (frequency, other processes) falls on all of them alike, and
+    the ratio is the median of each round's own ratio."""
+    for fn in contenders.values():
+        for _ in range(50):
             fn(x, y)
-        t1 = time.perf_counter()
-        end.record()
-        end.synchronize()
-        host.append((t1 - t0) / calls / ops * 1e6)
-        gpu.append(start.elapsed_time(end) * 1e3 / calls / ops)
-    return statistics.median(host), statistics.median(gpu)
+    rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
+    for _ in range(repeat):
+        for name, fn in contenders.items():
+            rounds[name].append(one_round(fn, x, y, calls, ops))
+    return {
+        name: (statistics.median(h for h, _ in got), statistics.median(g for _, g in got),
+               statistics.median(h / b for (h, _), (b, _) in zip(got, rounds[base])))
+        for name, got in rounds.items()
+    }  # fmt: skip
 
 
 def main() -> None:
@@ -102,9 +121,9 @@ def main() -> None:
 
 def table(n: int, x: Any, y: Any, options: argparse.Namespace) -> None:
     contenders = {
-        "kspec op, compiled graph": torch.compile(chain(kspec_add, n), fullgraph=True),
-        "Triton triton_op, compiled graph": torch.compile(chain(triton_add, n), fullgraph=True),
-        "Inductor pointwise (x + y), compiled": torch.compile(chain(torch.add, n), fullgraph=True),
+        "kspec op, compiled graph": torch.compile(chain(kspec_add, n, "kspec"), fullgraph=True),
+        "Triton triton_op, compiled graph": torch.compile(chain(triton_add, n, "triton"), fullgraph=True),
+        "Inductor pointwise (x + y), compiled": torch.compile(chain(torch.add, n, "inductor"), fullgraph=True),
         "kspec op, eager": chain(kspec_add, n),
         "kspec kernel call, eager (no op)": chain(ADD, n),
         "torch.add, eager": chain(torch.add, n),
@@ -112,15 +131,15 @@ def table(n: int, x: Any, y: Any, options: argparse.Namespace) -> None:
     want = chain(torch.add, n)(x, y)
     for name, fn in contenders.items():
         torch.testing.assert_close(fn(x, y), want, msg=name)
-    results = {name: measure(fn, x, y, options.calls, options.repeat, n) for name, fn in contenders.items()}
-    base = results["Triton triton_op, compiled graph"][0]
+    results = measure(contenders, x, y, options.calls, options.repeat, n, "Triton triton_op, compiled graph")
     device = torch.cuda.get_device_name()
     print(f"\n{device}, torch {torch.__version__}, triton {triton.__version__}; z = x + y on {options.size} float32, "
-          f"graphs of {n} op(s); medians of {options.repeat} x {options.calls} calls, per op")  # fmt: skip
+          f"graphs of {n} op(s); medians of {options.repeat} rounds of {options.calls} calls, per op; host / Triton: "
+          "median of the rounds' ratios")  # fmt: skip
     print(f"| {'contender':<38} | {'host us/op':>10} | {'GPU us/op':>9} | {'host / Triton':>13} |")
     print(f"|{'-' * 40}|{'-' * 12}|{'-' * 11}|{'-' * 15}|")
-    for name, (host, gpu) in results.items():
-        print(f"| {name:<38} | {host:10.2f} | {gpu:9.2f} | {host / base:13.2f} |")
+    for name, (host, gpu, ratio) in results.items():
+        print(f"| {name:<38} | {host:10.2f} | {gpu:9.2f} | {ratio:13.2f} |")
 
 
 if __name__ == "__main__":

@@ -59,6 +59,17 @@ def test_register_defines_an_op_with_the_kernels_schema():
     assert str(reduce.overload._schema) == "kspec::torch_sum(Tensor x, *, int[]? axis=None, bool keepdims=False) -> Tensor"
     fused = kt.register(fused_stats, returns=2)
     assert str(fused._schema) == "kspec::fused_stats(Tensor x, Tensor y) -> (Tensor, Tensor)"
+    # spec kernels' out variants: the outputs after the inputs, written in place; fused functions have none
+    assert str(torch.ops.kspec.torch_add.out._schema) == "kspec::torch_add.out(Tensor x, Tensor y, Tensor(a0!) out0) -> ()"
+    assert str(torch.ops.kspec.torch_sum.out._schema) == (
+        "kspec::torch_sum.out(Tensor x, Tensor(a0!) out0, *, int[]? axis=None, bool keepdims=False) -> ()"
+    )
+    assert not hasattr(torch.ops.kspec.fused_stats, "out")
+    clash = kspec.ElementwiseKernel("T out0, T out1", "T a, T b", "a = out0; b = out1", "torch_clash")
+    kt.register(clash)
+    assert str(torch.ops.kspec.torch_clash.out._schema) == (
+        "kspec::torch_clash.out(Tensor out0, Tensor out1, Tensor(a0!) out0_, Tensor(a1!) out1_) -> ()"
+    )
 
 
 def test_names_scalars_and_refusals():
@@ -167,6 +178,40 @@ def test_compiled_graph_has_no_break_matches_eager_and_does_not_recompile(on_cpu
     assert unique_graphs() == graphs
     for got, want in zip(again, f(x + 1, y * 2)):
         torch.testing.assert_close(got, want)
+
+
+def test_out_variants_write_the_given_outputs(on_cpu_device, tensors):
+    x, y = tensors
+    kt.register(add_kernel), kt.register(sum_kernel)
+    z, s = torch.empty_like(x), torch.empty(x.shape[0])
+    assert torch.ops.kspec.torch_add.out(x, y, z) is None
+    torch.testing.assert_close(z, x + y)
+    torch.ops.kspec.torch_sum.out(x, s, axis=[1])
+    torch.testing.assert_close(s, x.sum(1))
+    with pytest.raises(Exception, match="torch_add"):  # a wrong output: kspec's error, nothing written
+        torch.ops.kspec.torch_add.out(x, y, torch.empty(3))
+
+
+def test_compiled_graph_allocates_the_outputs_of_spec_kernels(on_cpu_device, tensors):
+    """Inductor's code calls the out variants on buffers it allocates (and reuses), with no check of the
+    outputs after each call; a fused function stays one functional op."""
+    from torch._inductor.utils import run_and_get_code
+
+    x, y = tensors
+    add, total, stats = kt.register(add_kernel), kt.register(sum_kernel), kt.register(fused_stats, returns=2)
+
+    def f(x, y):
+        z = add(add(add(x, y), y), y)
+        return total(z, axis=1), stats(z, y)[0]
+
+    (s, t), codes = run_and_get_code(torch.compile(f, fullgraph=True), x, y)
+    code = "\n".join(codes)
+    assert code.count("torch.ops.kspec.torch_add.out(") == 3 and "torch.ops.kspec.torch_sum.out(" in code
+    assert "torch.ops.kspec.torch_add.default" not in code and "torch.ops.kspec.fused_stats.default(" in code
+    assert "empty_strided_cpu(" in code and "reuse" in code
+    assert "assert_tensor_metadata(buf" not in code.split("fused_stats")[0]
+    torch.testing.assert_close(s, (x + 3 * y).sum(1))
+    torch.testing.assert_close(t, ((x + 3 * y) * y).sum(1))
 
 
 def test_compiled_reduction_axis_and_keepdims_are_constants(on_cpu_device, tensors):

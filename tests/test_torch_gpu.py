@@ -121,3 +121,21 @@ def test_reduce_overhead_mode_captures_the_ops(tensors):
     for _ in range(3):  # warm-up, capture, replay
         got = compiled(x, y)
     check(got, f(x, y))
+
+
+def test_compiled_graph_allocates_outputs_for_the_out_variants(tensors):
+    """Inductor allocates the kspec ops' outputs (empty_strided_cuda, its dead buffers reused) and calls the out
+    variants, which launch into them; the results are the eager ones."""
+    from torch._inductor.utils import run_and_get_code
+
+    x, y = tensors
+    add, total = kt.register(add_kernel), kt.register(sum_kernel)
+
+    def f(x, y):
+        return total(add(add(add(x, y), y), y), axis=0)
+
+    got, codes = run_and_get_code(torch.compile(f, fullgraph=True), x, y)
+    code = "\n".join(codes)
+    assert code.count("torch.ops.kspec.torch_add.out(") == 3 and "torch.ops.kspec.torch_sum.out(" in code
+    assert "empty_strided_cuda(" in code and "assert_tensor_metadata(buf" not in code
+    check(got, f(x, y))

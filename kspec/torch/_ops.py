@@ -13,6 +13,13 @@ Each is defined with ``torch.library.Library.define`` and given three implementa
 Python layer in between, where ``custom_op`` adds its autograd and aliasing checks in Python on every call
 (1.1 against 3.9 us per call on the CPU machine: benchmarks/torch_register.py). So no autograd: calling an op on
 tensors that require grad gives results that do not require grad (PyTorch warns on backward).
+
+A spec kernel's op also has an out variant, ``torch.ops.kspec.<name>.out`` (the inputs, then the outputs it
+writes; returns nothing), and a rule that decomposes the functional op into ``torch.empty`` + the out variant
+when functionalization traces it (``torch.compile``'s AOT stage), as ``torch.library.triton_op`` does for
+Triton kernels: the compiled graph then allocates the outputs itself (reusing its dead buffers) and checks no
+output's size and stride after the call, where an opaque functional op costs an allocation in Python and that
+check per call. Eager calls take the functional op, one dispatch.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import threading
 from typing import Any
 
 from .._errors import KspecTypeError, KspecValueError
+from ..kernels import ElementwiseKernel
 from ._schema import OpSignature
 from ._tensors import (
     array_spec,
@@ -68,44 +76,110 @@ def op_name(kernel: Any, name: str | None, default: str, signature: OpSignature)
 
 
 def define(kernel: Any, name: str, signature: OpSignature, planner: Any, call: Any) -> Any:
-    """Define op ``name`` with its fake, CUDA and CPU implementations; returns its OpOverload.
+    """Define op ``name`` with its fake, CUDA and CPU implementations, and its out variant where the signature
+    has one; returns its OpOverload.
 
-    ``planner(*args, **kwargs)`` is the kernel's ``output_specs``; ``call`` what runs it on real tensors."""
+    ``planner(*args, **kwargs)`` is the kernel's ``output_specs``; ``call`` what runs it on real tensors (and,
+    given the outputs after the inputs, writes them)."""
     import torch
 
     lib = _lib()
     lib.define(f"{name}{signature.schema}")
-    torch.library.register_fake(f"{NAMESPACE}::{name}", _fake(name, planner, signature), lib=lib)
+    outputs = _outputs(name, planner, signature)
+    torch.library.register_fake(f"{NAMESPACE}::{name}", _fake(outputs, signature), lib=lib)
     lib.impl(name, call, "CUDA")
     lib.impl(name, _on_cpu_device(name, call), "CPU")
-    return getattr(torch.ops.kspec, name).default
+    packet = getattr(torch.ops.kspec, name)
+    if signature.out_schema is not None and hasattr(torch.library, "register_torch_dispatch"):
+        lib.define(f"{name}.out{signature.out_schema}")
+        torch.library.register_fake(f"{NAMESPACE}::{name}.out", _writes_nothing, lib=lib)
+        writer = _writer(call)
+        lib.impl(f"{name}.out", writer, "CUDA")
+        lib.impl(f"{name}.out", _on_cpu_device(name, call, returns=False), "CPU")
+        from torch._subclasses.functional_tensor import FunctionalTensorMode
+
+        rule = _decomposition(outputs, signature, packet.out)
+        torch.library.register_torch_dispatch(f"{NAMESPACE}::{name}", FunctionalTensorMode, rule, lib=lib)
+    return packet.default
 
 
 def remember(name: str, kernel: Any, signature: OpSignature, op: Any) -> None:
     _ops[name] = (kernel, signature, op)
 
 
-def _fake(name: str, planner: Any, signature: OpSignature) -> Any:
-    def fake(*args: Any, **kwargs: Any) -> Any:
+def _outputs(name: str, planner: Any, signature: OpSignature) -> Any:
+    """``outputs(args, kwargs)``: new tensors for a call's outputs, as the kernel's planning gives them (fake
+    tensors while tracing)."""
+
+    def outputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         import torch
 
         specs = [array_spec(a) if isinstance(a, torch.Tensor) else scalar_stand_in(a) for a in args]
-        outputs = planner(*specs, **kwargs)
-        if len(outputs) != signature.returns:
+        planned = planner(*specs, **kwargs)
+        if len(planned) != signature.returns:
             raise KspecTypeError(
                 f"kspec.torch: op {NAMESPACE}::{name} is registered to return {signature.returns} tensor(s), but these "
-                f"arguments give {len(outputs)} (register(..., returns={len(outputs)}))"
+                f"arguments give {len(planned)} (register(..., returns={len(planned)}))"
             )
         device = first_device(args)
-        tensors = tuple(empty_like_spec(o, device) for o in outputs)
+        return tuple(empty_like_spec(o, device) for o in planned)
+
+    return outputs
+
+
+def _fake(outputs: Any, signature: OpSignature) -> Any:
+    def fake(*args: Any, **kwargs: Any) -> Any:
+        tensors = outputs(args, kwargs)
         return tensors if signature.returns_tuple else tensors[0]
 
     return fake
 
 
-def _on_cpu_device(name: str, call: Any) -> Any:
+def _writes_nothing(*args: Any, **kwargs: Any) -> None:
+    """The out variant's fake: it writes its outputs in place and returns nothing."""
+
+
+def _writer(call: Any) -> Any:
+    """The out variant's implementation: the kernel given its outputs after its inputs (kspec kernels take
+    them as CuPy's do); the op returns nothing. An elementwise kernel's prepared call is taken first, without
+    the kernel's own frame (a compiled graph calls this once per op)."""
+    if not isinstance(call, ElementwiseKernel):
+
+        def write(*args: Any, **kwargs: Any) -> None:
+            call(*args, **kwargs)
+
+        return write
+    kernel, not_prepared = call, call.NOT_PREPARED
+
+    def write_prepared(*args: Any, **kwargs: Any) -> None:
+        if kwargs or kernel.call_prepared(args) is not_prepared:
+            kernel(*args, **kwargs)
+
+    return write_prepared
+
+
+def _decomposition(outputs: Any, signature: OpSignature, out_variant: Any) -> Any:
+    """The functional op under functionalization: new outputs, then the out variant writing them."""
+
+    def decompose(mode: Any, op: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        import torch
+        from torch._subclasses import FakeTensor
+        from torch._subclasses.functional_tensor import FunctionalTensor
+
+        if any(t is not torch.Tensor and not issubclass(t, (FakeTensor, FunctionalTensor)) for t in types):
+            return NotImplemented  # a tensor subclass of someone else's: its own rules first
+        with mode:
+            tensors = outputs(args, kwargs)
+            out_variant(*args, *tensors, **kwargs)
+        return tensors if signature.returns_tuple else tensors[0]
+
+    return decompose
+
+
+def _on_cpu_device(name: str, call: Any, returns: bool = True) -> Any:
     def on_cpu(*args: Any, **kwargs: Any) -> Any:
         check_cpu_device(name)
-        return host_tensors(call(*host_arrays(args), **kwargs))
+        result = call(*host_arrays(args), **kwargs)
+        return host_tensors(result) if returns else None
 
     return on_cpu

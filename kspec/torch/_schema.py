@@ -29,6 +29,7 @@ class OpSignature(NamedTuple):
     scalars: frozenset[str]
     returns: int  # number of tensors returned
     returns_tuple: bool  # a tuple (even of one) rather than one tensor
+    out_schema: str | None = None  # the out variant's: the inputs, then the outputs it writes; None: none
 
 
 def _scalar_type(declared: str | None) -> str:
@@ -59,6 +60,19 @@ def _schema(args: list[str], keywords: list[str], returns: int, returns_tuple: b
     return f"({params}) -> {result}"
 
 
+def _out_schema(args: list[str], keywords: list[str], inputs: Sequence[str], returns: int) -> str:
+    """The out variant: the outputs follow the inputs as tensors it writes (``Tensor(a0!) out0``), and it returns
+    nothing, so that a compiled graph allocates them (and reuses its dead buffers for them)."""
+    taken = {_arg_name(n) for n in inputs}
+    names = []
+    for k in range(returns):
+        name = f"out{k}"
+        while name in taken:
+            name += "_"
+        names.append(f"Tensor(a{k}!) {name}")
+    return _schema(args + names, keywords, 0, True)  # "-> ()"
+
+
 def spec_kernel_signature(kernel: Any, kind: str, scalars: Sequence[str] | None) -> OpSignature:
     """An ElementwiseKernel's or ReductionKernel's schema (``kind``: "elementwise" / "reduction")."""
     params = kernel.in_params
@@ -79,7 +93,8 @@ def spec_kernel_signature(kernel: Any, kind: str, scalars: Sequence[str] | None)
     elif any(p.raw for p in kernel.params):
         keywords = ["int? size=None"]
     returns_tuple = kernel.nout > 1 or (kind == "elementwise" and kernel.return_tuple)
-    return OpSignature(_schema(args, keywords, kernel.nout, returns_tuple), tuple(names), chosen, kernel.nout, returns_tuple)
+    return OpSignature(_schema(args, keywords, kernel.nout, returns_tuple), tuple(names), chosen, kernel.nout, returns_tuple,
+                       _out_schema(args, keywords, names, kernel.nout))
 
 
 def fused_signature(fused: Any, scalars: Sequence[str] | None, returns: int) -> OpSignature:
