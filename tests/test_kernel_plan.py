@@ -371,7 +371,7 @@ def test_reductions_over_two_unmerged_axes_take_one_pass(ssq):
     _, plan = rplan(ssq, fake((64, 256, 64, 256)), axis=(0, 2))
     assert plan.rndim == 0 and plan.contiguous_cols
     strategy = reduction_strategy(plan, H200_SMS)
-    assert strategy.kind == "cols" and strategy.passes[0].variant == VariantKey("cols", "int64", 0, 1)
+    assert strategy.kind == "cols" and strategy.passes[0].variant == VariantKey("cols", "int64", 0, 4)
     assert strategy.passes[0].chunk == 64 * 64 and strategy.passes[0].nchunks == 1
 
 
@@ -387,8 +387,8 @@ def test_a_cols_split_fills_one_wave_of_resident_blocks(ssq):
         assert segments <= per_sm * H200_SMS < segments + 32  # one wave, no room for another tile's chunks
         assert (first.nchunks - 1) * first.chunk < plan.red_size <= first.nchunks * first.chunk
         assert second.variant.entry == "split_final" and strategy.workspace_items == plan.out_size * first.nchunks
-    # enough tiles for half the resident blocks: one pass
-    _, plan = rplan(ssq, fake((1024, 16, 16, 1024)), axis=(0, 2))
+    # enough tiles for half the resident blocks: one pass (vectorised lanes: tiles of 128 outputs)
+    _, plan = rplan(ssq, fake((64, 256, 16, 1024)), axis=(0, 2))
     assert reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4).kind == "cols"
     # short rows over several reduced dims: fewer warps, each walking at least 16 rounds of loads
     _, plan = rplan(ssq, fake((16, 1024, 16, 256)), axis=(0, 2))
@@ -413,7 +413,7 @@ def test_cols_rank_and_block(ssq):
     assert reduction_strategy(plan, H200_SMS).passes[0].variant == VariantKey("cols", "int64", 1, 1)
     _, plan = rplan(ssq, fake((64, 8, 32, 16)), axis=(0, 2))
     first = reduction_strategy(plan, H200_SMS).passes[0]
-    assert first.variant == VariantKey("cols", "int64", 0, 1) and first.block <= 512  # registers: at most 16 warps
+    assert first.variant == VariantKey("cols", "int64", 0, 4) and first.block <= 512  # registers: at most 16 warps
     # a loaded entry whose registers allow fewer threads caps the block
     _, plan = rplan(ssq, fake((1000, 333)), axis=0)
     asked = []
@@ -428,12 +428,14 @@ def test_cols_split_when_the_tiles_are_few(ssq):
     first, second = strategy.passes
     assert strategy.kind == "cols split" and first.variant.entry == "cols" and first.nchunks > 1
     assert (first.nchunks - 1) * first.chunk < 32768 <= first.nchunks * first.chunk  # every chunk non-empty
-    # the innermost kept extent (16) is below a warp and the reduced C sits right outside it: tiles of 16
-    # outputs, each warp taking 2 reduced positions of each (32 adjacent elements per load)
+    # the innermost kept extent (16) is below a warp (of vectors: 4 lanes of 4 adjacent outputs) and the reduced
+    # C sits right outside it: tiles of 16 outputs, each warp taking 8 reduced positions of each (32 adjacent
+    # vectors per load)
     assert cols_tile_width(plan) == 16
     assert first.grid == 16 * first.nchunks and first.grid * first.block // 32 >= 64 * H200_SMS // 2
     assert second.variant.entry == "split_final" and second.nchunks == first.nchunks and second.grid == 256
-    assert cols_tile_width(rplan(ssq, fake((64, 256, 64, 256)), axis=(0, 2))[1]) == 32  # rows of 256: whole warps
+    assert cols_tile_width(rplan(ssq, fake((64, 256, 64, 256)), axis=(0, 2))[1]) == 128  # rows of 256: whole warps of vectors
+    assert cols_tile_width(rplan(ssq, fake((64, 256, 64, 254)), axis=(0, 2))[1]) == 32  # 254 not a multiple of 4: scalar lanes
     assert cols_tile_width(rplan(ssq, fake((1 << 10, 16)), axis=0)[1]) == 32  # one reduced dim: unchanged
     assert strategy.workspace_items == 256 * first.nchunks
     frame = pass_frame_values(plan, first)

@@ -143,8 +143,9 @@ def test_needs(spec, types, needs):
 def test_vector_width(spec, types, scalars, vec):
     s = specialize(spec, types, scalars=scalars)
     assert s.vec == vec
-    # the contiguous entry and the rows entries carry it; every other entry loads scalars
-    vectorised = {v for v in s.variants if v.entry in ("contig", "rows")}
+    # the contiguous entry, the rows entries and the runtime-rank cols entry carry it; every other entry loads
+    # scalars
+    vectorised = {v for v in s.variants if v.entry in ("contig", "rows") or (v.entry == "cols" and v.ndim == 0)}
     assert {v.vec for v in vectorised} == {vec}
     assert {v.vec for v in set(s.variants) - vectorised} == {1}
 
@@ -174,8 +175,8 @@ def test_reduction_variants():
     assert [s.name_expression(v) for v in s.variants] == [
         "l2norm__rows<long long, 1, 4>",
         "l2norm__rows<long long, 0, 4>",
-        "l2norm__cols<long long, 1>",
-        "l2norm__cols<long long, 0>",
+        "l2norm__cols<long long, 1, 1>",
+        "l2norm__cols<long long, 0, 4>",
         "l2norm__split_final<long long>",
     ]
 

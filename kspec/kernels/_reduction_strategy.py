@@ -185,13 +185,35 @@ def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
 def cols_tile_width(plan: ReductionPlan) -> int:
     """Outputs per cols tile: 32, or (runtime rank) the innermost kept extent when it is a power of two below
     32 and the innermost reduced dim lies right outside it in every input: the templates' cols entry
-    applies the same rule and shares each warp between that many outputs and 32 / width reduced positions."""
+    applies the same rule and shares each warp between that many outputs and 32 / width reduced positions.
+    Where the runtime-rank entry loads VEC adjacent outputs per lane (:func:`cols_vectorised`), the same rule
+    in vectors: VEC times as many outputs. (Pointers the plan cannot see may keep the entry on its scalar
+    lanes: it then walks more tiles than the grid was sized for, correct but slower.)"""
+    vec = plan.specialization.vec
+    if cols_vectorised(plan):
+        lanes = plan.kept[0] // vec
+        if lanes < 32 and not lanes & (lanes - 1) and all(red[0] == plan.kept[0] * kept[0] for kept, red in plan.in_strides.values()):
+            return lanes * vec
+        return 32 * vec
     width = plan.kept[0] if plan.kept else 32
     if plan.rndim == 1 or width >= 32 or width & (width - 1):
         return 32
     if all(red[0] == width * kept[0] for kept, red in plan.in_strides.values()):
         return width
     return 32
+
+
+def cols_vectorised(plan: ReductionPlan) -> bool:
+    """Whether the runtime-rank cols entry takes its vectorised lanes for ``plan`` (given 16-byte aligned
+    pointers): the template's test on the strides and extents, as the plan knows them (contiguous_cols: the
+    innermost kept stride is the item size in every input)."""
+    vec = plan.specialization.vec
+    if vec <= 1 or plan.rndim == 1 or len(plan.red) != 2 or not plan.contiguous_cols or plan.kept[0] % vec:
+        return False
+    return all(
+        all(k % 16 == 0 for k in kept[1:]) and red[0] % 16 == 0 and red[1] % 16 == 0
+        for kept, red in plan.in_strides.values()
+    )
 
 
 def _final_block(block: int, nchunks: int) -> int:

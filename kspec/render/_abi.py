@@ -15,7 +15,7 @@ Entry points and their slots, parameters in declaration order (inputs, then outp
 * elementwise ``strided<I, NDIM>`` and ``tiled<I, NDIM>``: shape; then strided_array / scalar / raw_view.
 * reduction ``rows<I, R, VEC>``: reduce_shape, group; inputs: reduce_array / scalar / raw_view; outputs:
   strided_array with NDIM 0 (strides over the kept dims) / raw_view; workspace.
-* reduction ``cols<I, R>``: reduce_shape; inputs and outputs as rows (no group); workspace.
+* reduction ``cols<I, R, v>``: reduce_shape; inputs and outputs as rows (no group); workspace.
 * reduction ``split_final<I>``: reduce_shape (R = 1; only out_size, red_size and the kept dims are read);
   scalar and raw inputs only (it reads the workspace, not the array inputs); outputs as rows; workspace.
 
