@@ -371,6 +371,7 @@ def test_reductions_over_two_unmerged_axes_take_one_pass(ssq):
     _, plan = rplan(ssq, fake((64, 256, 64, 256)), axis=(0, 2))
     assert plan.rndim == 0 and plan.contiguous_cols
     strategy = reduction_strategy(plan, H200_SMS)
+    # 65536 outputs: 512 vectorised tiles, fewer than the 528 blocks of 16 warps an H200 holds: scalar lanes
     assert strategy.kind == "cols" and strategy.passes[0].variant == VariantKey("cols", "int64", 0, 1)
     assert strategy.passes[0].chunk == 64 * 64 and strategy.passes[0].nchunks == 1
 
@@ -387,9 +388,10 @@ def test_a_cols_split_fills_one_wave_of_resident_blocks(ssq):
         assert segments <= per_sm * H200_SMS < segments + 32  # one wave, no room for another tile's chunks
         assert (first.nchunks - 1) * first.chunk < plan.red_size <= first.nchunks * first.chunk
         assert second.variant.entry == "split_final" and strategy.workspace_items == plan.out_size * first.nchunks
-    # enough tiles for half the resident blocks: one pass
-    _, plan = rplan(ssq, fake((1024, 16, 16, 1024)), axis=(0, 2))
-    assert reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4).kind == "cols"
+    # enough tiles for half the resident blocks: one pass (vectorised lanes: tiles of 128 outputs)
+    _, plan = rplan(ssq, fake((64, 256, 16, 1024)), axis=(0, 2))
+    strategy = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4)
+    assert strategy.kind == "cols" and strategy.passes[0].variant == VariantKey("cols", "int64", 0, 4)
     # short rows over several reduced dims: fewer warps, each walking at least 16 rounds of loads
     _, plan = rplan(ssq, fake((16, 1024, 16, 256)), axis=(0, 2))
     assert reduction_strategy(plan, H200_SMS).passes[0].block == 128
@@ -429,12 +431,16 @@ def test_cols_split_when_the_tiles_are_few(ssq):
     assert strategy.kind == "cols split" and first.variant.entry == "cols" and first.nchunks > 1
     assert (first.nchunks - 1) * first.chunk < 32768 <= first.nchunks * first.chunk  # every chunk non-empty
     # the innermost kept extent (16) is below a warp and the reduced C sits right outside it: tiles of 16
-    # outputs, each warp taking 2 reduced positions of each (32 adjacent elements per load)
-    assert cols_tile_width(plan) == 16
+    # outputs, each warp taking 2 reduced positions of each (32 adjacent elements per load); vectorised lanes
+    # would make the same tiles of 4 lanes of 4 adjacent outputs, but 16 tiles do not fill the device
+    assert first.variant == VariantKey("cols", "int64", 0, 1)
+    assert cols_tile_width(plan, 1) == cols_tile_width(plan, 4) == 16
     assert first.grid == 16 * first.nchunks and first.grid * first.block // 32 >= 64 * H200_SMS // 2
     assert second.variant.entry == "split_final" and second.nchunks == first.nchunks and second.grid == 256
-    assert cols_tile_width(rplan(ssq, fake((64, 256, 64, 256)), axis=(0, 2))[1]) == 32  # rows of 256: whole warps
-    assert cols_tile_width(rplan(ssq, fake((1 << 10, 16)), axis=0)[1]) == 32  # one reduced dim: unchanged
+    _, rows_of_256 = rplan(ssq, fake((64, 256, 64, 256)), axis=(0, 2))
+    assert cols_tile_width(rows_of_256, 4) == 128 and cols_tile_width(rows_of_256, 1) == 32  # whole warps of vectors
+    assert cols_tile_width(rplan(ssq, fake((64, 256, 64, 254)), axis=(0, 2))[1], 4) == 32  # 254 not a multiple of 4: scalar lanes
+    assert cols_tile_width(rplan(ssq, fake((1 << 10, 16)), axis=0)[1], 4) == 32  # one reduced dim: unchanged
     assert strategy.workspace_items == 256 * first.nchunks
     frame = pass_frame_values(plan, first)
     assert frame["_workspace"] == {"nchunks": first.nchunks, "chunk": first.chunk}
@@ -442,6 +448,51 @@ def test_cols_split_when_the_tiles_are_few(ssq):
     # enough tiles: one pass
     _, plan = rplan(ssq, fake((16, 1024, 32, 1024)), axis=(0, 2))
     assert reduction_strategy(plan, H200_SMS).kind == "cols"
+
+
+@pytest.mark.parametrize(
+    ("shape", "strides", "vec", "width"),
+    [
+        # many outputs: 2048 tiles of 128 (32 lanes of 4 adjacent outputs) fill the device by themselves
+        ((64, 256, 16, 1024), None, 4, 128),
+        ((16, 512, 64, 512), None, 4, 128),
+        # few outputs: 512 or 128 vectorised tiles for ~2000 resident blocks; scalar tiles of 32 (measured
+        # 0.61 -> 0.24 and 0.63 -> 0.43 of copy when these took the vectorised lanes)
+        ((16, 256, 16, 256), None, 1, 32),
+        ((64, 32, 16, 512), None, 1, 32),
+        # many outputs, but lanes of 4 outputs cannot load: the kept row is not a multiple of 4 long, or the
+        # rows (a 1025-element pitch) are not 16-byte aligned
+        ((64, 256, 16, 1022), None, 1, 32),
+        ((64, 256, 16, 1024), (256 * 16 * 1025 * 4, 16 * 1025 * 4, 1025 * 4, 4), 1, 32),
+    ],
+)
+def test_cols_takes_vectorised_lanes_only_where_their_tiles_fill_the_device(ssq, shape, strides, vec, width):
+    _, plan = rplan(ssq, fake(shape, strides=strides), axis=(0, 2))
+    assert plan.rndim == 0 and plan.contiguous_cols
+    # ~2000 resident blocks of 128 threads, 528 of 512, as on an H200
+    asked = []
+    strategy = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: asked.append(variant) or 2048 // threads)
+    first = strategy.passes[0]
+    assert first.variant == VariantKey("cols", "int64", 0, vec)
+    # the grid counts the tiles of the entry that runs: its own width
+    assert cols_tile_width(plan, first.variant.vec) == width
+    tiles = -(-plan.out_size // width)
+    assert first.grid == tiles * first.nchunks
+    assert asked[-1] == first.variant  # the slots that sized the grid are the chosen entry's
+    if vec > 1:
+        assert strategy.kind == "cols" and tiles >= H200_SMS * 2048 // first.block  # one tile per resident block at least
+
+
+def test_cols_vectorised_lanes_follow_the_resident_blocks(ssq):
+    # 512 vectorised tiles: fewer than the blocks an H200 holds of 128 threads, more than a device holding one
+    # block per SM
+    _, plan = rplan(ssq, fake((16, 256, 16, 256)), axis=(0, 2))
+    assert reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 16).passes[0].variant.vec == 1
+    assert reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 1).passes[0].variant.vec == 4
+    # a module of scalar loads only (vec 1: float64 complex) has one runtime-rank cols entry
+    _, plan = rplan(ssq, fake((64, 256, 16, 1024), dtype="complex128"), axis=(0, 2))
+    assert plan.specialization.vec == 1
+    assert reduction_strategy(plan, H200_SMS).passes[0].variant == VariantKey("cols", "int64", 0, 1)
 
 
 def test_two_pass_reduction_over_three_unmerged_axes(ssq):

@@ -179,6 +179,40 @@ def test_l2norm_of_4d_over_axes(cp, l2norm, axis, keepdims):
         assert _strategy(l2norm, x, axis, keepdims).startswith("cols")
 
 
+def _cols_lanes(kernel, x, axis):
+    """The vector width of the cols entry the plan takes for ``x`` on this device, counting 32 resident blocks
+    per SM (the most any holds), so that a width > 1 here is the width of every real plan."""
+    from kspec.kernels._prepared import sm_count
+
+    bound = bind(kernel.spec, (x,), None)
+    plan = plan_reduction(kernel.spec, bound, kernel._specializer, axis=axis)
+    strategy = reduction_strategy(plan, sm_count(x.device.id), resident=lambda variant, threads: 32)
+    assert strategy.kind.startswith("cols")
+    return strategy.passes[0].variant.vec
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "offset"),
+    [
+        ((4, 1024, 8, 1024), "float32", 0),  # 8192 tiles of 128 outputs
+        ((3, 1000, 5, 1028), "float32", 0),  # the last tile part-filled
+        ((3, 1000, 5, 1028), "float64", 0),  # lanes of 2 outputs
+        ((3, 1000, 5, 1028), "float32", 1),  # a pointer 4 bytes off 16: the entry keeps to its scalar lanes
+    ],
+)
+def test_l2norm_over_0_2_with_vectorised_lanes(cp, l2norm, shape, dtype, offset):
+    a = _rng(13).standard_normal(shape).astype(dtype)
+    flat = cp.empty(a.size + offset, dtype=dtype)
+    x = flat[offset:].reshape(shape)
+    x[...] = cp.asarray(a)
+    assert _cols_lanes(l2norm, x, (0, 2)) > 1  # the planner cannot see the pointer: it sizes vectorised tiles
+    ref = np.sqrt((a.astype(np.float64) ** 2).sum(axis=(0, 2)))
+    out = _poisoned(cp, ref.shape, dtype)
+    l2norm(x, axis=(0, 2), out=out)
+    np.testing.assert_allclose(out.get(), ref, rtol=1e-5)
+    np.testing.assert_allclose(l2norm(x, axis=(0, 2), keepdims=True).get(), ref[None, :, None, :], rtol=1e-5)
+
+
 def test_l2norm_over_three_unmerged_axes_in_two_passes(cp, l2norm):
     a = _rng(12).standard_normal((3, 8, 5, 6, 4, 40)).astype(np.float32)
     x = cp.asarray(a)

@@ -7,7 +7,7 @@ import pytest
 from kspec.compiler import CompileOptions, compile_source
 from kspec.render import VariantKey, render, render_raw, specialize
 from kspec.render._variants import DYNAMIC_NDIM, name_expression
-from render_cases import COMPILE_CASES, GENERIC, L2NORM, RAW_CUCOMPLEX, SQUARED_DIFF
+from render_cases import ABS2, COMPILE_CASES, GENERIC, L2NORM, L2NORM_HALF, RAW_CUCOMPLEX, SQUARED_DIFF
 
 
 def _compile(module, arch, name_expressions=None, extra=()):
@@ -51,6 +51,25 @@ def test_reduction_templates_take_int32():
     ]
     names = [name_expression(module.name, v) for v in every]
     assert set(_compile(module, "sm_90", names).lowered_names) == set(names)
+
+
+@pytest.mark.parametrize(("spec", "types"), [(L2NORM, {"T": "float32"}), (L2NORM_HALF, {}), (ABS2, {})], ids=["f32", "f16", "c64"])
+def test_runtime_rank_cols_comes_with_and_without_vector_loads(spec, types):
+    """A reduction module holds the runtime-rank cols entry twice (the planner picks one): VEC = vec loads vectors
+    of adjacent outputs where the layout allows, VEC = 1 never does (its vectorised branch compiles out)."""
+    import re
+
+    s = specialize(spec, types)
+    module = render(s)
+    both = [VariantKey("cols", "int64", DYNAMIC_NDIM, vec) for vec in (1, s.vec)]
+    assert s.vec > 1 and all(v in module.variants for v in both)
+    wide_loads = {}  # 16-byte global loads (wider than one item of these inputs: a complex64 is a .v2.f32)
+    for variant in both:  # one entry per program: its PTX is that entry's alone
+        ptx = _compile(module, "compute_90", [module.variants[variant]]).binary
+        text = ptx.decode() if isinstance(ptx, bytes) else ptx
+        assert text.count(".entry ") == 1
+        wide_loads[variant.vec] = re.findall(r"ld\.global(?:\.nc)?\.(?:v4\.[bfsu]32|v2\.[bfsu]64)", text)
+    assert wide_loads[1] == [] and wide_loads[s.vec]
 
 
 def test_templates_compile_under_cxx11():

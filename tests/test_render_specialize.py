@@ -13,6 +13,7 @@ import pytest
 
 import kspec
 from kspec.render import Specialization, VariantKey, specialize
+from kspec.render._variants import reduction_variants
 from kspec.spec import ElementwiseSpec, RawSpec, ReductionSpec
 from render_cases import ABS2, ARGMAX, AXPY, GENERIC, L2NORM, L2NORM_HALF, RAW_CUCOMPLEX, RUNNING, SQUARED_DIFF
 
@@ -143,10 +144,14 @@ def test_needs(spec, types, needs):
 def test_vector_width(spec, types, scalars, vec):
     s = specialize(spec, types, scalars=scalars)
     assert s.vec == vec
-    # the contiguous entry and the rows entries carry it; every other entry loads scalars
+    # the contiguous entry and the rows entries carry it; the runtime-rank cols entry comes with it and with
+    # scalar lanes; every other entry loads scalars
     vectorised = {v for v in s.variants if v.entry in ("contig", "rows")}
     assert {v.vec for v in vectorised} == {vec}
-    assert {v.vec for v in set(s.variants) - vectorised} == {1}
+    runtime_cols = {v for v in s.variants if v.entry == "cols" and v.ndim == 0}
+    if s.kind == "reduction":
+        assert {v.vec for v in runtime_cols} == {1, vec}
+    assert {v.vec for v in set(s.variants) - vectorised - runtime_cols} == {1}
 
 
 def test_elementwise_variants_and_names():
@@ -174,10 +179,20 @@ def test_reduction_variants():
     assert [s.name_expression(v) for v in s.variants] == [
         "l2norm__rows<long long, 1, 4>",
         "l2norm__rows<long long, 0, 4>",
-        "l2norm__cols<long long, 1>",
-        "l2norm__cols<long long, 0>",
+        "l2norm__cols<long long, 1, 1>",
+        "l2norm__cols<long long, 0, 1>",
+        "l2norm__cols<long long, 0, 4>",
         "l2norm__split_final<long long>",
     ]
+    # scalar loads only (vec 1): one runtime-rank cols entry, no variant twice
+    assert reduction_variants(1) == (
+        VariantKey("rows", "int64", 1, 1),
+        VariantKey("rows", "int64", 0, 1),
+        VariantKey("cols", "int64", 1, 1),
+        VariantKey("cols", "int64", 0, 1),
+        VariantKey("split_final", "int64", 0, 1),
+    )
+    assert all(len(set(reduction_variants(vec))) == len(reduction_variants(vec)) for vec in (1, 2, 4, 8, 16))
 
 
 @pytest.mark.parametrize(

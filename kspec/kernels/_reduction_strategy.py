@@ -8,7 +8,7 @@ import math
 from typing import Any, Callable, NamedTuple
 
 from ..render import COLS_MAX_WARPS, COLS_WIDE_ACC, COLS_WIDE_WARPS, VariantKey
-from ._plan import DEFAULT_BLOCK, MAX_GRID, raw_view_values
+from ._plan import DEFAULT_BLOCK, INT32_LIMIT, MAX_GRID, raw_view_values
 from ._plan_reduction import ReductionPlan
 
 
@@ -145,10 +145,61 @@ def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
     32k elements. The split makes one wave: as many segments as fit the SMs together, never a few more (a
     second wave of 16 blocks after 528 took as long as the first: (128, 32, 1024, 32) at 0.62 of copy
     against 0.81, H200)."""
-    variants = plan.specialization.variants
-    cols = next(v for v in variants if v.entry == "cols" and v.ndim == plan.rndim)
+    cols, tiles, warps, slots = _cols_launch(plan, sm_count, block, block_given, max_threads, resident)
     red = plan.red_size
-    tiles = -(-plan.out_size // cols_tile_width(plan))
+    threads = 32 * warps
+    if 2 * tiles <= slots:
+        nchunks = slots // tiles
+        chunk = max(-(-red // nchunks), COLS_MIN_CHUNK * warps)
+        nchunks = -(-red // chunk)
+        if nchunks > 1:
+            final = next(v for v in plan.specialization.variants if v.entry == "split_final")
+            first = Pass(cols, min(tiles * nchunks, MAX_GRID), threads, nchunks=nchunks, chunk=chunk)
+            second = Pass(final, min(plan.out_size, MAX_GRID), _final_block(block, nchunks), nchunks=nchunks, chunk=chunk)
+            return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
+    return Strategy((Pass(cols, min(tiles, MAX_GRID), threads, chunk=red),), kind="cols")
+
+
+class ColsLaunch(NamedTuple):
+    """A cols entry and how it would run: its tiles (:func:`cols_tile_width`), warps per block, and the blocks
+    of that size the device holds at once."""
+
+    variant: VariantKey
+    tiles: int
+    warps: int
+    slots: int
+
+
+def _cols_launch(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
+                 max_threads: Callable[[VariantKey], int] | None,
+                 resident: Callable[[VariantKey, int], int] | None) -> ColsLaunch:
+    """The cols entry for ``plan``: lanes of VEC adjacent outputs (``cols<I, 0, VEC>``) only where the layout
+    allows them (:func:`cols_vectorised`) and their tiles alone fill the device, at least one per resident
+    block; else scalar lanes (``cols<I, R, 1>``), split when their tiles are few. A vectorised tile holds
+    32 * VEC outputs, so VEC times fewer tiles: where those are fewer than the resident blocks, the grid
+    leans on the split, whose chunks then read VEC times more outputs' rows with as many blocks, and that
+    ran far slower than scalar lanes (L2 norm, float32, fraction of copy bandwidth on an H200: axes (0, 2)
+    of (16, 256, 16, 256), 512 vectorised tiles for ~2000 resident blocks of 128 threads: 0.61 scalar, 0.24
+    vectorised; of (64, 32, 16, 512), 128 tiles: 0.63 against 0.43), while with tiles enough they gain
+    ((64, 256, 16, 1024), 2048 tiles: 0.85 -> 0.99)."""
+    entries = [v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == plan.rndim]
+    for wide in entries:
+        # the vectorised entry's own block cap and occupancy decide (asking them loads it: a first call whose
+        # layout allows vectors but has few outputs compiles both entries when nothing is precompiled)
+        if wide.vec > 1 and cols_vectorised(plan, wide.vec):
+            launch = _cols_shape(plan, wide, sm_count, block, block_given, max_threads, resident)
+            if launch.tiles >= launch.slots:
+                return launch
+    scalar = next(v for v in entries if v.vec == 1)
+    return _cols_shape(plan, scalar, sm_count, block, block_given, max_threads, resident)
+
+
+def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int, block_given: bool,
+                max_threads: Callable[[VariantKey], int] | None,
+                resident: Callable[[VariantKey, int], int] | None) -> ColsLaunch:
+    """How entry ``cols`` would run ``plan``: its tiles, warps per block and the blocks the device holds."""
+    red = plan.red_size
+    tiles = -(-plan.out_size // cols_tile_width(plan, cols.vec))
     cap = COLS_MAX_WARPS if _acc_bytes_at_most(plan) <= COLS_WIDE_ACC else COLS_WIDE_WARPS
     if plan.rndim != 1:
         cap = min(cap, COLS_RUNTIME_RANK_WARPS)
@@ -165,33 +216,45 @@ def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
     # costs more: axes (0, 2) of (16, 1024, 16, 1024), rows of 256, ran at 0.70 of copy on 8 warps, 0.77 on 4)
     per_warp = 2 if plan.rndim == 1 else 16
     warps = max(1, min(cap, warps, -(-red // (per_warp * REDUCE_UNROLL))))
-    threads = 32 * warps
-    per_sm = resident(cols, threads) if resident is not None else 0
+    per_sm = resident(cols, 32 * warps) if resident is not None else 0
     if per_sm <= 0:
         per_sm = max(1, WARPS_PER_SM // warps)
-    slots = per_sm * sm_count  # blocks the device holds at once
-    if 2 * tiles <= slots:
-        nchunks = slots // tiles
-        chunk = max(-(-red // nchunks), COLS_MIN_CHUNK * warps)
-        nchunks = -(-red // chunk)
-        if nchunks > 1:
-            final = next(v for v in variants if v.entry == "split_final")
-            first = Pass(cols, min(tiles * nchunks, MAX_GRID), threads, nchunks=nchunks, chunk=chunk)
-            second = Pass(final, min(plan.out_size, MAX_GRID), _final_block(block, nchunks), nchunks=nchunks, chunk=chunk)
-            return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
-    return Strategy((Pass(cols, min(tiles, MAX_GRID), threads, chunk=red),), kind="cols")
+    return ColsLaunch(cols, tiles, warps, per_sm * sm_count)
 
 
-def cols_tile_width(plan: ReductionPlan) -> int:
-    """Outputs per cols tile: 32, or (runtime rank) the innermost kept extent when it is a power of two below
-    32 and the innermost reduced dim lies right outside it in every input: the templates' cols entry
-    applies the same rule and shares each warp between that many outputs and 32 / width reduced positions."""
+def cols_tile_width(plan: ReductionPlan, vec: int) -> int:
+    """Outputs per tile of the cols entry of vector width ``vec`` (its VariantKey's): 32, or (runtime rank)
+    the innermost kept extent when it is a power of two below 32 and the innermost reduced dim lies right
+    outside it in every input: the templates' cols entry applies the same rule and shares each warp between
+    that many outputs and 32 / width reduced positions. Where the entry loads ``vec`` adjacent outputs per
+    lane (:func:`cols_vectorised`), the same rule in vectors: ``vec`` times as many outputs; ``cols<I, R, 1>``
+    never does. (Pointers the plan cannot see may keep the entry on its scalar lanes: it then walks more
+    tiles than the grid was sized for, correct but slower.)"""
+    if cols_vectorised(plan, vec):
+        lanes = plan.kept[0] // vec
+        if lanes < 32 and not lanes & (lanes - 1) and all(red[0] == plan.kept[0] * kept[0] for kept, red in plan.in_strides.values()):
+            return lanes * vec
+        return 32 * vec
     width = plan.kept[0] if plan.kept else 32
     if plan.rndim == 1 or width >= 32 or width & (width - 1):
         return 32
     if all(red[0] == width * kept[0] for kept, red in plan.in_strides.values()):
         return width
     return 32
+
+
+def cols_vectorised(plan: ReductionPlan, vec: int) -> bool:
+    """Whether the runtime-rank cols entry of vector width ``vec`` takes its vectorised lanes for ``plan``
+    (given 16-byte aligned pointers): the template's test on the strides and extents, as the plan knows them
+    (contiguous_cols: the innermost kept stride is the item size in every input)."""
+    if vec <= 1 or plan.rndim == 1 or len(plan.red) != 2 or not plan.contiguous_cols or plan.kept[0] % vec:
+        return False
+    if plan.red_size >= INT32_LIMIT:  # the template's test: it walks the two dims in 32-bit positions
+        return False
+    return all(
+        all(k % 16 == 0 for k in kept[1:]) and red[0] % 16 == 0 and red[1] % 16 == 0
+        for kept, red in plan.in_strides.values()
+    )
 
 
 def _final_block(block: int, nchunks: int) -> int:

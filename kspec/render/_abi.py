@@ -15,13 +15,13 @@ Entry points and their slots, parameters in declaration order (inputs, then outp
 * elementwise ``strided<I, NDIM>`` and ``tiled<I, NDIM>``: shape; then strided_array / scalar / raw_view.
 * reduction ``rows<I, R, VEC>``: reduce_shape, group; inputs: reduce_array / scalar / raw_view; outputs:
   strided_array with NDIM 0 (strides over the kept dims) / raw_view; workspace.
-* reduction ``cols<I, R>``: reduce_shape; inputs and outputs as rows (no group); workspace.
+* reduction ``cols<I, R, v>``: reduce_shape; inputs and outputs as rows (no group); workspace.
 * reduction ``split_final<I>``: reduce_shape (R = 1; only out_size, red_size and the kept dims are read);
   scalar and raw inputs only (it reads the workspace, not the array inputs); outputs as rows; workspace.
 
 The module's variants (:mod:`kspec.render._variants`) are a trimmed set of instantiations: today contig is
 int64 only, strided is int32 with NDIM 2 or 0 plus int64 with NDIM 0, reductions are int64 only (rows
-with R 1 or 0, cols with R 0). Pick among
+with R 1 or 0; cols with R 1 and v 1, R 0 and v 1, and R 0 and v = vec when vec > 1). Pick among
 ``RenderedModule.variants``; never assume a variant exists.
 
 How the launcher picks a variant
@@ -34,7 +34,8 @@ Vector width needs no choice: the one ``contig`` variant and the ``rows`` varian
 reduction row also an innermost reduced stride equal to the item size and a chunk start that is a multiple
 of vec; with two reduced dims also an inner extent and a chunk end that are multiples of vec, and an outer
 stride that is a multiple of 16 bytes), falling back to scalar loads. Any pointer may be passed to any
-variant.
+variant. The one choice is the runtime-rank ``cols``: v = vec (lanes of vec adjacent outputs, where the
+layout allows) or v = 1 (scalar lanes), below.
 
 Elementwise, after merging dims (``reduce_dims``): ``contig`` when every non-raw array operand (inputs that
 are not scalars, and outputs) is C-contiguous over the loop shape (no broadcasting). Otherwise ``strided``
@@ -65,6 +66,11 @@ dims merge into one (any stride), else 0 (runtime, <= 16 reduced dims; two reduc
   split the row. blockDim.x in {32, 64, ..., 1024} (at most COLS_MAX_WARPS = 32 warps, 8 for an opaque
   reduce type: static shared memory); grid: any. Segments as in rows, over tiles of 32 outputs: segment
   ``seg`` is chunk ``seg % nchunks`` of tile ``seg // nchunks``. Plain: workspace ``{0, 1, red_size}``.
+  ``cols<I, 0, vec>`` (vec > 1) with two reduced dims, the innermost kept one contiguous and a multiple of
+  vec long, every other stride and every input 16-byte aligned (checked inside): lane l takes outputs
+  ``o0 + l*vec .. o0 + l*vec + vec - 1``, tiles of 32 * vec outputs (the launcher's grid must count those
+  tiles: ``cols_tile_width``). Taken only when those tiles are at least the blocks the device holds at once;
+  with fewer, ``cols<I, 0, 1>`` and the split (vectorised tiles of few outputs: 0.61 -> 0.24 of copy, H200).
 * cols split (too few tiles of 32 outputs to fill the device): pass 1 is ``cols`` with a workspace and
   ``nchunks > 1`` (every chunk non-empty); lane l of a segment writes partial ``(o0 + l) * nchunks + s``,
   the split layout; pass 2 is ``split_final``.

@@ -21,8 +21,9 @@ aligned, checked inside):
 ==============================  ==========================================================================
 ``<name>__rows<I, R, v>``       a group of lanes per row segment (a power of two <= 32, or the whole
                                 block): long rows, short rows, and pass 1 of the split reduction
-``<name>__cols<I, R>``          32 consecutive outputs per block, warps split the row: reduced axis outer
-                                in memory (``axis=0`` of a C-contiguous matrix)
+``<name>__cols<I, R, v>``       32 consecutive outputs per block, warps split the row: reduced axis outer
+                                in memory (``axis=0`` of a C-contiguous matrix); R = 0 comes with v = 1 and
+                                v = V (32 x V outputs per block where the layout allows)
 ``<name>__split_final<I>``      pass 2 of the split reduction: partials -> outputs (no atomics)
 ==============================  ==========================================================================
 
@@ -120,12 +121,17 @@ def reduction_variants(vec: int) -> tuple[VariantKey, ...]:
     reduced dims split their index with a multiply-shift, more unravel; each reduction instantiation costs
     ~30 ms of NVRTC time); the rows entries vectorise by themselves when a row allows it. cols has its own
     one-reduced-dim instantiation (axis=0 of a matrix): the runtime-rank one (axes (0, 2) of a 4-d array)
-    needs more registers, which cost the one-dim case a quarter of its bandwidth when it served both."""
+    needs more registers, which cost the one-dim case a quarter of its bandwidth when it served both. With
+    ``vec`` > 1 the runtime-rank one comes twice: scalar lanes (VEC = 1: its vectorised branch compiles out)
+    and lanes of VEC adjacent outputs, which the planner takes only where their tiles fill the device
+    (kspec/kernels/_reduction_strategy.py, ``_cols_launch``)."""
+    wide_cols = (VariantKey("cols", "int64", DYNAMIC_NDIM, vec),) if vec > 1 else ()
     return (
         VariantKey("rows", "int64", 1, vec),
         VariantKey("rows", "int64", DYNAMIC_NDIM, vec),
         VariantKey("cols", "int64", 1, 1),
         VariantKey("cols", "int64", DYNAMIC_NDIM, 1),
+        *wide_cols,
         VariantKey("split_final", "int64", 0, 1),
     )
 
@@ -136,9 +142,9 @@ def name_expression(kernel: str, variant: VariantKey) -> str:
     entry = variant.entry
     if entry == "contig":
         args = f"{it}, {variant.vec}"
-    elif entry in ("strided", "tiled", "cols"):
+    elif entry in ("strided", "tiled"):
         args = f"{it}, {variant.ndim}"
-    elif entry == "rows":
+    elif entry in ("rows", "cols"):
         args = f"{it}, {variant.ndim}, {variant.vec}"
     else:
         args = it
