@@ -371,9 +371,10 @@ def test_reductions_over_two_unmerged_axes_take_one_pass(ssq):
     _, plan = rplan(ssq, fake((64, 256, 64, 256)), axis=(0, 2))
     assert plan.rndim == 0 and plan.contiguous_cols
     strategy = reduction_strategy(plan, H200_SMS)
-    # 65536 outputs: 512 vectorised tiles, fewer than the 528 blocks of 16 warps an H200 holds: scalar lanes
-    assert strategy.kind == "cols" and strategy.passes[0].variant == VariantKey("cols", "int64", 0, 1)
-    assert strategy.passes[0].chunk == 64 * 64 and strategy.passes[0].nchunks == 1
+    # 65536 outputs: 512 vectorised tiles, more than half the 528 blocks of 16 warps an H200 holds: no split,
+    # so vectorised lanes
+    assert strategy.kind == "cols" and strategy.passes[0].variant == VariantKey("cols", "int64", 0, 4)
+    assert strategy.passes[0].grid == 512 and strategy.passes[0].chunk == 64 * 64 and strategy.passes[0].nchunks == 1
 
 
 def test_a_cols_split_fills_one_wave_of_resident_blocks(ssq):
@@ -453,11 +454,13 @@ def test_cols_split_when_the_tiles_are_few(ssq):
 @pytest.mark.parametrize(
     ("shape", "strides", "vec", "width"),
     [
-        # many outputs: 2048 tiles of 128 (32 lanes of 4 adjacent outputs) fill the device by themselves
+        # many outputs: 2048 tiles of 128 (32 lanes of 4 adjacent outputs) run unsplit
         ((64, 256, 16, 1024), None, 4, 128),
         ((16, 512, 64, 512), None, 4, 128),
-        # few outputs: 512 or 128 vectorised tiles for ~2000 resident blocks; scalar tiles of 32 (measured
-        # 0.61 -> 0.24 and 0.63 -> 0.43 of copy when these took the vectorised lanes)
+        # 512 tiles of 16 warps (rows of 1024) for 528 resident blocks: unsplit too (0.78 -> 0.87 of copy)
+        ((16, 256, 64, 256), None, 4, 128),
+        # few outputs: 512 tiles of 4 warps or 128 tiles for ~2000 resident blocks would split; scalar tiles
+        # of 32 (measured 0.61 -> 0.24 and 0.63 -> 0.43 of copy when these took the vectorised lanes)
         ((16, 256, 16, 256), None, 1, 32),
         ((64, 32, 16, 512), None, 1, 32),
         # many outputs, but lanes of 4 outputs cannot load: the kept row is not a multiple of 4 long, or the
@@ -466,7 +469,7 @@ def test_cols_split_when_the_tiles_are_few(ssq):
         ((64, 256, 16, 1024), (256 * 16 * 1025 * 4, 16 * 1025 * 4, 1025 * 4, 4), 1, 32),
     ],
 )
-def test_cols_takes_vectorised_lanes_only_where_their_tiles_fill_the_device(ssq, shape, strides, vec, width):
+def test_cols_takes_vectorised_lanes_only_where_they_run_unsplit(ssq, shape, strides, vec, width):
     _, plan = rplan(ssq, fake(shape, strides=strides), axis=(0, 2))
     assert plan.rndim == 0 and plan.contiguous_cols
     # ~2000 resident blocks of 128 threads, 528 of 512, as on an H200
@@ -480,12 +483,13 @@ def test_cols_takes_vectorised_lanes_only_where_their_tiles_fill_the_device(ssq,
     assert first.grid == tiles * first.nchunks
     assert asked[-1] == first.variant  # the slots that sized the grid are the chosen entry's
     if vec > 1:
-        assert strategy.kind == "cols" and tiles >= H200_SMS * 2048 // first.block  # one tile per resident block at least
+        # unsplit: at least one tile for every two resident blocks
+        assert strategy.kind == "cols" and first.nchunks == 1 and 2 * tiles > H200_SMS * 2048 // first.block
 
 
 def test_cols_vectorised_lanes_follow_the_resident_blocks(ssq):
-    # 512 vectorised tiles: fewer than the blocks an H200 holds of 128 threads, more than a device holding one
-    # block per SM
+    # 512 vectorised tiles of 4 warps: fewer than half the blocks an H200 holds of 128 threads (a split), more
+    # than half of a device holding one block per SM
     _, plan = rplan(ssq, fake((16, 256, 16, 256)), axis=(0, 2))
     assert reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 16).passes[0].variant.vec == 1
     assert reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 1).passes[0].variant.vec == 4

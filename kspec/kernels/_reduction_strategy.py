@@ -174,21 +174,22 @@ def _cols_launch(plan: ReductionPlan, sm_count: int, block: int, block_given: bo
                  max_threads: Callable[[VariantKey], int] | None,
                  resident: Callable[[VariantKey, int], int] | None) -> ColsLaunch:
     """The cols entry for ``plan``: lanes of VEC adjacent outputs (``cols<I, 0, VEC>``) only where the layout
-    allows them (:func:`cols_vectorised`) and their tiles alone fill the device, at least one per resident
-    block; else scalar lanes (``cols<I, R, 1>``), split when their tiles are few. A vectorised tile holds
-    32 * VEC outputs, so VEC times fewer tiles: where those are fewer than the resident blocks, the grid
-    leans on the split, whose chunks then read VEC times more outputs' rows with as many blocks, and that
-    ran far slower than scalar lanes (L2 norm, float32, fraction of copy bandwidth on an H200: axes (0, 2)
-    of (16, 256, 16, 256), 512 vectorised tiles for ~2000 resident blocks of 128 threads: 0.61 scalar, 0.24
-    vectorised; of (64, 32, 16, 512), 128 tiles: 0.63 against 0.43), while with tiles enough they gain
-    ((64, 256, 16, 1024), 2048 tiles: 0.85 -> 0.99)."""
+    allows them (:func:`cols_vectorised`) and their own plan needs no split (tiles at least half the resident
+    blocks, :func:`_cols`'s test); else scalar lanes (``cols<I, R, 1>``), split when their tiles are few. A
+    vectorised block ends with VEC rounds of its warps' combine, and a split adds its partials and a second
+    pass: where the vectorised tiles were few enough to split, that cost more than the vector loads saved
+    (L2 norm, float32, fraction of copy bandwidth on an H200, graph replays; scalar -> vectorised: axes
+    (0, 2) of (16, 256, 16, 256), 512 tiles of 128 outputs, 4 warps, ~2100 resident blocks: 0.61 -> 0.24;
+    (64, 32, 16, 512), 128 tiles: 0.62 -> 0.43; (16, 16, 256, 1024), 128 tiles: 0.84 -> 0.74), while every
+    layout whose vectorised tiles ran unsplit gained or held ((16, 256, 64, 256), 512 tiles of 16 warps on
+    528 slots: 0.78 -> 0.87; (32, 128, 32, 1024): 0.84 -> 0.98; (16, 256, 16, 1024): 0.72 -> 0.86)."""
     entries = [v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == plan.rndim]
     for wide in entries:
         # the vectorised entry's own block cap and occupancy decide (asking them loads it: a first call whose
         # layout allows vectors but has few outputs compiles both entries when nothing is precompiled)
         if wide.vec > 1 and cols_vectorised(plan, wide.vec):
             launch = _cols_shape(plan, wide, sm_count, block, block_given, max_threads, resident)
-            if launch.tiles >= launch.slots:
+            if 2 * launch.tiles > launch.slots:
                 return launch
     scalar = next(v for v in entries if v.vec == 1)
     return _cols_shape(plan, scalar, sm_count, block, block_given, max_threads, resident)
