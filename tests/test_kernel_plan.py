@@ -377,6 +377,21 @@ def test_reductions_over_two_unmerged_axes_take_one_pass(ssq):
     assert strategy.passes[0].grid == 512 and strategy.passes[0].chunk == 64 * 64 and strategy.passes[0].nchunks == 1
 
 
+def test_a_rows_split_makes_at_most_one_wave(ssq):
+    # 100 rows of 65536: chunks for BLOCKS_PER_SM blocks per SM rounded down (500 blocks on 528 slots, not 600),
+    # fewer where the entry's registers let an SM hold fewer
+    _, plan = rplan(ssq, fake((100, 1 << 16)), axis=1)
+    for held, nchunks in ((None, 5), (8, 5), (4, 5), (3, 3), (1, 2)):
+        resident = None if held is None else (lambda variant, threads, held=held: held)
+        strategy = reduction_strategy(plan, H200_SMS, resident=resident)
+        first = strategy.passes[0]
+        assert strategy.kind == "split" and first.nchunks == nchunks and first.grid == 100 * nchunks, held
+    # axes (1, 3) of (16, 1024, 16, 64): 256 rows, 512 blocks (768, a wave and a half, ran at 0.66 of copy)
+    _, plan = rplan(ssq, fake((16, 1024, 16, 64)), axis=(1, 3))
+    strategy = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4)
+    assert strategy.kind == "split" and strategy.passes[0].grid == 512 and strategy.passes[0].nchunks == 2
+
+
 def test_a_cols_split_fills_one_wave_of_resident_blocks(ssq):
     # axes (0, 2) of (128, 32, 1024, 32): 32 tiles of 32 outputs, rows of 2^17. Blocks an SM holds (the loaded
     # function's occupancy) decide the chunks: as many segments as fit at once, never a second partial wave

@@ -77,7 +77,13 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
         return _cols(plan, sm_count, block, block_size is not None, max_threads, resident)
 
     if red >= SPLIT_MIN_ROW and plan.out_size < target_blocks:
-        nchunks_wanted = max(2, -(-target_blocks // plan.out_size))
+        # at most one wave: BLOCKS_PER_SM per SM, fewer where the entry's registers allow fewer, and rounded
+        # down (256 rows of 65536, axes (1, 3) of (16, 1024, 16, 64): 768 blocks of a runtime-rank rows entry
+        # that an SM holds 4 of ran at 0.66 of copy, 512 at 0.82, H200)
+        per_sm = BLOCKS_PER_SM
+        if resident is not None and (held := resident(rows_variant, block)) > 0:
+            per_sm = min(per_sm, held)
+        nchunks_wanted = max(2, per_sm * sm_count // plan.out_size)
         chunk = -(-red // nchunks_wanted)
         chunk = max(chunk, block * vec)  # at least one full block-wide vector sweep per chunk
         chunk = -(-chunk // vec) * vec
