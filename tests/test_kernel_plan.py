@@ -392,6 +392,24 @@ def test_a_rows_split_makes_at_most_one_wave(ssq):
     assert strategy.kind == "split" and strategy.passes[0].grid == 512 and strategy.passes[0].nchunks == 2
 
 
+def test_split_final_merges_few_partials_with_a_group_of_lanes_per_output(ssq):
+    from kspec.kernels._reduction_strategy import final_group
+
+    assert [final_group(n) for n in (1, 2, 3, 5, 16, 32, 33, 528)] == [1, 2, 4, 8, 16, 32, 0, 0]
+    # 256 rows split in two: 256 outputs * 2 lanes / 256 threads = 2 blocks (a block per output: 256)
+    _, plan = rplan(ssq, fake((16, 1024, 16, 64)), axis=(1, 3))
+    second = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4).passes[1]
+    assert second.variant.entry == "split_final" and (second.nchunks, second.grid, second.block) == (2, 2, 256)
+    # a cols split of 1024 outputs in 33 chunks: more than a group takes, a block per output, 64 threads
+    _, plan = rplan(ssq, fake((1024, 16, 64, 16)), axis=(0, 2))
+    first, second = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4).passes
+    assert first.nchunks == second.nchunks == 33 and (second.grid, second.block) == (256, 64)
+    # a full reduction's 528 partials: one block of 256 threads
+    _, plan = rplan(ssq, fake((1 << 24,)))
+    second = reduction_strategy(plan, H200_SMS).passes[1]
+    assert (second.grid, second.block) == (1, 256) and second.nchunks > 32
+
+
 def test_a_cols_split_fills_one_wave_of_resident_blocks(ssq):
     # axes (0, 2) of (128, 32, 1024, 32): 32 tiles of 32 outputs, rows of 2^17. Blocks an SM holds (the loaded
     # function's occupancy) decide the chunks: as many segments as fit at once, never a second partial wave

@@ -92,7 +92,7 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
             final = next(v for v in variants if v.entry == "split_final")
             segments = plan.out_size * nchunks
             first = Pass(rows_variant, min(segments, MAX_GRID), block, group=block, nchunks=nchunks, chunk=chunk)
-            second = Pass(final, min(plan.out_size, MAX_GRID), block, nchunks=nchunks, chunk=chunk)
+            second = _final_pass(final, plan.out_size, block, nchunks, chunk)
             return Strategy((first, second), workspace_items=segments, kind="split")
 
     return Strategy((_rows_pass(rows_variant, plan.out_size, red, vec, block, sm_count, group=group),), kind="rows")
@@ -161,7 +161,7 @@ def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
         if nchunks > 1:
             final = next(v for v in plan.specialization.variants if v.entry == "split_final")
             first = Pass(cols, min(tiles * nchunks, MAX_GRID), threads, nchunks=nchunks, chunk=chunk)
-            second = Pass(final, min(plan.out_size, MAX_GRID), _final_block(block, nchunks), nchunks=nchunks, chunk=chunk)
+            second = _final_pass(final, plan.out_size, block, nchunks, chunk)
             return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
     return Strategy((Pass(cols, min(tiles, MAX_GRID), threads, chunk=red),), kind="cols")
 
@@ -264,9 +264,30 @@ def cols_vectorised(plan: ReductionPlan, vec: int) -> bool:
     )
 
 
-def _final_block(block: int, nchunks: int) -> int:
-    """split_final's block: a thread per partial, in whole warps, at most ``block``."""
-    return min(block, max(32, -(-nchunks // 32) * 32))
+FINAL_GROUP_MAX = 32  # partials per output that split_final merges with a group of lanes (else a whole block)
+
+
+def final_group(nchunks: int) -> int:
+    """Lanes of split_final per output: the power of two >= ``nchunks`` up to :data:`FINAL_GROUP_MAX` (the
+    template's rule), or 0 where a whole block merges each output's partials."""
+    if nchunks > FINAL_GROUP_MAX:
+        return 0
+    group = 1
+    while group < nchunks:
+        group *= 2
+    return group
+
+
+def _final_pass(final: VariantKey, out_size: int, block: int, nchunks: int, chunk: int) -> Pass:
+    """split_final over ``out_size`` outputs of ``nchunks`` partials: blocks of ``block`` threads holding
+    block / group outputs each; with more partials than a group takes, a block per output, a thread per
+    partial in whole warps."""
+    group = final_group(nchunks)
+    if group == 0:
+        threads = min(block, max(32, -(-nchunks // 32) * 32))
+        return Pass(final, min(out_size, MAX_GRID), threads, nchunks=nchunks, chunk=chunk)
+    grid = -(-out_size * group // block)
+    return Pass(final, max(1, min(grid, MAX_GRID)), block, nchunks=nchunks, chunk=chunk)
 
 
 def _inner(plan: ReductionPlan, sm_count: int, block: int, rows_variant: VariantKey) -> Strategy:
@@ -292,7 +313,7 @@ def _inner(plan: ReductionPlan, sm_count: int, block: int, rows_variant: Variant
     vec = plan.specialization.vec
     first = _rows_pass(rows_variant, pass1_shape.out_size, plan.red[0], vec, block, sm_count, shape=pass1_shape)
     final = next(v for v in plan.specialization.variants if v.entry == "split_final")
-    second = Pass(final, min(plan.out_size, MAX_GRID), _final_block(block, nchunks), nchunks=nchunks, chunk=plan.red[0])
+    second = _final_pass(final, plan.out_size, block, nchunks, plan.red[0])
     return Strategy((first, second), workspace_items=pass1_shape.out_size, kind="inner")
 
 
