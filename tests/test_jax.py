@@ -28,6 +28,7 @@ jnp = pytest.importorskip("jax.numpy")
 
 import kspec  # noqa: E402
 import kspec.jax as kj  # noqa: E402
+from jax_cases import fused_mul_add, fused_rowdot  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -39,14 +40,6 @@ USES_INDEX = kspec.ElementwiseKernel("T x", "T z", "z = x + i", "jax_plus_index"
 RAW_FIRST = kspec.ElementwiseKernel("raw T x, T y", "T z", "z = x[0] + y", "jax_first_plus")
 
 
-@kspec.fuse
-def fused_ew(a, b):
-    return a * b + 1
-
-
-@kspec.fuse
-def fused_rowdot(a, b):
-    return (a * b).sum(axis=-1)
 
 
 @pytest.fixture(autouse=True)
@@ -125,10 +118,10 @@ def test_reduction_out_and_given_outputs_are_results():
 
 def test_fused_functions():
     x, y = _data((4, 8)), _data((4, 8), seed=1)
-    np.testing.assert_allclose(np.asarray(jax.jit(kj.wrap(fused_ew))(jnp.asarray(x), jnp.asarray(y))), x * y + 1, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.jit(kj.wrap(fused_mul_add))(jnp.asarray(x), jnp.asarray(y))), x * y + 1, rtol=1e-6)
     got = jax.jit(kj.wrap(fused_rowdot))(jnp.asarray(x), jnp.asarray(y))
     np.testing.assert_allclose(np.asarray(got), _eager(fused_rowdot(x, y)), rtol=1e-5)
-    np.testing.assert_allclose(np.asarray(kj.call(fused_ew, a=jnp.asarray(x), b=jnp.asarray(y))), x * y + 1, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(kj.call(fused_mul_add, a=jnp.asarray(x), b=jnp.asarray(y))), x * y + 1, rtol=1e-6)
 
 
 def test_generated_module_kernels():
@@ -226,7 +219,7 @@ def test_vmap_reduction_shifts_the_axes(axis, keepdims):
 
 def test_nested_vmap_and_fused():
     x, y = _data((2, 3, 4)), _data((3, 4), seed=1)
-    got = jax.vmap(jax.vmap(kj.wrap(fused_ew), in_axes=(0, 0)), in_axes=(0, None))(jnp.asarray(x), jnp.asarray(y))
+    got = jax.vmap(jax.vmap(kj.wrap(fused_mul_add), in_axes=(0, 0)), in_axes=(0, None))(jnp.asarray(x), jnp.asarray(y))
     np.testing.assert_allclose(np.asarray(got), x * y + 1, rtol=1e-6)
 
 

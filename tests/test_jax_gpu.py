@@ -26,6 +26,7 @@ jnp = pytest.importorskip("jax.numpy")
 
 import kspec  # noqa: E402
 import kspec.jax as kj  # noqa: E402
+from jax_cases import fused_mul_add, fused_rowdot  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 REPO = Path(__file__).resolve().parents[1]
@@ -34,14 +35,6 @@ ADD2 = kspec.ElementwiseKernel("T x, T y", "T z", "z = x + 2 * y", "jaxgpu_add2"
 SUMSQ = kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "jaxgpu_sumsq")
 
 
-@kspec.fuse
-def fused_fma(a, b):
-    return a * b + 1
-
-
-@kspec.fuse
-def fused_rowdot(a, b):
-    return (a * b).sum(axis=-1)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -78,11 +71,11 @@ def test_jit_of_every_kind_equals_eager_kspec():
     @jax.jit
     def f(x, y, m):
         return (kj.call(elementwise.squared_diff_generic, x, y), kj.call(ADD2, x, y), kj.call(SUMSQ, m, axis=1),
-                kj.call(fused_fma, x, y), kj.call(fused_rowdot, m, m), kj.call(reduction.l2norm, m, axis=0))  # fmt: skip
+                kj.call(fused_mul_add, x, y), kj.call(fused_rowdot, m, m), kj.call(reduction.l2norm, m, axis=0))  # fmt: skip
 
     got = [np.asarray(r) for r in f(x, y, m)]
     want = [_host(elementwise.squared_diff_generic(x, y)), _host(ADD2(x, y)), _host(SUMSQ(m, axis=1)),
-            _host(fused_fma(x, y)), _host(fused_rowdot(m, m)), _host(reduction.l2norm(m, axis=0))]  # fmt: skip
+            _host(fused_mul_add(x, y)), _host(fused_rowdot(m, m)), _host(reduction.l2norm(m, axis=0))]  # fmt: skip
     for g, w in zip(got, want):
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
