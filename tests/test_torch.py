@@ -8,7 +8,9 @@ call. tests/test_torch_gpu.py does the same with CUDA tensors. Skipped where PyT
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,8 +31,12 @@ from torch_cases import (  # noqa: E402
     opcheck_cases,
     reference,
     sum_kernel,
+    sumdiff_kernel,
     unique_graphs,
 )
+
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
@@ -192,26 +198,73 @@ def test_out_variants_write_the_given_outputs(on_cpu_device, tensors):
         torch.ops.kspec.torch_add.out(x, y, torch.empty(3))
 
 
-def test_compiled_graph_allocates_the_outputs_of_spec_kernels(on_cpu_device, tensors):
-    """Inductor's code calls the out variants on buffers it allocates (and reuses), with no check of the
-    outputs after each call; a fused function stays one functional op."""
+def test_compiled_graph_calls_one_output_kernels_directly(on_cpu_device, tensors):
+    """Inductor's code calls a kernel of one output directly (``torch.ops.kspec.<name>.kspec_call``, no
+    dispatcher), scalars and keywords by name, on buffers it allocates (and reuses), with no check of the
+    outputs after each call; a kernel of two outputs takes the out variant; a fused function stays one
+    functional op."""
     from torch._inductor.utils import run_and_get_code
 
     x, y = tensors
     add, total, stats = kt.register(add_kernel), kt.register(sum_kernel), kt.register(fused_stats, returns=2)
+    axpy, sumdiff = kt.register(axpy_kernel, scalars=["a"]), kt.register(sumdiff_kernel)
 
     def f(x, y):
         z = add(add(add(x, y), y), y)
-        return total(z, axis=1), stats(z, y)[0]
+        w = sumdiff(axpy(2.0, z, y), y)[1]
+        return total(z, axis=1), stats(z, y)[0], w
 
-    (s, t), codes = run_and_get_code(torch.compile(f, fullgraph=True), x, y)
+    (s, t, w), codes = run_and_get_code(torch.compile(f, fullgraph=True), x, y)
     code = "\n".join(codes)
-    assert code.count("torch.ops.kspec.torch_add.out(") == 3 and "torch.ops.kspec.torch_sum.out(" in code
-    assert "torch.ops.kspec.torch_add.default" not in code and "torch.ops.kspec.fused_stats.default(" in code
+    assert code.count("torch.ops.kspec.torch_add.kspec_call(") == 3
+    assert re.search(r"torch\.ops\.kspec\.torch_sum\.kspec_call\(buf\d+, axis=\[1\], out=buf\d+\)", code)
+    assert re.search(r"torch\.ops\.kspec\.torch_axpy\.kspec_call\(buf\d+, arg1_1, a=2\.0, out=buf\d+\)", code)
+    assert "torch.ops.kspec.torch_sumdiff.out(" in code and "torch.ops.kspec.fused_stats.default(" in code
+    assert not re.search(r"torch_(add|sum|axpy)\.(out|default)", code)
     assert "empty_strided_cpu(" in code and "reuse" in code
     assert "assert_tensor_metadata(buf" not in code.split("fused_stats")[0]
     torch.testing.assert_close(s, (x + 3 * y).sum(1))
     torch.testing.assert_close(t, ((x + 3 * y) * y).sum(1))
+    torch.testing.assert_close(w, 2 * (x + 3 * y))
+
+
+def test_dynamic_graphs_allocate_through_the_out_variant(on_cpu_device, tensors):
+    """Symbolic sizes take the out variant (a direct call takes fixed sizes), with the same results."""
+    from torch._inductor.utils import run_and_get_code
+
+    x, y = tensors
+    add = kt.register(add_kernel)
+    got, codes = run_and_get_code(torch.compile(lambda a, b: add(add(a, b), b), fullgraph=True, dynamic=True), x, y)
+    code = "\n".join(codes)
+    assert code.count("torch.ops.kspec.torch_add.out(") == 2 and "kspec_call" not in code
+    torch.testing.assert_close(got, x + 2 * y)
+
+
+def test_direct_calls_survive_inductors_cache_in_a_new_process(on_cpu_device, tmp_path):
+    """A graph Inductor loads from its cache in a new process calls the op's ``kspec_call``, which the op's
+    registration there puts back."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import torch, kspec, kspec.torch as kt
+        from torch._dynamo.utils import counters
+        add = kt.register(kspec.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = x + y", "cached_add"))
+        x, y = torch.rand(64), torch.rand(64)
+        with kspec.use_device("cpu"):
+            got = torch.compile(lambda a, b: add(add(a, b), b), fullgraph=True)(x, y)
+        torch.testing.assert_close(got, x + 2 * y)
+        print("hits", counters["inductor"]["fxgraph_cache_hit"])
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHINDUCTOR_")}
+    env.update(TORCHINDUCTOR_CACHE_DIR=str(tmp_path), PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    hits = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        hits.append(done.stdout.split()[-1])
+    assert hits == ["0", "1"]
 
 
 def test_compiled_reduction_axis_and_keepdims_are_constants(on_cpu_device, tensors):

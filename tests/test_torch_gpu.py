@@ -21,6 +21,7 @@ from torch_cases import (  # noqa: E402
     opcheck_cases,
     reference,
     sum_kernel,
+    sumdiff_kernel,
     unique_graphs,
 )
 
@@ -123,19 +124,28 @@ def test_reduce_overhead_mode_captures_the_ops(tensors):
     check(got, f(x, y))
 
 
-def test_compiled_graph_allocates_outputs_for_the_out_variants(tensors):
-    """Inductor allocates the kspec ops' outputs (empty_strided_cuda, its dead buffers reused) and calls the out
-    variants, which launch into them; the results are the eager ones."""
+def test_compiled_graph_calls_the_kernels_directly(tensors):
+    """Inductor allocates the kspec ops' outputs (empty_strided_cuda, its dead buffers reused) and calls the
+    kernels of one output directly (``kspec_call``, no dispatcher), a kernel of two outputs through its out
+    variant; they launch into those buffers on PyTorch's stream; the results are the eager ones, also when
+    the graph runs on a side stream."""
     from torch._inductor.utils import run_and_get_code
 
     x, y = tensors
-    add, total = kt.register(add_kernel), kt.register(sum_kernel)
+    add, total, sumdiff = kt.register(add_kernel), kt.register(sum_kernel), kt.register(sumdiff_kernel)
 
     def f(x, y):
-        return total(add(add(add(x, y), y), y), axis=0)
+        return total(sumdiff(add(add(add(x, y), y), y), y)[0], axis=0)
 
     got, codes = run_and_get_code(torch.compile(f, fullgraph=True), x, y)
     code = "\n".join(codes)
-    assert code.count("torch.ops.kspec.torch_add.out(") == 3 and "torch.ops.kspec.torch_sum.out(" in code
+    assert code.count("torch.ops.kspec.torch_add.kspec_call(") == 3 and "torch.ops.kspec.torch_sum.kspec_call(" in code
+    assert "torch.ops.kspec.torch_sumdiff.out(" in code
     assert "empty_strided_cuda(" in code and "assert_tensor_metadata(buf" not in code
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        on_side = torch.compile(f, fullgraph=True)(x, y)
+    torch.cuda.current_stream().wait_stream(side)
+    check(on_side, f(x, y))
     check(got, f(x, y))

@@ -12,6 +12,7 @@ import kspec
 
 add_kernel = kspec.ElementwiseKernel("T x, T y", "T z", "z = x + y", "torch_add")
 axpy_kernel = kspec.ElementwiseKernel("float32 a, T x, T y", "T z", "z = a * x + y", "torch_axpy")
+sumdiff_kernel = kspec.ElementwiseKernel("T x, T y", "T s, T d", "s = x + y; d = x - y", "torch_sumdiff")
 sum_kernel = kspec.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "torch_sum")
 
 

@@ -19,7 +19,8 @@ writes; returns nothing), and a rule that decomposes the functional op into ``to
 when functionalization traces it (``torch.compile``'s AOT stage), as ``torch.library.triton_op`` does for
 Triton kernels: the compiled graph then allocates the outputs itself (reusing its dead buffers) and checks no
 output's size and stride after the call, where an opaque functional op costs an allocation in Python and that
-check per call. Eager calls take the functional op, one dispatch.
+check per call. Where Inductor compiles a graph of fixed sizes, an op of one output is lowered to a direct call
+of the kernel instead (``_inductor``: no dispatcher at all). Eager calls take the functional op, one dispatch.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 
 from .._errors import KspecTypeError, KspecValueError
 from ..kernels import ElementwiseKernel
+from ._inductor import ATTRIBUTE, direct_call, lowered
 from ._schema import OpSignature
 from ._tensors import (
     array_spec,
@@ -93,12 +95,13 @@ def define(kernel: Any, name: str, signature: OpSignature, planner: Any, call: A
     if signature.out_schema is not None and hasattr(torch.library, "register_torch_dispatch"):
         lib.define(f"{name}.out{signature.out_schema}")
         torch.library.register_fake(f"{NAMESPACE}::{name}.out", _writes_nothing, lib=lib)
-        writer = _writer(call)
+        writer, host_writer = _writer(call), _on_cpu_device(name, call, returns=False)
         lib.impl(f"{name}.out", writer, "CUDA")
-        lib.impl(f"{name}.out", _on_cpu_device(name, call, returns=False), "CPU")
+        lib.impl(f"{name}.out", host_writer, "CPU")
+        setattr(packet, ATTRIBUTE, direct_call(signature, writer, host_writer))
         from torch._subclasses.functional_tensor import FunctionalTensorMode
 
-        rule = _decomposition(outputs, signature, packet.out)
+        rule = _decomposition(name, outputs, signature, packet.out)
         torch.library.register_torch_dispatch(f"{NAMESPACE}::{name}", FunctionalTensorMode, rule, lib=lib)
     return packet.default
 
@@ -158,8 +161,9 @@ def _writer(call: Any) -> Any:
     return write_prepared
 
 
-def _decomposition(outputs: Any, signature: OpSignature, out_variant: Any) -> Any:
-    """The functional op under functionalization: new outputs, then the out variant writing them."""
+def _decomposition(name: str, outputs: Any, signature: OpSignature, out_variant: Any) -> Any:
+    """The functional op under functionalization: new outputs, then the out variant writing them; or, where
+    Inductor lowers the op to a direct call (``_inductor``), the functional op kept as it is."""
 
     def decompose(mode: Any, op: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         import torch
@@ -168,12 +172,27 @@ def _decomposition(outputs: Any, signature: OpSignature, out_variant: Any) -> An
 
         if any(t is not torch.Tensor and not issubclass(t, (FakeTensor, FunctionalTensor)) for t in types):
             return NotImplemented  # a tensor subclass of someone else's: its own rules first
+        if _static(args, kwargs) and lowered(name, signature, op):
+            return type(mode).__torch_dispatch__(mode, op, types, args, kwargs)  # the mode's own handling
         with mode:
             tensors = outputs(args, kwargs)
             out_variant(*args, *tensors, **kwargs)
         return tensors if signature.returns_tuple else tensors[0]
 
     return decompose
+
+
+def _static(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether a traced call has fixed sizes and constant scalars (what an Inductor direct call takes)."""
+    import torch
+
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            if not all(isinstance(n, int) for n in (*a.shape, *a.stride())):
+                return False
+        elif isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return False
+    return True
 
 
 def _on_cpu_device(name: str, call: Any, returns: bool = True) -> Any:

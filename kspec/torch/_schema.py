@@ -39,7 +39,8 @@ def _scalar_type(declared: str | None) -> str:
     return {"b": "bool", "i": "SymInt", "u": "SymInt", "f": "float"}.get(kind, "Scalar")
 
 
-def _arg_name(name: str) -> str:
+def arg_name(name: str) -> str:
+    """The schema's name for input ``name`` (one the schema language reserves gets a trailing underscore)."""
     return f"{name}_" if name in _RESERVED else name
 
 
@@ -63,7 +64,7 @@ def _schema(args: list[str], keywords: list[str], returns: int, returns_tuple: b
 def _out_schema(args: list[str], keywords: list[str], inputs: Sequence[str], returns: int) -> str:
     """The out variant: the outputs follow the inputs as tensors it writes (``Tensor(a0!) out0``), and it returns
     nothing, so that a compiled graph allocates them (and reuses its dead buffers for them)."""
-    taken = {_arg_name(n) for n in inputs}
+    taken = {arg_name(n) for n in inputs}
     names = []
     for k in range(returns):
         name = f"out{k}"
@@ -86,7 +87,7 @@ def spec_kernel_signature(kernel: Any, kind: str, scalars: Sequence[str] | None)
             f"kspec.torch.register: kernel '{kernel.name}' has no_return=True: it writes into given outputs, and "
             "kspec.torch registers functional operators (they return new tensors) only"
         )
-    args = [f"{_scalar_type(p.type) if p.name in chosen else 'Tensor'} {_arg_name(p.name)}" for p in params]
+    args = [f"{_scalar_type(p.type) if p.name in chosen else 'Tensor'} {arg_name(p.name)}" for p in params]
     keywords = []
     if kind == "reduction":
         keywords = ["int[]? axis=None", "bool keepdims=False"]
@@ -114,5 +115,5 @@ def fused_signature(fused: Any, scalars: Sequence[str] | None, returns: int) -> 
         raise KspecTypeError(f"kspec.torch.register: returns: expected the number of arrays the function returns (>= 1), got {returns!r}")
     names = [p.name for p in parameters]
     chosen = _scalar_names(f"fused function {fused.__name__!r}", names, scalars, ())
-    args = [f"{'Scalar' if n in chosen else 'Tensor'} {_arg_name(n)}" for n in names]
+    args = [f"{'Scalar' if n in chosen else 'Tensor'} {arg_name(n)}" for n in names]
     return OpSignature(_schema(args, [], returns, returns > 1), tuple(names), chosen, returns, returns > 1)
