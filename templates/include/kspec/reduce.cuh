@@ -115,3 +115,14 @@ __device__ __forceinline__ void block_combine(A& acc, A* smem, const A& empty, c
 #ifndef KSPEC_REDUCE_UNROLL
 #define KSPEC_REDUCE_UNROLL 4
 #endif
+// The runtime-rank cols entry's loads per lane in flight (scalar lanes / vectorised lanes) and the blocks of
+// 512 threads its launch bounds keep per SM (templates/reduction.cu.j2 says why).
+#ifndef KSPEC_COLS_UNROLL
+#define KSPEC_COLS_UNROLL 32
+#endif
+#ifndef KSPEC_COLS_VEC_UNROLL
+#define KSPEC_COLS_VEC_UNROLL 16
+#endif
+#ifndef KSPEC_COLS_MIN_BLOCKS
+#define KSPEC_COLS_MIN_BLOCKS 2
+#endif
