@@ -240,6 +240,21 @@ def test_dynamic_graphs_allocate_through_the_out_variant(on_cpu_device, tensors)
     torch.testing.assert_close(got, x + 2 * y)
 
 
+def test_cpp_wrapper_calls_the_functional_op(on_cpu_device, tensors):
+    """Inductor's C++ wrapper cannot call a Python extern kernel: the lowering hands the op to Inductor's own
+    fallback (the functional op through the dispatcher), with the same results."""
+    import torch._inductor.config as inductor_config
+    from torch._inductor.utils import run_and_get_code
+
+    x, y = tensors
+    add = kt.register(add_kernel)
+    with inductor_config.patch(cpp_wrapper=True):
+        got, codes = run_and_get_code(torch.compile(lambda a, b: add(add(a, b), b), fullgraph=True), x, y)
+    code = "\n".join(codes)
+    assert "kspec_call" not in code and "kspec::torch_add" in code
+    torch.testing.assert_close(got, x + 2 * y)
+
+
 def test_direct_calls_survive_inductors_cache_in_a_new_process(on_cpu_device, tmp_path):
     """A graph Inductor loads from its cache in a new process calls the op's ``kspec_call``, which the op's
     registration there puts back."""
