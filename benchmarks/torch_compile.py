@@ -4,7 +4,8 @@ work in the same graph, and eager (issue [X]; needs a GPU, PyTorch and Triton).
 The work: ``z = x + y`` on float32. Contenders, each a graph of ``--chain`` dependent ops (so that the graph's
 own cost, guards and wrapper, is shared by the ops and the per-op cost shows):
 
-- kspec: ``kspec.torch.register(ElementwiseKernel(...))`` (kspec::<name>, Library.define + impl);
+- kspec: ``kspec.torch.register(ElementwiseKernel(...))`` (kspec::<name>; Inductor's code calls the kernel's out
+  call ``torch.ops.kspec.<name>.kspec_call`` directly, no dispatcher);
 - Triton: a ``@triton.jit`` kernel registered with ``torch.library.triton_op`` / ``wrap_triton`` (Inductor calls
   the kernel from its generated code);
 - Inductor: ``x + y`` written in PyTorch, Inductor generating the pointwise kernel (with ``--chain`` > 1 it fuses
