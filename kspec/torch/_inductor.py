@@ -31,7 +31,6 @@ def direct_call(signature: OpSignature, writer: Callable[..., None], host_writer
     positionally in the schema's order and scalars by name (an extern call puts its constants after its
     inputs); ``writer`` runs the kernel with the output after the inputs, ``host_writer`` on kspec's CPU
     device."""
-    order = [(name, name in signature.scalars) for name in signature.inputs]
     if not signature.scalars:
 
         def call_tensors(*tensors: Any, out: Any, **keywords: Any) -> None:
@@ -39,9 +38,12 @@ def direct_call(signature: OpSignature, writer: Callable[..., None], host_writer
 
         return call_tensors
 
+    # each input's keyword in the generated call when it is a scalar, None for a tensor: worked out once here
+    keywords = [arg_name(name) if name in signature.scalars else None for name in signature.inputs]
+
     def call_with_scalars(*tensors: Any, out: Any, **named: Any) -> None:
         given = iter(tensors)
-        args = [named.pop(arg_name(name)) if scalar else next(given) for name, scalar in order]
+        args = [next(given) if keyword is None else named.pop(keyword) for keyword in keywords]
         (writer if out.is_cuda else host_writer)(*args, out, **named)
 
     return call_with_scalars
