@@ -114,4 +114,5 @@ class ReductionKernel(_spec_kernel.SpecKernel):
         return bound, plan.out_shape, plan
 
     def _abstract_steps(self, plan: Any, device_id: int) -> tuple[list[Any], int]:
-        return reduction_steps(self, plan, device_id, None)
+        steps, workspace, _counters = reduction_steps(self, plan, device_id, None)
+        return steps, workspace
