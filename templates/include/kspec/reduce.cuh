@@ -99,7 +99,6 @@ __device__ __forceinline__ void block_combine(A& acc, A* smem, const A& empty, c
   __syncthreads();
 }
 
-#ifndef KSPEC_HOST  // the one-pass split's merge: GPU only (the CPU device runs two passes)
 // A load of a partial another block wrote in this launch, from L2 (ld.global.cg): the merging block's L1
 // could hold the same address from an earlier launch. In 4-, 2- or 1-byte words, so any reduce type works.
 template <typename T>
@@ -140,7 +139,6 @@ __device__ __forceinline__ bool last_arrival(unsigned int* counter, unsigned int
   if (last) __threadfence();  // the other blocks' partials, read after their arrivals
   return last;
 }
-#endif
 
 }  // namespace kspec
 
