@@ -219,6 +219,10 @@ def test_splits_run_in_one_pass_where_counters_are_given(ssq):
     _, plan = rplan(ssq, fake((8, 1 << 18)), axis=1)
     one = reduction_strategy(plan, H200_SMS, merge_max=4096)
     assert one.kind == "split" and len(one.passes) == 1 and one.counters == 8  # a counter per output
+    _, plan = rplan(ssq, fake((64, 32, 16, 512)), axis=(0, 3))  # 2 chunks per output: split_final merges them
+    two = reduction_strategy(plan, H200_SMS)
+    assert two.kind == "split" and two.passes[0].nchunks == 2
+    assert reduction_strategy(plan, H200_SMS, merge_max=4096) == two
     _, plan = rplan(ssq, fake((1000, 333)), axis=0)
     two = reduction_strategy(plan, H200_SMS)
     one = reduction_strategy(plan, H200_SMS, merge_max=4096)

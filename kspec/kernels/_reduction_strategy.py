@@ -101,12 +101,20 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
     return Strategy((_rows_pass(rows_variant, plan.out_size, red, vec, block, sm_count, group=group),), kind="rows")
 
 
+ONE_PASS_MIN_CHUNKS = 8  # a rows split merges in its last blocks only when each merge stands for this many
+
+
 def _one_pass(strategy: Strategy, tiles: int, merge_max: int) -> Strategy:
     """A split of ``tiles`` tiles of outputs (``split``: an output each; ``cols split``: a cols tile) in one pass
     where they take at most ``merge_max`` counters: pass 1 alone, the last block of each tile merging its
-    partials. A second kernel cost 0.1-0.2 of copy at 2^24 elements inside a graph (H200; benchmarks/NOTES.md
-    v15)."""
+    partials (one kernel fewer: 12.2 against 15.2 us of host time per call, H200). A rows split does so only
+    with at least ONE_PASS_MIN_CHUNKS chunks per output: its merge is a block-wide combine in the merging block,
+    and with 2 chunks (half the blocks merging) one pass lost 0.04 of copy to split_final at 2^24 elements
+    ((64, 32, 16, 512) over (0, 3)), while the full reduction (528 chunks) gained 0.02; a cols tile's merge is
+    a few loads per lane, and gained or held at 2 to 16 chunks (benchmarks/NOTES.md v15)."""
     if not merge_max or tiles > merge_max:
+        return strategy
+    if strategy.kind == "split" and strategy.passes[0].nchunks < ONE_PASS_MIN_CHUNKS:
         return strategy
     return strategy._replace(passes=strategy.passes[:1], counters=tiles)
 
