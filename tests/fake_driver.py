@@ -125,25 +125,6 @@ class FakeDriver:
         return (R.CUDA_SUCCESS, self.occupancy)
 
     # graph capture: a first call checks its launch stream (tests mark streams capturing in `capturing`)
-    def cuMemAlloc(self, nbytes):  # split-reduction counters (kspec/runtime/_split_counters.py)
-        self.calls.append(("alloc", int(nbytes)))
-        if self.fail_next:
-            return (R(self.fail_next.pop(0)), 0)
-        self.next_ptr = getattr(self, "next_ptr", 0x7000_0000) + (1 << 20)
-        return (R.CUDA_SUCCESS, self.next_ptr)
-
-    def cuMemFree(self, ptr):
-        self.calls.append(("free", int(ptr)))
-        return (R.CUDA_SUCCESS,)
-
-    def cuMemsetD32Async(self, ptr, value, count, stream):
-        self.calls.append(("memset", int(ptr), int(count), int(stream)))
-        return (R.CUDA_SUCCESS,)
-
-    def cuStreamSynchronize(self, stream):
-        self.calls.append(("sync", int(stream)))
-        return (R.CUDA_SUCCESS,)
-
     def cuStreamIsCapturing(self, stream):
         self.capture_queries += 1
         active = int(stream) in self.capturing

@@ -152,29 +152,6 @@ def test_launch_of_two_passes_shares_the_workspace_and_frees_it_after() -> None:
     assert ("bytes", 256, 7, None) in rec.allocated
 
 
-def test_launch_of_one_pass_writes_the_counters_after_the_workspace_pointer() -> None:
-    """A split in one pass: one launch; its counters come from split_counters (device, launch stream, count,
-    the workspace and where the room for counters starts in it) into SplitWorkspace.counters."""
-    rec = _Recorder()
-    asked = []
-
-    def counters(device, handle, count, ws, at):  # noqa: ANN001, ANN202
-        asked.append((device, handle, count, ws.ptr, at))
-        return 0xC0C0
-
-    first = _Frame({"x0": 0, "_workspace": 8}, {}, address=1)
-    launch = _launch(rec, [first], workspace=256 + 4 * 3, split_counters=counters)
-    rec_launch = make_launch(steps=[Step("fn0", 3, 128, "k", first)], arrays=[(0, "x0")], scalars=[], outputs=[],
-                             workspace=256 + 12, result="None", nargs=1, counters=3,
-                             constants=rec.constants(split_counters=counters))  # fmt: skip
-    rec_launch((None,), None, 0x1000)
-    assert asked == [(0, 7, 3, 0x5150, 256)]
-    assert struct.unpack_from("<QQQ", first.buf.raw, 0) == (0x1000, 0x5150, 0xC0C0)
-    assert len(rec.launches) == 1
-    launch((None,), None, 0x1000)  # without counters= the same frame gets none
-    assert len(asked) == 1
-
-
 def test_launch_of_nothing_only_allocates_and_exports() -> None:
     """A zero-size call launches nothing; JAX / Numba outputs go back as the inputs' library's."""
     rec = _Recorder()

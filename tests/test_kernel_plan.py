@@ -210,29 +210,6 @@ def test_full_reduction_of_a_long_array_splits_in_two_passes(ssq):
     assert second.variant.entry == "split_final" and strategy.workspace_items == first.nchunks
 
 
-def test_splits_run_in_one_pass_where_counters_are_given(ssq):
-    _, plan = rplan(ssq, fake((1 << 24,)))
-    two = reduction_strategy(plan, H200_SMS)
-    one = reduction_strategy(plan, H200_SMS, merge_max=4096)
-    assert one.passes == two.passes[:1] and one.counters == 1 and two.counters == 0  # one output: one counter
-    assert one.workspace_items == two.workspace_items and one.passes[0].group == one.passes[0].block
-    _, plan = rplan(ssq, fake((8, 1 << 18)), axis=1)
-    one = reduction_strategy(plan, H200_SMS, merge_max=4096)
-    assert one.kind == "split" and len(one.passes) == 1 and one.counters == 8  # a counter per output
-    _, plan = rplan(ssq, fake((64, 32, 16, 512)), axis=(0, 3))  # 2 chunks per output: split_final merges them
-    two = reduction_strategy(plan, H200_SMS)
-    assert two.kind == "split" and two.passes[0].nchunks == 2
-    assert reduction_strategy(plan, H200_SMS, merge_max=4096) == two
-    _, plan = rplan(ssq, fake((1000, 333)), axis=0)
-    two = reduction_strategy(plan, H200_SMS)
-    one = reduction_strategy(plan, H200_SMS, merge_max=4096)
-    assert one.kind == "cols split" and one.passes == two.passes[:1]
-    assert one.counters == -(-333 // 32)  # a counter per tile of 32 outputs, not per output
-    assert reduction_strategy(plan, H200_SMS, merge_max=10).passes == two.passes  # too many tiles: two passes
-    _, plan = rplan(ssq, fake((1 << 14, 1 << 14)), axis=0)  # no split: nothing to merge
-    assert reduction_strategy(plan, H200_SMS, merge_max=4096) == reduction_strategy(plan, H200_SMS)
-
-
 def test_long_rows_with_many_outputs_take_a_block_per_row(ssq):
     _, plan = rplan(ssq, fake((1000, 100000)), axis=1)
     strategy = reduction_strategy(plan, H200_SMS)

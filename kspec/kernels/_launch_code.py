@@ -77,7 +77,6 @@ def make_launch(
     result: str,
     nargs: int,
     constants: dict[str, Any],
-    counters: int = 0,
 ) -> Callable[..., Any]:
     """The launch function of a prepared call (see the module docstring).
 
@@ -85,9 +84,8 @@ def make_launch(
     ``result``, an expression over ``args`` and those names. ``constants`` holds what the code reads: DEVICE,
     LIBRARY, SHAPE, SEVERAL (several devices), EXPORT (outputs go back as the inputs' library's), STREAM
     (``kspec.runtime.default_stream_source``: where the default stream's handle is read) and the functions
-    choose_stream, launch, relaunch, cu_stream, allocate, allocate_bytes, split_counters,
-    activate, pointer_of, export, EMPTY_LIKE. ``counters``: a one-pass split reduction's arrival counters
-    (``split_counters`` hands them out; the workspace's last ``4 * counters`` bytes are room for its own).
+    choose_stream, launch, relaunch, cu_stream, allocate, allocate_bytes,
+    activate, pointer_of, export, EMPTY_LIKE.
     """
     ns: dict[str, Any] = dict(constants)
     ns.update(StructError=struct.error, U64=struct.Struct("<Q").pack_into, WORKSPACE=workspace)
@@ -144,13 +142,6 @@ def make_launch(
     if steps:
         if constants["SEVERAL"]:
             body.append("activate(DEVICE)")
-        if counters:  # after activate: the first call on a stream makes them on DEVICE
-            ns.update(NCOUNTERS=counters, COUNTERS_AT=workspace - 4 * counters, COUNTERS=constants["split_counters"])
-            body.append("c = COUNTERS(DEVICE, handle, NCOUNTERS, ws, COUNTERS_AT)")
-            for j, step in enumerate(steps):
-                if (off := step.frame.pointer_offset("_workspace")) is not None:
-                    ns[f"WC{j}"] = off + 8  # SplitWorkspace.counters, right after ptr
-                    body.append(f"U64(buf{j}, WC{j}, c)")
         streams: dict[int, Any] = {}  # handle -> the bindings' CUstream, without a call into the runtime
 
         def new_stream(handle: int) -> Any:

@@ -64,9 +64,9 @@ def launch_stream(bound: Bound, stream: object, device_id: int) -> int:
 
 def prepared_call(kernel: Any, bound: Bound, device_id: int, steps: list[Step], allocate: tuple[tuple[str, str], ...],
               out_shape: tuple[int, ...], workspace: int, nargs: int,
-              textures: frozenset[str] = frozenset(), counters: int = 0) -> tuple[PreparedCall, tuple[int, ...]]:  # fmt: skip
+              textures: frozenset[str] = frozenset()) -> tuple[PreparedCall, tuple[int, ...]]:  # fmt: skip
     spec = kernel._spec  # as the kernel holds it: a served kernel keeps its plain spec (no Pydantic)
     params = [*spec.in_params, *spec.out_params][:nargs]
     prepared = PreparedCall(kernel.name, bound, params, device_id, steps, allocate, out_shape, workspace,
-                            kernel._result_expression(nargs), textures, counters)  # fmt: skip
+                            kernel._result_expression(nargs), textures)  # fmt: skip
     return prepared, bound_pointers(bound, params)

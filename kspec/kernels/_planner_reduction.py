@@ -11,7 +11,7 @@ import numpy as np
 
 from .._errors import kernel_label
 from ..render import VariantKey
-from ..runtime import HOST_DEVICE_ID, SPLIT_COUNTER_SLICE, device_array_from_pointer, refuse_while_capturing
+from ..runtime import device_array_from_pointer, refuse_while_capturing
 from . import _loaded
 from ._bind import Bound, bind
 from ._frame import Frame
@@ -30,9 +30,8 @@ def prepare_reduction(kernel: Any, args: tuple[Any, ...], stream: object, axis: 
     assert bound.device_id is not None  # a reduction always has an array input
     device_id = bound.device_id
     handle = launch_stream(bound, stream, device_id) if plan.out_size else None
-    steps, workspace, counters = reduction_steps(kernel, plan, device_id, handle, one_pass=device_id != HOST_DEVICE_ID)
-    return prepared_call(kernel, bound, device_id, steps, plan.allocate, plan.out_shape, workspace, len(args),
-                         counters=counters)  # fmt: skip
+    steps, workspace = reduction_steps(kernel, plan, device_id, handle)
+    return prepared_call(kernel, bound, device_id, steps, plan.allocate, plan.out_shape, workspace, len(args))
 
 
 def plan_reduction_call(kernel: Any, args: tuple[Any, ...], stream: object, axis: object, keepdims: bool,
@@ -46,17 +45,13 @@ def plan_reduction_call(kernel: Any, args: tuple[Any, ...], stream: object, axis
     return bound, plan_reduction(spec, bound, kernel._specializer, axis=axis, keepdims=keepdims)
 
 
-def reduction_steps(kernel: Any, plan: ReductionPlan, device_id: int, handle: int | None,
-                    one_pass: bool = False) -> tuple[list[Step], int, int]:  # fmt: skip
-    """The launches of a plan on a device (none when it has no output element), the workspace bytes they
-    use and the arrival counters they need (0: none), its specialization loaded there. ``handle``: the launch
-    stream (see elementwise_steps). ``one_pass``: a split may run in one pass, its launch then taking
-    counters from :func:`kspec.runtime.split_counters` (the workspace ends with room for them, zeroed there
-    where none can be had); the CPU device and launch plans that other launchers run keep two passes."""
+def reduction_steps(kernel: Any, plan: ReductionPlan, device_id: int, handle: int | None) -> tuple[list[Step], int]:
+    """The launches of a plan on a device (none when it has no output element) and the workspace bytes they
+    use, its specialization loaded there. ``handle``: the launch stream (see elementwise_steps)."""
     steps: list[Step] = []
     workspace = 0
     if not plan.out_size:
-        return steps, workspace, 0
+        return steps, workspace
     loaded = _loaded.loaded_kernel(plan.specialization, device_id, kernel._binaries, handle)
 
     def max_threads(variant: VariantKey) -> int:  # registers bound the block: cols wants up to 1024 threads
@@ -65,20 +60,14 @@ def reduction_steps(kernel: Any, plan: ReductionPlan, device_id: int, handle: in
     def resident(variant: VariantKey, threads: int) -> int:  # blocks an SM holds: a split fills one wave
         return resident_blocks(loaded.function(variant, handle), threads)
 
-    strategy = reduction_strategy(plan, sm_count(device_id), max_threads=max_threads, resident=resident,
-                                  merge_max=SPLIT_COUNTER_SLICE if one_pass else 0)  # fmt: skip
+    strategy = reduction_strategy(plan, sm_count(device_id), max_threads=max_threads, resident=resident)
     if strategy.workspace_items:
         workspace = strategy.workspace_items * _reduce_itemsize(loaded, strategy.passes[0].variant, handle)
-    if strategy.counters:
-        workspace = -(-workspace // COUNTERS_ALIGN) * COUNTERS_ALIGN + 4 * strategy.counters
     for step in strategy.passes:
         frame = Frame(loaded.interface.abi[step.variant], pass_frame_values(plan, step))
         steps.append(Step(loaded.function(step.variant, handle), step.grid, step.block,
                           kernel_label(kernel.name, step.variant.entry), frame))  # fmt: skip
-    return steps, workspace, strategy.counters
-
-
-COUNTERS_ALIGN = 16  # bytes: where a one-pass split's own counters start in its workspace (its last 4 * n bytes)
+    return steps, workspace
 
 
 def _reduce_itemsize(loaded: _loaded.LoadedKernel, variant: VariantKey, stream: int | None) -> int:

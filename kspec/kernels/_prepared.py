@@ -38,7 +38,6 @@ from ..runtime import (
     kind_of,
     order_cai_producer,
     relaunch_or_raise,
-    split_counters,
     stream_handle,
 )
 from ._bind import Bound, scalar_bytes
@@ -132,7 +131,7 @@ class PreparedCall:
 
     def __init__(self, kernel_name: str, bound: Bound, params: Sequence[Any], device_id: int, steps: Sequence[Step],
                  allocate_outputs: Sequence[tuple[str, str]], out_shape: tuple[int, ...], workspace: int,
-                 result: str, textures: frozenset[str] = frozenset(), counters: int = 0) -> None:  # fmt: skip
+                 result: str, textures: frozenset[str] = frozenset()) -> None:  # fmt: skip
         self.kernel_name = kernel_name
         self.device_id = device_id
         self.library = library = bound.library
@@ -150,12 +149,12 @@ class PreparedCall:
                    for name, dtype in allocate_outputs]  # fmt: skip
         self.launch = make_launch(
             steps=steps, arrays=arrays, scalars=scalars, outputs=outputs, workspace=workspace, result=result,
-            nargs=len(params), counters=counters,
+            nargs=len(params),
             constants=dict(
                 DEVICE=device_id, LIBRARY=library, SHAPE=out_shape, SEVERAL=initialized_device_count() > 1,
                 EXPORT=library in EXPORTED, STREAM=default_stream_source(library), choose_stream=self._stream,
                 launch=cuda_driver().cuLaunchKernel, relaunch=relaunch, cu_stream=cu_stream, allocate=allocate,
-                allocate_bytes=allocate_bytes, split_counters=split_counters, activate=activate_if_several, pointer_of=pointer_of, export=export_array,
+                allocate_bytes=allocate_bytes, activate=activate_if_several, pointer_of=pointer_of, export=export_array,
                 EMPTY_LIKE=sys.modules["torch"].empty_like if library == "torch" else None,
             ),
         )  # fmt: skip

@@ -114,5 +114,4 @@ class ReductionKernel(_spec_kernel.SpecKernel):
         return bound, plan.out_shape, plan
 
     def _abstract_steps(self, plan: Any, device_id: int) -> tuple[list[Any], int]:
-        steps, workspace, _counters = reduction_steps(self, plan, device_id, None)
-        return steps, workspace
+        return reduction_steps(self, plan, device_id, None)

@@ -42,7 +42,6 @@ class Strategy(NamedTuple):
     passes: tuple[Pass, ...]
     workspace_items: int = 0
     kind: str = "rows"  # "rows", "cols", "cols split", "split", "inner", or "none"
-    counters: int = 0  # a split in one pass: its arrival counters (one per tile of outputs; 0: two passes)
 
 
 # Shape classes (kspec/render/_abi.py describes the entries):
@@ -55,13 +54,11 @@ WARPS_PER_SM = 64  # resident warps per SM on sm_80..sm_90 (2048 threads): what 
 
 def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | None = None,
                        max_threads: Callable[[VariantKey], int] | None = None,
-                       resident: Callable[[VariantKey, int], int] | None = None, merge_max: int = 0) -> Strategy:
+                       resident: Callable[[VariantKey, int], int] | None = None) -> Strategy:
     """Pick the entry points, grid and block for ``plan`` on a device with ``sm_count`` SMs; ``max_threads``
     tells a loaded entry's largest block (its registers decide), for the entries that may launch more than
     256 threads, and ``resident(variant, threads)`` how many blocks of that many threads an SM holds at once
-    (the cols split sizes its grid to one wave of them). ``merge_max``: a split whose tiles of outputs are
-    at most this many runs in one pass, the last block of each tile merging its partials (arrival counters,
-    kspec/runtime/_split_counters.py); 0: in two passes (split_final)."""
+    (the cols split sizes its grid to one wave of them)."""
     if plan.out_size == 0:
         return Strategy((), kind="none")
     variants = plan.specialization.variants
@@ -77,7 +74,7 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
     group = _row_group(plan, vec, sm_count)
 
     if plan.contiguous_cols and plan.out_size >= 32 and red >= 2:
-        return _cols(plan, sm_count, block, block_size is not None, max_threads, resident, merge_max)
+        return _cols(plan, sm_count, block, block_size is not None, max_threads, resident)
 
     if red >= SPLIT_MIN_ROW and plan.out_size < target_blocks:
         # at most one wave: BLOCKS_PER_SM per SM, fewer where the entry's registers allow fewer, and rounded
@@ -96,27 +93,9 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
             segments = plan.out_size * nchunks
             first = Pass(rows_variant, min(segments, MAX_GRID), block, group=block, nchunks=nchunks, chunk=chunk)
             second = _final_pass(final, plan.out_size, block, nchunks, chunk)
-            return _one_pass(Strategy((first, second), workspace_items=segments, kind="split"), plan.out_size, merge_max)
+            return Strategy((first, second), workspace_items=segments, kind="split")
 
     return Strategy((_rows_pass(rows_variant, plan.out_size, red, vec, block, sm_count, group=group),), kind="rows")
-
-
-ONE_PASS_MIN_CHUNKS = 8  # a rows split merges in its last blocks only when each merge stands for this many
-
-
-def _one_pass(strategy: Strategy, tiles: int, merge_max: int) -> Strategy:
-    """A split of ``tiles`` tiles of outputs (``split``: an output each; ``cols split``: a cols tile) in one pass
-    where they take at most ``merge_max`` counters: pass 1 alone, the last block of each tile merging its
-    partials (one kernel fewer: 12.2 against 15.2 us of host time per call, H200). A rows split does so only
-    with at least ONE_PASS_MIN_CHUNKS chunks per output: its merge is a block-wide combine in the merging block,
-    and with 2 chunks (half the blocks merging) one pass lost 0.04 of copy to split_final at 2^24 elements
-    ((64, 32, 16, 512) over (0, 3)), while the full reduction (528 chunks) gained 0.02; a cols tile's merge is
-    a few loads per lane, and gained or held at 2 to 16 chunks (benchmarks/NOTES.md v15)."""
-    if not merge_max or tiles > merge_max:
-        return strategy
-    if strategy.kind == "split" and strategy.passes[0].nchunks < ONE_PASS_MIN_CHUNKS:
-        return strategy
-    return strategy._replace(passes=strategy.passes[:1], counters=tiles)
 
 
 def _row_group(plan: ReductionPlan, vec: int, sm_count: int) -> int | None:
@@ -165,7 +144,7 @@ COLS_RUNTIME_RANK_WARPS = 16
 
 def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
           max_threads: Callable[[VariantKey], int] | None,
-          resident: Callable[[VariantKey, int], int] | None, merge_max: int = 0) -> Strategy:
+          resident: Callable[[VariantKey, int], int] | None) -> Strategy:
     """32 adjacent outputs per block, the warps of a block splitting their rows; when the tiles of 32
     outputs are fewer than half the blocks the device holds at once, the rows split over several blocks too
     (a workspace of partials and ``split_final``): axes (0, 2) of a (1024, 16, 32, 16) array has 8 tiles of
@@ -183,8 +162,7 @@ def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
             final = next(v for v in plan.specialization.variants if v.entry == "split_final")
             first = Pass(cols, min(tiles * nchunks, MAX_GRID), threads, nchunks=nchunks, chunk=chunk)
             second = _final_pass(final, plan.out_size, block, nchunks, chunk)
-            split = Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
-            return _one_pass(split, tiles, merge_max)
+            return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
     return Strategy((Pass(cols, min(tiles, MAX_GRID), threads, chunk=red),), kind="cols")
 
 

@@ -32,7 +32,7 @@ reduce_shape   ``kspec::ReduceShape<RNDIM, IndexT>``               out_size, red
                                                                    red_ndim: int
 group          ``int``                                             value: lanes per segment (rows only)
 reduce_array   ``kspec::ReduceArray<T, RNDIM, IndexT>``            ptr, kept_stride[16], red_stride[R]
-workspace      ``kspec::SplitWorkspace<IndexT>``                   ptr, counters, nchunks, chunk
+workspace      ``kspec::SplitWorkspace<IndexT>``                   ptr, nchunks, chunk
 ============== =================================================== =========================================
 
 (N = NDIM, or 16 when NDIM is 0; R = RNDIM, or 16 when RNDIM is 0.)
@@ -239,5 +239,5 @@ def workspace_layout(index: IndexType) -> Layout:
     it = _INDEX_FIELDS[index]
     return _struct(
         f"kspec::SplitWorkspace<{INDEX_C_TYPES[index]}>",
-        [("ptr", _POINTER, None), ("counters", _POINTER, None), ("nchunks", it, None), ("chunk", it, None)],
+        [("ptr", _POINTER, None), ("nchunks", it, None), ("chunk", it, None)],
     )

@@ -44,7 +44,6 @@ from ._interop import (
 from ._launch import relaunch_or_raise
 from ._memory import Allocation, MemoryPool, allocate as allocate_bytes, get_pool
 from ._module import LoadedModule, kernel_param_sizes
-from ._split_counters import STREAM_SLICE as SPLIT_COUNTER_SLICE, split_counters
 from ._stream import (
     Stream,
     cu_stream,

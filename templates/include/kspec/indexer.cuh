@@ -87,12 +87,9 @@ struct ReduceArray {
 
 // Where the split (two-pass) reduction keeps its per-chunk partial results: nchunks values of the
 // reduce type per output, output-major (partial s of output o at index o * nchunks + s).
-// counters (null: two passes) makes it one pass: a counter per tile of outputs (kspec::last_arrival), the last
-// block to finish a tile merges its partials (kspec/runtime/_split_counters.py hands them out).
 template <typename IndexT>
 struct SplitWorkspace {
   void* ptr;
-  unsigned int* counters;
   IndexT nchunks;  // chunks per row (== gridDim.x of the partial pass)
   IndexT chunk;    // elements per chunk; every chunk is non-empty: (nchunks - 1) * chunk < red_size
 };

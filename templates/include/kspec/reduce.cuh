@@ -99,47 +99,6 @@ __device__ __forceinline__ void block_combine(A& acc, A* smem, const A& empty, c
   __syncthreads();
 }
 
-// A load of a partial another block wrote in this launch, from L2 (ld.global.cg): the merging block's L1
-// could hold the same address from an earlier launch. In 4-, 2- or 1-byte words, so any reduce type works.
-template <typename T>
-__device__ __forceinline__ T load_cg(const T* ptr) {
-  T out;
-  if constexpr (sizeof(T) % 4 == 0 && alignof(T) >= 4) {
-    unsigned int words[sizeof(T) / 4];
-#pragma unroll
-    for (int w = 0; w < static_cast<int>(sizeof(T) / 4); ++w) words[w] = __ldcg(reinterpret_cast<const unsigned int*>(ptr) + w);
-    memcpy(&out, words, sizeof(T));
-  } else if constexpr (sizeof(T) % 2 == 0 && alignof(T) >= 2) {
-    unsigned short halves[sizeof(T) / 2];
-#pragma unroll
-    for (int w = 0; w < static_cast<int>(sizeof(T) / 2); ++w) halves[w] = __ldcg(reinterpret_cast<const unsigned short*>(ptr) + w);
-    memcpy(&out, halves, sizeof(T));
-  } else {
-    unsigned char bytes[sizeof(T)];
-#pragma unroll
-    for (int w = 0; w < static_cast<int>(sizeof(T)); ++w) bytes[w] = __ldcg(reinterpret_cast<const unsigned char*>(ptr) + w);
-    memcpy(&out, bytes, sizeof(T));
-  }
-  return out;
-}
-
-// The merge step of a one-pass split reduction: each of the `arrivals` blocks that write partials of one
-// tile calls this after writing them; it returns true in the last of them to arrive (all its threads),
-// which then reads every partial of the tile. `counter` is zero before the first arrival and zero again
-// after the last (atomicInc wraps at arrivals - 1), so the next launch on the same counter needs no memset:
-// what a second kernel or a memset node would cost is 2-5 us, 0.1-0.2 of copy at 2^24 elements (H200).
-// Every thread of the block must call it (its barriers); `flag` is a shared bool. The partials must have
-// been written by warp 0 (as every entry does): only it fences, a fence per thread costing every warp a wait.
-__device__ __forceinline__ bool last_arrival(unsigned int* counter, unsigned int arrivals, bool& flag) {
-  if (threadIdx.x < 32) __threadfence();  // this block's partials, visible device-wide before its arrival
-  __syncthreads();
-  if (threadIdx.x == 0) flag = atomicInc(counter, arrivals - 1u) == arrivals - 1u;
-  __syncthreads();
-  const bool last = flag;
-  if (last) __threadfence();  // the other blocks' partials, read after their arrivals
-  return last;
-}
-
 }  // namespace kspec
 
 // Blocks of the `cols` reduction have at most this many warps: their partial results live in static
