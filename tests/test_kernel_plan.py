@@ -436,9 +436,15 @@ def test_short_inner_rows_get_a_group_of_their_length(ssq):
     # warp reads 8 adjacent outputs' rows, 512 contiguous bytes
     _, plan = rplan(ssq, fake((1024, 16, 256, 16)), axis=(1, 3))
     assert reduction_strategy(plan, H200_SMS).passes[0].group == 4
-    # too few outputs to fill the device with 4 lanes each: sized by the row length as before
+    # too few outputs to fill the device with 4 lanes each: a block per row, of 64 threads (its inner pieces are
+    # 4 vectors long), 128 with longer pieces, the caller's block where given
     _, plan = rplan(ssq, fake((16, 1024, 256, 16)), axis=(1, 3))
-    assert reduction_strategy(plan, H200_SMS).passes[0].group == 256
+    first = reduction_strategy(plan, H200_SMS).passes[0]
+    assert first.group == first.block == 64
+    assert reduction_strategy(plan, H200_SMS, block_size=256).passes[0].group == 256
+    _, plan = rplan(ssq, fake((64, 1024, 16, 64)), axis=(1, 3))
+    first = reduction_strategy(plan, H200_SMS).passes[0]
+    assert first.group == first.block == 128
     # an inner row that is not a power-of-two number of vectors
     _, plan = rplan(ssq, fake((1024, 16, 256, 12)), axis=(1, 3))
     assert reduction_strategy(plan, H200_SMS).passes[0].group == 16
