@@ -210,6 +210,18 @@ def test_full_reduction_of_a_long_array_splits_in_two_passes(ssq):
     assert second.variant.entry == "split_final" and strategy.workspace_items == first.nchunks
 
 
+def test_splits_over_two_reduced_dims_take_smaller_blocks(ssq):
+    _, plan = rplan(ssq, fake((16, 64, 16, 1024)), axis=(1, 3))  # 256 rows of 65536: too few for the device
+    first = reduction_strategy(plan, H200_SMS).passes[0]
+    assert first.variant.ndim == 0 and first.block == first.group == 128
+    assert first.grid == 256 * first.nchunks and first.nchunks == 8 * H200_SMS // 256  # 8 blocks of 128 per SM
+    held = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 5).passes[0]
+    assert held.nchunks == 5 * H200_SMS // 256  # as many as its registers let an SM hold
+    assert reduction_strategy(plan, H200_SMS, block_size=256).passes[0].block == 256  # the caller's block
+    _, plan = rplan(ssq, fake((1 << 24,)))  # one reduced dim: blocks of DEFAULT_BLOCK as before
+    assert reduction_strategy(plan, H200_SMS).passes[0].block == 256
+
+
 def test_long_rows_with_many_outputs_take_a_block_per_row(ssq):
     _, plan = rplan(ssq, fake((1000, 100000)), axis=1)
     strategy = reduction_strategy(plan, H200_SMS)

@@ -331,6 +331,8 @@ UNMERGED = [
     ((8, 63, 8, 61), (1, 3)),  # ... and not: scalar loads
     ((16, 2048, 2, 64), (1, 3)),  # few outputs, long rows: the split over the two-dim entry
     ((48, 5, 3, 36), (0, 3)),  # R K R after merging
+    ((512, 6, 5, 16), (0, 3)),  # a block per row over two reduced dims, pieces of 4 vectors: 64 threads
+    ((256, 6, 5, 48), (0, 3)),  # ... pieces of 12 vectors: 128 threads
 ]
 
 
