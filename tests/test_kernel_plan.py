@@ -212,14 +212,14 @@ def test_full_reduction_of_a_long_array_splits_in_two_passes(ssq):
 
 def test_splits_over_two_reduced_dims_take_smaller_blocks(ssq):
     _, plan = rplan(ssq, fake((16, 64, 16, 1024)), axis=(1, 3))  # 256 rows of 65536: too few for the device
-    first = reduction_strategy(plan, H200_SMS).passes[0]
+    first = reduction_strategy(plan, H200_SMS, slab=False).passes[0]
     assert first.variant.ndim == 0 and first.block == first.group == 128
     assert first.grid == 256 * first.nchunks and first.nchunks == 8 * H200_SMS // 256  # 8 blocks of 128 per SM
-    held = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 5).passes[0]
+    held = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 5, slab=False).passes[0]
     assert held.nchunks == 5 * H200_SMS // 256  # as many as its registers let an SM hold
-    assert reduction_strategy(plan, H200_SMS, block_size=256).passes[0].block == 256  # the caller's block
+    assert reduction_strategy(plan, H200_SMS, block_size=256, slab=False).passes[0].block == 256  # the caller's block
     _, plan = rplan(ssq, fake((1 << 24,)))  # one reduced dim: blocks of DEFAULT_BLOCK as before
-    assert reduction_strategy(plan, H200_SMS).passes[0].block == 256
+    assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].block == 256
 
 
 def test_long_rows_with_many_outputs_take_a_block_per_row(ssq):
@@ -369,12 +369,12 @@ def test_reductions_over_two_unmerged_axes_take_one_pass(ssq):
     # axes (1, 3): the innermost reduced axis contiguous; one rows pass of runtime rank, vectorised
     _, plan = rplan(ssq, fake((64, 256, 64, 256)), axis=(1, 3))
     assert plan.rndim == 0 and plan.red == (256, 256) and not plan.inner_rows and not plan.contiguous_cols
-    strategy = reduction_strategy(plan, H200_SMS)
+    strategy = reduction_strategy(plan, H200_SMS, slab=False)
     (only,) = strategy.passes
     assert strategy.kind == "rows" and only.variant == VariantKey("rows", "int64", 0, 4) and only.chunk == 65536
     # few outputs with long rows: the split, its pass 1 the same entry
     _, plan = rplan(ssq, fake((16, 1024, 16, 1024)), axis=(1, 3))
-    strategy = reduction_strategy(plan, H200_SMS)
+    strategy = reduction_strategy(plan, H200_SMS, slab=False)
     first, second = strategy.passes
     assert strategy.kind == "split" and first.variant == VariantKey("rows", "int64", 0, 4)
     assert first.chunk % 4 == 0 and (first.nchunks - 1) * first.chunk < 1 << 20 <= first.nchunks * first.chunk
@@ -382,7 +382,7 @@ def test_reductions_over_two_unmerged_axes_take_one_pass(ssq):
     # axes (0, 2): the innermost KEPT axis contiguous: cols, adjacent outputs in adjacent lanes
     _, plan = rplan(ssq, fake((64, 256, 64, 256)), axis=(0, 2))
     assert plan.rndim == 0 and plan.contiguous_cols
-    strategy = reduction_strategy(plan, H200_SMS)
+    strategy = reduction_strategy(plan, H200_SMS, slab=False)
     # 65536 outputs: 512 vectorised tiles, more than half the 528 blocks of 16 warps an H200 holds: no split,
     # so vectorised lanes
     assert strategy.kind == "cols" and strategy.passes[0].variant == VariantKey("cols", "int64", 0, 4)
@@ -395,30 +395,30 @@ def test_a_rows_split_makes_at_most_one_wave(ssq):
     _, plan = rplan(ssq, fake((100, 1 << 16)), axis=1)
     for held, nchunks in ((None, 5), (8, 5), (4, 5), (3, 3), (1, 2)):
         resident = None if held is None else (lambda variant, threads, held=held: held)
-        strategy = reduction_strategy(plan, H200_SMS, resident=resident)
+        strategy = reduction_strategy(plan, H200_SMS, resident=resident, slab=False)
         first = strategy.passes[0]
         assert strategy.kind == "split" and first.nchunks == nchunks and first.grid == 100 * nchunks, held
     # axes (1, 3) of (16, 1024, 16, 64): 256 rows, 512 blocks (768, a wave and a half, ran at 0.66 of copy)
     _, plan = rplan(ssq, fake((16, 1024, 16, 64)), axis=(1, 3))
-    strategy = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4)
+    strategy = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4, slab=False)
     assert strategy.kind == "split" and strategy.passes[0].grid == 512 and strategy.passes[0].nchunks == 2
 
 
 def test_split_final_merges_few_partials_with_a_group_of_lanes_per_output(ssq):
-    from kspec.kernels._reduction_strategy import final_group
+    from kspec.kernels._reduction_passes import final_group
 
     assert [final_group(n) for n in (1, 2, 3, 5, 16, 32, 33, 528)] == [1, 2, 4, 8, 16, 32, 0, 0]
     # 256 rows split in two: 256 outputs * 2 lanes / 256 threads = 2 blocks (a block per output: 256)
     _, plan = rplan(ssq, fake((16, 1024, 16, 64)), axis=(1, 3))
-    second = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4).passes[1]
+    second = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4, slab=False).passes[1]
     assert second.variant.entry == "split_final" and (second.nchunks, second.grid, second.block) == (2, 2, 256)
     # a cols split of 1024 outputs in 33 chunks: more than a group takes, a block per output, 64 threads
     _, plan = rplan(ssq, fake((1024, 16, 64, 16)), axis=(0, 2))
-    first, second = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4).passes
+    first, second = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4, slab=False).passes
     assert first.nchunks == second.nchunks == 33 and (second.grid, second.block) == (256, 64)
     # a full reduction's 528 partials: one block of 256 threads
     _, plan = rplan(ssq, fake((1 << 24,)))
-    second = reduction_strategy(plan, H200_SMS).passes[1]
+    second = reduction_strategy(plan, H200_SMS, slab=False).passes[1]
     assert (second.grid, second.block) == (1, 256) and second.nchunks > 32
 
 
@@ -427,7 +427,7 @@ def test_a_cols_split_fills_one_wave_of_resident_blocks(ssq):
     # function's occupancy) decide the chunks: as many segments as fit at once, never a second partial wave
     _, plan = rplan(ssq, fake((128, 32, 1024, 32)), axis=(0, 2))
     for per_sm in (2, 3, 4):
-        strategy = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads, n=per_sm: n)
+        strategy = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads, n=per_sm: n, slab=False)
         first, second = strategy.passes
         assert strategy.kind == "cols split" and first.block == 512
         segments = 32 * first.nchunks
@@ -436,49 +436,49 @@ def test_a_cols_split_fills_one_wave_of_resident_blocks(ssq):
         assert second.variant.entry == "split_final" and strategy.workspace_items == plan.out_size * first.nchunks
     # enough tiles for half the resident blocks: one pass (vectorised lanes: tiles of 128 outputs)
     _, plan = rplan(ssq, fake((64, 256, 16, 1024)), axis=(0, 2))
-    strategy = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4)
+    strategy = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4, slab=False)
     assert strategy.kind == "cols" and strategy.passes[0].variant == VariantKey("cols", "int64", 0, 4)
     # short rows over several reduced dims: fewer warps, each walking at least 16 rounds of loads
     _, plan = rplan(ssq, fake((16, 1024, 16, 256)), axis=(0, 2))
-    assert reduction_strategy(plan, H200_SMS).passes[0].block == 128
+    assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].block == 128
 
 
 def test_short_inner_rows_get_a_group_of_their_length(ssq):
     # (1, 3) of (1024, 16, 256, 16): rows of 16 elements = 4 vectors; 4 lanes per output walk the 16 rows, so a
     # warp reads 8 adjacent outputs' rows, 512 contiguous bytes
     _, plan = rplan(ssq, fake((1024, 16, 256, 16)), axis=(1, 3))
-    assert reduction_strategy(plan, H200_SMS).passes[0].group == 4
+    assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].group == 4
     # too few outputs to fill the device with 4 lanes each: a block per row, of 64 threads (its inner pieces are
     # 4 vectors long), 128 with longer pieces, the caller's block where given
     _, plan = rplan(ssq, fake((16, 1024, 256, 16)), axis=(1, 3))
-    first = reduction_strategy(plan, H200_SMS).passes[0]
+    first = reduction_strategy(plan, H200_SMS, slab=False).passes[0]
     assert first.group == first.block == 64
-    assert reduction_strategy(plan, H200_SMS, block_size=256).passes[0].group == 256
+    assert reduction_strategy(plan, H200_SMS, block_size=256, slab=False).passes[0].group == 256
     _, plan = rplan(ssq, fake((64, 1024, 16, 64)), axis=(1, 3))
-    first = reduction_strategy(plan, H200_SMS).passes[0]
+    first = reduction_strategy(plan, H200_SMS, slab=False).passes[0]
     assert first.group == first.block == 128
     # an inner row that is not a power-of-two number of vectors
     _, plan = rplan(ssq, fake((1024, 16, 256, 12)), axis=(1, 3))
-    assert reduction_strategy(plan, H200_SMS).passes[0].group == 16
+    assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].group == 16
 
 
 def test_cols_rank_and_block(ssq):
     _, plan = rplan(ssq, fake((1 << 14, 1 << 14)), axis=0)
-    assert reduction_strategy(plan, H200_SMS).passes[0].variant == VariantKey("cols", "int64", 1, 1)
+    assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].variant == VariantKey("cols", "int64", 1, 1)
     _, plan = rplan(ssq, fake((64, 8, 32, 16)), axis=(0, 2))
-    first = reduction_strategy(plan, H200_SMS).passes[0]
+    first = reduction_strategy(plan, H200_SMS, slab=False).passes[0]
     assert first.variant == VariantKey("cols", "int64", 0, 1) and first.block <= 512  # registers: at most 16 warps
     # a loaded entry whose registers allow fewer threads caps the block
     _, plan = rplan(ssq, fake((1000, 333)), axis=0)
     asked = []
-    strategy = reduction_strategy(plan, H200_SMS, max_threads=lambda v: asked.append(v) or 256)
+    strategy = reduction_strategy(plan, H200_SMS, max_threads=lambda v: asked.append(v) or 256, slab=False)
     assert strategy.passes[0].block == 256 and asked == [VariantKey("cols", "int64", 1, 1)]
 
 
 def test_cols_split_when_the_tiles_are_few(ssq):
     # axes (0, 2) of (1024, 16, 32, 16): 256 outputs = 8 tiles of 32, rows of 32768 elements
     _, plan = rplan(ssq, fake((1024, 16, 32, 16)), axis=(0, 2))
-    strategy = reduction_strategy(plan, H200_SMS)
+    strategy = reduction_strategy(plan, H200_SMS, slab=False)
     first, second = strategy.passes
     assert strategy.kind == "cols split" and first.variant.entry == "cols" and first.nchunks > 1
     assert (first.nchunks - 1) * first.chunk < 32768 <= first.nchunks * first.chunk  # every chunk non-empty
@@ -499,7 +499,7 @@ def test_cols_split_when_the_tiles_are_few(ssq):
     assert frame["_reduce_shape"]["red_extent"] == (32, 1024) and frame["_reduce_shape"]["red_ndim"] == 2
     # enough tiles: one pass
     _, plan = rplan(ssq, fake((16, 1024, 32, 1024)), axis=(0, 2))
-    assert reduction_strategy(plan, H200_SMS).kind == "cols"
+    assert reduction_strategy(plan, H200_SMS, slab=False).kind == "cols"
 
 
 @pytest.mark.parametrize(
@@ -525,7 +525,7 @@ def test_cols_takes_vectorised_lanes_only_where_they_run_unsplit(ssq, shape, str
     assert plan.rndim == 0 and plan.contiguous_cols
     # ~2000 resident blocks of 128 threads, 528 of 512, as on an H200
     asked = []
-    strategy = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: asked.append(variant) or 2048 // threads)
+    strategy = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: asked.append(variant) or 2048 // threads, slab=False)
     first = strategy.passes[0]
     assert first.variant == VariantKey("cols", "int64", 0, vec)
     # the grid counts the tiles of the entry that runs: its own width
@@ -542,12 +542,12 @@ def test_cols_vectorised_lanes_follow_the_resident_blocks(ssq):
     # 512 vectorised tiles of 4 warps: fewer than half the blocks an H200 holds of 128 threads (a split), more
     # than half of a device holding one block per SM
     _, plan = rplan(ssq, fake((16, 256, 16, 256)), axis=(0, 2))
-    assert reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 16).passes[0].variant.vec == 1
-    assert reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 1).passes[0].variant.vec == 4
+    assert reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 16, slab=False).passes[0].variant.vec == 1
+    assert reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 1, slab=False).passes[0].variant.vec == 4
     # a module of scalar loads only (vec 1: float64 complex) has one runtime-rank cols entry
     _, plan = rplan(ssq, fake((64, 256, 16, 1024), dtype="complex128"), axis=(0, 2))
     assert plan.specialization.vec == 1
-    assert reduction_strategy(plan, H200_SMS).passes[0].variant == VariantKey("cols", "int64", 0, 1)
+    assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].variant == VariantKey("cols", "int64", 0, 1)
 
 
 def test_two_pass_reduction_over_three_unmerged_axes(ssq):

@@ -10,38 +10,8 @@ from typing import Any, Callable, NamedTuple
 from ..render import COLS_MAX_WARPS, COLS_WIDE_ACC, COLS_WIDE_WARPS, VariantKey
 from ._plan import DEFAULT_BLOCK, INT32_LIMIT, MAX_GRID, raw_view_values
 from ._plan_reduction import ReductionPlan
-
-
-class PassShape(NamedTuple):
-    """The iteration shape of a pass that differs from its plan's (pass 1 of the "inner" strategy): the
-    ReductionPlan fields of the same names, innermost first."""
-
-    out_size: int
-    red_size: int
-    kept: tuple[int, ...]
-    red: tuple[int, ...]
-    in_strides: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]
-    out_strides: dict[str, tuple[int, ...]]
-
-
-class Pass(NamedTuple):
-    """One kernel launch of a reduction."""
-
-    variant: VariantKey
-    grid: int
-    block: int
-    group: int = 0  # rows: lanes per segment
-    nchunks: int = 1
-    chunk: int = 0  # rows / split_final: elements per segment (the row length when nchunks is 1)
-    shape: PassShape | None = None  # None: the plan's shape
-
-
-class Strategy(NamedTuple):
-    """How a reduction runs: one or two passes, and the workspace the split needs (in reduce items)."""
-
-    passes: tuple[Pass, ...]
-    workspace_items: int = 0
-    kind: str = "rows"  # "rows", "cols", "cols split", "split", "inner", or "none"
+from ._reduction_passes import Pass, PassShape, Strategy, acc_bytes_at_most, final_pass
+from ._reduction_slab import slab_strategy
 
 
 # Shape classes (kspec/render/_abi.py describes the entries):
@@ -54,11 +24,12 @@ WARPS_PER_SM = 64  # resident warps per SM on sm_80..sm_90 (2048 threads): what 
 
 def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | None = None,
                        max_threads: Callable[[VariantKey], int] | None = None,
-                       resident: Callable[[VariantKey, int], int] | None = None) -> Strategy:
+                       resident: Callable[[VariantKey, int], int] | None = None, slab: bool = True) -> Strategy:
     """Pick the entry points, grid and block for ``plan`` on a device with ``sm_count`` SMs; ``max_threads``
     tells a loaded entry's largest block (its registers decide), for the entries that may launch more than
     256 threads, and ``resident(variant, threads)`` how many blocks of that many threads an SM holds at once
-    (the cols split sizes its grid to one wave of them)."""
+    (the cols split sizes its grid to one wave of them). ``slab=False`` leaves out the slab entry
+    (:mod:`._reduction_slab`), which takes the C-contiguous layouts of two reduced dims that fit it."""
     if plan.out_size == 0:
         return Strategy((), kind="none")
     variants = plan.specialization.variants
@@ -69,6 +40,8 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
     target_blocks = sm_count * BLOCKS_PER_SM
     red = plan.red_size
 
+    if slab and block_size is None and (slabbed := slab_strategy(plan, sm_count)) is not None:
+        return slabbed
     if plan.inner_rows:
         return _inner(plan, sm_count, block, rows_variant=next(v for v in variants if v.entry == "rows" and v.ndim == 1))
     group = _row_group(plan, vec, sm_count)
@@ -97,7 +70,7 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
             final = next(v for v in variants if v.entry == "split_final")
             segments = plan.out_size * nchunks
             first = Pass(rows_variant, min(segments, MAX_GRID), threads, group=threads, nchunks=nchunks, chunk=chunk)
-            second = _final_pass(final, plan.out_size, block, nchunks, chunk)
+            second = final_pass(final, plan.out_size, block, nchunks, chunk)
             return Strategy((first, second), workspace_items=segments, kind="split")
 
     if plan.rndim != 1 and group is None and block_size is None and _group_for_row(red, vec, block) == block:
@@ -176,7 +149,7 @@ def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
         if nchunks > 1:
             final = next(v for v in plan.specialization.variants if v.entry == "split_final")
             first = Pass(cols, min(tiles * nchunks, MAX_GRID), threads, nchunks=nchunks, chunk=chunk)
-            second = _final_pass(final, plan.out_size, block, nchunks, chunk)
+            second = final_pass(final, plan.out_size, block, nchunks, chunk)
             return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
     return Strategy((Pass(cols, min(tiles, MAX_GRID), threads, chunk=red),), kind="cols")
 
@@ -222,7 +195,7 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
     """How entry ``cols`` would run ``plan``: its tiles, warps per block and the blocks the device holds."""
     red = plan.red_size
     tiles = -(-plan.out_size // cols_tile_width(plan, cols.vec))
-    cap = COLS_MAX_WARPS if _acc_bytes_at_most(plan) <= COLS_WIDE_ACC else COLS_WIDE_WARPS
+    cap = COLS_MAX_WARPS if acc_bytes_at_most(plan) <= COLS_WIDE_ACC else COLS_WIDE_WARPS
     if plan.rndim != 1:
         cap = min(cap, COLS_RUNTIME_RANK_WARPS)
     if max_threads is not None and (most := max_threads(cols)) > 0:
@@ -279,32 +252,6 @@ def cols_vectorised(plan: ReductionPlan, vec: int) -> bool:
     )
 
 
-FINAL_GROUP_MAX = 32  # partials per output that split_final merges with a group of lanes (else a whole block)
-
-
-def final_group(nchunks: int) -> int:
-    """Lanes of split_final per output: the power of two >= ``nchunks`` up to :data:`FINAL_GROUP_MAX` (the
-    template's rule), or 0 where a whole block merges each output's partials."""
-    if nchunks > FINAL_GROUP_MAX:
-        return 0
-    group = 1
-    while group < nchunks:
-        group *= 2
-    return group
-
-
-def _final_pass(final: VariantKey, out_size: int, block: int, nchunks: int, chunk: int) -> Pass:
-    """split_final over ``out_size`` outputs of ``nchunks`` partials: blocks of ``block`` threads holding
-    block / group outputs each; with more partials than a group takes, a block per output, a thread per
-    partial in whole warps."""
-    group = final_group(nchunks)
-    if group == 0:
-        threads = min(block, max(32, -(-nchunks // 32) * 32))
-        return Pass(final, min(out_size, MAX_GRID), threads, nchunks=nchunks, chunk=chunk)
-    grid = -(-out_size * group // block)
-    return Pass(final, max(1, min(grid, MAX_GRID)), block, nchunks=nchunks, chunk=chunk)
-
-
 def _inner(plan: ReductionPlan, sm_count: int, block: int, rows_variant: VariantKey) -> Strategy:
     """Reduced dims that do not merge (axes (1, 3) of a 4-d array), in two passes without per-element index
     arithmetic (the runtime-rank rows entry unravels every element with 64-bit divisions: 0.23 of copy).
@@ -328,19 +275,8 @@ def _inner(plan: ReductionPlan, sm_count: int, block: int, rows_variant: Variant
     vec = plan.specialization.vec
     first = _rows_pass(rows_variant, pass1_shape.out_size, plan.red[0], vec, block, sm_count, shape=pass1_shape)
     final = next(v for v in plan.specialization.variants if v.entry == "split_final")
-    second = _final_pass(final, plan.out_size, block, nchunks, plan.red[0])
+    second = final_pass(final, plan.out_size, block, nchunks, plan.red[0])
     return Strategy((first, second), workspace_items=pass1_shape.out_size, kind="inner")
-
-
-def _acc_bytes_at_most(plan: ReductionPlan) -> float:
-    """An upper bound of sizeof(kspec::Acc) in the templates: the reduce type, plus a has-value flag padded to
-    the type's alignment (at most its size) without an identity; unbounded for an opaque C type."""
-    reduce_type = plan.specialization.reduce_type
-    item = reduce_type.itemsize if reduce_type is not None else None
-    if item is None:
-        return float("inf")
-    spec = plan.specialization.spec
-    return item if spec.KIND == "reduction" and spec.identity is not None else 2 * item
 
 
 def pass_frame_values(plan: ReductionPlan, step: Pass) -> dict[str, Any]:

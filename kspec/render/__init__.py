@@ -16,6 +16,7 @@ from .._lazy import lazy_getattr
 # Jinja (``_env``, ``_render``) or the spec models; each name loads its module on first access.
 _LAZY = {
     "COLS_MAX_WARPS": "_abi", "COLS_WIDE_ACC": "_abi", "COLS_WIDE_WARPS": "_abi",
+    "SLAB_ACC_BYTES": "_abi", "SLAB_BLOCK": "_abi", "SLAB_MIN_BLOCKS": "_abi",
     "EntryAbi": "_abi", "Field": "_layout", "Layout": "_layout", "Slot": "_abi",
     "make_environment": "_env", "needs_from_text": "_analysis", "needs_of_raw_source": "_analysis",
     "ModuleInterface": "_interface", "ReduceItem": "_interface", "module_interface": "_interface",
@@ -37,6 +38,9 @@ __all__ = [
     "DYNAMIC_NDIM",
     "INDEX_C_TYPES",
     "MAX_NDIM",
+    "SLAB_ACC_BYTES",
+    "SLAB_BLOCK",
+    "SLAB_MIN_BLOCKS",
     "TEMPLATE_VERSION",
     "VECTOR_BYTES",
     "EntryAbi",

@@ -16,6 +16,7 @@ Entry points and their slots, parameters in declaration order (inputs, then outp
 * reduction ``rows<I, R, VEC>``: reduce_shape, group; inputs: reduce_array / scalar / raw_view; outputs:
   strided_array with NDIM 0 (strides over the kept dims) / raw_view; workspace.
 * reduction ``cols<I, R, v>``: reduce_shape; inputs and outputs as rows (no group); workspace.
+* reduction ``slab<int, 0, VEC>``: as rows (``group``: 0 for its "cols" form, else the outputs per tile).
 * reduction ``split_final<I>``: reduce_shape (R = 1; only out_size, red_size and the kept dims are read);
   scalar and raw inputs only (it reads the workspace, not the array inputs); outputs as rows; workspace.
 
@@ -135,6 +136,11 @@ SlotKind = Literal[
 COLS_MAX_WARPS = 32
 COLS_WIDE_WARPS = 8
 COLS_WIDE_ACC = 24
+# The slab entry (KSPEC_SLAB_* of reduce.cuh): blockDim.x, the blocks per SM its launch bounds ask for, and
+# the most accumulator bytes per thread (VEC accumulators) it takes: the planner keeps to them.
+SLAB_BLOCK = 256
+SLAB_MIN_BLOCKS = 8
+SLAB_ACC_BYTES = 32
 
 
 class Slot(NamedTuple):
@@ -203,7 +209,7 @@ def _elementwise_slots(v: VariantKey, operands: tuple[Operand, ...]) -> list[Slo
 def _reduction_slots(v: VariantKey, operands: tuple[Operand, ...]) -> list[Slot]:
     final = v.entry == "split_final"
     slots = [Slot("reduce_shape", reduce_shape_layout(1 if final else v.ndim, v.index))]
-    if v.entry == "rows":
+    if v.entry in ("rows", "slab"):
         slots.append(Slot("group", int_layout()))
     for op in operands:
         if op.is_output:  # strides over the kept dims

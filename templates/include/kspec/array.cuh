@@ -83,6 +83,16 @@ __device__ __forceinline__ Vec<T, N> load_vec(const T* p) {
   return *reinterpret_cast<const Vec<T, N>*>(p);
 }
 
+// The N elements starting at p: one vector load where p is aligned, else N scalar loads.
+template <int N, typename T>
+__device__ __forceinline__ Vec<T, N> load_vec_or_scalars(const T* p, bool aligned) {
+  if (aligned) return load_vec<N>(p);
+  Vec<T, N> out;
+#pragma unroll
+  for (int e = 0; e < N; ++e) out.v[e] = p[e];
+  return out;
+}
+
 template <int N, typename T>
 __device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& value) {
   *reinterpret_cast<Vec<T, N>*>(p) = value;

@@ -99,7 +99,30 @@ __device__ __forceinline__ void block_combine(A& acc, A* smem, const A& empty, c
   __syncthreads();
 }
 
+// Programmatic dependent launch (sm_90 and later; a no-op elsewhere and for a launch without the attribute):
+// a primary kernel lets the next kernel of its stream start early; that kernel waits for the primary's
+// completion and memory before reading what it wrote. The split's second launch is not held behind the
+// first one's tail and launch latency that way (benchmarks/NOTES.md, v16).
+__device__ __forceinline__ void allow_dependent_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wait_for_dependencies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 }  // namespace kspec
+
+// The slab entry (templates/reduction.cu.j2): its block, the blocks per SM its launch bounds ask for (half
+// for reduce types wider than 4 bytes or several inputs), and the most bytes of accumulators per thread (VEC
+// of them, in static shared memory for the combine). kspec/render/_abi.py says the same.
+#define KSPEC_SLAB_BLOCK 256
+#define KSPEC_SLAB_MIN_BLOCKS 8
+#define KSPEC_SLAB_ACC_BYTES 32
 
 // Blocks of the `cols` reduction have at most this many warps: their partial results live in static
 // shared memory (32 * KSPEC_COLS_MAX_WARPS accumulators). An accumulator wider than

@@ -1,0 +1,179 @@
+"""The slab strategy of a ReductionKernel call: C-contiguous layouts of two reduced dims (axes (1, 3), (0, 2)
+or (0, 3) of a 4-d array) through the ``slab`` entry, 32-bit, with a block per tile of outputs and chunk of
+the outer reduced dim (templates/reduction.cu.j2 says how a block walks its tile).
+
+The plan's merged dims are rewritten into one of two canonical shapes of the same elements, innermost first
+(element strides, shared by every input):
+
+* "cols", outputs along the contiguous dim: kept (K0, K1), red (R0, R1) with strides kept (1, R0 * K0),
+  red (K0, any): a tile is one K1 position, a region of R0 x K0 contiguous elements per R1 position;
+* "rows", the contiguous dim reduced: kept (k1t, K1 / k1t, K2), red (R0, R1) with strides kept (R0,
+  k1t * R0, any), red (1, any): a tile is k1t consecutive rows of R0 (k1t * R0 contiguous elements).
+
+Both need powers of two (the entry splits a position with shifts) and vectors that stay whole. Where a layout
+does not fit, :func:`slab_strategy` returns None and the other strategies run. Pure Python, driver-free.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..render import SLAB_ACC_BYTES, SLAB_BLOCK, SLAB_MIN_BLOCKS
+from ._plan import DEFAULT_BLOCK, INT32_LIMIT
+from ._plan_reduction import ReductionPlan
+from ._reduction_passes import FINAL_GROUP_MAX, Pass, PassShape, Strategy, acc_bytes_at_most, final_pass
+
+SLAB_MIN_VECTORS = SLAB_BLOCK * 8  # vectors a split block reads at least: 2 rounds of 4 loads per thread
+# Where the tiles fill the device (at least UNSPLIT_TILES_PER_SM per SM) a block reduces a whole tile: unsplit
+# tiles of 256-1024 blocks ran at 0.90-1.07 of copy (the layouts.py sweep, H200). Fewer than one tile per SM,
+# each at most SPLIT_MAX_REGION vectors per R1 position, split the outer reduced dim into chunks (a workspace
+# and split_final) until about SPLIT_WAVES waves of blocks run: axes (0, 2) of (1024, 16, 64, 16), 16 tiles,
+# went 0.745 -> 0.786. In between, and for larger regions, the split's partials and second pass cost more than
+# the other strategies lose (tiles of 256: -0.02 to -0.09 against them), so slab_strategy declines.
+UNSPLIT_TILES_PER_SM = 2
+SPLIT_MAX_REGION = 16 * SLAB_BLOCK
+SPLIT_WAVES = 2
+_ROW_NAMES = re.compile(r"\b(_J|_out_ind)\b")  # the entry computes neither the row index nor keeps them
+
+
+def _itemsize(plan: ReductionPlan, name: str) -> int:
+    return next(op.itemsize for op in plan.specialization.operands if op.name == name)
+
+
+def _pow2(n: int) -> bool:
+    return n > 0 and not n & (n - 1)
+
+
+def _element_strides(plan: ReductionPlan) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The inputs' (kept, reduced) strides in elements, when every input has the same ones, all positive."""
+    found = None
+    for name, (kept, red) in plan.in_strides.items():
+        item = _itemsize(plan, name)
+        if any(s <= 0 or s % item for s in kept + red):
+            return None
+        mine = (tuple(s // item for s in kept), tuple(s // item for s in red))
+        if found is not None and mine != found:
+            return None
+        found = mine
+    return found
+
+
+def _eligible(plan: ReductionPlan, vec: int) -> bool:
+    spec = plan.specialization.spec
+    if len(plan.red) != 2 or plan.inner_rows or plan.raw or any(p.raw for p in spec.params):
+        return False
+    if _ROW_NAMES.search(spec.map_expr) is not None or acc_bytes_at_most(plan) * vec > SLAB_ACC_BYTES:
+        return False
+    return plan.out_size * plan.red_size < INT32_LIMIT
+
+
+def slab_strategy(plan: ReductionPlan, sm_count: int) -> Strategy | None:
+    """The slab launch (and split_final, for a split) of ``plan``, or None where its layout does not fit."""
+    variant = next((v for v in plan.specialization.variants if v.entry == "slab"), None)
+    if variant is None or not _eligible(plan, variant.vec):
+        return None
+    strides = _element_strides(plan)
+    if strides is None:
+        return None
+    vec = variant.vec
+    (ks, (rs0, rs1)), (r0, r1) = strides, plan.red
+    if rs1 % vec:
+        return None
+    kept = plan.kept
+    if ks and ks[0] == 1:
+        canon = _cols_shape(plan, kept, ks, rs0, rs1, r0, r1, vec)
+    elif rs0 == 1:
+        canon = _rows_shape(plan, kept, ks, rs1, r0, r1, vec, sm_count)
+    else:
+        return None
+    if canon is None:
+        return None
+    shape, group, tiles, region = canon
+    span = sum((n - 1) * s for n, s in zip(shape.kept + shape.red, _span_strides(shape, plan)))
+    if span >= INT32_LIMIT:
+        return None
+    nchunks, rows = 1, r1
+    if tiles < UNSPLIT_TILES_PER_SM * sm_count:
+        if tiles >= sm_count or region // vec > SPLIT_MAX_REGION:
+            return None
+        wanted = -(-SPLIT_WAVES * SLAB_MIN_BLOCKS * sm_count // tiles)
+        rows = max(-(-r1 // wanted), -(-SLAB_MIN_VECTORS * vec // region))
+        if -(-r1 // rows) > FINAL_GROUP_MAX:
+            rows = -(-r1 // FINAL_GROUP_MAX)
+        nchunks = -(-r1 // rows)
+    first = Pass(variant, tiles * nchunks, SLAB_BLOCK, group=group, nchunks=nchunks, chunk=rows * r0, shape=shape)
+    if nchunks == 1:
+        return Strategy((first,), kind="slab")
+    final = next(v for v in plan.specialization.variants if v.entry == "split_final")
+    second = final_pass(final, plan.out_size, DEFAULT_BLOCK, nchunks, rows * r0)
+    return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="slab split")
+
+
+def _span_strides(shape: PassShape, plan: ReductionPlan) -> tuple[int, ...]:
+    """The first input's element strides of ``shape``, kept then reduced (every input has the same)."""
+    name = next(iter(shape.in_strides))
+    item = _itemsize(plan, name)
+    kept, red = shape.in_strides[name]
+    return tuple(s // item for s in kept + red)
+
+
+def _byte_strides(plan: ReductionPlan, kept: tuple[int, ...], red: tuple[int, ...]) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Element strides as every input's byte strides."""
+    out = {}
+    for name in plan.in_strides:
+        item = _itemsize(plan, name)
+        out[name] = (tuple(s * item for s in kept), tuple(s * item for s in red))
+    return out
+
+
+def _cols_shape(plan: ReductionPlan, kept: tuple[int, ...], ks: tuple[int, ...], rs0: int, rs1: int,
+                r0: int, r1: int, vec: int) -> tuple[PassShape, int, int, int] | None:
+    k0 = kept[0]
+    k1 = kept[1] if len(kept) > 1 else 1
+    if len(kept) > 2 or rs0 != k0 or (len(kept) > 1 and ks[1] != r0 * k0):
+        return None
+    if k0 % vec or not _pow2(k0 // vec) or k0 // vec > SLAB_BLOCK or not _pow2(r0 * k0 // vec):
+        return None
+    outs: dict[str, tuple[int, ...]] = {n: (s[0], s[1] if len(s) > 1 else 0) for n, s in plan.out_strides.items()}
+    shape = PassShape(plan.out_size, plan.red_size, (k0, k1), (r0, r1),
+                      _byte_strides(plan, (1, r0 * k0), (k0, rs1)), outs)
+    return shape, 0, k1, r0 * k0
+
+
+def _rows_shape(plan: ReductionPlan, kept: tuple[int, ...], ks: tuple[int, ...], rs1: int, r0: int, r1: int,
+                vec: int, sm_count: int) -> tuple[PassShape, int, int, int] | None:
+    if r0 % vec or not _pow2(r0 // vec) or len(kept) > 2:
+        return None
+    outs = dict(plan.out_strides)
+    if kept and ks[0] == r0:  # K1 right outside the reduced row, then K2 anywhere
+        k1, k2, sk2 = kept[0], kept[1] if len(kept) > 1 else 1, ks[1] if len(kept) > 1 else 0
+        out_k1 = {n: s[0] for n, s in outs.items()}
+        out_k2 = {n: s[1] if len(s) > 1 else 0 for n, s in outs.items()}
+    elif len(kept) <= 1:  # no K1: the rows of a tile are one
+        k1, k2, sk2 = 1, kept[0] if kept else 1, ks[0] if kept else 0
+        out_k1 = {n: 0 for n in outs}
+        out_k2 = {n: s[0] if s else 0 for n, s in outs.items()}
+    else:
+        return None
+    if sk2 % vec:
+        return None
+    k1t = _rows_per_tile(k1, k2, r0 // vec, sm_count)
+    shape = PassShape(plan.out_size, plan.red_size, (k1t, k1 // k1t, k2), (r0, r1),
+                      _byte_strides(plan, (r0, k1t * r0, sk2), (1, rs1)),
+                      {n: (out_k1[n], k1t * out_k1[n], out_k2[n]) for n in outs})
+    return shape, k1t, k2 * (k1 // k1t), k1t * r0
+
+
+def _rows_per_tile(k1: int, k2: int, row_vectors: int, sm_count: int) -> int:
+    """Rows per tile: at least 8 vectors (128 bytes) of contiguous reading per tile and R1 position, then as
+    many as keep half a wave of tiles, at most a block's width of vectors. (64-byte pieces ran at 0.87 of copy,
+    128-byte pieces at 0.97; H100, (1024, 64, 16, 16) over (0, 3).)"""
+    if row_vectors > SLAB_BLOCK:
+        return 1
+    best = 1
+    k1t = 1
+    while k1t <= k1 and k1 % k1t == 0 and k1t * row_vectors <= SLAB_BLOCK:
+        if k1t * row_vectors <= 8 or k2 * (k1 // k1t) >= SLAB_MIN_BLOCKS * sm_count // 2:
+            best = k1t
+        k1t *= 2
+    return best

@@ -1,0 +1,159 @@
+"""The slab strategy (kspec/kernels/_reduction_slab.py): its canonical shapes address the plan's elements, the
+layouts it takes and declines, and its results on both devices (the ``xp`` fixture: NumPy on kspec's CPU
+device, CuPy on a GPU, where the slab entry itself runs)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import kspec
+from kspec.kernels._reduction_strategy import reduction_strategy
+
+from test_kernel_plan import H200_SMS, fake, rplan
+
+
+@pytest.fixture(scope="module")
+def ssq():
+    return kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "ssq")
+
+
+def _offsets(kept, red, in_strides, out_strides):
+    """(output index, reduced index) -> (input byte offsets, output byte offsets): dims innermost first."""
+    def unravel(index, extents):
+        coords = []
+        for n in extents:
+            coords.append(index % n)
+            index //= n
+        return coords
+
+    table = {}
+    for o, j in itertools.product(range(int(np.prod(kept))), range(int(np.prod(red)))):
+        ko, rj = unravel(o, kept), unravel(j, red)
+        ins = tuple(sum(c * s for c, s in zip(ko, ks)) + sum(c * s for c, s in zip(rj, rs)) for ks, rs in in_strides.values())
+        outs = tuple(sum(c * s for c, s in zip(ko, os)) for os in out_strides.values())
+        table[o, j] = ins + outs
+    return table
+
+
+SLAB_CASES = [((4, 8, 16, 8), (1, 3)), ((8, 4, 8, 16), (0, 2)), ((8, 4, 4, 16), (0, 3)), ((2, 16, 8, 32), (1, 3)),
+              ((3, 4, 2, 16), (0, 2))]
+
+
+@pytest.mark.parametrize("shape, axis", SLAB_CASES, ids=str)
+@pytest.mark.parametrize("sms", [1, 64])
+def test_the_canonical_shape_addresses_the_plans_elements(ssq, shape, axis, sms):
+    _, plan = rplan(ssq, fake(shape), axis=axis)
+    strategy = reduction_strategy(plan, sms)
+    assert strategy.kind in ("slab", "slab split")
+    first = strategy.passes[0]
+    assert first.variant.entry == "slab" and first.variant.index == "int32" and first.block == 256
+    canon = first.shape
+    assert canon.out_size == plan.out_size and canon.red_size == plan.red_size
+    assert _offsets(canon.kept, canon.red, canon.in_strides, canon.out_strides) == _offsets(
+        plan.kept, plan.red, plan.in_strides, plan.out_strides)
+
+
+def test_sweep_layouts_take_a_block_per_tile(ssq):
+    _, plan = rplan(ssq, fake((16, 256, 256, 16)), axis=(1, 3))  # 4096 rows of 256 pieces of 16 float32
+    (only,) = reduction_strategy(plan, H200_SMS).passes
+    # 4 rows per tile: 16 vectors (256 bytes) read together per reduced position, 1024 tiles
+    assert only.group == 4 and only.grid == 1024 and only.nchunks == 1 and only.chunk == plan.red_size
+    assert only.shape.kept == (4, 64, 16) and only.shape.red == (16, 256)
+    _, plan = rplan(ssq, fake((64, 1024, 16, 16)), axis=(0, 2))  # 1024 tiles of 16 outputs
+    (only,) = reduction_strategy(plan, H200_SMS).passes
+    assert only.group == 0 and only.grid == 1024 and only.shape.kept == (16, 1024) and only.shape.red == (16, 64)
+
+
+def test_few_tiles_split_the_outer_reduced_dim(ssq):
+    _, plan = rplan(ssq, fake((1024, 16, 64, 16)), axis=(0, 2))  # 16 tiles of 16 outputs, 65536 elements each
+    strategy = reduction_strategy(plan, H200_SMS)
+    first, second = strategy.passes
+    assert strategy.kind == "slab split" and second.variant.entry == "split_final"
+    assert 1 < first.nchunks <= 32 and first.grid == 16 * first.nchunks
+    assert first.chunk % 64 == 0  # whole positions of the outer reduced dim (R0 = 64)
+    assert (first.nchunks - 1) * first.chunk < plan.red_size <= first.nchunks * first.chunk  # no empty chunk
+    assert second.nchunks == first.nchunks and strategy.workspace_items == plan.out_size * first.nchunks
+
+
+@pytest.mark.parametrize("shape, axis", [
+    ((8, 63, 8, 61), (1, 3)),  # not powers of two
+    ((16, 256, 16, 256), (1, 3)),  # 256 tiles: fewer than two per SM, more than one: the generic split
+    ((16, 16, 1024, 64), (0, 2)),  # 16 tiles of 16384 vectors per reduced position: too large to split
+    ((16, 1024), 0),  # one reduced dim
+])
+def test_slab_declines(ssq, shape, axis):
+    _, plan = rplan(ssq, fake(shape), axis=axis)
+    assert reduction_strategy(plan, H200_SMS).kind not in ("slab", "slab split")
+
+
+def test_slab_declines_what_its_entry_cannot_see(ssq):
+    shape, axis = (16, 256, 256, 16), (1, 3)
+    _, plan = rplan(ssq, fake(shape), axis=axis)
+    assert reduction_strategy(plan, H200_SMS, block_size=128).kind != "slab"  # the caller's block
+    row_index = kspec.ReductionKernel("T x", "T y", "x * _J", "a + b", "y = a", "0", "row_index")
+    _, plan = rplan(row_index, fake(shape), axis=axis)
+    assert reduction_strategy(plan, H200_SMS).kind != "slab"  # map_expr reads the row index
+    strides = np.empty(shape, np.float32).strides
+    swapped = fake(shape, strides=(strides[0], strides[1], strides[3], strides[2]))
+    _, plan = rplan(ssq, swapped, axis=axis)
+    assert reduction_strategy(plan, H200_SMS).kind != "slab"  # the reduced pieces are not contiguous
+    dot = kspec.ReductionKernel("T x, T w", "T y", "x * w", "a + b", "y = a", "0", "dotw")
+    _, plan = rplan(dot, fake(shape), fake(shape), axis=axis)
+    assert reduction_strategy(plan, H200_SMS).kind == "slab"  # two inputs of one layout
+    _, plan = rplan(dot, fake(shape), swapped, axis=axis)
+    assert reduction_strategy(plan, H200_SMS).kind != "slab"  # two inputs of different layouts
+
+
+# -- results on both devices ----------------------------------------------------------------------------------
+
+RESULT_CASES = [
+    ((32, 1024, 16, 16), (0, 3)),  # rows: 16 rows per tile on a GPU
+    ((4, 32, 256, 16), (1, 3)),  # rows with K2
+    ((8, 1024, 4, 32), (0, 2)),  # cols, one tile per K1
+    ((64, 8, 16, 64), (0, 2)),  # cols split on a GPU (8 tiles)
+    ((64, 4, 32, 16), (0, 2)),  # cols split, tiles of 16 outputs
+    ((16, 300, 4, 64), (0, 2)),  # a K1 that is not a power of two
+]
+
+
+def _sum_sq():
+    return kspec.ReductionKernel("T x", "float64 y", "double(x) * x", "a + b", "y = a", "0", "slab_ssq")
+
+
+@pytest.mark.parametrize("shape, axis", RESULT_CASES, ids=str)
+def test_slab_results(xp, shape, axis):
+    rng = np.random.default_rng(31)
+    h = rng.standard_normal(shape).astype(np.float32)
+    want = np.sum(h.astype(np.float64) ** 2, axis=axis)
+    np.testing.assert_allclose(xp.asnumpy(_sum_sq()(xp.asarray(h), axis=axis)), want, rtol=1e-6)
+    amax = kspec.ReductionKernel("T x", "T y", "x", "max(a, b)", "y = a", None, "slab_amax")  # no identity
+    np.testing.assert_array_equal(xp.asnumpy(amax(xp.asarray(-np.abs(h)), axis=axis)), (-np.abs(h)).max(axis=axis))
+    # a view one element into its buffer: not 16-byte aligned, scalar loads
+    flat = xp.asarray(np.concatenate([[0.0], h.ravel()]).astype(np.float32))
+    shifted = flat[1:].reshape(shape)
+    np.testing.assert_allclose(xp.asnumpy(_sum_sq()(shifted, axis=axis)), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16", "int8"])
+def test_slab_types_and_two_inputs(xp, dtype):
+    shape, axis = (64, 8, 16, 64), (0, 2)
+    rng = np.random.default_rng(32)
+    h = (rng.standard_normal(shape) * 4).astype(dtype)
+    w = (rng.standard_normal(shape) * 4).astype(dtype)
+    dot = kspec.ReductionKernel("T x, T w", "float64 y", "double(x) * double(w)", "a + b", "y = a", "0", "slab_dot")
+    want = np.sum(h.astype(np.float64) * w.astype(np.float64), axis=axis)
+    np.testing.assert_allclose(xp.asnumpy(dot(xp.asarray(h), xp.asarray(w), axis=axis)), want, rtol=1e-9, atol=1e-9)
+
+
+def test_slab_writes_a_strided_output(xp):
+    shape, axis = (32, 1024, 16, 16), (0, 3)
+    rng = np.random.default_rng(33)
+    h = rng.standard_normal(shape).astype(np.float32)
+    out = xp.zeros((1024, 32), np.float64)
+    _sum_sq()(xp.asarray(h), out[:, ::2], axis=axis)
+    got = xp.asnumpy(out)
+    np.testing.assert_allclose(got[:, ::2], np.sum(h.astype(np.float64) ** 2, axis=axis), rtol=1e-6)
+    assert not got[:, 1::2].any()
