@@ -244,7 +244,8 @@ def test_each_strategy_is_reached_and_right():
         (_rand((3, 70000), "float32"), 1, "split"),
         (_rand((2000, 300), "float64"), 0, "cols"),
         (_rand((2000, 300), "float64"), 1, "rows"),
-        (_rand((9, 7, 64), "float64"), (0, 2), "rows"),  # two reduced dims that do not merge: one pass
+        (_rand((9, 7, 60), "float64"), (0, 2), "rows"),  # two reduced dims that do not merge: one pass
+        (_rand((9, 7, 64), "float64"), (0, 2), "slab"),  # ... C-contiguous, powers of two: the slab entry
         (_rand((3, 4, 5, 6, 2, 48), "float64"), (1, 3, 5), "inner"),  # three: two passes
         (_rand((40, 6, 30, 8), "float64"), (0, 2), "cols"),  # the innermost kept axis contiguous
         (_rand((100, 2, 300, 16), "float64"), (0, 2), "cols split"),  # ... with few outputs

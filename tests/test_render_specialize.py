@@ -146,7 +146,7 @@ def test_vector_width(spec, types, scalars, vec):
     assert s.vec == vec
     # the contiguous entry and the rows entries carry it; the runtime-rank cols entry comes with it and with
     # scalar lanes; every other entry loads scalars
-    vectorised = {v for v in s.variants if v.entry in ("contig", "rows")}
+    vectorised = {v for v in s.variants if v.entry in ("contig", "rows", "slab")}
     assert {v.vec for v in vectorised} == {vec}
     runtime_cols = {v for v in s.variants if v.entry == "cols" and v.ndim == 0}
     if s.kind == "reduction":
@@ -182,6 +182,7 @@ def test_reduction_variants():
         "l2norm__cols<long long, 1, 1>",
         "l2norm__cols<long long, 0, 1>",
         "l2norm__cols<long long, 0, 4>",
+        "l2norm__slab<int, 0, 4>",
         "l2norm__split_final<long long>",
     ]
     # scalar loads only (vec 1): one runtime-rank cols entry, no variant twice
@@ -190,6 +191,7 @@ def test_reduction_variants():
         VariantKey("rows", "int64", 0, 1),
         VariantKey("cols", "int64", 1, 1),
         VariantKey("cols", "int64", 0, 1),
+        VariantKey("slab", "int32", 0, 1),
         VariantKey("split_final", "int64", 0, 1),
     )
     assert all(len(set(reduction_variants(vec))) == len(reduction_variants(vec)) for vec in (1, 2, 4, 8, 16))

@@ -28,10 +28,14 @@ SLAB_MIN_VECTORS = SLAB_BLOCK * 8  # vectors a split block reads at least: 2 rou
 # tiles of 256-1024 blocks ran at 0.90-1.07 of copy (the layouts.py sweep, H200). Fewer than one tile per SM,
 # each at most SPLIT_MAX_REGION vectors per R1 position, split the outer reduced dim into chunks (a workspace
 # and split_final) until about SPLIT_WAVES waves of blocks run: axes (0, 2) of (1024, 16, 64, 16), 16 tiles,
-# went 0.745 -> 0.786. In between, and for larger regions, the split's partials and second pass cost more than
+# went 0.745 -> 0.786. In between, for larger regions and longer pieces, the split's partials and second pass cost more than
 # the other strategies lose (tiles of 256: -0.02 to -0.09 against them), so slab_strategy declines.
 UNSPLIT_TILES_PER_SM = 2
 SPLIT_MAX_REGION = 16 * SLAB_BLOCK
+# ... and only where the contiguous piece (K0 of cols, R0 of rows) is at most this many vectors: with longer
+# pieces the other strategies ran at 0.92-1.06 and the split lost up to 0.4 ((16, 64, 16, 1024) over (0, 2):
+# 1M partials).
+SPLIT_MAX_PIECE = 16
 SPLIT_WAVES = 2
 _ROW_NAMES = re.compile(r"\b(_J|_out_ind)\b")  # the entry computes neither the row index nor keeps them
 
@@ -89,12 +93,13 @@ def slab_strategy(plan: ReductionPlan, sm_count: int) -> Strategy | None:
     if canon is None:
         return None
     shape, group, tiles, region = canon
+    piece = shape.kept[0] if group == 0 else r0
     span = sum((n - 1) * s for n, s in zip(shape.kept + shape.red, _span_strides(shape, plan)))
     if span >= INT32_LIMIT:
         return None
     nchunks, rows = 1, r1
     if tiles < UNSPLIT_TILES_PER_SM * sm_count:
-        if tiles >= sm_count or region // vec > SPLIT_MAX_REGION:
+        if tiles >= sm_count or region // vec > SPLIT_MAX_REGION or piece // vec > SPLIT_MAX_PIECE:
             return None
         wanted = -(-SPLIT_WAVES * SLAB_MIN_BLOCKS * sm_count // tiles)
         rows = max(-(-r1 // wanted), -(-SLAB_MIN_VECTORS * vec // region))
