@@ -32,6 +32,7 @@ class Step(NamedTuple):
     block: int
     what: str  # the kernel and entry, for errors
     frame: Frame
+    dependent: bool = False  # may start while the step before it finishes (it waits for that step's writes)
 
 
 class Scalar(NamedTuple):
@@ -84,8 +85,8 @@ def make_launch(
     ``result``, an expression over ``args`` and those names. ``constants`` holds what the code reads: DEVICE,
     LIBRARY, SHAPE, SEVERAL (several devices), EXPORT (outputs go back as the inputs' library's), STREAM
     (``kspec.runtime.default_stream_source``: where the default stream's handle is read) and the functions
-    choose_stream, launch, relaunch, cu_stream, allocate, allocate_bytes,
-    activate, pointer_of, export, EMPTY_LIKE.
+    choose_stream, launch, launch_dependent (:func:`kspec.runtime.dependent_launcher`), relaunch, cu_stream,
+    allocate, allocate_bytes, activate, pointer_of, export, EMPTY_LIKE.
     """
     ns: dict[str, Any] = dict(constants)
     ns.update(StructError=struct.error, U64=struct.Struct("<Q").pack_into, WORKSPACE=workspace)
@@ -152,8 +153,10 @@ def make_launch(
 
         ns.update(streams_get=streams.get, new_stream=new_stream)
         body += ["hs = streams_get(handle)", "if hs is None:", "    hs = new_stream(handle)"]
-        for j in range(len(steps)):
-            body += [f"(err,) = launch(FN{j}, GRID{j}, 1, 1, BLOCK{j}, 1, 1, 0, hs, address{j}, 0)",
+        for j, step in enumerate(steps):
+            call = (f"launch_dependent(FN{j}, GRID{j}, BLOCK{j}, hs, address{j})" if step.dependent and j
+                    else f"launch(FN{j}, GRID{j}, 1, 1, BLOCK{j}, 1, 1, 0, hs, address{j}, 0)")
+            body += [f"(err,) = {call}",
                      "if err:  # nothing was queued: the general launcher retries on a lost context or raises",
                      f"    relaunch(FN{j}, GRID{j}, BLOCK{j}, address{j}, handle, DEVICE, WHAT{j})"]  # fmt: skip
     if workspace:

@@ -32,6 +32,7 @@ from ..runtime import (
     cuda_driver,
     default_stream_getter,
     default_stream_source,
+    dependent_launcher,
     describe_driver_error,
     export_array,
     initialized_device_count,
@@ -153,7 +154,8 @@ class PreparedCall:
             constants=dict(
                 DEVICE=device_id, LIBRARY=library, SHAPE=out_shape, SEVERAL=initialized_device_count() > 1,
                 EXPORT=library in EXPORTED, STREAM=default_stream_source(library), choose_stream=self._stream,
-                launch=cuda_driver().cuLaunchKernel, relaunch=relaunch, cu_stream=cu_stream, allocate=allocate,
+                launch=cuda_driver().cuLaunchKernel, relaunch=relaunch,
+                launch_dependent=dependent_launcher(cuda_driver(), device_id) if any(s.dependent for s in steps) else None, cu_stream=cu_stream, allocate=allocate,
                 allocate_bytes=allocate_bytes, activate=activate_if_several, pointer_of=pointer_of, export=export_array,
                 EMPTY_LIKE=sys.modules["torch"].empty_like if library == "torch" else None,
             ),

@@ -41,7 +41,7 @@ from ._interop import (
     protocol_library,
     torch_dtype_to_numpy,
 )
-from ._launch import relaunch_or_raise
+from ._launch import dependent_launcher, relaunch_or_raise
 from ._memory import Allocation, MemoryPool, allocate as allocate_bytes, get_pool
 from ._module import LoadedModule, kernel_param_sizes
 from ._stream import (

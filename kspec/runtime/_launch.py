@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._device import Device
+from ._device_kind import HOST_DEVICE_ID
 
 # CUresult values kspec acts on (the bindings' CUresult is an int enum: it compares equal to these)
 CUDA_ERROR_INVALID_VALUE = 1
@@ -33,3 +34,37 @@ def relaunch_or_raise(
         (status,) = launch(*args)
     if status:
         raise failed(status)
+
+
+def dependent_launcher(cu: Any, device_id: int) -> Callable[[Any, int, int, Any, int], tuple[Any]]:
+    """``launch(fn, grid, block, hs, params) -> (status,)`` for a launch that may start while the launch
+    before it in the stream finishes (programmatic dependent launch, compute capability 9.0 and later): the
+    kernel waits (``griddepcontrol.wait``) before it reads what that launch wrote, and meanwhile the launch
+    latency and the previous kernel's last blocks overlap. Elsewhere (older GPUs, the CPU device) a plain
+    ``cuLaunchKernel``. Stream capture records it as a programmatic edge."""
+    def plain(fn: Any, grid: int, block: int, hs: Any, params: int) -> tuple[Any]:
+        return cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, hs, params, 0)
+
+    if device_id == HOST_DEVICE_ID or Device(device_id).compute_capability < (9, 0):
+        return plain
+    attribute = cu.CUlaunchAttribute()
+    attribute.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attribute.value.programmaticStreamSerializationAllowed = 1
+    configs: dict[tuple[int, int, int], Any] = {}  # (grid, block, stream handle) -> its launch config
+
+    def dependent(fn: Any, grid: int, block: int, hs: Any, params: int) -> tuple[Any]:
+        key = (grid, block, int(hs))
+        config = configs.get(key)
+        if config is None:
+            if len(configs) > 64:  # handles of destroyed streams would otherwise pile up
+                configs.clear()
+            config = configs[key] = cu.CUlaunchConfig()
+            config.gridDimX, config.gridDimY, config.gridDimZ = grid, 1, 1
+            config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
+            config.sharedMemBytes = 0
+            config.hStream = hs
+            config.attrs = [attribute]
+            config.numAttrs = 1
+        return cu.cuLaunchKernelEx(config, fn, params, 0)
+
+    return dependent
