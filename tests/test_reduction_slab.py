@@ -76,6 +76,24 @@ def test_few_tiles_split_the_outer_reduced_dim(ssq):
     assert first.chunk % 64 == 0  # whole positions of the outer reduced dim (R0 = 64)
     assert (first.nchunks - 1) * first.chunk < plan.red_size <= first.nchunks * first.chunk  # no empty chunk
     assert second.nchunks == first.nchunks and strategy.workspace_items == plan.out_size * first.nchunks
+    assert second.dependent and not first.dependent  # split_final may start as the slab pass begins
+    _, plan = rplan(ssq, fake((16, 64, 16, 1024)), axis=(1, 3))  # the generic split: no dependent launch
+    assert not any(p.dependent for p in reduction_strategy(plan, H200_SMS).passes)
+
+
+def test_dependent_launches_are_plain_on_the_cpu_device():
+    from kspec.runtime import HOST_DEVICE_ID, dependent_launcher
+
+    calls = []
+
+    class Driver:
+        def cuLaunchKernel(self, *args):
+            calls.append(args)
+            return (0,)
+
+    launch = dependent_launcher(Driver(), HOST_DEVICE_ID)
+    assert launch("fn", 7, 64, "hs", 123) == (0,)
+    assert calls == [("fn", 7, 1, 1, 64, 1, 1, 0, "hs", 123, 0)]
 
 
 @pytest.mark.parametrize("shape, axis", [

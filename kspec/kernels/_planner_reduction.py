@@ -65,10 +65,8 @@ def reduction_steps(kernel: Any, plan: ReductionPlan, device_id: int, handle: in
         workspace = strategy.workspace_items * _reduce_itemsize(loaded, strategy.passes[0].variant, handle)
     for step in strategy.passes:
         frame = Frame(loaded.interface.abi[step.variant], pass_frame_values(plan, step))
-        # split_final waits for pass 1's partials itself: it may start while pass 1 ends
         steps.append(Step(loaded.function(step.variant, handle), step.grid, step.block,
-                          kernel_label(kernel.name, step.variant.entry), frame,
-                          dependent=step.variant.entry == "split_final"))  # fmt: skip
+                          kernel_label(kernel.name, step.variant.entry), frame, step.dependent))  # fmt: skip
     return steps, workspace
 
 

@@ -32,6 +32,7 @@ class Pass(NamedTuple):
     nchunks: int = 1
     chunk: int = 0  # rows / split_final: elements per segment (the row length when nchunks is 1)
     shape: PassShape | None = None  # None: the plan's shape
+    dependent: bool = False  # launched as a programmatic dependent of the pass before (its entry waits for it)
 
 
 class Strategy(NamedTuple):
