@@ -71,7 +71,7 @@ def test_few_tiles_split_the_outer_reduced_dim(ssq):
     _, plan = rplan(ssq, fake((1024, 16, 64, 16)), axis=(0, 2))  # 16 tiles of 16 outputs, 65536 elements each
     strategy = reduction_strategy(plan, H200_SMS)
     first, second = strategy.passes
-    assert strategy.kind == "slab split" and second.variant.entry == "split_final"
+    assert strategy.kind == "slab split" and second.variant.entry == "split_final" and second.variant.index == "int32"
     assert 1 < first.nchunks <= 32 and first.grid == 16 * first.nchunks
     assert first.chunk % 64 == 0  # whole positions of the outer reduced dim (R0 = 64)
     assert (first.nchunks - 1) * first.chunk < plan.red_size <= first.nchunks * first.chunk  # no empty chunk

@@ -68,7 +68,10 @@ def _eligible(plan: ReductionPlan, vec: int) -> bool:
         return False
     if _ROW_NAMES.search(spec.map_expr) is not None or acc_bytes_at_most(plan) * vec > SLAB_ACC_BYTES:
         return False
-    return plan.out_size * plan.red_size < INT32_LIMIT
+    # 32-bit offsets: the inputs' elements (checked on the canonical shape) and every output's bytes
+    outputs = all(sum((n - 1) * abs(s) for n, s in zip(plan.kept, strides)) < INT32_LIMIT
+                  for strides in plan.out_strides.values())
+    return outputs and plan.out_size * plan.red_size < INT32_LIMIT
 
 
 def slab_strategy(plan: ReductionPlan, sm_count: int) -> Strategy | None:
@@ -109,7 +112,7 @@ def slab_strategy(plan: ReductionPlan, sm_count: int) -> Strategy | None:
     first = Pass(variant, tiles * nchunks, SLAB_BLOCK, group=group, nchunks=nchunks, chunk=rows * r0, shape=shape)
     if nchunks == 1:
         return Strategy((first,), kind="slab")
-    final = next(v for v in plan.specialization.variants if v.entry == "split_final")
+    final = next(v for v in plan.specialization.variants if v.entry == "split_final" and v.index == "int32")
     # the slab entry lets split_final start as it begins; split_final waits for its partials (sm_90+): graph
     # replays of the split went 0.775 -> 0.805 of copy ((256, 16, 64, 64) over (0, 2), H200). After the rows
     # and cols entries, which do not, the same launch lost 0.005-0.01.

@@ -83,10 +83,9 @@ __device__ __forceinline__ Vec<T, N> load_vec(const T* p) {
   return *reinterpret_cast<const Vec<T, N>*>(p);
 }
 
-// The N elements starting at p: one vector load where p is aligned, else N scalar loads.
+// The N elements starting at p, one at a time (p need not be aligned).
 template <int N, typename T>
-__device__ __forceinline__ Vec<T, N> load_vec_or_scalars(const T* p, bool aligned) {
-  if (aligned) return load_vec<N>(p);
+__device__ __forceinline__ Vec<T, N> load_scalars(const T* p) {
   Vec<T, N> out;
 #pragma unroll
   for (int e = 0; e < N; ++e) out.v[e] = p[e];
