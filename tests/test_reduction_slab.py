@@ -39,7 +39,7 @@ def _offsets(kept, red, in_strides, out_strides):
 
 
 SLAB_CASES = [((4, 8, 16, 8), (1, 3)), ((8, 4, 8, 16), (0, 2)), ((8, 4, 4, 16), (0, 3)), ((2, 16, 8, 32), (1, 3)),
-              ((3, 4, 2, 16), (0, 2))]
+              ((64, 4, 2, 16), (0, 2))]
 
 
 @pytest.mark.parametrize("shape, axis", SLAB_CASES, ids=str)
@@ -67,11 +67,18 @@ def test_sweep_layouts_take_a_block_per_tile(ssq):
     assert only.group == 0 and only.grid == 1024 and only.shape.kept == (16, 1024) and only.shape.red == (16, 64)
 
 
+def test_rows_tiles_widen_to_split_rather_than_run_one_wave(ssq):
+    _, plan = rplan(ssq, fake((16, 256, 16, 256)), axis=(1, 3))  # 256 rows: 256 tiles of one row, or 128 of two
+    first, _ = reduction_strategy(plan, H200_SMS).passes
+    assert first.group == 2 and first.grid == 128 * first.nchunks and first.nchunks > 1
+
+
 def test_few_tiles_split_the_outer_reduced_dim(ssq):
     _, plan = rplan(ssq, fake((1024, 16, 64, 16)), axis=(0, 2))  # 16 tiles of 16 outputs, 65536 elements each
     strategy = reduction_strategy(plan, H200_SMS)
     first, second = strategy.passes
-    assert strategy.kind == "slab split" and second.variant.entry == "split_final" and second.variant.index == "int32"
+    assert strategy.kind == "slab split" and second.variant.entry == "slab_final" and second.variant.index == "int32"
+    assert second.block == 256 and second.grid == -(-plan.out_size // 32)  # a lane per output
     assert 1 < first.nchunks <= 32 and first.grid == 16 * first.nchunks
     assert first.chunk % 64 == 0  # whole positions of the outer reduced dim (R0 = 64)
     assert (first.nchunks - 1) * first.chunk < plan.red_size <= first.nchunks * first.chunk  # no empty chunk
@@ -98,7 +105,7 @@ def test_dependent_launches_are_plain_on_the_cpu_device():
 
 @pytest.mark.parametrize("shape, axis", [
     ((8, 63, 8, 61), (1, 3)),  # not powers of two
-    ((16, 256, 16, 256), (1, 3)),  # 256 tiles: fewer than two per SM, more than one: the generic split
+    ((16, 64, 16, 1024), (1, 3)),  # 256 tiles of a block's width: fewer than two per SM, more than one
     ((16, 16, 1024, 64), (0, 2)),  # 16 tiles of 16384 vectors per reduced position: too large to split
     ((16, 1024), 0),  # one reduced dim
 ])

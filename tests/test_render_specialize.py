@@ -184,7 +184,7 @@ def test_reduction_variants():
         "l2norm__cols<long long, 0, 4>",
         "l2norm__slab<int, 0, 4>",
         "l2norm__split_final<long long>",
-        "l2norm__split_final<int>",
+        "l2norm__slab_final<int>",
     ]
     # scalar loads only (vec 1): one runtime-rank cols entry, no variant twice
     assert reduction_variants(1) == (
@@ -194,7 +194,7 @@ def test_reduction_variants():
         VariantKey("cols", "int64", 0, 1),
         VariantKey("slab", "int32", 0, 1),
         VariantKey("split_final", "int64", 0, 1),
-        VariantKey("split_final", "int32", 0, 1),
+        VariantKey("slab_final", "int32", 0, 1),
     )
     assert all(len(set(reduction_variants(vec))) == len(reduction_variants(vec)) for vec in (1, 2, 4, 8, 16))
 

@@ -19,24 +19,26 @@ from __future__ import annotations
 import re
 
 from ..render import SLAB_ACC_BYTES, SLAB_BLOCK, SLAB_MIN_BLOCKS
-from ._plan import DEFAULT_BLOCK, INT32_LIMIT
+from ._plan import INT32_LIMIT, MAX_GRID
 from ._plan_reduction import ReductionPlan
-from ._reduction_passes import FINAL_GROUP_MAX, Pass, PassShape, Strategy, acc_bytes_at_most, final_pass
+from ._reduction_passes import Pass, PassShape, Strategy, acc_bytes_at_most
 
 SLAB_MIN_VECTORS = SLAB_BLOCK * 8  # vectors a split block reads at least: 2 rounds of 4 loads per thread
 # Where the tiles fill the device (at least UNSPLIT_TILES_PER_SM per SM) a block reduces a whole tile: unsplit
 # tiles of 256-1024 blocks ran at 0.90-1.07 of copy (the layouts.py sweep, H200). Fewer than one tile per SM,
 # each at most SPLIT_MAX_REGION vectors per R1 position, split the outer reduced dim into chunks (a workspace
 # and split_final) until about SPLIT_WAVES waves of blocks run: axes (0, 2) of (1024, 16, 64, 16), 16 tiles,
-# went 0.745 -> 0.786. In between, for larger regions and longer pieces, the split's partials and second pass cost more than
+# went 0.745 -> 0.786. In between, and for larger regions, the split's partials and second pass cost more than
 # the other strategies lose (tiles of 256: -0.02 to -0.09 against them), so slab_strategy declines.
 UNSPLIT_TILES_PER_SM = 2
 SPLIT_MAX_REGION = 16 * SLAB_BLOCK
-# ... and only where the contiguous piece (K0 of cols, R0 of rows) is at most this many vectors: with longer
-# pieces the other strategies ran at 0.92-1.06 and the split lost up to 0.4 ((16, 64, 16, 1024) over (0, 2):
-# 1M partials).
-SPLIT_MAX_PIECE = 16
+# ... and only where each partial stands for SPLIT_MIN_PER_PARTIAL elements at least: with many outputs the
+# partials cost more than the split gains ((16, 64, 16, 1024) over (0, 2), 65536 outputs of 16 chunks of 16:
+# 0.84 -> 0.43 of copy).
+SPLIT_MIN_PER_PARTIAL = 64
 SPLIT_WAVES = 2
+SPLIT_MAX_CHUNKS = 32  # chunks per tile at most: slab_final's lanes load at most 4 partials each
+FINAL_OUTPUTS_PER_BLOCK = 32  # slab_final: a lane per output, the block's warps over its chunks
 _ROW_NAMES = re.compile(r"\b(_J|_out_ind)\b")  # the entry computes neither the row index nor keeps them
 
 
@@ -96,27 +98,29 @@ def slab_strategy(plan: ReductionPlan, sm_count: int) -> Strategy | None:
     if canon is None:
         return None
     shape, group, tiles, region = canon
-    piece = shape.kept[0] if group == 0 else r0
     span = sum((n - 1) * s for n, s in zip(shape.kept + shape.red, _span_strides(shape, plan)))
     if span >= INT32_LIMIT:
         return None
     nchunks, rows = 1, r1
     if tiles < UNSPLIT_TILES_PER_SM * sm_count:
-        if tiles >= sm_count or region // vec > SPLIT_MAX_REGION or piece // vec > SPLIT_MAX_PIECE:
+        if tiles >= sm_count or region // vec > SPLIT_MAX_REGION:
             return None
         wanted = -(-SPLIT_WAVES * SLAB_MIN_BLOCKS * sm_count // tiles)
         rows = max(-(-r1 // wanted), -(-SLAB_MIN_VECTORS * vec // region))
-        if -(-r1 // rows) > FINAL_GROUP_MAX:
-            rows = -(-r1 // FINAL_GROUP_MAX)
+        if -(-r1 // rows) > SPLIT_MAX_CHUNKS:
+            rows = -(-r1 // SPLIT_MAX_CHUNKS)
         nchunks = -(-r1 // rows)
+        if nchunks * SPLIT_MIN_PER_PARTIAL > plan.red_size:
+            return None
     first = Pass(variant, tiles * nchunks, SLAB_BLOCK, group=group, nchunks=nchunks, chunk=rows * r0, shape=shape)
     if nchunks == 1:
         return Strategy((first,), kind="slab")
-    final = next(v for v in plan.specialization.variants if v.entry == "split_final" and v.index == "int32")
-    # the slab entry lets split_final start as it begins; split_final waits for its partials (sm_90+): graph
+    final = next(v for v in plan.specialization.variants if v.entry == "slab_final")
+    # the slab entry lets slab_final start as it begins; slab_final waits for the partials (sm_90+): graph
     # replays of the split went 0.775 -> 0.805 of copy ((256, 16, 64, 64) over (0, 2), H200). After the rows
     # and cols entries, which do not, the same launch lost 0.005-0.01.
-    second = final_pass(final, plan.out_size, DEFAULT_BLOCK, nchunks, rows * r0)._replace(dependent=True)
+    grid = min(-(-plan.out_size // FINAL_OUTPUTS_PER_BLOCK), MAX_GRID)
+    second = Pass(final, grid, SLAB_BLOCK, nchunks=nchunks, chunk=rows * r0, dependent=True)
     return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="slab split")
 
 
@@ -169,6 +173,10 @@ def _rows_shape(plan: ReductionPlan, kept: tuple[int, ...], ks: tuple[int, ...],
     if sk2 % vec:
         return None
     k1t = _rows_per_tile(k1, k2, r0 // vec, sm_count)
+    # between one and two tiles per SM neither runs well (slab_strategy): fewer, wider tiles split instead
+    while (sm_count <= k2 * (k1 // k1t) < UNSPLIT_TILES_PER_SM * sm_count and k1 % (2 * k1t) == 0
+           and 2 * k1t * (r0 // vec) <= SLAB_BLOCK):
+        k1t *= 2
     shape = PassShape(plan.out_size, plan.red_size, (k1t, k1 // k1t, k2), (r0, r1),
                       _byte_strides(plan, (r0, k1t * r0, sk2), (1, rs1)),
                       {n: (out_k1[n], k1t * out_k1[n], out_k2[n]) for n in outs})

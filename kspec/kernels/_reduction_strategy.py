@@ -282,7 +282,7 @@ def _inner(plan: ReductionPlan, sm_count: int, block: int, rows_variant: Variant
 def pass_frame_values(plan: ReductionPlan, step: Pass) -> dict[str, Any]:
     """One pass's part of its launch's parameter frame (kspec/kernels/_frame.py): everything that is not a
     pointer or a scalar value."""
-    final = step.variant.entry == "split_final"
+    final = step.variant.entry in ("split_final", "slab_final")
     shape = step.shape or plan  # pass 1 of the "inner" strategy has a shape of its own
     static: dict[str, Any] = {
         "_reduce_shape": {

@@ -17,6 +17,9 @@ Entry points and their slots, parameters in declaration order (inputs, then outp
   strided_array with NDIM 0 (strides over the kept dims) / raw_view; workspace.
 * reduction ``cols<I, R, v>``: reduce_shape; inputs and outputs as rows (no group); workspace.
 * reduction ``slab<int, 0, VEC>``: as rows (``group``: 0 for its "cols" form, else the outputs per tile).
+* reduction ``slab_final<int>``: as split_final. It reads the partials of a slab split: partial s of output o
+  at ``s * out_size + o`` (chunk-major: a slab block's writes are adjacent). On the CPU device the slab pass
+  writes the rows layout and slab_final reads that: the layout is private to the pair.
 * reduction ``split_final<I>``: reduce_shape (R = 1; only out_size, red_size and the kept dims are read);
   scalar and raw inputs only (it reads the workspace, not the array inputs); outputs as rows; workspace.
 
@@ -207,7 +210,7 @@ def _elementwise_slots(v: VariantKey, operands: tuple[Operand, ...]) -> list[Slo
 
 
 def _reduction_slots(v: VariantKey, operands: tuple[Operand, ...]) -> list[Slot]:
-    final = v.entry == "split_final"
+    final = v.entry in ("split_final", "slab_final")
     slots = [Slot("reduce_shape", reduce_shape_layout(1 if final else v.ndim, v.index))]
     if v.entry in ("rows", "slab"):
         slots.append(Slot("group", int_layout()))

@@ -27,6 +27,7 @@ aligned, checked inside):
 ``<name>__slab<int, 0, v>``     C-contiguous layouts of two reduced dims in the planner's canonical form
                                 (kspec/kernels/_reduction_slab.py): a block per tile and chunk, 32-bit
 ``<name>__split_final<I>``      pass 2 of the split reduction: partials -> outputs (no atomics)
+``<name>__slab_final<int>``     pass 2 of the slab's split: its partials, chunk-major, -> outputs
 ==============================  ==========================================================================
 
 ``I`` is ``int`` or ``long long`` (:data:`INDEX_C_TYPES`). How the launcher picks one is written down in
@@ -41,7 +42,7 @@ from typing import Literal
 from ._record import OrderedRecord, assign
 
 IndexType = Literal["int32", "int64"]
-Entry = Literal["contig", "strided", "tiled", "rows", "cols", "slab", "split_final"]
+Entry = Literal["contig", "strided", "tiled", "rows", "cols", "slab", "split_final", "slab_final"]
 
 INDEX_C_TYPES: dict[str, str] = {"int32": "int", "int64": "long long"}
 
@@ -127,8 +128,8 @@ def reduction_variants(vec: int) -> tuple[VariantKey, ...]:
     ``vec`` > 1 the runtime-rank one comes twice: scalar lanes (VEC = 1: its vectorised branch compiles out)
     and lanes of VEC adjacent outputs, which the planner takes only where their tiles fill the device
     (kspec/kernels/_reduction_strategy.py, ``_cols_launch``). The slab entry is 32-bit: C-contiguous layouts
-    below 2**31 elements, where the 64-bit index arithmetic was a large part of a block's fixed cost; so is the
-    split_final that follows it (64-bit: 3.9 us for 1024 outputs of 32 partials, H200)."""
+    below 2**31 elements, where the 64-bit index arithmetic was a large part of a block's fixed cost; so is
+    slab_final, the second pass of its split."""
     wide_cols = (VariantKey("cols", "int64", DYNAMIC_NDIM, vec),) if vec > 1 else ()
     return (
         VariantKey("rows", "int64", 1, vec),
@@ -138,7 +139,7 @@ def reduction_variants(vec: int) -> tuple[VariantKey, ...]:
         *wide_cols,
         VariantKey("slab", "int32", DYNAMIC_NDIM, vec),
         VariantKey("split_final", "int64", 0, 1),
-        VariantKey("split_final", "int32", 0, 1),
+        VariantKey("slab_final", "int32", 0, 1),
     )
 
 
