@@ -71,6 +71,9 @@ def test_rows_tiles_widen_to_split_rather_than_run_one_wave(ssq):
     _, plan = rplan(ssq, fake((16, 256, 16, 256)), axis=(1, 3))  # 256 rows: 256 tiles of one row, or 128 of two
     first, _ = reduction_strategy(plan, H200_SMS).passes
     assert first.group == 2 and first.grid == 128 * first.nchunks and first.nchunks > 1
+    _, plan = rplan(ssq, fake((16, 64, 16, 1024)), axis=(1, 3))  # rows of a block's width: 256 tiles, split
+    first, _ = reduction_strategy(plan, H200_SMS).passes
+    assert first.group == 1 and first.grid == 256 * first.nchunks and first.nchunks > 1
 
 
 def test_few_tiles_split_the_outer_reduced_dim(ssq):
@@ -84,7 +87,7 @@ def test_few_tiles_split_the_outer_reduced_dim(ssq):
     assert (first.nchunks - 1) * first.chunk < plan.red_size <= first.nchunks * first.chunk  # no empty chunk
     assert second.nchunks == first.nchunks and strategy.workspace_items == plan.out_size * first.nchunks
     assert second.dependent and not first.dependent  # split_final may start as the slab pass begins
-    _, plan = rplan(ssq, fake((16, 64, 16, 1024)), axis=(1, 3))  # the generic split: no dependent launch
+    _, plan = rplan(ssq, fake((16, 64, 16, 1000)), axis=(1, 3))  # the generic split: no dependent launch
     assert not any(p.dependent for p in reduction_strategy(plan, H200_SMS).passes)
 
 
@@ -105,7 +108,7 @@ def test_dependent_launches_are_plain_on_the_cpu_device():
 
 @pytest.mark.parametrize("shape, axis", [
     ((8, 63, 8, 61), (1, 3)),  # not powers of two
-    ((16, 64, 16, 1024), (1, 3)),  # 256 tiles of a block's width: fewer than two per SM, more than one
+    ((256, 256, 16, 16), (0, 2)),  # 256 cols tiles: fewer than two per SM, more than one
     ((16, 16, 1024, 64), (0, 2)),  # 16 tiles of 16384 vectors per reduced position: too large to split
     ((16, 1024), 0),  # one reduced dim
 ])

@@ -28,8 +28,9 @@ SLAB_MIN_VECTORS = SLAB_BLOCK * 8  # vectors a split block reads at least: 2 rou
 # tiles of 256-1024 blocks ran at 0.90-1.07 of copy (the layouts.py sweep, H200). Fewer than one tile per SM,
 # each at most SPLIT_MAX_REGION vectors per R1 position, split the outer reduced dim into chunks (a workspace
 # and split_final) until about SPLIT_WAVES waves of blocks run: axes (0, 2) of (1024, 16, 64, 16), 16 tiles,
-# went 0.745 -> 0.786. In between, and for larger regions, the split's partials and second pass cost more than
-# the other strategies lose (tiles of 256: -0.02 to -0.09 against them), so slab_strategy declines.
+# went 0.745 -> 0.786. Cols tiles in between, and larger regions, decline: there the split's partials and second
+# pass cost more than the other strategies lose (cols tiles of 256: -0.02 to -0.09 against them). Rows tiles in
+# between (few outputs of long rows) split: 256 rows of 65536 went 0.79-0.81 -> 0.86-0.87.
 UNSPLIT_TILES_PER_SM = 2
 SPLIT_MAX_REGION = 16 * SLAB_BLOCK
 # ... and only where each partial stands for SPLIT_MIN_PER_PARTIAL elements at least: with many outputs the
@@ -103,7 +104,7 @@ def slab_strategy(plan: ReductionPlan, sm_count: int) -> Strategy | None:
         return None
     nchunks, rows = 1, r1
     if tiles < UNSPLIT_TILES_PER_SM * sm_count:
-        if tiles >= sm_count or region // vec > SPLIT_MAX_REGION:
+        if (tiles >= sm_count and group == 0) or region // vec > SPLIT_MAX_REGION:
             return None
         wanted = -(-SPLIT_WAVES * SLAB_MIN_BLOCKS * sm_count // tiles)
         rows = max(-(-r1 // wanted), -(-SLAB_MIN_VECTORS * vec // region))
