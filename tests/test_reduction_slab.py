@@ -108,8 +108,8 @@ def test_dependent_launches_are_plain_on_the_cpu_device():
 
 @pytest.mark.parametrize("shape, axis", [
     ((8, 63, 8, 61), (1, 3)),  # not powers of two
-    ((256, 256, 16, 16), (0, 2)),  # 256 cols tiles: fewer than two per SM, more than one
-    ((16, 16, 1024, 64), (0, 2)),  # 16 tiles of 16384 vectors per reduced position: too large to split
+    ((16, 256, 16, 256), (0, 2)),  # 256 cols tiles of 64 lanes: fewer than two per SM, more than one
+    ((16, 16, 64, 1024), (0, 2)),  # 16 tiles of 16384 vectors per reduced position, K0 rows of 256 lanes
     ((16, 1024), 0),  # one reduced dim
 ])
 def test_slab_declines(ssq, shape, axis):

@@ -28,17 +28,21 @@ from ._reduction_passes import Pass, PassShape, Strategy, acc_bytes_at_most
 # them below 0.85 ((64, 64, 64, 64) over (0, 2): 2048 / 1024 / 512 blocks, 0.806 / 0.836 / 0.856).
 SLAB_MIN_VECTORS = SLAB_BLOCK * 32
 # Where the tiles fill the device (at least UNSPLIT_TILES_PER_SM per SM) a block reduces a whole tile: unsplit
-# tiles of 256-1024 blocks ran at 0.90-1.07 of copy (the layouts.py sweep, H200). Fewer than one tile per SM,
-# each at most SPLIT_MAX_REGION vectors per R1 position, split the outer reduced dim into chunks (a workspace
-# and split_final) until about SPLIT_WAVES waves of blocks run: axes (0, 2) of (1024, 16, 64, 16), 16 tiles,
-# went 0.745 -> 0.786. Cols tiles in between, and larger regions, decline: there the split's partials and second
-# pass cost more than the other strategies lose (cols tiles of 256: -0.02 to -0.09 against them). Rows tiles in
-# between (few outputs of long rows) split: 256 rows of 65536 went 0.79-0.81 -> 0.86-0.87.
+# tiles of 256-1024 blocks ran at 0.90-1.07 of copy (the layouts.py sweep, H200). Fewer tiles split the outer
+# reduced dim into chunks (a workspace and slab_final) until about SPLIT_WAVES waves of blocks run, within limits
+# (_may_split) measured on the sweep's (0, 2) shapes of 2^24 elements (H200, .device/exp/p3_knobs3.py):
+# * rows tiles (few outputs of long rows) split below two tiles per SM: 256 rows of 65536 went 0.79-0.81 ->
+#   0.86-0.87; regions of at most SPLIT_MAX_REGION vectors;
+# * cols tiles split below one per SM, regions of at most SPLIT_MAX_REGION vectors, or COLS_SPLIT_MAX_REGION
+#   where a K0 row is at most COLS_WIDE_REGION_LANES vectors ((16, 16, 1024, 64): 0.78 -> 0.85; K0 of 1024
+#   float32: 0.80 -> 0.79);
+# * cols tiles between one and two per SM split where a K0 row is at most COLS_FEW_TILES_LANES vectors
+#   ((256, 256, 16, 16): 0.82 -> 0.86; K0 of 256 float32, 65536 outputs: 0.85 -> 0.80).
 UNSPLIT_TILES_PER_SM = 2
 SPLIT_MAX_REGION = 16 * SLAB_BLOCK
-# ... and only where each partial stands for SPLIT_MIN_PER_PARTIAL elements at least: with many outputs the
-# partials cost more than the split gains ((16, 64, 16, 1024) over (0, 2), 65536 outputs of 16 chunks of 16:
-# 0.84 -> 0.43 of copy).
+COLS_SPLIT_MAX_REGION = 64 * SLAB_BLOCK
+COLS_WIDE_REGION_LANES = 64
+COLS_FEW_TILES_LANES = 16
 SPLIT_MIN_PER_PARTIAL = 64
 SPLIT_WAVES = 2
 SPLIT_MAX_CHUNKS = 32  # chunks per tile at most: slab_final's lanes load at most 4 partials each
@@ -107,7 +111,7 @@ def slab_strategy(plan: ReductionPlan, sm_count: int) -> Strategy | None:
         return None
     nchunks, rows = 1, r1
     if tiles < UNSPLIT_TILES_PER_SM * sm_count:
-        if (tiles >= sm_count and group == 0) or region // vec > SPLIT_MAX_REGION:
+        if not _may_split(group == 0, tiles, region // vec, shape.kept[0] // vec, sm_count):
             return None
         wanted = -(-SPLIT_WAVES * SLAB_MIN_BLOCKS * sm_count // tiles)
         rows = max(-(-r1 // wanted), -(-SLAB_MIN_VECTORS * vec // region))
@@ -126,6 +130,16 @@ def slab_strategy(plan: ReductionPlan, sm_count: int) -> Strategy | None:
     grid = min(-(-plan.out_size // FINAL_OUTPUTS_PER_BLOCK), MAX_GRID)
     second = Pass(final, grid, SLAB_BLOCK, nchunks=nchunks, chunk=rows * r0, dependent=True)
     return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="slab split")
+
+
+def _may_split(cols: bool, tiles: int, region: int, lanes: int, sm_count: int) -> bool:
+    """Whether tiles fewer than UNSPLIT_TILES_PER_SM per SM split (see above); ``region``: vectors per R1
+    position, ``lanes``: vectors per K0 row (cols)."""
+    if not cols:
+        return region <= SPLIT_MAX_REGION
+    if tiles >= sm_count and lanes > COLS_FEW_TILES_LANES:
+        return False
+    return region <= (COLS_SPLIT_MAX_REGION if lanes <= COLS_WIDE_REGION_LANES else SPLIT_MAX_REGION)
 
 
 def _span_strides(shape: PassShape, plan: ReductionPlan) -> tuple[int, ...]:
