@@ -85,7 +85,7 @@ def _eligible(plan: ReductionPlan, vec: int) -> bool:
 
 
 def slab_strategy(plan: ReductionPlan, sm_count: int) -> Strategy | None:
-    """The slab launch (and split_final, for a split) of ``plan``, or None where its layout does not fit."""
+    """The slab launch (and slab_final, for a split) of ``plan``, or None where its layout does not fit."""
     variant = next((v for v in plan.specialization.variants if v.entry == "slab"), None)
     if variant is None or not _eligible(plan, variant.vec):
         return None
