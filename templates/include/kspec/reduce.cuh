@@ -123,6 +123,8 @@ __device__ __forceinline__ void wait_for_dependencies() {
 #define KSPEC_SLAB_BLOCK 256
 #define KSPEC_SLAB_MIN_BLOCKS 8
 #define KSPEC_SLAB_ACC_BYTES 32
+// Partials a slab_final lane loads before it pushes them (SPLIT_MAX_CHUNKS / warps per block of the planner).
+#define KSPEC_SLAB_FINAL_LOADS 4
 
 // Blocks of the `cols` reduction have at most this many warps: their partial results live in static
 // shared memory (32 * KSPEC_COLS_MAX_WARPS accumulators). An accumulator wider than
