@@ -148,14 +148,15 @@ class PreparedCall:
                 scalars.append(Scalar(i, p.name, fast_format(dtype, value_type), scalar_packer(kernel_name, p.name, dtype, value_type)))
         outputs = [Output(name, dtype, quick_empty(library, out_shape, dtype), like_input(bound, arrays, out_shape, dtype))
                    for name, dtype in allocate_outputs]  # fmt: skip
+        driver = cuda_driver()
         self.launch = make_launch(
             steps=steps, arrays=arrays, scalars=scalars, outputs=outputs, workspace=workspace, result=result,
             nargs=len(params),
             constants=dict(
                 DEVICE=device_id, LIBRARY=library, SHAPE=out_shape, SEVERAL=initialized_device_count() > 1,
                 EXPORT=library in EXPORTED, STREAM=default_stream_source(library), choose_stream=self._stream,
-                launch=cuda_driver().cuLaunchKernel, relaunch=relaunch,
-                launch_dependent=dependent_launcher(cuda_driver(), device_id) if any(s.dependent for s in steps) else None, cu_stream=cu_stream, allocate=allocate,
+                launch=driver.cuLaunchKernel, relaunch=relaunch, cu_stream=cu_stream, allocate=allocate,
+                launch_dependent=dependent_launcher(driver, device_id) if any(s.dependent for s in steps) else None,
                 allocate_bytes=allocate_bytes, activate=activate_if_several, pointer_of=pointer_of, export=export_array,
                 EMPTY_LIKE=sys.modules["torch"].empty_like if library == "torch" else None,
             ),

@@ -106,9 +106,6 @@ def slab_strategy(plan: ReductionPlan, sm_count: int) -> Strategy | None:
     if canon is None:
         return None
     shape, group, tiles, region = canon
-    span = sum((n - 1) * s for n, s in zip(shape.kept + shape.red, _span_strides(shape, plan)))
-    if span >= INT32_LIMIT:
-        return None
     nchunks, rows = 1, r1
     if tiles < UNSPLIT_TILES_PER_SM * sm_count:
         if not _may_split(group == 0, tiles, region // vec, shape.kept[0] // vec, sm_count):
@@ -142,21 +139,17 @@ def _may_split(cols: bool, tiles: int, region: int, lanes: int, sm_count: int) -
     return region <= (COLS_SPLIT_MAX_REGION if lanes <= COLS_WIDE_REGION_LANES else SPLIT_MAX_REGION)
 
 
-def _span_strides(shape: PassShape, plan: ReductionPlan) -> tuple[int, ...]:
-    """The first input's element strides of ``shape``, kept then reduced (every input has the same)."""
-    name = next(iter(shape.in_strides))
-    item = _itemsize(plan, name)
-    kept, red = shape.in_strides[name]
-    return tuple(s // item for s in kept + red)
-
-
-def _byte_strides(plan: ReductionPlan, kept: tuple[int, ...], red: tuple[int, ...]) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
-    """Element strides as every input's byte strides."""
-    out = {}
+def _canonical(plan: ReductionPlan, kept: tuple[int, ...], red: tuple[int, ...], kept_strides: tuple[int, ...],
+               red_strides: tuple[int, ...], outs: dict[str, tuple[int, ...]]) -> PassShape | None:
+    """The canonical shape from extents and element strides (every input's, as bytes), or None where an input's
+    furthest element lies 2**31 elements or more away (the entry's offsets are 32-bit)."""
+    if sum((n - 1) * st for n, st in zip(kept + red, kept_strides + red_strides)) >= INT32_LIMIT:
+        return None
+    strides = {}
     for name in plan.in_strides:
         item = _itemsize(plan, name)
-        out[name] = (tuple(s * item for s in kept), tuple(s * item for s in red))
-    return out
+        strides[name] = (tuple(st * item for st in kept_strides), tuple(st * item for st in red_strides))
+    return PassShape(plan.out_size, plan.red_size, kept, red, strides, outs)
 
 
 def _cols_shape(plan: ReductionPlan, kept: tuple[int, ...], ks: tuple[int, ...], rs0: int, rs1: int,
@@ -168,16 +161,15 @@ def _cols_shape(plan: ReductionPlan, kept: tuple[int, ...], ks: tuple[int, ...],
     if k0 % vec or not _pow2(k0 // vec) or k0 // vec > SLAB_BLOCK or not _pow2(r0 * k0 // vec):
         return None
     outs: dict[str, tuple[int, ...]] = {n: (s[0], s[1] if len(s) > 1 else 0) for n, s in plan.out_strides.items()}
-    shape = PassShape(plan.out_size, plan.red_size, (k0, k1), (r0, r1),
-                      _byte_strides(plan, (1, r0 * k0), (k0, rs1)), outs)
-    return shape, 0, k1, r0 * k0
+    shape = _canonical(plan, (k0, k1), (r0, r1), (1, r0 * k0), (k0, rs1), outs)
+    return None if shape is None else (shape, 0, k1, r0 * k0)
 
 
 def _rows_shape(plan: ReductionPlan, kept: tuple[int, ...], ks: tuple[int, ...], rs1: int, r0: int, r1: int,
                 vec: int, sm_count: int) -> tuple[PassShape, int, int, int] | None:
     if r0 % vec or not _pow2(r0 // vec) or len(kept) > 2:
         return None
-    outs = dict(plan.out_strides)
+    outs = plan.out_strides
     if kept and ks[0] == r0:  # K1 right outside the reduced row, then K2 anywhere
         k1, k2, sk2 = kept[0], kept[1] if len(kept) > 1 else 1, ks[1] if len(kept) > 1 else 0
         out_k1 = {n: s[0] for n, s in outs.items()}
@@ -195,10 +187,9 @@ def _rows_shape(plan: ReductionPlan, kept: tuple[int, ...], ks: tuple[int, ...],
     while (sm_count <= k2 * (k1 // k1t) < UNSPLIT_TILES_PER_SM * sm_count and k1 % (2 * k1t) == 0
            and 2 * k1t * (r0 // vec) <= SLAB_BLOCK):
         k1t *= 2
-    shape = PassShape(plan.out_size, plan.red_size, (k1t, k1 // k1t, k2), (r0, r1),
-                      _byte_strides(plan, (r0, k1t * r0, sk2), (1, rs1)),
-                      {n: (out_k1[n], k1t * out_k1[n], out_k2[n]) for n in outs})
-    return shape, k1t, k2 * (k1 // k1t), k1t * r0
+    shape = _canonical(plan, (k1t, k1 // k1t, k2), (r0, r1), (r0, k1t * r0, sk2), (1, rs1),
+                       {n: (out_k1[n], k1t * out_k1[n], out_k2[n]) for n in outs})
+    return None if shape is None else (shape, k1t, k2 * (k1 // k1t), k1t * r0)
 
 
 def _rows_per_tile(k1: int, k2: int, row_vectors: int, sm_count: int) -> int:
