@@ -39,7 +39,7 @@ def _offsets(kept, red, in_strides, out_strides):
 
 
 SLAB_CASES = [((4, 8, 16, 8), (1, 3)), ((8, 4, 8, 16), (0, 2)), ((8, 4, 4, 16), (0, 3)), ((2, 16, 8, 32), (1, 3)),
-              ((64, 4, 2, 16), (0, 2))]
+              ((64, 4, 2, 16), (0, 2)), ((2, 64, 4, 256), (0, 2))]  # the last in two parts of K0 at 64 SMs
 
 
 @pytest.mark.parametrize("shape, axis", SLAB_CASES, ids=str)
@@ -106,10 +106,27 @@ def test_dependent_launches_are_plain_on_the_cpu_device():
     assert calls == [("fn", 7, 1, 1, 64, 1, 1, 0, "hs", 123, 0)]
 
 
+def test_few_cols_tiles_take_parts_of_k0(ssq):
+    def first(shape):
+        _, plan = rplan(ssq, fake(shape), axis=(0, 2))
+        strategy = reduction_strategy(plan, H200_SMS)
+        return strategy.passes[0]
+
+    # as few parts as give two tiles per SM: 256 K1 x 2 parts of 64 lanes; 16 K1 x 32 parts of 8 lanes
+    assert first((16, 256, 16, 256)).shape.kept == (128, 2, 256) and first((16, 256, 16, 256)).nchunks == 1
+    parted = first((16, 16, 64, 1024))
+    assert parted.shape.kept == (32, 32, 16) and parted.grid == 512 and parted.nchunks == 1
+    assert parted.shape.in_strides["x"][0] == (4, 128, 4 * 64 * 1024)  # a part's rows stay at stride K0
+    # the most parts (runs of 8 vectors) split too, where whole-K0 tiles would split into short blocks
+    parted = first((16, 16, 256, 256))
+    assert parted.shape.kept == (32, 8, 16) and parted.nchunks == 4
+    # and whole-K0 tiles keep long blocks: 16 tiles x 32 chunks of 32 R1 positions x 4096 vectors
+    whole = first((1024, 16, 64, 256))
+    assert whole.shape.kept == (256, 16) and whole.nchunks == 32
+
+
 @pytest.mark.parametrize("shape, axis", [
     ((8, 63, 8, 61), (1, 3)),  # not powers of two
-    ((16, 256, 16, 256), (0, 2)),  # 256 cols tiles of 64 lanes: fewer than two per SM, more than one
-    ((16, 16, 64, 1024), (0, 2)),  # 16 tiles of 16384 vectors per reduced position, K0 rows of 256 lanes
     ((16, 1024), 0),  # one reduced dim
 ])
 def test_slab_declines(ssq, shape, axis):
@@ -144,6 +161,8 @@ RESULT_CASES = [
     ((64, 8, 16, 64), (0, 2)),  # cols split on a GPU (8 tiles)
     ((64, 4, 32, 16), (0, 2)),  # cols split, tiles of 16 outputs
     ((16, 300, 4, 64), (0, 2)),  # a K1 that is not a power of two
+    ((16, 64, 4, 256), (0, 2)),  # cols tiles of 8 parts of K0 on a GPU (512 tiles)
+    ((256, 16, 8, 256), (0, 2)),  # 8 parts of K0, split in 2 on a GPU
 ]
 
 

@@ -6,7 +6,9 @@ The plan's merged dims are rewritten into one of two canonical shapes of the sam
 (element strides, shared by every input):
 
 * "cols", outputs along the contiguous dim: kept (K0, K1), red (R0, R1) with strides kept (1, R0 * K0),
-  red (K0, any): a tile is one K1 position, a region of R0 x K0 contiguous elements per R1 position;
+  red (K0, any): a tile is one K1 position, a region of R0 x K0 contiguous elements per R1 position; where
+  K1 gives too few tiles, kept (K0 / P, P, K1) with strides (1, K0 / P, R0 * K0): a tile is a part of K0,
+  R0 rows of K0 / P elements at stride K0 per R1 position;
 * "rows", the contiguous dim reduced: kept (k1t, K1 / k1t, K2), red (R0, R1) with strides kept (R0,
   k1t * R0, any), red (1, any): a tile is k1t consecutive rows of R0 (k1t * R0 contiguous elements).
 
@@ -19,7 +21,7 @@ from __future__ import annotations
 import re
 
 from ..render import SLAB_ACC_BYTES, SLAB_BLOCK, SLAB_MIN_BLOCKS
-from ._plan import INT32_LIMIT, MAX_GRID
+from ._plan import INT32_LIMIT
 from ._plan_reduction import ReductionPlan
 from ._reduction_passes import Pass, PassShape, Strategy, acc_bytes_at_most
 
@@ -38,6 +40,9 @@ SLAB_MIN_VECTORS = SLAB_BLOCK * 32
 #   float32: 0.80 -> 0.79);
 # * cols tiles between one and two per SM split where a K0 row is at most COLS_FEW_TILES_LANES vectors
 #   ((256, 256, 16, 16): 0.82 -> 0.86; K0 of 256 float32, 65536 outputs: 0.85 -> 0.80).
+# Before any of that, cols tiles take parts of K0 (_cols_parts) where K1 alone gives fewer than two per SM:
+# (16, 16, 64, 1024) over (0, 2) went 0.80 -> 0.92 (32 parts, unsplit), (16, 16, 256, 256) 0.84 -> 0.89 (8 parts,
+# 4 chunks); H200, .device/exp/p3_parts.py.
 UNSPLIT_TILES_PER_SM = 2
 SPLIT_MAX_REGION = 16 * SLAB_BLOCK
 COLS_SPLIT_MAX_REGION = 64 * SLAB_BLOCK
@@ -45,6 +50,8 @@ COLS_WIDE_REGION_LANES = 64
 COLS_FEW_TILES_LANES = 16
 SPLIT_MIN_PER_PARTIAL = 64
 SPLIT_WAVES = 2
+COLS_MIN_RUN = 8  # vectors: a part of K0 reads runs of at least 128 bytes
+PARTS_MAX_WHOLE_BLOCK = 4 * SLAB_MIN_VECTORS  # see _cols_parts
 SPLIT_MAX_CHUNKS = 32  # chunks per tile at most: slab_final's lanes load at most 4 partials each
 FINAL_OUTPUTS_PER_BLOCK = 32  # slab_final: a lane per output, the block's warps over its chunks
 _ROW_NAMES = re.compile(r"\b(_J|_out_ind)\b")  # the entry computes neither the row index nor keeps them
@@ -98,7 +105,7 @@ def slab_strategy(plan: ReductionPlan, sm_count: int) -> Strategy | None:
         return None
     kept = plan.kept
     if ks and ks[0] == 1:
-        canon = _cols_shape(plan, kept, ks, rs0, rs1, r0, r1, vec)
+        canon = _cols_shape(plan, kept, ks, rs0, rs1, r0, r1, vec, sm_count)
     elif rs0 == 1:
         canon = _rows_shape(plan, kept, ks, rs1, r0, r1, vec, sm_count)
     else:
@@ -106,32 +113,40 @@ def slab_strategy(plan: ReductionPlan, sm_count: int) -> Strategy | None:
     if canon is None:
         return None
     shape, group, tiles, region = canon
-    nchunks, rows = 1, r1
+    nchunks, chunk = 1, r1 * r0
     if tiles < UNSPLIT_TILES_PER_SM * sm_count:
-        if not _may_split(group == 0, tiles, region // vec, shape.kept[0] // vec, sm_count):
+        split = _chunks(group == 0, tiles, region // vec, shape.kept[0] // vec, r0, r1, sm_count)
+        if split is None:
             return None
-        wanted = -(-SPLIT_WAVES * SLAB_MIN_BLOCKS * sm_count // tiles)
-        rows = max(-(-r1 // wanted), -(-SLAB_MIN_VECTORS * vec // region))
-        if -(-r1 // rows) > SPLIT_MAX_CHUNKS:
-            rows = -(-r1 // SPLIT_MAX_CHUNKS)
-        nchunks = -(-r1 // rows)
-        if nchunks * SPLIT_MIN_PER_PARTIAL > plan.red_size:
-            return None
-    first = Pass(variant, tiles * nchunks, SLAB_BLOCK, group=group, nchunks=nchunks, chunk=rows * r0, shape=shape)
+        nchunks, chunk = split
+    first = Pass(variant, tiles * nchunks, SLAB_BLOCK, group=group, nchunks=nchunks, chunk=chunk, shape=shape)
     if nchunks == 1:
         return Strategy((first,), kind="slab")
     final = next(v for v in plan.specialization.variants if v.entry == "slab_final")
     # the slab entry lets slab_final start as it begins; slab_final waits for the partials (sm_90+): graph
     # replays of the split went 0.775 -> 0.805 of copy ((256, 16, 64, 64) over (0, 2), H200). After the rows
     # and cols entries, which do not, the same launch lost 0.005-0.01.
-    grid = min(-(-plan.out_size // FINAL_OUTPUTS_PER_BLOCK), MAX_GRID)
-    second = Pass(final, grid, SLAB_BLOCK, nchunks=nchunks, chunk=rows * r0, dependent=True)
+    grid = -(-plan.out_size // FINAL_OUTPUTS_PER_BLOCK)  # covers the outputs (slab_final has no grid-stride loop)
+    second = Pass(final, grid, SLAB_BLOCK, nchunks=nchunks, chunk=chunk, dependent=True)
     return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="slab split")
 
 
+def _chunks(cols: bool, tiles: int, region: int, lanes: int, r0: int, r1: int, sm_count: int) -> tuple[int, int] | None:
+    """(chunks per tile, reduced positions per chunk) for tiles fewer than UNSPLIT_TILES_PER_SM per SM, or None
+    where they do not split (see above); ``region``: vectors per R1 position, ``lanes``: vectors per K0 row (cols)."""
+    if not _may_split(cols, tiles, region, lanes, sm_count):
+        return None
+    wanted = max(1, SPLIT_WAVES * SLAB_MIN_BLOCKS * sm_count // tiles)  # at most SPLIT_WAVES full waves
+    rows = max(-(-r1 // wanted), -(-SLAB_MIN_VECTORS // region))
+    if -(-r1 // rows) > SPLIT_MAX_CHUNKS:
+        rows = -(-r1 // SPLIT_MAX_CHUNKS)
+    nchunks = -(-r1 // rows)
+    if nchunks * SPLIT_MIN_PER_PARTIAL > r0 * r1:
+        return None
+    return nchunks, rows * r0
+
+
 def _may_split(cols: bool, tiles: int, region: int, lanes: int, sm_count: int) -> bool:
-    """Whether tiles fewer than UNSPLIT_TILES_PER_SM per SM split (see above); ``region``: vectors per R1
-    position, ``lanes``: vectors per K0 row (cols)."""
     if not cols:
         return region <= SPLIT_MAX_REGION
     if tiles >= sm_count and lanes > COLS_FEW_TILES_LANES:
@@ -153,7 +168,7 @@ def _canonical(plan: ReductionPlan, kept: tuple[int, ...], red: tuple[int, ...],
 
 
 def _cols_shape(plan: ReductionPlan, kept: tuple[int, ...], ks: tuple[int, ...], rs0: int, rs1: int,
-                r0: int, r1: int, vec: int) -> tuple[PassShape, int, int, int] | None:
+                r0: int, r1: int, vec: int, sm_count: int) -> tuple[PassShape, int, int, int] | None:
     k0 = kept[0]
     k1 = kept[1] if len(kept) > 1 else 1
     if len(kept) > 2 or rs0 != k0 or (len(kept) > 1 and ks[1] != r0 * k0):
@@ -161,8 +176,32 @@ def _cols_shape(plan: ReductionPlan, kept: tuple[int, ...], ks: tuple[int, ...],
     if k0 % vec or not _pow2(k0 // vec) or k0 // vec > SLAB_BLOCK or not _pow2(r0 * k0 // vec):
         return None
     outs: dict[str, tuple[int, ...]] = {n: (s[0], s[1] if len(s) > 1 else 0) for n, s in plan.out_strides.items()}
-    shape = _canonical(plan, (k0, k1), (r0, r1), (1, r0 * k0), (k0, rs1), outs)
-    return None if shape is None else (shape, 0, k1, r0 * k0)
+    parts = _cols_parts(k0 // vec, k1, r0, r1, sm_count)
+    if parts == 1:
+        shape = _canonical(plan, (k0, k1), (r0, r1), (1, r0 * k0), (k0, rs1), outs)
+        return None if shape is None else (shape, 0, k1, r0 * k0)
+    # a tile is a part of K0 (its rows then run k0 / parts outputs long, at stride K0): kept (K0 / parts, parts, K1)
+    k0p = k0 // parts
+    shape = _canonical(plan, (k0p, parts, k1), (r0, r1), (1, k0p, r0 * k0), (k0, rs1),
+                       {n: (s[0], k0p * s[0], s[1]) for n, s in outs.items()})
+    return None if shape is None else (shape, 0, k1 * parts, r0 * k0p)
+
+
+def _cols_parts(lanes: int, k1: int, r0: int, r1: int, sm_count: int) -> int:
+    """Parts of K0 per cols tile (a power of two, runs of at least COLS_MIN_RUN vectors): as few as give
+    UNSPLIT_TILES_PER_SM tiles per SM. Where even the most parts must split, they are taken only where whole-K0
+    tiles would split into blocks of fewer than PARTS_MAX_WHOLE_BLOCK vectors; longer blocks carry their
+    partials well, and 128-byte runs cost more than they save ((1024, 16, 64, 256): 1.682 whole, 1.653 in 8
+    parts; (64, 16, 64, 256): 0.877 whole, 0.907 in 8 parts; H200, .device/exp/p3_waves.py)."""
+    parts = 1
+    while k1 * parts < UNSPLIT_TILES_PER_SM * sm_count and lanes // (2 * parts) >= COLS_MIN_RUN:
+        parts *= 2
+    if parts == 1 or k1 * parts >= UNSPLIT_TILES_PER_SM * sm_count:
+        return parts
+    whole = _chunks(True, k1, r0 * lanes, lanes, r0, r1, sm_count)
+    if whole is not None and whole[1] // r0 * r0 * lanes >= PARTS_MAX_WHOLE_BLOCK:
+        return 1
+    return parts
 
 
 def _rows_shape(plan: ReductionPlan, kept: tuple[int, ...], ks: tuple[int, ...], rs1: int, r0: int, r1: int,
