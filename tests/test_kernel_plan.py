@@ -222,6 +222,17 @@ def test_splits_over_two_reduced_dims_take_smaller_blocks(ssq):
     assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].block == 256
 
 
+def test_rows_of_a_few_thousand_take_a_warp_each_unless_they_are_few(ssq):
+    def group(shape, axis=1):
+        _, plan = rplan(ssq, fake(shape), axis=axis)
+        return reduction_strategy(plan, H200_SMS).passes[0].group
+
+    assert group((1 << 18, 1000)) == 32  # many rows: a warp each, 2 rounds of 4 loads per lane
+    # fewer rows than SMs x rounds: a block each reads its row in one round
+    assert group((4096,), None) == 256 and group((528, 4096)) == 256 and group((132, 1024)) == 256
+    assert group((1056, 4096)) == 32 and group((264, 1024)) == 32
+
+
 def test_long_rows_with_many_outputs_take_a_block_per_row(ssq):
     _, plan = rplan(ssq, fake((1000, 100000)), axis=1)
     strategy = reduction_strategy(plan, H200_SMS)

@@ -97,13 +97,13 @@ def _rows_pass(variant: VariantKey, out_size: int, red: int, vec: int, block: in
     """A ``rows`` launch over ``out_size`` rows of ``red`` elements: the group size for the row length,
     unless ``group`` is given."""
     if group is None:
-        group = _group_for_row(red, vec, block)
+        group = _group_for_row(red, vec, block, out_size, sm_count)
     per_block = block // group
     grid = max(1, min(-(-out_size // per_block), sm_count * 32, MAX_GRID))
     return Pass(variant, grid, block, group=group, chunk=red, **extra)  # type: ignore[arg-type]
 
 
-def _group_for_row(red: int, vec: int, block: int) -> int:
+def _group_for_row(red: int, vec: int, block: int, out_size: int = 0, sm_count: int = 0) -> int:
     vectors = -(-max(red, 1) // vec)
     if vectors <= SHORT_ROW * REDUCE_UNROLL:
         # a group small enough that each lane has REDUCE_UNROLL vectors in flight (rows of 16 float32: one
@@ -113,7 +113,14 @@ def _group_for_row(red: int, vec: int, block: int) -> int:
         while group * REDUCE_UNROLL < vectors:
             group *= 2
         return group
-    return 32 if red <= 4096 else block
+    if red > 4096:
+        return block
+    # a warp per row leaves each lane `rounds` rounds of loads, one after another; with fewer rows than SMs x
+    # rounds they are not hidden, and a block per row reads its row in one round (graph replays, H200, float32
+    # sums: 1 row of 4096 4.54 -> 2.36 us, 528 rows of 4096 5.21 -> 3.82; 528 rows of 1024 3.01 -> 3.29, kept a
+    # warp; .device/exp/p3_small.py)
+    rounds = vectors // (32 * REDUCE_UNROLL)
+    return block if out_size < sm_count * rounds else 32
 
 
 # A block per row over two reduced dims (a row is pieces far apart: axes (0, 3) of (1024, 64, 16, 16)) takes
