@@ -147,6 +147,7 @@ def _chunks(cols: bool, tiles: int, region: int, lanes: int, r0: int, r1: int, s
 
 
 def _may_split(cols: bool, tiles: int, region: int, lanes: int, sm_count: int) -> bool:
+    """Whether tiles fewer than UNSPLIT_TILES_PER_SM per SM split at all (the limits above)."""
     if not cols:
         return region <= SPLIT_MAX_REGION
     if tiles >= sm_count and lanes > COLS_FEW_TILES_LANES:

@@ -104,6 +104,9 @@ def _rows_pass(variant: VariantKey, out_size: int, red: int, vec: int, block: in
 
 
 def _group_for_row(red: int, vec: int, block: int, out_size: int = 0, sm_count: int = 0) -> int:
+    """Lanes per row of ``red`` elements: a power of two up to a warp for short rows, a block for long ones;
+    rows of at most 4096 elements a warp, or a block where ``out_size`` rows are too few (see below; without
+    ``out_size`` and ``sm_count``, a warp)."""
     vectors = -(-max(red, 1) // vec)
     if vectors <= SHORT_ROW * REDUCE_UNROLL:
         # a group small enough that each lane has REDUCE_UNROLL vectors in flight (rows of 16 float32: one
