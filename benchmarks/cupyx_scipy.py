@@ -1,0 +1,155 @@
+"""CuPy's own cupyx.scipy functions on realistic sizes, with CuPy's constructors replaced by kspec's (as
+``../shared/peer/kspec_alias.py`` does) against CuPy itself, in the same run.
+
+    python3 benchmarks/cupyx_scipy.py [--procs 3] [--reps 20] [--only NAME,...]
+
+Each mode runs in fresh processes, alternating kspec, cupy, kspec, cupy, ... (``--procs`` of each), so that
+neither takes all the warm machine state. In each process every function runs once (compiling or loading its
+kernels: the first-call column), then ``--reps`` timed calls over rotating inputs drawn fresh per process: device
+time from CUDA events around the call, host time from the wall clock around issuing it (before the end event is
+waited for). The table gives medians over all reps of all processes and kspec / CuPy ratios (below 1: kspec faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Callable
+
+
+def _install_kspec() -> None:
+    import cupy
+    import cupy._core as core
+
+    import kspec
+
+    for name in ("ElementwiseKernel", "ReductionKernel", "RawKernel", "RawModule"):
+        setattr(cupy, name, getattr(kspec, name))
+        setattr(core, name, getattr(kspec, name))
+
+
+def cases(cp: Any) -> dict[str, tuple[Callable[[Any], Any], Callable[[int], Any]]]:
+    """name -> (function of one input set, maker of input set k)."""
+    import cupyx.scipy.interpolate as si
+    import cupyx.scipy.ndimage as nd
+    import cupyx.scipy.signal as sg
+
+    def rnd(seed: int, *shape: int, dtype: Any = "float32") -> Any:
+        return cp.random.default_rng(seed).standard_normal(shape, dtype="float64").astype(dtype)
+
+    grid = tuple(cp.linspace(0, 1, 64) for _ in range(3))
+
+    def rgi_input(k: int) -> Any:
+        values = rnd(k, 64, 64, 64, dtype="float64")
+        pts = cp.random.default_rng(100 + k).random((1_000_000, 3))
+        return values, pts
+
+    def spline_input(k: int) -> Any:
+        x = cp.linspace(0, 10, 100_000)
+        return x, rnd(k, 100_000, dtype="float64")
+
+    return {
+        "ndimage.uniform_filter 2048^2 f32 size 5": (lambda a: nd.uniform_filter(a, size=5), lambda k: rnd(k, 2048, 2048)),
+        "ndimage.gaussian_filter 2048^2 f32 sigma 3": (lambda a: nd.gaussian_filter(a, 3.0), lambda k: rnd(k, 2048, 2048)),
+        "ndimage.zoom 1024^2 f32 x2 order 3": (lambda a: nd.zoom(a, 2, order=3), lambda k: rnd(k, 1024, 1024)),
+        "ndimage.map_coordinates 1024^2, 1M points": (
+            lambda a: nd.map_coordinates(a[0], a[1], order=1),
+            lambda k: (rnd(k, 1024, 1024), cp.random.default_rng(50 + k).random((2, 1_000_000), dtype="float32") * 1023)),
+        "ndimage.label 2048^2": (lambda a: nd.label(a), lambda k: rnd(k, 2048, 2048) > 0.5),
+        "signal.convolve 1M * 1001 direct": (
+            lambda a: sg.convolve(a[0], a[1], method="direct"), lambda k: (rnd(k, 1_000_000), rnd(k + 7, 1001))),
+        "signal.lfilter order 4, 1M": (
+            lambda a: sg.lfilter(cp.asarray([0.2, 0.3, 0.1, 0.05, 0.01]), cp.asarray([1.0, -0.5, 0.2, -0.1, 0.05]), a),
+            lambda k: rnd(k, 1_000_000, dtype="float64")),
+        "signal.resample_poly 1M up 3 down 2": (lambda a: sg.resample_poly(a, 3, 2), lambda k: rnd(k, 1_000_000)),
+        "interpolate.RegularGridInterpolator 64^3, 1M points": (
+            lambda a: si.RegularGridInterpolator(grid, a[0])(a[1]), rgi_input),
+        "interpolate.make_interp_spline 100k": (lambda a: si.make_interp_spline(a[0], a[1], k=3), spline_input),
+    }
+
+
+def child(mode: str, reps: int, only: list[str]) -> None:
+    if mode == "kspec":
+        _install_kspec()
+    import cupy as cp
+
+    results: dict[str, Any] = {}
+    for name, (fn, make) in cases(cp).items():
+        if only and not any(o in name for o in only):
+            continue
+        try:
+            inputs = [make(k) for k in range(3)]
+            cp.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            fn(inputs[0])
+            cp.cuda.Device().synchronize()
+            first = time.perf_counter() - t0
+            for k in range(3):  # warm: every input set once
+                fn(inputs[k])
+            device, host = [], []
+            start, end = cp.cuda.Event(), cp.cuda.Event()
+            for r in range(reps):
+                start.record()
+                t0 = time.perf_counter()
+                fn(inputs[r % 3])
+                host.append(time.perf_counter() - t0)
+                end.record()
+                end.synchronize()
+                device.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
+            results[name] = {"first": first, "device": device, "host": host}
+        except Exception as exc:  # noqa: BLE001 (the table says which failed, and why)
+            results[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:100] if str(exc) else ''}"}
+    print(json.dumps(results))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--procs", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--child", choices=("kspec", "cupy"))
+    args = parser.parse_args()
+    only = [o for o in args.only.split(",") if o]
+    if args.child:
+        child(args.child, args.reps, only)
+        return 0
+    runs: dict[str, list[dict]] = {"kspec": [], "cupy": []}
+    for _ in range(args.procs):
+        for mode in ("kspec", "cupy"):
+            cmd = [sys.executable, __file__, "--child", mode, "--reps", str(args.reps), "--only", args.only]
+            done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
+            if done.returncode != 0:
+                print(f"{mode} process failed:\n{done.stderr[-2000:]}", file=sys.stderr)
+                continue
+            runs[mode].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    names = list(dict.fromkeys(n for r in runs["kspec"] + runs["cupy"] for n in r))
+    print(f"| function | CuPy device ms | kspec device ms | ratio | CuPy host ms | kspec host ms | ratio | first call ms CuPy / kspec |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in names:
+        row = {}
+        for mode in ("cupy", "kspec"):
+            got = [r[name] for r in runs[mode] if name in r]
+            errors = [g["error"] for g in got if "error" in g]
+            if errors or not got:
+                row[mode] = errors[0] if errors else "missing"
+                continue
+            row[mode] = (statistics.median(x for g in got for x in g["device"]) * 1e3,
+                         statistics.median(x for g in got for x in g["host"]) * 1e3,
+                         statistics.median(g["first"] for g in got) * 1e3)
+        if isinstance(row["cupy"], str) or isinstance(row["kspec"], str):
+            print(f"| {name} | {row['cupy'] if isinstance(row['cupy'], str) else '%.3f' % row['cupy'][0]} | "
+                  f"{row['kspec'] if isinstance(row['kspec'], str) else '%.3f' % row['kspec'][0]} | | | | | |")
+            continue
+        c, k = row["cupy"], row["kspec"]
+        print(f"| {name} | {c[0]:.3f} | {k[0]:.3f} | {k[0] / c[0]:.2f} | {c[1]:.3f} | {k[1]:.3f} | {k[1] / c[1]:.2f} | "
+              f"{c[2]:.0f} / {k[2]:.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
