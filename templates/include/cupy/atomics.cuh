@@ -30,17 +30,24 @@ __device__ T atomicAdd(T* address, T val) {
   return T::from_bits(static_cast<unsigned short>(old >> shift));
 }
 
+// Templates with an unused defaulted parameter: instantiated only where used (see cupy/carray.cuh), with
+// the overload resolution of plain functions.
+
+#if !defined(KSPEC_HOST)  // kspec's CPU device has atomicAdd on every integer type already
+template <typename = void>
 __device__ __forceinline__ long long atomicAdd(long long* address, long long val) {
   // two's complement: the unsigned sum has the signed sum's bits
   return static_cast<long long>(
       atomicAdd(reinterpret_cast<unsigned long long*>(address), static_cast<unsigned long long>(val)));
 }
+#endif
 
 namespace kspec_cupy {
 
 // *address = pick(*address, val) by compare-and-swap on the value's bits; returns the old value. No store
 // when the value would not change: the first read is volatile (not from a stale L1 line), so a value that
 // already wins is the current one.
+template <typename = void>
 __device__ __forceinline__ float atomic_pick(float* address, float val, bool maximum) {
   int* bits = reinterpret_cast<int*>(address);
   int old = *static_cast<volatile int*>(bits);
@@ -54,6 +61,7 @@ __device__ __forceinline__ float atomic_pick(float* address, float val, bool max
   }
 }
 
+template <typename = void>
 __device__ __forceinline__ double atomic_pick(double* address, double val, bool maximum) {
   unsigned long long* bits = reinterpret_cast<unsigned long long*>(address);
   unsigned long long old = *static_cast<volatile unsigned long long*>(bits);
@@ -70,7 +78,19 @@ __device__ __forceinline__ double atomic_pick(double* address, double val, bool 
 
 }  // namespace kspec_cupy
 
-__device__ __forceinline__ float atomicMax(float* address, float val) { return kspec_cupy::atomic_pick(address, val, true); }
-__device__ __forceinline__ double atomicMax(double* address, double val) { return kspec_cupy::atomic_pick(address, val, true); }
-__device__ __forceinline__ float atomicMin(float* address, float val) { return kspec_cupy::atomic_pick(address, val, false); }
-__device__ __forceinline__ double atomicMin(double* address, double val) { return kspec_cupy::atomic_pick(address, val, false); }
+template <typename = void>
+__device__ __forceinline__ float atomicMax(float* address, float val) {
+  return kspec_cupy::atomic_pick(address, val, true);
+}
+template <typename = void>
+__device__ __forceinline__ double atomicMax(double* address, double val) {
+  return kspec_cupy::atomic_pick(address, val, true);
+}
+template <typename = void>
+__device__ __forceinline__ float atomicMin(float* address, float val) {
+  return kspec_cupy::atomic_pick(address, val, false);
+}
+template <typename = void>
+__device__ __forceinline__ double atomicMin(double* address, double val) {
+  return kspec_cupy::atomic_pick(address, val, false);
+}

@@ -10,7 +10,10 @@
 //  * CIndexer<ndim>: size(), set(i) (flat C-order index -> coordinates), get() (the coordinates);
 //  * _floor_divide for int, long long, unsigned, unsigned long long, float and double (x / y rounded
 //    down; 0 for an integer division by zero, as CuPy's).
-// Every function is inline or a template, so a kernel that uses none of them compiles as fast as before.
+// Every function is a template, instantiated only where a kernel uses it: NVRTC compiles each unused
+// non-template inline function anyway (about 0.2 ms each), and these headers are in every kernel of the
+// constructors. The overloads below are templates with an unused defaulted parameter, so their overload
+// resolution (conversions included) is that of plain functions.
 #pragma once
 
 #if !defined(__CUDACC_RTC__)
@@ -78,6 +81,7 @@ __device__ __forceinline__ void check_length(const std::initializer_list<Int>& l
 }
 
 // On the CPU device, a fault when index i is outside [0, n).
+template <typename = void>
 __device__ __forceinline__ void check_index(long long i, long long n) {
 #if defined(KSPEC_HOST)
   if (i < 0 || i >= n) kspec_host::fault_index(i, n);
@@ -362,19 +366,31 @@ class CIndexer<0, _use_32bit_indexing> {
 };
 
 // x / y rounded toward negative infinity (CuPy's helper of floor_divide and remainder).
+template <typename = void>
 __device__ __forceinline__ int _floor_divide(int x, int y) {
   if (y == 0) return 0;
   const int q = x / y;
   return (q * y != x && ((x < 0) != (y < 0))) ? q - 1 : q;
 }
+template <typename = void>
 __device__ __forceinline__ long long _floor_divide(long long x, long long y) {
   if (y == 0) return 0;
   const long long q = x / y;
   return (q * y != x && ((x < 0) != (y < 0))) ? q - 1 : q;
 }
-__device__ __forceinline__ unsigned int _floor_divide(unsigned int x, unsigned int y) { return y == 0 ? 0u : x / y; }
+template <typename = void>
+__device__ __forceinline__ unsigned int _floor_divide(unsigned int x, unsigned int y) {
+  return y == 0 ? 0u : x / y;
+}
+template <typename = void>
 __device__ __forceinline__ unsigned long long _floor_divide(unsigned long long x, unsigned long long y) {
   return y == 0 ? 0ull : x / y;
 }
-__device__ __forceinline__ float _floor_divide(float x, float y) { return floorf(x / y); }
-__device__ __forceinline__ double _floor_divide(double x, double y) { return floor(x / y); }
+template <typename = void>
+__device__ __forceinline__ float _floor_divide(float x, float y) {
+  return floorf(x / y);
+}
+template <typename = void>
+__device__ __forceinline__ double _floor_divide(double x, double y) {
+  return floor(x / y);
+}
