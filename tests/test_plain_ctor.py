@@ -299,9 +299,10 @@ def _ctor_kernels() -> list[tuple[Any, Any, tuple[Any, ...]]]:
                    preamble="// p\r\n", options=("-O3",), loop_prep="int k = 0;")
     red_args = dict(in_params="T x", out_params="T y", map_expr="x * x", reduce_expr="a + b",
                     post_map_expr="y = sqrt(a)", identity=0, name="l2n", reduce_type="T")
+    env = dict(cupy_headers=True)  # what the constructors add: CuPy's implicit kernel environment
     return [
-        (kspec.ElementwiseKernel(**ew_args), kspec.ElementwiseKernel.from_spec(ElementwiseSpec(**ew_args)), (x, x)),
-        (kspec.ReductionKernel(**red_args), kspec.ReductionKernel.from_spec(ReductionSpec(**red_args)), (x,)),
+        (kspec.ElementwiseKernel(**ew_args), kspec.ElementwiseKernel.from_spec(ElementwiseSpec(**ew_args, **env)), (x, x)),
+        (kspec.ReductionKernel(**red_args), kspec.ReductionKernel.from_spec(ReductionSpec(**red_args, **env)), (x,)),
     ]
 
 

@@ -44,7 +44,8 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
         texts = dict(in_params=in_params, out_params=out_params, operation=operation, name=name,
                      preamble=preamble, loop_prep=loop_prep, after_loop=after_loop)
         fields: dict[str, Any] = dict(reduce_dims=flag(reduce_dims, "reduce_dims"), no_return=flag(no_return, "no_return"),
-                                      return_tuple=flag(return_tuple, "return_tuple"), options=options_tuple(options))
+                                      return_tuple=flag(return_tuple, "return_tuple"), options=options_tuple(options),
+                                      cupy_headers=True)  # CuPy's implicit environment: M_PI, CArray, atomics...
         self._setup(self._build_spec(texts, fields))
 
     @property

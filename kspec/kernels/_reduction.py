@@ -46,7 +46,8 @@ class ReductionKernel(_spec_kernel.SpecKernel):
         texts = dict(in_params=in_params, out_params=out_params, map_expr=map_expr, reduce_expr=reduce_expr,
                      post_map_expr=post_map_expr, name=name, preamble=preamble)
         fields: dict[str, Any] = dict(identity=identity, reduce_type=reduce_type,
-                                      reduce_dims=flag(reduce_dims, "reduce_dims"), options=options_tuple(options))
+                                      reduce_dims=flag(reduce_dims, "reduce_dims"), options=options_tuple(options),
+                                      cupy_headers=True)  # CuPy's implicit environment: M_PI, CArray, atomics...
         self._setup(self._build_spec(texts, fields))
 
     @property

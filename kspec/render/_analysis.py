@@ -89,8 +89,9 @@ def needs_of_raw_source(source: str, translate_cucomplex: bool = False) -> set[s
 # functions, launches from device code) and the runtime API's types, and compiles a module about 10% faster
 # (an elementwise module: 33.5 -> 30.1 ms, NVRTC 13.5, sm_90). kspec's templates and headers use none of them;
 # code that names one (a word starting cuda, CU, tex or surf), launches (<<<) or includes a header, which
-# might, compiles with the full builtins.
-_FULL_BUILTINS = r"\b(?:cuda|CU|tex|surf)|<<<|#[ \t]*include"
+# might, compiles with the full builtins. CUDART_ words are the constants of <math_constants.h> or of
+# <cupy/math_constants.h> (CuPy's implicit environment): bit casts, which -minimal keeps.
+_FULL_BUILTINS = r"\b(?:cuda|CU(?!DART_)|tex|surf)|<<<|#[ \t]*include"
 
 
 def needs_full_builtins(texts: Iterable[str]) -> bool:

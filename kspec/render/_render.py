@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import dtypes
 from .._errors import KspecTypeError
 from ._abi import EntryAbi
 from ._analysis import is_write_only
 from ._env import environment
 from ._interface import ReduceItem, module_interface
-from ._specialize import AnySpec, Specialization, specialize
+from ._specialize import AnySpec, Specialization, c_type_of, specialize
 from ._variants import VariantKey
 
 if TYPE_CHECKING:
@@ -130,6 +129,11 @@ def _common_context(s: Specialization) -> dict[str, Any]:
     binding = ", ".join(f"{letter}={dtype}" for letter, dtype in s.types.items())
     if s.scalars:
         binding = ", ".join(filter(None, [binding, "scalars: " + " ".join(sorted(s.scalars))]))
+    cupy_headers = bool(getattr(spec, "cupy_headers", False))
+    # the kernel's dtypes, for CuPy's float16 / bfloat16 classes (their headers, in CuPy's environment only)
+    used = {op.dtype for op in s.operands} | set(s.types.values())
+    if s.reduce_type is not None and s.reduce_type.dtype is not None:
+        used.add(s.reduce_type.dtype)
     return {
         "name": s.name,
         "kind": s.kind,
@@ -137,7 +141,10 @@ def _common_context(s: Specialization) -> dict[str, Any]:
         "binding": binding,
         "need_macros": [f"KSPEC_NEED_{need.upper()}" for need in ("fp16", "bf16", "complex") if need in s.needs],
         "extra_includes": [],
-        "typedefs": [(letter, dtypes.BY_NAME[dtype].c_type) for letter, dtype in s.types.items()],
+        # CuPy's implicit environment (M_PI, CArray, atomics...): kernels of the CuPy-style constructors
+        "cupy_headers": cupy_headers,
+        "cupy_classes": [f"cupy/{dtype}.cuh" for dtype in ("float16", "bfloat16") if cupy_headers and dtype in used],
+        "typedefs": [(letter, c_type_of(dtype, cupy_headers)) for letter, dtype in s.types.items()],
         "preamble": spec.preamble.strip("\n"),
         "operands": s.operands,
         "vec": s.vec,

@@ -38,6 +38,19 @@ else:
 
 _KINDS = ("elementwise", "reduction", "raw")
 
+# CuPy's C types where they differ from kspec's: in CuPy's kernel environment (a spec's ``cupy_headers``,
+# the constructors' kernels) float16 and bfloat16 values are CuPy's classes (cupy/float16.cuh,
+# cupy/bfloat16.cuh: arithmetic in float, `x * 2.0`, `isnan(x)`), not CUDA's __half / __nv_bfloat16. Same
+# size and layout: the launch ABI does not change.
+CUPY_C_TYPES = {"float16": "float16", "bfloat16": "bfloat16"}
+
+
+def c_type_of(dtype: str, cupy_headers: bool = False) -> str:
+    """How a kernel spells ``dtype``: kspec's C type, or CuPy's in CuPy's kernel environment."""
+    if cupy_headers and dtype in CUPY_C_TYPES:
+        return CUPY_C_TYPES[dtype]
+    return dtypes.BY_NAME[dtype].c_type
+
 # TEMPLATE_VERSION (kspec/_resources.py) is bumped when the generated code or its ABI changes meaning in a
 # way the template files do not show. The key also hashes every file under templates/, so an edited template
 # can never reuse an old key.
@@ -202,11 +215,12 @@ def specialize(
 
     binding = _bind(spec, types)
     _check_scalars(spec, scalar_set)
+    cupy_headers = bool(getattr(spec, "cupy_headers", False))
     operands = tuple(
         Operand(
             name=p.name,
             dtype=binding[p.type] if p.is_placeholder else p.type,
-            c_type=p.type if p.is_placeholder else dtypes.BY_NAME[p.type].c_type,
+            c_type=p.type if p.is_placeholder else c_type_of(p.type, cupy_headers),
             is_output=is_output,
             raw=p.raw,
             scalar=p.name in scalar_set,
@@ -215,7 +229,7 @@ def specialize(
         for is_output, params in ((False, spec.in_params), (True, spec.out_params))
         for p in params
     )
-    reduce_type = _reduce_type(spec, binding, operands) if spec.KIND == "reduction" else None
+    reduce_type = _reduce_type(spec, binding, operands, cupy_headers) if spec.KIND == "reduction" else None
 
     needs: set[str] = set(dtypes.headers_for({op.dtype for op in operands}))
     if reduce_type is not None and reduce_type.dtype is not None:
@@ -301,7 +315,8 @@ def _check_scalars(spec: ElementwiseSpec | ReductionSpec, scalars: frozenset[str
             raise KspecValueError(about_kernel(spec.name, f"scalars: {name!r} is a raw parameter; it must be an array"))
 
 
-def _reduce_type(spec: ReductionSpec, binding: Mapping[str, str], operands: tuple[Operand, ...]) -> ReduceType:
+def _reduce_type(spec: ReductionSpec, binding: Mapping[str, str], operands: tuple[Operand, ...],
+                 cupy_headers: bool) -> ReduceType:  # fmt: skip
     rt = spec.reduce_type
     if rt is None:  # CuPy's default: the first output's type
         first = next(op for op in operands if op.is_output)
@@ -311,8 +326,8 @@ def _reduce_type(spec: ReductionSpec, binding: Mapping[str, str], operands: tupl
     if dtypes.is_placeholder(rt):
         return ReduceType(rt, binding[rt])
     name = dtypes.canonical_name(rt)
-    if name is not None:
-        return ReduceType(dtypes.BY_NAME[name].c_type, name)
+    if name is not None:  # a dtype name ("float16": CuPy's class in CuPy's environment)
+        return ReduceType(c_type_of(name, cupy_headers), name)
     return ReduceType(rt, None)
 
 

@@ -29,7 +29,7 @@ from ._rules import (
     split_params,
 )
 
-_FLAGS = frozenset({"reduce_dims", "no_return", "return_tuple"})
+_FLAGS = frozenset({"reduce_dims", "no_return", "return_tuple", "cupy_headers"})
 _NUMBER_TYPES = (str, bool, int, float, type(None))  # what identity_text takes exactly (no subclasses)
 
 

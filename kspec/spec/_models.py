@@ -32,6 +32,10 @@ class _TypedKernelSpec(_KernelSpec, PlaceholderRules):
     out_params: tuple[Param, ...] = ()
     preamble: StrictStr = ""
     reduce_dims: StrictBool = True
+    # CuPy's implicit kernel environment (templates/include/cupy: carray.cuh, atomics.cuh, math_constants.h):
+    # M_PI, CArray, CIndexer, cupy::type_traits, _floor_divide, the atomics overloads, CUDART_INF/NAN. On
+    # for kernels of the CuPy-style constructors, off by default in spec files.
+    cupy_headers: StrictBool = False
     instantiations: tuple[Instantiation, ...] = ()
     # Inputs that calls pass as numbers (by value), e.g. the scalars of a kspec.fuse kernel: `kspec build`
     # precompiles that specialization rather than guessing.

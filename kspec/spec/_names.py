@@ -42,16 +42,17 @@ def check_identifier(name: object, *, what: str, field: str) -> str:
 
 
 # Macros the headers a kernel may include define (NVRTC's built-ins, the CUDA runtime headers, fp16/bf16,
-# libcu++ <cuda/std/complex>, kspec's own headers): a parameter of that name is rewritten by the
+# libcu++ <cuda/std/complex>, kspec's own headers, CuPy's that kspec provides: M_PI, CUPY_FOR, CUPY_TYPE_*):
+# a parameter of that name is rewritten by the
 # preprocessor and fails to compile far from its cause. Found by compiling a probe that includes all of
 # them (tests/test_hostile_specs.py repeats the probe and checks this rule still covers what it finds).
 _MACRO_PATTERN = re.compile(
-    r"(?:NV|CCCL|KSPEC|LIBCUDACXX|CUDART|CUDA|CU)_\w*|cuda[A-Z]\w*"
+    r"(?:NV|CCCL|KSPEC|LIBCUDACXX|CUDART|CUDA|CUPY|CU)_\w*|cuda[A-Z]\w*"
     r"|U?INT\w*_(?:MAX|MIN|C)|(?:FLT|DBL|LDBL|FP)_\w+"
     r"|[SU]?(?:CHAR|SHRT|INT|LONG|LLONG)_(?:MAX|MIN|BIT)|(?:SIZE|PTRDIFF|INTPTR|UINTPTR)_(?:MAX|MIN)\Z"
 )
 _MACRO_NAMES = frozenset(
-    "NULL INFINITY NAN HUGE_VAL HUGE_VALF HUGE_VALL EOF assert offsetof DECIMAL_DIG IF_DEVICE_OR_CUDACC".split()
+    "NULL INFINITY NAN HUGE_VAL HUGE_VALF HUGE_VALL EOF assert offsetof DECIMAL_DIG IF_DEVICE_OR_CUDACC M_PI".split()
 )
 
 

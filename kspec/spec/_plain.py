@@ -20,7 +20,7 @@ from ._placeholders import PlaceholderRules
 # Each kind's fields in the spec model's order (``to_data()`` lists its keys so), with the default that
 # ``to_data()`` leaves out; REQUIRED ones have none. Also read by the constructors' plain path (._ctor).
 _COMMON_DEFAULTS: dict[str, Any] = {"in_params": (), "out_params": (), "name": None, "doc": "", "options": (),
-                                    "preamble": "", "reduce_dims": True}
+                                    "preamble": "", "reduce_dims": True, "cupy_headers": False}
 FIELD_DEFAULTS: dict[str, dict[str, Any]] = {
     "elementwise": {**_COMMON_DEFAULTS, "operation": None, "loop_prep": "", "after_loop": "", "no_return": False,
                     "return_tuple": False},
@@ -59,6 +59,7 @@ class PlainSpec(PlaceholderRules):
         self.out_params = out_params
         self.preamble: str = table.get("preamble", "")
         self.reduce_dims: bool = table.get("reduce_dims", True)
+        self.cupy_headers: bool = table.get("cupy_headers", False)
         self.scalars: tuple[str, ...] = tuple(table.get("scalars", ()))
 
     def to_data(self) -> dict[str, Any]:
@@ -124,7 +125,7 @@ def _params(text: object) -> tuple[PlainParam, ...] | None:
 
 
 _TYPES: dict[str, type | tuple[type, ...]] = {
-    "name": str, "doc": str, "preamble": str, "reduce_dims": bool, "operation": str, "loop_prep": str,
+    "name": str, "doc": str, "preamble": str, "reduce_dims": bool, "cupy_headers": bool, "operation": str, "loop_prep": str,
     "after_loop": str, "no_return": bool, "return_tuple": bool, "map_expr": str, "reduce_expr": str,
     "post_map_expr": str, "identity": (str, type(None)), "reduce_type": (str, type(None)),
 }
