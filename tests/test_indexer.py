@@ -22,7 +22,7 @@ from kspec.render._analysis import indexer_use, reduction_indexer_names
 from kspec.render._variants import DYNAMIC_NDIM, elementwise_variants, indexed_variants
 from kspec.runtime._devicearray import DeviceArray
 from kspec.spec import ElementwiseSpec, ReductionSpec
-from render_cases import GENERIC, REVERSE
+from render_cases import GENERIC
 
 # An ndimage-style 2-d correlation with a 3 x 3 window, written as cupyx.scipy.ndimage's kernel generator writes it:
 # sizes from the raw input's shape() and the output's _raw_y.shape(), byte strides from x.strides(), coordinates
