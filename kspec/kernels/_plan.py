@@ -6,7 +6,9 @@ launch ABI (:mod:`kspec.render._abi`): dims innermost first, strides in bytes.
 
 Elementwise (REFERENCE.md): non-raw inputs and outputs broadcast together; missing outputs are allocated
 C-contiguous with the broadcast shape; ``size=`` only when every array argument is raw; size 0 launches
-nothing. ``reduce_dims`` drops extent-1 axes and merges axes that are contiguous in every operand.
+nothing. ``reduce_dims`` drops extent-1 axes and merges axes that are contiguous in every operand. A kernel
+whose body uses CuPy's n-d indexer (``Specialization.indexed``) gets the loop's dims as CuPy's kernel would
+(:mod:`kspec.kernels._plan_indexed`) and the indexed strided entry, never the contiguous or tiled ones.
 
 Reduction planning is in :mod:`kspec.kernels._plan_reduction` (on top of the shared helpers here, which
 import nothing back).
@@ -28,6 +30,7 @@ from typing import Any, NamedTuple, TYPE_CHECKING
 if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the Pydantic models
     from ..spec import ElementwiseSpec, ReductionSpec
 from ._bind import ArrayArg, Bound
+from ._plan_indexed import cupy_loop_dims
 
 INT32_LIMIT = 2**31
 MAX_BLOCK = 1024
@@ -257,21 +260,28 @@ def plan_elementwise(
         else:
             operands[p.name] = broadcast_strides(shape, given.info.shape, given.info.strides)
     itemsizes = {name: dtypes.BY_NAME[bound.dtypes[name]].itemsize for name in operands}
-
-    contiguous = all(
-        all(s == c for s, c, e in zip(strides, c_strides(shape, itemsizes[name]), shape) if e != 1)
-        for name, strides in operands.items()
-    )
-    variants = specialization.variants
-    if contiguous:
-        variant = next(v for v in variants if v.entry == "contig")
-        return ElementwisePlan(specialization, shape, total, allocate, variant, raw=raw, block=block)
-
     names = list(operands)
-    if spec.reduce_dims:
-        extents, merged = merge_dims(shape, [operands[n] for n in names])
+    variants = specialization.variants
+    indexed = specialization.indexed  # the body sees the loop's dims: CuPy's, and the indexed strided entry
+    extents: Sequence[int]
+    merged: Sequence[Sequence[int]]
+    if indexed:
+        extents, merged = cupy_loop_dims(
+            shape, [operands[n] for n in names], [itemsizes[n] for n in names],
+            reduce_dims=spec.reduce_dims, one_parameter=len(params) == 1,
+        )  # fmt: skip
     else:
-        extents, merged = list(shape), [list(operands[n]) for n in names]
+        contiguous = all(
+            all(s == c for s, c, e in zip(strides, c_strides(shape, itemsizes[name]), shape) if e != 1)
+            for name, strides in operands.items()
+        )
+        if contiguous:
+            variant = next(v for v in variants if v.entry == "contig")
+            return ElementwisePlan(specialization, shape, total, allocate, variant, raw=raw, block=block)
+        if spec.reduce_dims:
+            extents, merged = merge_dims(shape, [operands[n] for n in names])
+        else:
+            extents, merged = list(shape), [list(operands[n]) for n in names]
     if len(extents) > MAX_NDIM:
         raise KspecValueError(
             about_kernel(kernel, f"the loop has {len(extents)} dims after merging, more than kspec's {MAX_NDIM}")
@@ -286,7 +296,7 @@ def plan_elementwise(
         wanted = []
     wanted.append(VariantKey("strided", "int64", DYNAMIC_NDIM, 1))
     variant = next(v for v in wanted if v in variants)
-    if fits32 and TILED_VARIANT in variants and block == TILE_THREADS and _tiles_pay(extents, merged):
+    if not indexed and fits32 and TILED_VARIANT in variants and block == TILE_THREADS and _tiles_pay(extents, merged):
         # a transposed operand: tiles through shared memory (the tiled entry needs blocks of TILE_THREADS)
         variant, block = TILED_VARIANT, TILE_THREADS
     return ElementwisePlan(
@@ -299,7 +309,8 @@ def plan_elementwise(
         strides={n: tuple(reversed(s)) for n, s in zip(names, merged)},
         raw=raw,
         block=block,
-        inner_dense=all(s[-1] in (0, itemsizes[n]) for n, s in zip(names, merged) if s),
+        # the indexed entry loads one element per thread at a time: one thread per element
+        inner_dense=not indexed and all(s[-1] in (0, itemsizes[n]) for n, s in zip(names, merged) if s),
     )
 
 

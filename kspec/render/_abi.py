@@ -25,8 +25,9 @@ Entry points and their slots, parameters in declaration order (inputs, then outp
 
 The module's variants (:mod:`kspec.render._variants`) are a trimmed set of instantiations: today contig is
 int64 only, strided is int32 with NDIM 2 or 0 plus int64 with NDIM 0, reductions are int64 only (rows
-with R 1 or 0; cols with R 1 and v 1, R 0 and v 1, and R 0 and v = vec when vec > 1). Pick among
-``RenderedModule.variants``; never assume a variant exists.
+with R 1 or 0; cols with R 1 and v 1, R 0 and v 1, and R 0 and v = vec when vec > 1); an elementwise module whose
+body uses CuPy's n-d indexer (``Specialization.indexed``) holds strided only, int32 with NDIM 1, 2, 3 or 0 and
+int64 with NDIM 0 (same slots). Pick among ``RenderedModule.variants``; never assume a variant exists.
 
 How the launcher picks a variant
 ---------------------------------
@@ -41,7 +42,9 @@ stride that is a multiple of 16 bytes), falling back to scalar loads. Any pointe
 variant. The one choice is the runtime-rank ``cols``: v = vec (lanes of vec adjacent outputs, where the
 layout allows) or v = 1 (scalar lanes), below.
 
-Elementwise, after merging dims (``reduce_dims``): ``contig`` when every non-raw array operand (inputs that
+Elementwise, indexed modules: ``strided`` over the dims CuPy's kernel would see (kspec/kernels/_plan_indexed.py),
+with the static NDIM when there is one for them; one element per thread. Other modules, after merging dims
+(``reduce_dims``): ``contig`` when every non-raw array operand (inputs that
 are not scalars, and outputs) is C-contiguous over the loop shape (no broadcasting). Otherwise ``strided``
 with NDIM = ndim when a static variant exists for it, else 0 (runtime ndim, <= 16). A 0-d loop (size 1)
 takes ``contig``; so does a kernel whose arguments are all raw or scalar (``size=``). Block: any size up

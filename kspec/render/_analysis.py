@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import NamedTuple
 
 # Patterns are compiled on first use (re caches them): a process serving binaries only specializes, and
 # compiling every pattern here at import would cost it ~0.3 ms.
@@ -97,3 +98,64 @@ _FULL_BUILTINS = r"\b(?:cuda|CU(?!DART_)|tex|surf)|<<<|#[ \t]*include"
 def needs_full_builtins(texts: Iterable[str]) -> bool:
     """Whether kernel code (preamble, expressions) may use what NVRTC's ``-minimal`` leaves out."""
     return any(re.search(_FULL_BUILTINS, text) for text in texts)
+
+
+
+# CuPy's indexer inside an elementwise body: `_ind.get()` / `_ind.set(j)` (the n-d index of the element over the
+# loop's shape), `_raw_<name>` (CuPy's CArray of a non-raw array operand over the loop), and `_ind.size()`.
+_LOOP_INDEX = r"\b_ind\s*\.\s*(?:get|set)\s*\("
+_LOOP_SIZE = r"\b_ind\s*\.\s*size\s*\("
+_RAW_VIEW = r"\b_raw_(\w+)\b"
+
+
+class IndexerUse(NamedTuple):
+    """What an elementwise body uses of CuPy's indexer (:func:`indexer_use`)."""
+
+    indexed: bool  # `_ind.get()`, `_ind.set()` or a `_raw_<operand>` view: the loop's dims matter
+    views: tuple[str, ...]  # the array operands whose `_raw_<name>` view it names
+    sized: bool  # `_ind.size()` (a ptrdiff_t, CuPy's type; so `i` is declared with that type too)
+
+
+NO_INDEXER = IndexerUse(False, (), False)  # reductions, and bodies that use none of it
+
+
+def indexer_use(texts: Iterable[str], array_names: Iterable[str]) -> IndexerUse:
+    """What kernel code (operation, loop_prep, after_loop) uses of CuPy's indexer; ``array_names``: the non-raw
+    array operands (a ``_raw_<name>`` of another name is the code's own), in the order ``views`` keeps.
+
+    ``indexed`` picks the template and launch variants that provide the n-d index and the views (the strided
+    entry, with the loop's dims as CuPy's kernel sees them); ``indexed`` or ``sized`` declares ``i`` a
+    ptrdiff_t, as CuPy does, so that ``i`` and ``_ind.size()`` mix as they do there. A mention in a comment
+    counts: "yes" is always correct, only slower. A body that mentions none of them renders as if this did not
+    exist.
+    """
+    texts = list(texts)
+    named: set[str] = set()
+    for text in texts:
+        named.update(re.findall(_RAW_VIEW, text))
+    views = tuple(name for name in array_names if name in named)
+    indexed = bool(views) or any(re.search(_LOOP_INDEX, text) for text in texts)
+    sized = any(re.search(_LOOP_SIZE, text) for text in texts)
+    return IndexerUse(indexed, views, sized)
+
+
+# What a ReductionKernel's code could name of CuPy's reduction indexer and that kspec does not provide: the n-d
+# indices of `_in_ind` / `_out_ind` and `_raw_<operand>` views (kspec orders and merges a reduction's dims its own
+# way, so CuPy's layouts would be wrong). `_in_ind.size()` / `_out_ind.size()` and `_J` are provided.
+_REDUCTION_INDEX = r"\b_(?:in|out)_ind\s*\.\s*(?:get|set)\s*\("
+
+
+def reduction_indexer_names(texts: Iterable[str], array_names: Iterable[str]) -> list[str]:
+    """The names of CuPy's reduction indexer that reduction code (map, reduce and post-map expressions) uses and
+    kspec does not provide, as the code spells them (``_raw_x``, ``_in_ind.get``), in order of first use."""
+    found: list[str] = []
+    arrays = set(array_names)
+    for text in texts:
+        for match in re.finditer(rf"{_REDUCTION_INDEX}|{_RAW_VIEW}", text):
+            name = match.group(1)
+            if name is not None and name not in arrays:
+                continue  # the code's own `_raw_...` name
+            spelled = match.group(0) if name is not None else re.sub(r"\s|\(", "", match.group(0))
+            if spelled not in found:
+                found.append(spelled)
+    return found

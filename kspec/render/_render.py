@@ -54,6 +54,9 @@ _TEMPLATES = {
     "cuda": {"elementwise": "elementwise.cu.j2", "reduction": "reduction.cu.j2"},
     "host": {"elementwise": "host/elementwise.cpp.j2", "reduction": "host/reduction.cpp.j2"},
 }
+# An elementwise body that uses CuPy's n-d indexer (Specialization.indexed) has a template of its own: one
+# strided entry that unravels every element's index.
+_INDEXED_TEMPLATES = {"cuda": "elementwise_indexed.cu.j2", "host": "host/elementwise_indexed.cpp.j2"}
 
 
 def render(target: AnySpec | Specialization) -> RenderedModule:
@@ -77,7 +80,7 @@ def _render(target: AnySpec | Specialization, device: str) -> RenderedModule:
     if _kind(target.spec) == "raw":
         return render_raw(cast("RawSpec", target.spec))
 
-    template = _TEMPLATES[device][target.kind]
+    template = _INDEXED_TEMPLATES[device] if target.indexed else _TEMPLATES[device][target.kind]
     context = _elementwise_context(target) if target.kind == "elementwise" else _reduction_context(target)
     source = environment().get_template(template).render(**context)
     interface = module_interface(target)
@@ -167,6 +170,10 @@ def _elementwise_context(s: Specialization) -> dict[str, Any]:
         # unless the body could write an input through its reference
         hoist_loads=not any(op.non_const and op.is_array and not op.is_output for op in s.operands),
         tiled=s.tiled,  # the module holds the tiled entry (transposed operands through shared memory)
+        # the operands whose `_raw_<name>` view the body names (the indexed template declares them)
+        views=[op for op in s.operands if op.name in s.indexer.views],
+        # `i` has CuPy's type where the body mixes it with `_ind` (the indexed template always declares it so)
+        cupy_i=s.indexer.sized,
     )
     return context
 

@@ -13,15 +13,24 @@ from typing import Any, NamedTuple, TYPE_CHECKING, Union
 
 from .. import dtypes
 from .._digest import sha256_hex
-from .._errors import KspecTypeError, KspecValueError, about_kernel
+from .._errors import KspecNotImplementedError, KspecTypeError, KspecValueError, about_kernel
 from .._resources import TEMPLATE_VERSION, templates_digest
-from ._analysis import needs_from_text, needs_full_builtins, needs_of_raw_source
+from ._analysis import (
+    NO_INDEXER,
+    IndexerUse,
+    indexer_use,
+    needs_from_text,
+    needs_full_builtins,
+    needs_of_raw_source,
+    reduction_indexer_names,
+)
 from ._record import Record
 from ._variants import (
     TILE_SMEM_LIMIT,
     VECTOR_BYTES,
     VariantKey,
     elementwise_variants,
+    indexed_variants,
     name_expression,
     reduction_variants,
     tile_bytes,
@@ -95,7 +104,7 @@ class Specialization(Record):
     (kspec/render/_record.py), not a dataclass: every process that launches a kernel defines the class.
     """
 
-    __slots__ = ("spec", "types", "scalars", "key", "needs", "operands", "reduce_type")
+    __slots__ = ("spec", "types", "scalars", "key", "needs", "operands", "reduce_type", "indexer")
     spec: AnySpec
     types: Mapping[str, str]  # placeholder letter -> canonical dtype name
     scalars: frozenset[str]  # non-raw inputs passed by value at this call
@@ -103,6 +112,7 @@ class Specialization(Record):
     needs: frozenset[str]  # heavy headers: "fp16", "bf16", "complex"
     operands: tuple[Operand, ...]
     reduce_type: ReduceType | None
+    indexer: IndexerUse  # elementwise: what the body uses of CuPy's indexer (kspec/render/_analysis.py)
 
     def __init__(
         self,
@@ -113,8 +123,9 @@ class Specialization(Record):
         needs: frozenset[str],
         operands: tuple[Operand, ...],
         reduce_type: ReduceType | None = None,
+        indexer: IndexerUse = NO_INDEXER,
     ) -> None:
-        self._store(spec, types, scalars, key, needs, operands, reduce_type)
+        self._store(spec, types, scalars, key, needs, operands, reduce_type, indexer)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Specialization) and other.key == self.key
@@ -129,7 +140,7 @@ class Specialization(Record):
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # the binding is a read-only view, which does not pickle: it travels as a dict
         return _unpickle, (self.spec, dict(self.types), self.scalars, self.key, self.needs, self.operands,
-                           self.reduce_type)
+                           self.reduce_type, self.indexer)
 
     @property
     def nvrtc_options(self) -> tuple[str, ...]:
@@ -147,6 +158,13 @@ class Specialization(Record):
     @property
     def kind(self) -> str:
         return self.spec.KIND
+
+    @property
+    def indexed(self) -> bool:
+        """An elementwise body that uses CuPy's n-d indexer (``_ind.get()``, ``_ind.set()``, ``_raw_<operand>``):
+        the module holds the indexed strided entry only (templates/elementwise_indexed.cu.j2), which the planner
+        gives the loop's dims as CuPy's kernel sees them."""
+        return self.indexer.indexed
 
     @property
     def vec(self) -> int:
@@ -170,6 +188,7 @@ class Specialization(Record):
         arrays = [op for op in self.operands if op.is_array]
         return (
             self.kind == "elementwise"
+            and not self.indexed
             and bool(arrays)
             and not any(op.non_const and not op.is_output for op in arrays)
             and tile_bytes([op.itemsize for op in arrays]) <= TILE_SMEM_LIMIT
@@ -179,7 +198,7 @@ class Specialization(Record):
     def variants(self) -> tuple[VariantKey, ...]:
         """Every launch variant the rendered module holds (none for a raw module)."""
         if self.kind == "elementwise":
-            return elementwise_variants(self.vec, self.tiled)
+            return indexed_variants() if self.indexed else elementwise_variants(self.vec, self.tiled)
         if self.kind == "reduction":
             return reduction_variants(self.vec)
         return ()
@@ -230,12 +249,18 @@ def specialize(
         for p in params
     )
     reduce_type = _reduce_type(spec, binding, operands, cupy_headers) if spec.KIND == "reduction" else None
+    if spec.KIND == "reduction":
+        _refuse_reduction_indexer(spec, operands)
 
     needs: set[str] = set(dtypes.headers_for({op.dtype for op in operands}))
     if reduce_type is not None and reduce_type.dtype is not None:
         needs |= dtypes.headers_for([reduce_type.dtype])
     needs |= needs_from_text(_code_texts(spec))
     key = _key(spec.to_data(), binding, scalar_set)
+    indexer = NO_INDEXER
+    if spec.KIND == "elementwise":
+        arrays = [op.name for op in operands if op.is_array]
+        indexer = indexer_use([spec.operation, spec.loop_prep, spec.after_loop], arrays)
     return Specialization(
         spec=spec,
         types=MappingProxyType(binding),
@@ -244,6 +269,7 @@ def specialize(
         needs=frozenset(needs),
         operands=operands,
         reduce_type=reduce_type,
+        indexer=indexer,
     )
 
 
@@ -313,6 +339,19 @@ def _check_scalars(spec: ElementwiseSpec | ReductionSpec, scalars: frozenset[str
             raise KspecValueError(about_kernel(spec.name, f"scalars: {name!r} is {where}; only inputs can be scalars"))
         if inputs[name].raw:
             raise KspecValueError(about_kernel(spec.name, f"scalars: {name!r} is a raw parameter; it must be an array"))
+
+
+def _refuse_reduction_indexer(spec: ReductionSpec, operands: tuple[Operand, ...]) -> None:
+    """A clear error, before NVRTC's, for reduction code that uses what kspec's reductions do not provide."""
+    texts = [spec.map_expr, spec.reduce_expr, spec.post_map_expr]
+    names = reduction_indexer_names(texts, [op.name for op in operands if op.is_array])
+    if names:
+        raise KspecNotImplementedError(about_kernel(
+            spec.name,
+            f"{', '.join(names)} of CuPy's reduction indexer is not provided in a ReductionKernel's code (kspec "
+            "orders and merges a reduction's dims its own way; _in_ind.size(), _out_ind.size() and _J are "
+            "provided): pass the array again as a raw parameter and index that",
+        ))  # fmt: skip
 
 
 def _reduce_type(spec: ReductionSpec, binding: Mapping[str, str], operands: tuple[Operand, ...],

@@ -14,6 +14,11 @@ Elementwise entries (``V`` = :attr:`Specialization.vec`):
                              (transposed) go through shared-memory tiles so every access is coalesced
 ==========================  ==========================================================================
 
+An elementwise module whose body uses CuPy's n-d indexer (``_ind.get()``, ``_raw_<operand>``:
+:attr:`Specialization.indexed`) holds only ``<name>__strided<I, N>``, from templates/elementwise_indexed.cu.j2:
+the loop's dims as CuPy's kernel sees them, each element's n-d index unravelled before its body
+(:func:`indexed_variants`).
+
 Reduction entries (``R`` = how the reduced dims are addressed: 1 = one reduced dim with any stride,
 0 = runtime number of reduced dims; ``v`` = V: vector loads on the rows that are contiguous and 16-byte
 aligned, checked inside):
@@ -116,6 +121,21 @@ def elementwise_variants(vec: int, tiled: bool = False) -> tuple[VariantKey, ...
         VariantKey("strided", "int64", DYNAMIC_NDIM, 1),
     )
     return (*variants, VariantKey("tiled", "int32", DYNAMIC_NDIM, 1)) if tiled else variants
+
+
+@lru_cache(maxsize=None)
+def indexed_variants() -> tuple[VariantKey, ...]:
+    """The instantiations of an indexed elementwise module (:attr:`Specialization.indexed`): the strided entry
+    only, 32-bit with 1, 2 or 3 static dims (the n-d index then lives in registers; these are the ranks of
+    the ndimage-style kernels that ask for it, and 1 is every loop that CuPy's ``reduce_dims`` merges whole)
+    and a runtime rank, plus the 64-bit runtime-rank fallback."""
+    return (
+        VariantKey("strided", "int32", 1, 1),
+        VariantKey("strided", "int32", 2, 1),
+        VariantKey("strided", "int32", 3, 1),
+        VariantKey("strided", "int32", DYNAMIC_NDIM, 1),
+        VariantKey("strided", "int64", DYNAMIC_NDIM, 1),
+    )
 
 
 @lru_cache(maxsize=None)
