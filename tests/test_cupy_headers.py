@@ -302,12 +302,12 @@ def test_atomics_overloads_under_contention(xp):
 
 def test_atomics_return_the_old_value(xp):
     f, d = xp.asarray(np.array([2.0], np.float32)), xp.zeros(1, np.float64)
-    l, h = xp.asarray(np.array([3], np.int64)), xp.asarray(np.array([0.0, 1.0], np.float16))
+    wide, h = xp.asarray(np.array([3], np.int64)), xp.asarray(np.array([0.0, 1.0], np.float16))
     out = xp.zeros(6, np.float32)
-    kspec.RawModule(code=ATOMICS).get_function("returns")((1,), (1,), (f, d, l, h, out))
+    kspec.RawModule(code=ATOMICS).get_function("returns")((1,), (1,), (f, d, wide, h, out))
     assert xp.asnumpy(out).tolist() == [2.0, 5.0, 1.0, 0.0, 3.0, 1.0]
     assert xp.asnumpy(f).tolist() == [1.0] and xp.asnumpy(d).tolist() == [0.0]
-    assert xp.asnumpy(l).tolist() == [-4] and xp.asnumpy(h).tolist() == [0.0, 3.0]
+    assert xp.asnumpy(wide).tolist() == [-4] and xp.asnumpy(h).tolist() == [0.0, 3.0]
 
 
 # -- dtype_dispatcher --------------------------------------------------------------------------------------

@@ -69,21 +69,34 @@ class bfloat16 {
   }
 };
 
-// min and max are CUDA's on float: fminf / fmaxf, where a NaN operand loses.
+// Functions of bfloat16 values: templates with an unused defaulted parameter, compiled only where a kernel
+// uses them (see cupy/carray.cuh). min and max are CUDA's on float: fminf / fmaxf, where a NaN operand loses.
+template <typename = void>
 __device__ __forceinline__ bfloat16 min(bfloat16 x, bfloat16 y) { return bfloat16(fminf(float(x), float(y))); }
+template <typename = void>
 __device__ __forceinline__ bfloat16 max(bfloat16 x, bfloat16 y) { return bfloat16(fmaxf(float(x), float(y))); }
+template <typename = void>
 __device__ __forceinline__ bfloat16 fmin(bfloat16 x, bfloat16 y) { return bfloat16(fminf(float(x), float(y))); }
+template <typename = void>
 __device__ __forceinline__ bfloat16 fmax(bfloat16 x, bfloat16 y) { return bfloat16(fmaxf(float(x), float(y))); }
+template <typename = void>
 __device__ __forceinline__ int iszero(bfloat16 x) { return x.iszero(); }
+template <typename = void>
 __device__ __forceinline__ int isnan(bfloat16 x) { return x.isnan(); }
+template <typename = void>
 __device__ __forceinline__ int isinf(bfloat16 x) { return x.isinf(); }
+template <typename = void>
 __device__ __forceinline__ int isfinite(bfloat16 x) { return x.isfinite(); }
+template <typename = void>
 __device__ __forceinline__ int signbit(bfloat16 x) { return x.signbit(); }
+template <typename = void>
 __device__ __forceinline__ bfloat16 copysign(bfloat16 x, bfloat16 y) {
   return bfloat16::from_bits(kspec_half::BFloat16::copysign(x.to_bits(), y.to_bits()));
 }
+template <typename = void>
 __device__ __forceinline__ bfloat16 nextafter(bfloat16 x, bfloat16 y) {
   return bfloat16::from_bits(kspec_half::BFloat16::nextafter(x.to_bits(), y.to_bits(), float(x) < float(y)));
 }
 // floor(x / y) computed in float (CuPy's helper of floor_divide and remainder).
+template <typename = void>
 __device__ __forceinline__ bfloat16 _floor_divide(bfloat16 x, bfloat16 y) { return bfloat16(floorf(float(x) / float(y))); }

@@ -70,22 +70,33 @@ class float16 {
   __device__ float16& operator/=(const T& rhs) {
     return *this = *this / rhs;
   }
-
-  friend __device__ float16 copysign(float16 x, float16 y) {
-    return from_bits(Bits::copysign(x.to_bits(), y.to_bits()));
-  }
-  friend __device__ float16 nextafter(float16 x, float16 y) {
-    return from_bits(Bits::nextafter(x.to_bits(), y.to_bits(), float(x) < float(y)));
-  }
 };
 
-// min and max are CUDA's on float: fminf / fmaxf, where a NaN operand loses.
+// Functions of float16 values: templates with an unused defaulted parameter, compiled only where a kernel
+// uses them (see cupy/carray.cuh). min and max are CUDA's on float: fminf / fmaxf, where a NaN operand loses.
+template <typename = void>
 __device__ __forceinline__ float16 min(float16 x, float16 y) { return float16(fminf(float(x), float(y))); }
+template <typename = void>
 __device__ __forceinline__ float16 max(float16 x, float16 y) { return float16(fmaxf(float(x), float(y))); }
+template <typename = void>
 __device__ __forceinline__ float16 fmin(float16 x, float16 y) { return float16(fminf(float(x), float(y))); }
+template <typename = void>
 __device__ __forceinline__ float16 fmax(float16 x, float16 y) { return float16(fmaxf(float(x), float(y))); }
+template <typename = void>
 __device__ __forceinline__ int iszero(float16 x) { return x.iszero(); }
+template <typename = void>
 __device__ __forceinline__ int isnan(float16 x) { return x.isnan(); }
+template <typename = void>
 __device__ __forceinline__ int isinf(float16 x) { return x.isinf(); }
+template <typename = void>
 __device__ __forceinline__ int isfinite(float16 x) { return x.isfinite(); }
+template <typename = void>
 __device__ __forceinline__ int signbit(float16 x) { return x.signbit(); }
+template <typename = void>
+__device__ __forceinline__ float16 copysign(float16 x, float16 y) {
+  return float16::from_bits(kspec_half::Binary16::copysign(x.to_bits(), y.to_bits()));
+}
+template <typename = void>
+__device__ __forceinline__ float16 nextafter(float16 x, float16 y) {
+  return float16::from_bits(kspec_half::Binary16::nextafter(x.to_bits(), y.to_bits(), float(x) < float(y)));
+}
