@@ -17,6 +17,7 @@ from __future__ import annotations
 import pickle
 import sys
 import types
+import weakref
 
 import numpy as np
 import pytest
@@ -344,6 +345,19 @@ def test_identical_raw_modules_share_one_build():
     assert kspec.RawModule(code=SOURCE, options=("-DX=1",))._build is not m1._build
     assert kspec.RawKernel(SOURCE, "double_it")._module._build is kspec.RawKernel(SOURCE, "double_it")._module._build
     assert kspec.RawModule(code=SOURCE, enable_cooperative_groups=1)._build is not m1._build  # not a bool: not kept
+
+
+def test_a_kernel_from_a_module_of_the_moment_keeps_no_cycle():
+    """``RawModule(code=...).get_function(...)`` on every call: the module goes when its last reference does
+    (no reference cycle left for the collector); the kernel keeps the build and answers for its module."""
+    module = kspec.RawModule(code=SOURCE)
+    gone = weakref.ref(module)
+    kernel = module.get_function("double_it")
+    del module
+    assert gone() is None
+    assert kernel.code == SOURCE and kernel.module._build is kernel._build
+    assert kernel.module.get_function("double_it")._launcher is kernel._launcher
+    assert pickle.loads(pickle.dumps(kernel))._build is kernel._build
 
 
 def test_modules_from_files_are_loaded_per_construction(tmp_path):

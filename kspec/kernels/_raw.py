@@ -26,6 +26,7 @@ Both classes live here because each makes the other (``RawKernel(code, name)`` i
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import IO, Any
@@ -63,6 +64,14 @@ class RawModule(RawCode):
             code, path, options, backend, translate_cucomplex, enable_cooperative_groups, name_expressions, jitify
         )
         self._kernels: dict[str, RawKernel] = {}
+
+    @classmethod
+    def _of_build(cls, build: RawBuild) -> RawModule:
+        """A module object of a build (for a kernel whose module object is gone)."""
+        module = object.__new__(cls)
+        module._build = build
+        module._kernels = {}
+        return module
 
     @classmethod
     def _of_kernel(cls, code: str, name: str, options: Sequence[str], backend: str, translate_cucomplex: bool,
@@ -147,11 +156,12 @@ class RawModule(RawCode):
 
         Lazy: nothing is compiled or looked up until the kernel is first used.
         """
+        kernel = self._kernels.get(name) if type(name) is str else None
+        if kernel is not None:
+            return kernel
         if not isinstance(name, str) or not name:
             raise KspecTypeError(f"name: expected a kernel name (str), got {name!r}")
-        kernel = self._kernels.get(name)
-        if kernel is None:
-            kernel = self._kernels[name] = RawKernel._from_module(self, name)
+        kernel = self._kernels[name] = RawKernel._from_module(self, name)
         return kernel
 
     def get_global(self, name: str) -> DeviceGlobal:
@@ -178,7 +188,8 @@ class RawKernel:
     else to the legacy default stream.
     """
 
-    _module: RawModule
+    _owner: RawModule | weakref.ReferenceType[RawModule]  # its own module, or the module it came from (weakly)
+    _build: RawBuild
     _name: str
     _launcher: Launcher
     _overrides: Mapping[str, int]  # the attribute values this kernel set (read-only: a new mapping per set)
@@ -203,26 +214,45 @@ class RawKernel:
 
     @classmethod
     def _from_module(cls, module: RawModule, name: str) -> RawKernel:
-        launch_class, launcher = _launch_state(module._build, name, ())
+        """``module.get_function(name)``'s kernel. The module keeps it (one kernel per name and module), so it
+        refers to the module weakly: no reference cycle for the collector, for code that gets a kernel from a
+        new module on every call."""
+        build = module._build
+        launch_class, launcher = build.launch_states.get((name, ())) or _launch_state(build, name, ())
         kernel: RawKernel = object.__new__(launch_class)
-        kernel._module, kernel._name, kernel._overrides, kernel._launcher = module, name, _NO_OVERRIDES, launcher
+        kernel._owner, kernel._build, kernel._name = weakref.ref(module), build, name
+        kernel._overrides, kernel._launcher = _NO_OVERRIDES, launcher
         return kernel
 
     def _setup(self, module: RawModule, name: str) -> None:
-        self._module = module
+        self._owner = module
+        self._build = module._build
         self._name = name
         self._overrides = _NO_OVERRIDES
         self._take_launch_state()
+
+    @property
+    def _module(self) -> RawModule:
+        """The module this kernel came from (a module object of the same build when that one is gone)."""
+        owner = self._owner
+        if isinstance(owner, weakref.ReferenceType):
+            found = owner()
+            if found is None:
+                found = self._owner = RawModule._of_build(self._build)
+            return found
+        return owner
 
     def _take_launch_state(self) -> None:
         """Become a kernel of the launch state for this name and attribute set in the module's build, shared with
         every kernel of an identical construction that set the same attributes (:func:`_launch_state`)."""
         overrides = tuple(sorted(self._overrides.items())) if self._overrides else ()
-        self.__class__, self._launcher = _launch_state(self._module._build, self._name, overrides)
+        self.__class__, self._launcher = _launch_state(self._build, self._name, overrides)
 
     def _use_binaries(self, store: Any, key: str) -> None:
         """Serve this kernel's module from ``store`` (see RawCode._use_binaries) and launch from that build."""
-        self._module._use_binaries(store, key)
+        module = self._module
+        module._use_binaries(store, key)
+        self._build = module._build
         self._take_launch_state()
 
     # -- the call ----------------------------------------------------------------------------------------
@@ -235,7 +265,7 @@ class RawKernel:
 
     @property
     def code(self) -> str | None:
-        return self._module.code
+        return self._build.code
 
     @property
     def name(self) -> str:
@@ -243,23 +273,23 @@ class RawKernel:
 
     @property
     def options(self) -> tuple[str, ...]:
-        return self._module.options
+        return self._build.options
 
     @property
     def backend(self) -> str:
-        return self._module.backend
+        return self._build.backend
 
     @property
     def translate_cucomplex(self) -> bool:
-        return self._module.translate_cucomplex
+        return self._build.translate_cucomplex
 
     @property
     def enable_cooperative_groups(self) -> bool:
-        return self._module.enable_cooperative_groups
+        return self._build.cooperative
 
     @property
     def file_path(self) -> str | None:
-        return self._module.path
+        return self._build.path
 
     @property
     def module(self) -> RawModule:
