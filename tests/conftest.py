@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 
 import pytest
 
@@ -63,6 +64,18 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if reason is not None:
         terminalreporter.write_sep("-", f"{_gpu_tests_skipped} GPU tests skipped")
         terminalreporter.write_line(reason)
+
+
+@pytest.fixture(autouse=True)
+def _constructor_calls_forgotten():
+    """Each test starts as a process where no CuPy-style constructor ran yet: an identical constructor call
+    shares the state an earlier one built (kspec/kernels/_ctor_memo.py), and tests that check a kernel's first
+    call (what it compiles, loads or plans, often through a fake driver) must get a kernel of their own.
+    Objects made before (module-level kernels) keep their state."""
+    memo = sys.modules.get("kspec.kernels._ctor_memo")
+    if memo is not None:
+        memo.clear_constructor_memos()
+    yield
 
 
 @pytest.fixture(autouse=True)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 
 import numpy as np
 import pytest
 
+import kspec
 from kspec.kernels._arguments import MISS, make_dispatcher
 from kspec.kernels._callpath import CallPath
 from kspec.kernels._launch_code import Output, Scalar, Step, make_launch, pointer_runs
@@ -190,29 +192,47 @@ class _Prepared:
         return self.tag
 
 
-def test_dispatchers_serve_their_types_and_miss_the_rest() -> None:
+@pytest.fixture
+def host_device():
+    """Calls without arrays key the current device (kspec's CPU device here: no driver is asked)."""
+    with kspec.use_device("cpu"):
+        yield
+
+
+def _no_array_key(stream: object = None) -> tuple:
+    """What a call without arrays adds to its signature on the CPU device (kspec/kernels/_arguments.py)."""
+    return (-1, type(stream), "cupy" in sys.modules)
+
+
+def test_dispatchers_serve_their_types_and_miss_the_rest(host_device) -> None:
     d = make_dispatcher((float, np.float32), False, [False], lambda: "current")
-    prepared = d.table[(None,)] = _Prepared("done")
+    prepared = d.table[(None, *_no_array_key())] = _Prepared("done")
     assert d.dispatch((3.0, np.float32(4))) == "done"
     assert prepared.seen == [((3.0, np.float32(4)), None, (0, 0))]
     assert d.dispatch((3, np.float32(4))) is MISS  # an int where a float was
     assert d.dispatch((3.0,)) is MISS  # another count
     assert d.dispatch((3.0, np.float64(4))) is MISS
     assert d.dispatch((3.0, np.float32(4)), None, ("axis", 1)) is MISS  # other keyword values
-    assert d.read((1.0, np.float32(2))) == ((), (0, 0), [])
+    assert d.read((1.0, np.float32(2))) == (_no_array_key(), (0, 0), [])
+    assert d.dispatch((3.0, np.float32(4)), "a stream") is MISS  # where its outputs go may differ: its own
 
 
-def test_dispatchers_take_the_entered_stream() -> None:
+def test_dispatchers_take_the_entered_stream(host_device) -> None:
     entered = [True]
     d = make_dispatcher((int,), False, entered, lambda: "entered-stream")
-    prepared = d.table[(None,)] = _Prepared("x")
+    prepared = d.table[(None, *_no_array_key())] = _Prepared("x")
+    d.table[(None, *_no_array_key("given"))] = prepared
     d.dispatch((1,))
     d.dispatch((1,), "given")
     assert [stream for _, stream, _ in prepared.seen] == ["entered-stream", "given"]
 
 
-def test_no_dispatcher_for_no_arguments() -> None:
-    assert make_dispatcher((), False, [False], lambda: None) is None
+def test_a_kernel_without_inputs_has_a_dispatcher(host_device) -> None:
+    d = make_dispatcher((), False, [False], lambda: None)
+    prepared = d.table[(None, *_no_array_key())] = _Prepared("window")  # cupyx.scipy.signal: kernel(size=M)
+    assert d.dispatch(()) == "window" and d.dispatch((1.0,)) is MISS
+    assert prepared.seen == [((), None, ())]
+    assert d.read(()) == (_no_array_key(), (), [])
 
 
 def test_unknown_types_are_read_through_the_array_interface_per_call() -> None:
@@ -224,8 +244,7 @@ def test_unknown_types_are_read_through_the_array_interface_per_call() -> None:
 
 
 class _PlannedCall:
-    def __init__(self, keyed: bool = True) -> None:
-        self.keyed = keyed
+    def __init__(self) -> None:
         self.launched: list[tuple] = []
 
     def launch(self, args, stream, *pointers):  # noqa: ANN001, ANN201
@@ -236,7 +255,7 @@ class _PlannedCall:
         raise AssertionError("no CAI inputs here")
 
 
-def test_a_call_is_planned_once_per_signature_and_launched_by_the_same_function() -> None:
+def test_a_call_is_planned_once_per_signature_and_launched_by_the_same_function(host_device) -> None:
     planned: list[tuple] = []
 
     def plan(args, stream, extra):  # noqa: ANN001, ANN202
@@ -257,18 +276,19 @@ def test_a_call_is_planned_once_per_signature_and_launched_by_the_same_function(
     assert [len(p.launched) for p in prepared] == [2, 1, 1]
 
 
-def test_calls_that_cannot_be_keyed_are_planned_every_time() -> None:
+def test_calls_that_cannot_be_keyed_are_planned_every_time(host_device) -> None:
     count = []
 
     def plan(args, stream, extra):  # noqa: ANN001, ANN202
         count.append(1)
-        return _PlannedCall(keyed=False), (0,)
+        return _PlannedCall(), (0,)
 
     path = CallPath(plan)
-    path.miss((1.0,), None, None)
-    path.miss((1.0,), None, None)
-    path.once((1.0,), None, ("size", [1]))
-    assert len(count) == 3 and len(path) == 0 and path.call((1.0,)) is MISS
+    unknown = object()  # no reader knows it: read through the array interface per call, which it lacks
+    path.miss((unknown,), None, None)
+    path.miss((unknown,), None, None)
+    path.once((1.0,), None, ("size", [1]))  # keyword values that are not plain
+    assert len(count) == 3 and len(path) == 0 and path.call((unknown,)) is MISS
 
 
 def test_a_failed_plan_keeps_nothing() -> None:

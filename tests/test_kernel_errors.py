@@ -98,6 +98,13 @@ def _red(in_params, out_params, map_expr, reduce_expr, post_map_expr, identity, 
     return kspec.ReductionKernel(in_params, out_params, map_expr, reduce_expr, post_map_expr, identity, name, **kwargs)
 
 
+def _typed(kernel):
+    """The same kernel from its spec: the typed path (spec files, generated modules), stricter about scalars
+    than the CuPy-style constructors, which convert a float for an integer and pass a scalar for a raw
+    parameter by value as CuPy does (tests/test_cupy_surface.py)."""
+    return type(kernel).from_spec(kernel.spec)
+
+
 def _scalar_kernel(type_name):
     return lambda: _ew(f"T x, {type_name} coef", "T z", "z = x * coef", f"scale_{type_name}")
 
@@ -112,15 +119,15 @@ KERNELS = {
     "scale_int8": ("scale_int8", _scalar_kernel("int8")),
     "scale_uint32": ("scale_uint32", _scalar_kernel("uint32")),
     "scale_int64": ("scale_int64", _scalar_kernel("int64")),
-    "scale_int32": ("scale_int32", _scalar_kernel("int32")),
+    "scale_int32": ("scale_int32", lambda: _typed(_scalar_kernel("int32")())),
     "scale_float32": ("scale_float32", _scalar_kernel("float32")),
-    "rawin": ("rawin", lambda: _ew("raw T w, T x", "T z", "z = x * w[i]", "rawin")),
+    "rawin": ("rawin", lambda: _typed(_ew("raw T w, T x", "T z", "z = x * w[i]", "rawin"))),
     "gather": ("gather", lambda: _ew("raw T src, int64 idx", "T dst", "dst = src[idx]", "gather")),
     "rawcopy": ("rawcopy", lambda: _ew("raw T src", "raw T dst", "dst[i] = src[i]", "rawcopy")),
     # reductions
     "sumsq": ("sumsq", lambda: _red("T x", "T y", "x * x", "a + b", "y = a", "0", "sumsq")),
     "rmax": ("rmax", lambda: _red("T x", "T y", "x", "max(a, b)", "y = a", None, "rmax")),
-    "wsum": ("wsum", lambda: _red("T x, raw T w", "T y", "x * w[_J]", "a + b", "y = a", "0", "wsum")),
+    "wsum": ("wsum", lambda: _typed(_red("T x, raw T w", "T y", "x * w[_J]", "a + b", "y = a", "0", "wsum"))),
     "rdot": ("rdot", lambda: _red("T x, T y", "T z", "x * y", "a + b", "z = a", "0", "rdot")),
 }
 

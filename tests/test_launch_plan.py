@@ -24,6 +24,8 @@ from launch_plans import host_function, launch_plan
 add = kspec.ElementwiseKernel("T x, T y", "T z", "z = x + y", "plan_add")
 axpy = kspec.ElementwiseKernel("float32 a, T x, T y", "T z", "z = a * x + y", "plan_axpy")
 scale_int = kspec.ElementwiseKernel("int32 x, int32 k", "int32 z", "z = x * k", "plan_scale_int")
+# the same kernel from a spec: the typed path, stricter about scalars than the CuPy-style constructor
+scale_int_typed = kspec.ElementwiseKernel.from_spec(scale_int.spec)
 two_out = kspec.ElementwiseKernel("T x", "T lo, float64 hi", "lo = x - 1; hi = x + 1", "plan_two")
 reverse = kspec.ElementwiseKernel("T x, raw T y", "T z", "z = x + y[_ind.size() - i - 1]", "plan_reverse")
 fill = kspec.ElementwiseKernel("raw T x", "raw T y", "y[i] = x[i] * 2", "plan_fill")
@@ -86,9 +88,12 @@ def test_elementwise_scalars_bind_no_placeholder_and_keep_their_python_type():
     assert add.output_specs(f32(6), 2.5) == (f32(6),)
     assert add.output_specs(ArraySpec((6,), "int32"), 3) == (ArraySpec((6,), "int32"),)
     assert axpy.output_specs(2, ArraySpec((3,), "float64"), ArraySpec((3,), "float64")) == (ArraySpec((3,), "float64"),)
+    assert scale_int.output_specs(ArraySpec((3,), "int32"), 2.0) == (ArraySpec((3,), "int32"),)  # CuPy converts it
     with pytest.raises(kspec.KspecTypeError, match="kernel 'plan_scale_int': k is int32 but got a float scalar"):
-        scale_int.output_specs(ArraySpec((3,), "int32"), 2.0)
+        scale_int_typed.output_specs(ArraySpec((3,), "int32"), 2.0)
     with pytest.raises(kspec.KspecOverflowError, match="k = 4294967296 is out of range for int32"):
+        scale_int_typed.output_specs(ArraySpec((3,), "int32"), 2**32)
+    with pytest.raises(kspec.KspecOverflowError, match="k = 4294967296 does not fit int32"):
         scale_int.output_specs(ArraySpec((3,), "int32"), 2**32)
     with pytest.raises(kspec.KspecTypeError, match="placeholder 'T' .* is given only scalars"):
         add.output_specs(1.0, 2.0)

@@ -11,6 +11,10 @@ each library has. From it, :func:`make_dispatcher` generates, per tuple of argum
 for the miss path). Generated rather than written as a loop over the arguments: a loop costs a few
 microseconds per call, CuPy's whole Cython call under two (benchmarks/bench.py, "host cost").
 
+A call with no array (scalars and ``size=`` only) runs on the current device and allocates its outputs where
+its stream's library or the process's CuPy says (:func:`kspec.kernels._bind.library_without_arrays`): its
+key holds the current device, the type of ``stream=`` and whether CuPy is imported.
+
 Arrays given through ``__cuda_array_interface__`` are keyed from its dict in a one-device process
 (:func:`cai_entry`); their producer's ``stream`` is no part of the key but is ordered before every launch.
 DLPack, JAX and Numba arrays, and types no reader knows, have no dispatcher: their calls always plan.
@@ -18,12 +22,14 @@ DLPack, JAX and Numba arrays, and types no reader knows, have no dispatcher: the
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..runtime import CAI, CUPY, HOST, KSPEC, TORCH, accepts_kind, initialized_device_count, is_texture_type, kind_of, protocol_library
+from ..runtime import (CAI, CUPY, HOST, KSPEC, TORCH, accepts_kind, current_device_id, initialized_device_count,
+                       is_texture_type, kind_of, protocol_library)
 from ._generated import compiled
 
 MISS: Any = object()  # "not served here": the caller plans the call
@@ -93,11 +99,11 @@ class Dispatcher(NamedTuple):
     """The generated functions of one argument-type tuple and their table of prepared calls.
 
     ``dispatch(args, stream=None, extra=None)``: the call's result, or :data:`MISS` (new key, other types);
-    ``read(args)``: (key items, pointers, producer streams), or None when an argument cannot be keyed.
-    A table key is ``(extra, *key items)``."""
+    ``read(args, stream=None)``: (key items, pointers, producer streams), or None when an argument cannot be
+    keyed (``stream`` as the call gave it). A table key is ``(extra, *key items)``."""
 
     dispatch: Callable[..., Any]
-    read: Callable[[Sequence[Any]], tuple[tuple[Any, ...], tuple[int, ...], list[Any]] | None]
+    read: Callable[..., tuple[tuple[Any, ...], tuple[int, ...], list[Any]] | None]
     table: dict[Any, Any]
 
 
@@ -107,7 +113,7 @@ def make_dispatcher(types: tuple[type, ...], several_devices: bool, entered: Seq
     reader (the call always plans). ``entered``/``current_stream``: a ``with kspec.Stream`` block's stream
     is the call's when no ``stream=`` is given."""
     reads = [argument_reads(tp, several_devices) for tp in types]
-    if not types or any(r is None for r in reads):
+    if any(r is None for r in reads):
         return None
     lines_d, lines_r, keys, pointers, producers = [], [], [], [], []
     for i, read in enumerate(reads):
@@ -121,8 +127,10 @@ def make_dispatcher(types: tuple[type, ...], several_devices: bool, entered: Seq
         pointers.append(pointer)
         if first.startswith(f"e{i} ="):
             producers.append(f"e{i}[2]")
-    unpack = f"{''.join(f'a{i}, ' for i in range(len(types)))}= args"
-    check = " or ".join(f"type(a{i}) is not T{i}" for i in range(len(types)))
+    if not keys:  # no array: where the call runs and allocates (the module docstring)
+        keys.append("current_device(), type(stream), 'cupy' in modules")
+    unpack = f"({''.join(f'a{i}, ' for i in range(len(types)))}) = args"  # "() = args" for a kernel without inputs
+    check = " or ".join(f"type(a{i}) is not T{i}" for i in range(len(types))) or "False"
     key_items = f"({''.join(k + ', ' for k in keys)})"
     order = ""
     ordered = f"[s for s in ({''.join(p + ', ' for p in producers)}) if s is not None]" if producers else "[]"
@@ -139,7 +147,7 @@ def make_dispatcher(types: tuple[type, ...], several_devices: bool, entered: Seq
         "    if stream is None and entered[0]:\n        stream = current_stream()\n"
         + order
         + f"    return prepared.launch(args, stream, {', '.join(pointers)})\n\n"
-        "def read(args):\n"
+        "def read(args, stream=None):\n"
         f"    {unpack}\n"
         + "".join(f"    {line}\n" for line in lines_r)
         + f"    return {key_items}, ({''.join(p + ', ' for p in pointers)}), {ordered}\n"
@@ -147,6 +155,7 @@ def make_dispatcher(types: tuple[type, ...], several_devices: bool, entered: Seq
     table: dict[Any, Any] = {}
     ns: dict[str, Any] = {f"T{i}": tp for i, tp in enumerate(types)}
     ns.update(MISS=MISS, table_get=table.get, entered=entered, current_stream=current_stream,
-              cai_entry=cai_entry, host_ok=accepts_kind, HOST=HOST)  # fmt: skip
+              cai_entry=cai_entry, host_ok=accepts_kind, HOST=HOST, current_device=current_device_id,
+              modules=sys.modules)  # fmt: skip
     exec(compiled(source, "dispatcher"), ns)
     return Dispatcher(ns["dispatch"], ns["read"], table)

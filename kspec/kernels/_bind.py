@@ -3,14 +3,24 @@
 CuPy's rules (REFERENCE.md): type placeholders bind from the given outputs first, then from the input
 arrays; arrays are never cast (a dtype that differs from the declared or already-bound type is a
 TypeError naming the parameter, both dtypes and the placeholder); scalars never bind a placeholder and are
-converted to their parameter's type (out-of-range values raise OverflowError, and, where kspec is stricter
-than CuPy, a float for an integer parameter or a complex for a real one is a TypeError rather than a silent
-truncation). Pure Python: array descriptions come from :func:`kspec.runtime.array_info`, which needs no
-driver for kspec's own arrays, CuPy arrays and PyTorch tensors.
+converted to their parameter's type. Pure Python: array descriptions come from
+:func:`kspec.runtime.array_info`, which needs no driver for kspec's own arrays, CuPy arrays and PyTorch
+tensors.
+
+Two sets of scalar rules, chosen by the kernel (``cupy_rules``, set for the CuPy-style constructors):
+
+- CuPy's: a scalar is assigned to its parameter's dtype as NumPy assigns an array item (what CuPy's
+  ``CScalar.apply_dtype`` does): ``2.0`` for an ``int32`` parameter is 2, ``2.7`` is 2 (toward zero); an
+  out-of-range Python int is an OverflowError, NaN for an integer a ValueError, a Python complex for a real
+  parameter a TypeError; a NumPy scalar is cast. A scalar given for a ``raw`` parameter is passed by value
+  as that parameter's type, as CuPy passes it.
+- The typed path's (spec files, generated modules, kspec.fuse), stricter: a float for an integer parameter or
+  a complex for a real one is a TypeError rather than a silent truncation, and a raw parameter needs an array.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any, NamedTuple, TYPE_CHECKING
 
@@ -20,8 +30,10 @@ from .. import dtypes
 from .._errors import KspecOverflowError, KspecTypeError, KspecValueError, about_kernel
 from ..runtime import (
     CAI,
+    CUPY,
     DLPACK,
     HOST,
+    TORCH,
     accepts_kind,
     ArrayInfo,
     array_info,
@@ -61,6 +73,7 @@ class Bound(NamedTuple):
     outputs_given: bool
     device_id: int | None  # the arrays' device; None when the call has no array
     library: str | None  # 'cupy' / 'torch' / None: where allocated outputs go (the first array's library)
+    cupy_rules: bool = False  # CuPy's scalar rules (see the module docstring)
 
 
 def is_scalar(obj: object) -> bool:
@@ -77,6 +90,7 @@ def bind(
     launch: bool = False,
     stream: object = None,
     abstract: bool = False,
+    cupy_rules: bool = False,
 ) -> Bound:
     """Describe ``inputs`` (and ``outputs`` when given) against ``spec``'s parameters and bind its types.
 
@@ -90,7 +104,10 @@ def bind(
     DLPack is asked for ``__dlpack__(stream=<it>)``, as both protocols require of a consumer.
 
     ``abstract``: every array is an :class:`~._array_spec.ArraySpec` (``output_specs`` / ``plan_launch``), read
-    into the ArrayInfo a real array of its layout gives, with pointer 0."""
+    into the ArrayInfo a real array of its layout gives, with pointer 0.
+
+    ``cupy_rules``: CuPy's scalar rules (the module docstring); the array library of the first array argument,
+    raw or not, decides where outputs are allocated."""
     kernel = spec.name
     arrays: dict[str, ArrayArg] = {}
     scalar_inputs: dict[str, Any] = {}
@@ -103,7 +120,7 @@ def bind(
     for param, obj in pairs:
         is_output = param.name in output_names
         if not is_output and is_scalar(obj):
-            if param.raw:
+            if param.raw and not cupy_rules:
                 raise KspecTypeError(
                     about_kernel(kernel, f"{param.name} is a raw parameter and needs a device array, got a scalar {type(obj).__name__}")
                 )
@@ -126,7 +143,7 @@ def bind(
 
     types = _bind_types(spec, arrays, outputs is not None, scalar_inputs, textures)
     param_dtypes = {p.name: types[p.type] if p.is_placeholder else p.type for p in spec.params}
-    scalars = {name: scalar_bytes(kernel, name, value, param_dtypes[name]) for name, value in scalar_inputs.items()}
+    scalars = {name: scalar_bytes(kernel, name, value, param_dtypes[name], cupy_rules) for name, value in scalar_inputs.items()}
 
     device_id = None
     if arrays:
@@ -137,7 +154,21 @@ def bind(
             raise KspecValueError(about_kernel(kernel, str(exc))) from None
     library = arrays[order[0]].info.library if order else None
     scalar_types = {name: type(value) for name, value in scalar_inputs.items()}
-    return Bound(kernel, arrays, scalars, scalar_types, types, param_dtypes, outputs is not None, device_id, library)
+    return Bound(kernel, arrays, scalars, scalar_types, types, param_dtypes, outputs is not None, device_id, library,
+                 cupy_rules)
+
+
+def library_without_arrays(stream: object, cupy_rules: bool, device_id: int) -> str | None:
+    """Where a call with no array argument (scalars and ``size=`` only) allocates its outputs: the library of
+    ``stream=`` when that is a CuPy or PyTorch stream; else, for a kernel of the CuPy-style constructors on a
+    GPU, CuPy's when this process has imported CuPy (code written for CuPy indexes what it gets back, e.g.
+    cupyx.scipy.signal's windows call ``kernel(scalars..., size=M)``); else None: kspec's own arrays."""
+    root = type(stream).__module__.partition(".")[0]
+    if stream is not None and root in ("cupy", "cupy_backends", "torch"):
+        return TORCH if root == "torch" else CUPY
+    if cupy_rules and device_id >= 0 and "cupy" in sys.modules:
+        return CUPY
+    return None
 
 
 def _launch_stream(kernel: str, stream: object, first: ArrayArg | None) -> int:
@@ -255,8 +286,11 @@ def _unbound_message(spec: ElementwiseSpec | ReductionSpec, letter: str, outputs
     return f"{head}: no array argument has it"
 
 
-def scalar_bytes(kernel: str, param: str, value: Any, dtype: str) -> bytes:
-    """``value`` converted to ``dtype`` as the kernel receives it (little-endian bytes)."""
+def scalar_bytes(kernel: str, param: str, value: Any, dtype: str, cupy_rules: bool = False) -> bytes:
+    """``value`` converted to ``dtype`` as the kernel receives it (little-endian bytes), by CuPy's rules or by
+    the typed path's stricter ones (the module docstring)."""
+    if cupy_rules:
+        return _assigned_bytes(kernel, param, value, dtype)
     target = dtypes.BY_NAME[dtype]
     if isinstance(value, np.generic):
         value_kind = np.dtype(type(value)).kind
@@ -292,6 +326,26 @@ def scalar_bytes(kernel: str, param: str, value: Any, dtype: str) -> bytes:
             return np.asarray(value, dtype=target.name).tobytes()
     except OverflowError:
         raise KspecOverflowError(about_kernel(kernel, f"{param} = {value} does not fit {dtype}")) from None
+
+
+def _assigned_bytes(kernel: str, param: str, value: Any, dtype: str) -> bytes:
+    """CuPy's conversion: ``value`` stored into an item of ``dtype`` as NumPy stores one (NumPy's errors, each
+    as kspec's subclass of its type, naming the parameter)."""
+    np_dtype = dtypes.BY_NAME[dtype].numpy
+    try:
+        if np_dtype is None:  # bfloat16 without ml_dtypes: kspec rounds it itself, from a real value
+            if isinstance(value, (complex, np.complexfloating)):
+                raise TypeError("a complex value for a real parameter")
+            return _bfloat16_bits(float(value)).tobytes()
+        item = np.empty((), np_dtype)
+        item[()] = value
+        return item.tobytes()
+    except OverflowError as exc:
+        raise KspecOverflowError(about_kernel(kernel, f"{param} = {value!r} does not fit {dtype}: {exc}")) from None
+    except TypeError as exc:
+        raise KspecTypeError(about_kernel(kernel, f"{param} = {value!r} does not convert to {dtype}: {exc}")) from None
+    except ValueError as exc:
+        raise KspecValueError(about_kernel(kernel, f"{param} = {value!r} does not convert to {dtype}: {exc}")) from None
 
 
 def _bfloat16_bits(value: float) -> np.ndarray:

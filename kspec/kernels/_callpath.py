@@ -43,24 +43,23 @@ class CallPath:
 
     def miss(self, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
         """A call the dispatcher did not serve: find or plan its prepared call, keep it, launch it."""
+        given = stream  # as the call gave it: what a signature holds (a call without arrays keys its type)
         if stream is None and open_stream_blocks[0]:  # inside `with kspec.Stream(...)`
             stream = current_stream()
         types = tuple(map(type, args))
         dispatcher = self._by_types.get(types)
-        read = dispatcher.read(args) if dispatcher is not None else None
+        read = dispatcher.read(args, given) if dispatcher is not None else None
         prepared = None if read is None else dispatcher.table.get((extra, *read[0]))  # type: ignore[union-attr]
         planned = prepared is None
         if prepared is None:
             prepared, pointers = self._plan(args, stream, extra)  # every check, every error
-            if not prepared.keyed:
-                return prepared.launch(args, stream, *pointers)
             if types not in self._by_types:  # made once the driver is up (it knows the device count)
                 if len(self._by_types) >= MAX_ENTRIES:
                     self._by_types.clear()
                 dispatcher = self._by_types[types] = make_dispatcher(
                     types, initialized_device_count() > 1, open_stream_blocks, current_stream
                 )
-                read = dispatcher.read(args) if dispatcher is not None else None
+                read = dispatcher.read(args, given) if dispatcher is not None else None
             if dispatcher is None or read is None:  # arguments no signature describes: planned every call
                 return prepared.launch(args, stream, *pointers)
             table = dispatcher.table

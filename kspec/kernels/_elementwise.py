@@ -3,9 +3,11 @@
 ``kspec.ElementwiseKernel('float32 x, float32 y', 'float32 z', 'z = (x - y) * (x - y)', 'squared_diff')``
 builds the same :class:`kspec.spec.ElementwiseSpec` a spec file holds. A call binds its arguments
 (:mod:`._bind`), plans the launch (:mod:`._plan`) and prepares it once per signature (:mod:`._planner`);
-every call runs through :mod:`._callpath`. Where kspec differs from CuPy, it is stricter or
-clearer: an unbound placeholder names itself, a float scalar for an integer parameter is refused, C++
-keywords as names are refused at construction; ``size=`` with non-raw arrays is an error as in CuPy.
+every call runs through :mod:`._callpath`. A constructor call binds by CuPy's rules (scalars converted as
+CuPy converts them); a kernel of a spec file takes the typed path, which refuses a float for an integer
+parameter. Where kspec differs from CuPy, it is clearer: an unbound placeholder names itself, C++ keywords
+as names are refused at construction; ``size=`` with non-raw arrays is an error as in CuPy. An identical
+constructor call adopts what the first one built (:mod:`._ctor_memo`).
 """
 
 from __future__ import annotations
@@ -41,12 +43,18 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
         loop_prep: str = "",
         after_loop: str = "",
     ) -> None:
+        key = self._adopt((type(self), in_params, out_params, operation, name, reduce_dims, preamble, no_return, return_tuple,
+                           options if type(options) is not list else tuple(options), loop_prep, after_loop)
+                          if type(reduce_dims) is bool and type(no_return) is bool and type(return_tuple) is bool else None)
+        if key is None:  # built before: kspec/kernels/_ctor_memo.py
+            return
+        options = options_tuple(options)
         texts = dict(in_params=in_params, out_params=out_params, operation=operation, name=name,
                      preamble=preamble, loop_prep=loop_prep, after_loop=after_loop)
         fields: dict[str, Any] = dict(reduce_dims=flag(reduce_dims, "reduce_dims"), no_return=flag(no_return, "no_return"),
-                                      return_tuple=flag(return_tuple, "return_tuple"), options=options_tuple(options),
+                                      return_tuple=flag(return_tuple, "return_tuple"), options=options,
                                       cupy_headers=True)  # CuPy's implicit environment: M_PI, CArray, atomics...
-        self._setup(self._build_spec(texts, fields))
+        self._built(key, self._build_spec(texts, fields))
 
     @property
     def operation(self) -> str:

@@ -58,7 +58,7 @@ def _raw_callable(source: str, kernels: tuple[str, ...], name_expressions: tuple
     else:
         module = RawModule(code=source, name_expressions=name_expressions or None, **options)
     if binaries is not None:
-        module._use_binaries(binaries, key())
+        (kernel if kernel is not None else module)._use_binaries(binaries, key())
     return kernel if kernel is not None else module
 
 

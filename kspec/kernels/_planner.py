@@ -14,7 +14,7 @@ from typing import Any
 from .._errors import kernel_label
 from ..runtime import default_stream_getter, get_device, stream_handle
 from . import _loaded
-from ._bind import Bound, bind, texture_handles
+from ._bind import Bound, bind, library_without_arrays, texture_handles
 from ._frame import Frame
 from ._launch_code import Step
 from ._plan import ElementwisePlan, frame_values, plan_elementwise
@@ -26,6 +26,8 @@ def prepare_elementwise(kernel: Any, args: tuple[Any, ...], stream: object, size
     """The prepared call of an ElementwiseKernel call, and its arguments' pointers."""
     bound, plan, textures = plan_elementwise_call(kernel, args, stream, size, block_size)
     device_id = bound.device_id if bound.device_id is not None else get_device().id
+    if bound.device_id is None:  # no array argument: something else says where outputs go
+        bound = bound._replace(library=library_without_arrays(stream, bound.cupy_rules, device_id))
     handle = launch_stream(bound, stream, device_id) if plan.variant is not None else None
     steps = elementwise_steps(kernel, plan, device_id, handle)
     return prepared_call(kernel, bound, device_id, steps, plan.allocate, plan.shape, 0, len(args), textures)
@@ -40,7 +42,8 @@ def plan_elementwise_call(kernel: Any, args: tuple[Any, ...], stream: object, si
     args, textures = texture_handles(args, spec)  # texture/surface objects go by value, as uint64 handles
     inputs, outputs = kernel._split_args(args, {}, "size=, block_size= and stream=")
     kernel._check_stream(stream)
-    bound = bind(spec, inputs, outputs, textures, launch=not abstract, stream=stream, abstract=abstract)
+    bound = bind(spec, inputs, outputs, textures, launch=not abstract, stream=stream, abstract=abstract,
+                 cupy_rules=kernel._cupy_rules)
     plan = plan_elementwise(spec, bound, kernel._specializer, size=size, block_size=block_size, launch=launch)
     return bound, plan, textures
 

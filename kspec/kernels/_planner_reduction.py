@@ -41,7 +41,8 @@ def plan_reduction_call(kernel: Any, args: tuple[Any, ...], stream: object, axis
     spec = kernel._spec
     inputs, outputs = kernel._split_args(args, {}, "axis=, keepdims=, out= and stream=")
     kernel._check_stream(stream)
-    bound = bind(spec, inputs, outputs, launch=not abstract, stream=stream, abstract=abstract)
+    bound = bind(spec, inputs, outputs, launch=not abstract, stream=stream, abstract=abstract,
+                 cupy_rules=kernel._cupy_rules)
     return bound, plan_reduction(spec, bound, kernel._specializer, axis=axis, keepdims=keepdims)
 
 

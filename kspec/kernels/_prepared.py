@@ -74,8 +74,9 @@ def fast_format(dtype: str, value_type: type) -> str | None:
     return fmt
 
 
-def scalar_packer(kernel: str, param: str, dtype: str, value_type: type) -> Callable[[Any], bytes]:
-    """value -> bytes for one scalar parameter and one Python value type.
+def scalar_packer(kernel: str, param: str, dtype: str, value_type: type, cupy_rules: bool = False) -> Callable[[Any], bytes]:
+    """value -> bytes for one scalar parameter and one Python value type, by the kernel's scalar rules
+    (``cupy_rules``: CuPy's, see kspec/kernels/_bind.py).
 
     Python ints and floats into integer and float parameters use ``struct`` (anything it refuses, such as an
     out-of-range int, goes to :func:`scalar_bytes`, which raises the proper error); every other case always
@@ -83,14 +84,14 @@ def scalar_packer(kernel: str, param: str, dtype: str, value_type: type) -> Call
     """
     fmt = fast_format(dtype, value_type)
     if fmt is None:
-        return lambda value: scalar_bytes(kernel, param, value, dtype)
+        return lambda value: scalar_bytes(kernel, param, value, dtype, cupy_rules)
     pack = struct.Struct(fmt).pack
 
     def packed(value: Any) -> bytes:
         try:
             return pack(value)
         except (struct.error, OverflowError):
-            return scalar_bytes(kernel, param, value, dtype)
+            return scalar_bytes(kernel, param, value, dtype, cupy_rules)
 
     return packed
 
@@ -123,12 +124,9 @@ def relaunch(fn: Any, grid: int, block: int, params: int, stream: int, device_id
 
 class PreparedCall:
     """One call signature of a kernel on one device: ``launch(args, stream, p0, ..., pN)`` runs it with one
-    pointer per argument position (0 for scalars) and returns what the kernel returns.
+    pointer per argument position (0 for scalars) and returns what the kernel returns."""
 
-    ``keyed``: whether calls with this signature may reuse it (a call without arrays runs on the current
-    device, which may change; it is planned each time)."""
-
-    __slots__ = ("launch", "device_id", "library", "keyed", "kernel_name", "default_stream")
+    __slots__ = ("launch", "device_id", "library", "kernel_name", "default_stream")
 
     def __init__(self, kernel_name: str, bound: Bound, params: Sequence[Any], device_id: int, steps: Sequence[Step],
                  allocate_outputs: Sequence[tuple[str, str]], out_shape: tuple[int, ...], workspace: int,
@@ -136,7 +134,6 @@ class PreparedCall:
         self.kernel_name = kernel_name
         self.device_id = device_id
         self.library = library = bound.library
-        self.keyed = bound.device_id is not None
         self.default_stream = default_stream_getter(library)
         arrays = [(i, p.name) for i, p in enumerate(params) if p.name in bound.arrays]
         scalars = []
@@ -145,7 +142,8 @@ class PreparedCall:
                 scalars.append(Scalar(i, p.name, None, texture_packer))
             elif p.name in bound.scalars:
                 dtype, value_type = bound.dtypes[p.name], bound.scalar_types[p.name]
-                scalars.append(Scalar(i, p.name, fast_format(dtype, value_type), scalar_packer(kernel_name, p.name, dtype, value_type)))
+                packer = scalar_packer(kernel_name, p.name, dtype, value_type, bound.cupy_rules)
+                scalars.append(Scalar(i, p.name, fast_format(dtype, value_type), packer))
         outputs = [Output(name, dtype, quick_empty(library, out_shape, dtype), like_input(bound, arrays, out_shape, dtype))
                    for name, dtype in allocate_outputs]  # fmt: skip
         driver = cuda_driver()

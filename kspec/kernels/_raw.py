@@ -26,7 +26,9 @@ Both classes live here because each makes the other (``RawKernel(code, name)`` i
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import weakref
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import IO, Any
 
 import numpy as np
@@ -35,6 +37,7 @@ from .._errors import KspecTypeError, KspecValueError
 from ..compiler import kernel_expressions
 from ..runtime import DeviceGlobal, Launcher, get_device
 from ._raw_attributes import FUNCTION_ATTRIBUTES, FunctionAttribute, read_attribute, write_attribute
+from ._raw_build import Overrides, RawBuild
 from ._raw_code import RawCode
 
 
@@ -61,6 +64,26 @@ class RawModule(RawCode):
             code, path, options, backend, translate_cucomplex, enable_cooperative_groups, name_expressions, jitify
         )
         self._kernels: dict[str, RawKernel] = {}
+
+    @classmethod
+    def _of_build(cls, build: RawBuild) -> RawModule:
+        """A module object of a build (for a kernel whose module object is gone)."""
+        module = object.__new__(cls)
+        module._build = build
+        module._kernels = {}
+        return module
+
+    @classmethod
+    def _of_kernel(cls, code: str, name: str, options: Sequence[str], backend: str, translate_cucomplex: bool,
+                   enable_cooperative_groups: bool, jitify: bool) -> RawModule:  # fmt: skip
+        """``RawKernel(code, name)``'s own module: ``name`` lowered as a name expression where NVRTC can take
+        it, and the compile log's label."""
+        expressions = kernel_expressions(name) or None  # shared with `kspec warm` (kspec/compiler/_raw_program.py)
+        module = object.__new__(cls)
+        RawCode.__init__(module, code, None, options, backend, translate_cucomplex, enable_cooperative_groups,
+                         expressions, jitify, name if expressions else "raw_kernel")  # fmt: skip
+        module._kernels = {}
+        return module
 
     # -- CuPy's read-only attributes ---------------------------------------------------------------------
 
@@ -133,11 +156,12 @@ class RawModule(RawCode):
 
         Lazy: nothing is compiled or looked up until the kernel is first used.
         """
+        kernel = self._kernels.get(name) if type(name) is str else None
+        if kernel is not None:
+            return kernel
         if not isinstance(name, str) or not name:
             raise KspecTypeError(f"name: expected a kernel name (str), got {name!r}")
-        kernel = self._kernels.get(name)
-        if kernel is None:
-            kernel = self._kernels[name] = RawKernel._from_module(self, name)
+        kernel = self._kernels[name] = RawKernel._from_module(self, name)
         return kernel
 
     def get_global(self, name: str) -> DeviceGlobal:
@@ -164,10 +188,11 @@ class RawKernel:
     else to the legacy default stream.
     """
 
-    _module: RawModule
+    _owner: RawModule | weakref.ReferenceType[RawModule]  # its own module, or the module it came from (weakly)
+    _build: RawBuild
     _name: str
     _launcher: Launcher
-    _overrides: dict[str, int]
+    _overrides: Mapping[str, int]  # the attribute values this kernel set (read-only: a new mapping per set)
 
     def __init__(
         self,
@@ -184,48 +209,51 @@ class RawKernel:
             raise KspecTypeError(f"code: expected CUDA source as a str, got {type(code).__name__}")
         if not isinstance(name, str) or not name:
             raise KspecTypeError(f"name: expected the kernel's name (str), got {name!r}")
-        expressions = kernel_expressions(name) or None  # shared with `kspec warm` (kspec/compiler/_raw_program.py)
-        module = RawModule(
-            code=code,
-            options=options,
-            backend=backend,
-            translate_cucomplex=translate_cucomplex,
-            enable_cooperative_groups=enable_cooperative_groups,
-            name_expressions=expressions,
-            jitify=jitify,
-        )
-        module._label = name if expressions else "raw_kernel"
+        module = RawModule._of_kernel(code, name, options, backend, translate_cucomplex, enable_cooperative_groups, jitify)
         self._setup(module, name)
 
     @classmethod
     def _from_module(cls, module: RawModule, name: str) -> RawKernel:
-        kernel = object.__new__(cls)
-        kernel._setup(module, name)
+        """``module.get_function(name)``'s kernel. The module keeps it (one kernel per name and module), so it
+        refers to the module weakly: no reference cycle for the collector, for code that gets a kernel from a
+        new module on every call."""
+        build = module._build
+        launch_class, launcher = build.launch_states.get((name, ())) or _launch_state(build, name, ())
+        kernel: RawKernel = object.__new__(launch_class)
+        kernel._owner, kernel._build, kernel._name = weakref.ref(module), build, name
+        kernel._overrides, kernel._launcher = _NO_OVERRIDES, launcher
         return kernel
 
     def _setup(self, module: RawModule, name: str) -> None:
-        # Each kernel gets a private subclass so its launcher can install the packer of the current
-        # signature as the class's __call__: `k(grid, block, args)` then runs one generated function
-        # instead of __call__ plus a packer (see Launcher; measured in benchmarks/launch_overhead.py).
-        self.__class__ = type("RawKernel", (RawKernel,), {"__module__": RawKernel.__module__})
-        self._module = module
+        self._owner = module
+        self._build = module._build
         self._name = name
-        self._overrides = {}
-        self._launcher = Launcher(name, self._resolve, cooperative=module._cooperative, install=self._install)
+        self._overrides = _NO_OVERRIDES
+        self._take_launch_state()
 
-    def _install(self, method: Any) -> None:
-        cls = type(self)
-        if method is None:
-            if "__call__" in cls.__dict__:
-                del cls.__call__
-        else:
-            setattr(cls, "__call__", method)  # noqa: B010  (mypy refuses assigning a method directly)
+    @property
+    def _module(self) -> RawModule:
+        """The module this kernel came from (a module object of the same build when that one is gone)."""
+        owner = self._owner
+        if isinstance(owner, weakref.ReferenceType):
+            found = owner()
+            if found is None:
+                found = self._owner = RawModule._of_build(self._build)
+            return found
+        return owner
 
-    def _resolve(self, device_id: int) -> Any:
-        fn = self._module._function(device_id, self._name)
-        for attr, value in self._overrides.items():
-            write_attribute(fn, attr, value, self._name)
-        return fn
+    def _take_launch_state(self) -> None:
+        """Become a kernel of the launch state for this name and attribute set in the module's build, shared with
+        every kernel of an identical construction that set the same attributes (:func:`_launch_state`)."""
+        overrides = tuple(sorted(self._overrides.items())) if self._overrides else ()
+        self.__class__, self._launcher = _launch_state(self._build, self._name, overrides)
+
+    def _use_binaries(self, store: Any, key: str) -> None:
+        """Serve this kernel's module from ``store`` (see RawCode._use_binaries) and launch from that build."""
+        module = self._module
+        module._use_binaries(store, key)
+        self._build = module._build
+        self._take_launch_state()
 
     # -- the call ----------------------------------------------------------------------------------------
 
@@ -237,7 +265,7 @@ class RawKernel:
 
     @property
     def code(self) -> str | None:
-        return self._module.code
+        return self._build.code
 
     @property
     def name(self) -> str:
@@ -245,23 +273,23 @@ class RawKernel:
 
     @property
     def options(self) -> tuple[str, ...]:
-        return self._module.options
+        return self._build.options
 
     @property
     def backend(self) -> str:
-        return self._module.backend
+        return self._build.backend
 
     @property
     def translate_cucomplex(self) -> bool:
-        return self._module.translate_cucomplex
+        return self._build.translate_cucomplex
 
     @property
     def enable_cooperative_groups(self) -> bool:
-        return self._module.enable_cooperative_groups
+        return self._build.cooperative
 
     @property
     def file_path(self) -> str | None:
-        return self._module.path
+        return self._build.path
 
     @property
     def module(self) -> RawModule:
@@ -305,17 +333,20 @@ class RawKernel:
         return {attr: read_attribute(fn, attr) for attr, _enum, _settable in FUNCTION_ATTRIBUTES}
 
     def _set_attribute(self, attr: str, value: int) -> None:
+        """Set a function attribute of this kernel only: it moves to the launch state of its new attribute set
+        (a function of its own, loaded for that set; kernels sharing its construction keep theirs)."""
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise KspecTypeError(f"{attr}: expected an int, got {type(value).__name__}")
-        value = int(value)
-        fn = self._function_here()
-        write_attribute(fn, attr, value, self._name)
-        self._overrides[attr] = value
-        # Other devices where the kernel is already loaded get it too; later ones get it in _resolve.
-        for other in self._launcher.loaded_functions():
-            if other is not fn:
-                write_attribute(other, attr, value, self._name)
-        self._launcher.forget_occupancy()  # occupancy depends on the shared-memory configuration
+        before = self._overrides
+        self._overrides = MappingProxyType({**before, attr: int(value)})
+        self._take_launch_state()
+        try:
+            fn = self._function_here()  # resolved with every value of the set written (the driver checks them)
+            write_attribute(fn, attr, int(value), self._name)
+        except BaseException:
+            self._overrides = before
+            self._take_launch_state()
+            raise
 
     # -- pickling ----------------------------------------------------------------------------------------
 
@@ -323,9 +354,45 @@ class RawKernel:
         return (_rebuild_kernel, (self._module, self._name, dict(self._overrides)))
 
 
+_NO_OVERRIDES: Mapping[str, int] = MappingProxyType({})  # a kernel's attribute values until it sets one
+
+
+def _launch_state(build: RawBuild, name: str, overrides: Overrides) -> tuple[type[RawKernel], Launcher]:
+    """The launch state of a build's kernel for an attribute set, shared by every kernel with that name and set
+    of the build (kspec/kernels/_raw_build.py): a private RawKernel subclass and its Launcher. The launcher
+    installs the packer of the current signature as that class's __call__, so `k(grid, block, args)` runs one
+    generated function instead of __call__ plus a packer (see Launcher; measured in
+    benchmarks/launch_overhead.py)."""
+    state = build.launch_states.get((name, overrides))
+    if state is None:
+        with build.lock:
+            state = build.launch_states.get((name, overrides))
+            if state is None:
+                state = build.launch_states[(name, overrides)] = _new_launch_state(build, name, overrides)
+    return state
+
+
+def _new_launch_state(build: RawBuild, name: str, overrides: Overrides) -> tuple[type[RawKernel], Launcher]:
+    cls = type("RawKernel", (RawKernel,), {"__module__": RawKernel.__module__})
+
+    def install(method: Any) -> None:
+        if method is None:
+            if "__call__" in cls.__dict__:
+                del cls.__call__
+        else:
+            setattr(cls, "__call__", method)  # noqa: B010  (mypy refuses assigning a method directly)
+
+    def resolve(device_id: int) -> Any:
+        return build.function(device_id, name, overrides)
+
+    return cls, Launcher(name, resolve, cooperative=build.cooperative, install=install)
+
+
 def _rebuild_kernel(module: RawModule, name: str, overrides: dict[str, int]) -> RawKernel:
     kernel = module.get_function(name)
-    kernel._overrides.update(overrides)
+    if overrides:
+        kernel._overrides = MappingProxyType(dict(overrides))
+        kernel._take_launch_state()  # the values are written where the kernel is first resolved
     return kernel
 
 

@@ -1,26 +1,25 @@
-"""What a raw module's code becomes: its constructor arguments checked, then programs and loaded modules.
+"""A raw module's constructor arguments, checked, and the build they share with identical constructions.
 
-:class:`RawCode` holds a RawModule's code (CUDA source, or a .cubin/.ptx/.fatbin file) and options, and
-turns them into what a launch needs: the compiled program per architecture (NVRTC or nvcc, behind the
-binary cache, or a binary a BinaryStore serves), the module loaded per device, and each kernel's function by
-its name or name expression. :class:`kspec.kernels._raw.RawModule` adds CuPy's API on top.
+:class:`RawCode` holds a RawModule's code (CUDA source, or a .cubin/.ptx/.fatbin file) and options, checked
+with the messages RawModule gives, and its :class:`~._raw_build.RawBuild`: what they compile and load into.
+Identical ``code=`` constructions share one build (kspec/kernels/_ctor_memo.py). :class:`kspec.kernels._raw.RawModule`
+adds CuPy's API on top.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
 from .._args import flag, options_tuple as _options_tuple
-from .._binfmt import HEAD_BYTES, content_problem, loadable_image
-from .._errors import KspecFileNotFoundError, KspecNotImplementedError, KspecTypeError, KspecValueError, NvrtcNotFoundError
-from ..compiler import record_load  # the compile log (a leaf module)
-from ..runtime import Device, LoadedModule
+from .._binfmt import HEAD_BYTES, content_problem
+from .._errors import KspecFileNotFoundError, KspecNotImplementedError, KspecTypeError, KspecValueError
+from ..runtime import LoadedModule
+from ._ctor_memo import RAW_MODULES
+from ._raw_build import RawBuild
 
 _BINARY_SUFFIXES = (".cubin", ".ptx", ".fatbin")
 
@@ -87,9 +86,10 @@ def _name_expressions(value: object) -> tuple[str, ...]:
 
 
 class RawCode:
-    """A raw module's code and options, checked, and what they compile and load into (see the module doc).
+    """A raw module's code and options, checked, and the build they compile and load into (see the module doc).
 
-    ``code`` XOR ``path``; the arguments are RawModule's, checked here with the messages it gives.
+    ``code`` XOR ``path``; the arguments are RawModule's, checked here with the messages it gives. ``label``
+    names the module in the compile log (a RawKernel's module: the kernel's name or "raw_kernel").
     """
 
     def __init__(
@@ -102,7 +102,18 @@ class RawCode:
         enable_cooperative_groups: bool,
         name_expressions: Sequence[str] | None,
         jitify: bool,
+        label: str = "raw_module",
     ) -> None:
+        key = None
+        # a file's module is read again (the file may change); source is remembered (kspec/kernels/_ctor_memo.py)
+        if path is None and type(translate_cucomplex) is bool and type(enable_cooperative_groups) is bool and type(jitify) is bool:
+            key, state = RAW_MODULES.find((code, options if type(options) is not list else tuple(options), backend,
+                                           translate_cucomplex, enable_cooperative_groups,
+                                           name_expressions if type(name_expressions) is not list else tuple(name_expressions),
+                                           jitify, label))  # fmt: skip
+            if state is not None:
+                self._build = state
+                return
         if (code is None) == (path is None):
             raise KspecTypeError(
                 "Exactly one of `code` and `path` keyword arguments must be given. "
@@ -113,124 +124,74 @@ class RawCode:
         _check_jitify(jitify)
         if code is not None and not isinstance(code, str):
             raise KspecTypeError(f"code: expected CUDA source as a str, got {type(code).__name__}")
-        self._code = code
-        self._path: str | None = None
-        if path is not None:
-            self._path = _binary_path(path)
-        self._options = _options_tuple(options)
-        self._backend = str(backend)
-        self._translate_cucomplex = flag(translate_cucomplex, "translate_cucomplex")
-        self._cooperative = flag(enable_cooperative_groups, "enable_cooperative_groups")
-        self._name_expressions = _name_expressions(name_expressions)
-        if self._name_expressions and self._path is not None:
+        checked_path = None if path is None else _binary_path(path)
+        expressions = _name_expressions(name_expressions)
+        if expressions and checked_path is not None:
             raise KspecValueError(
                 "need CUDA C++ code for the requested kernels: "
                 "name_expressions: only meaningful with code= (a binary loaded from path= is already compiled; "
                 "get_function takes its symbol names)"
             )
-        self._label = "raw_module"
-        self._binaries: Any = None  # a BinaryStore serving this module's source (kspec.load of a raw spec)
-        self._binary_key = ""
-        self._programs: dict[str, Any] = {}
-        self._loaded: dict[int, LoadedModule] = {}
-        self._lock = threading.RLock()
+        self._build = RawBuild(code, checked_path, _options_tuple(options), str(backend),
+                               flag(translate_cucomplex, "translate_cucomplex"),
+                               flag(enable_cooperative_groups, "enable_cooperative_groups"), expressions, label)  # fmt: skip
+        RAW_MODULES.put(key, self._build)
 
-    # -- compiling and loading ---------------------------------------------------------------------------
+    # -- the checked arguments (the build holds them) ----------------------------------------------------
+
+    @property
+    def _code(self) -> str | None:
+        return self._build.code
+
+    @property
+    def _path(self) -> str | None:
+        return self._build.path
+
+    @property
+    def _options(self) -> tuple[str, ...]:
+        return self._build.options
+
+    @property
+    def _backend(self) -> str:
+        return self._build.backend
+
+    @property
+    def _translate_cucomplex(self) -> bool:
+        return self._build.translate_cucomplex
+
+    @property
+    def _cooperative(self) -> bool:
+        return self._build.cooperative
+
+    @property
+    def _name_expressions(self) -> tuple[str, ...]:
+        return self._build.name_expressions
+
+    # -- compiling and loading: the build's (kspec/kernels/_raw_build.py) --------------------------------
+
+    @property
+    def _programs(self) -> dict[str, Any]:
+        return self._build.programs
 
     def _program(self, arch: str) -> Any:
         """The CompiledProgram for ``arch`` (NVRTC, behind kspec's binary cache)."""
-        program = self._programs.get(arch)
-        if program is None:
-            # the one definition of the program, shared with `kspec warm` (kspec/compiler/_raw_program.py)
-            from ..compiler import CompileRequest, compile_cached, raw_program
-
-            assert self._code is not None
-            made = raw_program(self._code, arch, options=self._options, translate_cucomplex=self._translate_cucomplex,
-                               name_expressions=self._name_expressions, backend=self._backend)
-            has_binaries = self._binaries is not None and bool(self._binaries.archs(self._binary_key))
-            program, _hit = compile_cached(
-                made.source,
-                name=self._label,
-                options=made.options,
-                name_expressions=made.name_expressions,
-                needs=made.needs,
-                backend=made.backend,
-                request=CompileRequest(self._label, self._what(), has_binaries),
-            )
-            self._programs[arch] = program
-        return program
+        return self._build.program(arch)
 
     def _use_binaries(self, store: Any, key: str) -> None:
         """Load from ``store`` (a BinaryStore) the binary built for this source under ``key`` when it has one
-        for the device; compile otherwise. NVRTC is not imported when a binary serves."""
-        self._binaries, self._binary_key = store, key
+        for the device; compile otherwise. NVRTC is not imported when a binary serves. This module leaves the
+        build it shared (kernels got from it before take the new one: RawKernel._use_binaries)."""
+        self._build = self._build.with_binaries(store, key)
 
     def _stored(self, arch: str) -> Any:
-        return self._binaries.find(self._binary_key, arch) if self._binaries is not None else None
-
-    def _what(self) -> str:
-        """The compile log's (and the compile policy's) name for what this module compiles."""
-        if self._path is not None:
-            return f"file {self._path}"
-        if self._name_expressions:
-            return "name expressions " + ", ".join(self._name_expressions)
-        return "raw module"
-
-    def _image(self, device: Device) -> tuple[bytes, bool]:
-        """The module's image for the device, and whether it is a precompiled binary (else compiled/cached)."""
-        if self._path is not None:
-            return loadable_image(Path(self._path).read_bytes(), Path(self._path).suffix), True
-        stored = self._stored(device.arch)
-        if stored is not None:
-            return stored.read(), True
-        try:
-            return self._program(device.arch).binary, False
-        except NvrtcNotFoundError as exc:
-            if self._binaries is None:
-                raise
-            raise self._binaries.missing(f"module {self._label!r}", self._binary_key, device.arch, exc) from None
+        return self._build.stored(arch)
 
     def _module(self, device_id: int) -> LoadedModule:
-        module = self._loaded.get(device_id)
-        if module is None:
-            with self._lock:
-                module = self._loaded.get(device_id)
-                if module is None:
-                    device = Device(device_id)
-                    what = self._path if self._path else f"module {self._label!r}"
-                    start = time.perf_counter()
-                    image, precompiled = self._image(device)
-                    module = LoadedModule(image, device, what=what)
-                    if precompiled:  # a compile or a cache hit is logged by compile_cached
-                        record_load(self._label, self._what(), device.arch, "binary", (time.perf_counter() - start) * 1e3)
-                    self._loaded[device_id] = module
-        return module
+        return self._build.module(device_id)
 
     def _symbol(self, name: str, arch: str) -> str:
-        if self._code is not None and name in self._name_expressions:
-            stored = self._stored(arch)
-            lowered = stored.lowered_names if stored is not None else self._program(arch).lowered_names
-            return str(lowered[name])
-        return name
+        return self._build.symbol(name, arch)
 
     def _function(self, device_id: int, name: str) -> Any:
         """The CUfunction for ``name`` on a device; a KspecValueError listing the module's names if absent."""
-        module = self._module(device_id)
-        symbol = self._symbol(name, Device(device_id).arch)
-        fn = module.function(symbol)
-        if fn is None:
-            raise KspecValueError(self._not_found(name, module, "kernel"))
-        return fn
-
-    def _not_found(self, name: str, module: LoadedModule, what: str) -> str:
-        names = module.function_names()
-        parts = [f"{what} {name!r} is not in {module.what}"]
-        if names:
-            parts.append("its kernels: " + ", ".join(names))
-        if self._name_expressions:
-            parts.append("its name expressions: " + ", ".join(self._name_expressions))
-        if "<" in name and name not in self._name_expressions:
-            parts.append("a template kernel must be listed in name_expressions= to be instantiated")
-        elif self._code is not None and not self._name_expressions and names and name not in names:
-            parts.append('C++ kernels need extern "C" or name_expressions= to be found by their plain name')
-        return "; ".join(parts)
+        return self._build.function(device_id, name)

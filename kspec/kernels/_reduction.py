@@ -43,12 +43,18 @@ class ReductionKernel(_spec_kernel.SpecKernel):
         preamble: str = "",
         options: Sequence[str] = (),
     ) -> None:
+        key = self._adopt((type(self), in_params, out_params, map_expr, reduce_expr, post_map_expr, type(identity), identity,
+                           name, reduce_type, reduce_dims, preamble, options if type(options) is not list else tuple(options))
+                          if type(reduce_dims) is bool else None)
+        if key is None:  # built before: kspec/kernels/_ctor_memo.py
+            return
+        options = options_tuple(options)
         texts = dict(in_params=in_params, out_params=out_params, map_expr=map_expr, reduce_expr=reduce_expr,
                      post_map_expr=post_map_expr, name=name, preamble=preamble)
         fields: dict[str, Any] = dict(identity=identity, reduce_type=reduce_type,
-                                      reduce_dims=flag(reduce_dims, "reduce_dims"), options=options_tuple(options),
+                                      reduce_dims=flag(reduce_dims, "reduce_dims"), options=options,
                                       cupy_headers=True)  # CuPy's implicit environment: M_PI, CArray, atomics...
-        self._setup(self._build_spec(texts, fields))
+        self._built(key, self._build_spec(texts, fields))
 
     @property
     def map_expr(self) -> str:
@@ -63,12 +69,16 @@ class ReductionKernel(_spec_kernel.SpecKernel):
         return str(self._spec.post_map_expr)
 
     @property
-    def identity(self) -> str | None:
-        return self._spec.identity
+    def identity(self) -> str:
+        """CuPy's text: the identity as given (a number as its str), ``''`` for none (the spec's None)."""
+        identity = self._spec.identity
+        return "" if identity is None else str(identity)
 
     @property
-    def reduce_type(self) -> str | None:
-        return self._spec.reduce_type
+    def reduce_type(self) -> str:
+        """CuPy's value: as given, else the first output's ``ctype`` (the spec keeps None: the default)."""
+        reduce_type = self._spec.reduce_type
+        return self.out_params[0].ctype if reduce_type is None else str(reduce_type)
 
     def __call__(
         self, *args: Any, out: Any = None, axis: object = None, keepdims: bool = False, stream: object = None, **kwargs: Any

@@ -20,11 +20,15 @@ from ..render import Specialization, specialize  # lazy: no Jinja
 from ..runtime import DeviceArray, get_device, stream_handle
 from ._callpath import CallPath
 from ..compiler import compile_program, rendered_module
+from ._ctor_memo import SPEC_KERNELS
 from ._loaded import interface_of, loaded_kernel
+from ._param_info import ParameterInfo, parameter_infos
 
 if TYPE_CHECKING:  # the serving path never imports the spec models, the renderer or the compiler
     from ..spec import ElementwiseSpec, ReductionSpec
     from ._array_spec import ArraySpec, LaunchPlan
+
+_UNKEYED: Any = object()  # a constructor call whose arguments cannot be a memo key
 
 _specializations: dict[tuple[str, tuple[tuple[str, str], ...], frozenset[str]], Specialization] = {}
 
@@ -47,6 +51,27 @@ class SpecKernel:
 
     SPEC: type[ElementwiseSpec] | type[ReductionSpec]  # a SpecClass: the model is imported on first access
     KIND: str  # "elementwise" or "reduction"
+    # CuPy's argument rules (kspec/kernels/_bind.py): kernels from the CuPy-style constructors bind as CuPy
+    # does; those of spec files, generated modules and kspec.fuse keep the typed path's stricter rules.
+    _cupy_rules = False
+    _SHARED = ("_binaries", "_spec", "_key", "_nin", "_nout", "_calls", "_cupy_rules")  # what _adopt takes
+
+    def _adopt(self, arguments: tuple[Any, ...] | None) -> Any:
+        """Take the state an identical constructor call built (kspec/kernels/_ctor_memo.py): None when done,
+        else the key under which :meth:`_built` remembers this call (``_UNKEYED`` for arguments that cannot
+        be one, or None given)."""
+        key, state = SPEC_KERNELS.find(arguments)
+        if state is None:
+            return key if key is not None else _UNKEYED
+        self.__dict__.update(state)
+        return None
+
+    def _built(self, key: Any, spec: Any) -> None:
+        """Set up a constructor call's kernel (CuPy's rules) and remember it for identical calls."""
+        self._setup(spec)
+        self._cupy_rules = True
+        if key is not _UNKEYED:
+            SPEC_KERNELS.put(key, {name: self.__dict__[name] for name in self._SHARED})
 
     def _build_spec(self, texts: dict[str, Any], fields: dict[str, Any]) -> Any:
         """The spec of a constructor call: its text arguments must be str (TypeError naming the argument).
@@ -117,7 +142,7 @@ class SpecKernel:
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
         directory = None if self._binaries is None else str(self._binaries.directory)
-        return (_rebuild, (type(self), self.spec, directory))
+        return (_rebuild, (type(self), self.spec, directory, self._cupy_rules))
 
     def __repr__(self) -> str:
         return f"<kspec.{type(self).__name__} {self.name!r}>"
@@ -135,16 +160,29 @@ class SpecKernel:
         return str(self._spec.name)
 
     @property
-    def in_params(self) -> tuple[Any, ...]:
-        return tuple(self._spec.in_params)
+    def __name__(self) -> str:  # CuPy sets it for profilers that name a callable by it
+        return str(self._spec.name)
+
+    # CuPy's parameter records (kspec/kernels/_param_info.py), made on first access
 
     @property
-    def out_params(self) -> tuple[Any, ...]:
-        return tuple(self._spec.out_params)
+    def in_params(self) -> tuple[ParameterInfo, ...]:
+        found = self.__dict__.get("_in_infos")
+        if found is None:
+            found = self._in_infos = parameter_infos(self._spec.in_params, outputs=False)
+        return found
 
     @property
-    def params(self) -> tuple[Any, ...]:
-        return tuple(self._spec.params)
+    def out_params(self) -> tuple[ParameterInfo, ...]:
+        found = self.__dict__.get("_out_infos")
+        if found is None:
+            found = self._out_infos = parameter_infos(self._spec.out_params, outputs=True)
+        return found
+
+    @property
+    def params(self) -> tuple[ParameterInfo, ...]:
+        """The inputs' and outputs' records (CuPy's tuple also ends with a record of its indexer, ``_ind``)."""
+        return self.in_params + self.out_params
 
     @property
     def scalars(self) -> tuple[str, ...]:
@@ -237,7 +275,7 @@ class SpecKernel:
 
         args, textures = texture_handles(tuple(_stand_in(a) for a in args), self._spec)
         inputs, outputs = self._split_args(args, {}, "")
-        bound = bind(self._spec, inputs, outputs, textures)
+        bound = bind(self._spec, inputs, outputs, textures, cupy_rules=self._cupy_rules)
         return self._specializer(bound.types, frozenset(bound.scalars))
 
     def source(self, *args: Any) -> str:
@@ -310,5 +348,7 @@ def _with_cupy_phrase(exc: SpecError, texts: dict[str, Any]) -> SpecError:
     return type(exc)(lead + str(exc))
 
 
-def _rebuild(cls: type[SpecKernel], spec: Any, binaries: str | None) -> Any:
-    return cls.from_spec(spec, binaries=binaries)
+def _rebuild(cls: type[SpecKernel], spec: Any, binaries: str | None, cupy_rules: bool = False) -> Any:
+    kernel = cls.from_spec(spec, binaries=binaries)
+    kernel._cupy_rules = cupy_rules
+    return kernel

@@ -107,7 +107,7 @@ class Specialization(Record):
     __slots__ = ("spec", "types", "scalars", "key", "needs", "operands", "reduce_type", "indexer")
     spec: AnySpec
     types: Mapping[str, str]  # placeholder letter -> canonical dtype name
-    scalars: frozenset[str]  # non-raw inputs passed by value at this call
+    scalars: frozenset[str]  # inputs passed by value at this call
     key: str  # sha256 hex over spec data, binding, scalars, TEMPLATE_VERSION and the templates
     needs: frozenset[str]  # heavy headers: "fp16", "bf16", "complex"
     operands: tuple[Operand, ...]
@@ -222,7 +222,8 @@ def specialize(
 
     Every placeholder must be bound and no other letter given (KspecTypeError / KspecValueError naming the
     letter); dtype names go through kspec's table (aliases such as ``"f4"`` are accepted). ``scalars``
-    names non-raw input parameters passed by value at this call (CuPy specialises ``f(x, 5)`` on it).
+    names input parameters passed by value at this call (CuPy specialises ``f(x, 5)`` on it); a raw one
+    among them is a plain value of its type there, as CuPy passes a scalar given for a raw parameter.
     """
     if getattr(type(spec), "KIND", None) not in _KINDS:
         raise KspecTypeError(f"spec: expected an ElementwiseSpec, ReductionSpec or RawSpec, got {type(spec).__name__}")
@@ -241,7 +242,7 @@ def specialize(
             dtype=binding[p.type] if p.is_placeholder else p.type,
             c_type=p.type if p.is_placeholder else c_type_of(p.type, cupy_headers),
             is_output=is_output,
-            raw=p.raw,
+            raw=p.raw and p.name not in scalar_set,  # a raw input given a scalar is a plain value (CuPy's rule)
             scalar=p.name in scalar_set,
             non_const=p.non_const,
         )
@@ -332,13 +333,13 @@ def _bind(spec: ElementwiseSpec | ReductionSpec, types: Mapping[str, str]) -> di
 
 
 def _check_scalars(spec: ElementwiseSpec | ReductionSpec, scalars: frozenset[str]) -> None:
-    inputs = {p.name: p for p in spec.in_params}
+    """Only inputs are passed by value. A raw input may be: it is then a plain value of its type, as CuPy
+    passes a scalar given for a raw parameter (the kernels' typed path refuses that call before it gets here)."""
+    inputs = {p.name for p in spec.in_params}
     for name in sorted(scalars):
         if name not in inputs:
             where = "an output" if any(p.name == name for p in spec.out_params) else "not a parameter"
             raise KspecValueError(about_kernel(spec.name, f"scalars: {name!r} is {where}; only inputs can be scalars"))
-        if inputs[name].raw:
-            raise KspecValueError(about_kernel(spec.name, f"scalars: {name!r} is a raw parameter; it must be an array"))
 
 
 def _refuse_reduction_indexer(spec: ReductionSpec, operands: tuple[Operand, ...]) -> None:
