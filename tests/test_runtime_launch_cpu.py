@@ -162,6 +162,10 @@ def test_wrong_argument_types_name_position_and_type(fake):
     with pytest.raises(TypeError, match=r"args\[0\] is a numpy.ndarray in host memory.*kspec.asarray"):
         k(1, 1, (np.zeros(4, np.float32), fake_array(2), 3, 0.0))
     with pytest.raises(TypeError, match="args must be a tuple"):
+        k(1, 1, 5)
+    # A bare device array is the first argument, as it is for CuPy (whose launch iterates `args`): here the
+    # kernel takes four.
+    with pytest.raises(TypeError, match=r"takes 4 argument\(s\), got 1"):
         k(1, 1, fake_array(1))
     assert fake.launches == []
 

@@ -117,6 +117,10 @@ class Launcher:
         builds) this thread's packer for the signature and, where allowed, installs it as the kernel's fast
         path."""
         if type(args) is not tuple and type(args) is not list:
+            if hasattr(args, "__cuda_array_interface__"):
+                # CuPy iterates `args`; for one device array given bare, `k(grid, block, x)`, what reaches the
+                # kernel's first parameter is x's pointer: code written for CuPy relies on that.
+                return self.launch(grid, block, (args,), shared_mem, stream)
             raise KspecTypeError(about_kernel(self.name, f"args must be a tuple of arguments, got {type(args).__name__}"))
         packer: Any = self._local.table.get(_signature(args))
         if packer is None:
