@@ -47,11 +47,13 @@ else:
 
 _KINDS = ("elementwise", "reduction", "raw")
 
-# CuPy's C types where they differ from kspec's: in CuPy's kernel environment (a spec's ``cupy_headers``,
-# the constructors' kernels) float16 and bfloat16 values are CuPy's classes (cupy/float16.cuh,
-# cupy/bfloat16.cuh: arithmetic in float, `x * 2.0`, `isnan(x)`), not CUDA's __half / __nv_bfloat16. Same
-# size and layout: the launch ABI does not change.
-CUPY_C_TYPES = {"float16": "float16", "bfloat16": "bfloat16"}
+# CuPy's C types where they differ from kspec's, in CuPy's kernel environment (a spec's ``cupy_headers``, the
+# constructors' kernels). None today: float16 and bfloat16 values stay CUDA's __half / __nv_bfloat16 there too,
+# because kspec's constructor kernels (and kspec's ufunc helpers they call) are written against those; CuPy's
+# classes `float16` / `bfloat16` (cupy/float16.cuh, cupy/bfloat16.cuh) are declared beside them for code that
+# names them. Making them the parameters' types broke __half code (issue 52's GPU run: `float16*` passed where
+# `__half*` is expected). Same size and layout either way: the launch ABI does not depend on it.
+CUPY_C_TYPES: dict[str, str] = {}
 
 
 def c_type_of(dtype: str, cupy_headers: bool = False) -> str:
