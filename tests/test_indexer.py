@@ -122,6 +122,7 @@ def test_the_indexed_module_declares_ind_the_views_and_a_ptrdiff_i():
     module = render(specialize(CORRELATE, {"X": "float32", "W": "float32", "Y": "float64"}))
     source = module.source
     assert "__contig" not in source and "__tiled" not in source
+    assert "#include <kspec/loop_index.cuh>" in source  # only these modules include it
     assert "kspec::LoopIndex<NDIM, IndexT> _ind(_shape);" in source
     assert "const kspec::RawView<Y> _raw_y = kspec::loop_view(_p_y, _shape);" in source
     assert "_raw_x" not in re.sub(r"//[^\n]*", "", source)  # raw parameters are views already: x itself
@@ -153,7 +154,7 @@ def test_the_host_form_has_the_same_entry_and_names():
 def test_a_body_that_uses_none_of_it_renders_as_before():
     """No LoopIndex, no view, i of the entry's index type, every fast path: what elementwise.cu.j2 always gave."""
     source = render(specialize(GENERIC, {"T": "float32"})).source
-    assert "LoopIndex" not in source and "loop_view" not in source and "ptrdiff_t i" not in source
+    assert "LoopIndex" not in source and "loop_index.cuh" not in source and "ptrdiff_t i" not in source
     assert source.count("const IndexT i = ") == 5  # vector and scalar contig, unrolled and plain strided, tiled
     assert "__contig" in source and "__tiled" in source
 

@@ -100,7 +100,6 @@ def needs_full_builtins(texts: Iterable[str]) -> bool:
     return any(re.search(_FULL_BUILTINS, text) for text in texts)
 
 
-
 # CuPy's indexer inside an elementwise body: `_ind.get()` / `_ind.set(j)` (the n-d index of the element over the
 # loop's shape), `_raw_<name>` (CuPy's CArray of a non-raw array operand over the loop), and `_ind.size()`.
 _LOOP_INDEX = r"\b_ind\s*\.\s*(?:get|set)\s*\("

@@ -170,6 +170,8 @@ def _elementwise_context(s: Specialization) -> dict[str, Any]:
         # unless the body could write an input through its reference
         hoist_loads=not any(op.non_const and op.is_array and not op.is_output for op in s.operands),
         tiled=s.tiled,  # the module holds the tiled entry (transposed operands through shared memory)
+        # the indexed template's header: the loop's index and the views (no other module includes it)
+        extra_includes=["kspec/loop_index.cuh"] if s.indexed else [],
         # the operands whose `_raw_<name>` view the body names (the indexed template declares them)
         views=[op for op in s.operands if op.name in s.indexer.views],
         # `i` has CuPy's type where the body mixes it with `_ind` (the indexed template always declares it so)

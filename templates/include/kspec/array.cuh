@@ -67,37 +67,6 @@ struct RawView {
   }
 };
 
-// `_raw_<name>` of a non-raw array operand of an elementwise kernel that names it (CuPy's CArray of the operand):
-// the operand over the loop's shape, in C order, with its byte strides over the loop (0 along broadcast axes).
-// Built once per thread from the strided entry's parameters; entries past the loop's rank are 0.
-template <typename T, int NDIM, typename IndexT>
-__device__ __forceinline__ RawView<T> loop_view(const StridedArray<T, NDIM, IndexT>& array, const Shape<NDIM, IndexT>& shape) {
-  RawView<T> view;
-  const int n = shape.dims();
-  view.ptr_ = array.ptr;
-  view.size_ = shape.size;
-  view.ndim_ = n;
-#pragma unroll
-  for (int d = 0; d < KSPEC_MAX_NDIM; ++d) {
-    view.shape_[d] = 0;
-    view.strides_[d] = 0;
-  }
-  ptrdiff_t dense = sizeof(T);  // the stride of dim d if the operand were C-contiguous
-  bool c_contiguous = true;
-#pragma unroll
-  for (int d = 0; d < Capacity<NDIM>::value; ++d) {  // innermost first: C axis n - 1 - d
-    if (d >= n) break;
-    const ptrdiff_t extent = shape.extent[d];
-    const ptrdiff_t stride = array.stride[d];
-    view.shape_[n - 1 - d] = extent;
-    view.strides_[n - 1 - d] = stride;
-    if (extent != 1 && stride != dense) c_contiguous = false;
-    dense *= extent;
-  }
-  view.c_contiguous_ = c_contiguous ? 1 : 0;
-  return view;
-}
-
 // N consecutive elements moved by one load or store. The contiguous fast paths use it only after checking
 // that every operand is 16-byte aligned; N is chosen so that the largest element type moves 16 bytes.
 template <typename T, int N>

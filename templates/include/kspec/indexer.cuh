@@ -59,56 +59,6 @@ struct Shape<0, IndexT> {
   __device__ __forceinline__ int dims() const { return ndim; }
 };
 
-// `_ind` of an elementwise kernel whose body uses CuPy's n-d indexer (templates/elementwise_indexed.cu.j2): CuPy's
-// CIndexer over the loop, whose shape is `shape_` (the dims CuPy's kernel sees). get() is the n-d index, in C
-// order, of the element set() last (the loop sets each element's before its body runs): an array that indexes a
-// RawView (`x[_ind.get()]`) or is read as `_ind.get()[d]`. With a runtime rank it has KSPEC_MAX_NDIM entries,
-// zeros past the loop's rank (RawView accepts such an index).
-template <int NDIM, typename IndexT>
-struct LoopIndex {
-  const Shape<NDIM, IndexT>& shape_;
-  ptrdiff_t index_[Capacity<NDIM>::value];
-
-  __device__ __forceinline__ explicit LoopIndex(const Shape<NDIM, IndexT>& shape) : shape_(shape) {
-#pragma unroll
-    for (int d = 0; d < Capacity<NDIM>::value; ++d) index_[d] = 0;
-  }
-
-  __device__ __forceinline__ ptrdiff_t size() const { return shape_.size; }
-  __device__ __forceinline__ int ndim() const { return shape_.dims(); }
-  __device__ __forceinline__ const ptrdiff_t (&get() const)[Capacity<NDIM>::value] { return index_; }
-
-  // Unravel flat index i (C order) over the loop's shape, innermost dim first; the outermost coordinate is
-  // what remains. In IndexT: 32-bit division where the launch fits in it.
-  __device__ __forceinline__ void set(ptrdiff_t i) {
-    const int n = shape_.dims();
-    IndexT rem = static_cast<IndexT>(i);
-#pragma unroll
-    for (int d = 0; d < Capacity<NDIM>::value; ++d) {
-      if (d >= n) break;
-      if (d == n - 1) {
-        index_[0] = rem;
-        break;
-      }
-      const IndexT q = rem / shape_.extent[d];
-      index_[n - 1 - d] = rem - q * shape_.extent[d];
-      rem = q;
-    }
-  }
-
-  // Byte offset of the current element in an operand with these byte strides over the loop (innermost first).
-  __device__ __forceinline__ IndexT offset(const IndexT (&stride)[Capacity<NDIM>::value]) const {
-    const int n = shape_.dims();
-    IndexT off = 0;
-#pragma unroll
-    for (int d = 0; d < Capacity<NDIM>::value; ++d) {
-      if (d >= n) break;
-      off += static_cast<IndexT>(index_[n - 1 - d]) * stride[d];
-    }
-    return off;
-  }
-};
-
 // One array operand of a strided path: base pointer plus byte strides over the iteration dims.
 template <typename T, int NDIM, typename IndexT>
 struct StridedArray {
