@@ -225,7 +225,11 @@ def test_half_classes_follow_numpy(xp, cls):
         want_next = np.array([_bfloat16_nextafter(a, b) for a, b in zip(x_val, y_val)], np.float32)
         got_sign = _bfloat16_value(sign)
     np.testing.assert_array_equal(got_next, want_next)
-    np.testing.assert_array_equal(np.signbit(got_next), np.signbit(want_next))
+    # nextafter(0, -0): CuPy's rule (and NumPy 1.x's float16) gives x; NumPy 2.x's float16 gives y, as C does.
+    # The GPU machine's NumPy and this one's disagree, so signed-zero pairs are left out of the sign check.
+    both_zero = (x_val == 0) & (y_val == 0)
+    np.testing.assert_array_equal(np.signbit(got_next)[~both_zero], np.signbit(want_next)[~both_zero])
+    np.testing.assert_array_equal(np.signbit(got_next)[both_zero], np.signbit(x_val)[both_zero])
     np.testing.assert_array_equal(got_sign, np.copysign(x_val, y_val))
     want_flags = (np.isnan(x_val) | np.isinf(x_val) << 1 | np.isfinite(x_val) << 2 | (x_val == 0) << 3
                   | np.signbit(x_val) << 4)  # fmt: skip
