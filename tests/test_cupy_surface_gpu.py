@@ -98,7 +98,7 @@ def test_function_attributes_do_not_leak_to_kernels_sharing_a_construction():
     assert default < big
     x = cupy.arange(256, dtype=cupy.float32)
     y = cupy.zeros(256, dtype=cupy.float32)
-    k2((1,), (256,), (x, y, np.int32(256)))  # loads the shared module first
+    k2((1,), (256,), (x, y, np.int32(256)), shared_mem=256 * 4)  # loads the shared module first
     k1.max_dynamic_shared_size_bytes = big
     k1((1,), (256,), (x, y, np.int32(256)), shared_mem=big)
     cupy.cuda.Device().synchronize()

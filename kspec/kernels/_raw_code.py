@@ -167,6 +167,11 @@ class RawCode:
     def _name_expressions(self) -> tuple[str, ...]:
         return self._build.name_expressions
 
+    @property
+    def _binaries(self) -> Any:
+        """The BinaryStore serving this module's source (kspec.load of a raw spec), or None."""
+        return self._build.binaries
+
     # -- compiling and loading: the build's (kspec/kernels/_raw_build.py) --------------------------------
 
     @property
