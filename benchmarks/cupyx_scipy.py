@@ -113,6 +113,7 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--only", default="")
     parser.add_argument("--child", choices=("kspec", "cupy"))
+    parser.add_argument("--log", default="", help="append each process's raw results (JSON lines) to this file")
     args = parser.parse_args()
     only = [o for o in args.only.split(",") if o]
     if args.child:
@@ -127,6 +128,9 @@ def main() -> int:
                 print(f"{mode} process failed:\n{done.stderr[-2000:]}", file=sys.stderr)
                 continue
             runs[mode].append(json.loads(done.stdout.strip().splitlines()[-1]))
+            if args.log:
+                with open(args.log, "a") as log:
+                    log.write(json.dumps({"mode": mode, "results": runs[mode][-1]}) + "\n")
     names = list(dict.fromkeys(n for r in runs["kspec"] + runs["cupy"] for n in r))
     print(f"| function | CuPy device ms | kspec device ms | ratio | CuPy host ms | kspec host ms | ratio | first call ms CuPy / kspec |")
     print("|---|---|---|---|---|---|---|---|")
