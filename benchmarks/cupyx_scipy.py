@@ -132,7 +132,7 @@ def main() -> int:
                 with open(args.log, "a") as log:
                     log.write(json.dumps({"mode": mode, "results": runs[mode][-1]}) + "\n")
     names = list(dict.fromkeys(n for r in runs["kspec"] + runs["cupy"] for n in r))
-    print(f"| function | CuPy device ms | kspec device ms | ratio | CuPy host ms | kspec host ms | ratio | first call ms CuPy / kspec |")
+    print("| function | CuPy device ms | kspec device ms | ratio | CuPy host ms | kspec host ms | ratio | first call ms CuPy / kspec |")
     print("|---|---|---|---|---|---|---|---|")
     for name in names:
         row = {}
