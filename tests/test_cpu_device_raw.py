@@ -467,3 +467,18 @@ def test_seed_grid_stride_copy_warm_time():
     warm = time.perf_counter() - start
     assert (x == y).all()
     print(f"\nseed jit grid-stride copy, 10**6 float32, grid 128 x block 1024, CPU device, warm: {warm * 1e3:.2f} ms")
+
+
+def test_an_extent_of_zero_is_launched_as_one_as_cupy_does():
+    kernel = kspec.RawKernel(
+        r'''extern "C" __global__ void first_or_flag(const float* x, int n, int* out) {
+            if (threadIdx.x == 0 && blockIdx.x == 0) out[0] = n == 0 ? -1 : (int)x[0];
+        }''',
+        "first_or_flag",
+    )
+    for grid, block in (((0,), (64,)), (0, 64), ((0, 1, 1), (64, 1, 1)), ((1,), (0,))):
+        out = np.zeros(1, np.int32)
+        kernel(grid, block, (np.zeros(0, np.float32), np.int32(0), out))
+        assert out[0] == -1, (grid, block)
+    with pytest.raises(ValueError, match="grid"):
+        kernel((-1,), (1,), (np.zeros(0, np.float32), np.int32(0), out))

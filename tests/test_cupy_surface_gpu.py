@@ -108,3 +108,22 @@ def test_function_attributes_do_not_leak_to_kernels_sharing_a_construction():
         k2((1,), (256,), (x, y, np.int32(256)), shared_mem=big)
     fresh = kspec.RawKernel(SHARED_SOURCE, "surface_smem")
     assert fresh.max_dynamic_shared_size_bytes == default
+
+
+FIND_FIRST = kspec.RawKernel(
+    r'''extern "C" __global__ void find_first(const float* x, int n, int* out) {
+        if (threadIdx.x == 0 && blockIdx.x == 0) out[0] = n == 0 ? -1 : (int)x[0];
+    }''',
+    "find_first",
+)
+
+
+@pytest.mark.parametrize("grid, block", [((0,), (128,)), (0, 128), ((0, 1, 1), (128, 1, 1)), ((1,), (0,))], ids=str)
+def test_an_extent_of_zero_is_launched_as_one_as_cupy_does(grid, block):
+    # cupyx.scipy.interpolate launches find_interval with grid=(0,) on an empty input; CuPy launches max(1, x)
+    cp = pytest.importorskip("cupy")
+    x, out = cp.zeros(0, cp.float32), cp.zeros(1, cp.int32)
+    FIND_FIRST(grid, block, (x, np.int32(0), out))
+    assert int(out[0]) == -1
+    with pytest.raises(ValueError, match="grid"):
+        FIND_FIRST((-1,), (1,), (x, np.int32(0), out))

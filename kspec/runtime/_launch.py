@@ -36,6 +36,22 @@ def relaunch_or_raise(
         raise failed(status)
 
 
+def relaunch_raw_or_raise(
+    status: Any, device_id: int, launch: Callable[..., Any], args: Sequence[Any], failed: Callable[[Any], BaseException]
+) -> None:
+    """:func:`relaunch_or_raise` for a raw kernel's ``(function, gx, gy, gz, bx, by, bz, ...)``: a grid or block
+    extent of 0 (which the driver refuses) is launched as 1, as CuPy does, so code that launches ``grid=(0,)`` on
+    an empty input runs unchanged; the fast path pays nothing for it."""
+    if status == CUDA_ERROR_INVALID_CONTEXT:
+        Device(device_id).activate()
+        (status,) = launch(*args)
+    if status == CUDA_ERROR_INVALID_VALUE and 0 in args[1:7] and min(args[1:7]) == 0:
+        args = (args[0], *(max(1, v) for v in args[1:7]), *args[7:])
+        (status,) = launch(*args)
+    if status:
+        raise failed(status)
+
+
 def dependent_launcher(cu: Any, device_id: int) -> Callable[[Any, int, int, Any, int], tuple[Any]]:
     """``launch(fn, grid, block, hs, params) -> (status,)`` for a launch that may start while the launch
     before it in the stream finishes (programmatic dependent launch, compute capability 9.0 and later): the

@@ -26,7 +26,7 @@ from . import _generic, _interop
 
 
 def dim3(value: object, what: str) -> tuple[int, int, int]:
-    """An int or a 1-3 tuple -> (x, y, z); TypeError / ValueError naming ``what`` otherwise."""
+    """An int or a 1-3 tuple -> (x, y, z), each at least 1; TypeError / ValueError naming ``what`` otherwise."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         dims = [int(value)]
     elif isinstance(value, (tuple, list)) and 1 <= len(value) <= 3:
@@ -38,11 +38,12 @@ def dim3(value: object, what: str) -> tuple[int, int, int]:
     else:
         raise KspecTypeError(f"{what}: expected an int or a tuple of 1 to 3 ints, got {value!r}")
     for v in dims:
-        if not 1 <= v < 2**31:
-            raise KspecValueError(f"{what}: every extent must be between 1 and 2**31-1, got {value!r}")
+        if not 0 <= v < 2**31:
+            raise KspecValueError(f"{what}: every extent must be between 0 and 2**31-1, got {value!r}")
     while len(dims) < 3:
         dims.append(1)
-    return dims[0], dims[1], dims[2]
+    # CuPy launches an extent of 0 as 1 (an empty input still runs one block, which its bounds check idles)
+    return max(1, dims[0]), max(1, dims[1]), max(1, dims[2])
 
 
 # -- argument kinds --------------------------------------------------------------------------------------

@@ -183,8 +183,8 @@ class Launcher:
         try:
             fn = self.function(device_id)
             attr = cu.CUfunction_attribute
-            if err == CUDA_ERROR_INVALID_VALUE and 0 in grid + block:
-                return KspecValueError(f"{where}: grid and block extents must be at least 1")
+            if err == CUDA_ERROR_INVALID_VALUE and min(grid + block) < 1:
+                return KspecValueError(f"{where}: grid and block extents must be between 0 and 2**31-1")
             if err == CUDA_ERROR_INVALID_VALUE:
                 _, max_dyn = cu.cuFuncGetAttribute(attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fn)
                 _, max_threads = cu.cuFuncGetAttribute(attr.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn)

@@ -198,7 +198,7 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
         "_accessible": DEVICE_ACCESSIBLE,
         "_bf16": _bf16_bits,
         "_activate": _activate,
-        "_relaunch_or_raise": _launch.relaunch_or_raise,
+        "_relaunch_or_raise": _launch.relaunch_raw_or_raise,
         "_fs": {},
     }
     lines: list[str] = []
