@@ -185,3 +185,15 @@ def test_out_of_range_axis_on_the_device_is_numpy_axis_error(xp):
     f = kspec.fuse(lambda x: xp.sum(x, axis=2))
     with pytest.raises(np.exceptions.AxisError):
         f(xp.zeros((3, 4)))
+
+
+def test_a_ufunc_of_python_numbers_alone_inside_a_fused_function(xp):
+    # cupyx.scipy.signal's cspline1d: _hc(0, cs, rho, omega) reaches cupy.greater(k, -1) with k the Python int 0
+    @kspec.fuse
+    def gated(k, scale):
+        return scale * (2.0 ** k) * xp.greater(k, -1) + xp.add(k, 1.5)
+
+    scale = xp.asarray(np.array([0.5, 2.0]))
+    for k in (0, -3, 2):
+        want = np.array([0.5, 2.0]) * (2.0 ** k) * np.greater(k, -1) + np.add(k, 1.5)
+        np.testing.assert_allclose(xp.asnumpy(gated(k, scale)), want)

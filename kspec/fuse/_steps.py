@@ -61,7 +61,9 @@ def _ufunc_nodes(tracer: Recorder, name: str, operands: Sequence[Any], dtype: An
         requested = _rules.dtype_name(dtype)
         if requested is None:
             tracer.fail(f"{name}(..., dtype={dtype!r}): not a dtype kspec supports")
-    if weak_only:  # Python arithmetic on Python numbers: computed in the default dtypes, still weak
+    if all(n.weak is not None for n in nodes):
+        # Python numbers alone: NumPy computes in their default dtypes (numpy.greater(0, -1) is an int64 loop);
+        # a Python operator's result stays weak, a ufunc's is a NumPy scalar
         kinds: list[str | type] = [n.dtype for n in nodes]
     else:
         kinds = [n.weak if n.weak is not None else n.dtype for n in nodes]
