@@ -46,6 +46,10 @@ class ConstructorMemo:
         except TypeError:  # an unhashable argument
             return None, None
 
+    def get(self, key: Hashable) -> Any:
+        """The state remembered under a hashable ``key``, or None (the fast path of a call made before)."""
+        return self._table.get(key)
+
     def put(self, key: Hashable | None, state: Any) -> None:
         if key is None:
             return

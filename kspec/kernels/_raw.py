@@ -38,6 +38,7 @@ from ..compiler import kernel_expressions
 from ..runtime import DeviceGlobal, Launcher, get_device
 from ._raw_attributes import FUNCTION_ATTRIBUTES, FunctionAttribute, read_attribute, write_attribute
 from ._raw_build import Overrides, RawBuild
+from ._ctor_memo import RAW_MODULES
 from ._raw_code import RawCode
 
 
@@ -60,10 +61,17 @@ class RawModule(RawCode):
         name_expressions: Sequence[str] | None = None,
         jitify: bool = False,
     ) -> None:
+        self._kernels: dict[str, RawKernel] = {}
+        if path is None and type(code) is str and type(options) is tuple and name_expressions is None and (
+            translate_cucomplex is False and enable_cooperative_groups is False and jitify is False
+        ):  # CuPy's usual call, made again: the remembered build without the general checks (~1 us less)
+            build = RAW_MODULES.get((code, options, backend, False, False, None, False, "raw_module"))
+            if build is not None:
+                self._build = build
+                return
         super().__init__(
             code, path, options, backend, translate_cucomplex, enable_cooperative_groups, name_expressions, jitify
         )
-        self._kernels: dict[str, RawKernel] = {}
 
     @classmethod
     def _of_build(cls, build: RawBuild) -> RawModule:
@@ -156,12 +164,13 @@ class RawModule(RawCode):
 
         Lazy: nothing is compiled or looked up until the kernel is first used.
         """
-        kernel = self._kernels.get(name) if type(name) is str else None
+        kernels = self._kernels
+        kernel = kernels.get(name) if type(name) is str else None
         if kernel is not None:
             return kernel
         if not isinstance(name, str) or not name:
             raise KspecTypeError(f"name: expected a kernel name (str), got {name!r}")
-        kernel = self._kernels[name] = RawKernel._from_module(self, name)
+        kernel = kernels[name] = RawKernel._from_module(self, name)
         return kernel
 
     def get_global(self, name: str) -> DeviceGlobal:
@@ -218,7 +227,7 @@ class RawKernel:
         refers to the module weakly: no reference cycle for the collector, for code that gets a kernel from a
         new module on every call."""
         build = module._build
-        launch_class, launcher = build.launch_states.get((name, ())) or _launch_state(build, name, ())
+        launch_class, launcher = build.plain_launch_states.get(name) or _launch_state(build, name, ())
         kernel: RawKernel = object.__new__(launch_class)
         kernel._owner, kernel._build, kernel._name = weakref.ref(module), build, name
         kernel._overrides, kernel._launcher = _NO_OVERRIDES, launcher
@@ -369,6 +378,8 @@ def _launch_state(build: RawBuild, name: str, overrides: Overrides) -> tuple[typ
             state = build.launch_states.get((name, overrides))
             if state is None:
                 state = build.launch_states[(name, overrides)] = _new_launch_state(build, name, overrides)
+                if not overrides:
+                    build.plain_launch_states[name] = state
     return state
 
 

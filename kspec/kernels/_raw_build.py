@@ -42,6 +42,7 @@ class RawBuild:
         self.programs: dict[str, Any] = {}
         self.loaded: dict[tuple[Overrides, int], LoadedModule] = {}
         self.launch_states: dict[tuple[str, Overrides], Any] = {}  # (kernel, attribute set) -> RawKernel's state
+        self.plain_launch_states: dict[str, Any] = {}  # kernel -> its state with no attribute set (get_function's)
         self.lock = threading.RLock()
 
     def with_binaries(self, store: Any, key: str) -> RawBuild:
