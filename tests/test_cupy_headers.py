@@ -185,6 +185,27 @@ extern "C" __global__ void convert(float* out) {
 SPECIALS16 = [0.0, -0.0, 1.0, -1.0, 65504.0, -65504.0, np.inf, -np.inf, np.nan, 6e-8, 0.33325, -2.5]
 
 
+HALF_CLASS_SURFACE = r"""
+#include <cupy/float16.cuh>
+#include <cupy/bfloat16.cuh>
+template <class H> __device__ float use(H a, H b) {
+  H c = H(3); c = 2.5; c += a; c -= 1.0f; c *= b; c /= 2; c = (long long)7; c = (unsigned)3; c = true;
+  H d = min(a, b); d = max(a, b); d = fmin(a, b); d = fmax(a, b); d = copysign(a, b); d = nextafter(a, b);
+  int k = iszero(a) + isnan(a) + isinf(a) + isfinite(a) + signbit(a) + a.iszero() + a.signbit();
+  return float(c) + float(d) + k + a.to_bits() + float(H::from_bits(1));
+}
+extern "C" __global__ void surface(float* out, const float16* x, const bfloat16* y) {
+  out[0] = use(x[0], x[1]) + use(y[0], y[1]) + float(_floor_divide(y[0], y[1])) + float16::nan;
+  out[1] = float(float16(y[0])) + float(bfloat16(x[0]));
+}
+"""
+
+
+def test_half_classes_have_the_same_surface():
+    # float16 and bfloat16 share their members and functions (kspec/half_class.cuh): every one, on both
+    compiles(HALF_CLASS_SURFACE)
+
+
 def _bfloat16_bits(values: np.ndarray) -> np.ndarray:
     """bfloat16 bits of float32 values that bfloat16 holds exactly (the top half of the float32 bits)."""
     return (values.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
