@@ -1,6 +1,6 @@
 """kspec's device headers under the CPU device's prelude: every header compiles with every KSPEC_NEED_*
-macro, kspec::uf's ufuncs instantiate and compute for every type family, complex<T> (cuda::std::complex mapped
-onto std::complex) with kspec's mixed-precision operators, cuComplex.h on float2, and RawView's host bounds
+macro, kspec::uf's ufuncs instantiate and compute for every type family, complex<T> (kspec's own, the
+same type as on the GPU) with its mixed-precision operators, cuComplex.h on float2, and RawView's host bounds
 check. CPU only."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ EXPORT double floats(int op) {
     case 10: return absolute(complex<float>(3.0f, 4.0f));
     case 11: return divide(complex<double>(1.0, 2.0), complex<double>(3.0, -4.0)).imag();
     case 12: return power(complex<double>(0.0, 1.0), complex<double>(2.0, 0.0)).real();
-    case 13: return kspec::uf::sqrt(complex<double>(-4.0, 0.0)).imag();  // qualified, as fuse emits: ADL also finds std::sqrt
+    case 13: return kspec::uf::sqrt(complex<double>(-4.0, 0.0)).imag();  // qualified, as fuse emits: ADL also finds kspec_cx::sqrt
     default: return less(complex<float>(1, 2), complex<float>(1, 3));
   }
 }

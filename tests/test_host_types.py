@@ -1,6 +1,6 @@
 """The CPU device's CUDA types and math (templates/include_host): float16/bfloat16 conversions and
 arithmetic bit for bit against NumPy and an exact reference, CUDA's math and integer intrinsics, the
-cuda::std complex mapping and kspec's mixed-precision complex operators, and kspec's device headers
+complex mapping and kspec's mixed-precision complex operators, and kspec's device headers
 compiling under the host prelude. CPU only: every test builds with the host C++ compiler."""
 
 from __future__ import annotations

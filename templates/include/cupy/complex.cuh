@@ -1,5 +1,5 @@
-// CuPy's <cupy/complex.cuh> for kspec: `complex<float>` / `complex<double>` (cuda::std::complex, served by
-// kspec/complex.cuh: see there what is and is not the same as CuPy's thrust-based complex), plus what CuPy's
+// CuPy's <cupy/complex.cuh> for kspec: `complex<float>` / `complex<double>` (kspec's own, self-contained like
+// CuPy's thrust-derived one: kspec/complex.cuh says how it compares), plus what CuPy's
 // header adds on top of the type and real code relies on (cupyx.scipy's k-d tree sorts complex points):
 //  * NumPy's ordering of complex numbers: a + bi < c + di when a < c, or a == c and b < d (operators <, <=,
 //    >, >= between two complex numbers and between a complex number and a real one of its value type);

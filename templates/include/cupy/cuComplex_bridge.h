@@ -13,12 +13,12 @@ typedef cuFloatComplex cuComplex;
 __host__ __device__ inline float cuCrealf(cuFloatComplex x) { return x.real(); }
 __host__ __device__ inline float cuCimagf(cuFloatComplex x) { return x.imag(); }
 __host__ __device__ inline cuFloatComplex make_cuFloatComplex(float r, float i) { return cuFloatComplex(r, i); }
-__host__ __device__ inline cuFloatComplex cuConjf(cuFloatComplex x) { return cuda::std::conj(x); }
+__host__ __device__ inline cuFloatComplex cuConjf(cuFloatComplex x) { return kspec_cx::conj(x); }
 __host__ __device__ inline cuFloatComplex cuCaddf(cuFloatComplex x, cuFloatComplex y) { return x + y; }
 __host__ __device__ inline cuFloatComplex cuCsubf(cuFloatComplex x, cuFloatComplex y) { return x - y; }
 __host__ __device__ inline cuFloatComplex cuCmulf(cuFloatComplex x, cuFloatComplex y) { return x * y; }
 __host__ __device__ inline cuFloatComplex cuCdivf(cuFloatComplex x, cuFloatComplex y) { return x / y; }
-__host__ __device__ inline float cuCabsf(cuFloatComplex x) { return cuda::std::abs(x); }
+__host__ __device__ inline float cuCabsf(cuFloatComplex x) { return kspec_cx::abs(x); }
 __host__ __device__ inline cuFloatComplex cuCfmaf(cuFloatComplex x, cuFloatComplex y, cuFloatComplex d) {
     return x * y + d;
 }
@@ -26,12 +26,12 @@ __host__ __device__ inline cuFloatComplex cuCfmaf(cuFloatComplex x, cuFloatCompl
 __host__ __device__ inline double cuCreal(cuDoubleComplex x) { return x.real(); }
 __host__ __device__ inline double cuCimag(cuDoubleComplex x) { return x.imag(); }
 __host__ __device__ inline cuDoubleComplex make_cuDoubleComplex(double r, double i) { return cuDoubleComplex(r, i); }
-__host__ __device__ inline cuDoubleComplex cuConj(cuDoubleComplex x) { return cuda::std::conj(x); }
+__host__ __device__ inline cuDoubleComplex cuConj(cuDoubleComplex x) { return kspec_cx::conj(x); }
 __host__ __device__ inline cuDoubleComplex cuCadd(cuDoubleComplex x, cuDoubleComplex y) { return x + y; }
 __host__ __device__ inline cuDoubleComplex cuCsub(cuDoubleComplex x, cuDoubleComplex y) { return x - y; }
 __host__ __device__ inline cuDoubleComplex cuCmul(cuDoubleComplex x, cuDoubleComplex y) { return x * y; }
 __host__ __device__ inline cuDoubleComplex cuCdiv(cuDoubleComplex x, cuDoubleComplex y) { return x / y; }
-__host__ __device__ inline double cuCabs(cuDoubleComplex x) { return cuda::std::abs(x); }
+__host__ __device__ inline double cuCabs(cuDoubleComplex x) { return kspec_cx::abs(x); }
 __host__ __device__ inline cuDoubleComplex cuCfma(cuDoubleComplex x, cuDoubleComplex y, cuDoubleComplex d) {
     return x * y + d;
 }

@@ -453,7 +453,8 @@ __device__ inline __nv_bfloat16 spacing(__nv_bfloat16 x) {
 
 // ------------------------------------------------------------------------------------------------ complex
 // NumPy's own formulas where they differ from C99's (multiply, divide, reciprocal, square, power, sign,
-// expm1, log1p, log2, log10, ordering); cuda::std's functions for the rest.
+// expm1, log1p, log2, log10, ordering); kspec/complex_math.cuh's for the rest (qualified: an unqualified
+// exp(z) here would see both kspec::uf::exp and, by argument-dependent lookup, kspec_cx::exp).
 #if defined(KSPEC_NEED_COMPLEX)
 template <class T> __device__ inline bool nonzero(complex<T> z) { return z.real() != 0 || z.imag() != 0; }
 template <class T> __device__ inline complex<T> add(complex<T> a, complex<T> b) { return a + b; }
@@ -518,27 +519,27 @@ template <class T> __device__ inline complex<T> power(complex<T> a, complex<T> b
         }
         return br < 0 ? divide(complex<T>(T(1), T(0)), acc) : acc;
     }
-    return cuda::std::pow(a, b);
+    return kspec_cx::pow(a, b);
 }
 template <class T> __device__ inline complex<T> float_power(complex<T> a, complex<T> b) { return power(a, b); }
-template <class T> __device__ inline complex<T> exp(complex<T> z) { return cuda::std::exp(z); }
-template <class T> __device__ inline complex<T> log(complex<T> z) { return cuda::std::log(z); }
-template <class T> __device__ inline complex<T> sqrt(complex<T> z) { return cuda::std::sqrt(z); }
-template <class T> __device__ inline complex<T> sin(complex<T> z) { return cuda::std::sin(z); }
-template <class T> __device__ inline complex<T> cos(complex<T> z) { return cuda::std::cos(z); }
-template <class T> __device__ inline complex<T> tan(complex<T> z) { return cuda::std::tan(z); }
-template <class T> __device__ inline complex<T> arcsin(complex<T> z) { return cuda::std::asin(z); }
-template <class T> __device__ inline complex<T> arccos(complex<T> z) { return cuda::std::acos(z); }
-template <class T> __device__ inline complex<T> arctan(complex<T> z) { return cuda::std::atan(z); }
-template <class T> __device__ inline complex<T> sinh(complex<T> z) { return cuda::std::sinh(z); }
-template <class T> __device__ inline complex<T> cosh(complex<T> z) { return cuda::std::cosh(z); }
-template <class T> __device__ inline complex<T> tanh(complex<T> z) { return cuda::std::tanh(z); }
-template <class T> __device__ inline complex<T> arcsinh(complex<T> z) { return cuda::std::asinh(z); }
-template <class T> __device__ inline complex<T> arccosh(complex<T> z) { return cuda::std::acosh(z); }
-template <class T> __device__ inline complex<T> arctanh(complex<T> z) { return cuda::std::atanh(z); }
+template <class T> __device__ inline complex<T> exp(complex<T> z) { return kspec_cx::exp(z); }
+template <class T> __device__ inline complex<T> log(complex<T> z) { return kspec_cx::log(z); }
+template <class T> __device__ inline complex<T> sqrt(complex<T> z) { return kspec_cx::sqrt(z); }
+template <class T> __device__ inline complex<T> sin(complex<T> z) { return kspec_cx::sin(z); }
+template <class T> __device__ inline complex<T> cos(complex<T> z) { return kspec_cx::cos(z); }
+template <class T> __device__ inline complex<T> tan(complex<T> z) { return kspec_cx::tan(z); }
+template <class T> __device__ inline complex<T> arcsin(complex<T> z) { return kspec_cx::asin(z); }
+template <class T> __device__ inline complex<T> arccos(complex<T> z) { return kspec_cx::acos(z); }
+template <class T> __device__ inline complex<T> arctan(complex<T> z) { return kspec_cx::atan(z); }
+template <class T> __device__ inline complex<T> sinh(complex<T> z) { return kspec_cx::sinh(z); }
+template <class T> __device__ inline complex<T> cosh(complex<T> z) { return kspec_cx::cosh(z); }
+template <class T> __device__ inline complex<T> tanh(complex<T> z) { return kspec_cx::tanh(z); }
+template <class T> __device__ inline complex<T> arcsinh(complex<T> z) { return kspec_cx::asinh(z); }
+template <class T> __device__ inline complex<T> arccosh(complex<T> z) { return kspec_cx::acosh(z); }
+template <class T> __device__ inline complex<T> arctanh(complex<T> z) { return kspec_cx::atanh(z); }
 template <class T> __device__ inline complex<T> exp2(complex<T> z) {
     const T ln2 = T(0.693147180559945309417232121458176568);
-    return cuda::std::exp(complex<T>(z.real() * ln2, z.imag() * ln2));
+    return kspec_cx::exp(complex<T>(z.real() * ln2, z.imag() * ln2));
 }
 template <class T> __device__ inline complex<T> expm1(complex<T> z) {
     const T h = sin(z.imag() / T(2));
@@ -549,12 +550,12 @@ template <class T> __device__ inline complex<T> log1p(complex<T> z) {
     return complex<T>(log(hypot(re, z.imag())), arctan2(z.imag(), re));
 }
 template <class T> __device__ inline complex<T> log2(complex<T> z) {
-    const complex<T> l = cuda::std::log(z);
+    const complex<T> l = kspec_cx::log(z);
     const T k = T(1.442695040888963407359924681001892137);
     return complex<T>(l.real() * k, l.imag() * k);
 }
 template <class T> __device__ inline complex<T> log10(complex<T> z) {
-    const complex<T> l = cuda::std::log(z);
+    const complex<T> l = kspec_cx::log(z);
     const T k = T(0.434294481903251827651128918916605082);
     return complex<T>(l.real() * k, l.imag() * k);
 }

@@ -53,9 +53,18 @@ inline const char*& current_kernel() {
 template <typename T>
 using param_t = std::remove_cv_t<std::remove_reference_t<T>>;
 
+// A parameter's bytes, copied to storage aligned for its type: the packer's slots are only 8-byte aligned
+// (kspec/runtime/_packer.py), and complex<double> or double2 want 16 (a GPU driver copies them the same way).
+template <typename T>
+struct param_copy {
+  alignas(T) unsigned char bytes[sizeof(T)];
+  explicit param_copy(const void* from) { std::memcpy(bytes, from, sizeof(T)); }
+  T& get() { return *reinterpret_cast<T*>(bytes); }
+};
+
 template <typename R, typename... A, std::size_t... I>
 inline R call_unpacked(R (*fn)(A...), void** params, std::index_sequence<I...>) {
-  return fn(*static_cast<param_t<A>*>(params[I])...);
+  return fn(param_copy<param_t<A>>(params[I]).get()...);
 }
 
 // The byte size of each parameter, after their count: what the host driver answers for cuFuncGetParamInfo,
