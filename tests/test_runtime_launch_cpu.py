@@ -192,13 +192,25 @@ def test_bad_grid_and_block(fake):
     k = kspec.RawKernel(SOURCE, "k1")
     args = (fake_array(1), fake_array(2), 0, 0.0)
     with pytest.raises(ValueError, match="grid"):
-        k((0,), (1,), args)
+        k((-1,), (1,), args)
+    with pytest.raises(ValueError, match="grid"):
+        k((1, -2), (1,), args)
     with pytest.raises(ValueError, match="block"):
         k((1,), (-1,), args)
     with pytest.raises(TypeError, match="grid"):
         k("1", 1, args)
     with pytest.raises(TypeError, match="block"):
         k(1, (1, 2, 3, 4), args)
+
+
+def test_an_extent_of_zero_is_launched_as_one(fake):
+    # CuPy launches max(1, extent): the driver's refusal of 0 is answered with that launch (the fast path pays nothing)
+    k = kspec.RawKernel(SOURCE, "k1")
+    args = (fake_array(1), fake_array(2), 0, 0.0)
+    for grid, block in (((0,), (1,)), (0, 32), ((2, 0), (1,)), ((1,), (0, 1, 1))):
+        before = sum(1 for c in fake.calls if c[0] == "launch")
+        k(grid, block, args)
+        assert sum(1 for c in fake.calls if c[0] == "launch") == before + 1
 
 
 def test_unknown_kernel_name_lists_the_module_kernels(fake):
