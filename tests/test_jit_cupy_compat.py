@@ -334,3 +334,17 @@ def test_atomics_reject_every_type_cuda_lacks_naming_op_and_type():
                 continue
             with pytest.raises(TypeError, match=rf"`{cuda[op]}` does not support {name} input: jit.atomic_{op} takes "):
                 kernel.cuda_source(_v(name), _v(name))
+
+
+def test_cupy_ufuncs_are_known_by_their_names_whatever_their_class():
+    # cupyx.scipy.signal's gammatone kernel calls cupy.exp / cupy.sqrt / cupy.abs: CuPy's ufuncs are named
+    # 'cupy_<name>' and have nin / nout, however their class is spelled
+    from kspec.jit._builtins import _math_name
+
+    odd_class = type("_CupyStyleUfunc", (), {"__module__": "cupyx.whatever", "nin": 1, "nout": 1})
+    exp = odd_class()
+    exp.name = exp.__name__ = "cupy_exp"
+    assert _math_name(exp) == "exp"
+    not_a_ufunc = odd_class()
+    not_a_ufunc.name = "exp"
+    assert _math_name(not_a_ufunc) is None
