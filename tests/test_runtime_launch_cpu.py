@@ -104,6 +104,17 @@ def test_python_int_fills_a_narrower_int_parameter(fake):
     assert struct.unpack("<i", fake.launches[-1]["values"][0])[0] == 100
 
 
+def test_numpy_integer_fills_a_narrower_int_parameter(fake):
+    # cupyx.scipy.signal's unit_impulse passes numpy.ravel_multi_index's int64 to `const int iidx`, as CuPy allows
+    k = kspec.RawKernel(r'extern "C" __global__ void narrow2(int a, short b, float* c) {}', "narrow2")
+    fake.kernels["narrow2"] = (4, 2, 8)
+    k(1, 1, (np.int64(-7), np.uint32(9), None))
+    values = fake.launches[-1]["values"]
+    assert struct.unpack("<i", values[0])[0] == -7 and struct.unpack("<h", values[1])[0] == 9
+    with pytest.raises(TypeError, match=r"args\[0\] is a int16, 2 byte"):  # narrower than the parameter: refused
+        k(1, 1, (np.int16(1), np.int16(1), None))
+
+
 def test_complex_and_small_types(fake):
     k = kspec.RawKernel(r'extern "C" __global__ void cplx(float* a, double b, bool c, short d) {}', "cplx")
     fake.kernels["cplx"] = (8, 16, 1, 2)

@@ -131,9 +131,14 @@ def _unsupported_message(kernel: str, position: int, tp: type) -> str:
 def _size_mismatch(arg: _Arg, param_size: int) -> bool:
     if arg.size == param_size:
         return False
-    # CuPy's examples pass a Python int to `int n` / `unsigned int N`: the low bytes of an int64 are the
-    # value on a little-endian GPU, so an int may fill any narrower integer parameter.
-    return not (arg.kind == "int" and param_size < 8)
+    # CuPy's examples pass a Python int to `int n` / `unsigned int N`, and cupyx.scipy a NumPy int64 (from
+    # numpy.ravel_multi_index) to `const int iidx`: the low bytes of an integer are its value on a little-endian
+    # GPU, so CuPy lets any integer fill a narrower parameter, and so does kspec.
+    integer = arg.kind == "int" or (arg.kind == "scalar" and arg.fmt in _INTEGER_FORMATS)
+    return not (integer and param_size < arg.size)
+
+
+_INTEGER_FORMATS = frozenset("bBhHiIlLqQ")
 
 
 def check_param_sizes(kernel: str, sizes: Sequence[int], specs: Sequence[_Arg]) -> None:
