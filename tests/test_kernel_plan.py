@@ -90,6 +90,17 @@ def test_contiguous_operands_take_the_contig_variant_with_a_device_sized_grid(sq
     assert small.grid(H200_SMS) == 1
 
 
+def test_a_body_over_raw_arrays_alone_gets_one_thread_per_element():
+    # cupyx.scipy.ndimage.label's union-find: raw arrays and size=, per-element work of varying length
+    connect = kspec.ElementwiseKernel("raw int32 shape", "raw Y y", "if (y[i] < 0) continue; y[i] = shape[0];", "own_idx")
+    n = 1 << 22
+    _, plan = eplan(connect, fake((2,), "int32"), fake((n,), "int32"), size=n)
+    assert plan.variant.entry == "contig" and plan.grid(H200_SMS) == n // plan.block  # not capped at 16 per SM
+    half = kspec.ElementwiseKernel("raw int32 shape, int32 x", "raw Y y", "y[i] = x;", "own_idx_mixed")
+    _, capped = eplan(half, fake((2,), "int32"), fake((n,), "int32"), fake((n,), "int32"))
+    assert capped.grid(H200_SMS) == H200_SMS * 16  # an array operand: the contiguous path's capped grid
+
+
 def test_broadcast_row_takes_the_2d_int32_strided_variant(sqd):
     bound, plan = eplan(sqd, fake((2, 5)), fake((5,)))
     assert plan.shape == (2, 5) and plan.allocate == (("z", "float32"),)

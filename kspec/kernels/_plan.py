@@ -182,6 +182,7 @@ class ElementwisePlan(NamedTuple):
     raw: Mapping[str, RawLayout] = _NONE
     block: int = DEFAULT_BLOCK
     inner_dense: bool = False  # strided: every operand's innermost stride is its item size or 0
+    own_indexing: bool = False  # contig: no array operand but raw ones (the body indexes memory itself)
 
     def grid(self, sm_count: int) -> int:
         if self.variant is None:
@@ -192,6 +193,11 @@ class ElementwisePlan(NamedTuple):
             tiles = self.size // (e0 * e1) * -(-e0 // TILE) * -(-e1 // TILE)
             return max(1, min(tiles, MAX_GRID))
         resident = sm_count * CONTIG_BLOCKS_PER_SM * DEFAULT_BLOCK // self.block
+        if self.variant.entry == "contig" and self.own_indexing:
+            # one thread per element, as CuPy launches: such bodies (a union-find's atomicCAS loops in
+            # cupyx.scipy.ndimage.label) vary in length per element, and blocks that finish make room for new
+            # ones, where a grid-stride loop would run a thread's elements one after another
+            return max(1, min(-(-self.size // self.block), MAX_GRID))
         if self.variant.entry == "contig":
             vec = max(1, self.variant.vec)
             return max(1, min(-(-self.size // (vec * self.block)), resident))
@@ -277,7 +283,8 @@ def plan_elementwise(
         )
         if contiguous:
             variant = next(v for v in variants if v.entry == "contig")
-            return ElementwisePlan(specialization, shape, total, allocate, variant, raw=raw, block=block)
+            return ElementwisePlan(specialization, shape, total, allocate, variant, raw=raw, block=block,
+                                   own_indexing=not operands)  # fmt: skip
         if spec.reduce_dims:
             extents, merged = merge_dims(shape, [operands[n] for n in names])
         else:
