@@ -462,20 +462,12 @@ template <class T> __device__ inline complex<T> subtract(complex<T> a, complex<T
 template <class T> __device__ inline complex<T> negative(complex<T> a) { return complex<T>(-a.real(), -a.imag()); }
 template <class T> __device__ inline complex<T> conjugate(complex<T> a) { return complex<T>(a.real(), -a.imag()); }
 template <class T> __device__ inline complex<T> multiply(complex<T> a, complex<T> b) {
-    return complex<T>(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real());
+    return kspec_cx::detail::mul(a.real(), a.imag(), b.real(), b.imag());
 }
 template <class T> __device__ inline complex<T> square(complex<T> a) { return multiply(a, a); }
-// Smith's algorithm, as NumPy; a zero divisor gives inf/NaN parts.
+// Smith's algorithm, as NumPy (kspec/complex.cuh's division); a zero divisor gives inf/NaN parts.
 template <class T> __device__ inline complex<T> divide(complex<T> a, complex<T> b) {
-    const T ar = a.real(), ai = a.imag(), br = b.real(), bi = b.imag();
-    const T abs_br = ::fabs(br), abs_bi = ::fabs(bi);
-    if (abs_br >= abs_bi) {
-        if (abs_br == 0 && abs_bi == 0) return complex<T>(ar / abs_br, ai / abs_br);
-        const T rat = bi / br, scl = T(1) / (br + bi * rat);
-        return complex<T>((ar + ai * rat) * scl, (ai - ar * rat) * scl);
-    }
-    const T rat = br / bi, scl = T(1) / (bi + br * rat);
-    return complex<T>((ar * rat + ai) * scl, (ai * rat - ar) * scl);
+    return kspec_cx::detail::div(a.real(), a.imag(), b.real(), b.imag());
 }
 template <class T> __device__ inline complex<T> reciprocal(complex<T> a) {
     const T r = a.real(), i = a.imag();
@@ -486,9 +478,10 @@ template <class T> __device__ inline complex<T> reciprocal(complex<T> a) {
     const T q = r / i, d = r * q + i;
     return complex<T>(q / d, T(-1) / d);
 }
-template <class T> __device__ inline T absolute(complex<T> a) { return hypot(a.real(), a.imag()); }
+// kspec/complex.cuh's abs: CUDA's hypot overflows beside the largest doubles
+template <class T> __device__ inline T absolute(complex<T> a) { return kspec_cx::abs(a); }
 template <class T> __device__ inline complex<T> sign(complex<T> a) {
-    const T r = a.real(), i = a.imag(), m = hypot(r, i), nan = nan_of(r);
+    const T r = a.real(), i = a.imag(), m = kspec_cx::abs(a), nan = nan_of(r);
     if (::isnan(m)) return complex<T>(nan, nan);
     if (::isinf(m)) {
         if (::isinf(r)) return ::isinf(i) ? complex<T>(nan, nan) : complex<T>(r > 0 ? T(1) : T(-1), T(0));
