@@ -99,8 +99,9 @@ def test_dim3():
     assert dim3((2, 3), "grid") == (2, 3, 1)
     assert dim3([2, 3, 4], "block") == (2, 3, 4)
     assert dim3(np.int64(5), "grid") == (5, 1, 1)
+    assert dim3((0,), "block") == (1, 1, 1)  # CuPy launches an extent of 0 as 1
     with pytest.raises(ValueError, match="block"):
-        dim3((0,), "block")
+        dim3((-1,), "block")
     with pytest.raises(TypeError, match="grid"):
         dim3((1, 2, 3, 4), "grid")
     with pytest.raises(TypeError, match="grid"):
