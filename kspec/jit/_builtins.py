@@ -183,14 +183,11 @@ def call(tr: Any, function: Any, args: list[Any], kwargs: dict[str, Any], node: 
 def _math_name(obj: Any) -> str | None:
     if isinstance(obj, np.ufunc):
         return obj.__name__
-    module = getattr(obj, "__module__", None) or ""
     function = getattr(math, getattr(obj, "__name__", ""), None)
     if function is not None and function is obj:  # None is getattr's default, not a math function
         return str(function.__name__)
-    if module.startswith("cupy") and type(obj).__name__ == "ufunc":
-        return str(getattr(obj, "name", "")).removeprefix("cupy_")
-    # CuPy's ufuncs by what they have (cupy.exp is named 'cupy_exp'), whatever their class and module say: CuPy
-    # 14.2's cupy.exp inside cupyx.scipy.signal's gammatone kernel failed the test above
+    # CuPy's ufuncs by what they have (cupy.exp is named 'cupy_exp'), whatever their class and module say (a test
+    # of CuPy's module and class name missed CuPy 14.2's cupy.exp in cupyx.scipy.signal's gammatone kernel)
     for name in (getattr(obj, "name", None), getattr(obj, "__name__", None)):
         if isinstance(name, str) and name.startswith("cupy_") and hasattr(obj, "nin") and hasattr(obj, "nout"):
             return name.removeprefix("cupy_")

@@ -37,9 +37,9 @@ from .._errors import KspecTypeError, KspecValueError
 from ..compiler import kernel_expressions
 from ..runtime import DeviceGlobal, Launcher, get_device
 from ._raw_attributes import FUNCTION_ATTRIBUTES, FunctionAttribute, read_attribute, write_attribute
-from ._raw_build import Overrides, RawBuild
+from ._raw_build import RawBuild
 from ._ctor_memo import RAW_MODULES
-from ._raw_code import RawCode
+from ._raw_code import RawCode, module_key
 
 
 class RawModule(RawCode):
@@ -65,7 +65,7 @@ class RawModule(RawCode):
         if path is None and type(code) is str and type(options) is tuple and name_expressions is None and (
             translate_cucomplex is False and enable_cooperative_groups is False and jitify is False
         ):  # CuPy's usual call, made again: the remembered build without the general checks (~1 us less)
-            build = RAW_MODULES.get((code, options, backend, False, False, None, False, "raw_module"))
+            build = RAW_MODULES.get(module_key(code, options, backend, False, False, None, False, "raw_module"))
             if build is not None:
                 self._build = build
                 return
@@ -227,7 +227,7 @@ class RawKernel:
         refers to the module weakly: no reference cycle for the collector, for code that gets a kernel from a
         new module on every call."""
         build = module._build
-        launch_class, launcher = build.plain_launch_states.get(name) or _launch_state(build, name, ())
+        launch_class, launcher = build.launch_states.get((name, ())) or build.launch_state(name, (), RawKernel)
         kernel: RawKernel = object.__new__(launch_class)
         kernel._owner, kernel._build, kernel._name = weakref.ref(module), build, name
         kernel._overrides, kernel._launcher = _NO_OVERRIDES, launcher
@@ -253,9 +253,9 @@ class RawKernel:
 
     def _take_launch_state(self) -> None:
         """Become a kernel of the launch state for this name and attribute set in the module's build, shared with
-        every kernel of an identical construction that set the same attributes (:func:`_launch_state`)."""
+        every kernel of an identical construction that set the same attributes (RawBuild.launch_state)."""
         overrides = tuple(sorted(self._overrides.items())) if self._overrides else ()
-        self.__class__, self._launcher = _launch_state(self._build, self._name, overrides)
+        self.__class__, self._launcher = self._build.launch_state(self._name, overrides, RawKernel)
 
     def _use_binaries(self, store: Any, key: str) -> None:
         """Serve this kernel's module from ``store`` (see RawCode._use_binaries) and launch from that build."""
@@ -364,39 +364,6 @@ class RawKernel:
 
 
 _NO_OVERRIDES: Mapping[str, int] = MappingProxyType({})  # a kernel's attribute values until it sets one
-
-
-def _launch_state(build: RawBuild, name: str, overrides: Overrides) -> tuple[type[RawKernel], Launcher]:
-    """The launch state of a build's kernel for an attribute set, shared by every kernel with that name and set
-    of the build (kspec/kernels/_raw_build.py): a private RawKernel subclass and its Launcher. The launcher
-    installs the packer of the current signature as that class's __call__, so `k(grid, block, args)` runs one
-    generated function instead of __call__ plus a packer (see Launcher; measured in
-    benchmarks/launch_overhead.py)."""
-    state = build.launch_states.get((name, overrides))
-    if state is None:
-        with build.lock:
-            state = build.launch_states.get((name, overrides))
-            if state is None:
-                state = build.launch_states[(name, overrides)] = _new_launch_state(build, name, overrides)
-                if not overrides:
-                    build.plain_launch_states[name] = state
-    return state
-
-
-def _new_launch_state(build: RawBuild, name: str, overrides: Overrides) -> tuple[type[RawKernel], Launcher]:
-    cls = type("RawKernel", (RawKernel,), {"__module__": RawKernel.__module__})
-
-    def install(method: Any) -> None:
-        if method is None:
-            if "__call__" in cls.__dict__:
-                del cls.__call__
-        else:
-            setattr(cls, "__call__", method)  # noqa: B010  (mypy refuses assigning a method directly)
-
-    def resolve(device_id: int) -> Any:
-        return build.function(device_id, name, overrides)
-
-    return cls, Launcher(name, resolve, cooperative=build.cooperative, install=install)
 
 
 def _rebuild_kernel(module: RawModule, name: str, overrides: dict[str, int]) -> RawKernel:

@@ -23,7 +23,7 @@ from typing import Any
 from .._binfmt import loadable_image
 from .._errors import KspecValueError, NvrtcNotFoundError
 from ..compiler import record_load  # the compile log (a leaf module)
-from ..runtime import Device, LoadedModule
+from ..runtime import Device, Launcher, LoadedModule
 from ._raw_attributes import write_attribute
 
 Overrides = tuple[tuple[str, int], ...]  # a kernel's attribute values, sorted by name: () for none
@@ -42,13 +42,43 @@ class RawBuild:
         self.programs: dict[str, Any] = {}
         self.loaded: dict[tuple[Overrides, int], LoadedModule] = {}
         self.launch_states: dict[tuple[str, Overrides], Any] = {}  # (kernel, attribute set) -> RawKernel's state
-        self.plain_launch_states: dict[str, Any] = {}  # kernel -> its state with no attribute set (get_function's)
         self.lock = threading.RLock()
 
     def with_binaries(self, store: Any, key: str) -> RawBuild:
         """A new build of the same code that loads the binary ``kspec build`` filed under ``key`` first."""
         return RawBuild(self.code, self.path, self.options, self.backend, self.translate_cucomplex, self.cooperative,
                         self.name_expressions, self.label, store, key)
+
+    # -- launching ---------------------------------------------------------------------------------------
+
+    def launch_state(self, name: str, overrides: Overrides, kernel_class: type) -> tuple[type, Launcher]:
+        """The launch state of this build's kernel ``name`` for an attribute set, shared by every kernel with that
+        name and set: a private subclass of ``kernel_class`` (RawKernel) and its Launcher. The launcher installs
+        the packer of the current signature as that class's __call__, so `k(grid, block, args)` runs one
+        generated function instead of __call__ plus a packer (see Launcher; measured in
+        benchmarks/launch_overhead.py)."""
+        state = self.launch_states.get((name, overrides))
+        if state is None:
+            with self.lock:
+                state = self.launch_states.get((name, overrides))
+                if state is None:
+                    state = self.launch_states[(name, overrides)] = self._new_launch_state(name, overrides, kernel_class)
+        return state
+
+    def _new_launch_state(self, name: str, overrides: Overrides, kernel_class: type) -> tuple[type, Launcher]:
+        cls = type(kernel_class.__name__, (kernel_class,), {"__module__": kernel_class.__module__})
+
+        def install(method: Any) -> None:
+            if method is None:
+                if "__call__" in cls.__dict__:
+                    del cls.__call__
+            else:
+                setattr(cls, "__call__", method)  # noqa: B010  (mypy refuses assigning a method directly)
+
+        def resolve(device_id: int) -> Any:
+            return self.function(device_id, name, overrides)
+
+        return cls, Launcher(name, resolve, cooperative=self.cooperative, install=install)
 
     # -- compiling ---------------------------------------------------------------------------------------
 

@@ -85,6 +85,12 @@ def _name_expressions(value: object) -> tuple[str, ...]:
     return expressions
 
 
+def module_key(code: Any, options: Any, backend: Any, translate_cucomplex: bool, enable_cooperative_groups: bool,
+               name_expressions: Any, jitify: bool, label: str) -> tuple[Any, ...]:
+    """A RawModule / RawKernel construction's key in RAW_MODULES: its arguments as given (see _ctor_memo)."""
+    return (code, options, backend, translate_cucomplex, enable_cooperative_groups, name_expressions, jitify, label)
+
+
 class RawCode:
     """A raw module's code and options, checked, and the build they compile and load into (see the module doc).
 
@@ -107,10 +113,10 @@ class RawCode:
         key = None
         # a file's module is read again (the file may change); source is remembered (kspec/kernels/_ctor_memo.py)
         if path is None and type(translate_cucomplex) is bool and type(enable_cooperative_groups) is bool and type(jitify) is bool:
-            key, state = RAW_MODULES.find((code, options if type(options) is not list else tuple(options), backend,
-                                           translate_cucomplex, enable_cooperative_groups,
-                                           name_expressions if type(name_expressions) is not list else tuple(name_expressions),
-                                           jitify, label))  # fmt: skip
+            key, state = RAW_MODULES.find(module_key(
+                code, options if type(options) is not list else tuple(options), backend, translate_cucomplex,
+                enable_cooperative_groups, name_expressions if type(name_expressions) is not list else tuple(name_expressions),
+                jitify, label))  # fmt: skip
             if state is not None:
                 self._build = state
                 return

@@ -42,14 +42,11 @@ def relaunch_raw_or_raise(
     """:func:`relaunch_or_raise` for a raw kernel's ``(function, gx, gy, gz, bx, by, bz, ...)``: a grid or block
     extent of 0 (which the driver refuses) is launched as 1, as CuPy does, so code that launches ``grid=(0,)`` on
     an empty input runs unchanged; the fast path pays nothing for it."""
-    if status == CUDA_ERROR_INVALID_CONTEXT:
-        Device(device_id).activate()
-        (status,) = launch(*args)
-    if status == CUDA_ERROR_INVALID_VALUE and 0 in args[1:7] and min(args[1:7]) == 0:
+    if status and min(args[1:7]) == 0:  # whatever the status (also no current context yet): clamp first
         args = (args[0], *(max(1, v) for v in args[1:7]), *args[7:])
         (status,) = launch(*args)
     if status:
-        raise failed(status)
+        relaunch_or_raise(status, device_id, launch, args, failed)
 
 
 def dependent_launcher(cu: Any, device_id: int) -> Callable[[Any, int, int, Any, int], tuple[Any]]:

@@ -128,6 +128,9 @@ def _unsupported_message(kernel: str, position: int, tp: type) -> str:
     )
 
 
+_INTEGER_FORMATS = frozenset("bBhHiIlLqQ")  # struct formats of the integer scalars
+
+
 def _size_mismatch(arg: _Arg, param_size: int) -> bool:
     if arg.size == param_size:
         return False
@@ -136,9 +139,6 @@ def _size_mismatch(arg: _Arg, param_size: int) -> bool:
     # GPU, so CuPy lets any integer fill a narrower parameter, and so does kspec.
     integer = arg.kind == "int" or (arg.kind == "scalar" and arg.fmt in _INTEGER_FORMATS)
     return not (integer and param_size < arg.size)
-
-
-_INTEGER_FORMATS = frozenset("bBhHiIlLqQ")
 
 
 def check_param_sizes(kernel: str, sizes: Sequence[int], specs: Sequence[_Arg]) -> None:
