@@ -46,7 +46,7 @@ TILE_MIN_EXTENT = 16
 TILED_VARIANT = VariantKey("tiled", "int32", DYNAMIC_NDIM, 1)
 MAX_GRID = 2**31 - 1
 
-Specializer = Callable[[dict[str, str], frozenset[str]], Specialization]
+Specializer = Callable[[Bound], Specialization]  # the kernel's specialization of a bound call
 
 
 
@@ -249,7 +249,7 @@ def plan_elementwise(
     allocate, raw = plan_outputs(
         spec, bound, shape, f"the loop shape is {shape} (outputs are not broadcast)"
     )
-    specialization = specializer(bound.types, frozenset(bound.scalars))
+    specialization = specializer(bound)
     total = math.prod(shape)
     if total == 0:
         return ElementwisePlan(specialization, shape, 0, allocate, None, raw=raw, block=block)

@@ -104,7 +104,7 @@ def plan_reduction(
     allocate, raw = plan_outputs(
         spec, bound, out_shape, f"the reduction's output shape is {out_shape} (axis={axis!r}, keepdims={bool(keepdims)})"
     )
-    specialization = specializer(bound.types, frozenset(bound.scalars))
+    specialization = specializer(bound)
 
     out_size = math.prod(kept_shape)
     red_size = math.prod(in_shape[a] for a in reduced)

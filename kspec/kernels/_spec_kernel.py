@@ -27,19 +27,27 @@ from ._param_info import ParameterInfo, parameter_infos
 if TYPE_CHECKING:  # the serving path never imports the spec models, the renderer or the compiler
     from ..spec import ElementwiseSpec, ReductionSpec
     from ._array_spec import ArraySpec, LaunchPlan
+    from ._bind import Bound
 
 _UNKEYED: Any = object()  # a constructor call whose arguments cannot be a memo key
 
-_specializations: dict[tuple[str, tuple[tuple[str, str], ...], frozenset[str]], Specialization] = {}
+RawLayouts = tuple[tuple[str, tuple[int, bool]], ...]  # raw parameter -> (ndim, c_contiguous), in order
+_specializations: dict[tuple[str, tuple[tuple[str, str], ...], frozenset[str], RawLayouts], Specialization] = {}
 
 
-def specialization_of(spec: ElementwiseSpec | ReductionSpec, spec_key: str, types: dict[str, str], scalars: frozenset[str]) -> Specialization:
+def specialization_of(spec: ElementwiseSpec | ReductionSpec, spec_key: str, types: dict[str, str],
+                      scalars: frozenset[str], raw_layouts: RawLayouts = ()) -> Specialization:  # fmt: skip
     """The memoised Specialization of ``spec`` (identified by ``spec_key``) for a binding."""
-    key = (spec_key, tuple(types.items()), scalars)
+    key = (spec_key, tuple(types.items()), scalars, raw_layouts)
     found = _specializations.get(key)
     if found is None:
-        found = _specializations[key] = specialize(spec, types, scalars=scalars)
+        found = _specializations[key] = specialize(spec, types, scalars=scalars, raw_layouts=dict(raw_layouts))
     return found
+
+
+def raw_layouts_of(bound: Bound) -> RawLayouts:
+    """Each raw array argument's (ndim, C-contiguous), as CuPy keys its kernels (``CArray<T, ndim, c_contiguous>``)."""
+    return tuple((name, (len(a.info.shape), bool(a.info.is_c_contiguous))) for name, a in bound.arrays.items() if a.param.raw)
 
 
 class SpecKernel:
@@ -232,8 +240,12 @@ class SpecKernel:
             )
         return args[: self._nin], (args[self._nin :] if n > self._nin else None)
 
-    def _specializer(self, types: dict[str, str], scalars: frozenset[str]) -> Specialization:
-        return specialization_of(self._spec, self._key, types, scalars)
+    def _specializer(self, bound: Bound) -> Specialization:
+        """The specialization of a bound call. The CuPy-style constructors' kernels fix each raw array's rank and
+        contiguity as CuPy does (kspec::RankedView: measured on an H100, 1.5x faster ndimage filters); spec
+        files keep one module for every raw layout, so that a wheel's precompiled binaries serve every call."""
+        layouts = raw_layouts_of(bound) if self._cupy_rules else ()
+        return specialization_of(self._spec, self._key, bound.types, frozenset(bound.scalars), layouts)
 
     # -- planning a call of arrays without memory (torch.compile, jax.jit): kspec/kernels/_launch_plan.py ---
 
@@ -276,7 +288,7 @@ class SpecKernel:
         args, textures = texture_handles(tuple(_stand_in(a) for a in args), self._spec)
         inputs, outputs = self._split_args(args, {}, "")
         bound = bind(self._spec, inputs, outputs, textures, cupy_rules=self._cupy_rules)
-        return self._specializer(bound.types, frozenset(bound.scalars))
+        return self._specializer(bound)
 
     def source(self, *args: Any) -> str:
         """The CUDA C++ a call with ``args`` compiles (NumPy stand-ins accepted; no GPU needed)."""

@@ -24,6 +24,7 @@ from ._analysis import (
     needs_of_raw_source,
     reduction_indexer_names,
 )
+from ._raw_layouts import check_raw_layouts
 from ._record import Record
 from ._variants import (
     TILE_SMEM_LIMIT,
@@ -77,6 +78,16 @@ class Operand(NamedTuple):
     raw: bool  # a RawView, indexed by hand, not broadcast
     scalar: bool  # an input passed by value at this call
     non_const: bool
+    # A raw operand's rank and C-contiguity when the specialization fixes them (RankedView), else -1 / False
+    raw_ndim: int = -1
+    raw_c_contiguous: bool = False
+
+    @property
+    def view_type(self) -> str:
+        """The C type of a raw operand: kspec::RankedView where its rank is fixed, else kspec::RawView."""
+        if self.raw_ndim < 0:
+            return f"kspec::RawView<{self.c_type}>"
+        return f"kspec::RankedView<{self.c_type}, {self.raw_ndim}, {'true' if self.raw_c_contiguous else 'false'}>"
 
     @property
     def is_array(self) -> bool:
@@ -218,7 +229,11 @@ class Specialization(Record):
 
 
 def specialize(
-    spec: AnySpec, types: Mapping[str, str] = MappingProxyType({}), *, scalars: Iterable[str] = ()
+    spec: AnySpec,
+    types: Mapping[str, str] = MappingProxyType({}),
+    *,
+    scalars: Iterable[str] = (),
+    raw_layouts: Mapping[str, tuple[int, bool]] = MappingProxyType({}),
 ) -> Specialization:
     """Bind ``spec``'s placeholders to dtypes (``{"T": "float32"}``) and mark the inputs passed as scalars.
 
@@ -226,6 +241,9 @@ def specialize(
     letter); dtype names go through kspec's table (aliases such as ``"f4"`` are accepted). ``scalars``
     names input parameters passed by value at this call (CuPy specialises ``f(x, 5)`` on it); a raw one
     among them is a plain value of its type there, as CuPy passes a scalar given for a raw parameter.
+    ``raw_layouts`` fixes raw parameters' rank and C-contiguity (``{"x": (2, True)}``): the kernel then sees
+    them as ``kspec::RankedView`` (CuPy compiles its kernels per rank and contiguity of each array; the
+    CuPy-style constructors specialize so), and every call of the module must pass arrays of that layout.
     """
     if getattr(type(spec), "KIND", None) not in _KINDS:
         raise KspecTypeError(f"spec: expected an ElementwiseSpec, ReductionSpec or RawSpec, got {type(spec).__name__}")
@@ -237,6 +255,7 @@ def specialize(
 
     binding = _bind(spec, types)
     _check_scalars(spec, scalar_set)
+    layouts = check_raw_layouts(spec, raw_layouts, scalar_set)
     cupy_headers = bool(getattr(spec, "cupy_headers", False))
     operands = tuple(
         Operand(
@@ -247,6 +266,8 @@ def specialize(
             raw=p.raw and p.name not in scalar_set,  # a raw input given a scalar is a plain value (CuPy's rule)
             scalar=p.name in scalar_set,
             non_const=p.non_const,
+            raw_ndim=layouts[p.name][0] if p.name in layouts else -1,
+            raw_c_contiguous=p.name in layouts and layouts[p.name][1],
         )
         for is_output, params in ((False, spec.in_params), (True, spec.out_params))
         for p in params
@@ -259,7 +280,7 @@ def specialize(
     if reduce_type is not None and reduce_type.dtype is not None:
         needs |= dtypes.headers_for([reduce_type.dtype])
     needs |= needs_from_text(_code_texts(spec))
-    key = _key(spec.to_data(), binding, scalar_set)
+    key = _key(spec.to_data(), binding, scalar_set, layouts)
     indexer = NO_INDEXER
     if spec.KIND == "elementwise":
         arrays = [op.name for op in operands if op.is_array]
@@ -379,14 +400,17 @@ def _code_texts(spec: ElementwiseSpec | ReductionSpec) -> list[str]:
     return [spec.preamble, spec.map_expr, spec.reduce_expr, spec.post_map_expr, spec.identity or "", spec.reduce_type or ""]
 
 
-def _key(data: Mapping[str, object], binding: Mapping[str, str], scalars: frozenset[str]) -> str:
-    payload = {
+def _key(data: Mapping[str, object], binding: Mapping[str, str], scalars: frozenset[str],
+         raw_layouts: Mapping[str, tuple[int, bool]] | None = None) -> str:  # fmt: skip
+    payload: dict[str, object] = {
         "template_version": TEMPLATE_VERSION,
         "templates": templates_digest(),
         "spec": data,
         "types": dict(sorted(binding.items())),
         "scalars": sorted(scalars),
     }
+    if raw_layouts:  # only then: the keys of every other specialization stay as they were
+        payload["raw_layouts"] = sorted((name, list(layout)) for name, layout in raw_layouts.items())
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return sha256_hex(text.encode())
 
