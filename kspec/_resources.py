@@ -11,7 +11,7 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 # does not show (the text itself is hashed), so specializations and binaries cached by an older kspec are
 # not reused. Part of the
 # specialization key (kspec/render) and of the cache key (kspec/compiler).
-TEMPLATE_VERSION = 1
+TEMPLATE_VERSION = 2
 
 
 @lru_cache(maxsize=1)

@@ -96,9 +96,14 @@ def test_a_body_over_raw_arrays_alone_gets_one_thread_per_element():
     n = 1 << 22
     _, plan = eplan(connect, fake((2,), "int32"), fake((n,), "int32"), size=n)
     assert plan.variant.entry == "contig" and plan.grid(H200_SMS) == n // plan.block  # not capped at 16 per SM
+    # raw arrays beside array operands (ndimage.zoom, map_coordinates: gathers through a raw input): the same,
+    # and no vector variant
     half = kspec.ElementwiseKernel("raw int32 shape, int32 x", "raw Y y", "y[i] = x;", "own_idx_mixed")
-    _, capped = eplan(half, fake((2,), "int32"), fake((n,), "int32"), fake((n,), "int32"))
-    assert capped.grid(H200_SMS) == H200_SMS * 16  # an array operand: the contiguous path's capped grid
+    _, mixed = eplan(half, fake((2,), "int32"), fake((n,), "int32"), fake((n,), "int32"))
+    assert mixed.variant == VariantKey("contig", "int64", 0, 1) and mixed.grid(H200_SMS) == n // mixed.block
+    plain = kspec.ElementwiseKernel("int32 x", "Y y", "y = x;", "no_raw")
+    _, capped = eplan(plain, fake((n,), "int32"), fake((n,), "int32"))
+    assert capped.variant.vec == 4 and capped.grid(H200_SMS) == H200_SMS * 16  # the contiguous path's capped grid
 
 
 def test_broadcast_row_takes_the_2d_int32_strided_variant(sqd):

@@ -174,7 +174,8 @@ def test_reduction_slots():
 
 def test_raw_view_layout():
     module = render(specialize(REVERSE, {"T": "float64"}))
-    view = module.abi[VariantKey("contig", "int64", 0, 2)].slot("x")
+    contig = VariantKey("contig", "int64", 0, 1)  # a body with raw operands has no vector variant
+    view = module.abi[contig].slot("x")
     assert view.kind == "raw_view" and view.dtype == "float64"
     assert [(f.name, f.offset, f.count) for f in view.layout.fields] == [
         ("ptr_", 0, 1),
@@ -185,6 +186,10 @@ def test_raw_view_layout():
         ("strides_", 24 + 8 * MAX_NDIM, MAX_NDIM),
     ]
     assert view.layout.size == 24 + 16 * MAX_NDIM
+    # a view whose rank the specialization fixes (kspec::RankedView) is passed in the same bytes
+    ranked = render(specialize(REVERSE, {"T": "float64"}, raw_layouts={"x": (2, False)}))
+    assert "kspec::RankedView<T, 2, false> x" in ranked.source
+    assert ranked.abi[contig].slot("x").layout == view.layout
 
 
 @pytest.mark.parametrize("spec_name", ["squared_diff_generic", "l2norm"])

@@ -187,10 +187,14 @@ class Specialization(Record):
         outputs; reductions: array inputs), so that one moves 16 bytes and the others fewer. No vector
         variant when an array input is ``_non_const``: the body could write it through its reference, and
         a vector copy in registers would lose that write.
+        None either for an elementwise body with raw operands: it gathers through them, and one element per
+        thread keeps more of those loads in flight (the planner launches a thread per element).
         """
         moved = [op for op in self.operands if op.is_array and (self.kind == "elementwise" or not op.is_output)]
         if not moved or any(op.non_const and not op.is_output for op in moved):
             return 1
+        if self.kind == "elementwise" and any(op.raw for op in self.operands):
+            return 1  # the body gathers through raw arrays: one element per thread (kspec/kernels/_plan.py)
         return max(1, VECTOR_BYTES // max(op.itemsize for op in moved))
 
     @property

@@ -96,6 +96,7 @@ struct RankedView : RawView<T> {
     return *at(this->ptr_, offset);
   }
 };
+static_assert(sizeof(RankedView<char, 2, false>) == sizeof(RawView<char>), "a RankedView travels in a RawView's bytes");
 
 // N consecutive elements moved by one load or store. The contiguous fast paths use it only after checking
 // that every operand is 16-byte aligned; N is chosen so that the largest element type moves 16 bytes.
