@@ -261,7 +261,7 @@ def test_planner_unroll_matches_the_device_header(header, macro, module, name):
     found = re.search(rf"#ifndef {macro}\s*\n#define {macro} (\d+)", text)
     assert found, f"{header} has no #ifndef default for {macro}"
     assert getattr(importlib.import_module(module), name) == int(found.group(1))
-    rendered = "".join(p.read_text() for p in templates_dir().glob("*.j2"))
+    rendered = "".join(p.read_text() for p in templates_dir().rglob("*.j2"))  # reduction/*.cu.j2, host/ too
     assert f"#define {macro}" not in rendered, f"a template overrides {macro}: the planner would not know"
 
 

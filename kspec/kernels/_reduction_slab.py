@@ -1,6 +1,6 @@
 """The slab strategy of a ReductionKernel call: C-contiguous layouts of two reduced dims (axes (1, 3), (0, 2)
 or (0, 3) of a 4-d array) through the ``slab`` entry, 32-bit, with a block per tile of outputs and chunk of
-the outer reduced dim (templates/reduction.cu.j2 says how a block walks its tile).
+the outer reduced dim (templates/reduction/slab.cu.j2 says how a block walks its tile).
 
 The plan's merged dims are rewritten into one of two canonical shapes of the same elements, innermost first
 (element strides, shared by every input):

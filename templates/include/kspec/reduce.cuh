@@ -117,7 +117,7 @@ __device__ __forceinline__ void wait_for_dependencies() {
 
 }  // namespace kspec
 
-// The slab entry (templates/reduction.cu.j2): its block, the blocks per SM its launch bounds ask for (half
+// The slab entry (templates/reduction/slab.cu.j2): its block, the blocks per SM its launch bounds ask for (half
 // for reduce types wider than 4 bytes or several inputs), and the most bytes of accumulators per thread (VEC
 // of them, in static shared memory for the combine). kspec/render/_abi.py says the same.
 #define KSPEC_SLAB_BLOCK 256
@@ -136,12 +136,12 @@ __device__ __forceinline__ void wait_for_dependencies() {
 #define KSPEC_COLS_WIDE_ACC 24
 #define KSPEC_COLS_WIDE_WARPS 8
 
-// Loads a reduction thread issues before it pushes any of them (see map_range in reduction.cu.j2).
+// Loads a reduction thread issues before it pushes any of them (see map_range in reduction/_macros.cu.j2).
 #ifndef KSPEC_REDUCE_UNROLL
 #define KSPEC_REDUCE_UNROLL 4
 #endif
 // The runtime-rank cols entry's loads per lane in flight (scalar lanes / vectorised lanes) and the blocks of
-// 512 threads its launch bounds keep per SM (templates/reduction.cu.j2 says why).
+// 512 threads its launch bounds keep per SM (templates/reduction/cols.cu.j2 says why).
 #ifndef KSPEC_COLS_UNROLL
 #define KSPEC_COLS_UNROLL 32
 #endif
