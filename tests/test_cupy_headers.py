@@ -41,7 +41,7 @@ extern "C" __global__ void limits(double* out, int* flags) {
 """
 
 
-def test_cuda_workaround_gives_std_names_from_libcudacxx(xp):
+def test_cuda_workaround_gives_std_names(xp):
     compiles(CUDA_WORKAROUND)
     out, flags = xp.zeros(2, np.float64), xp.zeros(4, np.int32)
     kspec.RawKernel(CUDA_WORKAROUND, "limits")((1,), (1,), (out, flags))

@@ -20,7 +20,7 @@ pytestmark = requires_host_cxx
 
 NEEDS = "#define KSPEC_NEED_FP16 1\n#define KSPEC_NEED_BF16 1\n#define KSPEC_NEED_COMPLEX 1\n"
 HEADERS = ["kspec/types.cuh", "kspec/indexer.cuh", "kspec/array.cuh", "kspec/reduce.cuh", "kspec/ufunc.cuh",
-           "kspec/complex.cuh", "kspec/tile.cuh", "cupy/complex.cuh", "cupy/cuComplex_bridge.h"]
+           "kspec/complex.cuh", "kspec/tile.cuh", "cupy/complex.cuh", "cupy/cuComplex_bridge.h", "kspec/std_lite.cuh"]
 
 
 def includes(headers: list[str]) -> str:

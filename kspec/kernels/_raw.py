@@ -6,8 +6,8 @@ kspec arrays as arguments. Where kspec differs:
 * Nothing is compiled or loaded when an object is created, nor by ``get_function``: the first call, the
   first ``attributes`` read, ``get_global`` or ``compile()`` do it (for the current device's architecture).
   A name that is not in the module is reported then, with the names the module does have.
-* The default C++ standard is C++17 (CuPy: C++11), which the CCCL headers behind ``<cupy/cuda_workaround.h>``
-  need (kspec's complex header keeps to C++11); a ``-std=`` in ``options`` wins.
+* The default C++ standard is C++17 (CuPy: C++11), which CCCL's headers (``<cuda/std/...>``, cub) need
+  (kspec's complex header and ``<cupy/cuda_workaround.h>`` keep to C++11); a ``-std=`` in ``options`` wins.
 * ``backend='nvcc'`` compiles with a CUDA toolkit's nvcc where one is found (``CUDA_PATH``, ``CUDA_HOME``,
   ``PATH``, cuda.pathfinder): same options, name expressions (unlike CuPy), cache and ``compile(log_stream=)``.
   ``jitify=True`` is not supported (a clear error says what to do instead).

@@ -68,8 +68,9 @@ def needs_of_raw_source(source: str, translate_cucomplex: bool = False) -> set[s
 
     The one rule for raw sources, whether they come from a spec file (kspec/render/_specialize.py) or from
     ``RawKernel(code)`` / ``RawModule(code=...)`` (kspec/kernels/_raw.py). CCCL headers (``cuda/...``),
-    CuPy's and kspec's complex headers and ``cuComplex`` need "complex" (which names CCCL: kspec's complex
-    header no longer needs it, cupy/cuda_workaround.h does); ``translate_cucomplex`` does too.
+    CuPy's and kspec's complex headers and ``cuComplex`` need "complex" (which names CCCL, that only ``cuda/``
+    headers still need: kspec's complex header and cupy/cuda_workaround.h no longer include it);
+    ``translate_cucomplex`` does too.
     """
     needs = set()
     for header in re.findall(_INCLUDE_RE, source):

@@ -1,0 +1,296 @@
+// kspec device header, part of kspec/std_lite.cuh: std::tuple for NVRTC, with get (by index and by type),
+// make_tuple, tie, forward_as_tuple, ignore, comparisons, swap and the tuple protocol (tuple_size,
+// tuple_element, for structured bindings). Each element is a base class tagged by its index, so get<I> is an
+// upcast. As pair, a tuple of trivially copyable types is trivially copyable; one with a reference assigns
+// through it.
+#pragma once
+
+#include <kspec/std_lite/utility.cuh>
+
+namespace std {
+
+template <class... Ts>
+class tuple;
+
+namespace __kspec {
+
+struct elem_tag {};   // construct the elements from these values
+struct tuple_tag {};  // construct the elements from get<I> of this tuple-like
+
+template <::size_t I, class T>
+struct tuple_leaf {
+  T value;
+  __host__ __device__ constexpr tuple_leaf() : value() {}
+  template <class U>
+  __host__ __device__ constexpr tuple_leaf(elem_tag, U&& u) : value(static_cast<U&&>(u)) {}
+};
+// leaf<I>(t): the element I of t, by deduction of its base tuple_leaf<I, T>
+template <::size_t I, class T>
+__host__ __device__ constexpr T& leaf(tuple_leaf<I, T>& l) noexcept { return l.value; }
+template <::size_t I, class T>
+__host__ __device__ constexpr const T& leaf(const tuple_leaf<I, T>& l) noexcept { return l.value; }
+template <::size_t I, class T>
+__host__ __device__ type_is<T> leaf_type(const tuple_leaf<I, T>&);
+
+template <class T> struct dependent_true : true_type {};  // makes a condition wait for a template argument
+template <bool... B> struct bools {};
+template <bool... B> struct all : is_same<bools<true, B...>, bools<B..., true> > {};
+template <class... T> struct types {};
+template <bool SameSize, class To, class From> struct constructible_all : false_type {};
+template <class... To, class... From>
+struct constructible_all<true, types<To...>, types<From...> > : all<__is_constructible(To, From)...> {};
+template <class To, class From> struct constructible : false_type {};  // To, From: types<...>
+template <class... To, class... From>
+struct constructible<types<To...>, types<From...> >
+    : constructible_all<sizeof...(To) == sizeof...(From), types<To...>, types<From...> > {};
+
+template <class Is, class... Ts> struct tuple_base;
+template <::size_t... Is, class... Ts>
+struct tuple_base<index_sequence<Is...>, Ts...> : tuple_leaf<Is, Ts>... {
+  __host__ __device__ constexpr tuple_base() : tuple_leaf<Is, Ts>()... {}
+  template <class... Us>
+  __host__ __device__ constexpr tuple_base(elem_tag t, Us&&... us) : tuple_leaf<Is, Ts>(t, static_cast<Us&&>(us))... {}
+  template <class Tuple>
+  __host__ __device__ constexpr tuple_base(tuple_tag, Tuple&& t)
+      : tuple_leaf<Is, Ts>(elem_tag(), get<Is>(static_cast<Tuple&&>(t)))... {}
+
+  // element-wise assignments; `swallow{...}` sequences them (C++11 has no fold expressions)
+  typedef int swallow[];
+  __host__ __device__ KSPEC_STD_CONSTEXPR14 void assign_copy(const tuple_base& o) { (void)swallow{0, ((void)(leaf<Is>(*this) = leaf<Is>(o)), 0)...}; }
+  __host__ __device__ KSPEC_STD_CONSTEXPR14 void assign_move(tuple_base& o) {
+    (void)swallow{0, ((void)(leaf<Is>(*this) = static_cast<Ts&&>(leaf<Is>(o))), 0)...};
+  }
+  template <class Tuple>
+  __host__ __device__ KSPEC_STD_CONSTEXPR14 void assign_from(Tuple&& t) {
+    (void)swallow{0, ((void)(leaf<Is>(*this) = get<Is>(static_cast<Tuple&&>(t))), 0)...};
+  }
+  __host__ __device__ KSPEC_STD_CONSTEXPR14 void swap_with(tuple_base& o) {
+    using std::swap;
+    (void)swallow{0, ((void)swap(leaf<Is>(*this), leaf<Is>(o)), 0)...};
+  }
+};
+
+// the implicit copies unless an element is a reference (see pair_base in utility.cuh)
+template <bool HasRef, class Is, class... Ts>
+struct tuple_storage : tuple_base<Is, Ts...> {
+  using tuple_base<Is, Ts...>::tuple_base;
+};
+template <class Is, class... Ts>
+struct tuple_storage<true, Is, Ts...> : tuple_base<Is, Ts...> {
+  using tuple_base<Is, Ts...>::tuple_base;
+  tuple_storage() = default;
+  tuple_storage(const tuple_storage&) = default;
+  tuple_storage(tuple_storage&&) = default;
+  __host__ __device__ KSPEC_STD_CONSTEXPR14 tuple_storage& operator=(const tuple_storage& o) {
+    this->assign_copy(o);
+    return *this;
+  }
+  __host__ __device__ KSPEC_STD_CONSTEXPR14 tuple_storage& operator=(tuple_storage&& o) {
+    this->assign_move(o);
+    return *this;
+  }
+};
+
+template <class... Ts>
+struct tuple_storage_of {
+  typedef tuple_storage<!all<!is_reference<Ts>::value...>::value, index_sequence_for<Ts...>, Ts...> type;
+};
+
+}  // namespace __kspec
+
+template <class... Ts>
+class tuple : public __kspec::tuple_storage_of<Ts...>::type {
+  typedef typename __kspec::tuple_storage_of<Ts...>::type storage;
+  template <class... Us>
+  using from_values = __kspec::constructible<__kspec::types<Ts...>, __kspec::types<Us&&...> >;
+  // a one-element tuple's value constructor must leave copies of the tuple itself to the copy constructor
+  template <class... Us>
+  struct not_self : true_type {};
+  template <class U>
+  struct not_self<U> : bool_constant<!is_same<typename decay<U>::type, tuple>::value> {};
+
+ public:
+  __host__ __device__ constexpr tuple() : storage() {}
+  __host__ __device__ constexpr tuple(const Ts&... ts) : storage(__kspec::elem_tag(), ts...) {}
+  template <class... Us, class = typename enable_if<not_self<Us...>::value && from_values<Us...>::value>::type>
+  __host__ __device__ constexpr tuple(Us&&... us) : storage(__kspec::elem_tag(), static_cast<Us&&>(us)...) {}
+  template <class... Us, class = typename enable_if<!is_same<tuple<Us...>, tuple>::value &&
+                                                    from_values<const Us&...>::value>::type>
+  __host__ __device__ constexpr tuple(const tuple<Us...>& t) : storage(__kspec::tuple_tag(), t) {}
+  template <class... Us, class = typename enable_if<!is_same<tuple<Us...>, tuple>::value && from_values<Us...>::value>::type>
+  __host__ __device__ constexpr tuple(tuple<Us...>&& t) : storage(__kspec::tuple_tag(), static_cast<tuple<Us...>&&>(t)) {}
+  template <class U1, class U2, class = typename enable_if<from_values<const U1&, const U2&>::value>::type>
+  __host__ __device__ constexpr tuple(const pair<U1, U2>& p) : storage(__kspec::tuple_tag(), p) {}
+  template <class U1, class U2, class = typename enable_if<from_values<U1, U2>::value>::type>
+  __host__ __device__ constexpr tuple(pair<U1, U2>&& p) : storage(__kspec::tuple_tag(), static_cast<pair<U1, U2>&&>(p)) {}
+
+  template <class... Us, class = typename enable_if<sizeof...(Us) == sizeof...(Ts)>::type>
+  __host__ __device__ KSPEC_STD_CONSTEXPR14 tuple& operator=(const tuple<Us...>& t) {
+    this->assign_from(t);
+    return *this;
+  }
+  template <class... Us, class = typename enable_if<sizeof...(Us) == sizeof...(Ts)>::type>
+  __host__ __device__ KSPEC_STD_CONSTEXPR14 tuple& operator=(tuple<Us...>&& t) {
+    this->assign_from(static_cast<tuple<Us...>&&>(t));
+    return *this;
+  }
+  template <class U1, class U2, class = typename enable_if<__kspec::dependent_true<U1>::value && sizeof...(Ts) == 2>::type>
+  __host__ __device__ KSPEC_STD_CONSTEXPR14 tuple& operator=(const pair<U1, U2>& p) {
+    this->assign_from(p);
+    return *this;
+  }
+  template <class U1, class U2, class = typename enable_if<__kspec::dependent_true<U1>::value && sizeof...(Ts) == 2>::type>
+  __host__ __device__ KSPEC_STD_CONSTEXPR14 tuple& operator=(pair<U1, U2>&& p) {
+    this->assign_from(static_cast<pair<U1, U2>&&>(p));
+    return *this;
+  }
+  __host__ __device__ KSPEC_STD_CONSTEXPR14 void swap(tuple& t) { this->swap_with(t); }
+};
+
+template <>
+class tuple<> {
+ public:
+  __host__ __device__ KSPEC_STD_CONSTEXPR14 void swap(tuple&) noexcept {}
+};
+
+// -- the tuple protocol ---------------------------------------------------------------------------------------
+
+template <class... Ts> struct tuple_size<tuple<Ts...> > : integral_constant<::size_t, sizeof...(Ts)> {};
+template <class... Ts> struct tuple_size<const tuple<Ts...> > : integral_constant<::size_t, sizeof...(Ts)> {};
+template <class... Ts> struct tuple_size<volatile tuple<Ts...> > : integral_constant<::size_t, sizeof...(Ts)> {};
+template <class... Ts> struct tuple_size<const volatile tuple<Ts...> > : integral_constant<::size_t, sizeof...(Ts)> {};
+
+template <::size_t I, class... Ts>
+struct tuple_element<I, tuple<Ts...> > {
+  static_assert(I < sizeof...(Ts), "std::tuple_element: index out of range");
+  typedef typename decltype(__kspec::leaf_type<I>(declval<tuple<Ts...>&>()))::type type;
+};
+template <::size_t I, class... Ts>
+struct tuple_element<I, const tuple<Ts...> > : add_const<typename tuple_element<I, tuple<Ts...> >::type> {};
+template <::size_t I, class... Ts>
+struct tuple_element<I, volatile tuple<Ts...> > : add_volatile<typename tuple_element<I, tuple<Ts...> >::type> {};
+template <::size_t I, class... Ts>
+struct tuple_element<I, const volatile tuple<Ts...> > : add_cv<typename tuple_element<I, tuple<Ts...> >::type> {};
+
+template <::size_t I, class... Ts>
+__host__ __device__ constexpr typename tuple_element<I, tuple<Ts...> >::type& get(tuple<Ts...>& t) noexcept {
+  return __kspec::leaf<I>(t);
+}
+template <::size_t I, class... Ts>
+__host__ __device__ constexpr const typename tuple_element<I, tuple<Ts...> >::type& get(const tuple<Ts...>& t) noexcept {
+  return __kspec::leaf<I>(t);
+}
+template <::size_t I, class... Ts>
+__host__ __device__ constexpr typename tuple_element<I, tuple<Ts...> >::type&& get(tuple<Ts...>&& t) noexcept {
+  return static_cast<typename tuple_element<I, tuple<Ts...> >::type&&>(__kspec::leaf<I>(t));
+}
+template <::size_t I, class... Ts>
+__host__ __device__ constexpr const typename tuple_element<I, tuple<Ts...> >::type&& get(const tuple<Ts...>&& t) noexcept {
+  return static_cast<const typename tuple_element<I, tuple<Ts...> >::type&&>(__kspec::leaf<I>(t));
+}
+
+// get<T>(tuple): the one element of type T
+namespace __kspec {
+template <::size_t I, class T, class... Ts>
+struct find_type {
+  static constexpr ::size_t count = 0;
+  static constexpr ::size_t index = 0;
+};
+template <::size_t I, class T, class U, class... Ts>
+struct find_type<I, T, U, Ts...> {
+  typedef find_type<I + 1, T, Ts...> rest;
+  static constexpr ::size_t count = rest::count + (is_same<T, U>::value ? 1 : 0);
+  static constexpr ::size_t index = is_same<T, U>::value ? I : rest::index;
+};
+template <class T, class... Ts>
+struct unique_index : integral_constant<::size_t, find_type<0, T, Ts...>::index> {
+  static_assert(find_type<0, T, Ts...>::count == 1, "std::get<T>: T must occur exactly once in the tuple");
+};
+}  // namespace __kspec
+
+template <class T, class... Ts>
+__host__ __device__ constexpr T& get(tuple<Ts...>& t) noexcept {
+  return get<__kspec::unique_index<T, Ts...>::value>(t);
+}
+template <class T, class... Ts>
+__host__ __device__ constexpr const T& get(const tuple<Ts...>& t) noexcept {
+  return get<__kspec::unique_index<T, Ts...>::value>(t);
+}
+template <class T, class... Ts>
+__host__ __device__ constexpr T&& get(tuple<Ts...>&& t) noexcept {
+  return get<__kspec::unique_index<T, Ts...>::value>(static_cast<tuple<Ts...>&&>(t));
+}
+
+// -- making tuples ------------------------------------------------------------------------------------------------
+
+template <class... Ts>
+__host__ __device__ constexpr tuple<typename decay<Ts>::type...> make_tuple(Ts&&... ts) {
+  return tuple<typename decay<Ts>::type...>(static_cast<Ts&&>(ts)...);
+}
+template <class... Ts>
+__host__ __device__ constexpr tuple<Ts&...> tie(Ts&... ts) noexcept {
+  return tuple<Ts&...>(ts...);
+}
+template <class... Ts>
+__host__ __device__ constexpr tuple<Ts&&...> forward_as_tuple(Ts&&... ts) noexcept {
+  return tuple<Ts&&...>(static_cast<Ts&&>(ts)...);
+}
+
+namespace __kspec {
+struct ignore_t {  // tie(a, std::ignore) = ...: takes any value and drops it
+  template <class T>
+  __host__ __device__ constexpr const ignore_t& operator=(const T&) const noexcept { return *this; }
+};
+}  // namespace __kspec
+// a __device__ object: device code binds references to it (tie), and NVRTC compiles only device code
+__device__ constexpr __kspec::ignore_t ignore{};
+
+// -- comparisons and swap ---------------------------------------------------------------------------------------
+
+namespace __kspec {
+template <::size_t I, ::size_t N>
+struct tuple_compare {
+  template <class A, class B>
+  __host__ __device__ static constexpr bool equal(const A& a, const B& b) {
+    return get<I>(a) == get<I>(b) && tuple_compare<I + 1, N>::equal(a, b);
+  }
+  // lexicographic, through < alone
+  template <class A, class B>
+  __host__ __device__ static constexpr bool less(const A& a, const B& b) {
+    return get<I>(a) < get<I>(b) || (!(get<I>(b) < get<I>(a)) && tuple_compare<I + 1, N>::less(a, b));
+  }
+};
+template <::size_t N>
+struct tuple_compare<N, N> {
+  template <class A, class B>
+  __host__ __device__ static constexpr bool equal(const A&, const B&) { return true; }
+  template <class A, class B>
+  __host__ __device__ static constexpr bool less(const A&, const B&) { return false; }
+};
+}  // namespace __kspec
+
+template <class... Ts, class... Us>
+__host__ __device__ constexpr bool operator==(const tuple<Ts...>& a, const tuple<Us...>& b) {
+  static_assert(sizeof...(Ts) == sizeof...(Us), "std::tuple: comparing tuples of different sizes");
+  return __kspec::tuple_compare<0, sizeof...(Ts)>::equal(a, b);
+}
+template <class... Ts, class... Us>
+__host__ __device__ constexpr bool operator!=(const tuple<Ts...>& a, const tuple<Us...>& b) { return !(a == b); }
+template <class... Ts, class... Us>
+__host__ __device__ constexpr bool operator<(const tuple<Ts...>& a, const tuple<Us...>& b) {
+  static_assert(sizeof...(Ts) == sizeof...(Us), "std::tuple: comparing tuples of different sizes");
+  return __kspec::tuple_compare<0, sizeof...(Ts)>::less(a, b);
+}
+template <class... Ts, class... Us>
+__host__ __device__ constexpr bool operator>(const tuple<Ts...>& a, const tuple<Us...>& b) { return b < a; }
+template <class... Ts, class... Us>
+__host__ __device__ constexpr bool operator<=(const tuple<Ts...>& a, const tuple<Us...>& b) { return !(b < a); }
+template <class... Ts, class... Us>
+__host__ __device__ constexpr bool operator>=(const tuple<Ts...>& a, const tuple<Us...>& b) { return !(a < b); }
+
+template <class... Ts>
+__host__ __device__ KSPEC_STD_CONSTEXPR14 void swap(tuple<Ts...>& a, tuple<Ts...>& b) {
+  a.swap(b);
+}
+
+}  // namespace std
