@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, TYPE_CHECKING, Union
 
 from .. import dtypes
 from .._digest import sha256_hex
-from .._errors import KspecNotImplementedError, KspecTypeError, KspecValueError, about_kernel
+from .._errors import KspecTypeError, KspecValueError, about_kernel
 from .._resources import TEMPLATE_VERSION, templates_digest
 from ._analysis import (
     NO_INDEXER,
@@ -22,9 +22,8 @@ from ._analysis import (
     needs_from_text,
     needs_full_builtins,
     needs_of_raw_source,
-    reduction_indexer_names,
 )
-from ._raw_layouts import check_raw_layouts
+from ._spec_checks import check_raw_layouts, check_scalars, refuse_reduction_indexer
 from ._record import Record
 from ._variants import (
     TILE_SMEM_LIMIT,
@@ -258,7 +257,7 @@ def specialize(
         return _specialize_raw(spec, types, scalar_set)
 
     binding = _bind(spec, types)
-    _check_scalars(spec, scalar_set)
+    check_scalars(spec, scalar_set)
     layouts = check_raw_layouts(spec, raw_layouts, scalar_set)
     cupy_headers = bool(getattr(spec, "cupy_headers", False))
     operands = tuple(
@@ -278,7 +277,7 @@ def specialize(
     )
     reduce_type = _reduce_type(spec, binding, operands, cupy_headers) if spec.KIND == "reduction" else None
     if spec.KIND == "reduction":
-        _refuse_reduction_indexer(spec, operands)
+        refuse_reduction_indexer(spec, [op.name for op in operands if op.is_array])
 
     needs: set[str] = set(dtypes.headers_for({op.dtype for op in operands}))
     if reduce_type is not None and reduce_type.dtype is not None:
@@ -357,29 +356,6 @@ def _bind(spec: ElementwiseSpec | ReductionSpec, types: Mapping[str, str]) -> di
             about_kernel(spec.name, f"type placeholder {missing[0]!r}{used_by} is not bound; give it a dtype")
         )
     return {letter: binding[letter] for letter in placeholders}  # order of first use, for stable output
-
-
-def _check_scalars(spec: ElementwiseSpec | ReductionSpec, scalars: frozenset[str]) -> None:
-    """Only inputs are passed by value. A raw input may be: it is then a plain value of its type, as CuPy
-    passes a scalar given for a raw parameter (the kernels' typed path refuses that call before it gets here)."""
-    inputs = {p.name for p in spec.in_params}
-    for name in sorted(scalars):
-        if name not in inputs:
-            where = "an output" if any(p.name == name for p in spec.out_params) else "not a parameter"
-            raise KspecValueError(about_kernel(spec.name, f"scalars: {name!r} is {where}; only inputs can be scalars"))
-
-
-def _refuse_reduction_indexer(spec: ReductionSpec, operands: tuple[Operand, ...]) -> None:
-    """A clear error, before NVRTC's, for reduction code that uses what kspec's reductions do not provide."""
-    texts = [spec.map_expr, spec.reduce_expr, spec.post_map_expr]
-    names = reduction_indexer_names(texts, [op.name for op in operands if op.is_array])
-    if names:
-        raise KspecNotImplementedError(about_kernel(
-            spec.name,
-            f"{', '.join(names)} of CuPy's reduction indexer is not provided in a ReductionKernel's code (kspec "
-            "orders and merges a reduction's dims its own way; _in_ind.size(), _out_ind.size() and _J are "
-            "provided): pass the array again as a raw parameter and index that",
-        ))  # fmt: skip
 
 
 def _reduce_type(spec: ReductionSpec, binding: Mapping[str, str], operands: tuple[Operand, ...],

@@ -21,25 +21,13 @@
 #endif
 
 #include <kspec/array.cuh>
+#include <kspec/select.cuh>
 
 namespace cupy {
 namespace type_traits {
 
-template <bool B, class T, class F>
-struct conditional {
-  typedef T type;
-};
-template <class T, class F>
-struct conditional<false, T, F> {
-  typedef F type;
-};
-
-template <bool B, class T = void>
-struct enable_if {};
-template <class T>
-struct enable_if<true, T> {
-  typedef T type;
-};
+using ::kspec::conditional;  // kspec/select.cuh, shared with kspec's std:: names
+using ::kspec::enable_if;
 
 template <class T, class U>
 struct is_same {

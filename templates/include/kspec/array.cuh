@@ -38,14 +38,20 @@ struct RawView {
     if (i < 0 || i >= size_) kspec_host::fault_index(i, size_);
 #endif
     if (c_contiguous_) return ptr_[i];
+    return *at(ptr_, unravel_offset(i, ndim_));
+  }
+
+  // Byte offset of flat C-order index i over the first n dims. RankedView passes its static rank, which makes
+  // this loop's bounds known at compile time once inlined.
+  __device__ __forceinline__ ptrdiff_t unravel_offset(ptrdiff_t i, int n) const {
     ptrdiff_t offset = 0;
-    for (int d = ndim_ - 1; d > 0; --d) {  // innermost axis first; axis 0 takes what is left
+    for (int d = n - 1; d > 0; --d) {  // innermost axis first; axis 0 takes what is left
       const ptrdiff_t q = i / shape_[d];
       offset += (i - q * shape_[d]) * strides_[d];
       i = q;
     }
-    if (ndim_ > 0) offset += i * strides_[0];
-    return *at(ptr_, offset);
+    if (n > 0) offset += i * strides_[0];
+    return offset;
   }
 
   // Element at an n-d index (`idx[d]` along axis d). N is ndim(), or more with zeros past ndim(): the index of
@@ -85,15 +91,7 @@ struct RankedView : RawView<T> {
     if (i < 0 || i >= this->size_) kspec_host::fault_index(i, this->size_);
 #endif
     if (C_CONTIGUOUS) return this->ptr_[i];
-    ptrdiff_t offset = 0;
-#pragma unroll
-    for (int d = NDIM - 1; d > 0; --d) {  // innermost axis first; axis 0 takes what is left
-      const ptrdiff_t q = i / this->shape_[d];
-      offset += (i - q * this->shape_[d]) * this->strides_[d];
-      i = q;
-    }
-    if (NDIM > 0) offset += i * this->strides_[0];
-    return *at(this->ptr_, offset);
+    return *at(this->ptr_, this->unravel_offset(i, NDIM));
   }
 };
 static_assert(sizeof(RankedView<char, 2, false>) == sizeof(RawView<char>), "a RankedView travels in a RawView's bytes");

@@ -5,6 +5,8 @@
 // (`template <> struct std::is_floating_point<float16> : std::true_type {};`, as CuPy's ndimage does).
 #pragma once
 
+#include <kspec/select.cuh>
+
 // constexpr from C++14, where a constexpr function may assign (swap, tuple and pair assignment: std has them
 // constexpr from C++20; earlier is harmless, and lets code test them in constant expressions)
 #if __cplusplus >= 201402L
@@ -50,23 +52,11 @@ struct type_is {
 
 // -- selection -----------------------------------------------------------------------------------------------
 
-template <bool B, class T = void>
-struct enable_if {};
-template <class T>
-struct enable_if<true, T> {
-  typedef T type;
-};
+using ::kspec::enable_if;  // kspec/select.cuh: one definition, shared with cupy::type_traits
 template <bool B, class T = void>
 using enable_if_t = typename enable_if<B, T>::type;
 
-template <bool B, class T, class F>
-struct conditional {
-  typedef T type;
-};
-template <class T, class F>
-struct conditional<false, T, F> {
-  typedef F type;
-};
+using ::kspec::conditional;
 template <bool B, class T, class F>
 using conditional_t = typename conditional<B, T, F>::type;
 
