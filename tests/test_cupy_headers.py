@@ -278,6 +278,40 @@ def test_half_conversions(xp):
     assert xp.asnumpy(out).tolist() == [5.0, 3.25, 3.25, 1.0, -4.0]
 
 
+def test_half_values_mix_with_builtin_arithmetic(xp):
+    # CuPy's float16 / bfloat16 values compute in float with ints and doubles; CUDA's __half and __nv_bfloat16
+    # make `x == 0` or `x * 2` ambiguous (CuPy's ndimage label_init on float16 hit it). Here they compute in
+    # float, with the built-in operator's type: float with an int, double with a double.
+    body = ("if (x == 0) { y = -1; } else { y = x * 2 + 1 - x / 4 + (x < 1.5) + (2 > x) + (x != 1) * 8"
+            " + (0.5 <= x) * 16 + (3 - x) * 32 + (x >= 2.0f) * 64 + (4 / x); }"
+            " s = sizeof(x * 2) + 10 * sizeof(x * 2.0) + 100 * sizeof(x == 1) + 1000 * sizeof(2u + x)")
+    kernel = kspec.ElementwiseKernel("X x", "float32 y, int32 s", body, "half_mixed_arithmetic")
+    values = np.array([0.0, 1.0, 2.0, 0.5, -3.0, 1.25], np.float32)
+    x = values.astype(np.float16)
+    y, s = kernel(xp.asarray(x))
+    want = np.where(values == 0, -1.0, values * 2 + 1 - values / 4 + (values < 1.5) + (2 > values)
+                    + (values != 1) * 8 + (0.5 <= values) * 16 + (3 - values) * 32 + (values >= 2) * 64
+                    + 4 / np.where(values == 0, 1, values))
+    np.testing.assert_allclose(xp.asnumpy(y), want.astype(np.float32), rtol=1e-6)
+    assert xp.asnumpy(s).tolist() == [4 + 80 + 100 + 4000] * values.size
+
+
+def test_half_values_mix_with_builtin_arithmetic_under_nvrtc():
+    # the same mixed operators for both CUDA half types, compiled by NVRTC (no GPU needed)
+    compiles(r"""
+#include <cupy/float16.cuh>
+#include <cupy/bfloat16.cuh>
+template <class H>
+__device__ float mixed(H h) {
+  static_assert(sizeof(h * 2) == 4 && sizeof(h * 2.0) == 8 && sizeof(1u - h) == 4, "float with ints, double with doubles");
+  return (h == 0) + (h != 1) + (h < 2) + (h <= 2.5) + (3 > h) + (4.0f >= h) + h * 2 + h / 3 + (1 - h) + (2 + h);
+}
+extern "C" __global__ void k(const __half* a, const __nv_bfloat16* b, float* out) {
+  out[0] = mixed(a[0]) + mixed(b[0]) + (a[0] * a[0]) + float(b[0] + b[0]);
+}
+""")
+
+
 # -- atomics -----------------------------------------------------------------------------------------------
 
 ATOMICS = r"""

@@ -130,6 +130,26 @@ def test_the_kernel_built_from_the_attributes_computes(on_cpu_device):
 # -- CuPy's scalar rules for the drop-in constructors, the typed path's stricter ones -------------------------
 
 
+def test_cached_codes_count_the_specializations_calls_used(on_cpu_device):
+    # CuPy's _cached_codes: empty before a call, one entry per argument types, not per call or per shape
+    ew = kspec.ElementwiseKernel("T x, T y", "T z", "z = x + y", "cached_codes_ew")
+    rk = kspec.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", name="cached_codes_rk")
+    assert len(ew._cached_codes) == len(rk._cached_codes) == 0
+    a = np.arange(6, dtype=np.float32)
+    ew(a, a)
+    ew(a[:3], a[:3])
+    ew.source(a.astype(np.int8), a.astype(np.int8))  # inspecting is not a call
+    assert len(ew._cached_codes) == 1
+    ew(a.astype(np.float64), a.astype(np.float64))
+    rk(a)
+    rk(a.reshape(2, 3), axis=1)
+    assert (len(ew._cached_codes), len(rk._cached_codes)) == (2, 1)
+    again = kspec.ElementwiseKernel("T x, T y", "T z", "z = x + y", "cached_codes_ew")  # the same kernel, built again
+    assert len(again._cached_codes) == 2
+    with pytest.raises(TypeError):
+        again._cached_codes[("x",)] = None  # a view, not the kernel's own table
+
+
 @pytest.mark.parametrize(
     "value, dtype, expected",
     [(2.0, "int32", 2), (2.7, "int32", 2), (-2.7, "int32", -2), (np.float64(3.9), "int16", 3), (True, "float32", 1.0),

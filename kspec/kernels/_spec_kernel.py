@@ -9,6 +9,7 @@ everything.
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
@@ -62,7 +63,7 @@ class SpecKernel:
     # CuPy's argument rules (kspec/kernels/_bind.py): kernels from the CuPy-style constructors bind as CuPy
     # does; those of spec files, generated modules and kspec.fuse keep the typed path's stricter rules.
     _cupy_rules = False
-    _SHARED = ("_binaries", "_spec", "_key", "_nin", "_nout", "_calls", "_cupy_rules")  # what _adopt takes
+    _SHARED = ("_binaries", "_spec", "_key", "_nin", "_nout", "_calls", "_cupy_rules", "_used")  # what _adopt takes
 
     def _adopt(self, arguments: tuple[Any, ...] | None) -> Any:
         """Take the state an identical constructor call built (kspec/kernels/_ctor_memo.py): None when done,
@@ -131,6 +132,7 @@ class SpecKernel:
         self._nin = len(spec.in_params)
         self._nout = len(spec.out_params)
         self._calls = CallPath(self._plan_call)  # every call goes through it (kspec/kernels/_callpath.py)
+        self._used: dict[Any, Specialization] = {}  # the specializations calls planned (_cached_codes)
 
     def _plan_call(self, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
         """The kernel's planner: ``(PreparedCall, pointers)`` of a call (kspec/kernels/_planner.py)."""
@@ -240,12 +242,23 @@ class SpecKernel:
             )
         return args[: self._nin], (args[self._nin :] if n > self._nin else None)
 
-    def _specializer(self, bound: Bound) -> Specialization:
+    def _specializer(self, bound: Bound, used: bool = True) -> Specialization:
         """The specialization of a bound call. The CuPy-style constructors' kernels fix each raw array's rank and
         contiguity as CuPy does (kspec::RankedView: measured on an H100, 1.5x faster ndimage filters); spec
         files keep one module for every raw layout, so that a wheel's precompiled binaries serve every call."""
         layouts = raw_layouts_of(bound) if self._cupy_rules else ()
-        return specialization_of(self._spec, self._key, bound.types, frozenset(bound.scalars), layouts)
+        scalars = frozenset(bound.scalars)
+        found = specialization_of(self._spec, self._key, bound.types, scalars, layouts)
+        if used:
+            self._used[(tuple(bound.types.items()), scalars, layouts)] = found
+        return found
+
+    @property
+    def _cached_codes(self) -> MappingProxyType[Any, Specialization]:
+        """CuPy's per-kernel record of the code its calls built (its tests count it): one entry per
+        specialization a call planned. CuPy keys it by argument types; kspec's drop-in kernels also by each raw
+        array's rank and contiguity, as their code differs by them. Read-only."""
+        return MappingProxyType(self._used)
 
     # -- planning a call of arrays without memory (torch.compile, jax.jit): kspec/kernels/_launch_plan.py ---
 
@@ -288,7 +301,7 @@ class SpecKernel:
         args, textures = texture_handles(tuple(_stand_in(a) for a in args), self._spec)
         inputs, outputs = self._split_args(args, {}, "")
         bound = bind(self._spec, inputs, outputs, textures, cupy_rules=self._cupy_rules)
-        return self._specializer(bound)
+        return self._specializer(bound, used=False)  # inspecting is not a call: not in _cached_codes
 
     def source(self, *args: Any) -> str:
         """The CUDA C++ a call with ``args`` compiles (NumPy stand-ins accepted; no GPU needed)."""

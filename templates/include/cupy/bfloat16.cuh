@@ -39,3 +39,4 @@ KSPEC_HALF_CLASS_FUNCTIONS(bfloat16, kspec_half::BFloat16)
 // floor(x / y) computed in float (CuPy's helper of floor_divide and remainder).
 template <typename = void>
 __device__ __forceinline__ bfloat16 _floor_divide(bfloat16 x, bfloat16 y) { return bfloat16(floorf(float(x) / float(y))); }
+KSPEC_HALF_MIXED_OPERATORS(__nv_bfloat16)  // __nv_bfloat16 with a built-in arithmetic value: computed in float (kspec/half_class.cuh)

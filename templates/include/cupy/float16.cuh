@@ -38,3 +38,4 @@ class float16 {
 };
 
 KSPEC_HALF_CLASS_FUNCTIONS(float16, kspec_half::Binary16)
+KSPEC_HALF_MIXED_OPERATORS(__half)  // __half with a built-in arithmetic value: computed in float (kspec/half_class.cuh)

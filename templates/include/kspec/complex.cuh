@@ -16,6 +16,8 @@
 // algorithm (NumPy's), which never forms |w|^2, the textbook formula's overflow for parts beyond sqrt(max).
 #pragma once
 
+#include <kspec/select.cuh>
+
 #if !defined(__CUDACC_RTC__)
 #include <math.h>  // the C functions (::expf, ::hypot...) in the global namespace; NVRTC has them built in
 #endif
@@ -59,38 +61,10 @@ template <class T> __host__ __device__ inline bool signbit(T x) { return copysig
 
 namespace detail {
 
-template <bool B, class T = void>
-struct enable_if {};
-template <class T>
-struct enable_if<true, T> {
-    typedef T type;
-};
-
+using ::kspec::enable_if;  // kspec/select.cuh
 // The arithmetic types a complex number mixes with (what std::is_arithmetic names, less long double).
 template <class T>
-struct is_scalar {
-    static const bool value = false;
-};
-#define KSPEC_CX_SCALAR(T)                \
-    template <>                           \
-    struct is_scalar<T> {                 \
-        static const bool value = true;   \
-    };
-KSPEC_CX_SCALAR(bool)
-KSPEC_CX_SCALAR(char)
-KSPEC_CX_SCALAR(signed char)
-KSPEC_CX_SCALAR(unsigned char)
-KSPEC_CX_SCALAR(short)
-KSPEC_CX_SCALAR(unsigned short)
-KSPEC_CX_SCALAR(int)
-KSPEC_CX_SCALAR(unsigned int)
-KSPEC_CX_SCALAR(long)
-KSPEC_CX_SCALAR(unsigned long)
-KSPEC_CX_SCALAR(long long)
-KSPEC_CX_SCALAR(unsigned long long)
-KSPEC_CX_SCALAR(float)
-KSPEC_CX_SCALAR(double)
-#undef KSPEC_CX_SCALAR
+struct is_scalar : ::kspec::is_builtin_arithmetic<T> {};
 
 // std::common_type of two arithmetic types (the conditional operator's type).
 template <class A, class B>

@@ -5,6 +5,8 @@
 // CLS is the class, BITS its kspec_half bit helper (kspec/half_bits.cuh), FROM_FLOAT CUDA's float conversion.
 #pragma once
 
+#include <kspec/select.cuh>
+
 #define KSPEC_HALF_CLASS_MEMBERS(CLS, BITS, FROM_FLOAT)                                             \
   explicit __device__ CLS(bool v) : data_(FROM_FLOAT(v ? 1.0f : 0.0f)) {}                          \
   explicit __device__ CLS(int v) : data_(FROM_FLOAT(static_cast<float>(v))) {}                     \
@@ -63,3 +65,28 @@
   __device__ __forceinline__ CLS nextafter(CLS x, CLS y) {                                                     \
     return CLS::from_bits(BITS::nextafter(x.to_bits(), y.to_bits(), float(x) < float(y)));                    \
   }
+
+// CUDA's __half and __nv_bfloat16 convert implicitly to float and from every arithmetic type, so `h == 0` or
+// `h * 2` is ambiguous between CUDA's operator on two halves and the built-in one on float; under CuPy these
+// values are its classes, which compute in float. In CuPy's environment (these headers) a half mixed with a
+// built-in arithmetic value computes in float too: the result is float(h) OP v, of the built-in operator's type.
+#define KSPEC_HALF_MIXED_OPERATOR(HALF, OP)                                                               \
+  template <class T, class = typename ::kspec::enable_if<::kspec::is_builtin_arithmetic<T>::value>::type> \
+  __device__ __forceinline__ auto operator OP(const HALF& h, T v)->decltype(float() OP v) {               \
+    return static_cast<float>(h) OP v;                                                                    \
+  }                                                                                                       \
+  template <class T, class = typename ::kspec::enable_if<::kspec::is_builtin_arithmetic<T>::value>::type> \
+  __device__ __forceinline__ auto operator OP(T v, const HALF& h)->decltype(v OP float()) {               \
+    return v OP static_cast<float>(h);                                                                    \
+  }
+#define KSPEC_HALF_MIXED_OPERATORS(HALF)    \
+  KSPEC_HALF_MIXED_OPERATOR(HALF, +)        \
+  KSPEC_HALF_MIXED_OPERATOR(HALF, -)        \
+  KSPEC_HALF_MIXED_OPERATOR(HALF, *)        \
+  KSPEC_HALF_MIXED_OPERATOR(HALF, /)        \
+  KSPEC_HALF_MIXED_OPERATOR(HALF, ==)       \
+  KSPEC_HALF_MIXED_OPERATOR(HALF, !=)       \
+  KSPEC_HALF_MIXED_OPERATOR(HALF, <)        \
+  KSPEC_HALF_MIXED_OPERATOR(HALF, <=)       \
+  KSPEC_HALF_MIXED_OPERATOR(HALF, >)        \
+  KSPEC_HALF_MIXED_OPERATOR(HALF, >=)
