@@ -13,6 +13,7 @@ from kspec.compiler import CompileOptions, compile_source
 from kspec.render._abi import COLS_WIDE_ACC, COLS_WIDE_WARPS
 from kspec.render import COLS_MAX_WARPS, MAX_NDIM, VariantKey, render, specialize
 from kspec.render._abi import entry_abi
+from kspec.render._layout import raw_view_layout
 from render_cases import ARGMAX, AXPY, L2NORM, L2NORM_HALF, MAX_NO_IDENTITY, REVERSE, SQUARED_DIFF
 
 MODULES = [
@@ -44,6 +45,10 @@ def _layouts(modules):
                 operands = specialize(L2NORM, {"T": "float64"}).operands
                 for slot in entry_abi(kind, VariantKey(entry, index, ndim, 1), operands).slots:
                     seen.setdefault(slot.layout.c_type, slot.layout)
+    for ndim in (0, 1, 2, 3, 4):  # raw views whose rank a specialization fixes (kspec::RankedView)
+        for c_contiguous in (True, False):
+            layout = raw_view_layout("double", ndim, c_contiguous)
+            seen.setdefault(layout.c_type, layout)
     return list(seen.values())
 
 
@@ -186,10 +191,15 @@ def test_raw_view_layout():
         ("strides_", 24 + 8 * MAX_NDIM, MAX_NDIM),
     ]
     assert view.layout.size == 24 + 16 * MAX_NDIM
-    # a view whose rank the specialization fixes (kspec::RankedView) is passed in the same bytes
-    ranked = render(specialize(REVERSE, {"T": "float64"}, raw_layouts={"x": (2, False)}))
-    assert "kspec::RankedView<T, 2, false> x" in ranked.source
-    assert ranked.abi[contig].slot("x").layout == view.layout
+    # a view whose rank the specialization fixes (kspec::RankedView) holds that many dims, as CuPy's CArray
+    for ndim, c_contiguous, capacity in ((2, False, 2), (3, True, 3), (0, True, 1)):
+        ranked = render(specialize(REVERSE, {"T": "float64"}, raw_layouts={"x": (ndim, c_contiguous)}))
+        c_type = f"kspec::RankedView<T, {ndim}, {'true' if c_contiguous else 'false'}>"
+        assert f"{c_type} x" in ranked.source
+        layout = ranked.abi[contig].slot("x").layout
+        assert [(f.name, f.offset, f.count) for f in layout.fields][-2:] == [
+            ("shape_", 24, capacity), ("strides_", 24 + 8 * capacity, capacity)]
+        assert layout.size == 24 + 16 * capacity
 
 
 @pytest.mark.parametrize("spec_name", ["squared_diff_generic", "l2norm"])

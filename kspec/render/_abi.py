@@ -196,7 +196,7 @@ def _c_type(op: Operand) -> str:
 def _param_slot(op: Operand, kind: SlotKind, array: Layout) -> Slot:
     """The slot of one parameter: ``array`` for an array operand; scalars and raw views look alike everywhere."""
     if op.raw:
-        return Slot("raw_view", raw_view_layout(_c_type(op)), op.name, op.dtype)
+        return Slot("raw_view", raw_view_layout(_c_type(op), op.raw_ndim, op.raw_c_contiguous), op.name, op.dtype)
     if op.scalar:
         return Slot("scalar", scalar_layout(op.dtype), op.name, op.dtype)
     return Slot(kind, array, op.name, op.dtype)

@@ -24,9 +24,10 @@ shape          ``kspec::Shape<NDIM, IndexT>``                      size, extent[
 array          ``T*``                                              value: the data pointer
 strided_array  ``kspec::StridedArray<T, NDIM, IndexT>``            ptr, stride[N]
 scalar         the dtype's C type                                  value (bool: 1 byte; bfloat16: its bits)
-raw_view       ``kspec::RawView<T>``                               ``ptr_, size_, ndim_, c_contiguous_,
-                                                                   shape_[16], strides_[16]`` (C order,
-                                                                   bytes, int64: CuPy's raw CArray)
+raw_view       ``kspec::RawView<T>``, or                           ``ptr_, size_, ndim_, c_contiguous_,
+               ``kspec::RankedView<T, N, C>`` where the            shape_[16], strides_[16]`` (C order,
+               specialization fixed the rank N (the                bytes, int64: CuPy's raw CArray); a
+               constructors' kernels)                              RankedView's arrays hold max(N, 1)
 reduce_shape   ``kspec::ReduceShape<RNDIM, IndexT>``               out_size, red_size, kept_extent[16],
                                                                    red_extent[R], kept_ndim: int,
                                                                    red_ndim: int
@@ -198,16 +199,22 @@ def strided_array_layout(c_type: str, ndim: int, index: IndexType) -> Layout:
     )
 
 
-def raw_view_layout(c_type: str) -> Layout:
+def raw_view_layout(c_type: str, ndim: int = -1, c_contiguous: bool = False) -> Layout:
+    """A raw parameter's view: ``kspec::RawView<T>`` (``ndim`` -1: any rank), or ``kspec::RankedView<T, N, C>``
+    whose shape and strides hold N entries (at least one) where the specialization fixed the rank."""
+    if ndim < 0:
+        c_name, capacity = f"kspec::RawView<{c_type}>", MAX_NDIM
+    else:
+        c_name, capacity = f"kspec::RankedView<{c_type}, {ndim}, {'true' if c_contiguous else 'false'}>", max(ndim, 1)
     return _struct(
-        f"kspec::RawView<{c_type}>",
+        c_name,
         [
             ("ptr_", _POINTER, None),
             ("size_", _PTRDIFF, None),
             ("ndim_", _INT32, None),
             ("c_contiguous_", _INT32, None),
-            ("shape_", _PTRDIFF, MAX_NDIM),
-            ("strides_", _PTRDIFF, MAX_NDIM),
+            ("shape_", _PTRDIFF, capacity),
+            ("strides_", _PTRDIFF, capacity),
         ],
     )
 

@@ -153,11 +153,12 @@ class CArray {
     set_layout(shape.begin(), strides.begin());
   }
 
-  // From a kspec `raw` parameter (kspec::RawView): CArray<T, 2> a(x), or a raw argument passed where a
-  // function takes `const CArray<T, 2>&` or a CArray by value. The view's ndim must be `ndim`.
-  __device__ CArray(const kspec::RawView<T>& view) : data_(view.data()) {
+  // From a kspec `raw` parameter (kspec::RawView or RankedView): CArray<T, 2> a(x), or a raw argument passed
+  // where a function takes `const CArray<T, 2>&` or a CArray by value. The view's ndim must be `ndim`.
+  template <int CAP>
+  __device__ CArray(const kspec::ViewFields<T, CAP>& view) : data_(view.data()) {
 #if defined(KSPEC_HOST)
-    if (view.ndim() != _ndim) kspec_host::fault_index(view.ndim(), _ndim);
+    if (view.ndim_ != _ndim) kspec_host::fault_index(view.ndim_, _ndim);
 #endif
     set_layout(view.shape(), view.strides());
   }
@@ -238,9 +239,10 @@ class CArray<T, 0, _c_contiguous, _use_32bit_indexing> {
   template <typename Int1, typename Int2>
   __device__ CArray(T* data, const Int1*, const Int2*) : data_(data), size_(1) {}
   __device__ CArray(T* data, std::initializer_list<int>, std::initializer_list<int>) : data_(data), size_(1) {}
-  __device__ CArray(const kspec::RawView<T>& view) : data_(view.data()), size_(1) {
+  template <int CAP>
+  __device__ CArray(const kspec::ViewFields<T, CAP>& view) : data_(view.data()), size_(1) {
 #if defined(KSPEC_HOST)
-    if (view.ndim() != 0) kspec_host::fault_index(view.ndim(), 0);
+    if (view.ndim_ != 0) kspec_host::fault_index(view.ndim_, 0);
 #endif
   }
 

@@ -14,32 +14,23 @@ namespace kspec_host {
 
 namespace kspec {
 
-// A `raw` parameter: CuPy's raw CArray, an array view that the kernel body indexes by hand.
-// shape()/strides() are in C order and strides in bytes, as CuPy gives them, so code that computes
-// with y.strides() behaves the same. The view is shallow: indexing a const view yields a writable T&.
-template <typename T>
-struct RawView {
+// The fields and the shared members of a `raw` parameter's view (CuPy's raw CArray), with room for CAP dims:
+// RawView (any rank up to KSPEC_MAX_NDIM) and RankedView (a rank fixed by the specialization). shape()/strides()
+// are in C order and strides in bytes, as CuPy gives them, so code that computes with y.strides() behaves the
+// same. A view is shallow: indexing a const view yields a writable T&. Layouts: kspec/render/_layout.py.
+template <typename T, int CAP>
+struct ViewFields {
   T* ptr_;
   ptrdiff_t size_;                      // number of elements
   int ndim_;
   int c_contiguous_;                    // 1 when element i (C order) is ptr_[i]
-  ptrdiff_t shape_[KSPEC_MAX_NDIM];     // C order
-  ptrdiff_t strides_[KSPEC_MAX_NDIM];   // bytes, C order
+  ptrdiff_t shape_[CAP];                // C order
+  ptrdiff_t strides_[CAP];              // bytes, C order
 
   __device__ __forceinline__ ptrdiff_t size() const { return size_; }
-  __device__ __forceinline__ int ndim() const { return ndim_; }
   __device__ __forceinline__ const ptrdiff_t* shape() const { return shape_; }
   __device__ __forceinline__ const ptrdiff_t* strides() const { return strides_; }
   __device__ __forceinline__ T* data() const { return ptr_; }
-
-  // Element `i` in C order over the view's own shape (not the kernel's loop shape), strides honoured.
-  __device__ __forceinline__ T& operator[](ptrdiff_t i) const {
-#if defined(KSPEC_HOST)
-    if (i < 0 || i >= size_) kspec_host::fault_index(i, size_);
-#endif
-    if (c_contiguous_) return ptr_[i];
-    return *at(ptr_, unravel_offset(i, ndim_));
-  }
 
   // Byte offset of flat C-order index i over the first n dims. RankedView passes its static rank, which makes
   // this loop's bounds known at compile time once inlined.
@@ -55,7 +46,8 @@ struct RawView {
   }
 
   // Element at an n-d index (`idx[d]` along axis d). N is ndim(), or more with zeros past ndim(): the index of
-  // a runtime-rank loop (`_ind.get()`, kspec::LoopIndex) has KSPEC_MAX_NDIM entries. Strides past ndim() are 0.
+  // a runtime-rank loop (`_ind.get()`, kspec::LoopIndex) has KSPEC_MAX_NDIM entries. Entries past CAP are
+  // such zeros and add nothing.
   template <typename I, int N>
   __device__ __forceinline__ T& operator[](const I (&idx)[N]) const {
     ptrdiff_t offset = 0;
@@ -68,21 +60,41 @@ struct RawView {
     }
 #endif
 #pragma unroll
-    for (int d = 0; d < N; ++d) offset += static_cast<ptrdiff_t>(idx[d]) * strides_[d];
+    for (int d = 0; d < N; ++d) {
+      if (d < CAP) offset += static_cast<ptrdiff_t>(idx[d]) * strides_[d];
+    }
     return *at(ptr_, offset);
+  }
+};
+
+// A `raw` parameter of any rank (spec files, whose binaries serve every layout): strides past ndim() are 0.
+template <typename T>
+struct RawView : ViewFields<T, KSPEC_MAX_NDIM> {
+  using ViewFields<T, KSPEC_MAX_NDIM>::operator[];  // the n-d index
+
+  __device__ __forceinline__ int ndim() const { return this->ndim_; }
+
+  // Element `i` in C order over the view's own shape (not the kernel's loop shape), strides honoured.
+  __device__ __forceinline__ T& operator[](ptrdiff_t i) const {
+#if defined(KSPEC_HOST)
+    if (i < 0 || i >= this->size_) kspec_host::fault_index(i, this->size_);
+#endif
+    if (this->c_contiguous_) return this->ptr_[i];
+    return *at(this->ptr_, this->unravel_offset(i, this->ndim_));
   }
 };
 
 // A `raw` parameter whose rank and C-contiguity the kernel's specialization fixed: the CuPy-style
 // constructors' kernels, which CuPy too compiles per rank and contiguity of each array (its
-// `CArray<T, ndim, c_contiguous>`). The same bytes as RawView<T> (the launch ABI is unchanged), and it binds
-// wherever a RawView<T> is taken. Why: RawView's flat index keeps a runtime-rank loop of 64-bit divisions in
-// every kernel that indexes it, even when never taken; measured on an H100, that took a cupyx.scipy.ndimage
-// filter from 28 to 44 registers and 1.5x CuPy's time. Here a contiguous view is `ptr_[i]` and any other
-// unravels over NDIM dims known at compile time.
+// `CArray<T, ndim, c_contiguous>`). Why: RawView's flat index keeps a runtime-rank loop of 64-bit divisions in
+// every kernel that indexes it, even when never taken (on an H100, a cupyx.scipy.ndimage filter went from 28
+// to 44 registers and 1.5x CuPy's time). Here a contiguous view is `ptr_[i]` and any other unravels over NDIM
+// dims known at compile time. Its shape and strides hold NDIM entries, not KSPEC_MAX_NDIM, as CuPy's CArray:
+// with the larger parameter NVRTC 13 kept ndimage.zoom's bounds arithmetic inside its tap loops (20 integer
+// remainders per element instead of 8, 148 vs 86 us on an H100).
 template <typename T, int NDIM, bool C_CONTIGUOUS>
-struct RankedView : RawView<T> {
-  using RawView<T>::operator[];  // the n-d index
+struct RankedView : ViewFields<T, (NDIM > 0 ? NDIM : 1)> {
+  using ViewFields<T, (NDIM > 0 ? NDIM : 1)>::operator[];  // the n-d index
 
   __device__ __forceinline__ int ndim() const { return NDIM; }
 
@@ -93,8 +105,22 @@ struct RankedView : RawView<T> {
     if (C_CONTIGUOUS) return this->ptr_[i];
     return *at(this->ptr_, this->unravel_offset(i, NDIM));
   }
+
+  // Where code takes a RawView<T> (kspec's helpers, a preamble written for spec files).
+  __device__ __forceinline__ operator RawView<T>() const {
+    RawView<T> view;
+    view.ptr_ = this->ptr_;
+    view.size_ = this->size_;
+    view.ndim_ = NDIM;
+    view.c_contiguous_ = this->c_contiguous_;
+#pragma unroll
+    for (int d = 0; d < KSPEC_MAX_NDIM; ++d) {
+      view.shape_[d] = d < NDIM ? this->shape_[d] : 0;
+      view.strides_[d] = d < NDIM ? this->strides_[d] : 0;
+    }
+    return view;
+  }
 };
-static_assert(sizeof(RankedView<char, 2, false>) == sizeof(RawView<char>), "a RankedView travels in a RawView's bytes");
 
 // N consecutive elements moved by one load or store. The contiguous fast paths use it only after checking
 // that every operand is 16-byte aligned; N is chosen so that the largest element type moves 16 bytes.
