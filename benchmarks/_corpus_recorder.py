@@ -6,8 +6,10 @@ Loaded next to ``../shared/peer/kspec_alias.py`` when the ``client`` suites run 
   RawKernel and RawModule that CuPy's library code constructs, and each distinct call signature (argument dtypes
   and ndims, scalar types) or RawModule function name, one JSON line each, to ``DIR/corpus-<pid>.jsonl`` --
   the corpus that ``benchmarks/cupy_corpus.py`` compiles with kspec.
-* ``KSPEC_COMPILE_STATS=DIR`` in either mode: at the end of each test process, the compiles it ran and their
-  seconds (CuPy: its NVRTC calls; kspec: the compile log's 'compiled' loads) to ``DIR/compile-<mode>-<pid>.json``.
+* ``KSPEC_COMPILE_STATS=DIR`` in either mode: after each test, the compiles its process has run so far and their
+  seconds (CuPy: its NVRTC calls; kspec: the compile log's 'compiled' loads) to ``DIR/compile-<mode>-<pid>.json``
+  (rewritten after every test, so a run cut at its time limit still leaves its figures);
+  ``python3 benchmarks/_corpus_recorder.py DIR`` sums them per mode.
 """
 
 from __future__ import annotations
@@ -42,9 +44,7 @@ def _install_cupy_compile_timer() -> None:
     compiler._NVRTCProgram.compile = timed
 
 
-def pytest_sessionfinish(session: Any) -> None:
-    if not _STATS:
-        return
+def _write_stats() -> None:
     if _KSPEC:
         import kspec
 
@@ -53,8 +53,34 @@ def pytest_sessionfinish(session: Any) -> None:
     else:
         stats = {"mode": "cupy", "compiles": _cupy_compiles[0], "seconds": _cupy_compiles[1]}
     os.makedirs(_STATS, exist_ok=True)
-    with open(os.path.join(_STATS, f"compile-{stats['mode']}-{os.getpid()}.json"), "w") as f:
+    path = os.path.join(_STATS, f"compile-{stats['mode']}-{os.getpid()}.json")
+    with open(path + ".tmp", "w") as f:
         json.dump(stats, f)
+    os.replace(path + ".tmp", path)  # a process killed mid-write leaves the last whole figures
+
+
+def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:  # noqa: ARG001 (pytest's hook signature)
+    if _STATS:
+        _write_stats()
+
+
+def pytest_sessionfinish(session: Any) -> None:  # noqa: ARG001
+    if _STATS:
+        _write_stats()
+
+
+def summarize(directory: str) -> dict[str, tuple[int, int, float]]:
+    """mode -> (processes, compiles, seconds) over the ``compile-*.json`` files of ``directory``."""
+    totals: dict[str, list] = {}
+    for name in sorted(os.listdir(directory)):
+        if name.startswith("compile-") and name.endswith(".json"):
+            with open(os.path.join(directory, name)) as f:
+                stats = json.load(f)
+            row = totals.setdefault(stats["mode"], [0, 0, 0.0])
+            row[0] += 1
+            row[1] += stats["compiles"]
+            row[2] += stats["seconds"]
+    return {mode: (n, c, s) for mode, (n, c, s) in totals.items()}
 
 
 class _Recorder:
@@ -146,7 +172,13 @@ def _install_recorder(directory: str) -> None:
         setattr(core, cls.__name__, cls)
 
 
-if not _KSPEC:
+if __name__ == "__main__":
+    import sys
+
+    print("| mode | processes | compiles | seconds | seconds per compile |\n|---|---|---|---|---|")
+    for mode, (n, c, sec) in summarize(sys.argv[1]).items():
+        print(f"| {mode} | {n} | {c} | {sec:.1f} | {sec / max(c, 1):.3f} |")
+elif not _KSPEC:
     if _STATS:
         _install_cupy_compile_timer()
     if _CORPUS:
