@@ -101,6 +101,57 @@ def test_cache_clear_on_an_unlistable_directory_or_a_file_fails(tmp_path, monkey
     assert "Permission denied" in capsys.readouterr().err
 
 
+def _finishes(fn, seconds: float = 20.0):
+    """fn()'s result, failing the test (instead of hanging it) when fn does not return in time."""
+    import threading
+
+    box = []
+    worker = threading.Thread(target=lambda: box.append(fn()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert box, f"{fn} did not return in {seconds} s (blocked on a FIFO?)"
+    return box[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs and symbolic links (POSIX)")
+def test_cache_clear_names_entry_names_that_are_not_regular_files(tmp_path, capsys):
+    cache_dir = tmp_path / "cache"
+    compile_cached(SOURCE, name="f", name_expressions=("f",), cache=BinaryCache(cache_dir))
+    (entry,) = cache_dir.glob("*.kbin")
+    outside = tmp_path / "outside.kbin"
+    outside.write_bytes(entry.read_bytes())  # a real entry, outside the cache: a link to it must not lead there
+    odd = {
+        "a" * 64 + ".kbin": "a directory",
+        "b" * 64 + ".kbin": "a symbolic link",
+        "c" * 64 + ".kbin": "a symbolic link",  # dangling
+        "d" * 64 + ".kbin": "a FIFO",
+    }
+    (cache_dir / ("a" * 64 + ".kbin")).mkdir()
+    (cache_dir / ("b" * 64 + ".kbin")).symlink_to(outside)
+    (cache_dir / ("c" * 64 + ".kbin")).symlink_to(tmp_path / "nowhere")
+    os.mkfifo(cache_dir / ("d" * 64 + ".kbin"))
+    assert _finishes(lambda: main(["cache", "clear", "--dir", str(cache_dir)])) == 1
+    captured = capsys.readouterr()
+    assert "removed 1 entry" in captured.out and not entry.exists()  # the others did not stop it
+    for name, kind in odd.items():
+        line = next(line for line in captured.err.splitlines() if name in line)
+        assert "could not remove" in line and f"not a regular file but {kind}" in line, line
+        assert os.path.lexists(cache_dir / name)  # left in place
+    assert outside.read_bytes()[:8] == b"KSPECBIN"  # never followed
+    report = BinaryCache(cache_dir).clear_report()
+    assert report.removed == 0 and sorted(p.name for p, _ in report.failed) == sorted(odd)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (POSIX)")
+def test_a_fifo_named_like_an_entry_is_a_miss_not_a_hang(tmp_path):
+    cache = BinaryCache(tmp_path)
+    key = "e" * 64
+    os.mkfifo(tmp_path / f"{key}.kbin")
+    assert _finishes(lambda: cache.get(key)) is None
+    assert _finishes(lambda: cache.info().entries) == 0
+    assert _finishes(lambda: len(cache.entries())) == 0
+
+
 # --- manifest digests -------------------------------------------------------------------------------------
 
 

@@ -38,7 +38,7 @@ from .._memo import user_cache_dir, user_cache_dirs
 from . import _cache_dirs
 from ._cache_dirs import CacheEntry, DirectoryInfo, directory_info, list_entries, scan
 from ._cache_stats import MAX_ENTRY_HITS, max_bytes_from_env, merged_hits, read_entry_hits, read_stats, touch, update_stats
-from ._entry import ENTRY_SUFFIX, KEY_RE, decode_entry, encode_entry, has_magic
+from ._entry import ENTRY_SUFFIX, KEY_RE, decode_entry, encode_entry, has_magic, read_regular
 from ._program import CompiledProgram
 
 _TMP_SUFFIX = ".tmp"
@@ -196,8 +196,8 @@ class BinaryCache:
         for index, directory in enumerate(self._directories):
             path = directory / name
             try:
-                data = path.read_bytes()
-            except OSError:  # absent, unreadable, or the "directory" is a file
+                data = read_regular(path)
+            except OSError:  # absent, unreadable, not a regular file, or the "directory" is a file
                 continue
             program = decode_entry(data, key)
             if program is not None:
@@ -338,7 +338,7 @@ def _flush_at_exit() -> None:
 
 def _read_or_empty(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        return read_regular(path)
     except OSError:
         return b""
 

@@ -8,10 +8,11 @@ read-only network mount) serves hits only: nothing is written, touched, trimmed 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import NamedTuple
 
-from ._entry import entry_key, is_entry_file, read_entry_header
+from ._entry import entry_key, file_kind, is_entry_file, read_entry_header
 
 
 def writable(directory: Path) -> bool:
@@ -28,14 +29,32 @@ def writable(directory: Path) -> bool:
 def scan(directory: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     """(entry files, problems) of one directory. Entry files are named ``<key>.kbin`` and start with kspec's
     magic: the directory may be shared with other files (``KSPEC_CACHE_DIR=~/work``), and nothing else is
-    counted or removed. A directory that does not exist is empty; one that cannot be listed is a problem."""
+    counted or removed. A directory that does not exist is empty; one that cannot be listed is a problem, and
+    so is anything named like an entry that is not a regular file (a directory, a link, a FIFO: kspec writes
+    none, so it leaves them, and says so)."""
     try:
         names = list(directory.iterdir())
     except FileNotFoundError:
         return [], []
     except OSError as exc:
         return [], [(directory, exc.strerror or str(exc))]
-    return [p for p in names if entry_key(p.name) is not None and is_entry_file(p)], []
+    entries: list[Path] = []
+    problems: list[tuple[Path, str]] = []
+    for path in names:
+        if entry_key(path.name) is None:
+            continue
+        try:
+            mode = os.lstat(path).st_mode  # lstat: a link is reported as one, never followed
+        except FileNotFoundError:
+            continue  # removed meanwhile
+        except OSError as exc:
+            problems.append((path, exc.strerror or str(exc)))
+            continue
+        if not stat.S_ISREG(mode):
+            problems.append((path, f"not a regular file but {file_kind(mode)}; kspec writes none, so it was left"))
+        elif is_entry_file(path):
+            entries.append(path)
+    return entries, problems
 
 
 class DirectoryInfo(NamedTuple):

@@ -21,10 +21,14 @@ key (kspec/compiler/_key.py, which hashes the entry format in), so none of them 
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
 import struct
 from pathlib import Path
+from typing import BinaryIO
 
 from ._program import CompiledProgram
 
@@ -90,11 +94,44 @@ def decode_entry(data: bytes, key: str) -> CompiledProgram | None:
         return None
 
 
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading; an OSError when it is not a regular file. A FIFO named like an entry would
+    block a plain open() (and its read) forever; O_NONBLOCK changes nothing for a regular file."""
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, f"not a regular file ({file_kind(mode)})", str(path))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of a regular file (``open_regular``'s refusals are OSErrors, as a missing file's are)."""
+    with open_regular(path) as handle:
+        return handle.read()
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``mode`` (an ``st_mode``) is, in words: 'a directory', 'a symbolic link', ..."""
+    for test, words in ((stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"),
+                        (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                        (stat.S_ISBLK, "a block device"), (stat.S_ISREG, "a regular file")):  # fmt: skip
+        if test(mode):
+            return words
+    return "a file of an unknown kind"
+
+
 def read_entry_header(path: Path) -> dict[str, object] | None:
     """The JSON header of an entry file, or None when it is not one. Reads the prefix and the header only,
     not the binary, so the digest is not checked: for listings, never for loading."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             prefix = handle.read(_PREFIX.size)
             if len(prefix) != _PREFIX.size:
                 return None
@@ -122,7 +159,7 @@ def is_entry_file(path: Path) -> bool:
 def has_magic(path: Path, *, empty_ok: bool) -> bool:
     """Whether ``path`` starts with kspec's magic (``empty_ok``: or is empty, as a just-created temporary file)."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             head = handle.read(len(_MAGIC))
     except OSError:
         return False
