@@ -81,7 +81,7 @@ class HostModule:
         values = [_argument(a) for a in args]
         params = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
         (gx, gy, gz), (bx, by, bz) = _dim3(grid), _dim3(block)
-        return self.function(expression).launch((gx, gy, gz), (bx, by, bz), shared_bytes, threads, ctypes.addressof(params))
+        return self.function(expression).launch((gx, gy, gz), (bx, by, bz), shared_bytes, threads, ctypes.addressof(params))[:2]  # (code, message)
 
     def run(self, expression: str, grid: int, block: int, params: int, threads: int = 2) -> None:
         """Launches through the driver's cuLaunchKernel with a filled parameter frame at ``params``: a fault

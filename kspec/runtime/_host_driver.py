@@ -25,6 +25,7 @@ from .._digest import sha256_hex
 from .._errors import HostUnsupportedError, KernelFaultError, KernelIndexError, LaunchError
 from ._device_kind import HOST_DEVICE_ID
 from ._host_graph import HostCapture, HostGraph, HostGraphExec
+from ._host_fault import argument_pointers, nearest_argument
 from ._host_module import HostFunction, HostModule
 
 
@@ -194,6 +195,11 @@ class HostDriver:
             self._in_use += int(nbytes)
         return (0, ptr)
 
+    def _buffer_size(self, ptr: int) -> int | None:
+        """The size of the allocation starting at ``ptr`` (cuMemAlloc's), or None."""
+        block = self._memory.get(ptr)
+        return None if block is None else block.nbytes - 64
+
     def cuMemFree(self, ptr: Any) -> tuple[int]:
         return self._free_now(int(ptr))
 
@@ -329,9 +335,12 @@ class HostDriver:
             graph = self._capture.capturing.get(int(stream or 0))
             if graph is not None:
                 return self._capture.record_launch(graph, fn, grid, block, int(shared), address)
-        code, message = fn.launch(grid, block, int(shared), self.threads, address)
+        code, message, fault_address = fn.launch(grid, block, int(shared), self.threads, address)
         if code:
             message = message or f"kernel {fn.name!r} failed (code {code})"
+            if code == 5:  # a hardware fault: say where against the arguments
+                near = nearest_argument(fault_address, argument_pointers(address, fn.param_sizes), self._buffer_size)
+                raise KernelFaultError(f"{message}: {near}" if near else message)
             if code == 1:
                 raise KernelIndexError(message)
             if code == 3:

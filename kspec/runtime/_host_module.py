@@ -29,7 +29,8 @@ class _Launch(ctypes.Structure):
 
 
 class _Fault(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 2048)]
+    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 2048), ("signal", ctypes.c_int),
+                ("address", ctypes.c_ulonglong)]  # fmt: skip
 
 
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Launch), ctypes.POINTER(_Fault))
@@ -79,12 +80,13 @@ class HostFunction:
             self.param_sizes = None
 
     def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int, threads: int,
-               params: int) -> tuple[int, str]:  # fmt: skip
-        """Run the entry (the GIL is released meanwhile): (0, "") or (fault code, the fault's message)."""
+               params: int) -> tuple[int, str, int]:  # fmt: skip
+        """Run the entry (the GIL is released meanwhile): (0, "", 0) or (fault code, the fault's message, the
+        faulting address of a hardware fault, else 0)."""
         launch = _Launch((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), int(shared), threads)
         fault = _Fault()
         code = self.entry(params, ctypes.byref(launch), ctypes.byref(fault))
-        return (code, fault.message.decode(errors="replace")) if code else (0, "")
+        return (code, fault.message.decode(errors="replace"), int(fault.address)) if code else (0, "", 0)
 
     def __int__(self) -> int:
         return ctypes.cast(self.entry, ctypes.c_void_p).value or 0

@@ -53,13 +53,16 @@ void parallel_for(long long n, long long grain, Body&& body) {
     current_launch() = launch;
     current_kernel() = kernel;
     try {
-      for (;;) {
-        if (stop.load(std::memory_order_relaxed)) return;
-        const long long c = next.fetch_add(1, std::memory_order_relaxed);
-        if (c >= nchunks) return;
-        const long long begin = c * base + std::min(c, extra);
-        body(begin, begin + base + (c < extra ? 1 : 0));
-      }
+      const bool finished = guarded([&] {  // a worker thread's hardware fault is a fault like any other
+        for (;;) {
+          if (stop.load(std::memory_order_relaxed)) return;
+          const long long c = next.fetch_add(1, std::memory_order_relaxed);
+          if (c >= nchunks) return;
+          const long long begin = c * base + std::min(c, extra);
+          body(begin, begin + base + (c < extra ? 1 : 0));
+        }
+      });
+      if (!finished) throw signal_fault(kernel, "");
     } catch (...) {
       stop.store(true);
       std::lock_guard<std::mutex> hold(failure_lock);

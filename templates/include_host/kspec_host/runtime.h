@@ -36,8 +36,14 @@ struct grid_job {
   kspec_host_fault* out;
 
   void fail(int code, const char* message) {
+    fault f;
+    f.code = code;
+    std::snprintf(f.message, sizeof f.message, "%s", message);
+    fail(f);
+  }
+  void fail(const fault& f) {
     stop.store(true, std::memory_order_relaxed);
-    if (!reported.exchange(true)) report(out, code, message);
+    if (!reported.exchange(true)) report(out, f);
   }
 };
 
@@ -87,26 +93,34 @@ inline void grid_worker(grid_job& job, void (*fn)(A...), void** params) {
   }
   try {
     dynamic_shared_pointer() = dynamic_shared_memory(launch.shared_bytes ? launch.shared_bytes : 16);
-    for (;;) {
-      if (job.stop.load(std::memory_order_relaxed)) break;
-      const unsigned long long b = job.next.fetch_add(1, std::memory_order_relaxed);
-      if (b >= job.blocks) break;
-      blockIdx = uint3{static_cast<unsigned>(b % launch.grid[0]),
-                       static_cast<unsigned>(b / launch.grid[0] % launch.grid[1]),
-                       static_cast<unsigned>(b / launch.grid[0] / launch.grid[1])};
-      if (as_fibers) {
-        run_fibers(fibers);
-        continue;
+    const bool finished = guarded([&] {
+      for (;;) {
+        if (job.stop.load(std::memory_order_relaxed)) break;
+        const unsigned long long b = job.next.fetch_add(1, std::memory_order_relaxed);
+        if (b >= job.blocks) break;
+        blockIdx = uint3{static_cast<unsigned>(b % launch.grid[0]),
+                         static_cast<unsigned>(b / launch.grid[0] % launch.grid[1]),
+                         static_cast<unsigned>(b / launch.grid[0] / launch.grid[1])};
+        if (as_fibers) {
+          run_fibers(fibers);
+          continue;
+        }
+        for (unsigned z = 0; z < blockDim.z; ++z)
+          for (unsigned y = 0; y < blockDim.y; ++y)
+            for (unsigned x = 0; x < blockDim.x; ++x) {
+              threadIdx = uint3{x, y, z};
+              call_unpacked(fn, params, std::index_sequence_for<A...>{});
+            }
       }
-      for (unsigned z = 0; z < blockDim.z; ++z)
-        for (unsigned y = 0; y < blockDim.y; ++y)
-          for (unsigned x = 0; x < blockDim.x; ++x) {
-            threadIdx = uint3{x, y, z};
-            call_unpacked(fn, params, std::index_sequence_for<A...>{});
-          }
+    });
+    if (!finished) {  // a hardware fault: blockIdx / threadIdx still name the thread that took it
+      current_block() = nullptr;  // run_fibers' own reset was jumped over
+      char where[160];
+      where_now(where, sizeof where);
+      job.fail(signal_fault(job.name, where));
     }
   } catch (const fault& f) {
-    job.fail(f.code, f.message);
+    job.fail(f);
   } catch (const std::exception& e) {
     char text[2048];
     std::snprintf(text, sizeof text, "kernel '%s': C++ exception: %s", job.name, e.what());
