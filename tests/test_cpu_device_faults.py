@@ -133,3 +133,27 @@ def test_a_fault_in_an_elementwise_body_on_worker_threads():
         kernel(x, np.int64(1 << 40))
     assert "kernel 'ew_far_read" in _message(caught) and "SIGSEGV" in _message(caught), _message(caught)
     np.testing.assert_array_equal(kernel(x, np.int64(0)), x)
+
+
+RECURSE = r"""
+__device__ int deep(int n, volatile int* sink) {
+    volatile char pad[512];
+    pad[0] = (char)n;
+    sink[0] = pad[0];
+    return n <= 0 ? 0 : 1 + deep(n - 1, sink) + sink[0];
+}
+extern "C" __global__ void recurse(int* out, int n) {
+    __syncthreads();  // the block runs as fibers, each on its own stack with a guard page
+    out[threadIdx.x] = deep(threadIdx.x == 1 ? n : 1, out);
+}
+"""
+
+
+def test_a_fibers_stack_overflow_is_a_kernel_fault():
+    out = np.zeros(4, np.int32)
+    kernel = kspec.RawKernel(RECURSE, "recurse")
+    with pytest.raises(kspec.KernelFaultError) as caught:
+        kernel((1,), (4,), (out, np.int32(1 << 20)))  # ~512 MiB of frames on a 256 KiB stack
+    assert "SIGSEGV" in _message(caught) and re.search(r"thread\W+1\W+0\W+0", _message(caught)), _message(caught)
+    kernel((1,), (4,), (out, np.int32(0)))
+    assert out[1:].tolist() == [0, 1, 1]  # deep(0) = 0, deep(1) = 1 (out[0] is the threads' shared sink)

@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from .._binfmt import host_symbol
+from ._host_signals import guard_pointers
 
 FUNCTION_ATTRIBUTES = {
     "CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK": 1024, "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES": 0,
@@ -25,7 +26,7 @@ FUNCTION_ATTRIBUTES = {
 
 class _Launch(ctypes.Structure):
     _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared_bytes", ctypes.c_ulonglong),
-                ("threads", ctypes.c_int)]  # fmt: skip
+                ("threads", ctypes.c_int), ("guarded", ctypes.c_void_p), ("describe", ctypes.c_void_p)]  # fmt: skip
 
 
 class _Fault(ctypes.Structure):
@@ -83,7 +84,8 @@ class HostFunction:
                params: int) -> tuple[int, str, int]:  # fmt: skip
         """Run the entry (the GIL is released meanwhile): (0, "", 0) or (fault code, the fault's message, the
         faulting address of a hardware fault, else 0)."""
-        launch = _Launch((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), int(shared), threads)
+        guarded, describe = guard_pointers()
+        launch = _Launch((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), int(shared), threads, guarded, describe)
         fault = _Fault()
         code = self.entry(params, ctypes.byref(launch), ctypes.byref(fault))
         return (code, fault.message.decode(errors="replace"), int(fault.address)) if code else (0, "", 0)
