@@ -24,7 +24,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     actions = p.add_subparsers(dest="cache_action", metavar="ACTION", required=True)
     for action, run, help_text in (
         ("info", _info, "print the cache directory, its entries, their size against the cap, hits and misses"),
-        ("clear", _clear, "remove every entry kspec wrote (other files stay) and print how many were removed"),
+        ("clear", _clear, "remove every entry kspec wrote (other files stay), print how many were removed and name "
+         "each file it could not remove, with the reason (exit status 1)"),
     ):
         a = actions.add_parser(action, help=help_text, description=help_text)
         a.add_argument("--dir", metavar="DIR", help="cache directory (or directories separated by "
@@ -145,7 +146,7 @@ def _clear(args: argparse.Namespace) -> int:
     directory = cache.directory
     problem = _problem(cache, _named_by(args))
     if problem:  # clear could remove nothing there, and would say "removed 0 entries"
-        error(problem)
+        error(f"{problem}; nothing was removed")
         return 1
     report = cache.clear_report()
     removed = report.removed
@@ -157,7 +158,8 @@ def _clear(args: argparse.Namespace) -> int:
         return 1
     where = directory if len(cache.directories) == 1 else ", ".join(map(str, cleared))
     print(f"removed {removed} {'entry' if removed == 1 else 'entries'} from {where}")
-    # Only files named <key>.kbin that start with kspec's magic are entries: other files stay untouched.
+    # One line per path left behind, with the OS's reason or what the file is; any of them fails the command,
+    # so a script that clears before a clean rebuild does not go on with stale entries in place.
     for path, why in report.failed:
         error(f"could not remove {path}: {why}")
     return 1 if report.failed else 0

@@ -12,7 +12,7 @@ from .._lazy import lazy_getattr
 # Lazy exports: a process serving cached kernels needs the key and the cache, never the NVRTC binding;
 # each name loads its module on first access.
 _LAZY = {
-    "BinaryCache": "_cache", "CacheInfo": "_cache", "ClearReport": "_cache", "default_cache": "_cache",
+    "BinaryCache": "_cache", "CacheInfo": "_cache", "ClearReport": "_cache_clear", "default_cache": "_cache",
     "compile_cached": "_compile", "compile_source": "_compile",
     "include_dirs": "_includes",
     "TEMPLATE_VERSION": "_key", "cache_key": "_key",

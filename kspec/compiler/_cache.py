@@ -5,9 +5,9 @@ lowered-name map and metadata, so a cached module is usable on its own. A file t
 magic, format or key, or fails its digest is a miss, never an error; the next ``put`` replaces it. The
 directory may be shared with other files (``KSPEC_CACHE_DIR`` or ``kspec cache --dir`` pointed at one):
 ``info`` counts and ``clear`` removes only files named ``<key>.kbin`` that start with the magic, and kspec's
-own old temporary files (``.<key>.XXXXXXXX.tmp``, empty or starting with the magic); ``clear_report`` says
-what it could not remove. Writes go to a temporary file in the same directory and are renamed into place,
-so readers (other processes included) see either no entry or a whole one.
+own old temporary files (:mod:`._cache_clear`); ``clear_report`` says what it could not remove, and why.
+Writes go to a temporary file in the same directory and are renamed into place, so readers (other
+processes included) see either no entry or a whole one.
 
 ``KSPEC_CACHE_DIR`` may name several directories (``os.pathsep``-separated; :mod:`._cache_dirs`): a lookup
 reads each in order and the first whole entry wins; writes go to the first writable one, and only that one
@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import atexit
 import os
-import re
 import threading
-import time
 import warnings
 import weakref
 from dataclasses import replace
@@ -36,16 +34,13 @@ from .._atomic import write_atomic
 from .._errors import CacheWarning, KspecValueError
 from .._memo import user_cache_dir, user_cache_dirs
 from . import _cache_dirs
-from ._cache_dirs import CacheEntry, DirectoryInfo, directory_info, list_entries, scan
+from ._cache_dirs import CacheEntry, DirectoryInfo, directory_info, list_entries
 from ._cache_stats import MAX_ENTRY_HITS, max_bytes_from_env, merged_hits, read_entry_hits, read_stats, touch, update_stats
-from ._entry import ENTRY_SUFFIX, KEY_RE, decode_entry, encode_entry, has_magic, read_regular
+from ._cache_clear import ClearReport, clear_directory
+from ._entry import ENTRY_SUFFIX, KEY_RE, decode_entry, encode_entry, read_regular
 from ._program import CompiledProgram
 
-_TMP_SUFFIX = ".tmp"
-# A temporary file this old is an orphan of a killed writer; `clear` removes it. Younger ones may be in use.
-_ORPHAN_AGE_S = 3600.0
-# write_atomic's temporary names: "." + the key's first 16 characters + "." + mkstemp's 8 + ".tmp"
-_TMP_RE = re.compile(r"\.[0-9A-Za-z_.-]{1,16}\.[0-9A-Za-z_]{8}\.tmp")
+_TMP_SUFFIX = ".tmp"  # write_atomic's temporary files; clear (._cache_clear) removes old ones by this name
 
 _warned_lock = threading.Lock()
 _warned_dirs: set[str] = set()
@@ -263,9 +258,10 @@ class BinaryCache:
         """Remove every entry (memory and disk); return how many were removed (on disk, when there is a disk)."""
         return self.clear_report().removed
 
-    def clear_report(self) -> "ClearReport":
-        """Remove every entry kspec wrote (memory and disk) and say what could not be removed, and why. With
-        several directories only the writable ones are cleared; the others are reported as ``skipped``."""
+    def clear_report(self) -> ClearReport:
+        """Remove every entry kspec wrote (memory and disk) and say what could not be removed, and why
+        (``failed``: (path, reason) pairs; one failure does not stop the others). With several directories
+        only the writable ones are cleared; the others are reported as ``skipped``."""
         in_memory = len(self._memory)
         self._memory.clear()
         self._take_counts()  # the counts start again with the empty cache
@@ -276,51 +272,10 @@ class BinaryCache:
             if len(self._directories) > 1 and not _cache_dirs.writable(directory):
                 skipped.append(directory)
                 continue
-            count, problems = _clear_directory(directory)
+            count, problems = clear_directory(directory)
             removed += count
             failed += problems
         return ClearReport(removed, failed, tuple(skipped))
-
-
-def _clear_directory(directory: Path) -> tuple[int, list[tuple[Path, str]]]:
-    paths, failed = scan(directory)
-    if directory.is_dir():
-        update_stats(directory, reset=True)
-    removed = 0
-    for path in paths:
-        try:
-            path.unlink()
-            removed += 1
-        except FileNotFoundError:
-            pass  # another process removed it first
-        except OSError as exc:
-            failed.append((path, exc.strerror or str(exc)))
-    _remove_orphans(directory)
-    return removed, failed
-
-
-def _remove_orphans(directory: Path) -> None:
-    cutoff = time.time() - _ORPHAN_AGE_S
-    try:
-        candidates = [p for p in directory.iterdir() if _TMP_RE.fullmatch(p.name)]
-    except OSError:
-        return
-    for path in candidates:
-        try:
-            # only kspec's own temporary files: its name pattern, and empty or starting with its magic
-            if path.stat().st_mtime < cutoff and has_magic(path, empty_ok=True):
-                path.unlink()
-        except OSError:
-            pass
-
-
-class ClearReport(NamedTuple):
-    """What ``BinaryCache.clear_report()`` did: entries removed, the paths it could not remove (why), and
-    the directories it left alone because they are read-only."""
-
-    removed: int
-    failed: list[tuple[Path, str]]
-    skipped: tuple[Path, ...] = ()
 
 
 # Caches holding counts not yet in their stats file; flushed at exit (weak: a dropped cache is not kept).

@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 from typing import NamedTuple
 
-from ._entry import entry_key, file_kind, is_entry_file, read_entry_header
+from ._entry import entry_key, file_kind, read_entry_header, starts_with_magic
 
 
 def writable(directory: Path) -> bool:
@@ -31,7 +31,7 @@ def scan(directory: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     magic: the directory may be shared with other files (``KSPEC_CACHE_DIR=~/work``), and nothing else is
     counted or removed. A directory that does not exist is empty; one that cannot be listed is a problem, and
     so is anything named like an entry that is not a regular file (a directory, a link, a FIFO: kspec writes
-    none, so it leaves them, and says so)."""
+    none, so it leaves them, and says so) or that cannot be read (nothing shows that kspec wrote it)."""
     try:
         names = list(directory.iterdir())
     except FileNotFoundError:
@@ -52,9 +52,20 @@ def scan(directory: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
             continue
         if not stat.S_ISREG(mode):
             problems.append((path, f"not a regular file but {file_kind(mode)}; kspec writes none, so it was left"))
-        elif is_entry_file(path):
-            entries.append(path)
+            continue
+        try:
+            if starts_with_magic(path, empty_ok=False):
+                entries.append(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:  # another user's entry of mode 0o600 in a shared directory, say
+            problems.append((path, unreadable(exc)))
     return entries, problems
+
+
+def unreadable(exc: OSError) -> str:
+    """Why a file named like kspec's was left: it could not be read, so nothing shows that kspec wrote it."""
+    return f"cannot be read ({exc.strerror or exc}), so kspec cannot tell that it wrote it; it was left"
 
 
 class DirectoryInfo(NamedTuple):

@@ -159,8 +159,14 @@ def is_entry_file(path: Path) -> bool:
 def has_magic(path: Path, *, empty_ok: bool) -> bool:
     """Whether ``path`` starts with kspec's magic (``empty_ok``: or is empty, as a just-created temporary file)."""
     try:
-        with open_regular(path) as handle:
-            head = handle.read(len(_MAGIC))
+        return starts_with_magic(path, empty_ok=empty_ok)
     except OSError:
         return False
+
+
+def starts_with_magic(path: Path, *, empty_ok: bool) -> bool:
+    """``has_magic``, but a file that cannot be opened or read raises its OSError: ``clear`` says why it
+    left a file it could not check, where a lookup only needs a yes or no."""
+    with open_regular(path) as handle:
+        head = handle.read(len(_MAGIC))
     return head == _MAGIC or (empty_ok and head == b"")
