@@ -139,6 +139,12 @@ class FusedFunction:
             self._fast_call = self._fast_miss = None
 
     def _prepare(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
+        from ..kernels import traced_by  # a new signature only: the kernels layer's hand-off table
+
+        framework = traced_by(args)
+        if framework is not None:  # JAX's tracers (jax.jit, jax.vmap): its adapter runs this function there
+            program: Any = lambda call_args: framework.call(self, call_args, {})  # noqa: E731
+            return self._keep(key, program)
         devices = hosts = 0
         for a in args:
             kind = _kind(type(a), a)
@@ -154,9 +160,12 @@ class FusedFunction:
                 "pass all arrays on the device (kspec.asarray, cupy.asarray, torch.as_tensor(..., device='cuda'))"
             )
         if not devices:  # CuPy's rule: NumPy arrays or scalars alone run the plain function
-            program: Any = lambda call_args: self._func(*call_args)  # noqa: E731
+            program = lambda call_args: self._func(*call_args)  # noqa: E731
         else:
             program = self._program(tuple(_arg_type(self._name, k, a) for k, a in enumerate(args))).runner()
+        return self._keep(key, program)
+
+    def _keep(self, key: tuple[Any, ...], program: Any) -> Any:
         with self._lock:
             if len(self._by_key) >= 256:  # a program cycling through many signatures: start over
                 self._by_key.clear()

@@ -6,6 +6,10 @@ directly. The kernel is planned when JAX traces the call (output shapes and dtyp
 the binary loaded then) and runs as an XLA FFI custom call (``jax.ffi``) from the same binary: no host round
 trip, nothing planned or read per call of the jitted function. See docs/guide/jax.md.
 
+A kernel called directly on JAX tracers (inside ``jax.jit`` / ``jax.vmap``) comes here too, through the kernels
+layer's hand-off (kspec/kernels/_frameworks.py): :func:`call` for what kspec.jax runs, :func:`refusal`'s error
+for what it does not (raw kernels).
+
 Importing this package does not import JAX; the first call does.
 """
 
@@ -15,6 +19,7 @@ import weakref
 from typing import Any
 
 from ._call import JaxKernel
+from ._traced import refusal  # noqa: F401 - the kernels layer's hand-off reads it by name (_frameworks.py)
 
 __all__ = ["JaxKernel", "call", "wrap"]
 

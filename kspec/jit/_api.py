@@ -139,8 +139,10 @@ class JitKernel:
             raise KspecTypeError(f"{name!r} is a device function (rawkernel(device=True)): call it from a kernel, not from the host")
         if not isinstance(args, (tuple, list)):
             raise KspecTypeError(f"kernel {name!r}: args must be a tuple of arguments, got {type(args).__name__}")
+        from ..kernels import refuse_traced
         from ..runtime import device_kind
 
+        refuse_traced("kspec.jit kernel", name, args)  # JAX's tracers: kspec.jax says what to do instead
         for position, a in enumerate(args):
             if isinstance(a, np.ndarray) and device_kind() != "cpu":  # NumPy arrays are the CPU device's arrays
                 raise KspecTypeError(

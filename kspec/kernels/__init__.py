@@ -11,6 +11,8 @@ _LAZY = {
     "load_specs": "_library", "DeviceGlobal": "_raw", "RawKernel": "_raw", "RawModule": "_raw",
     "ReductionKernel": "_reduction", "ArraySpec": "_array_spec", "LaunchPlan": "_array_spec",
     "LaunchStep": "_array_spec",
+    # not in __all__: the hand-off to framework adapters for fuse and jit (kspec/kernels/_frameworks.py)
+    "refuse_traced": "_frameworks", "traced_by": "_frameworks",
 }
 
 

@@ -10,7 +10,9 @@ One way through, data going one way::
 A call reads its arguments once into a signature (:mod:`._arguments`: a dispatcher generated per tuple of
 argument types), finds the prepared call kept for it and launches it. A miss goes to the planner
 (:mod:`._planner`), which builds the prepared call and returns it here; this module keeps it and launches
-it through the same :attr:`PreparedCall.launch` a repeated call runs.
+it through the same :attr:`PreparedCall.launch` a repeated call runs. A call that cannot be planned because
+another framework traces its arguments (JAX's tracers under ``jax.jit``) goes to that framework's adapter
+instead (:mod:`._frameworks`): found only after the planner failed, so no call that plans pays for it.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from typing import Any
 
 from ..runtime import current_stream, initialized_device_count, open_stream_blocks
 from ._arguments import MAX_ENTRIES, MISS, Dispatcher, make_dispatcher
+from ._frameworks import Framework, traced_by
 from ._prepared import PreparedCall
 
 Planner = Callable[[tuple[Any, ...], object, Any], tuple[PreparedCall, tuple[int, ...]]]
+HandOff = Callable[[Framework, tuple[Any, ...], object, Any], Any]  # (framework, args, stream, extra) -> result
 
 
 def _nothing_prepared(args: tuple[Any, ...], stream: object = None, extra: object = None) -> Any:
@@ -34,10 +38,12 @@ class CallPath:
 
     ``call(args, stream=None, extra=None)`` is the dispatcher of the latest argument types: a prepared call's
     result, or :data:`MISS`; then :meth:`miss` plans. ``extra`` holds the call's keyword values (hashable);
-    :meth:`once` plans and launches a call that cannot be keyed (keyword values that are not plain)."""
+    :meth:`once` plans and launches a call that cannot be keyed (keyword values that are not plain).
+    ``hand_off`` runs a call on another framework's tracers through that framework's adapter."""
 
-    def __init__(self, planner: Planner) -> None:
+    def __init__(self, planner: Planner, hand_off: HandOff | None = None) -> None:
         self._plan = planner
+        self._hand_off = hand_off
         self._by_types: dict[tuple[type, ...], Dispatcher | None] = {}
         self.call: Callable[..., Any] = _nothing_prepared
 
@@ -52,7 +58,10 @@ class CallPath:
         prepared = None if read is None else dispatcher.table.get((extra, *read[0]))  # type: ignore[union-attr]
         planned = prepared is None
         if prepared is None:
-            prepared, pointers = self._plan(args, stream, extra)  # every check, every error
+            found = self._planned(args, stream, extra)
+            if isinstance(found, Framework):
+                return self._hand_off(found, args, stream, extra)  # type: ignore[misc]
+            prepared, pointers = found
             if types not in self._by_types:  # made once the driver is up (it knows the device count)
                 if len(self._by_types) >= MAX_ENTRIES:
                     self._by_types.clear()
@@ -77,8 +86,22 @@ class CallPath:
         """Plan and launch a call whose keyword values cannot be part of a signature."""
         if stream is None and open_stream_blocks[0]:
             stream = current_stream()
-        prepared, pointers = self._plan(args, stream, extra)
+        found = self._planned(args, stream, extra)
+        if isinstance(found, Framework):
+            return self._hand_off(found, args, stream, extra)  # type: ignore[misc]
+        prepared, pointers = found
         return prepared.launch(args, stream, *pointers)
+
+    def _planned(self, args: tuple[Any, ...], stream: object, extra: Any) -> tuple[PreparedCall, tuple[int, ...]] | Framework:
+        """The planner's prepared call and pointers (every check, every error); when planning failed on another
+        framework's tracers (they have no memory to launch on), that framework, whose adapter runs the call."""
+        try:
+            return self._plan(args, stream, extra)
+        except Exception:
+            framework = traced_by(args) if self._hand_off is not None else None
+            if framework is None:
+                raise
+        return framework
 
     def prepared_calls(self) -> list[PreparedCall]:
         """The prepared calls kept, oldest argument types first (for inspection)."""

@@ -95,6 +95,10 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
         size, block_size = extra if extra is not None else (None, None)
         return prepare_elementwise(self, args, stream, size, block_size)
 
+    def _call_keywords(self, extra: Any) -> dict[str, Any]:
+        size, block_size = extra if extra is not None else (None, None)
+        return {k: v for k, v in (("size", size), ("block_size", block_size)) if v is not None}
+
     def _abstract_plan(self, args: tuple[Any, ...], kwargs: dict[str, Any],
                        launch: bool) -> tuple[Any, tuple[int, ...], Any]:  # fmt: skip
         size, block_size = kwargs.pop("size", None), kwargs.pop("block_size", None)

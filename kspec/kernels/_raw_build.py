@@ -24,6 +24,7 @@ from .._binfmt import loadable_image
 from .._errors import KspecValueError, NvrtcNotFoundError
 from ..compiler import record_load  # the compile log (a leaf module)
 from ..runtime import Device, Launcher, LoadedModule
+from ._frameworks import refuse_traced
 from ._raw_attributes import write_attribute
 
 Overrides = tuple[tuple[str, int], ...]  # a kernel's attribute values, sorted by name: () for none
@@ -78,7 +79,10 @@ class RawBuild:
         def resolve(device_id: int) -> Any:
             return self.function(device_id, name, overrides)
 
-        return cls, Launcher(name, resolve, cooperative=self.cooperative, install=install)
+        def vet(args: Any) -> None:  # a new signature's arguments: JAX's tracers get kspec.jax's error
+            refuse_traced("RawKernel", name, args)
+
+        return cls, Launcher(name, resolve, cooperative=self.cooperative, install=install, vet=vet)
 
     # -- compiling ---------------------------------------------------------------------------------------
 

@@ -114,6 +114,10 @@ class ReductionKernel(_spec_kernel.SpecKernel):
         axis, keepdims = extra
         return prepare_reduction(self, args, stream, axis, keepdims)
 
+    def _call_keywords(self, extra: Any) -> dict[str, Any]:
+        axis, keepdims = extra  # out= is among the arguments already (_with_out)
+        return {"axis": axis, "keepdims": keepdims}
+
     def _abstract_plan(self, args: tuple[Any, ...], kwargs: dict[str, Any],
                        launch: bool) -> tuple[Any, tuple[int, ...], Any]:  # fmt: skip
         out, axis, keepdims = kwargs.pop("out", None), kwargs.pop("axis", None), kwargs.pop("keepdims", False)

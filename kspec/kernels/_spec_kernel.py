@@ -131,11 +131,23 @@ class SpecKernel:
         self._key = sha256_hex(text.encode())
         self._nin = len(spec.in_params)
         self._nout = len(spec.out_params)
-        self._calls = CallPath(self._plan_call)  # every call goes through it (kspec/kernels/_callpath.py)
+        self._calls = CallPath(self._plan_call, self._traced_call)  # every call goes through it (kspec/kernels/_callpath.py)
         self._used: dict[Any, Specialization] = {}  # the specializations calls planned (_cached_codes)
 
     def _plan_call(self, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
         """The kernel's planner: ``(PreparedCall, pointers)`` of a call (kspec/kernels/_planner.py)."""
+        raise NotImplementedError
+
+    def _traced_call(self, framework: Any, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
+        """A call on another framework's tracers (kspec/kernels/_frameworks.py): its adapter runs it with the
+        keywords the call gave (``extra`` as the call path holds them), e.g. ``kspec.jax.call(self, ...)``."""
+        kwargs = self._call_keywords(extra)
+        if stream is not None:  # the adapter says what it makes of a stream (kspec.jax refuses one)
+            kwargs["stream"] = stream
+        return framework.call(self, args, kwargs)
+
+    def _call_keywords(self, extra: Any) -> dict[str, Any]:
+        """The call's keywords from the call path's ``extra`` (None: none given)."""
         raise NotImplementedError
 
     def _result_expression(self, nargs: int) -> str:

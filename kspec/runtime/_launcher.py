@@ -44,6 +44,9 @@ class Launcher:
     function ``(self, grid, block, args, *, shared_mem=0, stream=None)`` to become the kernel's own
     ``__call__`` (one Python frame per launch instead of two); ``install(None)`` takes it back. That method
     checks its thread and argument types itself and falls back to :meth:`launch` for anything else.
+
+    ``vet(args)``, when given, sees the arguments of each new signature first and may raise (the kernels layer
+    refuses another framework's tracers there, kspec/kernels/_frameworks.py): never on a known signature.
     """
 
     def __init__(
@@ -53,8 +56,10 @@ class Launcher:
         *,
         cooperative: bool = False,
         install: Callable[[Callable[..., None] | None], None] | None = None,
+        vet: Callable[[Sequence[Any]], None] | None = None,
     ) -> None:
         self.name = name
+        self._vet = vet
         self._resolve = resolve
         self.cooperative = cooperative
         self._install = install
@@ -133,6 +138,8 @@ class Launcher:
 
     def build(self, args: Sequence[Any]) -> Callable[..., None]:
         """Generate, check and register this thread's packer for the signature of ``args``."""
+        if self._vet is not None:
+            self._vet(args)
         _driver.driver()  # NoDeviceError here, before anything else, when there is no device
         specs = classify_args(self.name, args)
         packer = generate_packer(self, specs, tuple(map(type, args)))
