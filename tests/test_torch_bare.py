@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import kspec  # noqa: E402
+import kspec.jit  # noqa: E402,F401  # before Dynamo loads: then Dynamo knows its kernels
 import kspec.torch as kt  # noqa: E402
 from torch_bare_cases import bare_add, bare_model, bare_reference, bare_sum, registered_model  # noqa: E402
 from torch_cases import fresh_compiles, unique_graphs  # noqa: E402

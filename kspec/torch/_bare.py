@@ -15,11 +15,11 @@ from .._errors import KspecNotImplementedError, KspecTypeError, KspecValueError
 _NUMBERS = (bool, int, float, complex)
 
 
-def resolve(kernel: Any, values: list[Any], named: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """(the OpOverload to call with the call's positional arguments, its keyword arguments)."""
+def resolve(register: Any, kernel: Any, values: list[Any], named: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(the OpOverload to call with the call's positional arguments, its keyword arguments); ``register`` is
+    kspec.torch.register."""
     from ..fuse import FusedFunction
     from ..kernels import ReductionKernel
-    from . import register
 
     if isinstance(kernel, FusedFunction):
         function = f"fused function {kernel.kernel_name!r}"

@@ -13,6 +13,7 @@ therefore compiles nothing, and the graph is the one a registered op gives.
 inside a compiled function is refused with :class:`KernelCompileError` (a kspec error that is also Dynamo's
 graph break: ``fullgraph=True`` raises it, otherwise the launch runs eagerly between two graphs).
 
+``kspec.jit`` kernels are known when ``kspec.jit`` is loaded before Dynamo (else Dynamo's own message stands).
 Installed once, right after ``torch._dynamo`` is imported (``kspec/_torch_watch.py``), or at once where it is.
 A PyTorch whose Dynamo lacks these internals leaves bare calls as they were; ``register`` serves either way.
 """
@@ -25,12 +26,14 @@ from typing import Any
 from .._errors import KspecError, KspecNotImplementedError
 
 _installed: list[bool] = []  # [True] once installed, [False] where this PyTorch has no such table
+_register: list[Any] = []  # kspec.torch.register, given by the package (no import of it from here)
 
 
-def install() -> bool:
-    """Teach Dynamo kspec's kernel types; whether it could (idempotent)."""
+def install(register: Any) -> bool:
+    """Teach Dynamo kspec's kernel types, calls going to ``register``'s ops; whether it could (idempotent)."""
     if _installed:
         return _installed[0]
+    _register.append(register)
     try:
         from torch._dynamo.guards import GuardBuilder
         from torch._dynamo.variables.builder import VariableBuilder
@@ -63,10 +66,10 @@ def install() -> bool:
 
 def _kernel_types() -> list[type]:
     from ..fuse import FusedFunction
-    from ..jit import JitKernel
-    from ..kernels import ElementwiseKernel, RawKernel, ReductionKernel
+    from ..kernels import ElementwiseKernel, ReductionKernel
 
-    return [ElementwiseKernel, ReductionKernel, FusedFunction, RawKernel, JitKernel]
+    jit = sys.modules.get("kspec.jit")  # not imported here (bindings use kernels, fuse, runtime): known if loaded
+    return [ElementwiseKernel, ReductionKernel, FusedFunction, *([jit.JitKernel] if jit is not None else [])]
 
 
 class KernelCompileError(KspecNotImplementedError):
@@ -138,10 +141,7 @@ def _library_kernel(tx: Any, library: Any, name: str) -> Any:
 
 
 def _is_raw(kernel: Any) -> bool:
-    from ..jit import JitKernel
-    from ..kernels import RawKernel
-
-    return isinstance(kernel, (RawKernel, JitKernel))
+    return getattr(kernel, "_kspec_jit_kernel", False) is True
 
 
 def _raw_message(kernel: Any) -> str:
@@ -164,7 +164,7 @@ def _call(tx: Any, kernel: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     values = [_value(a) for a in args]
     named = {k: _value(v) for k, v in kwargs.items()}
     try:
-        op, call_kwargs = _bare.resolve(kernel, values, named)
+        op, call_kwargs = _bare.resolve(_register[0], kernel, values, named)
     except KspecError as exc:
         raise _error(str(exc)) from None
     build = VariableTracker.build
