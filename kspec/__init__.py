@@ -170,3 +170,8 @@ def __getattr__(name: str) -> object:
     value = getattr(importlib.import_module(module_name), name)
     globals()[name] = value  # later accesses skip __getattr__
     return value
+
+
+from ._torch_watch import watch as _watch_torch_compile  # noqa: E402  # bare kernels in torch.compile
+
+_watch_torch_compile()

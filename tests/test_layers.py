@@ -31,7 +31,7 @@ TOOLS_MAY_NOT_IMPORT = {"runtime", "kernels"}
 # framework bindings and the packages they use (through their __init__): nothing below kernels, fuse and runtime
 BINDINGS = {"torch": {"kernels", "fuse", "runtime"}}
 # the shared leaves (kspec/<name>.py) that any layer may import; they import no package
-LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing"}
+LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing", "_torch_watch"}
 # kspec/__init__.py and kspec/__main__.py sit above every layer (the public front door and the CLI entry), and
 # kspec/_warm.py (kspec.warm: the runtime's default arch and the build tools' compile pool, together)
 TOP = {"__init__", "__main__", "_warm"}

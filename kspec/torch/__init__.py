@@ -21,6 +21,7 @@ from .._errors import KspecTypeError
 from ..fuse import FusedFunction
 from ..kernels import ElementwiseKernel, KernelLibrary, ReductionKernel
 from . import _ops
+from ._compile import install as _install
 from ._schema import fused_signature, spec_kernel_signature
 
 __all__ = ["register", "register_module"]
@@ -86,6 +87,11 @@ def register_module(module: Any, *, prefix: str = "", scalars: Mapping[str, Sequ
         if isinstance(kernel, (ElementwiseKernel, ReductionKernel)):
             ops[kernel_name] = register(kernel, f"{prefix}{kernel_name}" if prefix else None, scalars=chosen.get(kernel_name))
     return types.SimpleNamespace(**ops)
+
+
+def _install_compile_hook() -> bool:
+    """Bare kernel calls in torch.compile become :func:`register`'s ops (kspec/_torch_watch.py calls this)."""
+    return _install(register)
 
 
 def _reduction_op(overload: Any) -> Any:
