@@ -12,8 +12,6 @@ adapter meet here, the kernels layer knows nothing of it.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -29,13 +27,16 @@ def _teach() -> None:
         pass
 
 
-class _DynamoFinder(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: wraps the loader of ``torch._dynamo`` so that :func:`_teach` runs after it."""
+class _DynamoFinder:
+    """Finds nothing itself: wraps the loader of ``torch._dynamo`` so that :func:`_teach` runs after it. (A
+    meta path finder needs only find_spec; importlib.abc would cost ~8 ms of every ``import kspec``.)"""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> Any:
         if fullname != _MODULE:
             return None
         _unwatch()
+        import importlib.machinery
+
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         loader = getattr(spec, "loader", None)
         if loader is None or not hasattr(loader, "exec_module"):
