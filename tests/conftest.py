@@ -32,6 +32,8 @@ def pytest_configure(config: pytest.Config) -> None:
         import tempfile
 
         os.environ["KSPEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="kspec-test-cache-")
+    # JAX takes 75% of the GPU at its first use; test workers (and their subprocesses) share one GPU.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 def _short(reason: str) -> str:

@@ -36,6 +36,9 @@ class ConstructorMemo:
         self._table: dict[Hashable, Any] = {}
         self._max = max_entries
         self._lock = threading.Lock()
+        # The state remembered under a hashable key, or None: the fast path of a call made before, a dict's own
+        # get (no Python frame).
+        self.get = self._table.get
 
     def find(self, key: tuple[Any, ...] | None) -> tuple[Hashable | None, Any]:
         """(key, the state remembered under it or None); the key becomes None when it cannot be one."""
@@ -45,10 +48,6 @@ class ConstructorMemo:
             return key, self._table.get(key)
         except TypeError:  # an unhashable argument
             return None, None
-
-    def get(self, key: Hashable) -> Any:
-        """The state remembered under a hashable ``key``, or None (the fast path of a call made before)."""
-        return self._table.get(key)
 
     def put(self, key: Hashable | None, state: Any) -> None:
         if key is None:

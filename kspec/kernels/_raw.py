@@ -39,7 +39,10 @@ from ..runtime import DeviceGlobal, Launcher, get_device
 from ._raw_attributes import FUNCTION_ATTRIBUTES, FunctionAttribute, read_attribute, write_attribute
 from ._raw_build import RawBuild
 from ._ctor_memo import RAW_MODULES
-from ._raw_code import RawCode, module_key
+from ._raw_code import RawCode
+
+
+_NO_OVERRIDES: Mapping[str, int] = MappingProxyType({})  # a kernel's attribute values until it sets one
 
 
 class RawModule(RawCode):
@@ -65,7 +68,7 @@ class RawModule(RawCode):
         if path is None and type(code) is str and type(options) is tuple and name_expressions is None and (
             translate_cucomplex is False and enable_cooperative_groups is False and jitify is False
         ):  # CuPy's usual call, made again: the remembered build without the general checks (~1 us less)
-            build = RAW_MODULES.get(module_key(code, options, backend, False, False, None, False, "raw_module"))
+            build = RAW_MODULES.get((code, options, backend, False, False, None, False, "raw_module"))  # module_key's
             if build is not None:
                 self._build = build
                 return
@@ -170,7 +173,12 @@ class RawModule(RawCode):
             return kernel
         if not isinstance(name, str) or not name:
             raise KspecTypeError(f"name: expected a kernel name (str), got {name!r}")
-        kernel = kernels[name] = RawKernel._from_module(self, name)
+        # A kernel refers to its module weakly (the module keeps it: no reference cycle for the collector, for
+        # code that gets a kernel from a new module on every call); the rest of its state is its class's.
+        build = self._build
+        kernel_class = build.plain_classes.get(name) or build.launch_state(name, (), RawKernel)[0]
+        kernel = kernels[name] = object.__new__(kernel_class)
+        kernel._owner = weakref.ref(self)
         return kernel
 
     def get_global(self, name: str) -> DeviceGlobal:
@@ -201,7 +209,8 @@ class RawKernel:
     _build: RawBuild
     _name: str
     _launcher: Launcher
-    _overrides: Mapping[str, int]  # the attribute values this kernel set (read-only: a new mapping per set)
+    _overrides: Mapping[str, int] = _NO_OVERRIDES  # the attribute values this kernel set (a new mapping per set)
+    # _build, _name and _launcher are also the launch state's class attributes (RawBuild.launch_state)
 
     def __init__(
         self,
@@ -220,18 +229,6 @@ class RawKernel:
             raise KspecTypeError(f"name: expected the kernel's name (str), got {name!r}")
         module = RawModule._of_kernel(code, name, options, backend, translate_cucomplex, enable_cooperative_groups, jitify)
         self._setup(module, name)
-
-    @classmethod
-    def _from_module(cls, module: RawModule, name: str) -> RawKernel:
-        """``module.get_function(name)``'s kernel. The module keeps it (one kernel per name and module), so it
-        refers to the module weakly: no reference cycle for the collector, for code that gets a kernel from a
-        new module on every call."""
-        build = module._build
-        launch_class, launcher = build.launch_states.get((name, ())) or build.launch_state(name, (), RawKernel)
-        kernel: RawKernel = object.__new__(launch_class)
-        kernel._owner, kernel._build, kernel._name = weakref.ref(module), build, name
-        kernel._overrides, kernel._launcher = _NO_OVERRIDES, launcher
-        return kernel
 
     def _setup(self, module: RawModule, name: str) -> None:
         self._owner = module
@@ -363,7 +360,6 @@ class RawKernel:
         return (_rebuild_kernel, (self._module, self._name, dict(self._overrides)))
 
 
-_NO_OVERRIDES: Mapping[str, int] = MappingProxyType({})  # a kernel's attribute values until it sets one
 
 
 def _rebuild_kernel(module: RawModule, name: str, overrides: dict[str, int]) -> RawKernel:

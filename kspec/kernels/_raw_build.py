@@ -43,6 +43,7 @@ class RawBuild:
         self.programs: dict[str, Any] = {}
         self.loaded: dict[tuple[Overrides, int], LoadedModule] = {}
         self.launch_states: dict[tuple[str, Overrides], Any] = {}  # (kernel, attribute set) -> RawKernel's state
+        self.plain_classes: dict[str, type] = {}  # kernel -> the class of its state without attributes set
         self.lock = threading.RLock()
 
     def with_binaries(self, store: Any, key: str) -> RawBuild:
@@ -67,7 +68,8 @@ class RawBuild:
         return state
 
     def _new_launch_state(self, name: str, overrides: Overrides, kernel_class: type) -> tuple[type, Launcher]:
-        cls = type(kernel_class.__name__, (kernel_class,), {"__module__": kernel_class.__module__})
+        # What every kernel of this state shares sits on the class, so a new kernel object sets only its module.
+        cls = type(kernel_class.__name__, (kernel_class,), {"__module__": kernel_class.__module__, "_build": self, "_name": name})
 
         def install(method: Any) -> None:
             if method is None:
@@ -82,7 +84,10 @@ class RawBuild:
         def vet(args: Any) -> None:  # a new signature's arguments: JAX's tracers get kspec.jax's error
             refuse_traced("RawKernel", name, args)
 
-        return cls, Launcher(name, resolve, cooperative=self.cooperative, install=install, vet=vet)
+        cls._launcher = Launcher(name, resolve, cooperative=self.cooperative, install=install, vet=vet)
+        if not overrides:
+            self.plain_classes[name] = cls
+        return cls, cls._launcher
 
     # -- compiling ---------------------------------------------------------------------------------------
 
