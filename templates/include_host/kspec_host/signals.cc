@@ -10,6 +10,7 @@
 // (Python's faulthandler, or the default action).
 #include <signal.h>
 #include <setjmp.h>
+#include <ucontext.h>
 
 #include <atomic>
 #include <cstdio>
@@ -23,6 +24,7 @@ namespace {
 thread_local sigjmp_buf* recovery = nullptr;
 thread_local int last_signal = 0;
 thread_local void* last_address = nullptr;
+thread_local int last_access = 0;  // 1 read, 2 write, 0 unknown (what the CPU says of a page fault)
 // Recovery points open on any thread: while there are none the handler reads no thread-local state (which a
 // foreign thread may not have allocated yet) and passes the signal on at once.
 std::atomic<int> open_points{0};
@@ -51,10 +53,26 @@ void pass_on(int sig, siginfo_t* info, void* context) {
   }
 }
 
+// Whether a SIGSEGV was a read or a write: x86-64's page-fault error code has the write bit (1 << 1); other
+// CPUs do not say it in the signal context that portably, and the message then says neither.
+int access_of(int sig, void* context) {
+#if defined(__x86_64__) && defined(REG_ERR)
+  if (sig == SIGSEGV && context != nullptr) {
+    const auto error = static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_ERR];
+    return (error & 2) ? 2 : 1;
+  }
+#else
+  (void)sig;
+  (void)context;
+#endif
+  return 0;
+}
+
 void on_signal(int sig, siginfo_t* info, void* context) {
   if (open_points.load(std::memory_order_relaxed) > 0 && recovery != nullptr) {
     last_signal = sig;
     last_address = info != nullptr ? info->si_addr : nullptr;
+    last_access = access_of(sig, context);
     siglongjmp(*recovery, 1);
   }
   pass_on(sig, info, context);
@@ -131,7 +149,7 @@ KSPEC_EXPORT int kspec_host_guarded(void (*body)(void*), void* data) {
   return 0;
 }
 
-// The last hardware fault on this thread: its signal, address and "SIGSEGV (...) at address 0x..." in text.
+// The last hardware fault on this thread: its signal, address and "SIGSEGV (...) writing address 0x..." in text.
 KSPEC_EXPORT void kspec_host_describe(int* signal, unsigned long long* address, char* text, unsigned long long size) {
   *signal = last_signal;
   *address = reinterpret_cast<unsigned long long>(last_address);
@@ -139,5 +157,6 @@ KSPEC_EXPORT void kspec_host_describe(int* signal, unsigned long long* address, 
                      : last_signal == SIGBUS ? "SIGBUS (misaligned or unbacked memory access)"
                      : last_signal == SIGFPE ? "SIGFPE (arithmetic fault: integer division by zero or overflow)"
                                              : "a signal";
-  std::snprintf(text, size, "%s at address %p", what, last_address);
+  const char* how = last_access == 2 ? "writing" : last_access == 1 ? "reading" : "at";
+  std::snprintf(text, size, "%s %s address %p", what, how, last_address);
 }
