@@ -32,6 +32,9 @@ def pytest_configure(config: pytest.Config) -> None:
         import tempfile
 
         os.environ["KSPEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="kspec-test-cache-")
+    # The CPU device's checked mode (buffers against guard pages, docs/guide/cpu-device.md) unless a run asks
+    # otherwise: a kernel test that overruns a buffer by one element fails instead of corrupting the run.
+    os.environ.setdefault("KSPEC_CHECKED", "1")
 
 
 def _short(reason: str) -> str:
