@@ -74,9 +74,10 @@ _munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 
 
 class Region:
-    """``size`` bytes at ``start``, ending flush against an inaccessible page, after a page of slack (the canary
-    pattern) and an inaccessible page. ``start`` is aligned to the largest power of two (up to 64) dividing
-    ``size``: what any element type that fills the buffer needs, with no gap before the guard."""
+    """``size`` bytes at ``start``, ending flush against an inaccessible page; before them the slack that
+    rounds them up to whole pages (the canary pattern; none for a multiple of the page size) and an inaccessible
+    page. ``start`` is aligned to the largest power of two (up to the page) dividing ``size``: what any element
+    type that fills the buffer needs, with no gap before the guard."""
 
     __slots__ = ("base", "total", "start", "size", "live")
 
@@ -91,9 +92,13 @@ class Region:
         if _mprotect(base + PAGE, data_pages * PAGE, _PROT_RW) != 0:
             self.close()
             raise MemoryError(f"the CPU device's checked mode could not unprotect a mapping (errno {ctypes.get_errno()})")
+        self.place(size)
+
+    def place(self, size: int) -> None:
+        """Hold ``size`` bytes (at most the region's data pages) from now on, flush against the end guard."""
         self.size = size
-        self.start = base + (data_pages + 1) * PAGE - size
-        ctypes.memset(base + PAGE, CANARY, self.start - base - PAGE)
+        self.start = self.base + self.total - PAGE - size
+        ctypes.memset(self.base + PAGE, CANARY, self.start - self.base - PAGE)
 
     def written_before(self) -> int:
         """How many bytes before ``start`` the farthest write in the slack landed (0: the slack is intact; a
@@ -110,6 +115,38 @@ class Region:
             self.live = False
 
 
+# Staging regions are kept for later launches (a map and an unmap cost ~100 us, the unmap more with worker threads
+# running): per data page count, up to _SPARE_BYTES in all. The device's own allocations are unmapped when freed,
+# so that a stale pointer into one faults.
+_SPARE_BYTES = 64 << 20
+_spare: dict[int, list[Region]] = {}
+_spare_bytes = [0]
+
+
+def staging_region(size: int) -> Region:
+    """A region holding ``size`` bytes: a spare one of the same page count, else a new one."""
+    pages = -(-max(size, 1) // PAGE)
+    with _lock:
+        spares = _spare.get(pages)
+        region = spares.pop() if spares else None
+        if region is not None:
+            _spare_bytes[0] -= region.total
+    if region is None:
+        return Region(size)
+    region.place(size)
+    return region
+
+
+def recycle(region: Region) -> None:
+    """Keep ``region`` for a later launch, or unmap it when the spares are full."""
+    with _lock:
+        if _spare_bytes[0] + region.total <= _SPARE_BYTES:
+            _spare.setdefault(region.total // PAGE - 2, []).append(region)
+            _spare_bytes[0] += region.total
+            return
+    region.close()
+
+
 def host_memory(nbytes: int) -> tuple[Any, int]:
     """(what holds it, pointer) of ``nbytes`` of the CPU device's memory: 64-byte aligned, or in checked mode a
     :class:`Region` against a guard page."""
@@ -123,9 +160,9 @@ def host_memory(nbytes: int) -> tuple[Any, int]:
     return block, address + (-address % 64)
 
 
-def _byte_bounds(a: Any) -> tuple[int, int]:
-    """[low, high) of the bytes a NumPy array spans (negative strides included)."""
-    low = high = a.ctypes.data
+def _byte_bounds(a: Any, data: int) -> tuple[int, int]:
+    """[low, high) of the bytes NumPy array ``a`` at ``data`` spans (negative strides included)."""
+    low = high = data
     for extent, stride in zip(a.shape, a.strides):
         if extent == 0:
             return low, low
@@ -142,10 +179,12 @@ class Staging:
 
     def __init__(self, params: int, param_sizes: Sequence[int], arrays: Sequence[Any],
                  own: Callable[[int], Region | None]) -> None:  # fmt: skip
-        self.groups: list[tuple[int, int, bool, Region]] = []  # (low, high, write back, region)
+        self.groups: list[tuple[int, int, bool, Region]] = []  # (low, high, write back, region); [] once finished
+        self.spans: list[tuple[int, int, int, int]] = []  # (low, base, total, start): kept after finish()
         self.own: list[Region] = []  # the device's own allocations that arguments point at
-        bounds = [_byte_bounds(a) for a in arrays]
-        self.sizes = {a.ctypes.data: high - a.ctypes.data for a, (_, high) in zip(arrays, bounds)}  # for messages
+        data = [a.ctypes.data for a in arrays]
+        bounds = [_byte_bounds(a, p) for a, p in zip(arrays, data)]
+        self.sizes = {p: high - p for p, (_, high) in zip(data, bounds)}  # for messages
         spans = sorted((low, high, bool(a.flags.writeable)) for a, (low, high) in zip(arrays, bounds))
         merged: list[list[Any]] = []
         for low, high, writeable in spans:
@@ -158,18 +197,26 @@ class Staging:
                 merged.append([low, high, writeable])
         try:
             for low, high, writeable in merged:
-                region = Region(high - low)
+                region = staging_region(high - low)
                 ctypes.memmove(region.start, low, high - low)
                 self.groups.append((low, high, writeable, region))
+                self.spans.append((low, region.base, region.total, region.start))
         except BaseException:
             self.finish()
             raise
         self.params = self._moved(params, param_sizes, own)
 
     def _moved(self, params: int, param_sizes: Sequence[int], own: Callable[[int], Region | None]) -> int:
-        """A copy of ``params`` whose values that point into a staged array point into its region."""
+        """A copy of ``params`` whose values that point into a staged array point into its region (``params``
+        itself when nothing is staged)."""
         n = len(param_sizes)
         slots = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+        if not self.groups:  # only the device's own allocations: nothing moves, their slack is checked after
+            for i in range(n):
+                region = own(ctypes.c_uint64.from_address(slots[i]).value) if param_sizes[i] == 8 else None
+                if region is not None:
+                    self.own.append(region)
+            return params
         widths = [max(8, size) for size in param_sizes]
         self._buffer = buffer = (ctypes.c_char * max(8, sum(widths)))()
         self._pointers = pointers = (ctypes.c_void_p * max(1, n))()
@@ -199,24 +246,23 @@ class Staging:
 
     def original(self, address: int) -> int:
         """An address in (or in the guard pages around) a region -> the address the kernel meant."""
-        for low, _, _, region in self.groups:
-            if region.base <= address < region.base + region.total:
-                return low + (address - region.start)
+        for low, base, total, start in self.spans:
+            if base <= address < base + total:
+                return low + (address - start)
         return address
 
     def finish(self) -> list[int]:
-        """Copy the writable arrays back and unmap (once); the address (the kernel's, not the region's) of the write
-        nearest the start of each buffer whose slack was written."""
+        """Copy the writable arrays back and give the regions back (once); the address (the kernel's, not the
+        region's) of the farthest write before the start of each buffer whose slack was written."""
         found: list[int] = []
-        for low, high, writeable, region in self.groups:
-            if not region.live:
-                continue
+        groups, self.groups = self.groups, []
+        for low, high, writeable, region in groups:
             before = region.written_before()
             if before:
                 found.append(low - before)
             if writeable:
                 ctypes.memmove(low, region.start, high - low)
-            region.close()  # its addresses stay known: original() says a fault's address in the array's terms
+            recycle(region)
         for region in self.own:
             before = region.written_before()
             if before:
