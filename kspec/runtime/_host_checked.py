@@ -29,7 +29,6 @@ from .._errors import KspecTypeError
 CHECKED_ENV = "KSPEC_CHECKED"
 PAGE = mmap.PAGESIZE
 CANARY = 0xFD  # the slack before a buffer: a changed byte there is a write before its start
-_PROT_NONE, _PROT_RW = 0, mmap.PROT_READ | mmap.PROT_WRITE
 _MAP_FAILED = ctypes.c_void_p(-1).value
 
 
@@ -65,12 +64,19 @@ class checked:
         return f"kspec.checked({self.on!r})"
 
 
-_libc = ctypes.CDLL(None, use_errno=True)  # the process's own libc
-_mmap, _mprotect, _munmap = _libc.mmap, _libc.mprotect, _libc.munmap
-_mmap.restype, _mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                                                  ctypes.c_int, ctypes.c_long]  # fmt: skip
-_mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-_munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc: list[Any] = []  # (mmap, mprotect, munmap) of the process's libc, on first use (POSIX only, as the device)
+
+
+def _mapping_calls() -> tuple[Any, Any, Any]:
+    if not _libc:
+        libc = ctypes.CDLL(None, use_errno=True)
+        mmap_, mprotect, munmap = libc.mmap, libc.mprotect, libc.munmap
+        mmap_.restype = ctypes.c_void_p
+        mmap_.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        _libc.extend((mmap_, mprotect, munmap))
+    return _libc[0], _libc[1], _libc[2]
 
 
 class Region:
@@ -84,12 +90,13 @@ class Region:
     def __init__(self, size: int) -> None:
         data_pages = -(-max(size, 1) // PAGE)
         self.total = (data_pages + 2) * PAGE
-        base = _mmap(None, self.total, _PROT_NONE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+        map_, protect, _ = _mapping_calls()
+        base = map_(None, self.total, 0, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)  # 0: PROT_NONE
         if base is None or base == _MAP_FAILED:
             raise MemoryError(f"the CPU device's checked mode could not map {self.total} bytes "
                               f"(errno {ctypes.get_errno()})")  # fmt: skip
         self.base, self.live = base, True
-        if _mprotect(base + PAGE, data_pages * PAGE, _PROT_RW) != 0:
+        if protect(base + PAGE, data_pages * PAGE, mmap.PROT_READ | mmap.PROT_WRITE) != 0:
             self.close()
             raise MemoryError(f"the CPU device's checked mode could not unprotect a mapping (errno {ctypes.get_errno()})")
         self.place(size)
@@ -111,7 +118,7 @@ class Region:
 
     def close(self) -> None:
         if self.live:
-            _munmap(self.base, self.total)
+            _mapping_calls()[2](self.base, self.total)
             self.live = False
 
 
