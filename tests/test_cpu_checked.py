@@ -207,3 +207,18 @@ def test_checked_is_a_switch_and_a_context_manager():
     assert state[0] is True
     with pytest.raises(TypeError, match="on: expected a bool"):
         kspec.checked("yes")  # type: ignore[arg-type]
+
+
+def test_a_view_is_staged_with_the_array_that_owns_its_memory():
+    # a kernel may reach around a view inside its base (here, before a slice's start), as on a GPU
+    around = kspec.RawKernel(r"""
+extern "C" __global__ void around(const float* x, float* out) { out[threadIdx.x] = x[(int)threadIdx.x - 4]; }
+""", "around")  # fmt: skip
+    base = np.arange(16, dtype=np.float32)
+    out = np.zeros(16, dtype=np.float32)
+    around((1,), (12,), (base[8:], out))
+    assert out[:12].tolist() == list(range(4, 16))
+    with pytest.raises(kspec.KernelFaultError) as caught:
+        around((1,), (13,), (base[8:], out))  # thread 12 reads base[16]: past the end of base, not only of the view
+    text = str(caught.value)
+    assert re.search(_where(0, 12), text) and f"just past the end of argument 0 (32 bytes at {base[8:].ctypes.data:#x})" in text, text

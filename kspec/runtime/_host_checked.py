@@ -167,6 +167,15 @@ def host_memory(nbytes: int) -> tuple[Any, int]:
     return block, address + (-address % 64)
 
 
+def _owner(a: Any) -> Any:
+    """The NumPy array that owns ``a``'s memory (``a`` itself when it owns it or its base is not an array)."""
+    import numpy as np  # here: only a checked launch with NumPy arguments needs it
+
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
 def _byte_bounds(a: Any, data: int) -> tuple[int, int]:
     """[low, high) of the bytes NumPy array ``a`` at ``data`` spans (negative strides included)."""
     low = high = data
@@ -189,9 +198,11 @@ class Staging:
         self.groups: list[tuple[int, int, bool, Region]] = []  # (low, high, write back, region); [] once finished
         self.spans: list[tuple[int, int, int, int]] = []  # (low, base, total, start): kept after finish()
         self.own: list[Region] = []  # the device's own allocations that arguments point at
-        data = [a.ctypes.data for a in arrays]
-        bounds = [_byte_bounds(a, p) for a, p in zip(arrays, data)]
-        self.sizes = {p: high - p for p, (_, high) in zip(data, bounds)}  # for messages
+        # A view is staged with the array that owns its memory: a kernel may reach around the view inside it (a
+        # negative stride from a slice's start, as on a GPU), and only past the owner's ends is out of bounds.
+        owners = [_owner(a) for a in arrays]
+        bounds = [_byte_bounds(o, o.ctypes.data) for o in owners]
+        self.sizes = {a.ctypes.data: high - a.ctypes.data for a, (_, high) in zip(arrays, bounds)}  # for messages
         spans = sorted((low, high, bool(a.flags.writeable)) for a, (low, high) in zip(arrays, bounds))
         merged: list[list[Any]] = []
         for low, high, writeable in spans:
