@@ -110,6 +110,7 @@ __all__ = [
     # the device kernels run on: the GPU, or the CPU device (KSPEC_DEVICE=cpu)
     "use_device",
     "device_kind",
+    "checked",
     # texture memory (kspec.runtime), imported on first access
     "CUDAArray",
     "ChannelFormatDescriptor",
@@ -141,6 +142,7 @@ _LAZY = {
     "zeros": "kspec.runtime",
     "use_device": "kspec.runtime",
     "device_kind": "kspec.runtime",
+    "checked": "kspec.runtime",
     "CUDAArray": "kspec.runtime",
     "ChannelFormatDescriptor": "kspec.runtime",
     "ResourceDescriptor": "kspec.runtime",

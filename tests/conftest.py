@@ -34,6 +34,9 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["KSPEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="kspec-test-cache-")
     # JAX takes 75% of the GPU at its first use; test workers (and their subprocesses) share one GPU.
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    # The CPU device's checked mode (buffers against guard pages, docs/guide/cpu-device.md) unless a run asks
+    # otherwise: a kernel test that overruns a buffer by one element fails instead of corrupting the run.
+    os.environ.setdefault("KSPEC_CHECKED", "1")
 
 
 def _short(reason: str) -> str:

@@ -12,6 +12,7 @@ array library (CuPy's or PyTorch's), else to the legacy default stream. ``with s
 from __future__ import annotations
 
 from ._device_kind import HOST_DEVICE_ID, device_kind, use_device
+from ._host_checked import checked
 from ._device import Device, activate_if_several, current_device_id, device_count, get_device
 from ._allocate import allocate_like
 from ._devicearray import DeviceArray, asarray, device_array_from_pointer, empty, zeros
@@ -94,6 +95,7 @@ __all__ = [
     "asarray",
     "capture",
     "check_same_device",
+    "checked",
     "current_device_id",
     "current_stream",
     "default_stream_getter",

@@ -22,10 +22,12 @@ import numpy as np
 
 from .._binfmt import EM_CUDA
 from .._digest import sha256_hex
-from .._errors import HostUnsupportedError, KernelFaultError, KernelIndexError, LaunchError
+from .._errors import HostUnsupportedError, LaunchError
 from ._device_kind import HOST_DEVICE_ID
+from . import _host_checked
+from ._host_checked import Region, host_memory, take_noted
 from ._host_graph import HostCapture, HostGraph, HostGraphExec
-from ._host_fault import argument_pointers, nearest_argument
+from ._host_fault import run_launch
 from ._host_module import HostFunction, HostModule
 
 
@@ -88,7 +90,7 @@ class HostDriver:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._memory: dict[int, np.ndarray] = {}
+        self._memory: dict[int, tuple[np.ndarray | Region, int]] = {}  # pointer -> (what holds it, size)
         self._in_use = 0
         self._handles = 0
         self._dir: str | None = None
@@ -187,28 +189,31 @@ class HostDriver:
     # -- memory -------------------------------------------------------------------------------------------
 
     def cuMemAlloc(self, nbytes: int) -> tuple[int, int]:
-        block = np.empty(int(nbytes) + 64, dtype=np.uint8)
-        address = block.ctypes.data
-        ptr = address + (-address % 64)
+        holder, ptr = host_memory(int(nbytes))  # checked mode: against a guard page
         with self._lock:
-            self._memory[ptr] = block
+            self._memory[ptr] = (holder, int(nbytes))
             self._in_use += int(nbytes)
         return (0, ptr)
 
     def _buffer_size(self, ptr: int) -> int | None:
         """The size of the allocation starting at ``ptr`` (cuMemAlloc's), or None."""
-        block = self._memory.get(ptr)
-        return None if block is None else block.nbytes - 64
+        return self._memory.get(ptr, (None, None))[1]
+
+    def _own_region(self, ptr: int) -> Region | None:
+        entry = self._memory.get(ptr)
+        return entry[0] if entry is not None and isinstance(entry[0], Region) else None
 
     def cuMemFree(self, ptr: Any) -> tuple[int]:
         return self._free_now(int(ptr))
 
     def _free_now(self, ptr: int) -> tuple[int]:
         with self._lock:
-            block = self._memory.pop(int(ptr), None)
-            if block is not None:
-                self._in_use -= block.nbytes - 64
-        return (0,) if block is not None else (int(CUresult.CUDA_ERROR_INVALID_VALUE),)
+            entry = self._memory.pop(int(ptr), None)
+            if entry is not None:
+                self._in_use -= entry[1]
+        if entry is not None and isinstance(entry[0], Region):
+            entry[0].close()  # unmapped: a later access through a stale pointer faults
+        return (0,) if entry is not None else (int(CUresult.CUDA_ERROR_INVALID_VALUE),)
 
     def cuMemAllocFromPoolAsync(self, nbytes: int, pool: Any, stream: Any) -> tuple[int, int]:
         result = self.cuMemAlloc(nbytes)
@@ -331,28 +336,18 @@ class HostDriver:
                 or int(shared) > attributes["CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"]):  # as a GPU refuses them
             return (int(CUresult.CUDA_ERROR_INVALID_VALUE),)
         address = (params.value or 0) if isinstance(params, ctypes.c_void_p) else int(params or 0)
+        arrays = take_noted() if _host_checked.state[0] else ()  # NumPy arguments a checked launch stages
         if self._capture.capturing:  # a capturing stream records the launch (its parameter values copied)
             graph = self._capture.capturing.get(int(stream or 0))
             if graph is not None:
                 return self._capture.record_launch(graph, fn, grid, block, int(shared), address)
-        code, message, fault_address = fn.launch(grid, block, int(shared), self.threads, address)
-        if code:
-            message = message or f"kernel {fn.name!r} failed (code {code})"
-            if code == 5:  # a hardware fault: say where against the arguments
-                near = nearest_argument(fault_address, argument_pointers(address, fn.param_sizes), self._buffer_size)
-                raise KernelFaultError(f"{message}: {near}" if near else message)
-            if code == 1:
-                raise KernelIndexError(message)
-            if code == 3:
-                raise HostUnsupportedError(message)
-            raise KernelFaultError(message)
+        run_launch(fn, grid, block, int(shared), self.threads, address, arrays, self._buffer_size, self._own_region)
         return (0,)
 
     def cuLaunchCooperativeKernel(self, fn: HostFunction, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
                                   shared: int, stream: Any, params: Any) -> tuple[int]:  # fmt: skip
         """CUDA's signature (no ``extra``); on the host every launch runs its blocks to the end together."""
         return self.cuLaunchKernel(fn, gx, gy, gz, bx, by, bz, shared, stream, params, None)
-
 
     # -- graph capture (kspec/runtime/_host_graph.py) -----------------------------------------------------------
 

@@ -3,13 +3,18 @@
 A kernel thread that faults (SIGSEGV, SIGBUS, SIGFPE) comes back from the host module as a fault record with
 the faulting address (templates/include_host/kspec_host/entry.h). The message gains the argument buffer
 nearest to that address: which argument, and how far before, inside or past it, so that an index off by a
-thousand elements reads as "3984 bytes past the end of argument 0 (16 bytes at 0x...)".
+thousand elements reads as "3984 bytes past the end of argument 0 (16 bytes at 0x...)". In checked mode
+(kspec/runtime/_host_checked.py) addresses in a staging region are said as the kernel meant them.
 """
 
 from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._errors import HostUnsupportedError, KernelFaultError, KernelIndexError
+from . import _host_checked
 
 _LOWEST_POINTER = 1 << 16  # a smaller 8-byte value is a number, not an address (the first pages are never mapped)
 
@@ -46,7 +51,7 @@ def nearest_argument(address: int, pointers: Sequence[tuple[int, int]],
                 distance, text = 0, f"byte {address - start} of {where}"
             else:
                 gap = address - (start + size)
-                distance, text = gap, f"{gap} bytes past the end of {where}"
+                distance, text = gap, f"{gap} bytes past the end of {where}" if gap else f"just past the end of {where}"
         else:
             offset = address - start
             distance = abs(offset)
@@ -55,3 +60,60 @@ def nearest_argument(address: int, pointers: Sequence[tuple[int, int]],
         if best is None or distance < best[0]:
             best = (distance, text)
     return best[1] if best else ""
+
+
+_FAULT_SIGNAL, _FAULT_BOUNDS, _FAULT_UNSUPPORTED = 5, 1, 3  # entry.h's fault codes
+UNKNOWN_ADDRESS = (1 << 64) - 1  # signals.cc: a fault whose address the CPU does not report
+
+
+def fault_error(fn: Any, code: int, message: str, fault_address: int, params: int,
+                size_of: Callable[[int], int | None], staging: Any = None, written: Sequence[int] = ()) -> Exception:  # fmt: skip
+    """The exception for a host launch that returned fault ``code`` (entry.h), or (code 0) whose checked
+    launch found ``written``: addresses written in the slack before a buffer."""
+    sizes = staging.sizes if staging is not None else {}
+
+    def size(pointer: int) -> int | None:
+        known = sizes.get(pointer)
+        return known if known is not None else size_of(pointer)
+
+    pointers = argument_pointers(params, fn.param_sizes)
+    if not code:
+        near = nearest_argument(written[0], pointers, size)
+        return KernelFaultError(f"kernel {fn.name!r}: checked mode found a write {near} after the launch (the "
+                                "slack before each buffer is checked when the kernel ends; which block and "
+                                "thread wrote it is not known)")  # fmt: skip
+    message = message or f"kernel {fn.name!r} failed (code {code})"
+    if code == _FAULT_SIGNAL and fault_address == UNKNOWN_ADDRESS:
+        return KernelFaultError(message)
+    if code == _FAULT_SIGNAL:  # a hardware fault: say where against the arguments
+        if staging is not None:
+            meant = staging.original(fault_address)
+            if meant != fault_address:
+                message = message.replace(hex(fault_address), hex(meant))
+                fault_address = meant
+        near = nearest_argument(fault_address, pointers, size)
+        return KernelFaultError(f"{message}: {near}" if near else message)
+    if code == _FAULT_BOUNDS:
+        return KernelIndexError(message)
+    if code == _FAULT_UNSUPPORTED:
+        return HostUnsupportedError(message)
+    return KernelFaultError(message)
+
+
+def run_launch(fn: Any, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int, threads: int,
+               params: int, arrays: Sequence[Any], size_of: Callable[[int], int | None],
+               own_region: Callable[[int], Any]) -> None:  # fmt: skip
+    """Run one launch of host function ``fn`` (a HostFunction), in checked mode when it is on (``arrays``: the
+    NumPy arguments to stage); raise its fault as a kspec error."""
+    if not _host_checked.state[0] or fn.param_sizes is None:
+        code, message, fault_address = fn.launch(grid, block, shared, threads, params)
+        if code:
+            raise fault_error(fn, code, message, fault_address, params, size_of)
+        return
+    staging = _host_checked.Staging(params, fn.param_sizes, arrays, own_region)
+    try:
+        code, message, fault_address = fn.launch(grid, block, shared, threads, staging.params)
+    finally:
+        written = staging.finish()
+    if code or written:
+        raise fault_error(fn, code, message, fault_address, params, size_of, staging, written)

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from . import _device_kind, _driver, _interop, _launch
+from . import _device_kind, _driver, _host_checked, _interop, _launch
 from ._device_kind import HOST_DEVICE_ID
 from . import _stream as _stream_module
 from ._device import Device, current_device_id
@@ -219,6 +219,12 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
         w("    dev = _current_device()")
     else:
         w(f"    dev = {HOST_DEVICE_ID if host else 0}")
+
+    # NumPy arguments on the CPU device: a checked launch copies them next to guard pages (_host_checked.py)
+    host_arrays = [f"a{i}" for i, spec in enumerate(specs) if spec.kind == _interop.HOST]
+    if host and host_arrays:
+        ns["_checked"], ns["_note"] = _host_checked.state, _host_checked.note
+        w(f"    if _checked[0]: _note(({', '.join(host_arrays)},))")
 
     # 2. stream
     _choose_stream(library, ns, w)

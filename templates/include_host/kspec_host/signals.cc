@@ -10,6 +10,7 @@
 // (Python's faulthandler, or the default action).
 #include <signal.h>
 #include <setjmp.h>
+#include <ucontext.h>
 
 #include <atomic>
 #include <cstdio>
@@ -23,6 +24,12 @@ namespace {
 thread_local sigjmp_buf* recovery = nullptr;
 thread_local int last_signal = 0;
 thread_local void* last_address = nullptr;
+thread_local int last_access = 0;  // 1 read, 2 write, 0 unknown (what the CPU says of a page fault)
+// A SIGSEGV the kernel raised itself (SI_KERNEL): on x86-64 a general-protection fault, an access to a
+// non-canonical address (beyond the 47-bit address space, e.g. 2**40 floats past a high mapping). The CPU
+// does not report that address: si_addr is 0, and describe() reports kUnknownAddress.
+thread_local bool address_unknown = false;
+constexpr unsigned long long kUnknownAddress = ~0ULL;
 // Recovery points open on any thread: while there are none the handler reads no thread-local state (which a
 // foreign thread may not have allocated yet) and passes the signal on at once.
 std::atomic<int> open_points{0};
@@ -51,10 +58,30 @@ void pass_on(int sig, siginfo_t* info, void* context) {
   }
 }
 
+// Whether a SIGSEGV was a read or a write: x86-64's page-fault error code has the write bit (1 << 1); other
+// CPUs do not say it in the signal context that portably, and the message then says neither.
+int access_of(int sig, const siginfo_t* info, void* context) {
+#if defined(__x86_64__) && defined(REG_ERR)
+  // only a page fault's error code has the write bit (SEGV_MAPERR, SEGV_ACCERR; not SI_KERNEL's #GP)
+  if (sig == SIGSEGV && context != nullptr && info != nullptr &&
+      (info->si_code == SEGV_MAPERR || info->si_code == SEGV_ACCERR)) {
+    const auto error = static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_ERR];
+    return (error & 2) ? 2 : 1;
+  }
+#else
+  (void)sig;
+  (void)info;
+  (void)context;
+#endif
+  return 0;
+}
+
 void on_signal(int sig, siginfo_t* info, void* context) {
   if (open_points.load(std::memory_order_relaxed) > 0 && recovery != nullptr) {
     last_signal = sig;
     last_address = info != nullptr ? info->si_addr : nullptr;
+    last_access = access_of(sig, info, context);
+    address_unknown = sig == SIGSEGV && info != nullptr && info->si_code == SI_KERNEL;
     siglongjmp(*recovery, 1);
   }
   pass_on(sig, info, context);
@@ -131,13 +158,19 @@ KSPEC_EXPORT int kspec_host_guarded(void (*body)(void*), void* data) {
   return 0;
 }
 
-// The last hardware fault on this thread: its signal, address and "SIGSEGV (...) at address 0x..." in text.
+// The last hardware fault on this thread: its signal, address and "SIGSEGV (...) writing address 0x..." in text.
 KSPEC_EXPORT void kspec_host_describe(int* signal, unsigned long long* address, char* text, unsigned long long size) {
   *signal = last_signal;
-  *address = reinterpret_cast<unsigned long long>(last_address);
+  *address = address_unknown ? kUnknownAddress : reinterpret_cast<unsigned long long>(last_address);
   const char* what = last_signal == SIGSEGV ? "SIGSEGV (invalid memory access)"
                      : last_signal == SIGBUS ? "SIGBUS (misaligned or unbacked memory access)"
                      : last_signal == SIGFPE ? "SIGFPE (arithmetic fault: integer division by zero or overflow)"
                                              : "a signal";
-  std::snprintf(text, size, "%s at address %p", what, last_address);
+  const char* how = last_access == 2 ? "writing" : last_access == 1 ? "reading" : "at";
+  if (address_unknown) {
+    std::snprintf(text, size, "%s at an address the CPU does not report (a general-protection fault: a "
+                  "non-canonical address, terabytes outside the address space)", what);
+    return;
+  }
+  std::snprintf(text, size, "%s %s address %p", what, how, last_address);
 }
