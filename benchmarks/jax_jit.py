@@ -6,6 +6,8 @@ call reads the previous result), so a row's numbers are per call of the chain. V
 
 * ``kspec.jax in jit``: ``kspec.jax.call(kernel, x, y)`` in the jitted function: XLA runs the FFI handler,
   which launches kspec's binary on XLA's stream;
+* ``kspec bare call in jit``: ``kernel(x, y)`` called directly on the tracers (issue [Z]: it goes through
+  ``kspec.jax.call``, so its jitted function should be the row above's);
 * ``jnp in jit, one kernel per op``: the same expression with ``jax.lax.optimization_barrier`` between calls,
   so XLA launches one kernel per call as it does for the custom calls (the fair peer);
 * ``jnp in jit, fused``: the same expression left to XLA, which fuses the chain into one kernel;
@@ -53,6 +55,11 @@ def variants(chain: int, x: Any, y: Any) -> dict[str, Loop]:
             x = kj.call(add2, x, y)
         return x
 
+    def bare_chain(x: Any, y: Any) -> Any:
+        for _ in range(chain):
+            x = add2(x, y)
+        return x
+
     def jnp_separate(x: Any, y: Any) -> Any:
         for _ in range(chain):
             x = jax.lax.optimization_barrier(x + 2 * y)
@@ -88,6 +95,7 @@ def variants(chain: int, x: Any, y: Any) -> dict[str, Loop]:
 
     return {
         "kspec.jax in jit": jitted(kspec_chain),
+        "kspec bare call in jit": jitted(bare_chain),
         "jnp in jit, one kernel per op": jitted(jnp_separate),
         "jnp in jit, fused": jitted(jnp_fused),
         "kspec.jax eager": eager(lambda a, b: kj.call(add2, a, b)),

@@ -6,6 +6,8 @@ own cost, guards and wrapper, is shared by the ops and the per-op cost shows):
 
 - kspec: ``kspec.torch.register(ElementwiseKernel(...))`` (kspec::<name>; Inductor's code calls the kernel's out
   call ``torch.ops.kspec.<name>.kspec_call`` directly, no dispatcher);
+- kspec bare: the same kernel called directly in the compiled function, no ``register`` (issue [Z]: Dynamo
+  traces it as the registered op, so its graph and host cost should be the op's);
 - Triton: a ``@triton.jit`` kernel registered with ``torch.library.triton_op`` / ``wrap_triton`` (Inductor calls
   the kernel from its generated code);
 - Inductor: ``x + y`` written in PyTorch, Inductor generating the pointwise kernel (with ``--chain`` > 1 it fuses
@@ -123,6 +125,7 @@ def main() -> None:
 def table(n: int, x: Any, y: Any, options: argparse.Namespace) -> None:
     contenders = {
         "kspec op, compiled graph": torch.compile(chain(kspec_add, n, "kspec"), fullgraph=True),
+        "kspec kernel called bare, compiled graph": torch.compile(chain(ADD, n, "bare"), fullgraph=True),
         "Triton triton_op, compiled graph": torch.compile(chain(triton_add, n, "triton"), fullgraph=True),
         "Inductor pointwise (x + y), compiled": torch.compile(chain(torch.add, n, "inductor"), fullgraph=True),
         "kspec op, eager": chain(kspec_add, n),

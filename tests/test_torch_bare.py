@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -92,6 +93,29 @@ def test_jit_kernels_are_refused_with_a_kspec_error(on_cpu_device, tensors):
         torch._dynamo.reset()
         with pytest.raises(kspec.KspecNotImplementedError, match="raw kernel 'bare_jit' cannot run inside torch.compile"):
             torch.compile(call, fullgraph=True)(x)
+
+
+RAW_TWICE = r'''extern "C" __global__ void raw_twice(float* x, int n) {
+    int i = threadIdx.x; if (i < n) x[i] *= 2.0f; }'''
+
+
+def test_raw_kernels_and_modules_are_refused_with_a_kspec_error(on_cpu_device, tensors):
+    x, _ = tensors
+    made_before = kspec.RawKernel(RAW_TWICE, "raw_twice")  # its launch class exists before the call below
+    from_module = kspec.RawModule(code=RAW_TWICE).get_function("raw_twice")
+    module = kspec.RawModule(code=RAW_TWICE)
+    n = np.int32(4)
+    for kernel in (made_before, from_module):
+        torch._dynamo.reset()
+        with pytest.raises(kspec.KspecNotImplementedError, match="raw kernel 'raw_twice' cannot run inside torch.compile"):
+            torch.compile(lambda t, k=kernel: k((1,), (32,), (t, n)), fullgraph=True)(x)
+    torch._dynamo.reset()
+    with pytest.raises(kspec.KspecNotImplementedError, match="RawModule.get_function cannot run inside torch.compile"):
+        torch.compile(lambda t: module.get_function("raw_twice")((1,), (32,), (t, n)), fullgraph=True)(x)
+    torch._dynamo.reset()
+    fresh = kspec.RawKernel(RAW_TWICE.replace("2.0f", "3.0f"), "raw_twice")  # a launch class made after install
+    with pytest.raises(kspec.KspecNotImplementedError, match="raw kernel 'raw_twice'"):
+        torch.compile(lambda t: fresh((1,), (32,), (t, n)), fullgraph=True)(x)
 
 
 def test_a_bad_call_names_the_kernel(on_cpu_device, tensors):

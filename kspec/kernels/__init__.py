@@ -13,6 +13,8 @@ _LAZY = {
     "LaunchStep": "_array_spec",
     # not in __all__: the hand-off to framework adapters for fuse and jit (kspec/kernels/_frameworks.py)
     "refuse_traced": "_frameworks", "traced_by": "_frameworks",
+    # not in __all__: kspec.torch gives RawKernel's launch-state classes to Dynamo (kspec/torch/_compile.py)
+    "watch_raw_kernel_classes": "_raw",
 }
 
 

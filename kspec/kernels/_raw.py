@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import IO, Any
 
@@ -43,6 +43,16 @@ from ._raw_code import RawCode
 
 
 _NO_OVERRIDES: Mapping[str, int] = MappingProxyType({})  # a kernel's attribute values until it sets one
+_class_watchers: list[Callable[[type], None]] = []
+
+
+def watch_raw_kernel_classes(watcher: Callable[[type], None]) -> None:
+    """Tell ``watcher`` of every RawKernel class: RawKernel, the launch-state subclasses made so far
+    (RawBuild.launch_state), then each new one as it is made. kspec.torch gives them to Dynamo, which dispatches
+    on a value's exact type."""
+    _class_watchers.append(watcher)
+    for cls in (RawKernel, *RawKernel.__subclasses__()):
+        watcher(cls)
 
 
 class RawModule(RawCode):
@@ -211,6 +221,11 @@ class RawKernel:
     _launcher: Launcher
     _overrides: Mapping[str, int] = _NO_OVERRIDES  # the attribute values this kernel set (a new mapping per set)
     # _build, _name and _launcher are also the launch state's class attributes (RawBuild.launch_state)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for watcher in _class_watchers:
+            watcher(cls)
 
     def __init__(
         self,

@@ -9,7 +9,7 @@ kernel's attributes (a subclass of Dynamo's own for plain objects) and turns a c
 (register runs in Dynamo's process, untraced), guarded by the kernel's identity. A new value of the same shape
 therefore compiles nothing, and the graph is the one a registered op gives.
 
-``kspec.jit`` kernels write into the arrays they are given with no planned outputs: a call
+``kspec.jit`` kernels and RawKernels write into the arrays they are given with no planned outputs: a call
 inside a compiled function is refused with :class:`KernelCompileError` (a kspec error that is also Dynamo's
 graph break: ``fullgraph=True`` raises it, otherwise the launch runs eagerly between two graphs).
 
@@ -43,7 +43,7 @@ def install(register: Any) -> bool:
     except (ImportError, AttributeError, TypeError):
         _installed.append(False)
         return False
-    from ..kernels import KernelLibrary
+    from ..kernels import KernelLibrary, watch_raw_kernel_classes
 
     kernel_variable = _variable_class(UserDefinedObjectVariable)
     library_variable = _library_class(UserDefinedObjectVariable)
@@ -60,16 +60,22 @@ def install(register: Any) -> bool:
         for kernel_type in _kernel_types():
             table.setdefault(kernel_type, wrap)
         table.setdefault(KernelLibrary, wrap_library)
+
+    def raw_kernel_class(cls: type) -> None:  # each launch state's class: the table is by exact type
+        for table in tables:
+            table.setdefault(cls, wrap)
+
+    watch_raw_kernel_classes(raw_kernel_class)
     _installed.append(True)
     return True
 
 
 def _kernel_types() -> list[type]:
     from ..fuse import FusedFunction
-    from ..kernels import ElementwiseKernel, ReductionKernel
+    from ..kernels import ElementwiseKernel, RawModule, ReductionKernel
 
     jit = sys.modules.get("kspec.jit")  # not imported here (bindings use kernels, fuse, runtime): known if loaded
-    return [ElementwiseKernel, ReductionKernel, FusedFunction, *([jit.JitKernel] if jit is not None else [])]
+    return [ElementwiseKernel, ReductionKernel, FusedFunction, RawModule, *([jit.JitKernel] if jit is not None else [])]
 
 
 class KernelCompileError(KspecNotImplementedError):
@@ -107,7 +113,12 @@ def _variable_class(base: type) -> type:
                 return _call(tx, self.value, args, kwargs)
             if name == "__getitem__" and _is_raw(self.value):  # kspec.jit's k[grid, block](*args)
                 raise _error(_raw_message(self.value))
+            _refuse_module_method(self.value, name)
             return super().call_method(tx, name, args, kwargs)
+
+        def var_getattr(self, tx: Any, name: str) -> Any:
+            _refuse_module_method(self.value, name)
+            return super().var_getattr(tx, name)
 
     return KspecKernelVariable
 
@@ -141,7 +152,22 @@ def _library_kernel(tx: Any, library: Any, name: str) -> Any:
 
 
 def _is_raw(kernel: Any) -> bool:
-    return getattr(kernel, "_kspec_jit_kernel", False) is True
+    """A kspec.jit kernel or a RawKernel: no planned outputs, so no op."""
+    from ..kernels import RawKernel
+
+    return getattr(kernel, "_kspec_jit_kernel", False) is True or isinstance(kernel, RawKernel)
+
+
+def _refuse_module_method(value: Any, name: str) -> None:
+    from ..kernels import RawModule
+
+    if isinstance(value, RawModule) and name in ("get_function", "get_global", "compile"):
+        raise _error(
+            f"kspec.torch: RawModule.{name} cannot run inside torch.compile, and the module's kernels cannot run "
+            "there either (raw kernels write into the arrays they are given). Call them outside the compiled "
+            "function, or write them as ElementwiseKernel, ReductionKernel or kspec.fuse functions (those trace as "
+            "operators)"
+        )
 
 
 def _raw_message(kernel: Any) -> str:
