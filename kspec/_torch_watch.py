@@ -3,7 +3,8 @@
 Dynamo must know kspec's kernel types before it traces a call of one (``kspec/torch/_compile.py``), and Dynamo
 is imported lazily by ``torch.compile`` itself (about 1-3 s: kspec never imports it). So ``import kspec``
 installs :func:`watch`: where ``torch._dynamo`` is loaded already, kspec.torch teaches it at once; otherwise a
-finder on ``sys.meta_path`` waits for that one import, runs the same step right after it and removes itself.
+finder on ``sys.meta_path`` waits for that import and runs the same step right after it; it waits as well for
+``kspec.jit`` where that loads after Dynamo, and removes itself when neither is left to wait for.
 A process that never compiles never imports PyTorch or kspec.torch because of this; the finder costs one
 string comparison per later first import of a module. Data goes one way: only kspec's top level and the
 adapter meet here, the kernels layer knows nothing of it.
@@ -18,6 +19,8 @@ from types import ModuleType
 from typing import Any
 
 _MODULE = "torch._dynamo"
+_JIT = "kspec.jit"
+_watched: set[str] = set()  # the modules whose loading the finder waits for
 
 
 def _teach() -> None:
@@ -28,13 +31,18 @@ def _teach() -> None:
 
 
 class _DynamoFinder:
-    """Finds nothing itself: wraps the loader of ``torch._dynamo`` so that :func:`_teach` runs after it. (A
-    meta path finder needs only find_spec; importlib.abc would cost ~8 ms of every ``import kspec``.)"""
+    """Finds nothing itself: wraps the loader of ``torch._dynamo`` (and then of ``kspec.jit``, whose kernel type
+    Dynamo must also know) so that :func:`_teach` runs after it. (A meta path finder needs only find_spec;
+    importlib.abc would cost ~8 ms of every ``import kspec``.)"""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> Any:
-        if fullname != _MODULE:
+        if fullname not in _watched:
             return None
-        _unwatch()
+        _watched.discard(fullname)
+        if fullname == _MODULE and _JIT not in sys.modules:
+            _watched.add(_JIT)  # loaded later: Dynamo learns its kernel type then
+        if not _watched:
+            _unwatch()
         import importlib.machinery
 
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
@@ -62,5 +70,10 @@ def _unwatch() -> None:
 def watch() -> None:
     if _MODULE in sys.modules:
         _teach()
-    elif _finder not in sys.meta_path:
+        if _JIT in sys.modules:
+            return
+        _watched.add(_JIT)
+    else:
+        _watched.add(_MODULE)
+    if _finder not in sys.meta_path:
         sys.meta_path.insert(0, _finder)

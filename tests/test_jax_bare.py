@@ -199,6 +199,18 @@ def test_stream_gets_kspec_jax_error():
         jax.jit(lambda v: ADD2(v, v, stream=0))(a)
 
 
+def test_differentiation_gets_kspec_jax_error_and_stop_gradient_runs():
+    a = _data((5,))
+    with pytest.raises(kspec.KspecNotImplementedError, match="kernel 'bare_add2' cannot be differentiated"):
+        jax.grad(lambda v: ADD2(v, v).sum())(a)
+    with pytest.raises(kspec.KspecNotImplementedError, match="kernel 'bare_add2' cannot be differentiated"):
+        jax.jvp(lambda v: ADD2(v, v), (a,), (a,))
+    # a kernel call off the differentiated path: its inputs' gradients stopped, the rest differentiates
+    value, grad = jax.value_and_grad(lambda v: (ADD2(*[jax.lax.stop_gradient(v)] * 2) * 0 + v * v).sum())(a)
+    np.testing.assert_allclose(np.asarray(grad), 2 * np.asarray(a), rtol=1e-6)
+    np.testing.assert_allclose(float(value), float((np.asarray(a) ** 2).sum()), rtol=1e-5)
+
+
 def test_planning_errors_stay_kspecs():
     with pytest.raises(TypeError, match="Wrong number of arguments"):
         jax.jit(lambda v: ADD2(v))(jnp.ones((3,), jnp.float32))

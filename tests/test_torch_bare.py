@@ -139,3 +139,26 @@ def test_kernels_built_before_torch_is_imported():
         pytest.skip("no host C++ compiler")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[3.0, 3.0, 3.0]"
+
+
+@pytest.mark.parametrize("kspec_first", [True, False])
+def test_jit_loaded_after_dynamo_is_refused_with_a_kspec_error(kspec_first):
+    """kspec.jit imported after torch._dynamo (with kspec itself imported before or after Dynamo): Dynamo still
+    learns its kernel type, so a bare call gets kspec's error, not Dynamo's."""
+    first, second = ("import kspec", "import torch._dynamo") if kspec_first else ("import torch._dynamo", "import kspec")
+    code = (
+        f"import sys, torch\n{first}\n{second}\n"
+        "assert 'kspec.jit' not in sys.modules\n"
+        "import kspec.jit\n"
+        "kspec.use_device('cpu').__enter__()\n"
+        "@kspec.jit.rawkernel()\n"
+        "def late_jit(x):\n"
+        "    x[0] = 1.0\n"
+        "try:\n"
+        "    torch.compile(lambda t: late_jit((1,), (1,), (t,)), fullgraph=True, backend='eager')(torch.ones(2))\n"
+        "except kspec.KspecNotImplementedError as exc:\n"
+        "    print(str(exc).splitlines()[0])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "raw kernel 'late_jit' cannot run inside torch.compile" in done.stdout

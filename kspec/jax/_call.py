@@ -85,8 +85,28 @@ class JaxKernel:
             if len(self._jitted) >= _MAX_SIGNATURES:  # e.g. a static scalar that changes every call: start over
                 self._jitted.clear()
             spec = CallSpec(self.kernel, tuple(layout), key[1], target_of(committed))
-            fn = self._jitted[key] = jax.jit(functools.partial(run, spec))
+            fn = self._jitted[key] = jax.jit(_no_derivative(self.__name__, functools.partial(run, spec)))
         return fn(*arrays)
+
+
+def _no_derivative(name: str, traced_call: Callable[..., Any]) -> Callable[..., Any]:
+    """``traced_call`` with a JVP rule that raises kspec's error: a kernel declares no derivative, and JAX's own
+    message would name only its FFI target. Under jit and vmap nothing changes."""
+    import jax
+
+    @jax.custom_jvp
+    def call(*arrays: Any) -> Any:
+        return traced_call(*arrays)
+
+    @call.defjvp
+    def _jvp(primals: Any, tangents: Any) -> Any:
+        raise KspecNotImplementedError(
+            f"kspec.jax: kernel '{name}' cannot be differentiated (jax.grad, jax.jvp, jax.vjp): a kspec kernel "
+            "declares no derivative. Write the derivative as another kernel and join the two with jax.custom_vjp, "
+            "or keep the call out of the differentiated path (jax.lax.stop_gradient on its inputs)"
+        )
+
+    return call
 
 
 def kernel_of(obj: Any) -> Any:

@@ -51,7 +51,8 @@ def watch_raw_kernel_classes(watcher: Callable[[type], None]) -> None:
     (RawBuild.launch_state), then each new one as it is made. kspec.torch gives them to Dynamo, which dispatches
     on a value's exact type."""
     _class_watchers.append(watcher)
-    for cls in (RawKernel, *RawKernel.__subclasses__()):
+    classes: list[type] = [RawKernel, *RawKernel.__subclasses__()]
+    for cls in classes:
         watcher(cls)
 
 

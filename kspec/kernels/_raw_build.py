@@ -84,10 +84,11 @@ class RawBuild:
         def vet(args: Any) -> None:  # a new signature's arguments: JAX's tracers get kspec.jax's error
             refuse_traced("RawKernel", name, args)
 
-        cls._launcher = Launcher(name, resolve, cooperative=self.cooperative, install=install, vet=vet)
+        launcher = Launcher(name, resolve, cooperative=self.cooperative, install=install, vet=vet)
+        setattr(cls, "_launcher", launcher)  # noqa: B010  (a class made here: mypy knows no attributes of it)
         if not overrides:
             self.plain_classes[name] = cls
-        return cls, cls._launcher
+        return cls, launcher
 
     # -- compiling ---------------------------------------------------------------------------------------
 

@@ -13,8 +13,7 @@ therefore compiles nothing, and the graph is the one a registered op gives.
 inside a compiled function is refused with :class:`KernelCompileError` (a kspec error that is also Dynamo's
 graph break: ``fullgraph=True`` raises it, otherwise the launch runs eagerly between two graphs).
 
-``kspec.jit`` kernels are known when ``kspec.jit`` is loaded before Dynamo (else Dynamo's own message stands).
-Installed once, right after ``torch._dynamo`` is imported (``kspec/_torch_watch.py``), or at once where it is.
+``kspec.jit``'s kernel type is added when that package loads, before or after Dynamo. Installed once, right after ``torch._dynamo`` is imported (``kspec/_torch_watch.py``), or at once where it is.
 A PyTorch whose Dynamo lacks these internals leaves bare calls as they were; ``register`` serves either way.
 """
 
@@ -27,11 +26,14 @@ from .._errors import KspecError, KspecNotImplementedError
 
 _installed: list[bool] = []  # [True] once installed, [False] where this PyTorch has no such table
 _register: list[Any] = []  # kspec.torch.register, given by the package (no import of it from here)
+_add_kernel_types: list[Any] = []  # once installed: adds the kernel types loaded since (kspec.jit's)
 
 
 def install(register: Any) -> bool:
     """Teach Dynamo kspec's kernel types, calls going to ``register``'s ops; whether it could (idempotent)."""
     if _installed:
+        if _installed[0]:
+            _add_kernel_types[0]()  # called again once kspec.jit is loaded (kspec/_torch_watch.py)
         return _installed[0]
     _register.append(register)
     try:
@@ -56,10 +58,14 @@ def install(register: Any) -> bool:
         builder.install_guards(GuardBuilder.TYPE_MATCH)  # its kernels are guarded one by one
         return library_variable(value, source=builder.source)
 
-    for table in tables:
-        for kernel_type in _kernel_types():
-            table.setdefault(kernel_type, wrap)
-        table.setdefault(KernelLibrary, wrap_library)
+    def add_kernel_types() -> None:
+        for table in tables:
+            for kernel_type in _kernel_types():
+                table.setdefault(kernel_type, wrap)
+            table.setdefault(KernelLibrary, wrap_library)
+
+    add_kernel_types()
+    _add_kernel_types.append(add_kernel_types)
 
     def raw_kernel_class(cls: type) -> None:  # each launch state's class: the table is by exact type
         for table in tables:
