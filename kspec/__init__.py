@@ -111,6 +111,8 @@ __all__ = [
     "use_device",
     "device_kind",
     "checked",
+    # gradients (kspec.grad): a kernel's outputs and the map from their gradients to its inputs'
+    "vjp",
     # texture memory (kspec.runtime), imported on first access
     "CUDAArray",
     "ChannelFormatDescriptor",
@@ -143,6 +145,7 @@ _LAZY = {
     "use_device": "kspec.runtime",
     "device_kind": "kspec.runtime",
     "checked": "kspec.runtime",
+    "vjp": "kspec.grad",
     "CUDAArray": "kspec.runtime",
     "ChannelFormatDescriptor": "kspec.runtime",
     "ResourceDescriptor": "kspec.runtime",

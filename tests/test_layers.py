@@ -24,7 +24,8 @@ KSPEC = Path(__file__).resolve().parents[1] / "kspec"
 
 # the order of the layers: a package may import those of a lower rank (and of its own, for fuse / jit: none do);
 # jax and torch (kernels inside JAX / PyTorch graphs) are front ends over kernels and fuse
-LAYERS = {"spec": 0, "render": 1, "compiler": 2, "runtime": 3, "kernels": 4, "fuse": 5, "jit": 5, "jax": 6, "torch": 6}
+LAYERS = {"spec": 0, "render": 1, "compiler": 2, "runtime": 3, "kernels": 4, "fuse": 5, "jit": 5, "grad": 6, "jax": 7,
+          "torch": 7}
 # the tools: they may import spec, render, compiler and each other, never runtime or kernels
 TOOLS = {"build", "codegen", "hatch", "cli"}
 TOOLS_MAY_NOT_IMPORT = {"runtime", "kernels"}

@@ -17,6 +17,7 @@ from pydantic import Field, StrictBool, StrictStr, field_validator, model_valida
 from .. import dtypes
 from .._errors import InstantiationError, SpecError, SpecErrorGroup
 from ._base import _KernelSpec
+from ._grad import check_grad, grad_table
 from ._placeholders import PlaceholderRules
 from ._params import Param, parse_params
 from ._raw import RawSpec
@@ -85,6 +86,18 @@ class ElementwiseSpec(_TypedKernelSpec):
     after_loop: StrictStr = ""
     no_return: StrictBool = False
     return_tuple: StrictBool = False
+    # Issue [AD]: input name -> its gradient, an expression of the inputs, the outputs and the outputs' incoming
+    # gradients grad_<output> (kspec/spec/_grad.py); kspec.grad renders the backward kernel from it.
+    grad: dict[StrictStr, StrictStr] | None = None
+
+    @field_validator("grad", mode="before")
+    @classmethod
+    def _check_grad_table(cls, v: object) -> dict[str, str] | None:
+        return grad_table(v)
+
+    def _check_kind(self) -> None:
+        if self.grad is not None:
+            check_grad(self.grad, self.in_params, self.out_params)
 
     @field_validator("operation")
     @classmethod

@@ -1,0 +1,112 @@
+"""``kspec.vjp``: a kernel's outputs and the function that maps their gradients to its inputs' gradients.
+
+Without a framework (CuPy, PyTorch or kspec arrays on the GPU; NumPy on the CPU device):
+``z, back = kspec.vjp(kernel, x, y)`` runs the kernel; ``gx, gy = back(gz)`` runs its backward kernel
+(kspec/grad/_backward.py) on the same inputs, the outputs and ``gz``, then sums each input's gradient over the
+axes the input was broadcast along, so that it has the input's shape. An input without a gradient entry (and a
+raw input) gets None.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from .._errors import KspecTypeError, KspecValueError
+from ..kernels import ElementwiseKernel, ReductionKernel
+from ._backward import GRAD_PREFIX, backward_spec
+
+_backwards: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # kernel -> its backward kernel
+_sum: list[Any] = []  # the reduction that sums a gradient over broadcast axes, made on first need
+
+
+def vjp(kernel: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., tuple[Any, ...]]]:
+    """``(outputs, back)``: ``kernel(*args, **kwargs)``'s result as the kernel returns it, and ``back(*grads)``,
+    which takes one gradient per output (arrays of the outputs' shape, or broadcastable to it) and returns one
+    entry per input parameter: its gradient, shaped as that argument, or None where the spec's ``grad`` table
+    has no entry."""
+    spec = _spec_of(kernel)
+    backward = _backward_of(kernel, spec)
+    n_in, n_out = len(spec.in_params), len(spec.out_params)
+    if len(args) not in (n_in, n_in + n_out):
+        raise KspecTypeError(
+            f"kernel '{spec.name}': kspec.vjp takes its {n_in} inputs (and optionally its {n_out} outputs), got "
+            f"{len(args)} arguments"
+        )
+    inputs = args[:n_in]
+    for param, arg in zip(spec.in_params, inputs):
+        if spec.grad and param.name in spec.grad:
+            _check_floating(spec.name, param.name, arg)
+    result = kernel(*args, **kwargs)
+    outputs = result if isinstance(result, tuple) else (result,)
+    stream = kwargs.get("stream")
+
+    def back(*grads: Any) -> tuple[Any, ...]:
+        if len(grads) != n_out:
+            raise KspecTypeError(
+                f"kernel '{spec.name}': the backward takes one gradient per output ({n_out}: "
+                f"{', '.join(GRAD_PREFIX + p.name for p in spec.out_params)}), got {len(grads)}"
+            )
+        made = backward(*inputs, *outputs, *grads, **({"stream": stream} if stream is not None else {}))
+        made = made if isinstance(made, tuple) else (made,)
+        by_name = dict(zip(spec.grad, made))
+        return tuple(
+            _reduced(by_name[p.name], arg, stream) if p.name in by_name else None
+            for p, arg in zip(spec.in_params, inputs)
+        )
+
+    return result, back
+
+
+def _spec_of(kernel: Any) -> Any:
+    spec = getattr(kernel, "spec", None) if isinstance(kernel, ElementwiseKernel) else None
+    if spec is None:
+        raise KspecTypeError(
+            f"kernel: kspec.vjp takes an ElementwiseKernel whose spec has a grad table, got {type(kernel).__name__}"
+        )
+    if spec.grad is None:
+        raise KspecValueError(
+            f"kernel '{spec.name}' declares no gradient: give its spec a grad table (input name -> expression of "
+            "the inputs, the outputs and grad_<output>)"
+        )
+    return spec
+
+
+def _backward_of(kernel: Any, spec: Any) -> Any:
+    backward = _backwards.get(kernel)
+    if backward is None:
+        backward = _backwards[kernel] = ElementwiseKernel.from_spec(backward_spec(spec))
+    return backward
+
+
+def _check_floating(kernel: str, name: str, arg: Any) -> None:
+    import numpy as np
+
+    dtype = getattr(arg, "dtype", None)
+    kind = np.dtype(type(arg)).kind if dtype is None and isinstance(arg, (int, float, complex)) else None
+    if dtype is not None:
+        try:
+            kind = np.dtype(str(dtype).removeprefix("torch.")).kind
+        except TypeError:
+            kind = None
+    if kind is not None and kind not in "fc":
+        raise KspecTypeError(
+            f"kernel '{kernel}': input {name!r} is {dtype if dtype is not None else type(arg).__name__}; a gradient "
+            "needs a floating or complex input"
+        )
+
+
+def _reduced(grad: Any, arg: Any, stream: Any) -> Any:
+    """``grad`` (the broadcast shape) summed to ``arg``'s shape: over the leading axes ``arg`` lacks and the axes
+    where ``arg`` has extent 1. A Python number's gradient is the sum of all."""
+    shape = tuple(getattr(arg, "shape", ()))
+    full = tuple(grad.shape)
+    if shape == full:
+        return grad
+    lead = len(full) - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + d for d, n in enumerate(shape) if n == 1 and full[lead + d] != 1)
+    if not _sum:
+        _sum.append(ReductionKernel("T g", "T s", "g", "a + b", "s = a", "0", "kspec_grad_sum"))
+    summed = _sum[0](grad, axis=axes, **({"stream": stream} if stream is not None else {}))
+    return summed.reshape(shape)
