@@ -72,7 +72,7 @@ def test_backward_spec_reads_inputs_outputs_and_their_gradients():
 
 
 def test_backward_spec_needs_a_table():
-    with pytest.raises(kspec.KspecError, match="kernel 'sinmul' declares no gradient"):
+    with pytest.raises(kspec.SpecError, match="kernel 'sinmul': field 'grad': declares no gradient"):
         backward_spec(ElementwiseSpec(**FIELDS))
 
 
@@ -130,3 +130,102 @@ def test_vjp_refuses_integer_inputs_and_kernels_without_a_table(on_cpu_device):
         kspec.vjp(plain, np.ones(3))
     with pytest.raises(kspec.KspecTypeError, match="the backward takes one gradient per output"):
         kspec.vjp(kernel, np.ones(3), np.ones(3))[1]()
+
+
+# -- grad = "auto" ---------------------------------------------------------------------------------------------
+
+GELU = dict(
+    name="bias_gelu", in_params="T x, T b", out_params="T y",
+    operation="T v = x + b;\nT u = 0.7978845608028654 * (v + 0.044715 * v * v * v);\ny = 0.5 * v * (1 + tanh(u));",
+    grad="auto",
+)
+
+
+def _gelu(x, b):
+    v = x + b
+    return 0.5 * v * (1 + np.tanh(0.7978845608028654 * (v + 0.044715 * v**3)))
+
+
+@pytest.mark.parametrize(
+    "fields, reference",
+    [
+        (dict(_spec(grad="auto").to_data()), lambda x, y: x * y + np.sin(x)),
+        (GELU, _gelu),
+        (dict(FIELDS, operation="z = x > 0 ? x * y : 0.1 * x / y;", grad="auto"),
+         lambda x, y: np.where(x > 0, x * y, 0.1 * x / y)),
+        (dict(FIELDS, operation="const T t = x * x;\nz = t / (1 + t) + exp(-y) * (T)2 + pow(x, 3.0) + fmax(x, y);",
+              grad="auto"),
+         lambda x, y: x * x / (1 + x * x) + np.exp(-y) * 2 + x**3 + np.maximum(x, y)),
+    ],
+    ids=["sinmul", "bias_gelu", "ternary", "locals_and_calls"],
+)
+def test_auto_gradients_match_finite_differences(on_cpu_device, fields, reference):
+    spec = ElementwiseSpec(**{k: v for k, v in fields.items() if k != "kind"})
+    kernel = kspec.ElementwiseKernel.from_spec(spec)
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((3, 4)), rng.uniform(0.5, 1.5, (4,))
+    g = rng.standard_normal((3, 4))
+    out, back = kspec.vjp(kernel, x, y)
+    np.testing.assert_allclose(out, reference(x, y), rtol=1e-12)
+    numeric = _numeric_vjp(reference, [x, y], g)
+    for got, want in zip(back(g), numeric):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_auto_with_two_outputs_one_read_by_the_other(on_cpu_device):
+    spec = ElementwiseSpec(name="two_out", in_params="T x, T y", out_params="T z, T w",
+                           operation="z = x * x;\nw = z * y;", grad="auto")  # fmt: skip
+    kernel = kspec.ElementwiseKernel.from_spec(spec)
+    x, y = np.array([1.0, 2.0, -3.0]), np.array([0.5, 4.0, 2.0])
+    gz, gw = np.array([1.0, 0.0, 2.0]), np.array([0.0, 1.0, 3.0])
+    _, back = kspec.vjp(kernel, x, y)
+    gx, gy = back(gz, gw)
+    np.testing.assert_allclose(gx, gz * 2 * x + gw * y * 2 * x)  # w = x^2 y
+    np.testing.assert_allclose(gy, gw * x * x)
+
+
+def test_auto_covers_only_the_inputs_it_reads_differentiably():
+    spec = ElementwiseSpec(name="masked", in_params="T x, T m, int32 n", out_params="T z",
+                           operation="z = m > 0 ? x * n : x;", grad="auto")  # fmt: skip
+    assert spec.backward()[0] == ("x",)
+
+
+@pytest.mark.parametrize(
+    "operation, message",
+    [
+        ("if (x > 0) z = x; else z = y;", "'if' in"),
+        ("z = x[0];", "indexing '[...]'"),
+        ("z = x; z += y;", "operator '+='"),
+        ("z = my_fn(x);", "no derivative for the call my_fn(...) (known: abs, acos"),
+        ("T t = x; t = t * 2; z = t;", "'t' is assigned twice"),
+        ("q = x;", "'q' is assigned but is neither an output nor a local declared here"),
+        ("auto t = x; z = t;", "local 't' is declared 'auto'"),
+    ],
+)
+def test_auto_names_what_it_cannot_differentiate(operation, message):
+    with pytest.raises(kspec.SpecError, match="field 'grad'") as info:
+        ElementwiseSpec(**dict(FIELDS, operation=operation, grad="auto"))
+    assert "'auto' cannot differentiate this operation" in str(info.value) and message in str(info.value)
+
+
+def test_auto_refuses_loop_prep():
+    with pytest.raises(kspec.SpecError, match="loop_prep or after_loop"):
+        ElementwiseSpec(**dict(FIELDS, loop_prep="int k = 0;", grad="auto"))
+
+
+def test_the_constructor_takes_grad_and_checks_it(on_cpu_device):
+    k = kspec.ElementwiseKernel("T x", "T y", "y = x * x * x;", "cube", grad="auto")
+    assert k.spec.grad == "auto"
+    _, back = kspec.vjp(k, np.array([1.0, -2.0]))
+    np.testing.assert_allclose(back(np.array([1.0, 0.5]))[0], [3.0, 6.0])
+    assert kspec.ElementwiseKernel("T x", "T y", "y = x * x * x;", "cube", grad="auto") is not None  # remembered
+    with pytest.raises(kspec.SpecError, match="field 'grad.w'"):
+        kspec.ElementwiseKernel("T x", "T y", "y = x;", "bad_grad", grad={"w": "grad_y"})
+
+
+def test_kspec_build_precompiles_the_backward_beside_its_forward():
+    from kspec.spec import with_backwards
+
+    specs = with_backwards([_spec(), ElementwiseSpec(**FIELDS)])
+    assert [s.name for s in specs] == ["sinmul", "sinmul_backward", "sinmul"]

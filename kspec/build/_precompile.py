@@ -17,7 +17,7 @@ from typing import TypeVar
 from .._errors import KspecError
 from ..compiler import BinaryCache, CompiledProgram, CompileOptions, cache_key, compile_cached, default_cache, register_counts
 from ..render import RenderedModule, render, render_raw, specialize
-from ..spec import AnySpec, RawSpec
+from ..spec import AnySpec, RawSpec, with_backwards
 from ._worker import STACK_BYTES
 from ._workers import DEFAULT_COMPILE_TIMEOUT_S, ISOLATED, CompilePool
 
@@ -84,7 +84,7 @@ class BuildPlan:
 def plan_build(specs: Iterable[AnySpec], archs: Sequence[str]) -> BuildPlan:
     units: list[BuildUnit] = []
     skipped: list[tuple[AnySpec, str]] = []
-    for spec in specs:
+    for spec in with_backwards(specs):  # a spec with gradients: its backward kernel too
         if isinstance(spec, RawSpec):
             if spec.is_binary:
                 skipped.append((spec, f"precompiled binary {spec.path}"))

@@ -7,7 +7,7 @@ no compiler or launcher.
 
 from __future__ import annotations
 
-from ._backward import backward_spec, gradient_inputs
+from ..spec import backward_spec
 from ._vjp import vjp
 
-__all__ = ["backward_spec", "gradient_inputs", "vjp"]
+__all__ = ["backward_spec", "vjp"]

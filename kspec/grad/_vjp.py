@@ -9,15 +9,13 @@ raw input) gets None.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import Any
 
 from .._errors import KspecTypeError, KspecValueError
 from ..kernels import ElementwiseKernel, ReductionKernel
-from ._backward import GRAD_PREFIX, backward_spec
 
-_backwards: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # kernel -> its backward kernel
+GRAD_PREFIX = "grad_"  # an output's incoming gradient: grad_<output> (kspec/spec/_grad.py)
 _sum: list[Any] = []  # the reduction that sums a gradient over broadcast axes, made on first need
 
 
@@ -27,7 +25,7 @@ def vjp(kernel: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., tupl
     entry per input parameter: its gradient, shaped as that argument, or None where the spec's ``grad`` table
     has no entry."""
     spec = _spec_of(kernel)
-    backward = _backward_of(kernel, spec)
+    backward = kernel.backward_kernel()
     n_in, n_out = len(spec.in_params), len(spec.out_params)
     if len(args) not in (n_in, n_in + n_out):
         raise KspecTypeError(
@@ -35,8 +33,9 @@ def vjp(kernel: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., tupl
             f"{len(args)} arguments"
         )
     inputs = args[:n_in]
+    names = spec.backward()[0]
     for param, arg in zip(spec.in_params, inputs):
-        if spec.grad and param.name in spec.grad:
+        if param.name in names:
             _check_floating(spec.name, param.name, arg)
     result = kernel(*args, **kwargs)
     outputs = result if isinstance(result, tuple) else (result,)
@@ -50,7 +49,7 @@ def vjp(kernel: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., tupl
             )
         made = backward(*inputs, *outputs, *grads, **({"stream": stream} if stream is not None else {}))
         made = made if isinstance(made, tuple) else (made,)
-        by_name = dict(zip(spec.grad, made))
+        by_name = dict(zip(names, made))
         return tuple(
             _reduced(by_name[p.name], arg, stream) if p.name in by_name else None
             for p, arg in zip(spec.in_params, inputs)
@@ -71,13 +70,6 @@ def _spec_of(kernel: Any) -> Any:
             "the inputs, the outputs and grad_<output>)"
         )
     return spec
-
-
-def _backward_of(kernel: Any, spec: Any) -> Any:
-    backward = _backwards.get(kernel)
-    if backward is None:
-        backward = _backwards[kernel] = ElementwiseKernel.from_spec(backward_spec(spec))
-    return backward
 
 
 def _check_floating(kernel: str, name: str, arg: Any) -> None:

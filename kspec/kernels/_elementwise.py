@@ -12,7 +12,7 @@ constructor call adopts what the first one built (:mod:`._ctor_memo`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._args import flag, options_tuple
@@ -42,9 +42,11 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
         options: Sequence[str] = (),
         loop_prep: str = "",
         after_loop: str = "",
+        grad: Mapping[str, str] | str | None = None,
     ) -> None:
         key = self._adopt((type(self), in_params, out_params, operation, name, reduce_dims, preamble, no_return, return_tuple,
-                           options if type(options) is not list else tuple(options), loop_prep, after_loop)
+                           options if type(options) is not list else tuple(options), loop_prep, after_loop,
+                           grad if not isinstance(grad, Mapping) else (dict, *grad.items()))
                           if type(reduce_dims) is bool and type(no_return) is bool and type(return_tuple) is bool else None)
         if key is None:  # built before: kspec/kernels/_ctor_memo.py
             return
@@ -54,6 +56,8 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
         fields: dict[str, Any] = dict(reduce_dims=flag(reduce_dims, "reduce_dims"), no_return=flag(no_return, "no_return"),
                                       return_tuple=flag(return_tuple, "return_tuple"), options=options,
                                       cupy_headers=True)  # CuPy's implicit environment: M_PI, CArray, atomics...
+        if grad is not None:  # issue [AD]: the spec model checks it (the plain path does not take it)
+            fields["grad"] = dict(grad) if isinstance(grad, Mapping) else grad
         self._built(key, self._build_spec(texts, fields))
 
     @property
@@ -80,6 +84,14 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
         extra = (size, block_size)
         result = calls.call(args, stream, extra)
         return result if result is not MISS else calls.miss(args, stream, extra)
+
+    def backward_kernel(self) -> ElementwiseKernel:
+        """The kernel of this spec's backward (``grad`` table or ``"auto"``; kspec.grad uses it), served from the
+        same precompiled binaries; made once."""
+        backward = self.__dict__.get("_backward")
+        if backward is None:
+            backward = self._backward = ElementwiseKernel.from_spec(self.spec.backward_spec(), binaries=self._binaries)
+        return backward
 
     NOT_PREPARED: Any = MISS  # what call_prepared returns for a call it cannot serve
 

@@ -14,18 +14,19 @@ from .. import dtypes
 from .._errors import SpecError
 from ._params import Param
 
+AUTO = "auto"  # grad = "auto": derived from the operation (kspec/spec/_autodiff.py)
 GRAD_PREFIX = "grad_"  # grad_<output>: an output's incoming gradient; grad_<input>: the backward's outputs
 _GRAD_NAME = re.compile(r"\bgrad_([A-Za-z_]\w*)")
 
 
 def grad_table(value: object) -> dict[str, str] | None:
     """A ``grad`` table as given (a mapping of names to expression strings), before the parameters are known."""
-    if value is None:
-        return None
+    if value is None or value == AUTO:
+        return value  # type: ignore[return-value]
     if not isinstance(value, Mapping):
         raise SpecError(
-            f"expected a table of input name -> gradient expression, e.g. {{x = \"grad_z * 2 * x\"}}, got "
-            f"{type(value).__name__}",
+            f"expected a table of input name -> gradient expression, e.g. {{x = \"grad_z * 2 * x\"}}, or \"auto\", "
+            f"got {type(value).__name__} {value!r}",
             field="grad",
         )
     if not value:
@@ -40,8 +41,9 @@ def grad_table(value: object) -> dict[str, str] | None:
     return table
 
 
-def check_grad(table: Mapping[str, str], in_params: Sequence[Param], out_params: Sequence[Param]) -> None:
-    """Every entry names a differentiable input; every ``grad_<name>`` it reads is an output's gradient."""
+def check_grad(table: Mapping[str, str] | str, in_params: Sequence[Param], out_params: Sequence[Param]) -> None:
+    """Every entry names a differentiable input; every ``grad_<name>`` it reads is an output's gradient (for
+    ``"auto"``, only the parameters' checks: the derivation checks the rest)."""
     inputs = {p.name: p for p in in_params}
     for p in (*in_params, *out_params):
         if p.name.startswith(GRAD_PREFIX):
@@ -57,6 +59,8 @@ def check_grad(table: Mapping[str, str], in_params: Sequence[Param], out_params:
             "a kernel with gradients has only elementwise outputs",
             field="grad",
         )
+    if isinstance(table, str):
+        return
     outputs = {p.name for p in out_params}
     differentiable = [p.name for p in in_params if not p.raw and _differentiable(p)]
     for name, expr in table.items():
@@ -86,3 +90,8 @@ def _differentiable(param: Param) -> bool:
     """Floating and complex types, and placeholders (their call decides; kspec.grad refuses integer ones)."""
     return param.is_placeholder or dtypes.lookup(param.type).kind in "fc"
 
+
+
+def table_backward(table: Mapping[str, str]) -> tuple[tuple[str, ...], str]:
+    """A table's (inputs, backward operation): one assignment per entry."""
+    return tuple(table), "\n".join(f"{GRAD_PREFIX}{name} = ({expr});" for name, expr in table.items())

@@ -17,7 +17,8 @@ from pydantic import Field, StrictBool, StrictStr, field_validator, model_valida
 from .. import dtypes
 from .._errors import InstantiationError, SpecError, SpecErrorGroup
 from ._base import _KernelSpec
-from ._grad import check_grad, grad_table
+from ._autodiff import derive_backward
+from ._grad import check_grad, grad_table, table_backward
 from ._placeholders import PlaceholderRules
 from ._params import Param, parse_params
 from ._raw import RawSpec
@@ -88,7 +89,7 @@ class ElementwiseSpec(_TypedKernelSpec):
     return_tuple: StrictBool = False
     # Issue [AD]: input name -> its gradient, an expression of the inputs, the outputs and the outputs' incoming
     # gradients grad_<output> (kspec/spec/_grad.py); kspec.grad renders the backward kernel from it.
-    grad: dict[StrictStr, StrictStr] | None = None
+    grad: dict[StrictStr, StrictStr] | Literal["auto"] | None = None
 
     @field_validator("grad", mode="before")
     @classmethod
@@ -98,6 +99,26 @@ class ElementwiseSpec(_TypedKernelSpec):
     def _check_kind(self) -> None:
         if self.grad is not None:
             check_grad(self.grad, self.in_params, self.out_params)
+            if self.grad == "auto":
+                if self.loop_prep.strip() or self.after_loop.strip():
+                    raise SpecError("'auto' differentiates the operation alone; this kernel has loop_prep or "
+                                    "after_loop code: give the grad table by hand", field="grad")  # fmt: skip
+                self.backward()  # derived now: what it cannot differentiate is an error at load time
+
+    def backward_spec(self) -> "ElementwiseSpec":
+        """The backward kernel's spec (kspec/spec/_backward.py)."""
+        from ._backward import backward_spec
+
+        return backward_spec(self)  # type: ignore[no-any-return]
+
+    def backward(self) -> tuple[tuple[str, ...], str]:
+        """(the inputs that have a gradient, the backward operation writing ``grad_<input>``) of the ``grad``
+        table (derived from the operation for ``"auto"``); kspec.grad makes the backward kernel of it."""
+        if self.grad is None:
+            raise SpecError("this kernel declares no gradient", kernel=self.name, field="grad")
+        if self.grad == "auto":
+            return derive_backward(self.operation, self.in_params, self.out_params, self.placeholders)
+        return table_backward(self.grad)
 
     @field_validator("operation")
     @classmethod

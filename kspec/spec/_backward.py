@@ -4,36 +4,36 @@ For ``z = f(x, y)`` with ``grad = {x = ..., y = ...}`` the backward kernel reads
 too: an expression may index them), its outputs and their incoming gradients ``grad_<output>``, and writes
 ``grad_<input>`` for each entry, all in one pass over the broadcast shape. It is an ordinary spec, so it is
 rendered, compiled, cached, precompiled (``kspec build``) and served exactly as a forward kernel is; nothing here
-compiles or launches.
+compiles or launches. ``kspec build`` precompiles it beside its forward (:func:`with_backwards`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from ..spec import ElementwiseSpec, Param
+from .._errors import SpecError
+from ._grad import GRAD_PREFIX
+from ._params import Param
 
-GRAD_PREFIX = "grad_"
 BACKWARD_SUFFIX = "_backward"
 
 
 def backward_spec(spec: Any) -> Any:
     """The backward ElementwiseSpec of ``spec`` (an ElementwiseSpec with ``grad``); ValueError without one."""
-    if not isinstance(spec, ElementwiseSpec) or spec.grad is None:
-        from .._errors import KspecValueError
-
-        what = f"kernel '{getattr(spec, 'name', '?')}'"
-        raise KspecValueError(f"{what} declares no gradient: give its spec a grad table (input name -> expression)")
+    if getattr(spec, "KIND", None) != "elementwise" or getattr(spec, "grad", None) is None:
+        raise SpecError("declares no gradient: give its spec a grad table (input name -> expression) or "
+                        "grad = \"auto\"", kernel=getattr(spec, "name", None), field="grad")  # fmt: skip
     outputs = [p for p in spec.out_params]
     in_params = [
         *spec.in_params,
         *(Param(name=p.name, type=p.type) for p in outputs),  # the forward's results, read as inputs
         *(Param(name=GRAD_PREFIX + p.name, type=p.type) for p in outputs),
     ]
+    names, operation = spec.backward()
     types = {p.name: p.type for p in spec.in_params}
-    out_params = [Param(name=GRAD_PREFIX + name, type=types[name]) for name in spec.grad]
-    operation = "\n".join(f"{GRAD_PREFIX}{name} = ({expr});" for name, expr in spec.grad.items())
-    return ElementwiseSpec(
+    out_params = [Param(name=GRAD_PREFIX + name, type=types[name]) for name in names]
+    return type(spec)(  # an ElementwiseSpec (this module does not import the models: they import it)
         name=spec.name + BACKWARD_SUFFIX,
         doc=f"The backward kernel of {spec.name} (kspec.grad, from its grad table).",
         options=spec.options,
@@ -48,6 +48,11 @@ def backward_spec(spec: Any) -> Any:
     )
 
 
-def gradient_inputs(spec: Any) -> tuple[str, ...]:
-    """The inputs ``spec``'s grad table differentiates, in the table's order (the backward's outputs)."""
-    return tuple(spec.grad or ())
+def with_backwards(specs: Iterable[Any]) -> list[Any]:
+    """``specs`` with each elementwise spec's backward spec after it (what ``kspec build`` precompiles)."""
+    out: list[Any] = []
+    for spec in specs:
+        out.append(spec)
+        if getattr(spec, "KIND", None) == "elementwise" and getattr(spec, "grad", None) is not None:
+            out.append(backward_spec(spec))
+    return out
