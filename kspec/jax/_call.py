@@ -18,6 +18,7 @@ import numpy as np
 from .._errors import KspecNotImplementedError, KspecTypeError
 from ._callspec import CallSpec, Static, kernel_name, target_of
 from ._emit import run
+from ._vjp import with_vjp
 
 _SCALARS = (bool, int, float, complex, np.generic)
 _MAX_SIGNATURES = 256  # jitted calls kept per kernel (each holds its executables)
@@ -85,8 +86,21 @@ class JaxKernel:
             if len(self._jitted) >= _MAX_SIGNATURES:  # e.g. a static scalar that changes every call: start over
                 self._jitted.clear()
             spec = CallSpec(self.kernel, tuple(layout), key[1], target_of(committed))
-            fn = self._jitted[key] = jax.jit(_no_derivative(self.__name__, functools.partial(run, spec)))
+            traced = functools.partial(run, spec)
+            backward = _backward_of(self.kernel)
+            fn = self._jitted[key] = jax.jit(
+                _no_derivative(self.__name__, traced) if backward is None
+                else with_vjp(traced, backward, self.kernel.spec, tuple(layout), key[1])  # fmt: skip
+            )
         return fn(*arrays)
+
+
+def _backward_of(kernel: Any) -> Any:
+    """The backward kernel of a kernel whose spec declares gradients (issue [AD]), else None."""
+    spec = getattr(kernel, "spec", None) if callable(getattr(kernel, "backward_kernel", None)) else None
+    if spec is None or getattr(spec, "grad", None) is None:
+        return None
+    return kernel.backward_kernel()
 
 
 def _no_derivative(name: str, traced_call: Callable[..., Any]) -> Callable[..., Any]:

@@ -1,0 +1,68 @@
+"""A kspec call that JAX can differentiate (issue [AD]): ``jax.custom_vjp`` over the traced call, whose backward is
+the kernel's backward kernel (its spec's ``grad`` table, kspec/spec/_backward.py) run through kspec.jax too.
+
+The backward reads the forward's arguments (static scalars back in their places), its outputs and their
+gradients, and writes one gradient per differentiated input; each is summed over the axes its input was broadcast
+along. An input without a gradient entry, and an output given as an argument, gets zeros (float0 for integers,
+as JAX requires).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._callspec import Static
+
+
+def with_vjp(traced_call: Callable[..., Any], backward: Any, spec: Any, layout: tuple[Static | None, ...],
+             keywords: tuple[tuple[str, Any], ...]) -> Callable[..., Any]:  # fmt: skip
+    """``traced_call`` (a function of the call's arrays) with a VJP from ``backward`` (an ElementwiseKernel)."""
+    import jax
+
+    from ._call import JaxKernel
+
+    backward_call = JaxKernel(backward)
+    names = spec.backward()[0]
+    params = [p.name for p in spec.in_params]
+    # the parameter each array argument fills (None past the inputs: an output given as an argument)
+    array_params = [params[k] if k < len(params) else None for k, item in enumerate(layout) if item is None]
+
+    @jax.custom_vjp
+    def call(*arrays: Any) -> Any:
+        return traced_call(*arrays)
+
+    def forward(*arrays: Any) -> tuple[Any, Any]:
+        outputs = traced_call(*arrays)
+        return outputs, (arrays, outputs)
+
+    def back(saved: Any, cotangents: Any) -> tuple[Any, ...]:
+        arrays, outputs = saved
+        outs = outputs if isinstance(outputs, tuple) else (outputs,)
+        cts = cotangents if isinstance(cotangents, tuple) else (cotangents,)
+        given = iter(arrays)
+        inputs = [item.value if item is not None else next(given) for item in layout][: len(params)]
+        made = backward_call(*inputs, *outs, *cts, **dict(keywords))
+        by_name = dict(zip(names, made if isinstance(made, tuple) else (made,)))
+        return tuple(_shaped(by_name.get(name) if name is not None else None, a) for name, a in zip(array_params, arrays))
+
+    call.defvjp(forward, back)
+    return call
+
+
+def _shaped(grad: Any, array: Any) -> Any:
+    """``grad`` summed to ``array``'s shape and dtype; zeros (float0 for an integer array) where there is none."""
+    import jax
+    import jax.numpy as jnp
+
+    if grad is None:
+        if jnp.issubdtype(array.dtype, jnp.inexact):
+            return jnp.zeros(array.shape, array.dtype)
+        return np.zeros(array.shape, dtype=jax.dtypes.float0)
+    lead = grad.ndim - array.ndim
+    axes = tuple(range(lead)) + tuple(lead + d for d, n in enumerate(array.shape) if n == 1 and grad.shape[lead + d] != 1)
+    if axes:
+        grad = grad.sum(axis=axes).reshape(array.shape)
+    return grad.astype(array.dtype)
