@@ -49,6 +49,11 @@ _library: Any = None
 _ops: dict[str, tuple[Any, OpSignature, Any]] = {}  # op name -> (kernel, signature, the callable returned)
 
 
+def library() -> Any:
+    """The torch.library.Library that holds kspec's ops (kspec/torch/_autograd.py registers there too)."""
+    return _lib()
+
+
 def _lib() -> Any:
     global _library
     if _library is None:
