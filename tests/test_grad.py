@@ -229,3 +229,49 @@ def test_kspec_build_precompiles_the_backward_beside_its_forward():
 
     specs = with_backwards([_spec(), ElementwiseSpec(**FIELDS)])
     assert [s.name for s in specs] == ["sinmul", "sinmul_backward", "sinmul"]
+
+
+def test_plan_build_has_a_unit_for_the_backward():
+    from kspec.build import plan_build
+
+    spec = _spec(instantiations=[{"T": "float32"}])
+    plan = plan_build([spec], ["sm_90"])
+    assert sorted(u.spec.name for u in plan.units) == ["sinmul", "sinmul_backward"]
+
+
+_SERVE_BACKWARD = """
+import json, sys
+import numpy as np, kspec
+kspec.use_device("cpu")
+k = kspec.load(sys.argv[1], binaries=sys.argv[2])["served_cube"]
+y, back = kspec.vjp(k, np.array([1.0, 2.0], dtype=np.float32))
+(g,) = back(np.ones(2, dtype=np.float32))
+print(json.dumps({"g": g.tolist(), "log": [[e.kernel, e.source] for e in kspec.compile_log()]}))
+"""
+
+
+def test_a_precompiled_backward_is_served_with_compiles_forbidden(on_cpu_device, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = tmp_path / "cube.toml"
+    spec.write_text(
+        'schema = 1\n[[kernel]]\nkind = "elementwise"\nname = "served_cube"\nin_params = "T x"\nout_params = "T y"\n'
+        'operation = "y = x * x * x;"\ngrad = "auto"\ninstantiations = [{T = "float32"}]\n'
+    )
+    out = tmp_path / "binaries"
+    env = dict(os.environ, PYTHONPATH=str(root), KSPEC_CACHE_DIR=str(tmp_path / "build-cache"))
+    done = subprocess.run([sys.executable, "-m", "kspec", "build", str(spec), "-o", str(out), "--arch", "host"],
+                          env=env, capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    env.update(KSPEC_CACHE_DIR=str(tmp_path / "empty"), KSPEC_COMPILE="never")
+    done = subprocess.run([sys.executable, "-c", _SERVE_BACKWARD, str(spec), str(out)], env=env, capture_output=True,
+                          text=True, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    served = json.loads(done.stdout.strip().splitlines()[-1])
+    assert served["g"] == [3.0, 12.0]
+    assert sorted(map(tuple, served["log"])) == [("served_cube", "binary"), ("served_cube_backward", "binary")]
