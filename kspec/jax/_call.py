@@ -90,7 +90,7 @@ class JaxKernel:
             backward = _backward_of(self.kernel)
             fn = self._jitted[key] = jax.jit(
                 _no_derivative(self.__name__, traced) if backward is None
-                else with_vjp(traced, backward, self.kernel.spec, tuple(layout), key[1])  # fmt: skip
+                else with_vjp(traced, JaxKernel(backward), self.kernel.spec, tuple(layout), key[1])  # fmt: skip
             )
         return fn(*arrays)
 

@@ -17,14 +17,11 @@ import numpy as np
 from ._callspec import Static
 
 
-def with_vjp(traced_call: Callable[..., Any], backward: Any, spec: Any, layout: tuple[Static | None, ...],
-             keywords: tuple[tuple[str, Any], ...]) -> Callable[..., Any]:  # fmt: skip
-    """``traced_call`` (a function of the call's arrays) with a VJP from ``backward`` (an ElementwiseKernel)."""
+def with_vjp(traced_call: Callable[..., Any], backward_call: Callable[..., Any], spec: Any,
+             layout: tuple[Static | None, ...], keywords: tuple[tuple[str, Any], ...]) -> Callable[..., Any]:  # fmt: skip
+    """``traced_call`` (a function of the call's arrays) with a VJP from ``backward_call`` (the backward kernel as a
+    function of JAX arrays: kspec.jax's JaxKernel of it)."""
     import jax
-
-    from ._call import JaxKernel
-
-    backward_call = JaxKernel(backward)
     names = spec.backward()[0]
     params = [p.name for p in spec.in_params]
     # the parameter each array argument fills (None past the inputs: an output given as an argument)
