@@ -275,3 +275,38 @@ def test_a_precompiled_backward_is_served_with_compiles_forbidden(on_cpu_device,
     served = json.loads(done.stdout.strip().splitlines()[-1])
     assert served["g"] == [3.0, 12.0]
     assert sorted(map(tuple, served["log"])) == [("served_cube", "binary"), ("served_cube_backward", "binary")]
+
+
+# -- fused functions -------------------------------------------------------------------------------------------
+
+
+@kspec.fuse
+def fused_act(x, b):
+    v = x + b
+    return v * np.tanh(v) + np.sin(x) / np.maximum(b, 0.5) - np.square(x)
+
+
+@kspec.fuse
+def fused_rowsum(x):
+    return (x * x).sum(axis=1)
+
+
+def test_vjp_of_a_fused_function_matches_finite_differences(on_cpu_device):
+    rng = np.random.default_rng(5)
+    x, b, g = rng.standard_normal((3, 4)), rng.standard_normal(4), rng.standard_normal((3, 4))
+
+    def reference(x, b):
+        v = x + b
+        return v * np.tanh(v) + np.sin(x) / np.maximum(b, 0.5) - x * x
+
+    out, back = kspec.vjp(fused_act, x, b)
+    np.testing.assert_allclose(out, reference(x, b), rtol=1e-12)
+    gx, gb = back(g)
+    fx, fb = _numeric_vjp(reference, [x, b], g)
+    np.testing.assert_allclose(gx, fx, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gb, fb, rtol=1e-6, atol=1e-8)
+
+
+def test_vjp_of_a_fused_reduction_says_it_is_not_yet_differentiable(on_cpu_device):
+    with pytest.raises(kspec.KspecNotImplementedError, match="fused function 'fused_rowsum' runs reductions"):
+        kspec.vjp(fused_rowsum, np.ones((2, 3)))

@@ -215,6 +215,21 @@ class FusedFunction:
             )
         return specs[0]
 
+    def elementwise_form(self, *args: Any, **kwargs: Any) -> tuple[Any, tuple[int, ...], tuple[Any, ...]] | None:
+        """(spec, the argument index each input parameter takes, the arguments bound to positions) when a call
+        with such arguments is one elementwise kernel that returns its one output; else None (reductions,
+        several kernels, views, updates in place). kspec.grad differentiates that kernel (issue [AD])."""
+        args = self._bind(args, kwargs) if kwargs or len(args) < self._nparams else args
+        program = self._program(self._types(args, {}))
+        steps = program.steps
+        if len(steps) != 1 or program.returns_tuple:
+            return None
+        step = steps[0]
+        if (step.spec.KIND != "elementwise" or step.written_args or step.kwargs or len(step.produces) != 1
+                or any(kind != "arg" for kind, _ in step.inputs) or program.results != [("node", step.produces[0])]):
+            return None
+        return step.spec, tuple(int(i) for _, i in step.inputs), tuple(args)
+
     def output_specs(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """The arrays a call returns, as :class:`kspec.ArraySpec`s in return order: ``args`` as for a call with
         each array an ArraySpec. Traces as a call would (same errors); compiles, loads and allocates

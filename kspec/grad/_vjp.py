@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._errors import KspecTypeError, KspecValueError
+from .._errors import KspecNotImplementedError, KspecTypeError, KspecValueError
+from ..fuse import FusedFunction
 from ..kernels import ElementwiseKernel, ReductionKernel
+from ..spec import ElementwiseSpec
 
 GRAD_PREFIX = "grad_"  # an output's incoming gradient: grad_<output> (kspec/spec/_grad.py)
 _sum: list[Any] = []  # the reduction that sums a gradient over broadcast axes, made on first need
@@ -24,6 +26,8 @@ def vjp(kernel: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., tupl
     which takes one gradient per output (arrays of the outputs' shape, or broadcastable to it) and returns one
     entry per input parameter: its gradient, shaped as that argument, or None where the spec's ``grad`` table
     has no entry."""
+    if isinstance(kernel, FusedFunction):
+        return _fused_vjp(kernel, args, kwargs)
     spec = _spec_of(kernel)
     backward = kernel.backward_kernel()
     n_in, n_out = len(spec.in_params), len(spec.out_params)
@@ -56,6 +60,48 @@ def vjp(kernel: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., tupl
         )
 
     return result, back
+
+
+_FUSED_ENTRIES = 256  # differentiable kernels kept for fused functions' specs (oldest out)
+_fused_kernels: dict[str, Any] = {}  # a fused spec's data (JSON) -> its kernel with grad = "auto"
+
+
+def _fused_vjp(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Callable[..., tuple[Any, ...]]]:
+    """A fused function's vjp: its one elementwise kernel, differentiated by ``grad = "auto"`` (kspec/spec/
+    _autodiff.py reads the traced code), the gradients given back per argument of the function."""
+    stream = kwargs.pop("stream", None)
+    form = fn.elementwise_form(*args, **kwargs)
+    if form is None:
+        raise KspecNotImplementedError(
+            f"kspec.vjp: fused function '{fn.kernel_name}' runs reductions, several kernels or in-place updates for "
+            "these arguments; only fused functions that are one elementwise kernel are differentiable yet"
+        )
+    spec, index, bound = form
+    kernel = _auto_kernel(spec)
+    result, back_k = vjp(kernel, *[bound[i] for i in index], **({"stream": stream} if stream is not None else {}))
+
+    def back(*grads: Any) -> tuple[Any, ...]:
+        out: list[Any] = [None] * len(bound)
+        for position, grad in zip(index, back_k(*grads)):
+            if grad is not None:
+                out[position] = grad if out[position] is None else out[position] + grad
+        return tuple(out)
+
+    return result, back
+
+
+def _auto_kernel(spec: Any) -> Any:
+    import json
+
+    data = spec.to_data()
+    key = json.dumps(data, sort_keys=True, default=str)
+    kernel = _fused_kernels.get(key)
+    if kernel is None:
+        if len(_fused_kernels) >= _FUSED_ENTRIES:
+            del _fused_kernels[next(iter(_fused_kernels))]
+        data.pop("kind", None)
+        kernel = _fused_kernels[key] = ElementwiseKernel.from_spec(ElementwiseSpec(**data, grad="auto"))
+    return kernel
 
 
 def _spec_of(kernel: Any) -> Any:

@@ -46,8 +46,40 @@ _BINARY: dict[str, Callable[[str, str], tuple[str | None, str | None]]] = {
 }
 
 
+# kspec::uf:: (kspec/ufunc.cuh: NumPy's ufuncs, what kspec.fuse's kernels call) -> the rule of the same function
+_UF_ALIASES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "absolute": "fabs", "maximum": "fmax",
+               "minimum": "fmin", "power": "pow", "float_power": "pow", "divide": "true_divide"}  # fmt: skip
+_UF_UNARY: dict[str, Callable[[str], str | None]] = {
+    "negative": lambda a: "(-1)", "square": lambda a: f"(2 * ({a}))", "reciprocal": lambda a: f"(-1 / (({a}) * ({a})))",
+    "arcsinh": lambda a: f"rsqrt(({a}) * ({a}) + 1)", "arccosh": lambda a: f"rsqrt(({a}) * ({a}) - 1)",
+    "arctanh": lambda a: f"(1 / (1 - ({a}) * ({a})))",
+    **dict.fromkeys(("sign", "signbit", "isnan", "isinf", "isfinite", "logical_not", "invert", "nonzero", "iabs",
+                     "uabs"), lambda a: None),
+}  # fmt: skip
+_UF_BINARY: dict[str, Callable[[str, str], tuple[str | None, str | None]]] = {
+    "add": lambda a, b: ("1", "1"), "subtract": lambda a, b: ("1", "(-1)"),
+    "multiply": lambda a, b: (b, a), "true_divide": lambda a, b: (f"(1 / ({b}))", f"(-({a}) / (({b}) * ({b})))"),
+    "logaddexp": lambda a, b: (f"(1 / (1 + exp(({b}) - ({a}))))", f"(1 / (1 + exp(({a}) - ({b}))))"),
+    "fmod": lambda a, b: ("1", f"(-trunc(({a}) / ({b})))"),
+    **dict.fromkeys(("equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+                     "logical_or", "logical_xor", "floor_divide", "heaviside", "bitwise_and", "bitwise_or",
+                     "bitwise_xor", "left_shift", "right_shift", "gcd", "lcm", "nextafter"),
+                    lambda a, b: (None, None)),
+}  # fmt: skip
+_UF = "kspec::uf::"
+
+
 def known_functions() -> list[str]:
     return sorted({*_UNARY, *_BINARY, "fma"})
+
+
+def _rules(name: str) -> tuple[Callable[[str], str | None] | None, Callable[[str, str], tuple[str | None, str | None]] | None]:
+    """(unary rule, binary rule) of a called function (C's, with or without an f suffix, or kspec::uf's)."""
+    if name.startswith(_UF):
+        base = _UF_ALIASES.get(name[len(_UF):], name[len(_UF):])
+        return _UF_UNARY.get(base) or _UNARY.get(base), _UF_BINARY.get(base) or _BINARY.get(base)
+    base = name[:-1] if name.endswith("f") and (name[:-1] in _UNARY or name[:-1] in _BINARY) else name
+    return _UNARY.get(base), _BINARY.get(base)
 
 
 def derive_backward(operation: str, in_params: Sequence[Param], out_params: Sequence[Param],
@@ -183,14 +215,14 @@ def _d(node: Node, u: str) -> str | None:
 
 
 def _d_call(name: str, args: tuple[Node, ...], u: str) -> str | None:
-    base = name[:-1] if name.endswith("f") and (name[:-1] in _UNARY or name[:-1] in _BINARY) else name
+    unary, binary = _rules(name)
     texts = [_emit(x) for x in args]
-    if base in _UNARY and len(args) == 1:
-        return _mul(_UNARY[base](texts[0]), _d(args[0], u)) if _d(args[0], u) is not None else None
-    if base in _BINARY and len(args) == 2:
-        pa, pb = _BINARY[base](texts[0], texts[1])
+    if unary is not None and len(args) == 1:
+        return _mul(unary(texts[0]), _d(args[0], u)) if _d(args[0], u) is not None else None
+    if binary is not None and len(args) == 2:
+        pa, pb = binary(texts[0], texts[1])
         return _add(_mul(pa, _d(args[0], u)), _mul(pb, _d(args[1], u)))
-    if base == "fma" and len(args) == 3:  # a * b + c
+    if name in ("fma", _UF + "fma") and len(args) == 3:  # a * b + c
         return _add(_add(_mul(texts[1], _d(args[0], u)), _mul(texts[0], _d(args[1], u))), _d(args[2], u))
     if all(_d(x, u) is None for x in args):
         return None  # a call that does not read u (e.g. of constants) contributes nothing
