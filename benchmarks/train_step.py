@@ -1,0 +1,121 @@
+"""A training step through a kspec kernel with gradients (issue [AD]): bias-GELU (tanh form) forward and backward
+against eager PyTorch and Inductor, beside the traffic floor measured in the same run.
+
+The step: ``y = gelu_tanh(x + b)`` on an (N, M) float32 ``x`` with an (M,) bias, then the gradients of ``x`` and
+``b`` for an incoming gradient ``g`` (``torch.autograd.grad``, so nothing accumulates). Contenders:
+
+- PyTorch eager: ``F.gelu(x + b, approximate="tanh")``;
+- Inductor: the same forward in ``torch.compile(fullgraph=True)`` (AOTAutograd compiles its backward);
+- kspec op, eager / compiled: ``kspec.torch.register`` of an ElementwiseKernel with ``grad = "auto"`` (its backward
+  kernel derived from the operation), called eagerly and inside ``torch.compile``;
+- kspec bare, compiled: the kernel called directly inside ``torch.compile`` (no ``register``).
+
+The floor: the step must read ``x`` and write ``y``, then read ``g`` and ``x`` and write ``x``'s gradient: five
+arrays of N*M floats, 2.5 times a device-to-device copy of ``x`` (``y.copy_(x)``), timed here; ``b``'s gradient
+(a column sum) is extra traffic on top. Device time per step from CUDA events, medians of ``--reps`` steps in
+``--rounds`` rounds that alternate the contenders. Usage::
+
+    python benchmarks/train_step.py [--shape 16384 4096] [--reps 50] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+GELU_TANH = (
+    "T v = x + b;\n"
+    "T u = 0.7978845608028654f * (v + 0.044715f * v * v * v);\n"
+    "y = 0.5f * v * (1.0f + tanh(u));"
+)
+
+
+def contenders(torch: Any) -> dict[str, Callable[[Any, Any, Any], Any]]:
+    import torch.nn.functional as F
+
+    import kspec
+    import kspec.torch as kt
+
+    kernel = kspec.ElementwiseKernel("T x, T b", "T y", GELU_TANH, "bench_bias_gelu", grad="auto")
+    op = kt.register(kernel)
+
+    def step_of(forward: Callable[[Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+        def step(x: Any, b: Any, g: Any) -> Any:
+            return torch.autograd.grad(forward(x, b), (x, b), g)
+
+        return step
+
+    def torch_gelu(x: Any, b: Any) -> Any:
+        return F.gelu(x + b, approximate="tanh")
+
+    def compiled(forward: Callable[[Any, Any], Any]) -> Any:  # AOTAutograd compiles its backward graph too
+        return torch.compile(forward, fullgraph=True)
+
+    return {
+        "PyTorch eager": step_of(torch_gelu),
+        "Inductor (torch.compile)": step_of(compiled(torch_gelu)),
+        "kspec op, eager": step_of(op),
+        "kspec op, torch.compile": step_of(compiled(lambda x, b: op(x, b))),
+        "kspec bare call, torch.compile": step_of(compiled(lambda x, b: kernel(x, b))),
+    }
+
+
+def time_ms(torch: Any, fn: Callable[[], Any], reps: int) -> list[float]:
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    torch.cuda.synchronize()
+    for start, end in zip(starts, ends):
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+def main() -> None:
+    import torch
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", type=int, nargs=2, default=[16384, 4096])
+    parser.add_argument("--reps", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=3)
+    options = parser.parse_args()
+    n, m = options.shape
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn((n, m), device="cuda", generator=gen, requires_grad=True)
+    b = torch.randn((m,), device="cuda", generator=gen, requires_grad=True)
+    g = torch.randn((n, m), device="cuda", generator=gen)
+    steps = contenders(torch)
+    want = steps["PyTorch eager"](x, b, g)
+    for name, step in steps.items():  # warm-up (compiles) and the check
+        got = step(x, b, g)
+        for a, w in zip(got, want):
+            torch.testing.assert_close(a, w, rtol=2e-4, atol=2e-3, msg=name)
+    copy_dst = torch.empty_like(x, requires_grad=False)
+    x_data = x.detach()
+    samples: dict[str, list[float]] = {name: [] for name in ["copy (floor / 2.5)", *steps]}
+    for _ in range(options.rounds):
+        samples["copy (floor / 2.5)"] += time_ms(torch, lambda: copy_dst.copy_(x_data), options.reps)
+        for name, step in steps.items():
+            samples[name] += time_ms(torch, lambda step=step: step(x, b, g), options.reps)
+    copy = statistics.median(samples.pop("copy (floor / 2.5)"))
+    floor = 2.5 * copy
+    inductor = statistics.median(samples["Inductor (torch.compile)"])
+    print(f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}: bias-GELU (tanh) training step on ({n}, {m}) "
+          f"float32 + ({m},) bias; medians of {options.rounds} x {options.reps} steps (CUDA events)")  # fmt: skip
+    print(f"copy of x: {copy:.4f} ms; traffic floor (2.5 copies): {floor:.4f} ms\n")
+    print(f"| {'contender':<32} | {'ms / step':>9} | {'/ floor':>7} | {'/ Inductor':>10} |")
+    print(f"|{'-' * 34}|{'-' * 11}|{'-' * 9}|{'-' * 12}|")
+    for name, got in samples.items():
+        ms = statistics.median(got)
+        print(f"| {name:<32} | {ms:9.4f} | {ms / floor:7.2f} | {ms / inductor:10.2f} |")
+
+
+if __name__ == "__main__":
+    main()
