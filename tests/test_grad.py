@@ -310,3 +310,51 @@ def test_vjp_of_a_fused_function_matches_finite_differences(on_cpu_device):
 def test_vjp_of_a_fused_reduction_says_it_is_not_yet_differentiable(on_cpu_device):
     with pytest.raises(kspec.KspecNotImplementedError, match="fused function 'fused_rowsum' runs reductions"):
         kspec.vjp(fused_rowsum, np.ones((2, 3)))
+
+
+# -- reductions ------------------------------------------------------------------------------------------------
+
+WSSQ = dict(name="wssq", in_params="T x, T w", out_params="T y", map_expr="x * x * w", reduce_expr="a + b",
+            post_map_expr="y = a", identity="0")  # fmt: skip
+
+
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (1, False), (0, True), ((0, 1), False)])
+def test_vjp_of_a_sum_reduction_with_auto(on_cpu_device, axis, keepdims):
+    from kspec.spec import ReductionSpec
+
+    kernel = kspec.ReductionKernel.from_spec(ReductionSpec(**WSSQ, grad="auto"))
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    y, back = kspec.vjp(kernel, x, w, axis=axis, keepdims=keepdims)
+    want = (x * x * w).sum(axis=axis, keepdims=keepdims)
+    np.testing.assert_allclose(y, want, rtol=1e-12)
+    g = rng.standard_normal(np.shape(want))
+    gx, gw = back(np.asarray(g))
+    fx, fw = _numeric_vjp(lambda a, b: (a * a * b).sum(axis=axis, keepdims=keepdims), [x, w], g)
+    np.testing.assert_allclose(gx, fx, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gw, fw, rtol=1e-6, atol=1e-8)
+
+
+def test_a_product_reduction_takes_a_table_reading_the_output(on_cpu_device):
+    k = kspec.ReductionKernel("T x", "T y", "x", "a * b", "y = a", "1", "prod_grad", grad={"x": "grad_y * y / x"})
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 0.5]])
+    y, back = kspec.vjp(k, x, axis=1)
+    np.testing.assert_allclose(y, [6.0, 10.0])
+    (gx,) = back(np.array([1.0, 2.0]))
+    np.testing.assert_allclose(gx, [[6.0, 3.0, 2.0], [5.0, 4.0, 40.0]])
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(reduce_expr="max(a, b)"), "'auto' differentiates sums (reduce_expr 'a + b', post_map_expr 'y = a')"),
+        (dict(post_map_expr="y = a / _in_ind.size()"), "'auto' differentiates sums"),
+        (dict(map_expr="x * _J"), "cannot differentiate a map_expr that reads '_J'"),
+    ],
+)
+def test_auto_on_a_reduction_names_what_it_cannot_do(changes, message):
+    from kspec.spec import ReductionSpec
+
+    with pytest.raises(kspec.SpecError, match="field 'grad'") as info:
+        ReductionSpec(**{**WSSQ, **changes, "grad": "auto"})
+    assert message in str(info.value)

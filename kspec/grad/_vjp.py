@@ -28,6 +28,8 @@ def vjp(kernel: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., tupl
     has no entry."""
     if isinstance(kernel, FusedFunction):
         return _fused_vjp(kernel, args, kwargs)
+    if isinstance(kernel, ReductionKernel):
+        return _reduction_vjp(kernel, _spec_of(kernel), args, kwargs)
     spec = _spec_of(kernel)
     backward = kernel.backward_kernel()
     n_in, n_out = len(spec.in_params), len(spec.out_params)
@@ -104,11 +106,42 @@ def _auto_kernel(spec: Any) -> Any:
     return kernel
 
 
+def _reduction_vjp(kernel: Any, spec: Any, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> tuple[Any, Callable[..., tuple[Any, ...]]]:  # fmt: skip
+    """A reduction's vjp: its backward kernel runs over the inputs' broadcast shape, the output and its gradient
+    reshaped with the reduced axes kept (extent 1), so that they broadcast back along them."""
+    import numpy as np
+
+    n_in = len(spec.in_params)
+    if len(args) != n_in or kwargs.get("out") is not None:
+        raise KspecTypeError(f"kernel '{spec.name}': kspec.vjp takes the reduction's {n_in} inputs (no out=)")
+    for param, arg in zip(spec.in_params, args):
+        if param.name in spec.backward()[0]:
+            _check_floating(spec.name, param.name, arg)
+    result = kernel(*args, **kwargs)
+    full = np.broadcast_shapes(*(tuple(getattr(a, "shape", ())) for a in args))
+    axis = kwargs.get("axis")
+    axes = set(range(len(full))) if axis is None else {a % max(len(full), 1) for a in (axis if isinstance(axis, tuple) else (axis,))}
+    kept = tuple(1 if d in axes else n for d, n in enumerate(full))
+    stream = kwargs.get("stream")
+    backward = kernel.backward_kernel()
+    names = spec.backward()[0]
+
+    def back(grad: Any) -> tuple[Any, ...]:
+        on = {"stream": stream} if stream is not None else {}
+        made = backward(*args, result.reshape(kept), grad.reshape(kept), **on)
+        by_name = dict(zip(names, made if isinstance(made, tuple) else (made,)))
+        return tuple(_reduced(by_name[p.name], a, stream) if p.name in by_name else None for p, a in zip(spec.in_params, args))
+
+    return result, back
+
+
 def _spec_of(kernel: Any) -> Any:
-    spec = getattr(kernel, "spec", None) if isinstance(kernel, ElementwiseKernel) else None
+    spec = getattr(kernel, "spec", None) if isinstance(kernel, (ElementwiseKernel, ReductionKernel)) else None
     if spec is None:
         raise KspecTypeError(
-            f"kernel: kspec.vjp takes an ElementwiseKernel whose spec has a grad table, got {type(kernel).__name__}"
+            "kernel: kspec.vjp takes an ElementwiseKernel or ReductionKernel whose spec declares gradients, or a "
+            f"kspec.fuse function; got {type(kernel).__name__}"
         )
     if spec.grad is None:
         raise KspecValueError(

@@ -17,6 +17,7 @@ from typing import Any
 
 from .._args import flag, options_tuple
 from . import _spec_kernel
+from ._spec_kernel import grad_key
 from ._arguments import MISS
 from ._planner import elementwise_steps, plan_elementwise_call, prepare_elementwise
 from ._prepared import PreparedCall
@@ -46,7 +47,7 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
     ) -> None:
         key = self._adopt((type(self), in_params, out_params, operation, name, reduce_dims, preamble, no_return, return_tuple,
                            options if type(options) is not list else tuple(options), loop_prep, after_loop,
-                           grad if not isinstance(grad, Mapping) else (dict, *grad.items()))
+                           grad_key(grad))
                           if type(reduce_dims) is bool and type(no_return) is bool and type(return_tuple) is bool else None)
         if key is None:  # built before: kspec/kernels/_ctor_memo.py
             return
@@ -86,12 +87,8 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
         return result if result is not MISS else calls.miss(args, stream, extra)
 
     def backward_kernel(self) -> ElementwiseKernel:
-        """The kernel of this spec's backward (``grad`` table or ``"auto"``; kspec.grad uses it), served from the
-        same precompiled binaries; made once."""
-        backward = self.__dict__.get("_backward")
-        if backward is None:
-            backward = self._backward = ElementwiseKernel.from_spec(self.spec.backward_spec(), binaries=self._binaries)
-        return backward
+        """The elementwise kernel of this spec's backward (``grad``: a table or ``"auto"``), made once."""
+        return self._backward_with(ElementwiseKernel)
 
     NOT_PREPARED: Any = MISS  # what call_prepared returns for a call it cannot serve
 

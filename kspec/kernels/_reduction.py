@@ -11,13 +11,15 @@ runs through :mod:`._callpath`. Several outputs come back as a tuple
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._args import flag, options_tuple
 from .._errors import KspecValueError, about_kernel
 from . import _spec_kernel
+from ._spec_kernel import grad_key
 from ._arguments import MISS
+from ._elementwise import ElementwiseKernel
 from ._array_spec import ArraySpec
 from ._planner_reduction import plan_reduction_call, prepare_reduction, reduction_steps
 from ._prepared import PreparedCall
@@ -42,9 +44,12 @@ class ReductionKernel(_spec_kernel.SpecKernel):
         reduce_dims: bool = True,
         preamble: str = "",
         options: Sequence[str] = (),
+        *,
+        grad: Mapping[str, str] | str | None = None,
     ) -> None:
         key = self._adopt((type(self), in_params, out_params, map_expr, reduce_expr, post_map_expr, type(identity), identity,
-                           name, reduce_type, reduce_dims, preamble, options if type(options) is not list else tuple(options))
+                           name, reduce_type, reduce_dims, preamble, options if type(options) is not list else tuple(options),
+                           grad_key(grad))
                           if type(reduce_dims) is bool else None)
         if key is None:  # built before: kspec/kernels/_ctor_memo.py
             return
@@ -54,7 +59,13 @@ class ReductionKernel(_spec_kernel.SpecKernel):
         fields: dict[str, Any] = dict(identity=identity, reduce_type=reduce_type,
                                       reduce_dims=flag(reduce_dims, "reduce_dims"), options=options,
                                       cupy_headers=True)  # CuPy's implicit environment: M_PI, CArray, atomics...
+        if grad is not None:  # issue [AD]: the spec model checks it (the plain path does not take it)
+            fields["grad"] = dict(grad) if isinstance(grad, Mapping) else grad
         self._built(key, self._build_spec(texts, fields))
+
+    def backward_kernel(self) -> ElementwiseKernel:
+        """The elementwise kernel of this spec's backward (``grad``: a table or ``"auto"``), made once."""
+        return self._backward_with(ElementwiseKernel)
 
     @property
     def map_expr(self) -> str:

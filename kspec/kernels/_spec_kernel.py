@@ -177,6 +177,14 @@ class SpecKernel:
             spec = self._spec = spec.validated()  # same table, same keys: memoised specializations stay valid
         return spec
 
+    def _backward_with(self, elementwise: Any) -> Any:
+        """The kernel (of class ``elementwise``) of this spec's backward (its ``grad``; kspec.grad uses it),
+        served from the same precompiled binaries; made once."""
+        backward = self.__dict__.get("_backward")
+        if backward is None:
+            backward = self._backward = elementwise.from_spec(self.spec.backward_spec(), binaries=self._binaries)
+        return backward
+
     @property
     def name(self) -> str:
         return str(self._spec.name)
@@ -389,3 +397,8 @@ def _rebuild(cls: type[SpecKernel], spec: Any, binaries: str | None, cupy_rules:
     kernel = cls.from_spec(spec, binaries=binaries)
     kernel._cupy_rules = cupy_rules
     return kernel
+
+
+def grad_key(grad: Any) -> Any:
+    """A constructor's ``grad=`` in its memo key: a table as its items (a dict is not hashable)."""
+    return (dict, *grad.items()) if isinstance(grad, Mapping) else grad

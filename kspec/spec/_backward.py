@@ -20,20 +20,32 @@ BACKWARD_SUFFIX = "_backward"
 
 
 def backward_spec(spec: Any) -> Any:
-    """The backward ElementwiseSpec of ``spec`` (an ElementwiseSpec with ``grad``); ValueError without one."""
-    if getattr(spec, "KIND", None) != "elementwise" or getattr(spec, "grad", None) is None:
+    """The backward ElementwiseSpec of ``spec`` (an elementwise or reduction spec with ``grad``); a SpecError
+    naming the kernel without one."""
+    if getattr(spec, "grad", None) is None or not callable(getattr(spec, "backward_spec", None)):
         raise SpecError("declares no gradient: give its spec a grad table (input name -> expression) or "
                         "grad = \"auto\"", kernel=getattr(spec, "name", None), field="grad")  # fmt: skip
-    outputs = [p for p in spec.out_params]
+    return spec.backward_spec()
+
+
+def build_backward(spec: Any, elementwise: type) -> Any:
+    """The backward spec of ``spec``, of class ``elementwise`` (ElementwiseSpec: this module does not import the
+    models, they import it). An elementwise kernel's backward runs over the broadcast shape; a reduction's over
+    its inputs' shape, with the output and its gradient broadcast back along the reduced axes (kspec.grad
+    passes them with those axes kept)."""
+    outputs = list(spec.out_params)
+    inputs = [p for p in spec.in_params if not (spec.KIND == "reduction" and p.raw)]
     in_params = [
-        *spec.in_params,
+        *inputs,
         *(Param(name=p.name, type=p.type) for p in outputs),  # the forward's results, read as inputs
         *(Param(name=GRAD_PREFIX + p.name, type=p.type) for p in outputs),
     ]
     names, operation = spec.backward()
     types = {p.name: p.type for p in spec.in_params}
     out_params = [Param(name=GRAD_PREFIX + name, type=types[name]) for name in names]
-    return type(spec)(  # an ElementwiseSpec (this module does not import the models: they import it)
+    used = {p.type for p in (*in_params, *out_params)}
+    instantiations = [{k: v for k, v in inst.items() if k in used} for inst in spec.instantiations]
+    return elementwise(
         name=spec.name + BACKWARD_SUFFIX,
         doc=f"The backward kernel of {spec.name} (kspec.grad, from its grad table).",
         options=spec.options,
@@ -43,16 +55,17 @@ def backward_spec(spec: Any) -> Any:
         preamble=spec.preamble,
         cupy_headers=spec.cupy_headers,
         reduce_dims=spec.reduce_dims,
-        instantiations=spec.instantiations,
-        scalars=spec.scalars,
+        instantiations=[dict(t) for t in dict.fromkeys(tuple(sorted(i.items())) for i in instantiations)],
+        scalars=[n for n in spec.scalars if n in {p.name for p in in_params}],
     )
 
 
 def with_backwards(specs: Iterable[Any]) -> list[Any]:
-    """``specs`` with each elementwise spec's backward spec after it (what ``kspec build`` precompiles)."""
+    """``specs`` with each spec's backward spec after it where it declares gradients (what ``kspec build``
+    precompiles)."""
     out: list[Any] = []
     for spec in specs:
         out.append(spec)
-        if getattr(spec, "KIND", None) == "elementwise" and getattr(spec, "grad", None) is not None:
+        if getattr(spec, "grad", None) is not None:
             out.append(backward_spec(spec))
     return out

@@ -18,7 +18,9 @@ from .. import dtypes
 from .._errors import InstantiationError, SpecError, SpecErrorGroup
 from ._base import _KernelSpec
 from ._autodiff import derive_backward
+from ._backward import build_backward
 from ._grad import check_grad, grad_table, table_backward
+from ._grad_reduction import reduction_backward
 from ._placeholders import PlaceholderRules
 from ._params import Param, parse_params
 from ._raw import RawSpec
@@ -107,9 +109,7 @@ class ElementwiseSpec(_TypedKernelSpec):
 
     def backward_spec(self) -> "ElementwiseSpec":
         """The backward kernel's spec (kspec/spec/_backward.py)."""
-        from ._backward import backward_spec
-
-        return backward_spec(self)  # type: ignore[no-any-return]
+        return build_backward(self, ElementwiseSpec)  # type: ignore[no-any-return]
 
     def backward(self) -> tuple[tuple[str, ...], str]:
         """(the inputs that have a gradient, the backward operation writing ``grad_<input>``) of the ``grad``
@@ -138,6 +138,24 @@ class ReductionSpec(_TypedKernelSpec):
     post_map_expr: StrictStr
     identity: StrictStr | None = None
     reduce_type: StrictStr | None = None
+    # Issue [AD]: input name -> its gradient (an expression of the inputs, the output and grad_<output>, both
+    # broadcast back along the reduced axes), or "auto" for a sum (kspec/spec/_grad_reduction.py).
+    grad: dict[StrictStr, StrictStr] | Literal["auto"] | None = None
+
+    @field_validator("grad", mode="before")
+    @classmethod
+    def _check_grad_table(cls, v: object) -> dict[str, str] | None:
+        return grad_table(v)
+
+    def backward_spec(self) -> ElementwiseSpec:
+        """The backward kernel's spec: elementwise over the inputs' shape (kspec/spec/_backward.py)."""
+        return build_backward(self, ElementwiseSpec)  # type: ignore[no-any-return]
+
+    def backward(self) -> tuple[tuple[str, ...], str]:
+        """(the inputs that have a gradient, the backward operation); see ElementwiseSpec.backward."""
+        if self.grad is None:
+            raise SpecError("this kernel declares no gradient", kernel=self.name, field="grad")
+        return reduction_backward(self)
 
     @field_validator("map_expr", "reduce_expr", "post_map_expr")
     @classmethod
@@ -160,6 +178,9 @@ class ReductionSpec(_TypedKernelSpec):
 
     def _check_kind(self) -> None:
         check_reduction_shape(self.in_params, self.out_params, self.reduce_type, self.preamble)
+        if self.grad is not None:
+            check_grad(self.grad, self.in_params, self.out_params)
+            self.backward()  # what cannot be differentiated is an error at load time
 
 
 KernelSpec = Annotated[Union[ElementwiseSpec, ReductionSpec, RawSpec], Field(discriminator="kind")]

@@ -1,0 +1,39 @@
+"""The gradient of a reduction spec (issue [AD]): a table written like an elementwise kernel's, or ``"auto"`` for
+a sum.
+
+A reduction ``y = post(reduce(map(x)))`` has, per input element, the gradient of the output it went into. The
+backward kernel is elementwise over the inputs' shape and reads the inputs, the output ``y`` and its gradient
+``grad_y``, both broadcast back along the reduced axes. A table may use all three (a product's
+``{x = "grad_y * y / x"}``); ``"auto"`` takes the sums, ``reduce_expr`` ``a + b`` and ``post_map_expr``
+``y = a`` (a cast allowed), where the gradient is ``grad_y`` times the derivative of ``map_expr``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .._errors import SpecError
+from ._autodiff import derive_backward
+from ._grad import table_backward
+
+_SUM = re.compile(r"\s*(?:a\s*\+\s*b|b\s*\+\s*a)\s*;?\s*")
+_INDEXERS = re.compile(r"\b(_J|_in_ind|_out_ind|_raw_\w+)\b")
+
+
+def reduction_backward(spec: Any) -> tuple[tuple[str, ...], str]:
+    """(the inputs with a gradient, the backward operation) of a reduction spec with ``grad``."""
+    if spec.grad != "auto":
+        return table_backward(spec.grad)
+    (out,) = spec.out_params
+    post = re.compile(rf"\s*{re.escape(out.name)}\s*=\s*(?:\(\s*[\w:\s]+\)\s*)?a\s*;?\s*")
+    if not _SUM.fullmatch(spec.reduce_expr) or not post.fullmatch(spec.post_map_expr):
+        raise SpecError(
+            f"'auto' differentiates sums (reduce_expr 'a + b', post_map_expr '{out.name} = a'); this kernel's are "
+            f"{spec.reduce_expr!r} and {spec.post_map_expr!r}: give the grad table by hand",
+            field="grad",
+        )
+    found = _INDEXERS.search(spec.map_expr)
+    if found is not None:
+        raise SpecError(f"'auto' cannot differentiate a map_expr that reads {found.group(1)!r}", field="grad")
+    return derive_backward(f"{out.name} = {spec.map_expr};", spec.in_params, spec.out_params, spec.placeholders)
