@@ -2,7 +2,7 @@
 
 Without a framework (CuPy, PyTorch or kspec arrays on the GPU; NumPy on the CPU device):
 ``z, back = kspec.vjp(kernel, x, y)`` runs the kernel; ``gx, gy = back(gz)`` runs its backward kernel
-(kspec/grad/_backward.py) on the same inputs, the outputs and ``gz``, then sums each input's gradient over the
+(kspec/spec/_backward.py) on the same inputs, the outputs and ``gz``, then sums each input's gradient over the
 axes the input was broadcast along, so that it has the input's shape. An input without a gradient entry (and a
 raw input) gets None.
 """
