@@ -82,3 +82,52 @@ def test_static_scalars_and_integer_arrays_get_no_gradient():
 def test_a_kernel_without_gradients_still_says_so():
     with pytest.raises(kspec.KspecNotImplementedError, match="kernel 'jax_plain_square' cannot be differentiated"):
         jax.grad(lambda v: PLAIN(v).sum())(_data(6, 3))
+
+
+@kspec.fuse
+def fused_poly(x, b):
+    v = x + b
+    return v * np.tanh(v) + x * x
+
+
+@kspec.fuse
+def fused_rowsum(x):
+    return (x * x).sum(axis=1)
+
+
+SUMSQ = kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "jax_grad_sumsq", grad="auto")
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_a_fused_function_is_differentiable_with_no_declaration(jit):
+    x, b, g = _data(7, 4, 5), _data(8, 5), _data(9, 4, 5)
+    call = jax.jit(fused_poly) if jit else (lambda x, b: kj.call(fused_poly, x, b))
+    y, back = jax.vjp(call, x, b)
+    gx, gb = back(g)
+    xd, bd, gd = (np.asarray(a, np.float64) for a in (x, b, g))
+    v = xd + bd
+    dv = gd * (np.tanh(v) + v * (1 - np.tanh(v) ** 2))
+    np.testing.assert_allclose(np.asarray(y), v * np.tanh(v) + xd * xd, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(gx), dv + 2 * xd * gd, rtol=2e-4, atol=2e-5)
+    np.testing.assert_allclose(np.asarray(gb), dv.sum(axis=0), rtol=2e-4, atol=2e-4)
+    check_grads(jax.jit(fused_poly), (x, b), order=1, modes=["rev"], atol=5e-2, rtol=5e-2)
+
+
+def test_a_fused_reduction_says_it_is_not_differentiable_yet():
+    x = _data(10, 3, 4)
+    np.testing.assert_allclose(np.asarray(fused_rowsum(x)), (np.asarray(x) ** 2).sum(axis=1), rtol=1e-5)
+    with pytest.raises(kspec.KspecNotImplementedError, match="'fused_rowsum' cannot be differentiated.* runs reductions"):
+        jax.grad(lambda v: fused_rowsum(v).sum())(x)
+
+
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (1, False), ((0, 2), True)])
+def test_a_reduction_with_grad_under_jax_grad(axis, keepdims):
+    x = _data(11, 3, 4, 5)
+    g = _data(12, *np.asarray(x).sum(axis=axis, keepdims=keepdims).shape)
+    y, back = jax.vjp(lambda v: SUMSQ(v, axis=axis, keepdims=keepdims), x)
+    (gx,) = back(g)
+    gd = np.asarray(g, np.float64)
+    want = 2 * np.asarray(x, np.float64) * (gd if keepdims or axis is None else np.expand_dims(gd, axis))
+    np.testing.assert_allclose(np.asarray(gx), want, rtol=2e-5, atol=1e-6)
+    gj = jax.jit(jax.grad(lambda v: SUMSQ(v, axis=axis, keepdims=keepdims).sum()))(x)
+    np.testing.assert_allclose(np.asarray(gj), 2 * np.asarray(x), rtol=2e-5, atol=1e-6)

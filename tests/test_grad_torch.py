@@ -5,6 +5,7 @@ skipped where PyTorch is not installed."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -82,3 +83,92 @@ def test_scalar_inputs_get_no_gradient_and_frozen_inputs_cost_nothing(on_cpu_dev
     torch.testing.assert_close(x.grad, torch.full((4,), 2.5, dtype=torch.float64))
     frozen = torch.randn(4, dtype=torch.float64)
     assert op(frozen, 2.0).grad_fn is None  # nothing saved, no backward node
+
+
+@kspec.fuse
+def fused_act(x, b):
+    v = x + b
+    return v * np.tanh(v) + np.sin(x)
+
+
+@kspec.fuse
+def fused_norm(x):
+    return (x * x).sum(axis=1)
+
+
+SUMSQ = kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "torch_grad_sumsq", grad="auto")
+
+
+def test_a_fused_function_has_autograd_with_no_declaration(on_cpu_device):
+    op = kt.register(fused_act)
+    x, b = _inputs(3)
+    assert torch.autograd.gradcheck(op, (x, b))
+    op(x, b).square().sum().backward()
+    got = x.grad.clone(), b.grad.clone()
+    x.grad = b.grad = None
+    _reference(x, b).square().sum().backward()
+    torch.testing.assert_close(got[0], x.grad)
+    torch.testing.assert_close(got[1], b.grad)
+
+
+@pytest.mark.parametrize("bare", [False, True], ids=["registered", "bare"])
+def test_a_fused_function_trains_inside_torch_compile(on_cpu_device, bare):
+    op = fused_act if bare else kt.register(fused_act)
+    x, b = _inputs(4)
+
+    def step(x, b):
+        return op(x, b).square().mean()
+
+    explanation = torch._dynamo.explain(step)(x, b)
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0
+    torch._dynamo.reset()
+    torch.compile(step, fullgraph=True, backend="aot_eager")(x, b).backward()
+    got = x.grad.clone(), b.grad.clone()
+    x.grad = b.grad = None
+    _reference(x, b).square().mean().backward()
+    torch.testing.assert_close(got[0], x.grad)
+    torch.testing.assert_close(got[1], b.grad)
+
+
+def test_a_fused_function_with_a_scalar_and_an_argument_read_twice(on_cpu_device):
+    @kspec.fuse
+    def poly(x, s):
+        return x * x * s + x
+
+    op = kt.register(poly, scalars=["s"])
+    x = torch.randn(6, dtype=torch.float64, requires_grad=True)
+    op(x, 3.0).sum().backward()
+    torch.testing.assert_close(x.grad, 6.0 * x.detach() + 1.0)
+
+
+def test_a_fused_reduction_raises_only_when_a_gradient_is_asked(on_cpu_device):
+    op = kt.register(fused_norm)
+    x = torch.randn((3, 4), dtype=torch.float64, requires_grad=True)
+    y = op(x)  # the forward runs
+    torch.testing.assert_close(y, (x.detach() ** 2).sum(axis=1))
+    with pytest.raises(kspec.KspecNotImplementedError, match="fused function 'fused_norm'.* runs reductions"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (1, False), ((0, 2), True)])
+def test_a_reduction_with_grad_has_autograd(on_cpu_device, axis, keepdims):
+    op = kt.register(SUMSQ)
+    x = torch.randn((3, 4, 5), dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x: op(x, axis=axis, keepdims=keepdims), (x,))
+    g = torch.randn(op(x, axis=axis, keepdims=keepdims).shape, dtype=torch.float64)
+    (gx,) = torch.autograd.grad(op(x, axis=axis, keepdims=keepdims), (x,), g)
+    want = 2 * x.detach() * (g if keepdims or axis is None else g.unsqueeze(axis))
+    torch.testing.assert_close(gx, want)
+
+
+def test_a_reduction_with_grad_trains_inside_torch_compile(on_cpu_device):
+    op = kt.register(SUMSQ)
+    x = torch.randn((4, 6), dtype=torch.float64, requires_grad=True)
+
+    def step(x):
+        return op(x, axis=1).sqrt().sum()
+
+    torch.compile(step, fullgraph=True, backend="aot_eager")(x).backward()
+    want = x.detach() / (x.detach() ** 2).sum(axis=1, keepdim=True).sqrt()
+    torch.testing.assert_close(x.grad, want)
+    assert kt.register(fused_act)(x.detach(), x.detach()).grad_fn is None  # nothing requires grad: no node

@@ -29,8 +29,9 @@ LAYERS = {"spec": 0, "render": 1, "compiler": 2, "runtime": 3, "kernels": 4, "fu
 # the tools: they may import spec, render, compiler and each other, never runtime or kernels
 TOOLS = {"build", "codegen", "hatch", "cli"}
 TOOLS_MAY_NOT_IMPORT = {"runtime", "kernels"}
-# framework bindings and the packages they use (through their __init__): nothing below kernels, fuse and runtime
-BINDINGS = {"torch": {"kernels", "fuse", "runtime"}}
+# framework bindings and the packages they use (through their __init__): nothing below kernels, fuse and runtime;
+# kspec.grad for the backward kernels their autograd calls (issue [AD])
+BINDINGS = {"torch": {"kernels", "fuse", "grad", "runtime"}}
 # the shared leaves (kspec/<name>.py) that any layer may import; they import no package
 LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing", "_torch_watch"}
 # kspec/__init__.py and kspec/__main__.py sit above every layer (the public front door and the CLI entry), and

@@ -8,6 +8,6 @@ no compiler or launcher.
 from __future__ import annotations
 
 from ..spec import backward_spec
-from ._vjp import vjp
+from ._vjp import auto_kernel, kept_shape, vjp
 
-__all__ = ["backward_spec", "vjp"]
+__all__ = ["auto_kernel", "backward_spec", "kept_shape", "vjp"]

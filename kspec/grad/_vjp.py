@@ -9,7 +9,7 @@ raw input) gets None.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._errors import KspecNotImplementedError, KspecTypeError, KspecValueError
@@ -79,7 +79,7 @@ def _fused_vjp(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[
             "these arguments; only fused functions that are one elementwise kernel are differentiable yet"
         )
     spec, index, bound = form
-    kernel = _auto_kernel(spec)
+    kernel = auto_kernel(spec)
     result, back_k = vjp(kernel, *[bound[i] for i in index], **({"stream": stream} if stream is not None else {}))
 
     def back(*grads: Any) -> tuple[Any, ...]:
@@ -92,7 +92,9 @@ def _fused_vjp(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[
     return result, back
 
 
-def _auto_kernel(spec: Any) -> Any:
+def auto_kernel(spec: Any) -> Any:
+    """The ElementwiseKernel of a fused function's elementwise spec (``FusedFunction.elementwise_form``) with
+    ``grad = "auto"``: its backward_kernel() is the derived backward. One per spec (kept, oldest out)."""
     import json
 
     data = spec.to_data()
@@ -110,8 +112,6 @@ def _reduction_vjp(kernel: Any, spec: Any, args: tuple[Any, ...],
                    kwargs: dict[str, Any]) -> tuple[Any, Callable[..., tuple[Any, ...]]]:  # fmt: skip
     """A reduction's vjp: its backward kernel runs over the inputs' broadcast shape, the output and its gradient
     reshaped with the reduced axes kept (extent 1), so that they broadcast back along them."""
-    import numpy as np
-
     n_in = len(spec.in_params)
     if len(args) != n_in or kwargs.get("out") is not None:
         raise KspecTypeError(f"kernel '{spec.name}': kspec.vjp takes the reduction's {n_in} inputs (no out=)")
@@ -119,10 +119,7 @@ def _reduction_vjp(kernel: Any, spec: Any, args: tuple[Any, ...],
         if param.name in spec.backward()[0]:
             _check_floating(spec.name, param.name, arg)
     result = kernel(*args, **kwargs)
-    full = np.broadcast_shapes(*(tuple(getattr(a, "shape", ())) for a in args))
-    axis = kwargs.get("axis")
-    axes = set(range(len(full))) if axis is None else {a % max(len(full), 1) for a in (axis if isinstance(axis, tuple) else (axis,))}
-    kept = tuple(1 if d in axes else n for d, n in enumerate(full))
+    kept = kept_shape([tuple(getattr(a, "shape", ())) for a in args], kwargs.get("axis"))
     stream = kwargs.get("stream")
     backward = kernel.backward_kernel()
     names = spec.backward()[0]
@@ -134,6 +131,20 @@ def _reduction_vjp(kernel: Any, spec: Any, args: tuple[Any, ...],
         return tuple(_reduced(by_name[p.name], a, stream) if p.name in by_name else None for p, a in zip(spec.in_params, args))
 
     return result, back
+
+
+def kept_shape(shapes: Sequence[tuple[int, ...]], axis: Any) -> tuple[int, ...]:
+    """A reduction's output shape with its reduced axes kept (extent 1): the inputs' broadcast shape, reduced
+    over ``axis`` (None: all; an int or a sequence; negative counts from the end). The output and its gradient,
+    reshaped to it, broadcast back over the inputs in the backward kernel."""
+    import numpy as np
+
+    full = np.broadcast_shapes(*shapes)
+    if axis is None:
+        axes = set(range(len(full)))
+    else:
+        axes = {int(a) % max(len(full), 1) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))}
+    return tuple(1 if d in axes else n for d, n in enumerate(full))
 
 
 def _spec_of(kernel: Any) -> Any:

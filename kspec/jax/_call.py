@@ -87,12 +87,21 @@ class JaxKernel:
                 self._jitted.clear()
             spec = CallSpec(self.kernel, tuple(layout), key[1], target_of(committed))
             traced = functools.partial(run, spec)
-            backward = _backward_of(self.kernel)
-            fn = self._jitted[key] = jax.jit(
-                _no_derivative(self.__name__, traced) if backward is None
-                else with_vjp(traced, JaxKernel(backward), self.kernel.spec, tuple(layout), key[1])  # fmt: skip
-            )
+            fn = self._jitted[key] = jax.jit(self._differentiable(traced, tuple(layout), key[1]))
         return fn(*arrays)
+
+    def _differentiable(self, traced: Callable[..., Any], layout: tuple[Static | None, ...],
+                        keywords: tuple[tuple[str, Any], ...]) -> Callable[..., Any]:  # fmt: skip
+        """``traced`` with its derivative (issue [AD]): a spec's ``grad``; for a fused function that is one
+        elementwise kernel for these arguments, that kernel with ``grad = "auto"``; else kspec's error."""
+        from ..fuse import FusedFunction
+
+        backward = _backward_of(self.kernel)
+        if backward is not None:
+            return with_vjp(traced, JaxKernel(backward), self.kernel.spec, layout, keywords)
+        if isinstance(self.kernel, FusedFunction):
+            return _fused_derivative(self.kernel, self.__name__, traced, layout)
+        return _no_derivative(self.__name__, traced)
 
 
 def _backward_of(kernel: Any) -> Any:
@@ -103,7 +112,18 @@ def _backward_of(kernel: Any) -> Any:
     return kernel.backward_kernel()
 
 
-def _no_derivative(name: str, traced_call: Callable[..., Any]) -> Callable[..., Any]:
+_NO_DERIVATIVE = (
+    "a kspec kernel declares no derivative. Give its spec a grad table (or grad = \"auto\"), write the derivative as "
+    "another kernel and join the two with jax.custom_vjp, or keep the call out of the differentiated path "
+    "(jax.lax.stop_gradient on its inputs)"
+)
+_FUSED_NO_DERIVATIVE = (
+    "for these arguments the fused function runs reductions, several kernels or in-place updates, and only fused "
+    "functions that are one elementwise kernel are differentiable yet"
+)
+
+
+def _no_derivative(name: str, traced_call: Callable[..., Any], why: str = _NO_DERIVATIVE) -> Callable[..., Any]:
     """``traced_call`` with a JVP rule that raises kspec's error: a kernel declares no derivative, and JAX's own
     message would name only its FFI target. Under jit and vmap nothing changes."""
     import jax
@@ -114,11 +134,29 @@ def _no_derivative(name: str, traced_call: Callable[..., Any]) -> Callable[..., 
 
     @call.defjvp
     def _jvp(primals: Any, tangents: Any) -> Any:
-        raise KspecNotImplementedError(
-            f"kspec.jax: kernel '{name}' cannot be differentiated (jax.grad, jax.jvp, jax.vjp): a kspec kernel "
-            "declares no derivative. Write the derivative as another kernel and join the two with jax.custom_vjp, "
-            "or keep the call out of the differentiated path (jax.lax.stop_gradient on its inputs)"
-        )
+        raise KspecNotImplementedError(f"kspec.jax: kernel '{name}' cannot be differentiated (jax.grad, jax.jvp, jax.vjp): {why}")
+
+    return call
+
+
+def _fused_derivative(fused: Any, name: str, traced: Callable[..., Any],
+                      layout: tuple[Static | None, ...]) -> Callable[..., Any]:  # fmt: skip
+    """A fused function's call that JAX can differentiate: where the call is one elementwise kernel, that kernel
+    with ``grad = "auto"`` (kspec.grad.auto_kernel: the same code, its backward derived) run through kspec.jax
+    on the arguments it reads; JAX sums the gradients of an argument it reads twice. Chosen while tracing, from
+    the arguments' types."""
+    from ..grad import auto_kernel
+    from ..kernels import ArraySpec
+
+    def call(*arrays: Any) -> Any:
+        given = iter(arrays)
+        args = [item.value if item is not None else next(given) for item in layout]
+        stand_ins = [a if item is not None else ArraySpec(tuple(a.shape), np.dtype(a.dtype).name) for a, item in zip(args, layout)]
+        form = fused.elementwise_form(*stand_ins)
+        if form is None:
+            return _no_derivative(name, traced, _FUSED_NO_DERIVATIVE)(*arrays)
+        spec, index, _ = form
+        return JaxKernel(auto_kernel(spec))(*[args[k] for k in index])
 
     return call
 

@@ -22,6 +22,10 @@ def with_vjp(traced_call: Callable[..., Any], backward_call: Callable[..., Any],
     """``traced_call`` (a function of the call's arrays) with a VJP from ``backward_call`` (the backward kernel as a
     function of JAX arrays: kspec.jax's JaxKernel of it)."""
     import jax
+
+    from ..grad import kept_shape
+
+    reduction = spec.KIND == "reduction"
     names = spec.backward()[0]
     params = [p.name for p in spec.in_params]
     # the parameter each array argument fills (None past the inputs: an output given as an argument)
@@ -41,7 +45,12 @@ def with_vjp(traced_call: Callable[..., Any], backward_call: Callable[..., Any],
         cts = cotangents if isinstance(cotangents, tuple) else (cotangents,)
         given = iter(arrays)
         inputs = [item.value if item is not None else next(given) for item in layout][: len(params)]
-        made = backward_call(*inputs, *outs, *cts, **dict(keywords))
+        options = dict(keywords)
+        if reduction:  # the output and its gradient broadcast back over the inputs, the reduced axes kept
+            kept = kept_shape([tuple(np.shape(a)) for a in inputs], options.pop("axis", None))
+            outs, cts = tuple(o.reshape(kept) for o in outs), tuple(c.reshape(kept) for c in cts)
+            options.pop("keepdims", None)
+        made = backward_call(*inputs, *outs, *cts, **options)
         by_name = dict(zip(names, made if isinstance(made, tuple) else (made,)))
         return tuple(_shaped(by_name.get(name) if name is not None else None, a) for name, a in zip(array_params, arrays))
 

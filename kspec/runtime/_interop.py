@@ -258,7 +258,13 @@ def array_dtype_ndim(obj: object) -> tuple[np.dtype, int] | None:
 def _cai_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
     # kspec's own checks first, on the dict (their messages, and v2, which cuda.core refuses); the layout is
     # cuda.core's view (kspec/runtime/_generic.py); the producer's stream is ordered before ``stream`` here
-    cai = obj.__cuda_array_interface__
+    try:
+        cai = obj.__cuda_array_interface__
+    except AttributeError:  # a type that has the interface only for GPU buffers (a JAX array in host memory)
+        if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+            return _dlpack_info(obj, param, stream)
+        raise KspecTypeError(f"{_where(param)}{type(obj).__name__} has no __cuda_array_interface__ here (host memory?); "
+                             "copy it to the device first") from None
     version = cai.get("version", 0)
     if version < 2:
         raise KspecTypeError(f"{_where(param)}__cuda_array_interface__ version {version} is too old (need 2 or 3)")
@@ -297,6 +303,10 @@ def order_cai_producer(producer: int, consumer: int, device_id: int) -> None:
 
 def _dlpack_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
     device_type, device_id = obj.__dlpack_device__()
+    if int(device_type) == _generic.KDL_CPU and _device_kind.host_active:  # host memory is the CPU device's
+        host = np.from_dlpack(obj)
+        return ArrayInfo(host.ctypes.data, host.shape, host.strides, host.dtype, _device_kind.HOST_DEVICE_ID,
+                         protocol_library(obj), not host.flags.writeable, host)  # fmt: skip
     if int(device_type) not in _generic.DEVICE_ACCESSIBLE:
         raise KspecTypeError(
             f"{_where(param)}{type(obj).__name__} is on DLPack device type {int(device_type)} (not CUDA); "

@@ -6,8 +6,8 @@ callable to use in place of the kernel: ``op(x, y)`` in eager code and inside ``
 it as one operator (no graph break) with outputs from the kernel's own planning (``kernel.output_specs``).
 ``kspec.torch.register_module(generated.elementwise)`` registers every elementwise and reduction kernel of a
 generated module (or a :class:`kspec.KernelLibrary`). CUDA tensors launch the kernel on PyTorch's current
-stream; CPU tensors run it on kspec's CPU device (``KSPEC_DEVICE=cpu``). Kernels whose spec declares gradients (``grad``) get autograd;
-others have none (docs/guide/pytorch.md).
+stream; CPU tensors run it on kspec's CPU device (``KSPEC_DEVICE=cpu``). Kernels whose spec declares gradients
+(``grad``) and fused functions get autograd; other spec kernels have none (docs/guide/pytorch.md).
 
 PyTorch is imported when something is registered, never by ``import kspec``.
 """
@@ -21,6 +21,7 @@ from typing import Any
 from .._errors import KspecTypeError
 from ..fuse import FusedFunction
 from ..kernels import ElementwiseKernel, KernelLibrary, ReductionKernel
+from . import _backward_of as _grads
 from . import _ops
 from ._autograd import add_autograd
 from ._compile import install as _install
@@ -58,25 +59,28 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
             f"function, got {type(kernel).__name__}"
         )
     default = kernel.kernel_name if kind == "fused" else kernel.name
-    backward = _backward_op(kernel, signature) if kind == "elementwise" else None
     with _ops.lock:
         op_name, found = _ops.op_name(kernel, name, default, signature)
         if found is not None:
             return found
         call = _fused_call(kernel, op_name, signature) if kind == "fused" else kernel
         overload = _ops.define(kernel, op_name, signature, kernel.output_specs, call)
-        if backward is not None:  # issue [AD]: the spec's gradients (kspec/torch/_autograd.py)
-            add_autograd(_ops.library(), op_name, signature.inputs, backward, kernel.spec.backward()[0])
+        backward_of = _backward_of(kernel, kind, op_name, signature)
+        if backward_of is not None:  # issue [AD]: kspec/torch/_autograd.py
+            add_autograd(_ops.library(), op_name, backward_of)
         op = _reduction_op(overload) if kind == "reduction" else overload
         _ops.remember(op_name, kernel, signature, op)
     return op
 
 
-def _backward_op(kernel: Any, signature: Any) -> Any:
-    """The op of ``kernel``'s backward kernel where its spec declares gradients, else None."""
+def _backward_of(kernel: Any, kind: str, op_name: str, signature: Any) -> Any:
+    """Where the op's gradients come from: a spec's ``grad``, or a fused function's derived backward; None for a
+    spec kernel without gradients (the op then has no autograd of its own: PyTorch's fallback)."""
+    if kind == "fused":
+        return _grads.of_fused(kernel, op_name, register)
     if getattr(kernel.spec, "grad", None) is None:
         return None
-    return register(kernel.backward_kernel(), scalars=sorted(signature.scalars))
+    return _grads.of_spec_kernel(kernel, signature.inputs, sorted(signature.scalars), register, kind == "reduction")
 
 
 def register_module(module: Any, *, prefix: str = "", scalars: Mapping[str, Sequence[str]] | None = None) -> Any:

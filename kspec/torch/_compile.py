@@ -47,6 +47,8 @@ def install(register: Any) -> bool:
         return False
     from ..kernels import KernelLibrary, watch_raw_kernel_classes
 
+    global _GETATTR
+    _GETATTR = _getattr_name(UserDefinedObjectVariable)
     kernel_variable = _variable_class(UserDefinedObjectVariable)
     library_variable = _library_class(UserDefinedObjectVariable)
 
@@ -122,22 +124,26 @@ def _variable_class(base: type) -> type:
             _refuse_module_method(self.value, name)
             return super().call_method(tx, name, args, kwargs)
 
-        def var_getattr(self, tx: Any, name: str) -> Any:
-            _refuse_module_method(self.value, name)
-            return super().var_getattr(tx, name)
+    def getattr_refusing(self: Any, tx: Any, name: str) -> Any:
+        _refuse_module_method(self.value, name)
+        return getattr(super(KspecKernelVariable, self), _GETATTR)(tx, name)
 
+    setattr(KspecKernelVariable, _GETATTR, getattr_refusing)
     return KspecKernelVariable
+
+
+# the attribute look-up a variable class overrides: var_getattr up to PyTorch 2.13, tp_getattro_impl after
+_GETATTR = "var_getattr"
+
+
+def _getattr_name(base: type) -> str:
+    return "tp_getattro_impl" if hasattr(base, "tp_getattro_impl") else "var_getattr"
 
 
 def _library_class(base: type) -> type:
     class KspecLibraryVariable(base):  # type: ignore[misc]
         """A KernelLibrary (a generated module's ``_KERNELS``): a kernel is looked up for real, not traced (the
         first look-up builds it), and guarded where the library keeps it."""
-
-        def var_getattr(self, tx: Any, name: str) -> Any:
-            if self.source is not None and name in self.value._kernels:
-                return _library_kernel(tx, self, name)
-            return super().var_getattr(tx, name)
 
         def call_method(self, tx: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
             if name == "__getitem__" and self.source is not None and len(args) == 1 and not kwargs and args[0].is_python_constant():
@@ -146,6 +152,12 @@ def _library_class(base: type) -> type:
                     return _library_kernel(tx, self, key)
             return super().call_method(tx, name, args, kwargs)
 
+    def getattr_kernel(self: Any, tx: Any, name: str) -> Any:
+        if self.source is not None and name in self.value._kernels:
+            return _library_kernel(tx, self, name)
+        return getattr(super(KspecLibraryVariable, self), _GETATTR)(tx, name)
+
+    setattr(KspecLibraryVariable, _GETATTR, getattr_kernel)
     return KspecLibraryVariable
 
 
