@@ -31,6 +31,7 @@ _SPECS: list[dict[str, Any]] = [
         "in_params": "float32 x, float32 y",
         "out_params": "float32 z",
         "operation": "z = (x - y) * (x - y)",
+        "grad": "auto",
     },
     {
         "kind": "elementwise",
@@ -59,6 +60,7 @@ _SPECS: list[dict[str, Any]] = [
             {"T": "float32"},
             {"T": "float64"},
         ],
+        "grad": "auto",
     },
     {
         "kind": "elementwise",
@@ -91,6 +93,7 @@ _SPECS: list[dict[str, Any]] = [
         "in_params": "float64 x, float64 cap",
         "out_params": "float64 y",
         "operation": "y = min(max(x, 0.0), cap)",
+        "grad": "auto",
     },
     {
         "kind": "elementwise",
@@ -111,6 +114,7 @@ _SPECS: list[dict[str, Any]] = [
             {"T": "float32"},
             {"T": "float64"},
         ],
+        "grad": "auto",
     },
     {
         "kind": "elementwise",
@@ -124,6 +128,7 @@ _SPECS: list[dict[str, Any]] = [
             {"T": "float32"},
             {"T": "float64"},
         ],
+        "grad": "auto",
     },
     {
         "kind": "elementwise",

@@ -27,6 +27,7 @@ _SPECS: list[dict[str, Any]] = [
             {"T": "float32"},
             {"T": "float64"},
         ],
+        "grad": {"x": "y > T(0) ? grad_y * x / y : T(0)"},
     },
     {
         "kind": "reduction",
@@ -38,6 +39,7 @@ _SPECS: list[dict[str, Any]] = [
         "reduce_expr": "a + b",
         "post_map_expr": "y = a",
         "identity": "0",
+        "grad": "auto",
     },
     {
         "kind": "reduction",
@@ -55,6 +57,7 @@ _SPECS: list[dict[str, Any]] = [
             {"T": "float32", "U": "float32"},
             {"T": "float64", "U": "float64"},
         ],
+        "grad": "auto",
     },
     {
         "kind": "reduction",

@@ -11,6 +11,8 @@ import kspec
 from kspec.grad import backward_spec
 from kspec.spec import ElementwiseSpec, load_file
 
+from grad_cases import numeric_vjp
+
 FIELDS = dict(name="sinmul", in_params="T x, T y", out_params="T z", operation="z = x * y + sin(x);")
 GRAD = {"x": "grad_z * (y + cos(x))", "y": "grad_z * x"}
 
@@ -79,23 +81,6 @@ def test_backward_spec_needs_a_table():
 # -- kspec.vjp on the CPU device -------------------------------------------------------------------------------
 
 
-def _numeric_vjp(f, args, g, eps=1e-6):
-    """Finite differences of sum(f(args) * g) with respect to each argument."""
-    out = []
-    for k, a in enumerate(args):
-        a = np.asarray(a, dtype=np.float64)
-        grad = np.zeros_like(a)
-        for idx in np.ndindex(a.shape):
-            plus, minus = a.copy(), a.copy()
-            plus[idx] += eps
-            minus[idx] -= eps
-            hi = f(*[plus if j == k else args[j] for j in range(len(args))])
-            lo = f(*[minus if j == k else args[j] for j in range(len(args))])
-            grad[idx] = ((hi - lo) * g).sum() / (2 * eps)
-        out.append(grad)
-    return out
-
-
 def test_vjp_matches_finite_differences_with_broadcasting(on_cpu_device):
     kernel = kspec.ElementwiseKernel.from_spec(_spec())
     rng = np.random.default_rng(0)
@@ -107,7 +92,7 @@ def test_vjp_matches_finite_differences_with_broadcasting(on_cpu_device):
     assert gx.shape == x.shape and gy.shape == y.shape  # y's gradient summed over the axis it was broadcast along
     np.testing.assert_allclose(gx, g * (y + np.cos(x)), rtol=1e-12)
     np.testing.assert_allclose(gy, (g * x).sum(axis=0), rtol=1e-12)
-    fx, fy = _numeric_vjp(lambda a, b: a * b + np.sin(a), [x, y], g)
+    fx, fy = numeric_vjp(lambda a, b: a * b + np.sin(a), [x, y], g)
     np.testing.assert_allclose(gx, fx, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(gy, fy, rtol=1e-6, atol=1e-8)
 
@@ -167,7 +152,7 @@ def test_auto_gradients_match_finite_differences(on_cpu_device, fields, referenc
     g = rng.standard_normal((3, 4))
     out, back = kspec.vjp(kernel, x, y)
     np.testing.assert_allclose(out, reference(x, y), rtol=1e-12)
-    numeric = _numeric_vjp(reference, [x, y], g)
+    numeric = numeric_vjp(reference, [x, y], g)
     for got, want in zip(back(g), numeric):
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
@@ -302,7 +287,7 @@ def test_vjp_of_a_fused_function_matches_finite_differences(on_cpu_device):
     out, back = kspec.vjp(fused_act, x, b)
     np.testing.assert_allclose(out, reference(x, b), rtol=1e-12)
     gx, gb = back(g)
-    fx, fb = _numeric_vjp(reference, [x, b], g)
+    fx, fb = numeric_vjp(reference, [x, b], g)
     np.testing.assert_allclose(gx, fx, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(gb, fb, rtol=1e-6, atol=1e-8)
 
@@ -330,7 +315,7 @@ def test_vjp_of_a_sum_reduction_with_auto(on_cpu_device, axis, keepdims):
     np.testing.assert_allclose(y, want, rtol=1e-12)
     g = rng.standard_normal(np.shape(want))
     gx, gw = back(np.asarray(g))
-    fx, fw = _numeric_vjp(lambda a, b: (a * a * b).sum(axis=axis, keepdims=keepdims), [x, w], g)
+    fx, fw = numeric_vjp(lambda a, b: (a * a * b).sum(axis=axis, keepdims=keepdims), [x, w], g)
     np.testing.assert_allclose(gx, fx, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(gw, fw, rtol=1e-6, atol=1e-8)
 
@@ -358,3 +343,10 @@ def test_auto_on_a_reduction_names_what_it_cannot_do(changes, message):
     with pytest.raises(kspec.SpecError, match="field 'grad'") as info:
         ReductionSpec(**{**WSSQ, **changes, "grad": "auto"})
     assert message in str(info.value)
+
+
+def test_auto_reads_function_style_casts_and_casts_each_sum():
+    spec = ElementwiseSpec(name="widen", in_params="T x", out_params="U y", operation="y = U(x) * float(x);", grad="auto")
+    operation = spec.backward_spec().operation
+    assert "(T)(_kspec_adj_y * (U)(" in operation  # T * int is ambiguous for __half: every sum is cast
+    assert "((U)(x))" in operation and "((float)(x))" in operation  # U(x), float(x): casts, not calls

@@ -113,8 +113,11 @@ def _reduction_vjp(kernel: Any, spec: Any, args: tuple[Any, ...],
     """A reduction's vjp: its backward kernel runs over the inputs' broadcast shape, the output and its gradient
     reshaped with the reduced axes kept (extent 1), so that they broadcast back along them."""
     n_in = len(spec.in_params)
-    if len(args) != n_in or kwargs.get("out") is not None:
-        raise KspecTypeError(f"kernel '{spec.name}': kspec.vjp takes the reduction's {n_in} inputs (no out=)")
+    if len(args) != n_in:
+        raise KspecTypeError(
+            f"kernel '{spec.name}': kspec.vjp takes the reduction's {n_in} inputs (and its output as out=, where only "
+            f"the output binds a type), got {len(args)} arguments"
+        )
     for param, arg in zip(spec.in_params, args):
         if param.name in spec.backward()[0]:
             _check_floating(spec.name, param.name, arg)

@@ -110,11 +110,15 @@ def _derive(operation: str, in_params: Sequence[Param], out_params: Sequence[Par
         assigned.add(st.target)
     differentiable = [p.name for p in in_params if not p.raw and (p.is_placeholder or dtypes.lookup(p.type).kind in "fc")]
     lines = [f"{st.declared} {st.target} = {_emit(st.expr)};" for st in statements if st.declared is not None]
+    types: dict[str, str] = {}  # every adjoint's and gradient's C type: each sum is cast to it (T * int is
+    # ambiguous for __half, and a float adjoint added to a half gradient needs the conversion spelled out)
     for st in statements:  # every assigned name's adjoint; an output's starts as its incoming gradient
         start = f"grad_{st.target}" if st.target in outputs else "0"
-        lines.append(f"{_value_type(st, outputs)} {_ADJ}{st.target} = {start};")
+        types[f"{_ADJ}{st.target}"] = _value_type(st, outputs)
+        lines.append(f"{types[f'{_ADJ}{st.target}']} {_ADJ}{st.target} = {start};")
     for name in differentiable:
-        lines.append(f"{_c_type(inputs[name])} {_GRAD}{name} = 0;")
+        types[f"{_GRAD}{name}"] = _c_type(inputs[name])
+        lines.append(f"{types[f'{_GRAD}{name}']} {_GRAD}{name} = 0;")
     got: list[str] = []
     for st in reversed(statements):
         for name in _names(st.expr):
@@ -122,7 +126,8 @@ def _derive(operation: str, in_params: Sequence[Param], out_params: Sequence[Par
             partial = _d(st.expr, name) if target is not None else None
             if partial is None:
                 continue
-            lines.append(f"{target} += {_ADJ}{st.target} * ({partial});")
+            adjoint = f"{_ADJ}{st.target}"
+            lines.append(f"{target} += ({types[target]})({adjoint} * ({types[adjoint]})({partial}));")
             if name in differentiable and name not in got:
                 got.append(name)
     names = tuple(n for n in differentiable if n in got)

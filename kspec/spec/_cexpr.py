@@ -142,6 +142,8 @@ class _Parser:
                     if self.peek() == ",":
                         self.take()
                 self.take(")")
+                if len(args) == 1 and (word in _TYPE_WORDS or word in self.types):  # T(x), float(x): a cast
+                    return Node("cast", word, tuple(args))
                 return Node("call", word, tuple(args))
             return Node("var", word)
         raise CExprError(f"unexpected {word!r}")
