@@ -8,7 +8,9 @@ The step: ``y = gelu_tanh(x + b)`` on an (N, M) float32 ``x`` with an (M,) bias,
 - Inductor: the same forward in ``torch.compile(fullgraph=True)`` (AOTAutograd compiles its backward);
 - kspec op, eager / compiled: ``kspec.torch.register`` of an ElementwiseKernel with ``grad = "auto"`` (its backward
   kernel derived from the operation), called eagerly and inside ``torch.compile``;
-- kspec bare, compiled: the kernel called directly inside ``torch.compile`` (no ``register``).
+- kspec bare, compiled: the kernel called directly inside ``torch.compile`` (no ``register``);
+- kspec fused: the same function as a ``kspec.fuse`` function (its backward derived from the traced kernel), its
+  registered op eagerly and a bare call inside ``torch.compile``.
 
 The floor: the step must read ``x`` and write ``y``, then read ``g`` and ``x`` and write ``x``'s gradient: five
 arrays of N*M floats, 2.5 times a device-to-device copy of ``x`` (``y.copy_(x)``), timed here; ``b``'s gradient
@@ -42,8 +44,17 @@ def contenders(torch: Any) -> dict[str, Callable[[Any, Any, Any], Any]]:
     import kspec
     import kspec.torch as kt
 
+    import numpy as np
+
     kernel = kspec.ElementwiseKernel("T x, T b", "T y", GELU_TANH, "bench_bias_gelu", grad="auto")
     op = kt.register(kernel)
+
+    @kspec.fuse
+    def fused_bias_gelu(x: Any, b: Any) -> Any:  # the same function, differentiated with no declaration
+        v = x + b
+        return 0.5 * v * (1.0 + np.tanh(np.float32(0.7978845608028654) * (v + np.float32(0.044715) * v * v * v)))
+
+    fused_op = kt.register(fused_bias_gelu)
 
     def step_of(forward: Callable[[Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
         def step(x: Any, b: Any, g: Any) -> Any:
@@ -63,6 +74,8 @@ def contenders(torch: Any) -> dict[str, Callable[[Any, Any, Any], Any]]:
         "kspec op, eager": step_of(op),
         "kspec op, torch.compile": step_of(compiled(lambda x, b: op(x, b))),
         "kspec bare call, torch.compile": step_of(compiled(lambda x, b: kernel(x, b))),
+        "kspec fused op, eager": step_of(fused_op),
+        "kspec fused, torch.compile": step_of(compiled(lambda x, b: fused_bias_gelu(x, b))),
     }
 
 

@@ -43,3 +43,68 @@ def test_vjp_with_broadcasting_on_the_gpu(library):
     np.testing.assert_allclose(to_host(z), x * y + np.sin(x), rtol=1e-12)
     np.testing.assert_allclose(to_host(gx), g * (y + np.cos(x)), rtol=1e-12)
     np.testing.assert_allclose(to_host(gy), (g * x).sum(axis=0), rtol=1e-10)
+
+
+@kspec.fuse
+def gpu_softmax_rows(x, t):
+    e = np.exp(x / t)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+ACT = kspec.ElementwiseKernel("T x, T b", "T y", "T v = x + b; y = v * tanh(v) + sin(x);", "gpu_grad_act", grad="auto")
+
+
+def test_vjp_of_a_fused_function_of_two_kernels_on_the_gpu():
+    rng = np.random.default_rng(2)
+    x, g = rng.standard_normal((16, 33)), rng.standard_normal((16, 33))
+    y, back = kspec.vjp(gpu_softmax_rows, kspec.asarray(x), 2.0)
+    e = np.exp(x / 2.0)
+    s = e / e.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(y.get(), s, rtol=1e-12)
+    gx, gt = back(kspec.asarray(g))
+    want_x = s * (g - (g * s).sum(axis=1, keepdims=True)) / 2.0
+    np.testing.assert_allclose(gx.get(), want_x, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(float(np.asarray(gt.get())), float((want_x * -x / 2.0).sum()), rtol=1e-9)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_pytorch_autograd_on_cuda(backend):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch has no CUDA device")
+    import kspec.torch as kt
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn((16, 9), device="cuda", dtype=torch.float64, generator=g, requires_grad=True)
+    b = torch.randn((9,), device="cuda", dtype=torch.float64, generator=g, requires_grad=True)
+    act, softmax = kt.register(ACT), kt.register(gpu_softmax_rows, scalars=["t"])
+    cases = [
+        (lambda x, b: act(x, b), lambda x, b: (x + b) * torch.tanh(x + b) + torch.sin(x)),
+        (lambda x, b: softmax(x, 2.0) * b, lambda x, b: torch.softmax(x / 2.0, dim=1) * b),
+    ]
+    for call, reference in cases:
+        if backend == "eager":
+            assert torch.autograd.gradcheck(call, (x, b))
+        step = call if backend == "eager" else torch.compile(call, fullgraph=True, backend=backend)
+        got = torch.autograd.grad(step(x, b).square().sum(), (x, b))
+        want = torch.autograd.grad(reference(x, b).square().sum(), (x, b))
+        for a, w in zip(got, want):
+            torch.testing.assert_close(a, w)
+
+
+def test_jax_grad_on_the_gpu():
+    jax = pytest.importorskip("jax")
+    try:
+        device = jax.devices("gpu")[0]
+    except RuntimeError:
+        pytest.skip("JAX has no GPU backend")
+    import jax.numpy as jnp
+    from jax.test_util import check_grads
+
+    with jax.default_device(device):
+        x = jnp.asarray(np.random.default_rng(3).standard_normal((8, 16)))
+        b = jnp.asarray(np.random.default_rng(4).standard_normal(16))
+        check_grads(jax.jit(lambda x, b: ACT(x, b)), (x, b), order=1, modes=["rev"])
+        got = jax.jit(jax.grad(lambda x: (gpu_softmax_rows(x, 2.0) ** 2).sum()))(x)
+        want = jax.grad(lambda x: (jax.nn.softmax(x / 2.0, axis=1) ** 2).sum())(x)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-9, atol=1e-12)

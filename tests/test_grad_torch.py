@@ -141,12 +141,36 @@ def test_a_fused_function_with_a_scalar_and_an_argument_read_twice(on_cpu_device
     torch.testing.assert_close(x.grad, 6.0 * x.detach() + 1.0)
 
 
-def test_a_fused_reduction_raises_only_when_a_gradient_is_asked(on_cpu_device):
-    op = kt.register(fused_norm)
+@kspec.fuse
+def fused_normalized(x, b):
+    e = np.exp(x * b)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@kspec.fuse
+def fused_rowmax(x):
+    return x.max(axis=1)
+
+
+@pytest.mark.parametrize("fn", [fused_norm, fused_normalized], ids=lambda f: f.__name__)
+def test_a_fused_function_of_reductions_has_autograd(on_cpu_device, fn):
+    op = kt.register(fn)
+    x, b = _inputs(5)
+    args = (x, b) if fn is fused_normalized else (x,)
+    assert torch.autograd.gradcheck(op, args)
+    compiled = torch.compile(lambda *a: op(*a).square().sum(), fullgraph=True, backend="aot_eager")
+    (got,) = torch.autograd.grad(compiled(*args), (x,))
+    reference = (lambda x, b: torch.softmax(x * b, dim=1)) if fn is fused_normalized else (lambda x: (x * x).sum(axis=1))
+    (want,) = torch.autograd.grad(reference(*args).square().sum(), (x,))
+    torch.testing.assert_close(got, want)
+
+
+def test_a_fused_max_raises_only_when_a_gradient_is_asked(on_cpu_device):
+    op = kt.register(fused_rowmax)
     x = torch.randn((3, 4), dtype=torch.float64, requires_grad=True)
     y = op(x)  # the forward runs
-    torch.testing.assert_close(y, (x.detach() ** 2).sum(axis=1))
-    with pytest.raises(kspec.KspecNotImplementedError, match="fused function 'fused_norm'.* runs reductions"):
+    torch.testing.assert_close(y, x.detach().max(axis=1).values)
+    with pytest.raises(kspec.KspecNotImplementedError, match="op kspec::fused_rowmax: fused function 'fused_rowmax': its kernel 1"):
         y.sum().backward()
 
 

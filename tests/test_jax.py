@@ -223,6 +223,15 @@ def test_nested_vmap_and_fused():
     np.testing.assert_allclose(np.asarray(got), x * y + 1, rtol=1e-6)
 
 
+@pytest.mark.parametrize("in_axes", [0, 1])
+def test_vmap_of_a_fused_reduction(in_axes):
+    # its kernels run one by one (kspec.grad's program of differentiable kernels), each batched like a kernel
+    x = _data((2, 3, 5))
+    got = jax.vmap(lambda a: kj.call(fused_rowdot, a, a), in_axes=in_axes)(jnp.asarray(x))
+    want = (x * x).sum(axis=-1)
+    np.testing.assert_allclose(np.asarray(got), want if in_axes == 0 else want.T, rtol=1e-5)
+
+
 def test_vmap_out_of_bounds_axis():
     with pytest.raises(kspec.AxisError, match="axis -3 is out of bounds for array of dimension 2"):
         jax.vmap(lambda a: kj.call(SUMSQ, a, axis=-3))(jnp.ones((2, 3, 4)))
@@ -233,7 +242,6 @@ def test_vmap_out_of_bounds_axis():
     [
         (lambda a: kj.call(USES_INDEX, a), r"reads the flat index \(i or _ind\)"),
         (lambda a: kj.call(RAW_FIRST, a, a), "has raw parameters"),
-        (lambda a: kj.call(fused_rowdot, a, a), "the fused function reduces"),
     ],
 )
 def test_vmap_refuses_kernels_that_do_not_batch(call, why):

@@ -19,8 +19,9 @@ import types
 from typing import Any
 
 from ._api import FusedFunction, fuse
+from ._program import ProgramForm, StepForm
 
-__all__ = ["FusedFunction", "fuse"]
+__all__ = ["FusedFunction", "ProgramForm", "StepForm", "fuse"]
 
 
 class _CallableModule(types.ModuleType):

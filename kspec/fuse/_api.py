@@ -18,7 +18,7 @@ import numpy as np
 
 from .._errors import FuseError, KspecTypeError
 from . import _rules
-from ._program import ArgType, Program, check_name, trace
+from ._program import ArgType, Program, ProgramForm, check_name, trace
 
 _PY_SCALARS = (bool, int, float, complex)
 _PASSED_AS_IS = (bool, int, float, complex, type(None))  # keyed by type alone
@@ -215,20 +215,13 @@ class FusedFunction:
             )
         return specs[0]
 
-    def elementwise_form(self, *args: Any, **kwargs: Any) -> tuple[Any, tuple[int, ...], tuple[Any, ...]] | None:
-        """(spec, the argument index each input parameter takes, the arguments bound to positions) when a call
-        with such arguments is one elementwise kernel that returns its one output; else None (reductions,
-        several kernels, views, updates in place). kspec.grad differentiates that kernel (issue [AD])."""
+    def program_form(self, *args: Any, **kwargs: Any) -> ProgramForm | None:
+        """The kernels a call with such arguments runs, as data (:class:`ProgramForm`: each step's spec, where its
+        inputs come from, the node ids it produces, a reduction's axis; how the result is assembled; the
+        arguments bound to positions); None where a step updates an argument in place or reads a view of one.
+        Arrays may be :class:`kspec.ArraySpec` stand-ins. kspec.grad differentiates it (issue [AD])."""
         args = self._bind(args, kwargs) if kwargs or len(args) < self._nparams else args
-        program = self._program(self._types(args, {}))
-        steps = program.steps
-        if len(steps) != 1 or program.returns_tuple:
-            return None
-        step = steps[0]
-        if (step.spec.KIND != "elementwise" or step.written_args or step.kwargs or len(step.produces) != 1
-                or any(kind != "arg" for kind, _ in step.inputs) or program.results != [("node", step.produces[0])]):
-            return None
-        return step.spec, tuple(int(i) for _, i in step.inputs), tuple(args)
+        return self._program(self._types(args, {})).form(args)
 
     def output_specs(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """The arrays a call returns, as :class:`kspec.ArraySpec`s in return order: ``args`` as for a call with

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._errors import FuseError, KspecError, KspecOverflowError
 from . import _codegen, _cupy, _graph, _index, _plan
@@ -33,6 +33,24 @@ class _Step:
     produces: list[int]  # node ids of the new arrays it returns, in order
     kwargs: dict[str, Any]  # axis= / keepdims= of a reduction
     scalars: frozenset[str]  # input parameters passed by value
+
+
+class StepForm(NamedTuple):
+    """One kernel of a call, as data (:meth:`kspec.fuse.FusedFunction.program_form`)."""
+
+    spec: Any  # an ElementwiseSpec or ReductionSpec
+    inputs: tuple[tuple[str, int], ...]  # per input parameter: ("arg", argument index) or ("value", node id)
+    produces: tuple[int, ...]  # node ids of its outputs, in order
+    kwargs: dict[str, Any]  # a reduction's axis= / keepdims=
+
+
+class ProgramForm(NamedTuple):
+    """The kernels a call runs and how its result is assembled (kspec.grad differentiates it)."""
+
+    steps: tuple[StepForm, ...]
+    results: list[tuple[str, Any]]  # per returned item: ("node", id), ("arg", index), ("tuple", items), ...
+    returns_tuple: bool
+    args: tuple[Any, ...]  # the call's arguments, bound to positions
 
 
 class Program:
@@ -68,6 +86,16 @@ class Program:
     @property
     def returns_tuple(self) -> bool:
         return self._returns_tuple
+
+    def form(self, args: Sequence[Any]) -> ProgramForm | None:
+        """The program as data for ``args``; None where a step updates an argument in place or reads a view."""
+        steps = []
+        for step in self.steps:
+            if step.written_args or any(kind not in ("arg", "value") for kind, _ in step.inputs):
+                return None
+            inputs = tuple((kind, int(i)) for kind, i in step.inputs)
+            steps.append(StepForm(step.spec, inputs, tuple(step.produces), dict(step.kwargs)))
+        return ProgramForm(tuple(steps), list(self._results), self._returns_tuple, tuple(args))
 
     def kernels(self) -> list[Any]:
         """The kernel of each step (made once: ElementwiseKernel / ReductionKernel of its spec)."""

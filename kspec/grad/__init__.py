@@ -8,6 +8,19 @@ no compiler or launcher.
 from __future__ import annotations
 
 from ..spec import backward_spec
-from ._vjp import auto_kernel, kept_shape, vjp
+from ._program import (
+    ArrayOps,
+    DiffProgram,
+    DiffStep,
+    assemble,
+    auto_kernel,
+    differentiable_program,
+    result_nodes,
+    run_backward,
+    run_forward,
+)
+from ._vjp import kept_shape, vjp
 
-__all__ = ["auto_kernel", "backward_spec", "kept_shape", "vjp"]
+# ``__all__`` is the user-facing API (docs/reference/grad.md); the other names imported above are kspec.grad's
+# interface to kspec.torch and kspec.jax, which import them from here (tests/test_layers.py).
+__all__ = ["backward_spec", "vjp"]

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._errors import KspecNotImplementedError, KspecTypeError, KspecValueError
+from .._errors import KspecTypeError, KspecValueError
 from ..fuse import FusedFunction
 from ..kernels import ElementwiseKernel, ReductionKernel
-from ..spec import ElementwiseSpec
+from ._program import DiffStep, assemble, differentiable_program, run_backward, run_forward
 
 GRAD_PREFIX = "grad_"  # an output's incoming gradient: grad_<output> (kspec/spec/_grad.py)
 _sum: list[Any] = []  # the reduction that sums a gradient over broadcast axes, made on first need
@@ -64,48 +64,61 @@ def vjp(kernel: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., tupl
     return result, back
 
 
-_FUSED_ENTRIES = 256  # differentiable kernels kept for fused functions' specs (oldest out)
-_fused_kernels: dict[str, Any] = {}  # a fused spec's data (JSON) -> its kernel with grad = "auto"
-
-
 def _fused_vjp(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Callable[..., tuple[Any, ...]]]:
-    """A fused function's vjp: its one elementwise kernel, differentiated by ``grad = "auto"`` (kspec/spec/
-    _autodiff.py reads the traced code), the gradients given back per argument of the function."""
+    """A fused function's vjp: its kernels run with their derived backwards kept (kspec/grad/_program.py); the
+    backward runs them in reverse, one gradient per argument of the function."""
     stream = kwargs.pop("stream", None)
-    form = fn.elementwise_form(*args, **kwargs)
-    if form is None:
-        raise KspecNotImplementedError(
-            f"kspec.vjp: fused function '{fn.kernel_name}' runs reductions, several kernels or in-place updates for "
-            "these arguments; only fused functions that are one elementwise kernel are differentiable yet"
-        )
-    spec, index, bound = form
-    kernel = auto_kernel(spec)
-    result, back_k = vjp(kernel, *[bound[i] for i in index], **({"stream": stream} if stream is not None else {}))
+    program = differentiable_program(fn, args, kwargs, "kspec.vjp")
+    ops = _KernelOps(stream)
+    values = run_forward(program, ops.forward)
+    result = assemble(program, values)
+    count = len(program.results) if program.returns_tuple else 1
 
     def back(*grads: Any) -> tuple[Any, ...]:
-        out: list[Any] = [None] * len(bound)
-        for position, grad in zip(index, back_k(*grads)):
-            if grad is not None:
-                out[position] = grad if out[position] is None else out[position] + grad
-        return tuple(out)
+        if len(grads) != count:
+            raise KspecTypeError(
+                f"fused function '{fn.kernel_name}': the backward takes one gradient per returned array ({count}), "
+                f"got {len(grads)}"
+            )
+        return tuple(run_backward(program, values, grads, ops))
 
     return result, back
 
 
-def auto_kernel(spec: Any) -> Any:
-    """The ElementwiseKernel of a fused function's elementwise spec (``FusedFunction.elementwise_form``) with
-    ``grad = "auto"``: its backward_kernel() is the derived backward. One per spec (kept, oldest out)."""
-    import json
+class _KernelOps:
+    """kspec.vjp's array operations: the kernels themselves, on the caller's arrays and stream."""
 
-    data = spec.to_data()
-    key = json.dumps(data, sort_keys=True, default=str)
-    kernel = _fused_kernels.get(key)
-    if kernel is None:
-        if len(_fused_kernels) >= _FUSED_ENTRIES:
-            del _fused_kernels[next(iter(_fused_kernels))]
-        data.pop("kind", None)
-        kernel = _fused_kernels[key] = ElementwiseKernel.from_spec(ElementwiseSpec(**data, grad="auto"))
-    return kernel
+    def __init__(self, stream: Any) -> None:
+        self.on = {"stream": stream} if stream is not None else {}
+
+    def forward(self, step: DiffStep, inputs: list[Any]) -> Any:
+        return step.kernel(*inputs, **step.kwargs, **self.on)
+
+    def backward(self, step: DiffStep, inputs: list[Any], outputs: list[Any], grads: list[Any]) -> Sequence[Any]:
+        if step.reduction:
+            kept = kept_shape([tuple(getattr(a, "shape", ())) for a in inputs], step.kwargs.get("axis"))
+            outputs, grads = [o.reshape(kept) for o in outputs], [g.reshape(kept) for g in grads]
+        made = step.kernel.backward_kernel()(*inputs, *outputs, *grads, **self.on)
+        return made if isinstance(made, tuple) else (made,)
+
+    def reduce_to(self, grad: Any, like: Any) -> Any:
+        return _reduced(grad, like, self.on.get("stream"))
+
+    def add(self, a: Any, b: Any) -> Any:
+        return _helper("add")(a, b, **self.on)
+
+    def zeros_like(self, a: Any) -> Any:
+        return _helper("zeros")(a, **self.on)
+
+
+def _helper(name: str) -> Any:
+    if not _helpers:
+        _helpers["add"] = ElementwiseKernel("T a, T b", "T c", "c = a + b", "kspec_grad_add")
+        _helpers["zeros"] = ElementwiseKernel("T a", "T z", "z = T(0)", "kspec_grad_zeros")
+    return _helpers[name]
+
+
+_helpers: dict[str, Any] = {}
 
 
 def _reduction_vjp(kernel: Any, spec: Any, args: tuple[Any, ...],

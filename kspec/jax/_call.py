@@ -117,10 +117,6 @@ _NO_DERIVATIVE = (
     "another kernel and join the two with jax.custom_vjp, or keep the call out of the differentiated path "
     "(jax.lax.stop_gradient on its inputs)"
 )
-_FUSED_NO_DERIVATIVE = (
-    "for these arguments the fused function runs reductions, several kernels or in-place updates, and only fused "
-    "functions that are one elementwise kernel are differentiable yet"
-)
 
 
 def _no_derivative(name: str, traced_call: Callable[..., Any], why: str = _NO_DERIVATIVE) -> Callable[..., Any]:
@@ -141,22 +137,23 @@ def _no_derivative(name: str, traced_call: Callable[..., Any], why: str = _NO_DE
 
 def _fused_derivative(fused: Any, name: str, traced: Callable[..., Any],
                       layout: tuple[Static | None, ...]) -> Callable[..., Any]:  # fmt: skip
-    """A fused function's call that JAX can differentiate: where the call is one elementwise kernel, that kernel
-    with ``grad = "auto"`` (kspec.grad.auto_kernel: the same code, its backward derived) run through kspec.jax
-    on the arguments it reads; JAX sums the gradients of an argument it reads twice. Chosen while tracing, from
-    the arguments' types."""
-    from ..grad import auto_kernel
+    """A fused function's call that JAX can differentiate: its kernels, each with ``grad = "auto"`` (the same
+    code, its backward derived: kspec.grad.differentiable_program), run one by one through kspec.jax, so that JAX
+    composes their VJPs (and sums the gradients of a value read twice). Chosen while tracing, from the arguments'
+    types; where a kernel cannot be differentiated, the call as it was, raising only when differentiated."""
+    from ..grad import assemble, differentiable_program, run_forward
     from ..kernels import ArraySpec
 
     def call(*arrays: Any) -> Any:
         given = iter(arrays)
         args = [item.value if item is not None else next(given) for item in layout]
         stand_ins = [a if item is not None else ArraySpec(tuple(a.shape), np.dtype(a.dtype).name) for a, item in zip(args, layout)]
-        form = fused.elementwise_form(*stand_ins)
-        if form is None:
-            return _no_derivative(name, traced, _FUSED_NO_DERIVATIVE)(*arrays)
-        spec, index, _ = form
-        return JaxKernel(auto_kernel(spec))(*[args[k] for k in index])
+        try:
+            program = differentiable_program(fused, stand_ins, {}, "kspec.jax")
+        except KspecNotImplementedError as exc:
+            return _no_derivative(name, traced, str(exc).partition(f"'{fused.kernel_name}' ")[2] or str(exc))(*arrays)
+        program = program._replace(args=tuple(args))
+        return assemble(program, run_forward(program, lambda step, ins: JaxKernel(step.kernel)(*ins, **step.kwargs)))
 
     return call
 

@@ -53,6 +53,8 @@ def plain_from_fields(kind: str, fields: Mapping[str, Any]) -> PlainSpec | None:
 
 
 def _plain_type(key: str, value: object) -> bool:
+    if key == "grad":
+        return False  # a gradient is checked (and derived) by the model
     if key == "options":
         return isinstance(value, (tuple, list)) and type(value) in (tuple, list) and all(type(o) is str for o in value)
     if key in _FLAGS:

@@ -36,4 +36,29 @@ def reduction_backward(spec: Any) -> tuple[tuple[str, ...], str]:
     found = _INDEXERS.search(spec.map_expr)
     if found is not None:
         raise SpecError(f"'auto' cannot differentiate a map_expr that reads {found.group(1)!r}", field="grad")
-    return derive_backward(f"{out.name} = {spec.map_expr};", spec.in_params, spec.out_params, spec.placeholders)
+    body = _inlined_map(spec.map_expr, spec.preamble or "")
+    operation = f"{out.name} = {spec.map_expr};" if body is None else f"{body[0]}\n{out.name} = {body[1]};"
+    return derive_backward(operation, spec.in_params, spec.out_params, spec.placeholders)
+
+
+# ``NAME(a, b)``: a map_expr that calls a function of the preamble on input names (kspec.fuse writes its maps so)
+_CALL = re.compile(r"\s*(\w+)\s*\(\s*(\w+(?:\s*,\s*\w+)*)?\s*\)\s*")
+_PARAM = re.compile(r"^.*?(\w+)\s*$")
+
+
+def _inlined_map(map_expr: str, preamble: str) -> tuple[str, str] | None:
+    """(the statements, the returned expression) of the preamble's ``__device__`` function that ``map_expr`` calls
+    with its own parameter names as arguments, so that ``auto`` reads through it; None otherwise."""
+    call = _CALL.fullmatch(map_expr)
+    if call is None:
+        return None
+    name, args = call.group(1), [a.strip() for a in (call.group(2) or "").split(",") if a.strip()]
+    found = re.search(rf"__device__[^;{{}}]*?\b{re.escape(name)}\s*\(([^)]*)\)\s*\{{(.*?)\n\}}", preamble, re.S)
+    if found is None:
+        return None
+    params = [_PARAM.match(p.replace("&", " ")).group(1) for p in found.group(1).split(",") if p.strip()]  # type: ignore[union-attr]
+    body = "\n".join(line.split("//")[0].rstrip() for line in found.group(2).splitlines()).strip()
+    returned = re.search(r"\breturn\s+(.*?);\s*$", body, re.S)
+    if params != args or returned is None or "return" in body[: returned.start()]:
+        return None  # parameters renamed, or more than straight-line code: differentiated as a call (refused)
+    return body[: returned.start()].strip(), returned.group(1)

@@ -20,7 +20,7 @@ from ._placeholders import PlaceholderRules
 # Each kind's fields in the spec model's order (``to_data()`` lists its keys so), with the default that
 # ``to_data()`` leaves out; REQUIRED ones have none. Also read by the constructors' plain path (._ctor).
 _COMMON_DEFAULTS: dict[str, Any] = {"in_params": (), "out_params": (), "name": None, "doc": "", "options": (),
-                                    "preamble": "", "reduce_dims": True, "cupy_headers": False}
+                                    "preamble": "", "reduce_dims": True, "cupy_headers": False, "grad": None}
 FIELD_DEFAULTS: dict[str, dict[str, Any]] = {
     "elementwise": {**_COMMON_DEFAULTS, "operation": None, "loop_prep": "", "after_loop": "", "no_return": False,
                     "return_tuple": False},
@@ -61,16 +61,27 @@ class PlainSpec(PlaceholderRules):
         self.reduce_dims: bool = table.get("reduce_dims", True)
         self.cupy_headers: bool = table.get("cupy_headers", False)
         self.scalars: tuple[str, ...] = tuple(table.get("scalars", ()))
+        self.grad: str | dict[str, str] | None = table.get("grad")  # checked when the module was generated
+
+    def backward_spec(self) -> Any:
+        """The backward kernel's spec (issue [AD]): derived by the spec model, so a gradient imports Pydantic."""
+        return self.validated().backward_spec()
+
+    def backward(self) -> tuple[tuple[str, ...], str]:
+        return self.validated().backward()  # type: ignore[no-any-return]
 
     def to_data(self) -> dict[str, Any]:
         """The table itself: what the validated spec's ``to_data()`` gave when it was written."""
         return dict(self._table)
 
     def validated(self) -> Any:
-        """The spec model of this table (imports Pydantic): for rendering, compiling and ``kernel.spec``."""
-        from ._models import parse_spec
+        """The spec model of this table (imports Pydantic): for rendering, compiling and ``kernel.spec``. Made once."""
+        model = self.__dict__.get("_model")
+        if model is None:
+            from ._models import parse_spec
 
-        return parse_spec(dict(self._table))
+            model = self._model = parse_spec(dict(self._table))
+        return model
 
 
 class PlainElementwiseSpec(PlainSpec):
@@ -127,7 +138,7 @@ def _params(text: object) -> tuple[PlainParam, ...] | None:
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "name": str, "doc": str, "preamble": str, "reduce_dims": bool, "cupy_headers": bool, "operation": str, "loop_prep": str,
     "after_loop": str, "no_return": bool, "return_tuple": bool, "map_expr": str, "reduce_expr": str,
-    "post_map_expr": str, "identity": (str, type(None)), "reduce_type": (str, type(None)),
+    "post_map_expr": str, "identity": (str, type(None)), "reduce_type": (str, type(None)), "grad": (str, dict),
 }
 
 

@@ -1,66 +1,89 @@
-"""Where a kspec op's gradients come from (issue [AD]), per kind of kernel, for kspec/torch/_autograd.py.
+"""Where a kspec op's gradients come from (issue [AD]): the gradient rule kspec/torch/_autograd.py calls.
 
-- A spec kernel with a ``grad`` table (or ``"auto"``): its backward kernel's op, on the call's own arguments.
-- A reduction with ``grad``: the same, with the output and its gradient viewed with the reduced axes kept
-  (extent 1), so that the backward kernel, elementwise over the inputs' shape, broadcasts them back.
-- A fused function: for the call's argument types, the one elementwise kernel it runs, differentiated by
-  ``grad = "auto"`` (kspec.grad.auto_kernel); a call that runs reductions or several kernels raises a kspec
-  error when (and only when) a gradient is asked of it.
+- A spec kernel with a ``grad`` table (or ``"auto"``): its backward kernel's op, on the call's own arguments; a
+  reduction's output and gradient are viewed with the reduced axes kept (extent 1), so that the backward kernel,
+  elementwise over the inputs' shape, broadcasts them back.
+- A fused function: for the call's argument types, its kernels with their derived backwards
+  (kspec.grad.differentiable_program); the values between kernels are recomputed by their ops (the op saved only
+  its outputs), then the backward kernels' ops run in reverse. A kernel that cannot be differentiated raises a
+  kspec error when (and only when) a gradient is asked.
 
-The backward ops are registered with :func:`kspec.torch.register` (passed in: this module is below it) the first
-time a backward needs them, so a model that never trains defines none.
+The ops are registered with :func:`kspec.torch.register` (passed in: this module is below it) the first time a
+backward needs them, so a model that never trains defines none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._errors import KspecNotImplementedError
-from ._autograd import Backward
+from ..grad import DiffStep, differentiable_program, kept_shape, result_nodes, run_backward, run_forward
+from ._autograd import GradientRule
 from ._tensors import array_spec
 
 
-def of_spec_kernel(kernel: Any, params: Sequence[str], scalars: Sequence[str], register: Any,
-                   reduction: bool) -> Callable[[Sequence[Any], Mapping[str, Any]], Backward]:  # fmt: skip
+def of_spec_kernel(kernel: Any, params: Sequence[str], scalars: Sequence[str], register: Any, reduction: bool) -> GradientRule:
     names = kernel.spec.backward()[0]
-    targets = {param: k for k, param in enumerate(params) if param in names}
-    found: list[Any] = []
+    backward_op: list[Any] = []
 
-    def backward_of(args: Sequence[Any], keywords: Mapping[str, Any]) -> Backward:
-        if not found:
-            found.append(register(kernel.backward_kernel(), scalars=sorted(scalars)))
+    def gradients(args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any]) -> list[Any]:
+        if not backward_op:
+            backward_op.append(register(kernel.backward_kernel(), scalars=sorted(scalars)))
         inputs = args[: len(params)]
-        if not reduction:
-            return Backward(found[0], inputs, names, targets)
-        from ..grad import kept_shape
+        if reduction:
+            kept = kept_shape([tuple(getattr(a, "shape", ())) for a in inputs], keywords.get("axis"))
+            outputs, grads = [o.reshape(kept) for o in outputs], [g.reshape(kept) for g in grads]
+        made = backward_op[0](*inputs, *outputs, *grads)
+        by_name = dict(zip(names, made if isinstance(made, (tuple, list)) else (made,)))
+        return [by_name.get(param) for param in params]
 
-        kept = kept_shape([tuple(a.shape) if hasattr(a, "shape") else () for a in inputs], keywords.get("axis"))
-        return Backward(found[0], inputs, names, targets, kept)
-
-    return backward_of
+    return gradients
 
 
-def of_fused(fused: Any, op: str, register: Any) -> Callable[[Sequence[Any], Mapping[str, Any]], Backward]:
-    def backward_of(args: Sequence[Any], keywords: Mapping[str, Any]) -> Backward:
+def of_fused(fused: Any, op: str, register: Any) -> GradientRule:
+    def gradients(args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any]) -> list[Any]:
         import torch
 
-        from ..grad import auto_kernel
+        stand_ins = [array_spec(a) if isinstance(a, torch.Tensor) else a for a in args]
+        form = differentiable_program(fused, stand_ins, {}, f"kspec.torch: op kspec::{op}")
+        program = form._replace(args=tuple(args))
+        saved = {node: out for node, out in zip(result_nodes(program), outputs) if node is not None}
+        ops = _Ops(register)
+        values = run_forward(program, ops.forward, saved)
+        return run_backward(program, values, grads, ops)
 
-        form = fused.elementwise_form(*[array_spec(a) if isinstance(a, torch.Tensor) else a for a in args])
-        if form is None:
-            raise KspecNotImplementedError(
-                f"kspec.torch: op kspec::{op} (fused function '{fused.kernel_name}') has no gradient for these "
-                "arguments: its call runs reductions, several kernels or in-place updates, and only fused "
-                "functions that are one elementwise kernel are differentiable yet"
-            )
-        spec, index, _ = form
-        kernel = auto_kernel(spec)
-        params = [p.name for p in spec.in_params]
-        scalars = [name for name, k in zip(params, index) if not isinstance(args[k], torch.Tensor)]
-        names = kernel.spec.backward()[0]
-        targets = {name: k for name, k in zip(params, index) if name in names}
-        backward_op = register(kernel.backward_kernel(), scalars=scalars)
-        return Backward(backward_op, [args[k] for k in index], names, targets)
+    return gradients
 
-    return backward_of
+
+class _Ops:
+    """The reverse pass on tensors, through kspec ops (what AOTAutograd can trace)."""
+
+    def __init__(self, register: Any) -> None:
+        self.register = register
+
+    def _op(self, kernel: Any, params: Sequence[str], inputs: Sequence[Any]) -> Any:
+        import torch
+
+        return self.register(kernel, scalars=[p for p, a in zip(params, inputs) if not isinstance(a, torch.Tensor)])
+
+    def forward(self, step: DiffStep, inputs: list[Any]) -> Any:
+        return self._op(step.kernel, step.params, inputs)(*inputs, **step.kwargs)
+
+    def backward(self, step: DiffStep, inputs: list[Any], outputs: list[Any], grads: list[Any]) -> Sequence[Any]:
+        if step.reduction:
+            kept = kept_shape([tuple(getattr(a, "shape", ())) for a in inputs], step.kwargs.get("axis"))
+            outputs, grads = [o.reshape(kept) for o in outputs], [g.reshape(kept) for g in grads]
+        made = self._op(step.kernel.backward_kernel(), step.params, inputs)(*inputs, *outputs, *grads)
+        return made if isinstance(made, (tuple, list)) else (made,)
+
+    def reduce_to(self, grad: Any, like: Any) -> Any:
+        shape = getattr(like, "shape", None)
+        return grad.sum_to_size(shape) if shape is not None and grad.shape != shape else grad
+
+    def add(self, a: Any, b: Any) -> Any:
+        return a + b
+
+    def zeros_like(self, a: Any) -> Any:
+        import torch
+
+        return torch.zeros_like(a)
