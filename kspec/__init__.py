@@ -111,8 +111,10 @@ __all__ = [
     "use_device",
     "device_kind",
     "checked",
-    # gradients (kspec.grad): a kernel's outputs and the map from their gradients to its inputs'
+    # gradients (kspec.grad): a kernel's outputs and the map from their gradients to its inputs'; a declared
+    # backward for code kspec cannot read (raw and jit kernels)
     "vjp",
+    "custom_vjp",
     # texture memory (kspec.runtime), imported on first access
     "CUDAArray",
     "ChannelFormatDescriptor",
@@ -146,6 +148,7 @@ _LAZY = {
     "device_kind": "kspec.runtime",
     "checked": "kspec.runtime",
     "vjp": "kspec.grad",
+    "custom_vjp": "kspec.grad",
     "CUDAArray": "kspec.runtime",
     "ChannelFormatDescriptor": "kspec.runtime",
     "ResourceDescriptor": "kspec.runtime",

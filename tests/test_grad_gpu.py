@@ -108,3 +108,25 @@ def test_jax_grad_on_the_gpu():
         got = jax.jit(jax.grad(lambda x: (gpu_softmax_rows(x, 2.0) ** 2).sum()))(x)
         want = jax.grad(lambda x: (jax.nn.softmax(x / 2.0, axis=1) ** 2).sum())(x)
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-9, atol=1e-12)
+
+
+def test_a_raw_kernel_with_a_declared_backward_on_the_gpu():
+    source = r"""
+    extern "C" __global__ void gpu_cube(const double* x, double* y, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = x[i] * x[i] * x[i];
+    }"""
+    raw = kspec.RawKernel(source, "gpu_cube")
+    backward = kspec.ElementwiseKernel("T x, T y, T gy", "T gx", "gx = 3 * x * x * gy", "gpu_cube_backward")
+
+    def cube(x):
+        y = kspec.empty(x.shape, x.dtype)
+        raw(((x.size + 127) // 128,), (128,), (x, y, np.int32(x.size)))
+        return y
+
+    f = kspec.custom_vjp(cube, backward=backward)
+    x = np.linspace(-2.0, 2.0, 1000)
+    y, back = kspec.vjp(f, kspec.asarray(x))
+    (gx,) = back(kspec.asarray(np.ones(1000)))
+    np.testing.assert_allclose(y.get(), x**3, rtol=1e-12)
+    np.testing.assert_allclose(gx.get(), 3 * x * x, rtol=1e-12)

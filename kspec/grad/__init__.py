@@ -8,6 +8,7 @@ no compiler or launcher.
 from __future__ import annotations
 
 from ..spec import backward_spec
+from ._custom import CustomVJP, custom_vjp
 from ._program import (
     ArrayOps,
     DiffProgram,
@@ -23,4 +24,4 @@ from ._vjp import kept_shape, vjp
 
 # ``__all__`` is the user-facing API (docs/reference/grad.md); the other names imported above are kspec.grad's
 # interface to kspec.torch and kspec.jax, which import them from here (tests/test_layers.py).
-__all__ = ["backward_spec", "vjp"]
+__all__ = ["CustomVJP", "backward_spec", "custom_vjp", "vjp"]

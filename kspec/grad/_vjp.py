@@ -15,6 +15,7 @@ from typing import Any
 from .._errors import KspecTypeError, KspecValueError
 from ..fuse import FusedFunction
 from ..kernels import ElementwiseKernel, ReductionKernel
+from ._custom import CustomVJP
 from ._program import DiffStep, assemble, differentiable_program, run_backward, run_forward
 
 GRAD_PREFIX = "grad_"  # an output's incoming gradient: grad_<output> (kspec/spec/_grad.py)
@@ -26,6 +27,10 @@ def vjp(kernel: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., tupl
     which takes one gradient per output (arrays of the outputs' shape, or broadcastable to it) and returns one
     entry per input parameter: its gradient, shaped as that argument, or None where the spec's ``grad`` table
     has no entry."""
+    if isinstance(kernel, CustomVJP):
+        if kwargs:
+            raise KspecTypeError(f"kspec.vjp: '{kernel.__name__}' (kspec.custom_vjp) takes its arguments positionally")
+        return kernel.vjp(*args)
     if isinstance(kernel, FusedFunction):
         return _fused_vjp(kernel, args, kwargs)
     if isinstance(kernel, ReductionKernel):
@@ -167,8 +172,8 @@ def _spec_of(kernel: Any) -> Any:
     spec = getattr(kernel, "spec", None) if isinstance(kernel, (ElementwiseKernel, ReductionKernel)) else None
     if spec is None:
         raise KspecTypeError(
-            "kernel: kspec.vjp takes an ElementwiseKernel or ReductionKernel whose spec declares gradients, or a "
-            f"kspec.fuse function; got {type(kernel).__name__}"
+            "kernel: kspec.vjp takes an ElementwiseKernel or ReductionKernel whose spec declares gradients, a "
+            f"kspec.fuse function or a kspec.custom_vjp function (for raw and jit kernels); got {type(kernel).__name__}"
         )
     if spec.grad is None:
         raise KspecValueError(
