@@ -212,8 +212,8 @@ def test_the_constructor_takes_grad_and_checks_it(on_cpu_device):
 def test_kspec_build_precompiles_the_backward_beside_its_forward():
     from kspec.spec import with_backwards
 
-    specs = with_backwards([_spec(), ElementwiseSpec(**FIELDS)])
-    assert [s.name for s in specs] == ["sinmul", "sinmul_backward", "sinmul"]
+    specs = with_backwards([_spec(instantiations=[{"T": ["float32", "float64"]}]), ElementwiseSpec(**FIELDS)])
+    assert [s.name for s in specs] == ["sinmul", "sinmul_backward", "sinmul", "kspec_grad_sum_float32", "kspec_grad_sum_float64"]
 
 
 def test_plan_build_has_a_unit_for_the_backward():
@@ -221,7 +221,7 @@ def test_plan_build_has_a_unit_for_the_backward():
 
     spec = _spec(instantiations=[{"T": "float32"}])
     plan = plan_build([spec], ["sm_90"])
-    assert sorted(u.spec.name for u in plan.units) == ["sinmul", "sinmul_backward"]
+    assert sorted(u.spec.name for u in plan.units) == ["kspec_grad_sum_float32", "sinmul", "sinmul_backward"]
 
 
 _SERVE_BACKWARD = """
@@ -231,7 +231,10 @@ kspec.use_device("cpu")
 k = kspec.load(sys.argv[1], binaries=sys.argv[2])["served_cube"]
 y, back = kspec.vjp(k, np.array([1.0, 2.0], dtype=np.float32))
 (g,) = back(np.ones(2, dtype=np.float32))
-print(json.dumps({"g": g.tolist(), "log": [[e.kernel, e.source] for e in kspec.compile_log()]}))
+m = kspec.load(sys.argv[1], binaries=sys.argv[2])["served_mul"]
+y, back = kspec.vjp(m, np.ones((3, 2), dtype=np.float32), np.array([1.0, 2.0], dtype=np.float32))
+gx, gw = back(np.ones((3, 2), dtype=np.float32))  # w broadcast over 3 rows: its gradient summed, from the binaries
+print(json.dumps({"g": g.tolist(), "gw": gw.tolist(), "log": [[e.kernel, e.source] for e in kspec.compile_log()]}))
 """
 
 
@@ -247,6 +250,8 @@ def test_a_precompiled_backward_is_served_with_compiles_forbidden(on_cpu_device,
     spec.write_text(
         'schema = 1\n[[kernel]]\nkind = "elementwise"\nname = "served_cube"\nin_params = "T x"\nout_params = "T y"\n'
         'operation = "y = x * x * x;"\ngrad = "auto"\ninstantiations = [{T = "float32"}]\n'
+        '[[kernel]]\nkind = "elementwise"\nname = "served_mul"\nin_params = "T x, T w"\nout_params = "T y"\n'
+        'operation = "y = x * w;"\ngrad = "auto"\ninstantiations = [{T = "float32"}]\n'
     )
     out = tmp_path / "binaries"
     env = dict(os.environ, PYTHONPATH=str(root), KSPEC_CACHE_DIR=str(tmp_path / "build-cache"))
@@ -258,8 +263,11 @@ def test_a_precompiled_backward_is_served_with_compiles_forbidden(on_cpu_device,
                           text=True, cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
     served = json.loads(done.stdout.strip().splitlines()[-1])
-    assert served["g"] == [3.0, 12.0]
-    assert sorted(map(tuple, served["log"])) == [("served_cube", "binary"), ("served_cube_backward", "binary")]
+    assert served["g"] == [3.0, 12.0] and served["gw"] == [3.0, 3.0]
+    assert sorted(map(tuple, served["log"])) == [
+        ("kspec_grad_sum_float32", "binary"), ("served_cube", "binary"), ("served_cube_backward", "binary"),
+        ("served_mul", "binary"), ("served_mul_backward", "binary"),
+    ]
 
 
 # -- fused functions -------------------------------------------------------------------------------------------

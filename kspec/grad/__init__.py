@@ -20,7 +20,8 @@ from ._program import (
     run_backward,
     run_forward,
 )
-from ._vjp import kept_shape, vjp
+from ._sums import kept_shape
+from ._vjp import vjp
 
 # ``__all__`` is the user-facing API (docs/reference/grad.md); the other names imported above are kspec.grad's
 # interface to kspec.torch and kspec.jax, which import them from here (tests/test_layers.py).

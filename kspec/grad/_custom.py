@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._errors import KspecTypeError, KspecValueError
+from ._sums import reduced
 
 
 class CustomVJP:
@@ -71,9 +72,7 @@ class CustomVJP:
                     f"kspec.custom_vjp: '{self.__name__}' returns {len(outputs)} array(s); the backward takes one "
                     f"gradient per array, got {len(grads)}"
                 )
-            from ._vjp import _reduced
-
-            return self.gradients(args, outputs, grads, lambda g, a: _reduced(g, a, None))
+            return self.gradients(args, outputs, grads, lambda g, a: reduced(g, a, None))
 
         return result, back
 

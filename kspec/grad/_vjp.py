@@ -17,9 +17,9 @@ from ..fuse import FusedFunction
 from ..kernels import ElementwiseKernel, ReductionKernel
 from ._custom import CustomVJP
 from ._program import DiffStep, assemble, differentiable_program, run_backward, run_forward
+from ._sums import kept_shape, reduced
 
 GRAD_PREFIX = "grad_"  # an output's incoming gradient: grad_<output> (kspec/spec/_grad.py)
-_sum: list[Any] = []  # the reduction that sums a gradient over broadcast axes, made on first need
 
 
 def vjp(kernel: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., tuple[Any, ...]]]:
@@ -62,7 +62,7 @@ def vjp(kernel: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., tupl
         made = made if isinstance(made, tuple) else (made,)
         by_name = dict(zip(names, made))
         return tuple(
-            _reduced(by_name[p.name], arg, stream) if p.name in by_name else None
+            reduced(by_name[p.name], arg, stream, kernel) if p.name in by_name else None
             for p, arg in zip(spec.in_params, inputs)
         )
 
@@ -95,6 +95,7 @@ class _KernelOps:
 
     def __init__(self, stream: Any) -> None:
         self.on = {"stream": stream} if stream is not None else {}
+        self.beside: Any = None  # the kernel whose binaries serve the gradient sums (a fused function's: none)
 
     def forward(self, step: DiffStep, inputs: list[Any]) -> Any:
         return step.kernel(*inputs, **step.kwargs, **self.on)
@@ -107,7 +108,7 @@ class _KernelOps:
         return made if isinstance(made, tuple) else (made,)
 
     def reduce_to(self, grad: Any, like: Any) -> Any:
-        return _reduced(grad, like, self.on.get("stream"))
+        return reduced(grad, like, self.on.get("stream"), self.beside)
 
     def add(self, a: Any, b: Any) -> Any:
         return _helper("add")(a, b, **self.on)
@@ -149,23 +150,9 @@ def _reduction_vjp(kernel: Any, spec: Any, args: tuple[Any, ...],
         on = {"stream": stream} if stream is not None else {}
         made = backward(*args, result.reshape(kept), grad.reshape(kept), **on)
         by_name = dict(zip(names, made if isinstance(made, tuple) else (made,)))
-        return tuple(_reduced(by_name[p.name], a, stream) if p.name in by_name else None for p, a in zip(spec.in_params, args))
+        return tuple(reduced(by_name[p.name], a, stream, kernel) if p.name in by_name else None for p, a in zip(spec.in_params, args))
 
     return result, back
-
-
-def kept_shape(shapes: Sequence[tuple[int, ...]], axis: Any) -> tuple[int, ...]:
-    """A reduction's output shape with its reduced axes kept (extent 1): the inputs' broadcast shape, reduced
-    over ``axis`` (None: all; an int or a sequence; negative counts from the end). The output and its gradient,
-    reshaped to it, broadcast back over the inputs in the backward kernel."""
-    import numpy as np
-
-    full = np.broadcast_shapes(*shapes)
-    if axis is None:
-        axes = set(range(len(full)))
-    else:
-        axes = {int(a) % max(len(full), 1) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))}
-    return tuple(1 if d in axes else n for d, n in enumerate(full))
 
 
 def _spec_of(kernel: Any) -> Any:
@@ -198,18 +185,3 @@ def _check_floating(kernel: str, name: str, arg: Any) -> None:
             f"kernel '{kernel}': input {name!r} is {dtype if dtype is not None else type(arg).__name__}; a gradient "
             "needs a floating or complex input"
         )
-
-
-def _reduced(grad: Any, arg: Any, stream: Any) -> Any:
-    """``grad`` (the broadcast shape) summed to ``arg``'s shape: over the leading axes ``arg`` lacks and the axes
-    where ``arg`` has extent 1. A Python number's gradient is the sum of all."""
-    shape = tuple(getattr(arg, "shape", ()))
-    full = tuple(grad.shape)
-    if shape == full:
-        return grad
-    lead = len(full) - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + d for d, n in enumerate(shape) if n == 1 and full[lead + d] != 1)
-    if not _sum:
-        _sum.append(ReductionKernel("T g", "T s", "g", "a + b", "s = a", "0", "kspec_grad_sum"))
-    summed = _sum[0](grad, axis=axes, **({"stream": stream} if stream is not None else {}))
-    return summed.reshape(shape)

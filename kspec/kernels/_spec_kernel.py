@@ -177,6 +177,12 @@ class SpecKernel:
             spec = self._spec = spec.validated()  # same table, same keys: memoised specializations stay valid
         return spec
 
+    @property
+    def binaries(self) -> Any:
+        """The BinaryStore (precompiled binaries) this kernel is served from, or None; a kernel built beside it
+        (kspec.grad's gradient sums) is served from it too."""
+        return self._binaries
+
     def _backward_with(self, elementwise: Any) -> Any:
         """The kernel (of class ``elementwise``) of this spec's backward (its ``grad``; kspec.grad uses it),
         served from the same precompiled binaries; made once."""

@@ -15,7 +15,7 @@ _LAZY = {
     **dict.fromkeys(("KernelAttributes", "LaunchDefaults", "RawSpec"), "_raw"),
     "CPP_KEYWORDS": "_names",
     "find_spec_files": "_scan",
-    "backward_spec": "_backward", "with_backwards": "_backward",
+    "backward_spec": "_backward", "with_backwards": "_grad_plan", "grad_sum_spec": "_grad_plan",
     **dict.fromkeys(("Param", "format_params", "parse_params"), "_params"),
     **dict.fromkeys(("PlainParam", "PlainSpec", "plain_spec"), "_plain"),
     # for kspec.kernels (not in __all__): a constructor's fields checked without Pydantic
@@ -29,6 +29,7 @@ __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 __all__ = [
     "AnySpec",
     "backward_spec",
+    "grad_sum_spec",
     "with_backwards",
     "CPP_KEYWORDS",
     "ElementwiseSpec",

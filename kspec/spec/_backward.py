@@ -4,12 +4,11 @@ For ``z = f(x, y)`` with ``grad = {x = ..., y = ...}`` the backward kernel reads
 too: an expression may index them), its outputs and their incoming gradients ``grad_<output>``, and writes
 ``grad_<input>`` for each entry, all in one pass over the broadcast shape. It is an ordinary spec, so it is
 rendered, compiled, cached, precompiled (``kspec build``) and served exactly as a forward kernel is; nothing here
-compiles or launches. ``kspec build`` precompiles it beside its forward (:func:`with_backwards`).
+compiles or launches. ``kspec build`` precompiles it beside its forward (kspec/spec/_grad_plan.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from .._errors import SpecError
@@ -58,14 +57,3 @@ def build_backward(spec: Any, elementwise: type) -> Any:
         instantiations=[dict(t) for t in dict.fromkeys(tuple(sorted(i.items())) for i in instantiations)],
         scalars=[n for n in spec.scalars if n in {p.name for p in in_params}],
     )
-
-
-def with_backwards(specs: Iterable[Any]) -> list[Any]:
-    """``specs`` with each spec's backward spec after it where it declares gradients (what ``kspec build``
-    precompiles)."""
-    out: list[Any] = []
-    for spec in specs:
-        out.append(spec)
-        if getattr(spec, "grad", None) is not None:
-            out.append(backward_spec(spec))
-    return out

@@ -1,0 +1,56 @@
+"""Gradients summed to their inputs' shapes: a reduction's kept shape, and the sums over broadcast axes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..kernels import ReductionKernel
+
+_SUMS_KEPT = 64
+_sums: dict[tuple[Any, str], Any] = {}  # (the binary store, dtype) -> the reduction that sums such gradients
+
+
+def kept_shape(shapes: Sequence[tuple[int, ...]], axis: Any) -> tuple[int, ...]:
+    """A reduction's output shape with its reduced axes kept (extent 1): the inputs' broadcast shape, reduced
+    over ``axis`` (None: all; an int or a sequence; negative counts from the end). The output and its gradient,
+    reshaped to it, broadcast back over the inputs in the backward kernel."""
+    import numpy as np
+
+    full = np.broadcast_shapes(*shapes)
+    if axis is None:
+        axes = set(range(len(full)))
+    else:
+        axes = {int(a) % max(len(full), 1) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))}
+    return tuple(1 if d in axes else n for d, n in enumerate(full))
+
+
+def reduced(grad: Any, arg: Any, stream: Any, beside: Any = None) -> Any:
+    """``grad`` (the broadcast shape) summed to ``arg``'s shape: over the leading axes ``arg`` lacks and the axes
+    where ``arg`` has extent 1. A Python number's gradient is the sum of all. The sum is a kspec reduction of
+    the gradient's dtype (kspec.spec.grad_sum_spec), served from the binaries of the kernel ``beside`` where it
+    has them: ``kspec build`` precompiles the sums beside the backwards."""
+    shape = tuple(getattr(arg, "shape", ()))
+    full = tuple(grad.shape)
+    if shape == full:
+        return grad
+    lead = len(full) - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + d for d, n in enumerate(shape) if n == 1 and full[lead + d] != 1)
+    summed = _sum_kernel(grad, beside)(grad, axis=axes, **({"stream": stream} if stream is not None else {}))
+    return summed.reshape(shape)
+
+
+def _sum_kernel(grad: Any, beside: Any) -> Any:
+    from ..runtime import array_dtype_ndim
+    from ..spec import grad_sum_spec
+
+    found = array_dtype_ndim(grad)
+    dtype = found[0].name if found is not None else "float64"
+    binaries = getattr(beside, "binaries", None)
+    key = (binaries, dtype)
+    kernel = _sums.get(key)
+    if kernel is None:
+        if len(_sums) >= _SUMS_KEPT:
+            del _sums[next(iter(_sums))]
+        kernel = _sums[key] = ReductionKernel.from_spec(grad_sum_spec(dtype), binaries=binaries)
+    return kernel

@@ -1,0 +1,53 @@
+"""What ``kspec build`` precompiles for specs with gradients (issue [AD]): each one's backward kernel, and the sums
+that fold a broadcast input's gradient to its shape, one reduction per floating dtype the backwards write.
+
+The sums are concrete specs (one dtype each, no placeholder), so kspec.grad makes exactly the same spec at run
+time (:func:`grad_sum_spec`) and finds its binary by the same content key, beside the forward's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .. import dtypes
+from ._backward import backward_spec
+from ._models import ReductionSpec
+
+GRAD_SUM = "kspec_grad_sum"
+_NARROW = ("float16", "bfloat16")  # summed in float32, as their forward reductions are
+
+
+def grad_sum_spec(dtype: str) -> ReductionSpec:
+    """The reduction that sums gradients of ``dtype`` (a kspec dtype name) over the axes kspec.grad passes."""
+    wide = dtype in _NARROW
+    return ReductionSpec(
+        name=f"{GRAD_SUM}_{dtype}",
+        doc=f"kspec.grad: a broadcast input's {dtype} gradient summed to its shape.",
+        in_params=f"{dtype} g",
+        out_params=f"{dtype} s",
+        map_expr="float(g)" if wide else "g",
+        reduce_expr="a + b",
+        post_map_expr=f"s = ({dtypes.lookup(dtype).c_type})a" if wide else "s = a",
+        identity="0",
+        reduce_type="float32" if wide else None,
+    )
+
+
+def with_backwards(specs: Iterable[Any]) -> list[Any]:
+    """``specs`` with each spec's backward spec after it where it declares gradients, then one gradient sum per
+    floating dtype those backwards write (what ``kspec build`` and ``kspec warm`` precompile)."""
+    out: list[Any] = []
+    sums: dict[str, None] = {}
+    for spec in specs:
+        out.append(spec)
+        if getattr(spec, "grad", None) is None:
+            continue
+        backward = backward_spec(spec)
+        out.append(backward)
+        for binding in backward.declared_instantiations() or ({},):
+            for param in backward.out_params:
+                name = binding.get(param.type, param.type)
+                if not dtypes.is_placeholder(name) and dtypes.lookup(name).kind in "fc":
+                    sums[dtypes.canonical_name(name)] = None
+    return out + [grad_sum_spec(dtype) for dtype in sums]
