@@ -307,8 +307,8 @@ def fused_normalized(x, b):
 
 
 @kspec.fuse
-def fused_rowmax(x):
-    return x.max(axis=1)
+def fused_rowprod(x):
+    return x.prod(axis=1)
 
 
 def test_vjp_of_a_fused_reduction(on_cpu_device):
@@ -343,9 +343,9 @@ def test_vjp_of_a_fused_function_of_several_kernels_and_two_results(on_cpu_devic
     assert gb is None
 
 
-def test_vjp_of_a_fused_max_names_the_kernel_it_cannot_differentiate(on_cpu_device):
-    with pytest.raises(kspec.KspecNotImplementedError, match=r"fused function 'fused_rowmax': its kernel 1 of 1 \(reduction"):
-        kspec.vjp(fused_rowmax, np.ones((2, 3)))
+def test_vjp_of_a_fused_function_names_the_kernel_it_cannot_differentiate(on_cpu_device):
+    with pytest.raises(kspec.KspecNotImplementedError, match=r"fused function 'fused_rowprod': its kernel 1 of 1 \(reduction"):
+        kspec.vjp(fused_rowprod, np.ones((2, 3)))
 
 
 # -- reductions ------------------------------------------------------------------------------------------------
@@ -383,7 +383,7 @@ def test_a_product_reduction_takes_a_table_reading_the_output(on_cpu_device):
 @pytest.mark.parametrize(
     "changes, message",
     [
-        (dict(reduce_expr="max(a, b)"), "'auto' differentiates sums (reduce_expr 'a + b', post_map_expr 'y = a')"),
+        (dict(reduce_expr="a * b"), "'auto' differentiates sums (reduce_expr 'a + b') and minima / maxima"),
         (dict(post_map_expr="y = a / _in_ind.size()"), "'auto' differentiates sums"),
         (dict(map_expr="x * _J"), "cannot differentiate a map_expr that reads '_J'"),
     ],
@@ -401,3 +401,34 @@ def test_auto_reads_function_style_casts_and_casts_each_sum():
     operation = spec.backward_spec().operation
     assert "(T)(_kspec_adj_y * (U)(" in operation  # T * int is ambiguous for __half: every sum is cast
     assert "((U)(x))" in operation and "((float)(x))" in operation  # U(x), float(x): casts, not calls
+
+
+@pytest.mark.parametrize("reduce_expr", ["max(a, b)", "a > b ? a : b"])
+def test_auto_routes_a_maximum_to_the_selected_element(on_cpu_device, reduce_expr):
+    kernel = kspec.ReductionKernel("T x", "T y", "x * x", reduce_expr, "y = a", "-1e300", "rowmax_sq", grad="auto")
+    rng = np.random.default_rng(8)
+    x, g = rng.standard_normal((3, 5)), rng.standard_normal(3)
+    y, back = kspec.vjp(kernel, x, axis=1)
+    np.testing.assert_allclose(y, (x * x).max(axis=1))
+    (gx,) = back(g)
+    want = np.zeros_like(x)
+    picked = (x * x).argmax(axis=1)
+    want[np.arange(3), picked] = 2 * x[np.arange(3), picked] * g
+    np.testing.assert_allclose(gx, want)
+
+
+def test_vjp_of_a_fused_min(on_cpu_device):
+    rng = np.random.default_rng(9)
+    x, g = rng.standard_normal((4, 3)), rng.standard_normal(3)
+    y, back = kspec.vjp(fused_colmin, x)
+    (gx,) = back(g)
+    want = np.zeros_like(x)
+    picked = (2 * x).argmin(axis=0)
+    want[picked, np.arange(3)] = 2 * g
+    np.testing.assert_allclose(y, (2 * x).min(axis=0))
+    np.testing.assert_allclose(gx, want)
+
+
+@kspec.fuse
+def fused_colmin(x):
+    return np.amin(x * 2, axis=0)

@@ -124,6 +124,11 @@ def fused_rowmax(x):
     return x.max(axis=1)
 
 
+@kspec.fuse
+def fused_rowprod(x):
+    return x.prod(axis=1)
+
+
 def test_fused_functions_of_reductions_are_differentiable():
     x, b = _data(10, 3, 4), _data(13, 4)
     gx = jax.jit(jax.grad(lambda v: fused_rowsum(v).sum()))(x)
@@ -134,11 +139,13 @@ def test_fused_functions_of_reductions_are_differentiable():
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-4, atol=1e-6)
 
 
-def test_a_fused_max_says_it_is_not_differentiable():
+def test_a_fused_max_is_differentiable_and_a_product_says_it_is_not():
     x = _data(10, 3, 4)
-    np.testing.assert_allclose(np.asarray(jax.jit(fused_rowmax)(x)), np.asarray(x).max(axis=1))
-    with pytest.raises(kspec.KspecNotImplementedError, match="'fused_rowmax' cannot be differentiated.*its kernel 1 of 1"):
-        jax.grad(lambda v: fused_rowmax(v).sum())(x)
+    gx = jax.grad(lambda v: fused_rowmax(v).sum())(x)
+    np.testing.assert_allclose(np.asarray(gx), np.asarray(jax.grad(lambda v: v.max(axis=1).sum())(x)))
+    np.testing.assert_allclose(np.asarray(jax.jit(fused_rowprod)(x)), np.asarray(x).prod(axis=1), rtol=1e-5)
+    with pytest.raises(kspec.KspecNotImplementedError, match="'fused_rowprod' cannot be differentiated.*its kernel 1 of 1"):
+        jax.grad(lambda v: fused_rowprod(v).sum())(x)
 
 
 @pytest.mark.parametrize("axis, keepdims", [(None, False), (1, False), ((0, 2), True)])

@@ -152,6 +152,11 @@ def fused_rowmax(x):
     return x.max(axis=1)
 
 
+@kspec.fuse
+def fused_rowprod(x):
+    return x.prod(axis=1)
+
+
 @pytest.mark.parametrize("fn", [fused_norm, fused_normalized], ids=lambda f: f.__name__)
 def test_a_fused_function_of_reductions_has_autograd(on_cpu_device, fn):
     op = kt.register(fn)
@@ -165,12 +170,13 @@ def test_a_fused_function_of_reductions_has_autograd(on_cpu_device, fn):
     torch.testing.assert_close(got, want)
 
 
-def test_a_fused_max_raises_only_when_a_gradient_is_asked(on_cpu_device):
-    op = kt.register(fused_rowmax)
+def test_a_fused_max_routes_the_gradient_and_a_product_raises_only_when_asked(on_cpu_device):
     x = torch.randn((3, 4), dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(kt.register(fused_rowmax), (x,))
+    op = kt.register(fused_rowprod)
     y = op(x)  # the forward runs
-    torch.testing.assert_close(y, x.detach().max(axis=1).values)
-    with pytest.raises(kspec.KspecNotImplementedError, match="op kspec::fused_rowmax: fused function 'fused_rowmax': its kernel 1"):
+    torch.testing.assert_close(y, x.detach().prod(axis=1))
+    with pytest.raises(kspec.KspecNotImplementedError, match="op kspec::fused_rowprod: fused function 'fused_rowprod': its kernel 1"):
         y.sum().backward()
 
 

@@ -9,7 +9,7 @@ rounding functions are piecewise constant (no gradient); ``c ? a : b`` different
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .. import dtypes
 from .._errors import SpecError
@@ -83,17 +83,19 @@ def _rules(name: str) -> tuple[Callable[[str], str | None] | None, Callable[[str
 
 
 def derive_backward(operation: str, in_params: Sequence[Param], out_params: Sequence[Param],
-                    placeholders: Sequence[str]) -> tuple[tuple[str, ...], str]:  # fmt: skip
+                    placeholders: Sequence[str], seeds: Mapping[str, str] | None = None) -> tuple[tuple[str, ...], str]:  # fmt: skip
     """(the inputs that get a gradient, in parameter order; the backward operation writing ``grad_<input>``).
-    A :class:`SpecError` on field ``grad`` names what cannot be differentiated."""
+    ``seeds`` replaces an output's incoming gradient ``grad_<output>`` by an expression (a min/max reduction's
+    gradient reaches only the elements equal to the result). A :class:`SpecError` on field ``grad`` names
+    what cannot be differentiated."""
     try:
-        return _derive(operation, in_params, out_params, placeholders)
+        return _derive(operation, in_params, out_params, placeholders, dict(seeds or {}))
     except CExprError as exc:
         raise SpecError(f"'auto' cannot differentiate this operation: {exc}", field="grad") from None
 
 
 def _derive(operation: str, in_params: Sequence[Param], out_params: Sequence[Param],
-            placeholders: Sequence[str]) -> tuple[tuple[str, ...], str]:  # fmt: skip
+            placeholders: Sequence[str], seeds: dict[str, str]) -> tuple[tuple[str, ...], str]:  # fmt: skip
     statements = parse_statements(operation, set(placeholders))
     outputs = {p.name: p for p in out_params}
     inputs = {p.name: p for p in in_params}
@@ -113,7 +115,7 @@ def _derive(operation: str, in_params: Sequence[Param], out_params: Sequence[Par
     types: dict[str, str] = {}  # every adjoint's and gradient's C type: each sum is cast to it (T * int is
     # ambiguous for __half, and a float adjoint added to a half gradient needs the conversion spelled out)
     for st in statements:  # every assigned name's adjoint; an output's starts as its incoming gradient
-        start = f"grad_{st.target}" if st.target in outputs else "0"
+        start = seeds.get(st.target, f"grad_{st.target}") if st.target in outputs else "0"
         types[f"{_ADJ}{st.target}"] = _value_type(st, outputs)
         lines.append(f"{types[f'{_ADJ}{st.target}']} {_ADJ}{st.target} = {start};")
     for name in differentiable:
