@@ -54,7 +54,7 @@ _UF_UNARY: dict[str, Callable[[str], str | None]] = {
     "arcsinh": lambda a: f"rsqrt(({a}) * ({a}) + 1)", "arccosh": lambda a: f"rsqrt(({a}) * ({a}) - 1)",
     "arctanh": lambda a: f"(1 / (1 - ({a}) * ({a})))",
     **dict.fromkeys(("sign", "signbit", "isnan", "isinf", "isfinite", "logical_not", "invert", "nonzero", "iabs",
-                     "uabs"), lambda a: None),
+                     "uabs", "float_to_int"), lambda a: None),
 }  # fmt: skip
 _UF_BINARY: dict[str, Callable[[str, str], tuple[str | None, str | None]]] = {
     "add": lambda a, b: ("1", "1"), "subtract": lambda a, b: ("1", "(-1)"),
@@ -76,7 +76,8 @@ def known_functions() -> list[str]:
 def _rules(name: str) -> tuple[Callable[[str], str | None] | None, Callable[[str, str], tuple[str | None, str | None]] | None]:
     """(unary rule, binary rule) of a called function (C's, with or without an f suffix, or kspec::uf's)."""
     if name.startswith(_UF):
-        base = _UF_ALIASES.get(name[len(_UF):], name[len(_UF):])
+        base = name[len(_UF):].partition("<")[0]  # float_to_int<int>: the rule of float_to_int
+        base = _UF_ALIASES.get(base, base)
         return _UF_UNARY.get(base) or _UNARY.get(base), _UF_BINARY.get(base) or _BINARY.get(base)
     base = name[:-1] if name.endswith("f") and (name[:-1] in _UNARY or name[:-1] in _BINARY) else name
     return _UNARY.get(base), _BINARY.get(base)

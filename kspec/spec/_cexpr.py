@@ -134,6 +134,7 @@ class _Parser:
         if word[0].isdigit() or word[0] == ".":
             return Node("num", word)
         if word[0].isalpha() or word[0] == "_":
+            word += self._template_args()
             if self.peek() == "(":
                 self.take()
                 args: list[Node] = []
@@ -147,6 +148,20 @@ class _Parser:
                 return Node("call", word, tuple(args))
             return Node("var", word)
         raise CExprError(f"unexpected {word!r}")
+
+    def _template_args(self) -> str:
+        """``<int>`` after a function's name, when a call follows (``float_to_int<int>(x)``): consumed; else ''."""
+        if self.peek() != "<":
+            return ""
+        end = self.pos + 1
+        while end < len(self.words) and (self.words[end] in _TYPE_WORDS or self.words[end] in self.types
+                                         or self.words[end] == "," or self.words[end].isidentifier()):  # fmt: skip
+            end += 1
+        if end + 1 < len(self.words) and self.words[end] == ">" and self.words[end + 1] == "(" and end > self.pos + 1:
+            args = " ".join(self.words[self.pos + 1:end]).replace(" ,", ",")
+            self.pos = end + 1
+            return f"<{args}>"
+        return ""
 
     def _cast_type(self) -> str | None:
         """``(type)`` at the cursor (just after '('): the type, consumed; else None."""
