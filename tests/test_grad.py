@@ -460,3 +460,40 @@ def test_fused_functions_of_numpy_code_match_finite_differences(on_cpu_device, n
     fx, fy = numeric_vjp(f, [x, y], g)
     np.testing.assert_allclose(gx, fx, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(np.zeros_like(y) if gy is None else gy, fy, rtol=1e-5, atol=1e-7)  # None: none flows
+
+
+# every NumPy ufunc kspec.fuse calls that has a derivative, on data inside its domain
+UNARY_UFUNCS = {
+    "sin": (0.1, 2.0), "cos": (0.1, 2.0), "tan": (0.1, 1.0), "arcsin": (-0.8, 0.8), "arccos": (-0.8, 0.8),
+    "arctan": (-2.0, 2.0), "sinh": (-2.0, 2.0), "cosh": (-2.0, 2.0), "tanh": (-2.0, 2.0), "arcsinh": (-2.0, 2.0),
+    "arccosh": (1.2, 3.0), "arctanh": (-0.8, 0.8), "exp": (-2.0, 2.0), "exp2": (-2.0, 2.0), "expm1": (-2.0, 2.0),
+    "log": (0.2, 3.0), "log2": (0.2, 3.0), "log10": (0.2, 3.0), "log1p": (0.2, 3.0), "sqrt": (0.2, 3.0),
+    "cbrt": (0.2, 3.0), "square": (-2.0, 2.0), "reciprocal": (0.5, 3.0), "negative": (-2.0, 2.0),
+    "absolute": (0.2, 2.0), "fabs": (-2.0, -0.2), "floor": (0.1, 0.9), "rint": (0.1, 0.4), "sign": (0.2, 2.0),
+}
+BINARY_UFUNCS = ["add", "subtract", "multiply", "divide", "power", "arctan2", "hypot", "logaddexp", "maximum",
+                 "minimum", "fmax", "fmin", "fmod"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(UNARY_UFUNCS))
+def test_the_derivative_of_every_unary_ufunc(on_cpu_device, name):
+    ufunc = getattr(np, name)
+    low, high = UNARY_UFUNCS[name]
+    x = np.random.default_rng(11).uniform(low, high, (2, 5))
+    g = np.random.default_rng(12).standard_normal((2, 5))
+    _, back = kspec.vjp(kspec.fuse(lambda x: ufunc(x) * 1.0), x)
+    (gx,) = back(g)
+    (want,) = numeric_vjp(ufunc, [x], g)
+    np.testing.assert_allclose(np.zeros_like(x) if gx is None else gx, want, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", BINARY_UFUNCS)
+def test_the_derivative_of_every_binary_ufunc(on_cpu_device, name):
+    ufunc = getattr(np, name)
+    rng = np.random.default_rng(13)
+    x, y, g = rng.uniform(0.5, 2.0, (2, 5)), rng.uniform(0.3, 2.5, (2, 5)), rng.standard_normal((2, 5))
+    _, back = kspec.vjp(kspec.fuse(lambda x, y: ufunc(x, y) * 1.0), x, y)
+    gx, gy = back(g)
+    fx, fy = numeric_vjp(ufunc, [x, y], g)
+    np.testing.assert_allclose(gx, fx, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(gy, fy, rtol=1e-5, atol=1e-7)

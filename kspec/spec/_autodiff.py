@@ -47,8 +47,8 @@ _BINARY: dict[str, Callable[[str, str], tuple[str | None, str | None]]] = {
 
 
 # kspec::uf:: (kspec/ufunc.cuh: NumPy's ufuncs, what kspec.fuse's kernels call) -> the rule of the same function
-_UF_ALIASES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "absolute": "fabs", "maximum": "fmax",
-               "minimum": "fmin", "power": "pow", "float_power": "pow", "divide": "true_divide"}  # fmt: skip
+_UF_ALIASES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2", "absolute": "fabs",
+               "maximum": "fmax", "minimum": "fmin", "power": "pow", "float_power": "pow", "divide": "true_divide"}  # fmt: skip
 _UF_UNARY: dict[str, Callable[[str], str | None]] = {
     "negative": lambda a: "(-1)", "square": lambda a: f"(2 * ({a}))", "reciprocal": lambda a: f"(-1 / (({a}) * ({a})))",
     "arcsinh": lambda a: f"rsqrt(({a}) * ({a}) + 1)", "arccosh": lambda a: f"rsqrt(({a}) * ({a}) - 1)",
