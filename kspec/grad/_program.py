@@ -20,6 +20,7 @@ from ..spec import ElementwiseSpec, ReductionSpec
 
 _KEPT = 256  # differentiable kernels kept for fused functions' specs (oldest out)
 _auto_kernels: dict[str, Any] = {}  # a fused spec's data (JSON) -> its kernel with grad = "auto"
+_by_id: dict[int, tuple[Any, Any]] = {}  # id(spec) -> (the spec, kept alive so the id stays its; its kernel)
 
 
 def auto_kernel(spec: Any) -> Any:
@@ -28,6 +29,9 @@ def auto_kernel(spec: Any) -> Any:
     cannot differentiate."""
     import json
 
+    by_id = _by_id.get(id(spec))
+    if by_id is not None and by_id[0] is spec:  # a fused function's traced specs are kept: the same objects
+        return by_id[1]
     data = spec.to_data()
     key = json.dumps(data, sort_keys=True, default=str)
     kernel = _auto_kernels.get(key)
@@ -40,6 +44,9 @@ def auto_kernel(spec: Any) -> Any:
         else:
             kernel = ElementwiseKernel.from_spec(ElementwiseSpec(**data, grad="auto"))
         _auto_kernels[key] = kernel
+    if len(_by_id) >= _KEPT:
+        del _by_id[next(iter(_by_id))]
+    _by_id[id(spec)] = (spec, kernel)
     return kernel
 
 

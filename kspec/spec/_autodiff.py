@@ -89,10 +89,26 @@ def derive_backward(operation: str, in_params: Sequence[Param], out_params: Sequ
     ``seeds`` replaces an output's incoming gradient ``grad_<output>`` by an expression (a min/max reduction's
     gradient reaches only the elements equal to the result). A :class:`SpecError` on field ``grad`` names
     what cannot be differentiated."""
+    key = (operation, _params_key(in_params), _params_key(out_params), tuple(placeholders), tuple(sorted((seeds or {}).items())))
+    found = _derived.get(key)
+    if found is not None:  # kspec.grad asks per call; the derivation parses the code
+        return found
     try:
-        return _derive(operation, in_params, out_params, placeholders, dict(seeds or {}))
+        found = _derive(operation, in_params, out_params, placeholders, dict(seeds or {}))
     except CExprError as exc:
         raise SpecError(f"'auto' cannot differentiate this operation: {exc}", field="grad") from None
+    if len(_derived) >= _DERIVED_KEPT:
+        del _derived[next(iter(_derived))]
+    _derived[key] = found
+    return found
+
+
+_DERIVED_KEPT = 1024
+_derived: dict[tuple[object, ...], tuple[tuple[str, ...], str]] = {}
+
+
+def _params_key(params: Sequence[Param]) -> tuple[tuple[str, str, bool], ...]:
+    return tuple((p.name, p.type, p.raw) for p in params)
 
 
 def _derive(operation: str, in_params: Sequence[Param], out_params: Sequence[Param],
