@@ -139,6 +139,13 @@ def test_fused_functions_of_reductions_are_differentiable():
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-4, atol=1e-6)
 
 
+def test_vmap_of_the_grad_of_a_fused_reduction():
+    x, b = _data(14, 5, 3, 4), _data(15, 4)
+    got = jax.jit(jax.vmap(jax.grad(lambda v: (fused_normalized(v, b) ** 2).sum())))(x)
+    want = jax.vmap(jax.grad(lambda v: (jax.nn.softmax(v * b, axis=1) ** 2).sum()))(x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-4, atol=1e-6)
+
+
 def test_a_fused_max_is_differentiable_and_a_product_says_it_is_not():
     x = _data(10, 3, 4)
     gx = jax.grad(lambda v: fused_rowmax(v).sum())(x)

@@ -103,6 +103,7 @@ def test_a_fused_function_has_autograd_with_no_declaration(on_cpu_device):
     op = kt.register(fused_act)
     x, b = _inputs(3)
     assert torch.autograd.gradcheck(op, (x, b))
+    assert all(v == "SUCCESS" for v in torch.library.opcheck(op, (x, b)).values())
     op(x, b).square().sum().backward()
     got = x.grad.clone(), b.grad.clone()
     x.grad = b.grad = None
