@@ -245,3 +245,41 @@ def test_no_jax_imported_by_a_failed_plan():
                           env={**__import__("os").environ, "PYTHONPATH": str(REPO)}, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "refused:" in done.stdout
+
+
+# -- eager calls on concrete JAX arrays: kspec.jax runs them -------------------------------------------------
+
+
+def test_eager_calls_on_jax_arrays_go_through_kspec_jax(monkeypatch):
+    import kspec.jax as kj
+
+    seen = []
+    real = kj.call
+    monkeypatch.setattr(kj, "call", lambda kernel, *a, **k: seen.append(kernel.name) or real(kernel, *a, **k))
+    x, y = _data((6, 4)), _data((4,), 1)
+    xj, yj = jnp.asarray(x), jnp.asarray(y)
+    got = ADD2(xj, yj)
+    assert isinstance(got, jax.Array) and seen == ["bare_add2"]
+    np.testing.assert_allclose(np.asarray(got), x + 2 * y, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(SCALE(xj, 3.0)), x * 3, rtol=1e-6)  # a number beside them
+    np.testing.assert_allclose(np.asarray(SUMSQ(xj, axis=1)), (x * x).sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(fused_mul_add(xj, xj)), x * x + 1, rtol=1e-6)
+    assert seen[:3] == ["bare_add2", "bare_scale", "bare_sumsq"]
+    seen.clear()
+    ADD2(x, y)  # NumPy arrays alone: the CPU device's launch path
+    assert seen == []
+
+
+def test_eager_calls_that_give_outputs_or_a_stream_launch_as_before(monkeypatch):
+    import kspec.jax as kj
+
+    seen = []
+    real = kj.call
+    monkeypatch.setattr(kj, "call", lambda kernel, *a, **k: seen.append(kernel.name) or real(kernel, *a, **k))
+    x = _data((8,))
+    out = np.zeros(8, np.float32)
+    ADD2(jnp.asarray(x), jnp.asarray(x), out)  # CuPy's contract: the output given is written
+    np.testing.assert_allclose(out, 3 * x, rtol=1e-6)
+    with kspec.Stream():
+        np.testing.assert_allclose(np.asarray(ADD2(jnp.asarray(x), jnp.asarray(x))), 3 * x, rtol=1e-6)
+    assert seen == []

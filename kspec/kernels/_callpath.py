@@ -12,7 +12,9 @@ argument types), finds the prepared call kept for it and launches it. A miss goe
 (:mod:`._planner`), which builds the prepared call and returns it here; this module keeps it and launches
 it through the same :attr:`PreparedCall.launch` a repeated call runs. A call that cannot be planned because
 another framework traces its arguments (JAX's tracers under ``jax.jit``) goes to that framework's adapter
-instead (:mod:`._frameworks`): found only after the planner failed, so no call that plans pays for it.
+instead (:mod:`._frameworks`): found only after the planner failed, so no call that plans pays for it. So does
+an eager call on that framework's concrete arrays alone (JAX arrays: one cached XLA dispatch, where a launch on
+their memory costs a DLPack round trip), found on a miss, which such calls always take.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from typing import Any
 
 from ..runtime import current_stream, initialized_device_count, open_stream_blocks
 from ._arguments import MAX_ENTRIES, MISS, Dispatcher, make_dispatcher
-from ._frameworks import Framework, traced_by
+from ._frameworks import Framework, concrete_by, traced_by
 from ._prepared import PreparedCall
 
 Planner = Callable[[tuple[Any, ...], object, Any], tuple[PreparedCall, tuple[int, ...]]]
-HandOff = Callable[[Framework, tuple[Any, ...], object, Any], Any]  # (framework, args, stream, extra) -> result
+# (framework, args, stream, extra, concrete) -> result; for concrete arrays (not tracers) it may return MISS: the
+# call then launches as any other (outputs given, say)
+HandOff = Callable[[Framework, tuple[Any, ...], object, Any, bool], Any]
 
 
 def _nothing_prepared(args: tuple[Any, ...], stream: object = None, extra: object = None) -> Any:
@@ -45,14 +49,25 @@ class CallPath:
         self._plan = planner
         self._hand_off = hand_off
         self._by_types: dict[tuple[type, ...], Dispatcher | None] = {}
+        self._handed: dict[tuple[type, ...], Framework | None] = {}  # argument types -> their framework, if any
         self.call: Callable[..., Any] = _nothing_prepared
 
     def miss(self, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
         """A call the dispatcher did not serve: find or plan its prepared call, keep it, launch it."""
         given = stream  # as the call gave it: what a signature holds (a call without arrays keys its type)
+        types = tuple(map(type, args))
+        if self._hand_off is not None and stream is None and not open_stream_blocks[0]:
+            framework = self._handed.get(types, MISS)
+            if framework is MISS:
+                if len(self._handed) >= MAX_ENTRIES:
+                    self._handed.clear()
+                framework = self._handed[types] = concrete_by(args)
+            if framework is not None:  # JAX arrays: the call runs as kspec.jax.call (kspec/kernels/_frameworks.py)
+                result = self._hand_off(framework, args, None, extra, True)  # type: ignore[arg-type]
+                if result is not MISS:
+                    return result
         if stream is None and open_stream_blocks[0]:  # inside `with kspec.Stream(...)`
             stream = current_stream()
-        types = tuple(map(type, args))
         dispatcher = self._by_types.get(types)
         read = dispatcher.read(args, given) if dispatcher is not None else None
         prepared = None if read is None else dispatcher.table.get((extra, *read[0]))  # type: ignore[union-attr]
@@ -60,7 +75,7 @@ class CallPath:
         if prepared is None:
             found = self._planned(args, stream, extra)
             if isinstance(found, Framework):
-                return self._hand_off(found, args, stream, extra)  # type: ignore[misc]
+                return self._hand_off(found, args, stream, extra, False)  # type: ignore[misc]
             prepared, pointers = found
             if types not in self._by_types:  # made once the driver is up (it knows the device count)
                 if len(self._by_types) >= MAX_ENTRIES:
@@ -88,7 +103,7 @@ class CallPath:
             stream = current_stream()
         found = self._planned(args, stream, extra)
         if isinstance(found, Framework):
-            return self._hand_off(found, args, stream, extra)  # type: ignore[misc]
+            return self._hand_off(found, args, stream, extra, False)  # type: ignore[misc]
         prepared, pointers = found
         return prepared.launch(args, stream, *pointers)
 

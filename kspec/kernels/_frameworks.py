@@ -1,4 +1,5 @@
-"""Kernel calls traced by another framework (JAX's ``jax.jit`` / ``jax.vmap``): which one, and its adapter.
+"""Kernel calls traced by another framework (JAX's ``jax.jit`` / ``jax.vmap``), or made eagerly on its arrays:
+which framework, and its adapter.
 
 A kernel called on a *tracer* (an abstract value of a framework's transformation: no memory, no pointer)
 cannot launch. The framework's adapter can run it there instead (kspec.jax for JAX: the call becomes an XLA
@@ -7,7 +8,8 @@ kernels). The adapters sit above this layer (DESIGN.md), so the kernels layer ne
 names each one as data, and ``importlib`` loads it the first time a call on that framework's tracers arrives.
 
 Detection runs only where a call already goes slow (a planner's error in kspec/kernels/_callpath.py, a fused
-function's new signature, a raw launch's new argument types), never on the hot path, and it imports nothing:
+function's new signature, a raw launch's new argument types, a call path's miss), never on the hot path, and it
+imports nothing:
 an argument's type must come from a package already imported (``sys.modules``), so a process that does not
 use the framework pays nothing. A framework adds one :class:`Framework` to :data:`FRAMEWORKS`.
 """
@@ -33,6 +35,11 @@ class Framework:
     name: str
     tracers: tuple[tuple[str, str], ...]
     adapter: str
+    # ``(module, class)`` of its concrete arrays, and the packages their types come from: an eager call on them
+    # alone goes through the adapter too (one cached dispatch of the framework, where launching on their memory
+    # costs an interop round trip per call)
+    arrays: tuple[tuple[str, str], ...] = ()
+    array_roots: tuple[str, ...] = ()
 
     @property
     def root(self) -> str:
@@ -46,6 +53,13 @@ class Framework:
                 return found
         return None
 
+    def is_array(self, obj: Any) -> bool:
+        for module_name, class_name in self.arrays:
+            found = getattr(sys.modules.get(module_name), class_name, None)
+            if isinstance(found, type) and isinstance(obj, found):
+                return True
+        return False
+
     def call(self, kernel: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         """``kernel(*args, **kwargs)`` run by the adapter."""
         return importlib.import_module(self.adapter).call(kernel, *args, **kwargs)
@@ -56,9 +70,28 @@ class Framework:
 
 
 FRAMEWORKS: tuple[Framework, ...] = (
-    # jax.core.Tracer is the public name; jax._src.core.Tracer where a JAX release drops it
-    Framework("jax", (("jax.core", "Tracer"), ("jax._src.core", "Tracer")), "kspec.jax"),
+    # jax.core.Tracer is the public name; jax._src.core.Tracer where a JAX release drops it. jax.Array is the
+    # base of JAX's concrete arrays (jaxlib's ArrayImpl)
+    Framework("jax", (("jax.core", "Tracer"), ("jax._src.core", "Tracer")), "kspec.jax", (("jax", "Array"),),
+              ("jax", "jaxlib")),
 )
+
+_PLAIN = (bool, int, float, complex)
+
+
+def concrete_by(args: Iterable[Any]) -> Framework | None:
+    """The framework whose concrete arrays are the call's arrays (with NumPy arrays and numbers beside them):
+    its adapter runs the call. None for any other mix (a CuPy array among them: the launch path)."""
+    found = None
+    for arg in args:
+        if isinstance(arg, _PLAIN) or type(arg).__module__.partition(".")[0] == "numpy":
+            continue
+        root = type(arg).__module__.partition(".")[0]
+        framework = next((f for f in FRAMEWORKS if root in f.array_roots and f.root in sys.modules), None)
+        if framework is None or (found is not None and framework is not found) or not framework.is_array(arg):
+            return None
+        found = framework
+    return found
 
 
 def traced_by(args: Iterable[Any]) -> Framework | None:

@@ -19,6 +19,7 @@ from .._digest import sha256_hex
 from .._errors import InvalidNameError, KspecTypeError, ReservedNameError, SpecError, about_kernel
 from ..render import Specialization, specialize  # lazy: no Jinja
 from ..runtime import DeviceArray, get_device, stream_handle
+from ._arguments import MISS
 from ._callpath import CallPath
 from ..compiler import compile_program, rendered_module
 from ._ctor_memo import SPEC_KERNELS
@@ -138,10 +139,14 @@ class SpecKernel:
         """The kernel's planner: ``(PreparedCall, pointers)`` of a call (kspec/kernels/_planner.py)."""
         raise NotImplementedError
 
-    def _traced_call(self, framework: Any, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
-        """A call on another framework's tracers (kspec/kernels/_frameworks.py): its adapter runs it with the
-        keywords the call gave (``extra`` as the call path holds them), e.g. ``kspec.jax.call(self, ...)``."""
+    def _traced_call(self, framework: Any, args: tuple[Any, ...], stream: object, extra: Any, concrete: bool) -> Any:
+        """A call on another framework's tracers, or eagerly on its arrays (``concrete``; kspec/kernels/_frameworks.py):
+        its adapter runs it with the keywords the call gave (``extra`` as the call path holds them), e.g.
+        ``kspec.jax.call(self, ...)``. A concrete call that gives its outputs (CuPy's in-place contract) or a
+        launch size is left to the launch path (MISS)."""
         kwargs = self._call_keywords(extra)
+        if concrete and (len(args) != self._nin or "size" in kwargs or "block_size" in kwargs):
+            return MISS
         if stream is not None:  # the adapter says what it makes of a stream (kspec.jax refuses one)
             kwargs["stream"] = stream
         return framework.call(self, args, kwargs)
