@@ -32,6 +32,8 @@ from ._sums import reduced
 class CustomVJP:
     """A function with a declared backward (see the module docstring)."""
 
+    __name__: str  # the forward's (functools.update_wrapper)
+
     def __init__(self, forward: Callable[..., Any], backward: Callable[..., Any] | None = None) -> None:
         if not callable(forward):
             raise KspecTypeError(f"kspec.custom_vjp: forward: expected a function of arrays, got {type(forward).__name__}")
@@ -112,7 +114,7 @@ def _torch_function(fn: CustomVJP) -> Callable[..., Any]:
     """A ``torch.autograd.Function`` whose backward is ``fn``'s declared one (made once per function)."""
     import torch
 
-    class Declared(torch.autograd.Function):
+    class Declared(torch.autograd.Function):  # type: ignore[misc]
         @staticmethod
         def forward(ctx: Any, *args: Any) -> Any:
             result = fn.forward(*args)

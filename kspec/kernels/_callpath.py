@@ -63,7 +63,7 @@ class CallPath:
                     self._handed.clear()
                 framework = self._handed[types] = concrete_by(args)
             if framework is not None:  # JAX arrays: the call runs as kspec.jax.call (kspec/kernels/_frameworks.py)
-                result = self._hand_off(framework, args, None, extra, True)  # type: ignore[arg-type]
+                result = self._hand_off(framework, args, None, extra, True)
                 if result is not MISS:
                     return result
         if stream is None and open_stream_blocks[0]:  # inside `with kspec.Stream(...)`

@@ -143,7 +143,7 @@ def _derive(operation: str, in_params: Sequence[Param], out_params: Sequence[Par
         for name in _names(st.expr):
             target = f"{_ADJ}{name}" if name in assigned else f"{_GRAD}{name}" if name in differentiable else None
             partial = _d(st.expr, name) if target is not None else None
-            if partial is None:
+            if target is None or partial is None:
                 continue
             adjoint = f"{_ADJ}{st.target}"
             lines.append(f"{target} += ({types[target]})({adjoint} * ({types[adjoint]})({partial}));")

@@ -7,7 +7,7 @@ time (:func:`grad_sum_spec`) and finds its binary by the same content key, besid
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import dtypes
@@ -21,17 +21,18 @@ _NARROW = ("float16", "bfloat16")  # summed in float32, as their forward reducti
 def grad_sum_spec(dtype: str) -> ReductionSpec:
     """The reduction that sums gradients of ``dtype`` (a kspec dtype name) over the axes kspec.grad passes."""
     wide = dtype in _NARROW
-    return ReductionSpec(
-        name=f"{GRAD_SUM}_{dtype}",
-        doc=f"kspec.grad: a broadcast input's {dtype} gradient summed to its shape.",
-        in_params=f"{dtype} g",
-        out_params=f"{dtype} s",
-        map_expr="float(g)" if wide else "g",
-        reduce_expr="a + b",
-        post_map_expr=f"s = ({dtypes.lookup(dtype).c_type})a" if wide else "s = a",
-        identity="0",
-        reduce_type="float32" if wide else None,
-    )
+    fields: dict[str, Any] = {
+        "name": f"{GRAD_SUM}_{dtype}",
+        "doc": f"kspec.grad: a broadcast input's {dtype} gradient summed to its shape.",
+        "in_params": f"{dtype} g",
+        "out_params": f"{dtype} s",
+        "map_expr": "float(g)" if wide else "g",
+        "reduce_expr": "a + b",
+        "post_map_expr": f"s = ({dtypes.lookup(dtype).c_type})a" if wide else "s = a",
+        "identity": "0",
+        "reduce_type": "float32" if wide else None,
+    }
+    return ReductionSpec(**fields)
 
 
 def with_backwards(specs: Iterable[Any]) -> list[Any]:
@@ -45,9 +46,11 @@ def with_backwards(specs: Iterable[Any]) -> list[Any]:
             continue
         backward = backward_spec(spec)
         out.append(backward)
-        for binding in backward.declared_instantiations() or ({},):
+        bindings: tuple[Mapping[str, str], ...] = tuple(backward.declared_instantiations()) or ({},)
+        for binding in bindings:
             for param in backward.out_params:
                 name = binding.get(param.type, param.type)
-                if not dtypes.is_placeholder(name) and dtypes.lookup(name).kind in "fc":
-                    sums[dtypes.canonical_name(name)] = None
+                canonical = None if dtypes.is_placeholder(name) else dtypes.canonical_name(name)
+                if canonical is not None and dtypes.lookup(canonical).kind in "fc":
+                    sums[canonical] = None
     return out + [grad_sum_spec(dtype) for dtype in sums]
