@@ -12,7 +12,9 @@ call reads the previous result), so a row's numbers are per call of the chain. V
   so XLA launches one kernel per call as it does for the custom calls (the fair peer);
 * ``jnp in jit, fused``: the same expression left to XLA, which fuses the chain into one kernel;
 * ``kspec.jax eager``: ``kspec.jax.call`` outside any jit (one cached jitted dispatch per call);
-* ``kspec eager``: the kernel called on JAX arrays directly (kspec's own launch, DLPack in and out).
+* ``kspec eager``: the kernel called on JAX arrays directly (issue [Q]: it runs as ``kspec.jax.call``; it was
+  kspec's own launch, DLPack in and out);
+* ``jnp eager``: the same expression in ``jnp`` outside any jit (two dispatches: JAX's own eager cost).
 
 Two numbers per variant, medians of ``--repeat`` loops of ``--calls`` calls of the jitted function (the
 variants take turns): host microseconds per kernel call (the loop's time before synchronising: what the host
@@ -100,6 +102,7 @@ def variants(chain: int, x: Any, y: Any) -> dict[str, Loop]:
         "jnp in jit, fused": jitted(jnp_fused),
         "kspec.jax eager": eager(lambda a, b: kj.call(add2, a, b)),
         "kspec eager": eager(lambda a, b: add2(a, b)),
+        "jnp eager": eager(lambda a, b: a + 2 * b),
     }
 
 
