@@ -152,6 +152,14 @@ def test_a_fifo_named_like_an_entry_is_a_miss_not_a_hang(tmp_path):
     assert _finishes(lambda: len(cache.entries())) == 0
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (POSIX)")
+def test_a_fifo_named_like_the_stats_file_is_no_stats_not_a_hang(tmp_path):
+    os.mkfifo(tmp_path / ".kspec-stats.json")
+    cache = BinaryCache(tmp_path)
+    info = _finishes(lambda: cache.info())
+    assert info.hits == 0 and info.misses == 0
+
+
 # --- manifest digests -------------------------------------------------------------------------------------
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import re
 import time
 import warnings
@@ -99,14 +100,19 @@ def _locked_stats(directory: Path, *, exclusive: bool) -> Iterator[IO[str] | Non
     """The stats file opened and locked (None when it cannot be opened or locked in time). Never creates
     the directory: a cache that was never written has no stats to keep."""
     path = directory / STATS_NAME
+    # O_CREAT without O_TRUNC: the first writer creates it, nobody truncates another's. O_NONBLOCK: a FIFO of
+    # that name must not hang the open (or a read); anything but a regular file is no stats file
+    flags = (os.O_RDWR | os.O_CREAT if exclusive else os.O_RDONLY) | getattr(os, "O_NONBLOCK", 0)
     try:
-        if exclusive:  # O_CREAT without O_TRUNC: the first writer creates it, nobody truncates another's
-            handle: IO[str] = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), "r+", encoding="utf-8")
-        else:
-            handle = open(path, encoding="utf-8")
+        fd = os.open(path, flags, 0o644)
     except OSError:
         yield None
         return
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        yield None
+        return
+    handle: IO[str] = os.fdopen(fd, "r+" if exclusive else "r", encoding="utf-8")
     with handle:
         if fcntl is not None:
             mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
