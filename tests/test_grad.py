@@ -497,3 +497,38 @@ def test_the_derivative_of_every_binary_ufunc(on_cpu_device, name):
     fx, fy = numeric_vjp(ufunc, [x, y], g)
     np.testing.assert_allclose(gx, fx, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(gy, fy, rtol=1e-5, atol=1e-7)
+
+
+BIAS_GELU = dict(name="bias_gelu_shared", in_params="T x, T b", out_params="T y", grad="auto",
+                 operation="T v = x + b; T u = 0.79f * (v + 0.044f * v * v * v); y = 0.5f * v * (1 + tanh(u));")  # fmt: skip
+
+
+def test_inputs_that_share_a_gradient_and_the_backward_that_writes_it_once():
+    spec = ElementwiseSpec(**BIAS_GELU)
+    assert spec.shared_gradients() == {"b": "x"}
+    shared = spec.backward_spec(shared=True)
+    assert shared.name == "bias_gelu_shared_backward_shared"
+    assert [p.name for p in shared.out_params] == ["grad_x"] and "_kspec_grad_b" not in shared.operation
+    assert [s.name for s in kspec.spec.with_backwards([spec])] == [
+        "bias_gelu_shared", "bias_gelu_shared_backward", "bias_gelu_shared_backward_shared"]
+    assert _spec().shared_gradients() == {}  # sinmul: x's and y's gradients differ
+    table = ElementwiseSpec(**{**FIELDS, "grad": {"x": "grad_z * 2", "y": "grad_z * 2"}})
+    assert table.shared_gradients() == {"y": "x"}
+
+
+@pytest.mark.parametrize("b_shape", [(5,), (4, 5)], ids=["broadcast", "full"])
+def test_vjp_sums_a_broadcast_inputs_gradient_from_the_shared_one(on_cpu_device, b_shape):
+    kernel = kspec.ElementwiseKernel.from_spec(ElementwiseSpec(**BIAS_GELU))
+    rng = np.random.default_rng(14)
+    x, b, g = rng.standard_normal((4, 5)), rng.standard_normal(b_shape), rng.standard_normal((4, 5))
+    before = len(kspec.compile_log())
+    _, back = kspec.vjp(kernel, x, b)
+    gx, gb = back(g)
+    used = {e.kernel for e in kspec.compile_log()[before:]}  # the kernels loaded: each the first time
+    assert ("bias_gelu_shared_backward_shared" in used) == (b_shape == (5,))
+    assert gb.shape == b_shape and gx is not gb
+    v = x + b
+    u = 0.79 * (v + 0.044 * v**3)
+    dv = g * (0.5 * (1 + np.tanh(u)) + 0.5 * v * (1 - np.tanh(u) ** 2) * 0.79 * (1 + 3 * 0.044 * v * v))
+    np.testing.assert_allclose(gx, dv, rtol=1e-5, atol=1e-8)  # 0.79f, 0.044f: float constants
+    np.testing.assert_allclose(gb, dv.sum(axis=0) if b_shape == (5,) else dv, rtol=1e-5, atol=1e-8)

@@ -203,3 +203,17 @@ def test_a_reduction_with_grad_trains_inside_torch_compile(on_cpu_device):
     want = x.detach() / (x.detach() ** 2).sum(axis=1, keepdim=True).sqrt()
     torch.testing.assert_close(x.grad, want)
     assert kt.register(fused_act)(x.detach(), x.detach()).grad_fn is None  # nothing requires grad: no node
+
+
+SHIFTED = kspec.ElementwiseKernel("T x, T b", "T y", "T v = x + b; y = v * tanh(v);", "torch_grad_shifted", grad="auto")
+
+
+@pytest.mark.parametrize("b_shape", [(7,), (5, 7)], ids=["broadcast", "full"])
+def test_a_bias_shares_the_inputs_gradient(on_cpu_device, b_shape):
+    assert SHIFTED.spec.shared_gradients() == {"b": "x"}
+    op = kt.register(SHIFTED)
+    x = torch.randn((5, 7), dtype=torch.float64, requires_grad=True)
+    b = torch.randn(b_shape, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(op, (x, b))
+    gx, gb = torch.autograd.grad(op(x, b).sum(), (x, b))
+    assert gb.shape == b.shape and gb.data_ptr() != gx.data_ptr()

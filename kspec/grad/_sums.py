@@ -54,3 +54,28 @@ def _sum_kernel(grad: Any, beside: Any) -> Any:
             del _sums[next(iter(_sums))]
         kernel = _sums[key] = ReductionKernel.from_spec(grad_sum_spec(dtype), binaries=binaries)
     return kernel
+
+
+def shared_for(spec: Any, inputs: Sequence[Any]) -> dict[str, str]:
+    """The gradients a backward may take from an earlier input's (``spec.shared_gradients()``: ``{input: earlier
+    input}``) for these inputs: all of them when every such input is broadcast, so that its gradient is summed
+    from the earlier one's array (a new array: nothing aliases), one full-size array less than writing it; else
+    none (a gradient of the full shape must be an array of its own)."""
+    import numpy as np
+
+    shared = spec.shared_gradients()
+    if not shared:
+        return {}
+    shapes = {p.name: tuple(getattr(a, "shape", ())) for p, a in zip(spec.in_params, inputs)}
+    full = tuple(np.broadcast_shapes(*shapes.values()))
+    return shared if all(shapes.get(name, full) != full for name in shared) else {}
+
+
+def by_input(names: Sequence[str], made: Any, shared: dict[str, str]) -> dict[str, Any]:
+    """A backward kernel's results by input name: ``made`` holds the gradients of ``names`` less those in ``shared``
+    (each then the earlier input's)."""
+    written = [n for n in names if n not in shared]
+    found = dict(zip(written, made if isinstance(made, (tuple, list)) else (made,)))
+    for name, earlier in shared.items():
+        found[name] = found[earlier]
+    return found

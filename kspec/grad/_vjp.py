@@ -17,7 +17,7 @@ from ..fuse import FusedFunction
 from ..kernels import ElementwiseKernel, ReductionKernel
 from ._custom import CustomVJP
 from ._program import DiffStep, assemble, differentiable_program, run_backward, run_forward
-from ._sums import kept_shape, reduced
+from ._sums import by_input, kept_shape, reduced, shared_for
 
 GRAD_PREFIX = "grad_"  # an output's incoming gradient: grad_<output> (kspec/spec/_grad.py)
 
@@ -36,7 +36,6 @@ def vjp(kernel: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., tupl
     if isinstance(kernel, ReductionKernel):
         return _reduction_vjp(kernel, _spec_of(kernel), args, kwargs)
     spec = _spec_of(kernel)
-    backward = kernel.backward_kernel()
     n_in, n_out = len(spec.in_params), len(spec.out_params)
     if len(args) not in (n_in, n_in + n_out):
         raise KspecTypeError(
@@ -58,9 +57,9 @@ def vjp(kernel: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., tupl
                 f"kernel '{spec.name}': the backward takes one gradient per output ({n_out}: "
                 f"{', '.join(GRAD_PREFIX + p.name for p in spec.out_params)}), got {len(grads)}"
             )
-        made = backward(*inputs, *outputs, *grads, **({"stream": stream} if stream is not None else {}))
-        made = made if isinstance(made, tuple) else (made,)
-        by_name = dict(zip(names, made))
+        shared = shared_for(spec, inputs)  # a bias's gradient summed from the input's: one array less
+        made = kernel.backward_kernel(bool(shared))(*inputs, *outputs, *grads, **({"stream": stream} if stream is not None else {}))
+        by_name = by_input(names, made, shared)
         return tuple(
             reduced(by_name[p.name], arg, stream, kernel) if p.name in by_name else None
             for p, arg in zip(spec.in_params, inputs)
@@ -104,8 +103,10 @@ class _KernelOps:
         if step.reduction:
             kept = kept_shape([tuple(getattr(a, "shape", ())) for a in inputs], step.kwargs.get("axis"))
             outputs, grads = [o.reshape(kept) for o in outputs], [g.reshape(kept) for g in grads]
-        made = step.kernel.backward_kernel()(*inputs, *outputs, *grads, **self.on)
-        return made if isinstance(made, tuple) else (made,)
+        shared = shared_for(step.kernel.spec, inputs)
+        made = step.kernel.backward_kernel(bool(shared))(*inputs, *outputs, *grads, **self.on)
+        found = by_input(step.names, made, shared)
+        return [found[name] for name in step.names]
 
     def reduce_to(self, grad: Any, like: Any) -> Any:
         return reduced(grad, like, self.on.get("stream"), self.beside)
@@ -143,13 +144,13 @@ def _reduction_vjp(kernel: Any, spec: Any, args: tuple[Any, ...],
     result = kernel(*args, **kwargs)
     kept = kept_shape([tuple(getattr(a, "shape", ())) for a in args], kwargs.get("axis"))
     stream = kwargs.get("stream")
-    backward = kernel.backward_kernel()
     names = spec.backward()[0]
 
     def back(grad: Any) -> tuple[Any, ...]:
         on = {"stream": stream} if stream is not None else {}
-        made = backward(*args, result.reshape(kept), grad.reshape(kept), **on)
-        by_name = dict(zip(names, made if isinstance(made, tuple) else (made,)))
+        shared = shared_for(spec, args)
+        made = kernel.backward_kernel(bool(shared))(*args, result.reshape(kept), grad.reshape(kept), **on)
+        by_name = by_input(names, made, shared)
         return tuple(reduced(by_name[p.name], a, stream, kernel) if p.name in by_name else None for p, a in zip(spec.in_params, args))
 
     return result, back

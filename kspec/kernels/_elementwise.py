@@ -86,9 +86,10 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
         result = calls.call(args, stream, extra)
         return result if result is not MISS else calls.miss(args, stream, extra)
 
-    def backward_kernel(self) -> ElementwiseKernel:
-        """The elementwise kernel of this spec's backward (``grad``: a table or ``"auto"``), made once."""
-        return self._backward_with(ElementwiseKernel)
+    def backward_kernel(self, shared: bool = False) -> ElementwiseKernel:
+        """The elementwise kernel of this spec's backward (``grad``: a table or ``"auto"``), made once;
+        ``shared``: the variant without the gradients equal to an earlier input's (``spec.shared_gradients()``)."""
+        return self._backward_with(ElementwiseKernel, shared)
 
     NOT_PREPARED: Any = MISS  # what call_prepared returns for a call it cannot serve
 

@@ -63,9 +63,10 @@ class ReductionKernel(_spec_kernel.SpecKernel):
             fields["grad"] = dict(grad) if isinstance(grad, Mapping) else grad
         self._built(key, self._build_spec(texts, fields))
 
-    def backward_kernel(self) -> ElementwiseKernel:
-        """The elementwise kernel of this spec's backward (``grad``: a table or ``"auto"``), made once."""
-        return self._backward_with(ElementwiseKernel)
+    def backward_kernel(self, shared: bool = False) -> ElementwiseKernel:
+        """The elementwise kernel of this spec's backward (``grad``: a table or ``"auto"``), made once;
+        ``shared``: the variant without the gradients equal to an earlier input's (``spec.shared_gradients()``)."""
+        return self._backward_with(ElementwiseKernel, shared)
 
     @property
     def map_expr(self) -> str:

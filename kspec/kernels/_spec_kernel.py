@@ -188,12 +188,14 @@ class SpecKernel:
         (kspec.grad's gradient sums) is served from it too."""
         return self._binaries
 
-    def _backward_with(self, elementwise: Any) -> Any:
-        """The kernel (of class ``elementwise``) of this spec's backward (its ``grad``; kspec.grad uses it),
-        served from the same precompiled binaries; made once."""
-        backward = self.__dict__.get("_backward")
+    def _backward_with(self, elementwise: Any, shared: bool = False) -> Any:
+        """The kernel (of class ``elementwise``) of this spec's backward (its ``grad``; kspec.grad uses it), or of
+        its ``shared`` variant, served from the same precompiled binaries; each made once."""
+        slot = "_backward_shared" if shared else "_backward"
+        backward = self.__dict__.get(slot)
         if backward is None:
-            backward = self._backward = elementwise.from_spec(self.spec.backward_spec(), binaries=self._binaries)
+            backward = elementwise.from_spec(self.spec.backward_spec(shared), binaries=self._binaries)
+            setattr(self, slot, backward)
         return backward
 
     @property

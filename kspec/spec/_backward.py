@@ -9,6 +9,7 @@ compiles or launches. ``kspec build`` precompiles it beside its forward (kspec/s
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .._errors import SpecError
@@ -27,11 +28,39 @@ def backward_spec(spec: Any) -> Any:
     return spec.backward_spec()
 
 
-def build_backward(spec: Any, elementwise: type) -> Any:
+def shared_gradients(names: tuple[str, ...], operation: str) -> dict[str, str]:
+    """``{input: an earlier input}`` for inputs whose gradient is computed by the same expressions as an earlier
+    one's (a bias added to an activation's input: ``v = x + b`` gives both ``grad_v``). A backward that writes
+    the earlier one alone lets a broadcast input's gradient be summed from it: one full-size array less to
+    write and read."""
+    rhs: dict[str, list[str]] = {}
+    for line in operation.splitlines():
+        found = _ASSIGNED.match(line)
+        if found is None or found.group(2) not in names:
+            continue
+        prefix, name, value = found.group(1), found.group(2), found.group(3).strip()
+        if prefix == GRAD_PREFIX and value == f"{_ACCUMULATOR}{name}":
+            continue  # the accumulator's final copy: the same for every input
+        rhs.setdefault(name, []).append(value.replace(f"{_ACCUMULATOR}{name}", "@"))
+    shared: dict[str, str] = {}
+    for k, name in enumerate(names):
+        earlier = next((e for e in names[:k] if e not in shared and rhs.get(e) and rhs.get(e) == rhs.get(name)), None)
+        if earlier is not None:
+            shared[name] = earlier
+    return shared
+
+
+_ACCUMULATOR = "_kspec_grad_"  # kspec/spec/_autodiff.py's per-input sums
+_ASSIGNED = re.compile(rf"\s*({_ACCUMULATOR}|{GRAD_PREFIX})(\w+)\s*\+?=\s*(.*?);\s*$")
+SHARED_SUFFIX = "_shared"
+
+
+def build_backward(spec: Any, elementwise: type, shared: bool = False) -> Any:
     """The backward spec of ``spec``, of class ``elementwise`` (ElementwiseSpec: this module does not import the
     models, they import it). An elementwise kernel's backward runs over the broadcast shape; a reduction's over
     its inputs' shape, with the output and its gradient broadcast back along the reduced axes (kspec.grad
-    passes them with those axes kept)."""
+    passes them with those axes kept). ``shared``: the variant that leaves out the gradients
+    :func:`shared_gradients` finds equal to an earlier input's (kspec.grad sums those from the earlier one)."""
     outputs = list(spec.out_params)
     inputs = [p for p in spec.in_params if not (spec.KIND == "reduction" and p.raw)]
     in_params = [
@@ -40,12 +69,19 @@ def build_backward(spec: Any, elementwise: type) -> Any:
         *(Param(name=GRAD_PREFIX + p.name, type=p.type) for p in outputs),
     ]
     names, operation = spec.backward()
+    if shared:
+        left_out = shared_gradients(names, operation)
+        names = tuple(n for n in names if n not in left_out)
+        operation = "\n".join(
+            line for line in operation.splitlines()
+            if not any(re.search(rf"\b({_ACCUMULATOR}|{GRAD_PREFIX}){n}\b", line) for n in left_out)
+        )  # fmt: skip
     types = {p.name: p.type for p in spec.in_params}
     out_params = [Param(name=GRAD_PREFIX + name, type=types[name]) for name in names]
     used = {p.type for p in (*in_params, *out_params)}
     instantiations = [{k: v for k, v in inst.items() if k in used} for inst in spec.instantiations]
     return elementwise(
-        name=spec.name + BACKWARD_SUFFIX,
+        name=spec.name + BACKWARD_SUFFIX + (SHARED_SUFFIX if shared else ""),
         doc=f"The backward kernel of {spec.name} (kspec.grad, from its grad table).",
         options=spec.options,
         in_params=in_params,

@@ -1,5 +1,6 @@
-"""What ``kspec build`` precompiles for specs with gradients (issue [AD]): each one's backward kernel, and the sums
-that fold a broadcast input's gradient to its shape, one reduction per floating dtype the backwards write.
+"""What ``kspec build`` precompiles for specs with gradients (issue [AD]): each one's backward kernel (and its
+``shared`` variant where inputs share a gradient), and the sums that fold a broadcast input's gradient to its
+shape, one reduction per floating dtype the backwards write.
 
 The sums are concrete specs (one dtype each, no placeholder), so kspec.grad makes exactly the same spec at run
 time (:func:`grad_sum_spec`) and finds its binary by the same content key, beside the forward's.
@@ -46,6 +47,8 @@ def with_backwards(specs: Iterable[Any]) -> list[Any]:
             continue
         backward = backward_spec(spec)
         out.append(backward)
+        if spec.shared_gradients():  # the variant kspec.grad takes when those inputs are broadcast
+            out.append(spec.backward_spec(shared=True))
         bindings: tuple[Mapping[str, str], ...] = tuple(backward.declared_instantiations()) or ({},)
         for binding in bindings:
             for param in backward.out_params:

@@ -18,7 +18,7 @@ from .. import dtypes
 from .._errors import InstantiationError, SpecError, SpecErrorGroup
 from ._base import _KernelSpec
 from ._autodiff import derive_backward
-from ._backward import build_backward
+from ._backward import build_backward, shared_gradients
 from ._grad import check_grad, grad_table, table_backward
 from ._grad_reduction import reduction_backward
 from ._placeholders import PlaceholderRules
@@ -107,9 +107,14 @@ class ElementwiseSpec(_TypedKernelSpec):
                                     "after_loop code: give the grad table by hand", field="grad")  # fmt: skip
                 self.backward()  # derived now: what it cannot differentiate is an error at load time
 
-    def backward_spec(self) -> "ElementwiseSpec":
-        """The backward kernel's spec (kspec/spec/_backward.py)."""
-        return build_backward(self, ElementwiseSpec)  # type: ignore[no-any-return]
+    def backward_spec(self, shared: bool = False) -> "ElementwiseSpec":
+        """The backward kernel's spec (kspec/spec/_backward.py); ``shared``: without the gradients equal to an
+        earlier input's (:meth:`shared_gradients`)."""
+        return build_backward(self, ElementwiseSpec, shared)  # type: ignore[no-any-return]
+
+    def shared_gradients(self) -> dict[str, str]:
+        """``{input: the earlier input whose gradient it equals}`` (kspec/spec/_backward.py)."""
+        return shared_gradients(*self.backward())
 
     def backward(self) -> tuple[tuple[str, ...], str]:
         """(the inputs that have a gradient, the backward operation writing ``grad_<input>``) of the ``grad``
@@ -147,9 +152,13 @@ class ReductionSpec(_TypedKernelSpec):
     def _check_grad_table(cls, v: object) -> dict[str, str] | None:
         return grad_table(v)
 
-    def backward_spec(self) -> ElementwiseSpec:
+    def backward_spec(self, shared: bool = False) -> ElementwiseSpec:
         """The backward kernel's spec: elementwise over the inputs' shape (kspec/spec/_backward.py)."""
-        return build_backward(self, ElementwiseSpec)  # type: ignore[no-any-return]
+        return build_backward(self, ElementwiseSpec, shared)  # type: ignore[no-any-return]
+
+    def shared_gradients(self) -> dict[str, str]:
+        """``{input: the earlier input whose gradient it equals}`` (kspec/spec/_backward.py)."""
+        return shared_gradients(*self.backward())
 
     def backward(self) -> tuple[tuple[str, ...], str]:
         """(the inputs that have a gradient, the backward operation); see ElementwiseSpec.backward."""

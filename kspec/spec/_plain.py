@@ -63,9 +63,9 @@ class PlainSpec(PlaceholderRules):
         self.scalars: tuple[str, ...] = tuple(table.get("scalars", ()))
         self.grad: str | dict[str, str] | None = table.get("grad")  # checked when the module was generated
 
-    def backward_spec(self) -> Any:
+    def backward_spec(self, shared: bool = False) -> Any:
         """The backward kernel's spec (issue [AD]): derived by the spec model, so a gradient imports Pydantic."""
-        return self.validated().backward_spec()
+        return self.validated().backward_spec(shared)
 
     def backward(self) -> tuple[tuple[str, ...], str]:
         return self.validated().backward()  # type: ignore[no-any-return]

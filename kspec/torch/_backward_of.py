@@ -17,24 +17,34 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..grad import DiffStep, differentiable_program, kept_shape, result_nodes, run_backward, run_forward
+from ..grad import (
+    DiffStep,
+    by_input,
+    differentiable_program,
+    kept_shape,
+    result_nodes,
+    run_backward,
+    run_forward,
+    shared_for,
+)
 from ._autograd import GradientRule
 from ._tensors import array_spec
 
 
 def of_spec_kernel(kernel: Any, params: Sequence[str], scalars: Sequence[str], register: Any, reduction: bool) -> GradientRule:
     names = kernel.spec.backward()[0]
-    backward_op: list[Any] = []
+    backward_ops: dict[bool, Any] = {}  # shared variant or not -> its op
 
     def gradients(args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any]) -> list[Any]:
-        if not backward_op:
-            backward_op.append(register(kernel.backward_kernel(), scalars=sorted(scalars)))
         inputs = args[: len(params)]
+        shared = shared_for(kernel.spec, inputs)  # a bias's gradient summed (sum_to_size) from the input's
+        op = backward_ops.get(bool(shared))
+        if op is None:
+            op = backward_ops[bool(shared)] = register(kernel.backward_kernel(bool(shared)), scalars=sorted(scalars))
         if reduction:
             kept = kept_shape([tuple(getattr(a, "shape", ())) for a in inputs], keywords.get("axis"))
             outputs, grads = [o.reshape(kept) for o in outputs], [g.reshape(kept) for g in grads]
-        made = backward_op[0](*inputs, *outputs, *grads)
-        by_name = dict(zip(names, made if isinstance(made, (tuple, list)) else (made,)))
+        by_name = by_input(names, op(*inputs, *outputs, *grads), shared)
         return [by_name.get(param) for param in params]
 
     return gradients
@@ -73,8 +83,10 @@ class _Ops:
         if step.reduction:
             kept = kept_shape([tuple(getattr(a, "shape", ())) for a in inputs], step.kwargs.get("axis"))
             outputs, grads = [o.reshape(kept) for o in outputs], [g.reshape(kept) for g in grads]
-        made = self._op(step.kernel.backward_kernel(), step.params, inputs)(*inputs, *outputs, *grads)
-        return made if isinstance(made, (tuple, list)) else (made,)
+        shared = shared_for(step.kernel.spec, inputs)
+        made = self._op(step.kernel.backward_kernel(bool(shared)), step.params, inputs)(*inputs, *outputs, *grads)
+        found = by_input(step.names, made, shared)
+        return [found[name] for name in step.names]
 
     def reduce_to(self, grad: Any, like: Any) -> Any:
         shape = getattr(like, "shape", None)
