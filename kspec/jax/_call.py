@@ -98,7 +98,14 @@ class JaxKernel:
 
         backward = _backward_of(self.kernel)
         if backward is not None:
-            return with_vjp(traced, JaxKernel(backward), self.kernel.spec, layout, keywords)
+            kernels: dict[bool, JaxKernel] = {}
+
+            def backward_call(shared: bool) -> JaxKernel:
+                if shared not in kernels:
+                    kernels[shared] = JaxKernel(self.kernel.backward_kernel(shared))
+                return kernels[shared]
+
+            return with_vjp(traced, backward_call, self.kernel.spec, layout, keywords)
         if isinstance(self.kernel, FusedFunction):
             return _fused_derivative(self.kernel, self.__name__, traced, layout)
         return _no_derivative(self.__name__, traced)

@@ -17,13 +17,14 @@ import numpy as np
 from ._callspec import Static
 
 
-def with_vjp(traced_call: Callable[..., Any], backward_call: Callable[..., Any], spec: Any,
+def with_vjp(traced_call: Callable[..., Any], backward_call: Callable[[bool], Callable[..., Any]], spec: Any,
              layout: tuple[Static | None, ...], keywords: tuple[tuple[str, Any], ...]) -> Callable[..., Any]:  # fmt: skip
-    """``traced_call`` (a function of the call's arrays) with a VJP from ``backward_call`` (the backward kernel as a
-    function of JAX arrays: kspec.jax's JaxKernel of it)."""
+    """``traced_call`` (a function of the call's arrays) with a VJP from ``backward_call(shared)`` (the backward
+    kernel, or its variant that writes a shared gradient once, as a function of JAX arrays: kspec.jax's
+    JaxKernel of it)."""
     import jax
 
-    from ..grad import kept_shape
+    from ..grad import by_input, kept_shape, shared_for
 
     reduction = spec.KIND == "reduction"
     names = spec.backward()[0]
@@ -50,8 +51,8 @@ def with_vjp(traced_call: Callable[..., Any], backward_call: Callable[..., Any],
             kept = kept_shape([tuple(np.shape(a)) for a in inputs], options.pop("axis", None))
             outs, cts = tuple(o.reshape(kept) for o in outs), tuple(c.reshape(kept) for c in cts)
             options.pop("keepdims", None)
-        made = backward_call(*inputs, *outs, *cts, **options)
-        by_name = dict(zip(names, made if isinstance(made, tuple) else (made,)))
+        shared = shared_for(spec, inputs)  # the shapes are static: chosen while tracing
+        by_name = by_input(names, backward_call(bool(shared))(*inputs, *outs, *cts, **options), shared)
         return tuple(_shaped(by_name.get(name) if name is not None else None, a) for name, a in zip(array_params, arrays))
 
     call.defvjp(forward, back)
