@@ -24,7 +24,7 @@ from ._callpath import CallPath
 from ..compiler import compile_program, rendered_module
 from ._ctor_memo import SPEC_KERNELS
 from ._loaded import interface_of, loaded_kernel
-from ._param_info import ParameterInfo, parameter_infos
+from ._kernel_attrs import KernelAttributes
 
 if TYPE_CHECKING:  # the serving path never imports the spec models, the renderer or the compiler
     from ..spec import ElementwiseSpec, ReductionSpec
@@ -52,8 +52,9 @@ def raw_layouts_of(bound: Bound) -> RawLayouts:
     return tuple((name, (len(a.info.shape), bool(a.info.is_c_contiguous))) for name, a in bound.arrays.items() if a.param.raw)
 
 
-class SpecKernel:
-    """Base of ElementwiseKernel and ReductionKernel: a spec, CuPy's attributes, arity, pickling, streams.
+class SpecKernel(KernelAttributes):
+    """Base of ElementwiseKernel and ReductionKernel: a spec, CuPy's attributes (kspec/kernels/_kernel_attrs.py),
+    arity, pickling, streams.
 
     Subclasses set ``SPEC`` (the spec model class) and implement ``__call__`` (through ``self._calls``) and
     ``_plan_call``.
@@ -197,64 +198,6 @@ class SpecKernel:
             backward = elementwise.from_spec(self.spec.backward_spec(shared), binaries=self._binaries)
             setattr(self, slot, backward)
         return backward
-
-    @property
-    def name(self) -> str:
-        return str(self._spec.name)
-
-    @property
-    def __name__(self) -> str:  # CuPy sets it for profilers that name a callable by it
-        return str(self._spec.name)
-
-    # CuPy's parameter records (kspec/kernels/_param_info.py), made on first access
-
-    @property
-    def in_params(self) -> tuple[ParameterInfo, ...]:
-        found = self.__dict__.get("_in_infos")
-        if found is None:
-            found = self._in_infos = parameter_infos(self._spec.in_params, outputs=False)
-        return found
-
-    @property
-    def out_params(self) -> tuple[ParameterInfo, ...]:
-        found = self.__dict__.get("_out_infos")
-        if found is None:
-            found = self._out_infos = parameter_infos(self._spec.out_params, outputs=True)
-        return found
-
-    @property
-    def params(self) -> tuple[ParameterInfo, ...]:
-        """The inputs' and outputs' records (CuPy's tuple also ends with a record of its indexer, ``_ind``)."""
-        return self.in_params + self.out_params
-
-    @property
-    def scalars(self) -> tuple[str, ...]:
-        """The inputs the spec declares as passed by value (numbers), e.g. a kspec.fuse kernel's scalars."""
-        return tuple(getattr(self._spec, "scalars", ()))
-
-    @property
-    def nin(self) -> int:
-        return self._nin
-
-    @property
-    def nout(self) -> int:
-        return self._nout
-
-    @property
-    def nargs(self) -> int:
-        return self._nin + self._nout
-
-    @property
-    def preamble(self) -> str:
-        return str(self._spec.preamble)
-
-    @property
-    def options(self) -> tuple[str, ...]:
-        return tuple(self._spec.options)
-
-    @property
-    def reduce_dims(self) -> bool:
-        return bool(self._spec.reduce_dims)
 
     def _split_args(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], accepted: str) -> tuple[Sequence[Any], Sequence[Any] | None]:
         """(inputs, outputs or None) of a call; TypeErrors for a stray keyword or a wrong argument count."""
