@@ -217,3 +217,11 @@ def test_a_bias_shares_the_inputs_gradient(on_cpu_device, b_shape):
     assert torch.autograd.gradcheck(op, (x, b))
     gx, gb = torch.autograd.grad(op(x, b).sum(), (x, b))
     assert gb.shape == b.shape and gb.data_ptr() != gx.data_ptr()
+
+
+def test_complex_gradients_follow_pytorchs_convention(on_cpu_device):
+    """kspec's backward kernels give grad * f'(z) (JAX's convention); PyTorch wants grad * conj(f'(z))."""
+    op = kt.register(kspec.ElementwiseKernel("T x, T c", "T y", "y = x * x * c + x;", "torch_grad_cpoly", grad="auto"))
+    x = torch.randn(5, dtype=torch.complex128, requires_grad=True)
+    c = torch.randn(5, dtype=torch.complex128, requires_grad=True)
+    assert torch.autograd.gradcheck(op, (x, c))

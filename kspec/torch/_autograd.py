@@ -37,13 +37,20 @@ def add_autograd(lib: Any, name: str, gradients: GradientRule) -> None:
         tensors, outputs = iter(saved[:split]), saved[split:]
         args = [next(tensors) if value is None else value for value in ctx.kspec_layout]
         grads = tuple(g if g is not None else torch.zeros_like(o) for g, o in zip(grads, outputs))
+        # kspec's backward kernels give grad * f'(z) (JAX's convention for complex values); PyTorch's is
+        # grad * conj(f'(z)) = conj(conj(grad) * f'(z)): the same kernels, conjugated on the way in and out
+        complex_values = any(t.is_complex() for t in (*outputs, *[a for a in args if isinstance(a, torch.Tensor)]))
+        if complex_values:
+            grads = tuple(torch.conj_physical(g) if g.is_complex() else g for g in grads)
         made = gradients(args, ctx.kspec_keywords, outputs, grads)
         result: list[Any] = []
         for k, (arg, grad) in enumerate(zip(args, made)):
             if grad is None or not ctx.needs_input_grad[k] or not isinstance(arg, torch.Tensor):
                 result.append(None)
-            else:
-                result.append(grad.sum_to_size(arg.shape) if grad.shape != arg.shape else grad)
+                continue
+            if complex_values and grad.is_complex():
+                grad = torch.conj_physical(grad) if arg.is_complex() else grad.real  # a real input: real
+            result.append(grad.sum_to_size(arg.shape) if grad.shape != arg.shape else grad)
         return tuple(result)
 
     torch.library.register_autograd(f"{NAMESPACE}::{name}", backward, setup_context=setup_context, lib=lib)
