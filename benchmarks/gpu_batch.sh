@@ -3,7 +3,8 @@
 #   bash .device/run.sh bash benchmarks/gpu_batch.sh [STEP ...]
 # Steps (default: tests train jax): tests (the GPU test suite, 12 workers, then the stream-order file alone),
 # train (benchmarks/train_step.py), jax (benchmarks/jax_jit.py at 4096 elements: eager and jitted host cost),
-# cupyx (benchmarks/cupyx_scipy.py, 5 processes per mode). Each step prints its summary; logs land in
+# cupyx (benchmarks/cupyx_scipy.py, 5 processes per mode), layouts (benchmarks/layout_sweep.py, 4 cases per class,
+# dtype and rank). Each step prints its summary; logs land in
 # $OUT/gpu_batch.tar.gz (or /tmp/gpu_batch without $OUT). A step's time limit keeps one call under 10 minutes.
 set -u
 out=${OUT:-/tmp/gpu_batch}; logs=$(mktemp -d); mkdir -p "$out"
@@ -29,7 +30,10 @@ for step in $steps; do
     cupyx)
       timeout 280 python3 benchmarks/cupyx_scipy.py --procs 5 --reps 20 --log "$logs/cupyx.jsonl" >"$logs/cupyx.log" 2>&1
       echo "cupyx rc=$? $((SECONDS - start)) s"; tail -14 "$logs/cupyx.log" ;;
-    *) echo "unknown step $step (tests, train, jax, cupyx)" ;;
+    layouts)
+      timeout 480 python3 benchmarks/layout_sweep.py --cases 4 --reps 15 >"$logs/layouts.log" 2>&1
+      echo "layouts rc=$? $((SECONDS - start)) s"; grep -A40 "cases: kspec" "$logs/layouts.log" | head -40 ;;
+    *) echo "unknown step $step (tests, train, jax, cupyx, layouts)" ;;
   esac
 done
 tar -czf "$out/gpu_batch.tar.gz" -C "$logs" .
