@@ -1,4 +1,5 @@
-"""What the gradient tests share: finite differences of a vector-Jacobian product."""
+"""What the gradient tests share: finite differences of a vector-Jacobian product, and the fused functions the
+kspec.vjp, PyTorch and JAX tests differentiate."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+import kspec
 
 
 def numeric_vjp(f: Callable[..., Any], args: Sequence[Any], g: Any, eps: float = 1e-6) -> list[np.ndarray]:
@@ -24,3 +27,24 @@ def numeric_vjp(f: Callable[..., Any], args: Sequence[Any], g: Any, eps: float =
             grad[idx] = ((hi - lo) * g).sum() / (2 * eps)
         out.append(grad)
     return out
+
+
+@kspec.fuse
+def fused_rowsum(x):
+    return (x * x).sum(axis=1)
+
+
+@kspec.fuse
+def fused_normalized(x, b):  # two kernels: the row sums, then the division
+    e = np.exp(x * b)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@kspec.fuse
+def fused_rowmax(x):
+    return x.max(axis=1)
+
+
+@kspec.fuse
+def fused_rowprod(x):  # a product: auto cannot differentiate it
+    return x.prod(axis=1)

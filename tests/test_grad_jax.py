@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from device_arrays import host_compiler_missing
+from grad_cases import fused_normalized, fused_rowmax, fused_rowprod, fused_rowsum
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -90,11 +91,6 @@ def fused_poly(x, b):
     return v * np.tanh(v) + x * x
 
 
-@kspec.fuse
-def fused_rowsum(x):
-    return (x * x).sum(axis=1)
-
-
 SUMSQ = kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "jax_grad_sumsq", grad="auto")
 
 
@@ -111,22 +107,6 @@ def test_a_fused_function_is_differentiable_with_no_declaration(jit):
     np.testing.assert_allclose(np.asarray(gx), dv + 2 * xd * gd, rtol=2e-4, atol=2e-5)
     np.testing.assert_allclose(np.asarray(gb), dv.sum(axis=0), rtol=2e-4, atol=2e-4)
     check_grads(jax.jit(fused_poly), (x, b), order=1, modes=["rev"], atol=5e-2, rtol=5e-2)
-
-
-@kspec.fuse
-def fused_normalized(x, b):
-    e = np.exp(x * b)
-    return e / e.sum(axis=1, keepdims=True)
-
-
-@kspec.fuse
-def fused_rowmax(x):
-    return x.max(axis=1)
-
-
-@kspec.fuse
-def fused_rowprod(x):
-    return x.prod(axis=1)
 
 
 def test_fused_functions_of_reductions_are_differentiable():

@@ -49,19 +49,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     options = parser.parse_args()
+    import contextlib
+
     import kspec
 
-    with kspec.use_device("cpu") if options.device == "cpu" else _nothing():
+    with kspec.use_device("cpu") if options.device == "cpu" else contextlib.nullcontext():
         losses = train(options.steps, options.device)
     for k in range(0, len(losses), 50):
         print(f"step {k:4d}: loss {losses[k]:.5f}")
     print(f"step {len(losses) - 1:4d}: loss {losses[-1]:.5f}")
-
-
-def _nothing():  # type: ignore[no-untyped-def]
-    import contextlib
-
-    return contextlib.nullcontext()
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from ._program import (
     run_backward,
     run_forward,
 )
-from ._sums import by_input, kept_shape, shared_for
+from ._sums import by_input, kept_shape, shared_for, sum_to_shape
 from ._vjp import vjp
 
 # ``__all__`` is the user-facing API (docs/reference/grad.md); the other names imported above are kspec.grad's

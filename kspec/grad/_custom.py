@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._errors import KspecTypeError, KspecValueError
-from ._sums import reduced
+from ._sums import reduced, sum_to_shape
 
 
 class CustomVJP:
@@ -131,14 +131,9 @@ def _torch_function(fn: CustomVJP) -> Callable[..., Any]:
             tensors, outputs = iter(saved[:split]), saved[split:]
             args = tuple(next(tensors) if v is None else v for v in ctx.kspec_layout)
             grads = tuple(g if g is not None else torch.zeros_like(o) for g, o in zip(grads, outputs))
-            made = fn.gradients(args, tuple(outputs), grads, _sum_to_size)
+            made = fn.gradients(args, tuple(outputs), grads, sum_to_shape)
             return tuple(g if isinstance(a, torch.Tensor) and ctx.needs_input_grad[k] else None
                          for k, (g, a) in enumerate(zip(made, args)))  # fmt: skip
 
     Declared.__name__ = Declared.__qualname__ = f"{fn.__name__}_kspec_custom_vjp"
     return Declared.apply
-
-
-def _sum_to_size(grad: Any, like: Any) -> Any:
-    shape = getattr(like, "shape", None)
-    return grad.sum_to_size(shape) if shape is not None and tuple(grad.shape) != tuple(shape) else grad

@@ -56,6 +56,12 @@ def _sum_kernel(grad: Any, beside: Any) -> Any:
     return kernel
 
 
+def sum_to_shape(grad: Any, like: Any) -> Any:
+    """A PyTorch gradient summed to ``like``'s shape (``sum_to_size``: the axes it was broadcast along)."""
+    shape = getattr(like, "shape", None)
+    return grad.sum_to_size(shape) if shape is not None and tuple(grad.shape) != tuple(shape) else grad
+
+
 def shared_for(spec: Any, inputs: Sequence[Any]) -> dict[str, str]:
     """The gradients a backward may take from an earlier input's (``spec.shared_gradients()``: ``{input: earlier
     input}``) for these inputs: all of them when every such input is broadcast, so that its gradient is summed

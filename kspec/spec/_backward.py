@@ -9,6 +9,7 @@ compiles or launches. ``kspec build`` precompiles it beside its forward (kspec/s
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -29,6 +30,12 @@ def backward_spec(spec: Any) -> Any:
 
 
 def shared_gradients(names: tuple[str, ...], operation: str) -> dict[str, str]:
+    """See :func:`_shared_gradients` (a copy: callers may change it)."""
+    return dict(_shared_gradients(tuple(names), operation))
+
+
+@functools.lru_cache(maxsize=1024)  # kspec.grad asks on every backward call
+def _shared_gradients(names: tuple[str, ...], operation: str) -> dict[str, str]:
     """``{input: an earlier input}`` for inputs whose gradient is computed by the same expressions as an earlier
     one's (a bias added to an activation's input: ``v = x + b`` gives both ``grad_v``). A backward that writes
     the earlier one alone lets a broadcast input's gradient be summed from it: one full-size array less to

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..grad import sum_to_shape
+
 NAMESPACE = "kspec"
 
 # (positional arguments, keyword-only arguments, outputs, the outputs' gradients) -> one gradient (or None) per
@@ -50,7 +52,7 @@ def add_autograd(lib: Any, name: str, gradients: GradientRule) -> None:
                 continue
             if complex_values and grad.is_complex():
                 grad = torch.conj_physical(grad) if arg.is_complex() else grad.real  # a real input: real
-            result.append(grad.sum_to_size(arg.shape) if grad.shape != arg.shape else grad)
+            result.append(sum_to_shape(grad, arg))
         return tuple(result)
 
     torch.library.register_autograd(f"{NAMESPACE}::{name}", backward, setup_context=setup_context, lib=lib)
