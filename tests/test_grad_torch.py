@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 
 import kspec  # noqa: E402
 import kspec.torch as kt  # noqa: E402
+from grad_cases import fused_normalized, fused_rowmax, fused_rowprod, fused_rowsum  # noqa: E402
 from torch_cases import fresh_compiles  # noqa: E402
 
 ACT = kspec.ElementwiseKernel("T x, T b", "T y", "T v = x + b; y = v * tanh(v) + sin(x);", "torch_grad_act", grad="auto")
@@ -36,6 +37,24 @@ def _reference(x, b):
     return v * torch.tanh(v) + torch.sin(x)
 
 
+def _grads_match_torchs_own(x, b, loss):
+    """The gradients the kspec step left in ``x.grad`` / ``b.grad`` equal those of ``loss(_reference(x, b))``;
+    returns the kspec ones."""
+    got = x.grad.clone(), b.grad.clone()
+    x.grad = b.grad = None
+    loss(_reference(x, b)).backward()
+    torch.testing.assert_close(got[0], x.grad)
+    torch.testing.assert_close(got[1], b.grad)
+    return got
+
+
+def _one_graph(step, *args):
+    """``step`` traces to one graph with no break (Dynamo's own count), Dynamo reset after."""
+    explanation = torch._dynamo.explain(step)(*args)
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0
+    torch._dynamo.reset()
+
+
 def test_gradcheck_and_opcheck(on_cpu_device):
     op = kt.register(ACT)
     x, b = _inputs()
@@ -47,11 +66,7 @@ def test_eager_backward_matches_torchs_own(on_cpu_device):
     op = kt.register(ACT)
     x, b = _inputs(1)
     op(x, b).square().sum().backward()
-    got = x.grad.clone(), b.grad.clone()
-    x.grad = b.grad = None
-    _reference(x, b).square().sum().backward()
-    torch.testing.assert_close(got[0], x.grad)
-    torch.testing.assert_close(got[1], b.grad)
+    got = _grads_match_torchs_own(x, b, lambda y: y.square().sum())
     assert got[1].shape == b.shape
 
 
@@ -64,16 +79,9 @@ def test_training_step_inside_torch_compile(on_cpu_device, backend, bare):
     def step(x, b):
         return op(x, b).square().mean()
 
-    explanation = torch._dynamo.explain(step)(x, b)
-    assert explanation.graph_count == 1 and explanation.graph_break_count == 0
-    torch._dynamo.reset()
-    loss = torch.compile(step, fullgraph=True, backend=backend)(x, b)
-    loss.backward()
-    got = x.grad.clone(), b.grad.clone()
-    x.grad = b.grad = None
-    _reference(x, b).square().mean().backward()
-    torch.testing.assert_close(got[0], x.grad)
-    torch.testing.assert_close(got[1], b.grad)
+    _one_graph(step, x, b)
+    torch.compile(step, fullgraph=True, backend=backend)(x, b).backward()
+    _grads_match_torchs_own(x, b, lambda y: y.square().mean())
 
 
 def test_scalar_inputs_get_no_gradient_and_frozen_inputs_cost_nothing(on_cpu_device):
@@ -91,11 +99,6 @@ def fused_act(x, b):
     return v * np.tanh(v) + np.sin(x)
 
 
-@kspec.fuse
-def fused_norm(x):
-    return (x * x).sum(axis=1)
-
-
 SUMSQ = kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "torch_grad_sumsq", grad="auto")
 
 
@@ -105,11 +108,7 @@ def test_a_fused_function_has_autograd_with_no_declaration(on_cpu_device):
     assert torch.autograd.gradcheck(op, (x, b))
     assert all(v == "SUCCESS" for v in torch.library.opcheck(op, (x, b)).values())
     op(x, b).square().sum().backward()
-    got = x.grad.clone(), b.grad.clone()
-    x.grad = b.grad = None
-    _reference(x, b).square().sum().backward()
-    torch.testing.assert_close(got[0], x.grad)
-    torch.testing.assert_close(got[1], b.grad)
+    _grads_match_torchs_own(x, b, lambda y: y.square().sum())
 
 
 @pytest.mark.parametrize("bare", [False, True], ids=["registered", "bare"])
@@ -120,15 +119,9 @@ def test_a_fused_function_trains_inside_torch_compile(on_cpu_device, bare):
     def step(x, b):
         return op(x, b).square().mean()
 
-    explanation = torch._dynamo.explain(step)(x, b)
-    assert explanation.graph_count == 1 and explanation.graph_break_count == 0
-    torch._dynamo.reset()
+    _one_graph(step, x, b)
     torch.compile(step, fullgraph=True, backend="aot_eager")(x, b).backward()
-    got = x.grad.clone(), b.grad.clone()
-    x.grad = b.grad = None
-    _reference(x, b).square().mean().backward()
-    torch.testing.assert_close(got[0], x.grad)
-    torch.testing.assert_close(got[1], b.grad)
+    _grads_match_torchs_own(x, b, lambda y: y.square().mean())
 
 
 def test_a_fused_function_with_a_scalar_and_an_argument_read_twice(on_cpu_device):
@@ -142,23 +135,7 @@ def test_a_fused_function_with_a_scalar_and_an_argument_read_twice(on_cpu_device
     torch.testing.assert_close(x.grad, 6.0 * x.detach() + 1.0)
 
 
-@kspec.fuse
-def fused_normalized(x, b):
-    e = np.exp(x * b)
-    return e / e.sum(axis=1, keepdims=True)
-
-
-@kspec.fuse
-def fused_rowmax(x):
-    return x.max(axis=1)
-
-
-@kspec.fuse
-def fused_rowprod(x):
-    return x.prod(axis=1)
-
-
-@pytest.mark.parametrize("fn", [fused_norm, fused_normalized], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [fused_rowsum, fused_normalized], ids=lambda f: f.__name__)
 def test_a_fused_function_of_reductions_has_autograd(on_cpu_device, fn):
     op = kt.register(fn)
     x, b = _inputs(5)
@@ -225,3 +202,38 @@ def test_complex_gradients_follow_pytorchs_convention(on_cpu_device):
     x = torch.randn(5, dtype=torch.complex128, requires_grad=True)
     c = torch.randn(5, dtype=torch.complex128, requires_grad=True)
     assert torch.autograd.gradcheck(op, (x, c))
+
+
+_COMPILED_STEP = """
+import numpy as np, torch, kspec, kspec.torch as kt
+kspec.use_device("cpu")
+scaled = kspec.ElementwiseKernel("T x, T b", "T y", "T v = x + b; y = v * tanh(v);", "warm_cache_act", grad="auto")
+op = kt.register(scaled)
+
+@kspec.fuse
+def fused(x, b):
+    e = np.exp(x * b)
+    return e / e.sum(axis=1, keepdims=True)
+
+g = torch.Generator().manual_seed(0)
+x = torch.randn(4, 5, dtype=torch.float64, generator=g, requires_grad=True)
+b = torch.randn(5, dtype=torch.float64, generator=g, requires_grad=True)
+torch.compile(lambda x, b: (op(x, b) + fused(x, b)).square().sum(), fullgraph=True)(x, b).backward()
+print(repr([float(x.grad.sum()), float(b.grad.sum())]))
+"""
+
+
+def test_a_compiled_backward_from_inductors_caches_finds_its_ops(on_cpu_device, tmp_path):
+    """A later process whose compiled backward comes from Inductor's on-disk caches traces no backward, so the
+    ops that backward calls must exist by then: they are registered with the forward op (a spec kernel's) or when
+    the forward is traced (a fused function's), under the same names in every process."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "PYTHONPATH": os.pathsep.join(sys.path)}
+    runs = [subprocess.run([sys.executable, "-c", _COMPILED_STEP], env=env, capture_output=True, text=True, timeout=600)
+            for _ in range(2)]  # fmt: skip
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-2000:]
+    assert runs[0].stdout.splitlines()[-1] == runs[1].stdout.splitlines()[-1]

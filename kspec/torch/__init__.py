@@ -64,9 +64,12 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
         if found is not None:
             return found
         call = _fused_call(kernel, op_name, signature) if kind == "fused" else kernel
-        overload = _ops.define(kernel, op_name, signature, kernel.output_specs, call)
-        backward_of = _backward_of(kernel, kind, op_name, signature)
-        if backward_of is not None:  # issue [AD]: kspec/torch/_autograd.py
+        backward_of = _backward_of(kernel, kind, op_name, signature)  # issue [AD]: kspec/torch/_autograd.py
+        planner = kernel.output_specs
+        if isinstance(backward_of, _grads.FusedRule):
+            planner = _preparing(kernel.output_specs, backward_of)
+        overload = _ops.define(kernel, op_name, signature, planner, call)
+        if backward_of is not None:
             add_autograd(_ops.library(), op_name, backward_of)
         op = _reduction_op(overload) if kind == "reduction" else overload
         _ops.remember(op_name, kernel, signature, op)
@@ -77,10 +80,22 @@ def _backward_of(kernel: Any, kind: str, op_name: str, signature: Any) -> Any:
     """Where the op's gradients come from: a spec's ``grad``, or a fused function's derived backward; None for a
     spec kernel without gradients (the op then has no autograd of its own: PyTorch's fallback)."""
     if kind == "fused":
-        return _grads.of_fused(kernel, op_name, register)
+        return _grads.FusedRule(kernel, op_name, register)
     if getattr(kernel.spec, "grad", None) is None:
         return None
-    return _grads.of_spec_kernel(kernel, signature.inputs, sorted(signature.scalars), register, kind == "reduction")
+    return _grads.of_spec_kernel(kernel, op_name, signature.inputs, sorted(signature.scalars), register, kind == "reduction")
+
+
+def _preparing(planner: Any, rule: Any) -> Any:
+    """A fused op's planner (its fake, while a compiled function is traced) that also registers the ops its
+    backward will call for such arguments (:class:`kspec.torch._backward_of.FusedRule`)."""
+
+    def plan(*args: Any, **kwargs: Any) -> Any:
+        planned = planner(*args, **kwargs)
+        rule.prepare(args)
+        return planned
+
+    return plan
 
 
 def register_module(module: Any, *, prefix: str = "", scalars: Mapping[str, Sequence[str]] | None = None) -> Any:

@@ -14,6 +14,8 @@ backward needs them, so a model that never trains defines none.
 
 from __future__ import annotations
 
+import json
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,71 +28,107 @@ from ..grad import (
     run_backward,
     run_forward,
     shared_for,
+    sum_to_shape,
 )
+from .._digest import sha256_hex
+from .._errors import KspecError
 from ._autograd import GradientRule
 from ._tensors import array_spec
 
 
-def of_spec_kernel(kernel: Any, params: Sequence[str], scalars: Sequence[str], register: Any, reduction: bool) -> GradientRule:
+def of_spec_kernel(kernel: Any, op: str, params: Sequence[str], scalars: Sequence[str], register: Any,
+                   reduction: bool) -> GradientRule:  # fmt: skip
+    """A spec kernel's rule. Its backward ops (and the shared variant's) are registered now, under names made from
+    the forward op's: a compiled backward served from Inductor's caches in a later process calls them by name, and
+    traces nothing that would register them."""
     names = kernel.spec.backward()[0]
-    backward_ops: dict[bool, Any] = {}  # shared variant or not -> its op
+    variants = (False, True) if kernel.spec.shared_gradients() else (False,)
+    backward_ops = {
+        shared: register(kernel.backward_kernel(shared), f"{op}__backward{'_shared' if shared else ''}", scalars=sorted(scalars))
+        for shared in variants
+    }
 
     def gradients(args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any]) -> list[Any]:
         inputs = args[: len(params)]
         shared = shared_for(kernel.spec, inputs)  # a bias's gradient summed (sum_to_size) from the input's
-        op = backward_ops.get(bool(shared))
-        if op is None:
-            op = backward_ops[bool(shared)] = register(kernel.backward_kernel(bool(shared)), scalars=sorted(scalars))
         if reduction:
             kept = kept_shape([tuple(getattr(a, "shape", ())) for a in inputs], keywords.get("axis"))
             outputs, grads = [o.reshape(kept) for o in outputs], [g.reshape(kept) for g in grads]
-        by_name = by_input(names, op(*inputs, *outputs, *grads), shared)
+        by_name = by_input(names, backward_ops[bool(shared)](*inputs, *outputs, *grads), shared)
         return [by_name.get(param) for param in params]
 
     return gradients
 
 
-def of_fused(fused: Any, op: str, register: Any) -> GradientRule:
-    def gradients(args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any]) -> list[Any]:
+class FusedRule:
+    """A fused function's rule. Its ops (each kernel's, for the recomputation, and each backward's) depend on the
+    call's argument types, so :meth:`prepare` registers them whenever the forward op is traced (its fake runs
+    then), under names made from the forward op's and the kernels' contents: a compiled backward from Inductor's
+    caches finds them in a later process."""
+
+    def __init__(self, fused: Any, op: str, register: Any) -> None:
+        self.fused, self.op, self.register = fused, op, register
+
+    def _program(self, args: Sequence[Any]) -> Any:
         import torch
 
         stand_ins = [array_spec(a) if isinstance(a, torch.Tensor) else a for a in args]
-        form = differentiable_program(fused, stand_ins, {}, f"kspec.torch: op kspec::{op}")
-        program = form._replace(args=tuple(args))
+        return differentiable_program(self.fused, stand_ins, {}, f"kspec.torch: op kspec::{self.op}")
+
+    def prepare(self, stand_ins: Sequence[Any]) -> None:
+        """Register the ops a backward of a call with such arguments runs (nothing where there is none)."""
+        try:
+            program = differentiable_program(self.fused, list(stand_ins), {}, f"kspec.torch: op kspec::{self.op}")
+        except KspecError:
+            return  # raised again, and said, when a gradient is asked
+        ops = _Ops(self.register, self.op)
+        for step in program.steps:  # an argument's stand-in or number; a value between kernels is a tensor (None)
+            inputs = [program.args[i] if kind == "arg" else None for kind, i in step.inputs]
+            ops.forward_op(step, inputs)
+            for shared in (False, True) if step.kernel.spec.shared_gradients() else (False,):
+                ops.backward_op(step, shared, inputs)
+
+    def __call__(self, args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any]) -> list[Any]:
+        program = self._program(args)._replace(args=tuple(args))
         saved = {node: out for node, out in zip(result_nodes(program), outputs) if node is not None}
-        ops = _Ops(register)
+        ops = _Ops(self.register, self.op)
         values = run_forward(program, ops.forward, saved)
         return run_backward(program, values, grads, ops)
 
-    return gradients
-
 
 class _Ops:
-    """The reverse pass on tensors, through kspec ops (what AOTAutograd can trace)."""
+    """The reverse pass on tensors, through kspec ops (what AOTAutograd can trace), named after the forward op."""
 
-    def __init__(self, register: Any) -> None:
-        self.register = register
+    def __init__(self, register: Any, prefix: str) -> None:
+        self.register, self.prefix = register, prefix
 
     def _op(self, kernel: Any, params: Sequence[str], inputs: Sequence[Any]) -> Any:
-        import torch
+        """``kernel``'s op, named by the forward op and the kernel's spec (the same in every process); the inputs
+        that are numbers are its scalars (tensors, stand-ins and None are not)."""
+        digest = sha256_hex(json.dumps(kernel.spec.to_data(), sort_keys=True, default=str).encode())[:12]
+        scalars = [p for p, a in zip(params, inputs) if isinstance(a, numbers.Number)]
+        return self.register(kernel, f"{self.prefix}__{digest}", scalars=scalars)
 
-        return self.register(kernel, scalars=[p for p, a in zip(params, inputs) if not isinstance(a, torch.Tensor)])
+    def forward_op(self, step: DiffStep, inputs: Sequence[Any]) -> Any:
+        return self._op(step.kernel, step.params, inputs)
+
+    def backward_op(self, step: DiffStep, shared: bool, inputs: Sequence[Any]) -> Any:
+        return self._op(step.kernel.backward_kernel(shared), step.params, inputs)
 
     def forward(self, step: DiffStep, inputs: list[Any]) -> Any:
-        return self._op(step.kernel, step.params, inputs)(*inputs, **step.kwargs)
+        return self.forward_op(step, inputs)(*inputs, **step.kwargs)
 
     def backward(self, step: DiffStep, inputs: list[Any], outputs: list[Any], grads: list[Any]) -> Sequence[Any]:
         if step.reduction:
             kept = kept_shape([tuple(getattr(a, "shape", ())) for a in inputs], step.kwargs.get("axis"))
             outputs, grads = [o.reshape(kept) for o in outputs], [g.reshape(kept) for g in grads]
         shared = shared_for(step.kernel.spec, inputs)
-        made = self._op(step.kernel.backward_kernel(bool(shared)), step.params, inputs)(*inputs, *outputs, *grads)
+        made = self.backward_op(step, bool(shared), inputs)(*inputs, *outputs, *grads)
         found = by_input(step.names, made, shared)
         return [found[name] for name in step.names]
 
     def reduce_to(self, grad: Any, like: Any) -> Any:
-        shape = getattr(like, "shape", None)
-        return grad.sum_to_size(shape) if shape is not None and grad.shape != shape else grad
+        return sum_to_shape(grad, like)
 
     def add(self, a: Any, b: Any) -> Any:
         return a + b
