@@ -70,6 +70,18 @@ def test_host_arrays_are_kspec_arrays_in_host_memory():
             a.__cuda_array_interface__  # noqa: B018  (the property is the test)
 
 
+def test_zero_dimensional_host_data_stays_zero_dimensional():
+    """kspec.asarray / set of a 0-d array or a scalar keep shape () (NumPy's ascontiguousarray makes it (1,),
+    which a full reduction's given output then failed with "output y has shape (1,)")."""
+    with kspec.use_device("cpu"):
+        for obj in (np.zeros((), np.float64), np.float32(2.5), 7):
+            a = kspec.asarray(obj)
+            assert a.shape == () and a.get().shape == ()
+        a = kspec.zeros((), np.float64)
+        a.set(np.float64(4.0))
+        assert a.get() == 4.0 and a.get().shape == ()
+
+
 def test_numpy_arrays_are_refused_off_the_cpu_device():
     k = kspec.ElementwiseKernel("float32 x", "float32 y", "y = x", "copy_refused")
     with pytest.raises(TypeError, match="host memory"):

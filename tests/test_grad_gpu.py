@@ -107,7 +107,9 @@ def test_jax_grad_on_the_gpu():
         check_grads(jax.jit(lambda x, b: ACT(x, b)), (x, b), order=1, modes=["rev"])
         got = jax.jit(jax.grad(lambda x: (gpu_softmax_rows(x, 2.0) ** 2).sum()))(x)
         want = jax.grad(lambda x: (jax.nn.softmax(x / 2.0, axis=1) ** 2).sum())(x)
-        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-9, atol=1e-12)
+        # float32 (JAX's default without x64): the two sum in different orders
+        assert got.dtype == want.dtype == jnp.float32
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-7)
 
 
 def test_a_raw_kernel_with_a_declared_backward_on_the_gpu():

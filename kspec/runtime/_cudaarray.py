@@ -243,7 +243,7 @@ class CUDAArray:
             handle = entered.handle if entered is not None else default_stream_getter(library_of(arr))(self._device_id)
         if host:
             if into_array:
-                arr = np.ascontiguousarray(arr)
+                arr = np.asarray(arr, order="C")  # keeps a 0-d array 0-d
             elif not (arr.flags.c_contiguous and arr.flags.writeable):
                 raise KspecValueError(f"{param}: a NumPy array to copy into must be C-contiguous and writable")
             shape, strides, dtype, ptr = arr.shape, arr.strides, arr.dtype, arr.ctypes.data

@@ -219,7 +219,7 @@ class DeviceArray:
 
     def set(self, host: Any, stream: object = None) -> None:
         """Copy a host array of the same shape into this (C-contiguous) array."""
-        source = np.ascontiguousarray(host, dtype=self._dtype)
+        source = np.asarray(host, dtype=self._dtype, order="C")  # ascontiguousarray makes 0-d 1-d
         if source.shape != self._shape:
             raise KspecValueError(f"host: shape {source.shape} does not match the DeviceArray's {self._shape}")
         if not self.is_c_contiguous:
@@ -344,7 +344,7 @@ def asarray(obj: Any, dtype: Any = None, *, device: int | Device | None = None, 
     """
     handle = None if stream is None else stream_handle(stream)
     # a NumPy array is copied on the CPU device too (where it is a device array), as on a GPU
-    if isinstance(obj, DeviceArray) or (is_device_array(obj) and not isinstance(obj, np.ndarray)):
+    if isinstance(obj, DeviceArray) or (is_device_array(obj) and not isinstance(obj, (np.ndarray, np.generic))):
         info = array_info(obj, param="obj", stream=handle)
         if dtype is not None and np.dtype(dtype) != info.dtype:
             raise KspecValueError(
@@ -361,10 +361,10 @@ def asarray(obj: Any, dtype: Any = None, *, device: int | Device | None = None, 
             info.ptr, info.shape, info.dtype, info.device_id, info.keepalive, handle or 0, info.strides, owner
         )
     if isinstance(obj, np.ndarray) or np.isscalar(obj) or isinstance(obj, (list, tuple)):
-        host = np.ascontiguousarray(obj, dtype=dtype)
+        host = np.asarray(obj, dtype=dtype, order="C")  # not ascontiguousarray: it makes a 0-d array 1-d
     else:
         try:
-            host = np.ascontiguousarray(obj, dtype=dtype)
+            host = np.asarray(obj, dtype=dtype, order="C")
         except Exception as exc:
             raise KspecTypeError(f"obj: cannot make an array of {type(obj).__name__} ({exc})") from None
     out = empty(host.shape, host.dtype, device=device, stream=stream)

@@ -47,7 +47,10 @@ class Allocation:
     def __del__(self) -> None:
         if not self.ptr:
             return
-        cu = _driver._driver if self.device_id >= 0 else _driver.driver_for(self.device_id)  # never initialises CUDA
+        try:
+            cu = _driver._driver if self.device_id >= 0 else _driver.driver_for(self.device_id)  # never initialises CUDA
+        except ImportError:  # a host allocation freed at interpreter shutdown: the memory goes with the process
+            return
         if cu is None:
             return
         try:
