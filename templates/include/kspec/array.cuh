@@ -154,4 +154,31 @@ __device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& value) {
   *reinterpret_cast<Vec<T, N>*>(p) = value;
 }
 
+// The strided elementwise entry's inner vectors: whether an operand of a loop of `ndim` dims moves N elements
+// of dim 0 at a time. A dense one (innermost stride = its item size) needs a base and outer strides that keep
+// every vector aligned to its size; an input broadcast along dim 0 (stride 0) is one scalar per vector; an output
+// must be dense.
+template <int N, typename T, int NDIM, typename IndexT>
+__device__ __forceinline__ bool inner_vector_ok(const StridedArray<T, NDIM, IndexT>& a, int ndim, bool input) {
+  if (a.stride[0] == 0) return input;
+  if (a.stride[0] != static_cast<IndexT>(sizeof(T)) || address(a.ptr) % (sizeof(T) * N) != 0) return false;
+#pragma unroll
+  for (int d = 1; d < Capacity<NDIM>::value; ++d) {
+    if (d < ndim && a.stride[d] % static_cast<IndexT>(sizeof(T) * N) != 0) return false;
+  }
+  return true;
+}
+
+// N elements along dim 0 from p: a vector load where the stride is the item size, else (0: broadcast) one
+// element N times.
+template <int N, typename T, typename IndexT>
+__device__ __forceinline__ Vec<T, N> load_inner(const T* p, IndexT stride) {
+  if (stride != 0) return load_vec<N>(p);
+  Vec<T, N> out;
+  const T value = *p;
+#pragma unroll
+  for (int e = 0; e < N; ++e) out.v[e] = value;
+  return out;
+}
+
 }  // namespace kspec
