@@ -32,6 +32,7 @@ from ..grad import (
 )
 from .._digest import sha256_hex
 from .._errors import KspecError
+from ..kernels import ArraySpec
 from ._autograd import GradientRule
 from ._tensors import array_spec
 
@@ -68,12 +69,23 @@ class FusedRule:
 
     def __init__(self, fused: Any, op: str, register: Any) -> None:
         self.fused, self.op, self.register = fused, op, register
+        self._programs: dict[tuple[Any, ...], Any] = {}
 
     def _program(self, args: Sequence[Any]) -> Any:
+        """The program for such arguments (shapes, dtypes, strides, devices; numbers by value), made once: a
+        training loop asks on every backward."""
         import torch
 
-        stand_ins = [array_spec(a) if isinstance(a, torch.Tensor) else a for a in args]
-        return differentiable_program(self.fused, stand_ins, {}, f"kspec.torch: op kspec::{self.op}")
+        stand_ins = tuple(array_spec(a) if isinstance(a, torch.Tensor) else a for a in args)
+        key = _program_key(stand_ins)
+        found = self._programs.get(key) if key is not None else None
+        if found is None:
+            found = differentiable_program(self.fused, stand_ins, {}, f"kspec.torch: op kspec::{self.op}")
+            if key is not None:
+                if len(self._programs) >= _KEPT:
+                    del self._programs[next(iter(self._programs))]
+                self._programs[key] = found
+        return found
 
     def prepare(self, stand_ins: Sequence[Any]) -> None:
         """Register the ops a backward of a call with such arguments runs (nothing where there is none)."""
@@ -96,6 +108,32 @@ class FusedRule:
         return run_backward(program, values, grads, ops)
 
 
+_KEYABLE = (ArraySpec, int, float, complex, bool)  # stand-ins a program is kept by (a traced scalar is not)
+_KEPT = 64  # programs per fused op, spec digests: the oldest dropped beyond this
+_digests: dict[int, tuple[Any, str]] = {}  # id(spec) -> (the spec, kept alive so its id stays its own; digest)
+
+
+def _program_key(stand_ins: Sequence[Any]) -> tuple[Any, ...] | None:
+    """What a program is kept by: each stand-in with its type (1, 1.0 and True differ); None where a stand-in is
+    traced (a symbolic size or scalar: hashing it would add a guard)."""
+    for a in stand_ins:
+        if not isinstance(a, _KEYABLE):
+            return None
+        if isinstance(a, ArraySpec) and not all(type(n) is int for n in (*a.shape, *a.strides)):
+            return None
+    return tuple((type(a), a) for a in stand_ins)
+
+
+def _spec_digest(spec: Any) -> str:
+    """12 hex digits of a spec's content: the same in every process."""
+    found = _digests.get(id(spec))
+    if found is None or found[0] is not spec:
+        if len(_digests) >= 4 * _KEPT:
+            del _digests[next(iter(_digests))]
+        found = _digests[id(spec)] = (spec, sha256_hex(json.dumps(spec.to_data(), sort_keys=True, default=str).encode())[:12])
+    return found[1]
+
+
 class _Ops:
     """The reverse pass on tensors, through kspec ops (what AOTAutograd can trace), named after the forward op."""
 
@@ -105,7 +143,7 @@ class _Ops:
     def _op(self, kernel: Any, params: Sequence[str], inputs: Sequence[Any]) -> Any:
         """``kernel``'s op, named by the forward op and the kernel's spec (the same in every process); the inputs
         that are numbers are its scalars (tensors, stand-ins and None are not)."""
-        digest = sha256_hex(json.dumps(kernel.spec.to_data(), sort_keys=True, default=str).encode())[:12]
+        digest = _spec_digest(kernel.spec)
         scalars = [p for p, a in zip(params, inputs) if isinstance(a, numbers.Number)]
         return self.register(kernel, f"{self.prefix}__{digest}", scalars=scalars)
 
