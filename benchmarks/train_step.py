@@ -17,7 +17,7 @@ arrays of N*M floats, 2.5 times a device-to-device copy of ``x`` (``y.copy_(x)``
 (a column sum) is extra traffic on top. Device time per step from CUDA events, medians of ``--reps`` steps in
 ``--rounds`` rounds that alternate the contenders. Usage::
 
-    python benchmarks/train_step.py [--shape 16384 4096] [--reps 50] [--rounds 3]
+    python benchmarks/train_step.py [--shape 16384 4096] [--reps 50] [--rounds 3] [--profile]
 """
 
 from __future__ import annotations
@@ -98,6 +98,7 @@ def main() -> None:
     parser.add_argument("--shape", type=int, nargs=2, default=[16384, 4096])
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--profile", action="store_true", help="also list each contender's GPU kernels (torch.profiler)")
     options = parser.parse_args()
     n, m = options.shape
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -128,6 +129,29 @@ def main() -> None:
     for name, got in samples.items():
         ms = statistics.median(got)
         print(f"| {name:<32} | {ms:9.4f} | {ms / floor:7.2f} | {ms / inductor:10.2f} |")
+    if options.profile:
+        for name, step in steps.items():
+            print(f"\n{name}: GPU kernels per step (us, torch.profiler over 20 steps)")
+            for kernel, us in kernel_times(torch, lambda step=step: step(x, b, g), 20):
+                print(f"  {us:9.1f}  {kernel[:110]}")
+
+
+def kernel_times(torch: Any, fn: Callable[[], Any], steps: int) -> list[tuple[str, float]]:
+    """Each GPU kernel's (and memset / memcpy's) device time per step, largest first."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            fn()
+        torch.cuda.synchronize()
+    totals: dict[str, float] = {}
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            us = getattr(event, "device_time", None)
+            us = event.cuda_time if us is None else us
+            totals[event.name] = totals.get(event.name, 0.0) + us / steps
+    return sorted(totals.items(), key=lambda item: -item[1])
 
 
 if __name__ == "__main__":
