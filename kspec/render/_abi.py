@@ -34,6 +34,11 @@ How the launcher picks a variant
 Index: int32 when the loop size and every array operand's reachable byte offset
 ``sum((extent-1) * |stride|)`` are below 2**31, and ``gridDim.x * blockDim.x < 2**31``; else int64.
 
+``strided`` needs no choice either: where every operand's innermost stride is its item size or 0, the inner
+extent a multiple of :attr:`Specialization.vec` and every dense operand's base and outer strides aligned to its
+vectors, it moves a vector of the inner dim per thread (a broadcast operand: one element per vector), checked
+inside; the plan then sizes its grid as for several elements per thread (``ElementwisePlan.inner_dense``).
+
 Vector width needs no choice: the one ``contig`` variant and the ``rows`` variants carry ``vec`` =
 :attr:`Specialization.vec` and test alignment themselves (every array operand 16-byte aligned; for a
 reduction row also an innermost reduced stride equal to the item size and a chunk start that is a multiple
