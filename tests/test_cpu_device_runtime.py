@@ -82,6 +82,20 @@ def test_zero_dimensional_host_data_stays_zero_dimensional():
         assert a.get() == 4.0 and a.get().shape == ()
 
 
+def test_a_read_only_output_is_refused_and_left_unwritten():
+    """A NumPy array marked read-only is refused as an output (kspec wrote into it before), and read as an input."""
+    kernel = kspec.ElementwiseKernel("T x, T y", "T z", "z = x + y", "read_only_out")
+    with kspec.use_device("cpu"):
+        x = np.arange(4.0)
+        x.flags.writeable = False
+        out = np.zeros(4)
+        out.flags.writeable = False
+        with pytest.raises(kspec.KspecTypeError, match="output z is read-only"):
+            kernel(x, x, out)
+        assert not out.any()
+        np.testing.assert_array_equal(kernel(x, x), 2 * x)
+
+
 def test_numpy_arrays_are_refused_off_the_cpu_device():
     k = kspec.ElementwiseKernel("float32 x", "float32 y", "y = x", "copy_refused")
     with pytest.raises(TypeError, match="host memory"):

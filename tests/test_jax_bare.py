@@ -283,3 +283,25 @@ def test_eager_calls_that_give_outputs_or_a_stream_launch_as_before(monkeypatch)
     with kspec.Stream():
         np.testing.assert_allclose(np.asarray(ADD2(jnp.asarray(x), jnp.asarray(x))), 3 * x, rtol=1e-6)
     assert seen == []
+
+
+def test_outputs_given_as_jax_arrays_come_back_new_and_are_never_written(monkeypatch):
+    """JAX arrays are immutable: an eager call that gives its outputs as JAX arrays runs as kspec.jax.call (the
+    results are new arrays; the ones given keep their values, as inside jax.jit), and the launch path (a stream
+    given) refuses to write one, naming the output. It wrote into the array before."""
+    import kspec.jax as kj
+
+    seen = []
+    real = kj.call
+    monkeypatch.setattr(kj, "call", lambda kernel, *a, **k: seen.append(kernel.name) or real(kernel, *a, **k))
+    x = _data((3, 8))
+    given = jnp.zeros((3, 8), jnp.float32)
+    got = ADD2(jnp.asarray(x), jnp.asarray(x), given)
+    np.testing.assert_allclose(np.asarray(got), 3 * x, rtol=1e-6)
+    assert not np.asarray(given).any() and seen == ["bare_add2"]
+    out = jnp.zeros((3,), jnp.float32)
+    np.testing.assert_allclose(np.asarray(SUMSQ(jnp.asarray(x), axis=1, out=out)), (x * x).sum(1), rtol=1e-5)
+    assert not np.asarray(out).any()
+    with kspec.Stream(), pytest.raises(kspec.KspecTypeError, match="output z is a JAX array: JAX arrays are immutable"):
+        ADD2(jnp.asarray(x), jnp.asarray(x), given)
+    assert not np.asarray(given).any()

@@ -33,6 +33,7 @@ from ..runtime import (
     CUPY,
     DLPACK,
     HOST,
+    JAX,
     TORCH,
     accepts_kind,
     ArrayInfo,
@@ -214,6 +215,11 @@ def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool, kind: str |
         info = array_info(obj, param=param.name, stream=stream)
     except KspecTypeError as exc:
         raise KspecTypeError(about_kernel(kernel, str(exc))) from None
+    if is_output and (info.readonly or info.library == JAX):
+        what = ("a JAX array: JAX arrays are immutable. Call the kernel with JAX arrays only and no stream (it runs "
+                "as kspec.jax.call: the results come back as new JAX arrays, the one given unchanged), or pass an "
+                "array kspec may write") if info.library == JAX else "read-only (its producer marked it so)"
+        raise KspecTypeError(about_kernel(kernel, f"output {param.name} is {what}"))
     try:
         name = dtypes.from_numpy(info.dtype).name
     except (KeyError, TypeError, ValueError):

@@ -143,11 +143,16 @@ class SpecKernel(KernelAttributes):
     def _traced_call(self, framework: Any, args: tuple[Any, ...], stream: object, extra: Any, concrete: bool) -> Any:
         """A call on another framework's tracers, or eagerly on its arrays (``concrete``; kspec/kernels/_frameworks.py):
         its adapter runs it with the keywords the call gave (``extra`` as the call path holds them), e.g.
-        ``kspec.jax.call(self, ...)``. A concrete call that gives its outputs (CuPy's in-place contract) or a
-        launch size is left to the launch path (MISS)."""
+        ``kspec.jax.call(self, ...)``. A concrete call with a launch size, or with outputs given that are not all
+        the framework's arrays (a NumPy ``out`` keeps CuPy's in-place contract), is left to the launch path (MISS).
+        Outputs given as JAX arrays go to the adapter, which returns new arrays: JAX arrays are immutable (the
+        launch path refuses to write one)."""
         kwargs = self._call_keywords(extra)
-        if concrete and (len(args) != self._nin or "size" in kwargs or "block_size" in kwargs):
-            return MISS
+        if concrete:
+            out = kwargs.get("out")
+            given = (*args[self._nin:], *(() if out is None else out if isinstance(out, tuple) else (out,)))
+            if "size" in kwargs or "block_size" in kwargs or not all(framework.is_array(o) for o in given):
+                return MISS
         if stream is not None:  # the adapter says what it makes of a stream (kspec.jax refuses one)
             kwargs["stream"] = stream
         return framework.call(self, args, kwargs)

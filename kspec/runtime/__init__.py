@@ -24,6 +24,7 @@ from ._interop import (
     CUPY,
     DLPACK,
     HOST,
+    JAX,
     KSPEC,
     NUMPY,
     TORCH,
