@@ -70,6 +70,7 @@ class FusedRule:
     def __init__(self, fused: Any, op: str, register: Any) -> None:
         self.fused, self.op, self.register = fused, op, register
         self._programs: dict[tuple[Any, ...], Any] = {}
+        self._ops: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # (id(kernel), scalars) -> (kernel, its op)
 
     def _program(self, args: Sequence[Any]) -> Any:
         """The program for such arguments (shapes, dtypes, strides, devices; numbers by value), made once: a
@@ -93,7 +94,7 @@ class FusedRule:
             program = differentiable_program(self.fused, list(stand_ins), {}, f"kspec.torch: op kspec::{self.op}")
         except KspecError:
             return  # raised again, and said, when a gradient is asked
-        ops = _Ops(self.register, self.op)
+        ops = _Ops(self.register, self.op, self._ops)
         for step in program.steps:  # an argument's stand-in or number; a value between kernels is a tensor (None)
             inputs = [program.args[i] if kind == "arg" else None for kind, i in step.inputs]
             ops.forward_op(step, inputs)
@@ -103,7 +104,7 @@ class FusedRule:
     def __call__(self, args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any]) -> list[Any]:
         program = self._program(args)._replace(args=tuple(args))
         saved = {node: out for node, out in zip(result_nodes(program), outputs) if node is not None}
-        ops = _Ops(self.register, self.op)
+        ops = _Ops(self.register, self.op, self._ops)
         values = run_forward(program, ops.forward, saved)
         return run_backward(program, values, grads, ops)
 
@@ -137,15 +138,22 @@ def _spec_digest(spec: Any) -> str:
 class _Ops:
     """The reverse pass on tensors, through kspec ops (what AOTAutograd can trace), named after the forward op."""
 
-    def __init__(self, register: Any, prefix: str) -> None:
-        self.register, self.prefix = register, prefix
+    def __init__(self, register: Any, prefix: str, known: dict[tuple[Any, ...], tuple[Any, Any]]) -> None:
+        self.register, self.prefix, self.known = register, prefix, known
 
     def _op(self, kernel: Any, params: Sequence[str], inputs: Sequence[Any]) -> Any:
         """``kernel``'s op, named by the forward op and the kernel's spec (the same in every process); the inputs
-        that are numbers are its scalars (tensors, stand-ins and None are not)."""
-        digest = _spec_digest(kernel.spec)
-        scalars = [p for p, a in zip(params, inputs) if isinstance(a, numbers.Number)]
-        return self.register(kernel, f"{self.prefix}__{digest}", scalars=scalars)
+        that are numbers are its scalars (tensors, stand-ins and None are not). ``known`` keeps the ops found
+        (register's lookup builds the op's signature: ~25 us, on every backward)."""
+        scalars = tuple(p for p, a in zip(params, inputs) if isinstance(a, numbers.Number))
+        key = (id(kernel), scalars)
+        found = self.known.get(key)
+        if found is None or found[0] is not kernel:
+            if len(self.known) >= 4 * _KEPT:
+                del self.known[next(iter(self.known))]
+            op = self.register(kernel, f"{self.prefix}__{_spec_digest(kernel.spec)}", scalars=list(scalars))
+            found = self.known[key] = (kernel, op)  # the kernel kept: its id stays its own
+        return found[1]
 
     def forward_op(self, step: DiffStep, inputs: Sequence[Any]) -> Any:
         return self._op(step.kernel, step.params, inputs)
