@@ -14,10 +14,13 @@ PyTorch is imported when something is registered, never by ``import kspec``.
 
 from __future__ import annotations
 
+import json
+import marshal
 import types
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._digest import sha256_hex
 from .._errors import KspecTypeError
 from ..fuse import FusedFunction
 from ..kernels import ElementwiseKernel, KernelLibrary, ReductionKernel
@@ -35,7 +38,8 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
 
     Args:
         kernel: an ElementwiseKernel, a ReductionKernel or a ``kspec.fuse`` function.
-        name: the op's name (default: the kernel's; a number is appended when another kernel has it).
+        name: the op's name (default: the kernel's; where another kernel has that, ``<name>__<12 hex digits of
+            the kernel's content and schema>``, with a warning: pass ``name=`` to keep names stable).
         scalars: the inputs passed as Python numbers rather than tensors (default: the spec's declared
             ``scalars``; none for a fused function). Every other input is a tensor.
         returns: a fused function's number of returned arrays (a tuple when more than one); spec kernels
@@ -60,7 +64,7 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
         )
     default = kernel.kernel_name if kind == "fused" else kernel.name
     with _ops.lock:
-        op_name, found = _ops.op_name(kernel, name, default, signature)
+        op_name, found = _ops.op_name(kernel, name, default, signature, lambda: _content_digest(kernel, kind, signature))
         if found is not None:
             return found
         call = _fused_call(kernel, op_name, signature) if kind == "fused" else kernel
@@ -74,6 +78,19 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
         op = _reduction_op(overload) if kind == "reduction" else overload
         _ops.remember(op_name, kernel, signature, op)
     return op
+
+
+def _content_digest(kernel: Any, kind: str, signature: Any) -> str:
+    """12 hex digits of what an op runs and its schema: a spec kernel's spec, a fused function's code (its
+    module, name and compiled code: not what a closure holds)."""
+    if kind == "fused":
+        func = getattr(kernel, "__wrapped__", kernel)
+        code = getattr(func, "__code__", None)
+        what = f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', '')}".encode()
+        what += marshal.dumps(code) if code is not None else b""
+    else:
+        what = json.dumps(kernel.spec.to_data(), sort_keys=True, default=str).encode()
+    return sha256_hex(what + f"{signature.schema} {sorted(signature.scalars)}".encode())[:12]
 
 
 def _backward_of(kernel: Any, kind: str, op_name: str, signature: Any) -> Any:

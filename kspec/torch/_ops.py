@@ -26,6 +26,8 @@ of the kernel instead (``_inductor``: no dispatcher at all). Eager calls take th
 from __future__ import annotations
 
 import threading
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 from .._errors import KspecTypeError, KspecValueError
@@ -63,22 +65,33 @@ def _lib() -> Any:
     return _library
 
 
-def op_name(kernel: Any, name: str | None, default: str, signature: OpSignature) -> tuple[str, Any | None]:
+def op_name(kernel: Any, name: str | None, default: str, signature: OpSignature,
+            content: Callable[[], str]) -> tuple[str, Any | None]:  # fmt: skip
     """(the op's name, the callable already registered for this kernel and signature, or None). A name given
-    and taken by another kernel is an error; the ``default`` name taken gets a number."""
+    and taken by another kernel is an error. Where the ``default`` name is another kernel's, the op is named
+    ``<default>__<content()>`` (what it runs and its schema: the same name in every process, where a number
+    counted registrations) and a warning says so: the plain name still goes to whichever registers first."""
     explicit = name is not None
     base = name if name is not None else default
     if not isinstance(base, str) or not base.isidentifier():
         raise KspecValueError(f"kspec.torch.register: name: expected an identifier, got {base!r}")
-    candidate, n = base, 1
-    while candidate in _ops:
-        found_kernel, found_signature, found = _ops[candidate]
-        if found_kernel is kernel and found_signature == signature:
-            return candidate, found
-        if explicit:
-            raise KspecValueError(f"kspec.torch.register: name: op {NAMESPACE}::{candidate} is registered for another kernel")
-        n += 1
-        candidate = f"{base}_{n}"
+    entry = _ops.get(base)
+    if entry is None:
+        return base, None
+    if entry[0] is kernel and entry[1] == signature:
+        return base, entry[2]
+    if explicit:
+        raise KspecValueError(f"kspec.torch.register: name: op {NAMESPACE}::{base} is registered for another kernel")
+    candidate = f"{base}__{content()}"
+    entry = _ops.get(candidate)
+    if entry is not None and entry[1] == signature:  # the same content under another kernel object: the same op
+        return candidate, entry[2]
+    warnings.warn(
+        f"kspec.torch.register: op {NAMESPACE}::{base} is another kernel's (or this kernel's with other scalars); "
+        f"this one is {NAMESPACE}::{candidate}, named by its content. Which kernel holds the plain name depends "
+        "on the order of registration, and a compiled graph from Inductor's on-disk caches calls ops by name: "
+        "pass name= to each to make them stable", UserWarning, stacklevel=4,
+    )
     return candidate, None
 
 
