@@ -155,7 +155,8 @@ def test_a_body_that_uses_none_of_it_renders_as_before():
     """No LoopIndex, no view, i of the entry's index type, every fast path: what elementwise.cu.j2 always gave."""
     source = render(specialize(GENERIC, {"T": "float32"})).source
     assert "LoopIndex" not in source and "loop_index.cuh" not in source and "ptrdiff_t i" not in source
-    assert source.count("const IndexT i = ") == 5  # vector and scalar contig, unrolled and plain strided, tiled
+    # vector and scalar contig; inner-vector, unrolled and plain strided; tiled
+    assert source.count("const IndexT i = ") == 6
     assert "__contig" in source and "__tiled" in source
 
 
