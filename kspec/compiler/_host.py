@@ -18,6 +18,7 @@ import re
 import shlex
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -236,6 +237,7 @@ def precompiled_prelude(compiler: HostCompiler, args: list[str]) -> list[str]:
     under the cache directory): parsing kspec's host headers is most of a small kernel's compile time.
     Anything unusual (another compiler, a failed build, an unwritable cache) keeps the plain -include;
     GCC itself falls back to the header when the .gch does not match the flags."""
+    from .._atomic import write_atomic
     from .._memo import tree_digest
     from ._cache import default_cache
 
@@ -254,9 +256,12 @@ def precompiled_prelude(compiler: HostCompiler, args: list[str]) -> list[str]:
     header = directory / "prelude.h"
     if not (directory / "prelude.h.gch").exists():
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            header.write_text("#include <kspec_host/cuda.h>\n", encoding="utf-8")
-            partial = directory / f"prelude.h.gch.{os.getpid()}.tmp"
+            # renamed into place, never truncated: another process's .gch build may be reading it (a header read
+            # while a second writer had emptied it gave a .gch without the prelude: "'__device__' does not name a
+            # type" in every later compile of that cache, seen once in CI)
+            if not header.exists():
+                write_atomic(header, b"#include <kspec_host/cuda.h>\n")
+            partial = directory / f"prelude.h.gch.{os.getpid()}.{threading.get_ident()}.tmp"  # per writer
             done = subprocess.run([*compiler.command, *[a for a in flags if a != "-shared"], "-x", "c++-header",
                                    str(header), "-o", str(partial)], capture_output=True, timeout=600, check=False)  # fmt: skip
             if done.returncode != 0:
