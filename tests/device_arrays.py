@@ -34,6 +34,16 @@ class HostArrays:
         return "<NumPy on kspec's CPU device>"
 
 
+def random_values(rng: np.random.Generator, shape: tuple[int, ...], dtype: str, span: int = 5) -> np.ndarray:
+    """Test data of ``dtype``: integers in [-span, span], else standard normal values (complex: both parts)."""
+    if np.dtype(dtype).kind == "i":
+        return rng.integers(-span, span + 1, shape).astype(dtype)
+    data = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        data = data + 1j * rng.standard_normal(shape)
+    return data.astype(dtype)
+
+
 def host_compiler_missing() -> str | None:
     """Why CPU-device tests cannot run here, or None."""
     try:

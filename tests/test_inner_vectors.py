@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import kspec
+from device_arrays import random_values
 
 from kspec.kernels._bind import bind
 from kspec.kernels._plan import plan_elementwise
@@ -24,12 +25,7 @@ DTYPES = ["int8", "float16", "float32", "float64", "complex64", "complex128"]
 
 
 def _data(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    if np.dtype(dtype).kind == "i":
-        return rng.integers(-5, 6, shape).astype(dtype)
-    data = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        data = data + 1j * rng.standard_normal(shape)
-    return data.astype(dtype)
+    return random_values(rng, shape, dtype, span=5)
 
 
 def _entry(kernel, *args) -> str:

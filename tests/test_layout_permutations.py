@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import kspec
+from device_arrays import random_values
 from kspec.kernels._bind import bind
 from kspec.kernels._plan import plan_elementwise
 
@@ -23,12 +24,7 @@ ODD = (3, 5, 2, 7)
 
 
 def _data(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    if np.dtype(dtype).kind == "i":
-        return rng.integers(-6, 7, shape).astype(dtype)
-    data = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        data = data + 1j * rng.standard_normal(shape)
-    return data.astype(dtype)
+    return random_values(rng, shape, dtype, span=6)
 
 
 def _stored_in(order: tuple[int, ...], logical: np.ndarray, xp) -> object:

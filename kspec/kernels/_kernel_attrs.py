@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from ._param_info import ParameterInfo, parameter_infos
@@ -26,19 +27,13 @@ class KernelAttributes:
 
     # CuPy's parameter records (kspec/kernels/_param_info.py), made on first access
 
-    @property
+    @cached_property
     def in_params(self) -> tuple[ParameterInfo, ...]:
-        found = self.__dict__.get("_in_infos")
-        if found is None:
-            found = self._in_infos = parameter_infos(self._spec.in_params, outputs=False)
-        return found
+        return parameter_infos(self._spec.in_params, outputs=False)
 
-    @property
+    @cached_property
     def out_params(self) -> tuple[ParameterInfo, ...]:
-        found = self.__dict__.get("_out_infos")
-        if found is None:
-            found = self._out_infos = parameter_infos(self._spec.out_params, outputs=True)
-        return found
+        return parameter_infos(self._spec.out_params, outputs=True)
 
     @property
     def params(self) -> tuple[ParameterInfo, ...]:

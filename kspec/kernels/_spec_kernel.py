@@ -189,6 +189,11 @@ class SpecKernel(KernelAttributes):
         return spec
 
     @property
+    def spec_digest(self) -> str:
+        """SHA-256 (hex) of the spec's content: the same for the same spec in every process."""
+        return self._key
+
+    @property
     def binaries(self) -> Any:
         """The BinaryStore (precompiled binaries) this kernel is served from, or None; a kernel built beside it
         (kspec.grad's gradient sums) is served from it too."""

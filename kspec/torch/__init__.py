@@ -14,7 +14,6 @@ PyTorch is imported when something is registered, never by ``import kspec``.
 
 from __future__ import annotations
 
-import json
 import marshal
 import types
 from collections.abc import Mapping, Sequence
@@ -89,7 +88,7 @@ def _content_digest(kernel: Any, kind: str, signature: Any) -> str:
         what = f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', '')}".encode()
         what += marshal.dumps(code) if code is not None else b""
     else:
-        what = json.dumps(kernel.spec.to_data(), sort_keys=True, default=str).encode()
+        what = kernel.spec_digest.encode()
     return sha256_hex(what + f"{signature.schema} {sorted(signature.scalars)}".encode())[:12]
 
 

@@ -14,7 +14,6 @@ backward needs them, so a model that never trains defines none.
 
 from __future__ import annotations
 
-import json
 import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -30,7 +29,6 @@ from ..grad import (
     shared_for,
     sum_to_shape,
 )
-from .._digest import sha256_hex
 from .._errors import KspecError
 from ..kernels import ArraySpec
 from ._autograd import GradientRule
@@ -110,8 +108,7 @@ class FusedRule:
 
 
 _KEYABLE = (ArraySpec, int, float, complex, bool)  # stand-ins a program is kept by (a traced scalar is not)
-_KEPT = 64  # programs per fused op, spec digests: the oldest dropped beyond this
-_digests: dict[int, tuple[Any, str]] = {}  # id(spec) -> (the spec, kept alive so its id stays its own; digest)
+_KEPT = 64  # programs per fused op: the oldest dropped beyond this
 
 
 def _program_key(stand_ins: Sequence[Any]) -> tuple[Any, ...] | None:
@@ -123,16 +120,6 @@ def _program_key(stand_ins: Sequence[Any]) -> tuple[Any, ...] | None:
         if isinstance(a, ArraySpec) and not all(type(n) is int for n in (*a.shape, *a.strides)):
             return None
     return tuple((type(a), a) for a in stand_ins)
-
-
-def _spec_digest(spec: Any) -> str:
-    """12 hex digits of a spec's content: the same in every process."""
-    found = _digests.get(id(spec))
-    if found is None or found[0] is not spec:
-        if len(_digests) >= 4 * _KEPT:
-            del _digests[next(iter(_digests))]
-        found = _digests[id(spec)] = (spec, sha256_hex(json.dumps(spec.to_data(), sort_keys=True, default=str).encode())[:12])
-    return found[1]
 
 
 class _Ops:
@@ -151,7 +138,7 @@ class _Ops:
         if found is None or found[0] is not kernel:
             if len(self.known) >= 4 * _KEPT:
                 del self.known[next(iter(self.known))]
-            op = self.register(kernel, f"{self.prefix}__{_spec_digest(kernel.spec)}", scalars=list(scalars))
+            op = self.register(kernel, f"{self.prefix}__{kernel.spec_digest[:12]}", scalars=list(scalars))
             found = self.known[key] = (kernel, op)  # the kernel kept: its id stays its own
         return found[1]
 
