@@ -5,5 +5,6 @@
 from . import elementwise
 from . import raw
 from . import reduction
+from . import tuned
 
-__all__ = ["elementwise", "raw", "reduction"]
+__all__ = ["elementwise", "raw", "reduction", "tuned"]

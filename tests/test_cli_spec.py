@@ -60,4 +60,4 @@ def test_show_unknown_name_lists_kernels(capsys):
 def test_python_dash_m(tmp_path):
     result = subprocess.run([sys.executable, "-m", "kspec", "validate"], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert "3 files, 19 kernels, 0 errors" in result.stdout
+    assert "4 files, 21 kernels, 0 errors" in result.stdout

@@ -50,7 +50,7 @@ def test_deterministic_and_writes_only_changes(tmp_path: Path, monkeypatch: pyte
     first = capsys.readouterr().out
     assert "wrote out1/elementwise.py" in first and "wrote out1/__init__.py" in first
     files = sorted(p.name for p in (tmp_path / "out1").iterdir())
-    assert files == ["__init__.py", "elementwise.py", "raw.py", "reduction.py"]
+    assert files == ["__init__.py", "elementwise.py", "raw.py", "reduction.py", "tuned.py"]
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (tmp_path / "out1").iterdir()}
     assert main(["generate", "specs", "-o", "out1"]) == 0
     second = capsys.readouterr().out

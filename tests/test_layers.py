@@ -25,7 +25,7 @@ KSPEC = Path(__file__).resolve().parents[1] / "kspec"
 # the order of the layers: a package may import those of a lower rank (and of its own, for fuse / jit: none do);
 # jax and torch (kernels inside JAX / PyTorch graphs) are front ends over kernels and fuse
 LAYERS = {"spec": 0, "render": 1, "compiler": 2, "runtime": 3, "kernels": 4, "fuse": 5, "jit": 5, "grad": 6, "jax": 7,
-          "torch": 7}
+          "torch": 7, "tune": 8}  # tune: `kspec tune` times kernels on a GPU (issue [AT]); only the CLI asks for it
 # the tools: they may import spec, render, compiler and each other, never runtime or kernels
 TOOLS = {"build", "codegen", "hatch", "cli"}
 TOOLS_MAY_NOT_IMPORT = {"runtime", "kernels"}
@@ -33,7 +33,7 @@ TOOLS_MAY_NOT_IMPORT = {"runtime", "kernels"}
 # kspec.grad for the backward kernels their autograd calls (issue [AD])
 BINDINGS = {"torch": {"kernels", "fuse", "grad", "runtime"}}
 # the shared leaves (kspec/<name>.py) that any layer may import; they import no package
-LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing", "_torch_watch"}
+LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing", "_torch_watch", "_tuning"}
 # kspec/__init__.py and kspec/__main__.py sit above every layer (the public front door and the CLI entry), and
 # kspec/_warm.py (kspec.warm: the runtime's default arch and the build tools' compile pool, together)
 TOP = {"__init__", "__main__", "_warm"}

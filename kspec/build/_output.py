@@ -187,6 +187,7 @@ def write_output(results: Sequence[BuildResult], out_dir: str | os.PathLike[str]
         _write_if_changed(path, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
     except OSError as exc:  # the old manifest stays, with every file it lists
         raise BuildOutputError(f"output {str(out)!r}: cannot write {MANIFEST_NAME}: {exc}") from None
+    _write_tuning(results, out)
     # The swap is done: the previous build's files that this one does not list would only mislead a reader.
     kept = {e["file"] for e in entries} | set(interfaces.values())
     old_entries = previous.get("entries") if previous else None
@@ -199,6 +200,29 @@ def write_output(results: Sequence[BuildResult], out_dir: str | os.PathLike[str]
                 _remove_if_empty(stale.parent, out)
     _remove_orphans(out, kept)
     return path
+
+
+def _write_tuning(results: Sequence[BuildResult], out: Path) -> None:
+    """``tuning.json``: the record entries of the tuned kernels built (kspec/_tuning.py), which a process
+    serving these binaries picks its configs by; removed when the build has none."""
+    from .._tuning import BUILD_RECORD, RECORD_FORMAT, dumps
+
+    archs: dict[str, Any] = {}
+    for result in results:
+        tuning = result.unit.tuning
+        if tuning is None or tuning[1] is None or result.program is None:
+            continue
+        name, entry, facts = tuning
+        section = archs.setdefault(result.unit.arch, {**facts, "kernels": {}})
+        section["kernels"][name] = entry
+    path = out / BUILD_RECORD
+    try:
+        if archs:
+            _write_if_changed(path, dumps({"format": RECORD_FORMAT, "archs": archs}).encode())
+        else:
+            path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise BuildOutputError(f"output {str(out)!r}: cannot write {BUILD_RECORD}: {exc}") from None
 
 
 def _remove_orphans(out: Path, kept: set[str]) -> None:

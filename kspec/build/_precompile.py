@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from typing import TypeVar
 
-from .._errors import KspecError
+from .._errors import KspecError, SpecError
 from ..compiler import BinaryCache, CompiledProgram, CompileOptions, cache_key, compile_cached, default_cache, register_counts
 from ..render import RenderedModule, render, render_raw, specialize
 from ..spec import AnySpec, RawSpec, with_backwards
@@ -30,6 +30,9 @@ class BuildUnit:
     types: Mapping[str, str]
     arch: str
     scalars: frozenset[str] = frozenset()  # inputs passed by value (a Python number at the call)
+    # a config of a tuned raw spec: (the tuned kernel's name, its record entry for this arch or None, the
+    # record's facts of that arch: device, driver...), which the output's tuning.json carries
+    tuning: tuple[str, Mapping[str, Any] | None, Mapping[str, Any]] | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:
@@ -89,6 +92,9 @@ def plan_build(specs: Iterable[AnySpec], archs: Sequence[str]) -> BuildPlan:
             if spec.is_binary:
                 skipped.append((spec, f"precompiled binary {spec.path}"))
                 continue
+            if spec.tune is not None:  # its default and its record's winners, per arch
+                units.extend(tuned_units(spec, archs))
+                continue
             bindings: tuple[Mapping[str, str], ...] = ({},)
         else:
             bindings = spec.declared_instantiations()
@@ -99,6 +105,24 @@ def plan_build(specs: Iterable[AnySpec], archs: Sequence[str]) -> BuildPlan:
             BuildUnit(spec, dict(types), arch, scalars) for types in bindings for scalars in scalar_sets(spec) for arch in archs
         )
     return BuildPlan(units, skipped)
+
+
+def tuned_units(spec: RawSpec, archs: Sequence[str]) -> list[BuildUnit]:
+    """A tuned raw spec's configs to compile for each arch: the space's default and the winners of the record
+    beside its spec file (kspec/_tuning.py); a damaged record is a SpecError naming it."""
+    from .._tuning import TuningError, kernel_entry, read_record, record_path, winners
+
+    try:
+        record = read_record(record_path(spec.origin)) if spec.origin is not None else None
+    except TuningError as exc:
+        raise SpecError(str(exc), kernel=spec.name, field="tune") from None
+    units: list[BuildUnit] = []
+    for arch in archs:
+        entry = kernel_entry(record, arch, spec.name)
+        facts = {k: v for k, v in ((record or {}).get("archs", {}).get(arch) or {}).items() if k != "kernels"}
+        chosen = [dict(spec.tune["default"])] + [c for c in winners(entry) if c != spec.tune["default"]]
+        units.extend(BuildUnit(spec.config_spec(c), {}, arch, frozenset(), (spec.name, entry, facts)) for c in chosen)
+    return units
 
 
 def scalar_sets(spec: AnySpec) -> tuple[frozenset[str], ...]:

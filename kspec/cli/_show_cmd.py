@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from .._errors import SpecError
 from ..spec import dumps_json, dumps_toml, load_library
@@ -31,4 +32,32 @@ def run(args: argparse.Namespace) -> int:
         return 1
     spec = library[args.name]
     print((dumps_json if args.json else dumps_toml)([spec]), end="")
+    if getattr(spec, "tune", None) is not None and spec.origin is not None:
+        print_record(spec.name, spec.origin)
     return 0
+
+
+def print_record(name: str, origin: Path) -> None:
+    """A tuned kernel's record, per arch and bucket: the winner, the runner-up and the default."""
+    from .._tuning import TuningError, config_label, read_record, record_path
+
+    path = record_path(origin)
+    try:
+        record = read_record(path)
+    except TuningError as exc:
+        error(str(exc))
+        return
+    entries = [(arch, data["kernels"][name]) for arch, data in sorted((record or {}).get("archs", {}).items())
+               if name in data.get("kernels", {})]  # fmt: skip
+    if not entries:
+        print(f"# tuning record: none for {name} in {path} (run kspec tune): calls run the default")
+        return
+    print(f"# tuning record {path}")
+    for arch, entry in entries:
+        section = record["archs"][arch]  # type: ignore[index]
+        print(f"# {arch} ({section.get('device', '?')}, {section.get('driver', '?')}, kspec {section.get('kspec', '?')}"
+              f"{'' if entry.get('complete') else ', incomplete'})")  # fmt: skip
+        for label, data in entry.get("buckets", {}).items():
+            parts = [f"{what} {config_label(data[what]['config'])} {data[what]['ms']:.4f} ms"
+                     for what in ("winner", "runner_up", "default") if what in data]  # fmt: skip
+            print(f"#   {label}: " + "; ".join(parts) + f" ({len(data.get('skipped', []))} skipped)")

@@ -10,7 +10,7 @@ _LAZY = {
     "BinaryStore": "_binaries", "ElementwiseKernel": "_elementwise", "KernelLibrary": "_library", "load": "_library",
     "load_specs": "_library", "DeviceGlobal": "_raw", "RawKernel": "_raw", "RawModule": "_raw",
     "ReductionKernel": "_reduction", "ArraySpec": "_array_spec", "LaunchPlan": "_array_spec",
-    "LaunchStep": "_array_spec",
+    "LaunchStep": "_array_spec", "TunedKernel": "_tuned",
     # not in __all__: the hand-off to framework adapters for fuse and jit (kspec/kernels/_frameworks.py)
     "refuse_traced": "_frameworks", "traced_by": "_frameworks",
     # not in __all__: kspec.torch gives RawKernel's launch-state classes to Dynamo (kspec/torch/_compile.py)
@@ -21,4 +21,4 @@ _LAZY = {
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
-__all__ = ["ArraySpec", "LaunchPlan", "LaunchStep", "BinaryStore", "load_specs", "DeviceGlobal", "ElementwiseKernel", "KernelLibrary", "RawKernel", "RawModule", "ReductionKernel", "load"]
+__all__ = ["ArraySpec", "LaunchPlan", "LaunchStep", "BinaryStore", "load_specs", "DeviceGlobal", "ElementwiseKernel", "KernelLibrary", "RawKernel", "RawModule", "ReductionKernel", "TunedKernel", "load"]

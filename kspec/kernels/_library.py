@@ -14,9 +14,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._errors import KspecTypeError, KspecValueError
-from ..render import specialization_key
 from ..spec import plain_spec
 from ._binaries import BinaryStore, binary_store
+from ._raw_table import raw_callable, raw_kernel_of_table
 
 
 if TYPE_CHECKING:
@@ -38,28 +38,14 @@ def callable_of(spec: AnySpec, binaries: BinaryStore | None = None) -> Any:
     assert isinstance(spec, RawSpec)
     if spec.is_binary:
         return RawModule(path=spec.resolved_path())
-    return _raw_callable(spec.read_source(), tuple(spec.kernels), tuple(spec.name_expressions), binaries,
+    if spec.tune is not None:  # a tuning space: each call runs its record's config (issue [AT])
+        from ._tuned import TunedKernel, records_for
+
+        table = {k: v for k, v in spec.to_data().items() if k != "path"} | {"source": spec.read_source()}
+        return TunedKernel(table, binaries, records_for(binaries, spec.origin))
+    return raw_callable(spec.read_source(), tuple(spec.kernels), tuple(spec.name_expressions), binaries,
                          lambda: specialize(spec).key, options=tuple(spec.options),
                          translate_cucomplex=spec.translate_cucomplex, enable_cooperative_groups=spec.cooperative)
-
-
-def _raw_callable(source: str, kernels: tuple[str, ...], name_expressions: tuple[str, ...], binaries: BinaryStore | None,
-                  key: Any, **options: Any) -> Any:
-    """A raw spec's kernel object: a RawKernel for one plain kernel, else a RawModule; with ``binaries``, its
-    module loads the binary ``kspec build`` filed under ``key()`` first. ``options``: the constructors'."""
-    from ._raw import RawKernel, RawModule
-
-    from ..compiler import single_kernel  # the rule `kspec warm` follows too (kspec/compiler/_raw_program.py)
-
-    kernel: RawKernel | None = None
-    if single_kernel(kernels, name_expressions):
-        kernel = RawKernel(source, kernels[0], **options)
-        module = kernel._module
-    else:
-        module = RawModule(code=source, name_expressions=name_expressions or None, **options)
-    if binaries is not None:
-        (kernel if kernel is not None else module)._use_binaries(binaries, key())
-    return kernel if kernel is not None else module
 
 
 class KernelLibrary:
@@ -213,7 +199,8 @@ def _served(table: dict[str, Any], binaries: BinaryStore | None) -> Any:
 
 _RAW_FIELDS = {"kind": str, "name": str, "doc": str, "source": str, "kernels": list, "name_expressions": list,
                "options": list, "translate_cucomplex": bool, "cooperative": bool,
-               "launch": dict, "attributes": dict}  # launch and attributes: data callable_of does not use either
+               "launch": dict, "attributes": dict,  # launch and attributes: data callable_of does not use either
+               "tune": dict}  # a tuning space: a TunedKernel (kspec/kernels/_tuned.py)
 
 
 class _PlainRaw:
@@ -232,14 +219,11 @@ class _PlainRaw:
 
     def make_kernel(self) -> Any:
         """What :func:`callable_of` makes of the table (the key: kspec.render.specialize of the same table)."""
-        table = self._table
-        source = table["source"]
-        return _raw_callable(
-            source, tuple(table.get("kernels", [])), tuple(table.get("name_expressions", [])), self._binaries,
-            lambda: specialization_key({**table, "source_text": source}, {}, frozenset()),
-            options=tuple(table.get("options", ())), translate_cucomplex=table.get("translate_cucomplex", False),
-            enable_cooperative_groups=table.get("cooperative", False),
-        )
+        if "tune" in self._table:
+            from ._tuned import TunedKernel, records_for
+
+            return TunedKernel(self._table, self._binaries, records_for(self._binaries, None))
+        return raw_kernel_of_table(self._table, self._binaries)
 
 
 def _plain_raw(table: dict[str, Any], binaries: BinaryStore | None) -> _PlainRaw | None:

@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import StrictBool, StrictInt, StrictStr, field_validator, model_validator
 
 from .._binfmt import HEAD_BYTES, content_problem
+from .._tuning import TuningError, check_space, config_table
 from .._errors import DuplicateNameError, SpecError
 from ._base import _is_int, _KernelSpec, _shown, _SpecModel
 from ._names import check_identifier
@@ -93,6 +94,8 @@ class RawSpec(_KernelSpec):
     translate_cucomplex: StrictBool = False
     launch: LaunchDefaults = LaunchDefaults()
     attributes: KernelAttributes = KernelAttributes()
+    # the tuning space (issue [AT]): kspec/_tuning.py gives its fields and rules; kspec tune times it
+    tune: dict[str, Any] | None = None
 
     @field_validator("kernels")
     @classmethod
@@ -132,9 +135,24 @@ class RawSpec(_KernelSpec):
                 raise SpecError(
                     "name_expressions need a source to compile; a precompiled binary has fixed names", field="name_expressions"
                 )
-        if not self.kernels and not self.name_expressions:
+        if self.tune is not None:
+            if self.is_binary:
+                raise SpecError("a precompiled binary has nothing to tune; give the source", field="tune")
+            try:
+                check_space(self.tune, self.kernels, self.name_expressions)
+            except TuningError as exc:
+                raise SpecError(str(exc), field=exc.field) from None
+        elif not self.kernels and not self.name_expressions:
             raise SpecError("list the kernel functions to expose in 'kernels' or 'name_expressions'", field="kernels")
         return self
+
+    def config_spec(self, config: dict[str, int]) -> "RawSpec":
+        """The spec of one config of the tuning space: what ``kspec build`` compiles and a tuned call loads
+        (kspec/_tuning.py's config_table, the same table the serving path makes)."""
+        if self.tune is None:
+            raise SpecError("has no tuning space", field="tune", kernel=self.name)
+        spec = RawSpec(**{k: v for k, v in config_table(self.to_data(), config).items() if k != "kind"})
+        return spec.with_origin(self._origin)  # type: ignore[return-value]
 
     @property
     def is_binary(self) -> bool:

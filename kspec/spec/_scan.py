@@ -10,6 +10,8 @@ Emacs makes as links that lead nowhere) are not spec files and are passed over.
 
 from __future__ import annotations
 
+from .._tuning import RECORD_SUFFIX
+
 import errno
 import os
 import stat
@@ -84,7 +86,7 @@ def _walk(directory: Path, ancestors: set[Path], walked: set[Path], add: Callabl
                 continue
             if real not in walked:
                 _walk(path, ancestors | {real}, walked, add, errors)
-        elif path.suffix in SPEC_SUFFIXES:
+        elif path.suffix in SPEC_SUFFIXES and not path.name.endswith(RECORD_SUFFIX):  # a tuning record is no spec file
             if stat.S_ISREG(mode):
                 add(path)
             else:

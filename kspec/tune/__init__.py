@@ -1,0 +1,12 @@
+"""``kspec tune`` (issue [AT]): time a tuned raw spec's configs on a GPU and write its tuning record.
+
+A tool layer beside ``kspec.build``: it launches (it needs a GPU and the runtime), and what it writes is data
+(kspec/_tuning.py's record) that build, the hook, warm and the kernels read. Nothing else imports it.
+"""
+
+from __future__ import annotations
+
+from ._timing import Timer
+from ._tuner import TuneOptions, TuneReport, time_shape, tune_files
+
+__all__ = ["Timer", "TuneOptions", "TuneReport", "time_shape", "tune_files"]
