@@ -284,6 +284,27 @@ def raw_calls(name: str, function: str, seed: int) -> list[Call]:
     return [Call(f"n={recipe.n}", host, run, reference, False)]
 
 
+def tuned_calls(name: str, seed: int) -> list[Call]:
+    """A tuned raw kernel (issue [AT]) called as users call it: the CPU device has no record section, so its
+    default config runs; odd shapes that are no multiple of a tile."""
+    rng = np.random.default_rng(seed)
+    rows, cols = (37, 50) if name == "transpose_tiled" else (19, 45)
+    src = random_host(rng, (rows, cols), F32)
+    if name == "transpose_tiled":
+        out_shape, want = (cols, rows), src.T
+    else:
+        padded = np.pad(src, 1, mode="edge")
+        want = 0.2 * (src + padded[1:-1, :-2] + padded[1:-1, 2:] + padded[:-2, 1:-1] + padded[2:, 1:-1])
+        out_shape = (rows, cols)
+
+    def run(device: OnDevice) -> dict[str, np.ndarray]:
+        dst = device.put(np.full(out_shape, 7, F32))
+        spec_kernel(name)(device.put(src), dst, np.int32(rows), np.int32(cols))
+        return {"1": device.get(dst)}
+
+    return [Call(f"{rows}x{cols}", {"0": src}, run, lambda: {"1": want}, False)]
+
+
 # -- the cases: every instantiation of every spec ------------------------------------------------------------
 
 
@@ -291,6 +312,9 @@ def _cases() -> list[tuple[str, str, Callable[[], list[Call]]]]:
     cases = []
     for seed, name in enumerate(SPEC_LIBRARY):
         spec = SPEC_LIBRARY[name]
+        if spec.KIND == "raw" and spec.tune is not None:
+            cases.append((name, "tuned", lambda name=name, s=seed: tuned_calls(name, s)))
+            continue
         if spec.KIND == "raw":
             for function in (*spec.kernels, *spec.name_expressions):
                 cases.append((name, function, lambda name=name, f=function, s=seed: raw_calls(name, f, s)))
