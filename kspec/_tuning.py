@@ -186,7 +186,8 @@ def check_space(tune: Mapping[str, Any], kernels: Sequence[str], name_expression
         if name in scalars and name not in key:
             raise TuningError(f"scalar {name!r} is not a key: list it in key (its value is the call's)", f"tune.args[{k}]")
     names = [*params, *key]
-    constraints = [compile_expr(c, list(params), f"tune.constraints[{k}]") for k, c in enumerate(tune.get("constraints") or ())]
+    for k, c in enumerate(tune.get("constraints") or ()):  # each checked here, so its error names its index
+        compile_expr(c, list(params), f"tune.constraints[{k}]")
     for field in ("block", "grid"):
         dims = tune.get(field)
         if not isinstance(dims, (list, tuple)) or not 1 <= len(dims) <= 3:
@@ -221,7 +222,7 @@ def check_space(tune: Mapping[str, Any], kernels: Sequence[str], name_expression
     for k, shape in enumerate(shapes):
         if not isinstance(shape, Mapping) or set(shape) != set(key) or not all(type(v) is int and v > 0 for v in shape.values()):
             raise TuningError(f"a shape gives every key ({', '.join(key)}) a positive int, got {shape!r}", f"tune.shapes[{k}]")
-    allowed = [c for c in _product(params) if all(check(c) for check in constraints)]
+    allowed = configs(tune)
     if not allowed:
         raise TuningError("the constraints allow no config of the params", "tune.constraints")
     if all(c != dict(default) for c in allowed):
@@ -292,7 +293,7 @@ def choose(entry: Mapping[str, Any] | None, default: Mapping[str, int], key_valu
     if not buckets:
         return dict(default), "default"
     want = bucket(key_values)
-    label = ",".join(f"{k}={v}" for k, v in zip(entry.get("key") or (), want))  # type: ignore[union-attr]
+    label = bucket_label(entry.get("key") or (), key_values)  # type: ignore[union-attr]
     if label in buckets:
         return dict(buckets[label]["winner"]["config"]), "record"
 

@@ -41,8 +41,7 @@ def callable_of(spec: AnySpec, binaries: BinaryStore | None = None) -> Any:
     if spec.tune is not None:  # a tuning space: each call runs its record's config (issue [AT])
         from ._tuned import TunedKernel, records_for
 
-        table = {k: v for k, v in spec.to_data().items() if k != "path"} | {"source": spec.read_source()}
-        return TunedKernel(table, binaries, records_for(binaries, spec.origin))
+        return TunedKernel(spec.tuned_table(), binaries, records_for(binaries, spec.origin))
     return raw_callable(spec.read_source(), tuple(spec.kernels), tuple(spec.name_expressions), binaries,
                          lambda: specialize(spec).key, options=tuple(spec.options),
                          translate_cucomplex=spec.translate_cucomplex, enable_cooperative_groups=spec.cooperative)

@@ -23,6 +23,7 @@ from .._tuning import (
     BUILD_RECORD,
     choose,
     bucket,
+    bucket_label,
     compile_expr,
     config_label,
     config_table,
@@ -31,6 +32,7 @@ from .._tuning import (
     read_record,
     record_path,
 )
+from ..runtime import current_device_id, get_device
 from ._raw_table import raw_kernel_of_table
 
 
@@ -53,7 +55,7 @@ class TunedKernel:
         self._records = [r for r in records if r]
         self._lock = threading.Lock()
         self._kernels: dict[str, Any] = {}  # config label -> its raw kernel
-        self._chosen: dict[tuple[str, tuple[int, ...]], tuple[dict[str, int], str, Any]] = {}
+        self._chosen: dict[tuple[int, tuple[int, ...]], tuple[dict[str, int], str, Any]] = {}  # (device, bucket)
         self._log: list[tuple[str, str, dict[str, int], str]] = []
 
     @property
@@ -110,13 +112,13 @@ class TunedKernel:
             if int(value) <= 0:
                 raise KspecValueError(about_kernel(self.name, f"argument {name} must be positive, got {int(value)}"))
             key_values.append(int(value))
-        arch = _arch()
-        where = (arch, bucket(key_values))
+        where = (current_device_id(), bucket(key_values))
         chosen = self._chosen.get(where)
-        if chosen is None:
+        if chosen is None:  # once per device and bucket: the arch is asked only here
+            arch = get_device(where[0]).arch
             config, source = self.config_for(key_values, arch)
             chosen = self._chosen[where] = (config, source, self.kernel_for(config))
-            self._log.append((arch, ",".join(f"{k}={v}" for k, v in zip(self._key, where[1])), config, source))
+            self._log.append((arch, bucket_label(self._key, key_values), config, source))
             if _printing():
                 print(f"kspec tune: {self.name} [{self._log[-1][1]}] {arch}: {config_label(config)} ({source})",
                       file=sys.stderr, flush=True)  # fmt: skip
@@ -131,12 +133,6 @@ class TunedKernel:
 
     def __repr__(self) -> str:
         return f"<kspec TunedKernel {self.name!r}: {len(self._records)} record(s)>"
-
-
-def _arch() -> str:
-    from ..runtime import get_device
-
-    return get_device().arch
 
 
 def _printing() -> bool:

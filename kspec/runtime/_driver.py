@@ -68,13 +68,21 @@ def _init() -> ModuleType:
 
 
 def _driver_version(cu: Any) -> str:
+    version = cuda_version(cu)
+    return f" ({version})" if version else ""
+
+
+def cuda_version(cu: Any = None) -> str:
+    """The CUDA version the driver supports, as ``"CUDA 13.0"`` ("" where it cannot say); ``cu``: the driver
+    module (default: the initialised one)."""
+    cu = cu if cu is not None else cuda_driver()
     try:
         err, version = cu.cuDriverGetVersion()
     except Exception:
         return ""
     if err != cu.CUresult.CUDA_SUCCESS:
         return ""
-    return f" (CUDA {version // 1000}.{version % 1000 // 10})"
+    return f"CUDA {version // 1000}.{version % 1000 // 10}"
 
 
 def driver() -> ModuleType:

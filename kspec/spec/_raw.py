@@ -151,8 +151,13 @@ class RawSpec(_KernelSpec):
         (kspec/_tuning.py's config_table, the same table the serving path makes)."""
         if self.tune is None:
             raise SpecError("has no tuning space", field="tune", kernel=self.name)
-        spec = RawSpec(**{k: v for k, v in config_table(self.to_data(), config).items() if k != "kind"})
+        spec = RawSpec(**{k: v for k, v in config_table(self.tuned_table(), config).items() if k != "kind"})
         return spec.with_origin(self._origin)  # type: ignore[return-value]
+
+    def tuned_table(self) -> dict[str, Any]:
+        """The spec's table with its source inline (a ``path`` read): what a tuned kernel object keeps and each
+        config's table is made from, so that the build and the runtime file a config under one key."""
+        return {k: v for k, v in self.to_data().items() if k != "path"} | {"source": self.read_source()}
 
     @property
     def is_binary(self) -> bool:

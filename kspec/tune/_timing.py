@@ -11,18 +11,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from ..runtime import Stream, cuda_driver, describe_driver_error, empty, get_device
-
-
-class TimingError(RuntimeError):
-    """A driver call of the timing failed."""
-
-
-def _ok(result: Any, what: str) -> Any:
-    err, *values = result if isinstance(result, tuple) else (result,)
-    if int(err) != 0:
-        raise TimingError(f"{what}: {describe_driver_error(err)}")
-    return values[0] if len(values) == 1 else values
+from ..runtime import Stream, check_driver, cuda_driver, empty, get_device
 
 
 class Timer:
@@ -32,13 +21,13 @@ class Timer:
         cu = cuda_driver()
         self.cu = cu
         self.stream = Stream()
-        l2 = int(_ok(cu.cuDeviceGetAttribute(cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, get_device().id),
+        l2 = int(check_driver(cu.cuDeviceGetAttribute(cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, get_device().id),
                      "cuDeviceGetAttribute"))  # fmt: skip
         self.scratch = empty((max(2 * l2, 1 << 20),), "uint8")
         self.handle = cu.CUstream(int(self.stream.ptr))
 
     def flush(self, k: int) -> None:
-        _ok(self.cu.cuMemsetD8Async(self.scratch.ptr, k & 0xFF, self.scratch.nbytes, self.handle), "cuMemsetD8Async")
+        check_driver(self.cu.cuMemsetD8Async(self.scratch.ptr, k & 0xFF, self.scratch.nbytes, self.handle), "cuMemsetD8Async")
 
     def time(self, launch: Callable[[Any], None], warmup: int, reps: int) -> tuple[float, float, list[float]]:
         """(median ms, spread, samples) of ``launch(stream)``."""
@@ -47,15 +36,15 @@ class Timer:
             self.flush(k)
             launch(self.stream)
         flags = int(cu.CUevent_flags.CU_EVENT_DEFAULT)
-        events = [(_ok(cu.cuEventCreate(flags), "cuEventCreate"), _ok(cu.cuEventCreate(flags), "cuEventCreate")) for _ in range(reps)]
+        events = [(check_driver(cu.cuEventCreate(flags), "cuEventCreate"), check_driver(cu.cuEventCreate(flags), "cuEventCreate")) for _ in range(reps)]
         try:
             for k, (start, end) in enumerate(events):
                 self.flush(k)
-                _ok(cu.cuEventRecord(start, self.handle), "cuEventRecord")
+                check_driver(cu.cuEventRecord(start, self.handle), "cuEventRecord")
                 launch(self.stream)
-                _ok(cu.cuEventRecord(end, self.handle), "cuEventRecord")
+                check_driver(cu.cuEventRecord(end, self.handle), "cuEventRecord")
             self.synchronize()
-            samples = [float(_ok(cu.cuEventElapsedTime(start, end), "cuEventElapsedTime")) for start, end in events]
+            samples = [float(check_driver(cu.cuEventElapsedTime(start, end), "cuEventElapsedTime")) for start, end in events]
         finally:
             for pair in events:
                 for event in pair:

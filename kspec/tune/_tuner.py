@@ -38,7 +38,7 @@ from .._tuning import (
     space_digest,
 )
 from ..kernels import TunedKernel
-from ..runtime import asarray, cuda_driver, get_device
+from ..runtime import asarray, cuda_version, get_device
 from ._timing import Timer
 
 
@@ -71,7 +71,6 @@ class TuneReport:
 def tune_files(paths: Iterable[str | Path], options: TuneOptions | None = None) -> TuneReport:
     """Tune every tuned raw spec of these spec files on the current GPU; write each file's record."""
     from ..kernels import load
-    from ..spec import load_library
 
     options = options or TuneOptions()
     start = time.perf_counter()
@@ -82,11 +81,10 @@ def tune_files(paths: Iterable[str | Path], options: TuneOptions | None = None) 
         raise KspecValueError(f"--arch {options.arch}: this GPU is {arch}; a record is made on a GPU of its arch")
     for path in paths:
         path = Path(path)
-        library = load_library([path])
-        tuned = [library[name] for name in library if getattr(library[name], "tune", None) is not None]
+        kernels = load(path)
+        tuned = [kernels.spec(name) for name in kernels if getattr(kernels.spec(name), "tune", None) is not None]
         if not tuned:
             continue
-        kernels = load(path)
         target = record_path(path)
         record = read_record(target) or {"format": RECORD_FORMAT, "archs": {}}
         section = record["archs"].setdefault(arch, {"kernels": {}})
@@ -114,8 +112,7 @@ def tune_files(paths: Iterable[str | Path], options: TuneOptions | None = None) 
             report.kernels[spec.name] = "tuned" if entry["complete"] else "incomplete"
             changed = True
         if changed:
-            cu = cuda_driver()
-            section.update(device=get_device().name, driver=_driver_version(cu), kspec=_version(),
+            section.update(device=get_device().name, driver=cuda_version() or "unknown", kspec=_version(),
                            tuned=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))  # fmt: skip
             write_atomic(target, dumps(record).encode())
             report.written.append(target)
@@ -232,11 +229,6 @@ def _arguments(args: Sequence[str], shape: Mapping[str, int]) -> list[Any]:
             host = rng.integers(0, 100, extents).astype(dtype)
         out.append(asarray(host))
     return out
-
-
-def _driver_version(cu: Any) -> str:
-    err, version = cu.cuDriverGetVersion()
-    return f"CUDA {version // 1000}.{version % 1000 // 10}" if int(err) == 0 else "unknown"
 
 
 def _version() -> str:
