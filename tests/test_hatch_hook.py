@@ -505,3 +505,22 @@ def test_sdist_target_does_nothing(tmp_path: Path) -> None:
     manager = PluginManager()
     manager.manager.register(_plugin, name="kspec")
     list(SdistBuilder(str(project), plugin_manager=manager).build(directory=str(tmp_path / "dist"), hooks_only=True))
+
+
+def test_wheel_of_a_tuned_spec_ships_its_winners_and_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tuned raw spec (issue [AT]) with its record beside it: the wheel holds each config the record names for
+    the hook's arch and the default, and the record's entries as _binaries/tuning.json."""
+    monkeypatch.delenv("KSPEC_SKIP_COMPILE", raising=False)
+    repo = Path(__file__).resolve().parents[1]
+    project = _tiny_project(tmp_path, (repo / "specs" / "tuned.toml").read_text())
+    record = json.loads((repo / "specs" / "tuned.tune.json").read_text())
+    (project / "specs" / "k.tune.json").write_text(json.dumps(record))
+    (wheel,) = _builder(project).build(directory=str(tmp_path / "dist"), versions=["standard"])
+    files = _members(Path(wheel))
+    carried = json.loads(files["tiny/kernels/_binaries/tuning.json"])
+    assert carried["archs"]["sm_90"]["kernels"] == record["archs"]["sm_90"]["kernels"]
+    winners = {f"transpose_tiled__ROWS{d['winner']['config']['ROWS']}_TILE{d['winner']['config']['TILE']}"
+               for d in record["archs"]["sm_90"]["kernels"]["transpose_tiled"]["buckets"].values()}  # fmt: skip
+    for name in winners | {"transpose_tiled__ROWS32_TILE32", "stencil5__BX16_BY16_PY1"}:
+        assert any(m.startswith(f"tiny/kernels/_binaries/{name}/") and m.endswith(".cubin") for m in files), name
+    assert "tiny/kernels/k.py" in files and not any(m.endswith(".tune.json") for m in files)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,14 +68,19 @@ def shared_for(spec: Any, inputs: Sequence[Any]) -> dict[str, str]:
     input}``) for these inputs: all of them when every such input is broadcast, so that its gradient is summed
     from the earlier one's array (a new array: nothing aliases), one full-size array less than writing it; else
     none (a gradient of the full shape must be an array of its own)."""
-    import numpy as np
-
     shared = spec.shared_gradients()
     if not shared:
         return {}
     shapes = {p.name: tuple(getattr(a, "shape", ())) for p, a in zip(spec.in_params, inputs)}
-    full = tuple(np.broadcast_shapes(*shapes.values()))
+    full = _broadcast(tuple(shapes.values()))
     return shared if all(shapes.get(name, full) != full for name in shared) else {}
+
+
+@functools.lru_cache(maxsize=256)  # asked on every backward call with the same few shapes (a training loop)
+def _broadcast(shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+    import numpy as np
+
+    return tuple(np.broadcast_shapes(*shapes))
 
 
 def by_input(names: Sequence[str], made: Any, shared: dict[str, str]) -> dict[str, Any]:
