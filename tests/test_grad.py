@@ -213,7 +213,8 @@ def test_kspec_build_precompiles_the_backward_beside_its_forward():
     from kspec.spec import with_backwards
 
     specs = with_backwards([_spec(instantiations=[{"T": ["float32", "float64"]}]), ElementwiseSpec(**FIELDS)])
-    assert [s.name for s in specs] == ["sinmul", "sinmul_backward", "sinmul", "kspec_grad_sum_float32", "kspec_grad_sum_float64"]
+    assert [s.name for s in specs] == ["sinmul", "sinmul_backward", "sinmul_backward_rowsum_x", "sinmul_backward_rowsum_y",
+                                       "sinmul", "kspec_grad_sum_float32", "kspec_grad_sum_float64"]  # fmt: skip
 
 
 def test_plan_build_has_a_unit_for_the_backward():
@@ -221,7 +222,8 @@ def test_plan_build_has_a_unit_for_the_backward():
 
     spec = _spec(instantiations=[{"T": "float32"}])
     plan = plan_build([spec], ["sm_90"])
-    assert sorted(u.spec.name for u in plan.units) == ["kspec_grad_sum_float32", "sinmul", "sinmul_backward"]
+    assert sorted(u.spec.name for u in plan.units) == ["kspec_grad_sum_float32", "sinmul", "sinmul_backward",
+                                                       "sinmul_backward_rowsum_x", "sinmul_backward_rowsum_y"]  # fmt: skip
 
 
 _SERVE_BACKWARD = """
@@ -234,7 +236,12 @@ y, back = kspec.vjp(k, np.array([1.0, 2.0], dtype=np.float32))
 m = kspec.load(sys.argv[1], binaries=sys.argv[2])["served_mul"]
 y, back = kspec.vjp(m, np.ones((3, 2), dtype=np.float32), np.array([1.0, 2.0], dtype=np.float32))
 gx, gw = back(np.ones((3, 2), dtype=np.float32))  # w broadcast over 3 rows: its gradient summed, from the binaries
-print(json.dumps({"g": g.tolist(), "gw": gw.tolist(), "log": [[e.kernel, e.source] for e in kspec.compile_log()]}))
+a = kspec.load(sys.argv[1], binaries=sys.argv[2])["served_affine"]
+y, back = kspec.vjp(a, np.ones((3, 2), dtype=np.float32), np.array([1.0, 2.0], dtype=np.float32), np.ones(2, dtype=np.float32))
+_, aw, ac = back(np.ones((3, 2), dtype=np.float32))  # w and c broadcast: no variant built for both, the second pass
+route = kspec.grad.summed_backward(a).last_route
+print(json.dumps({"g": g.tolist(), "gw": gw.tolist(), "aw": aw.tolist(), "ac": ac.tolist(), "route": route,
+                  "log": [[e.kernel, e.source] for e in kspec.compile_log()]}))
 """
 
 
@@ -252,6 +259,8 @@ def test_a_precompiled_backward_is_served_with_compiles_forbidden(on_cpu_device,
         'operation = "y = x * x * x;"\ngrad = "auto"\ninstantiations = [{T = "float32"}]\n'
         '[[kernel]]\nkind = "elementwise"\nname = "served_mul"\nin_params = "T x, T w"\nout_params = "T y"\n'
         'operation = "y = x * w;"\ngrad = "auto"\ninstantiations = [{T = "float32"}]\n'
+        '[[kernel]]\nkind = "elementwise"\nname = "served_affine"\nin_params = "T x, T w, T c"\nout_params = "T y"\n'
+        'operation = "y = x * w + c;"\ngrad = "auto"\ninstantiations = [{T = "float32"}]\n'
     )
     out = tmp_path / "binaries"
     env = dict(os.environ, PYTHONPATH=str(root), KSPEC_CACHE_DIR=str(tmp_path / "build-cache"))
@@ -264,10 +273,12 @@ def test_a_precompiled_backward_is_served_with_compiles_forbidden(on_cpu_device,
     assert done.returncode == 0, done.stderr
     served = json.loads(done.stdout.strip().splitlines()[-1])
     assert served["g"] == [3.0, 12.0] and served["gw"] == [3.0, 3.0]
+    assert served["aw"] == [3.0, 3.0] and served["ac"] == [3.0, 3.0] and served["route"] == "second pass"
     assert sorted(map(tuple, served["log"])) == [
-        ("kspec_grad_sum_float32", "binary"), ("served_cube", "binary"), ("served_cube_backward", "binary"),
-        ("served_mul", "binary"), ("served_mul_backward", "binary"),
-    ]
+        ("kspec_grad_sum_float32", "binary"), ("served_affine", "binary"), ("served_affine_backward", "binary"),
+        ("served_cube", "binary"), ("served_cube_backward", "binary"),
+        ("served_mul", "binary"), ("served_mul_backward_rowsum_w", "binary"),
+    ]  # w is broadcast: its gradient summed in the backward's pass, by the row-sum variant the build precompiled
 
 
 # -- fused functions -------------------------------------------------------------------------------------------
@@ -500,25 +511,63 @@ def test_inputs_that_share_a_gradient_and_the_backward_that_writes_it_once():
     assert shared.name == "bias_gelu_shared_backward_shared"
     assert [p.name for p in shared.out_params] == ["grad_x"] and "_kspec_grad_b" not in shared.operation
     assert [s.name for s in kspec.spec.with_backwards([spec])] == [
-        "bias_gelu_shared", "bias_gelu_shared_backward", "bias_gelu_shared_backward_shared"]
+        "bias_gelu_shared", "bias_gelu_shared_backward", "bias_gelu_shared_backward_shared",
+        "bias_gelu_shared_backward_rowsum_x", "bias_gelu_shared_backward_rowsum_b"]
     assert _spec().shared_gradients() == {}  # sinmul: x's and y's gradients differ
     table = ElementwiseSpec(**{**FIELDS, "grad": {"x": "grad_z * 2", "y": "grad_z * 2"}})
     assert table.shared_gradients() == {"y": "x"}
 
 
-@pytest.mark.parametrize("b_shape", [(5,), (4, 5)], ids=["broadcast", "full"])
-def test_vjp_sums_a_broadcast_inputs_gradient_from_the_shared_one(on_cpu_device, b_shape):
-    kernel = kspec.ElementwiseKernel.from_spec(ElementwiseSpec(**BIAS_GELU))
+# b's shape -> the backward kernel that runs: the row-sum variant where b spans the last dims (its gradient summed
+# in the pass that writes x's), the shared one (b's gradient summed afterwards from x's) where b is broadcast
+# along the last dim, the plain one where nothing is broadcast
+_BACKWARD_FOR = {(5,): "_rowsum_b", (1, 5): "_rowsum_b", (1,): "_rowsum_b", (4, 1): "_shared", (4, 5): ""}
+
+
+@pytest.mark.parametrize("b_shape", list(_BACKWARD_FOR), ids=str)
+def test_vjp_sums_a_broadcast_inputs_gradient_in_the_backward(on_cpu_device, b_shape):
+    kernel = kspec.ElementwiseKernel.from_spec(ElementwiseSpec(**{**BIAS_GELU, "name": f"bias_gelu_{len(b_shape)}_{b_shape[0]}"}))
     rng = np.random.default_rng(14)
     x, b, g = rng.standard_normal((4, 5)), rng.standard_normal(b_shape), rng.standard_normal((4, 5))
     before = len(kspec.compile_log())
     _, back = kspec.vjp(kernel, x, b)
     gx, gb = back(g)
     used = {e.kernel for e in kspec.compile_log()[before:]}  # the kernels loaded: each the first time
-    assert ("bias_gelu_shared_backward_shared" in used) == (b_shape == (5,))
+    assert f"{kernel.name}_backward{_BACKWARD_FOR[b_shape]}" in used
     assert gb.shape == b_shape and gx is not gb
     v = x + b
     u = 0.79 * (v + 0.044 * v**3)
     dv = g * (0.5 * (1 + np.tanh(u)) + 0.5 * v * (1 - np.tanh(u) ** 2) * 0.79 * (1 + 3 * 0.044 * v * v))
     np.testing.assert_allclose(gx, dv, rtol=1e-5, atol=1e-8)  # 0.79f, 0.044f: float constants
-    np.testing.assert_allclose(gb, dv.sum(axis=0) if b_shape == (5,) else dv, rtol=1e-5, atol=1e-8)
+    axes = tuple(d for d, n in enumerate(np.broadcast_to(b, x.shape).strides) if n == 0)
+    np.testing.assert_allclose(gb, dv.sum(axis=axes, keepdims=True).reshape(b_shape), rtol=1e-5, atol=1e-8)
+
+
+# -- the row-sum variant (a broadcast input's gradient summed in the backward's pass) ---------------------------
+
+
+def test_row_split_sees_the_broadcast_shape_as_rows_and_columns():
+    from kspec.grad._summed import row_split
+
+    full = (8, 6, 5)
+    c = {"x": (full, (120, 20, 4), 4)}  # a C-contiguous float32 x
+    split = row_split(full, {"b": (6, 5)}, {**c, "b": ((6, 5), (20, 4), 4)})
+    assert (split.rows, split.cols, split.strides) == (8, 30, {"x": (30, 1), "b": (0, 1)})
+    split = row_split(full, {"b": (5,)}, {**c, "b": ((5,), (4,), 4), "g": (full, (0, 0, 4), 4)})
+    assert (split.rows, split.cols, split.strides["g"]) == (48, 5, (0, 1))  # an expanded gradient: row stride 0
+    assert row_split(full, {"b": (1,)}, {**c, "b": ((1,), (4,), 4)}).strides["b"] == (0, 0)
+    assert row_split(full, {"b": (6, 1)}, {**c, "b": ((6, 1), (4, 4), 4)}) is None  # broadcast along the last dim
+    assert row_split(full, {"b": (6, 5), "w": (5,)}, {**c}) is None  # two splits at once
+    assert row_split(full, {"b": (5,)}, {"x": (full, (4, 32, 192), 4), "b": ((5,), (4,), 4)}) is None  # x transposed
+
+
+def test_the_row_sum_variant_is_refused_where_the_body_reads_the_loop():
+    spec = ElementwiseSpec(name="with_i", in_params="T x, T b", out_params="T y", operation="y = x * b + i;",
+                           grad={"x": "grad_y * b", "b": "grad_y * x + i"})  # fmt: skip
+    with pytest.raises(kspec.SpecError, match="reads no loop state"):
+        spec.row_sum_spec(("b",))
+    with pytest.raises(kspec.SpecError, match="expected names of inputs"):
+        _spec().row_sum_spec(("nope",))
+    variant = _spec().row_sum_spec(("y",))
+    assert [p.name for p in variant.out_params] == ["kspec_out_grad_x", "grad_y"]
+    assert all(p.raw for p in variant.in_params if p.name.startswith("kspec_in_"))

@@ -132,3 +132,50 @@ def test_a_raw_kernel_with_a_declared_backward_on_the_gpu():
     (gx,) = back(kspec.asarray(np.ones(1000)))
     np.testing.assert_allclose(y.get(), x**3, rtol=1e-12)
     np.testing.assert_allclose(gx.get(), 3 * x * x, rtol=1e-12)
+
+
+# (x's shape, b's shape, dtype, x transposed): the row-sum variant (b's gradient summed in the pass that writes x's)
+# where the layout allows, the shared backward and a second pass where it does not (a transposed x)
+ROW_SUM_CASES = [
+    ((1000, 37), (37,), "float32", False),
+    ((3, 130, 70), (130, 70), "float64", False),
+    ((4097, 5), (1,), "float32", False),
+    ((300, 257), (1, 257), "complex64", False),
+    ((64, 48), (48,), "float32", True),
+    ((64, 48), (48,), "float16", False),  # summed in float32 by the second pass, as a reduction would
+]
+
+
+@pytest.mark.parametrize("library", list(_libraries()), ids=lambda lib: lib[0])
+@pytest.mark.parametrize("case", ROW_SUM_CASES, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}{'-T' if c[3] else ''}")
+def test_a_broadcast_inputs_gradient_summed_in_the_backward_on_the_gpu(library, case):
+    name, to_device, to_host = library
+    shape, b_shape, dtype, transposed = case
+    if name == "kspec" and (dtype == "float16" or transposed):
+        pytest.skip("kspec arrays: no float16 read-back through NumPy or .T views here (the other libraries cover it)")
+    kernel = ROW_SUM_ACT
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(shape[::-1] if transposed else shape)
+    if dtype.startswith("complex"):
+        x = x + 1j * rng.standard_normal(x.shape)
+    x = x.astype(dtype)
+    b = rng.standard_normal(b_shape).astype(dtype)
+    g = np.broadcast_to(rng.standard_normal(shape[-1:]).astype(dtype), shape)  # an expanded gradient: row stride 0
+    xd = to_device(x)
+    if transposed:
+        xd, x = xd.T, x.T
+    _, back = kspec.vjp(kernel, xd, to_device(b))
+    gx, gb = back(to_device(np.ascontiguousarray(g)) if name == "kspec" else to_device(g))
+    want_route = "second pass" if transposed or dtype == "float16" else "row sums"
+    assert kspec.grad.summed_backward(kernel).last_route == want_route
+    wide = x.astype("complex128" if dtype.startswith("complex") else "float64")
+    v = wide + b
+    want_x = g * (1.0 + 2.0 * v)  # y = v + v * v
+    tol = {"float16": 2e-2, "float32": 2e-5, "complex64": 2e-5}.get(dtype, 1e-12)
+    np.testing.assert_allclose(to_host(gx).astype(wide.dtype), want_x, rtol=tol, atol=tol)
+    axes = tuple(d for d, n in enumerate(np.broadcast_to(b, shape).strides) if n == 0)
+    want_b = want_x.sum(axis=axes, keepdims=True).reshape(b_shape)
+    np.testing.assert_allclose(np.asarray(to_host(gb)).astype(wide.dtype), want_b, rtol=tol * 10, atol=tol * shape[0])
+
+
+ROW_SUM_ACT = kspec.ElementwiseKernel("T x, T b", "T y", "T v = x + b; y = v + v * v;", "gpu_row_sum_act", grad="auto")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import kspec
-from kspec.runtime import allocate_like, array_info, get_pool, library_of
+from kspec.runtime import allocate_like, allocator_like, array_info, get_pool, library_of
 
 pytestmark = pytest.mark.gpu
 
@@ -138,6 +138,10 @@ def test_allocate_like_returns_the_inputs_library():
     assert isinstance(k, kspec.DeviceArray) and k.shape == (5,) and k.dtype == np.int64
     s = cupy.cuda.Stream(non_blocking=True)
     assert isinstance(allocate_like("cupy", 3, np.float32, s.ptr), cupy.ndarray)
+    # allocator_like: the same arrays from a function made once (kspec.grad allocates per backward call)
+    for library, kind in (("cupy", cupy.ndarray), ("torch", torch.Tensor), (None, kspec.DeviceArray)):
+        made = allocator_like(library, np.float32, 0)((3, 2))
+        assert isinstance(made, kind) and tuple(made.shape) == (3, 2) and str(made.dtype).endswith("float32")
 
 
 def test_stream_object():

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..kernels import ReductionKernel
 
+GRAD_PREFIX = "grad_"  # grad_<input>: a backward's output (kspec/spec/_grad.py)
 _SUMS_KEPT = 64
 _sums: dict[tuple[Any, str], Any] = {}  # (the binary store, dtype) -> the reduction that sums such gradients
 
@@ -43,10 +44,15 @@ def reduced(grad: Any, arg: Any, stream: Any, beside: Any = None) -> Any:
 
 def _sum_kernel(grad: Any, beside: Any) -> Any:
     from ..runtime import array_dtype_ndim
-    from ..spec import grad_sum_spec
 
     found = array_dtype_ndim(grad)
-    dtype = found[0].name if found is not None else "float64"
+    return grad_sum_kernel(found[0].name if found is not None else "float64", beside)
+
+
+def grad_sum_kernel(dtype: str, beside: Any) -> Any:
+    """The reduction that sums gradients of ``dtype`` (kspec.spec.grad_sum_spec), from ``beside``'s binaries."""
+    from ..spec import grad_sum_spec
+
     binaries = getattr(beside, "binaries", None)
     key = (binaries, dtype)
     kernel = _sums.get(key)
@@ -76,8 +82,18 @@ def shared_for(spec: Any, inputs: Sequence[Any]) -> dict[str, str]:
     return shared if all(shapes.get(name, full) != full for name in shared) else {}
 
 
-@functools.lru_cache(maxsize=256)  # asked on every backward call with the same few shapes (a training loop)
 def _broadcast(shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+    """The shapes' broadcast shape; a tracer's symbolic sizes (torch.SymInt, unhashable) are broadcast by hand."""
+    try:
+        return _broadcast_ints(shapes)
+    except TypeError:
+        n = max((len(s) for s in shapes), default=0)
+        padded = [(1,) * (n - len(s)) + tuple(s) for s in shapes]
+        return tuple(next((e for e in column if not (type(e) is int and e == 1)), 1) for column in zip(*padded))
+
+
+@functools.lru_cache(maxsize=256)  # asked on every backward call with the same few shapes (a training loop)
+def _broadcast_ints(shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
     import numpy as np
 
     return tuple(np.broadcast_shapes(*shapes))

@@ -17,7 +17,8 @@ from ..fuse import FusedFunction
 from ..kernels import ElementwiseKernel, ReductionKernel
 from ._custom import CustomVJP
 from ._program import DiffStep, assemble, differentiable_program, run_backward, run_forward
-from ._sums import by_input, kept_shape, reduced, shared_for
+from ._summed import summed_backward
+from ._sums import kept_shape, reduced
 
 GRAD_PREFIX = "grad_"  # an output's incoming gradient: grad_<output> (kspec/spec/_grad.py)
 
@@ -57,13 +58,8 @@ def vjp(kernel: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[..., tupl
                 f"kernel '{spec.name}': the backward takes one gradient per output ({n_out}: "
                 f"{', '.join(GRAD_PREFIX + p.name for p in spec.out_params)}), got {len(grads)}"
             )
-        shared = shared_for(spec, inputs)  # a bias's gradient summed from the input's: one array less
-        made = kernel.backward_kernel(bool(shared))(*inputs, *outputs, *grads, **({"stream": stream} if stream is not None else {}))
-        by_name = by_input(names, made, shared)
-        return tuple(
-            reduced(by_name[p.name], arg, stream, kernel) if p.name in by_name else None
-            for p, arg in zip(spec.in_params, inputs)
-        )
+        by_name = summed_backward(kernel).gradients((*inputs, *outputs, *grads), stream)  # in the inputs' shapes
+        return tuple(by_name.get(p.name) for p in spec.in_params)
 
     return result, back
 
@@ -103,9 +99,7 @@ class _KernelOps:
         if step.reduction:
             kept = kept_shape([tuple(getattr(a, "shape", ())) for a in inputs], step.kwargs.get("axis"))
             outputs, grads = [o.reshape(kept) for o in outputs], [g.reshape(kept) for g in grads]
-        shared = shared_for(step.kernel.spec, inputs)
-        made = step.kernel.backward_kernel(bool(shared))(*inputs, *outputs, *grads, **self.on)
-        found = by_input(step.names, made, shared)
+        found = summed_backward(step.kernel).gradients((*inputs, *outputs, *grads), self.on.get("stream"))
         return [found[name] for name in step.names]
 
     def reduce_to(self, grad: Any, like: Any) -> Any:
@@ -144,14 +138,10 @@ def _reduction_vjp(kernel: Any, spec: Any, args: tuple[Any, ...],
     result = kernel(*args, **kwargs)
     kept = kept_shape([tuple(getattr(a, "shape", ())) for a in args], kwargs.get("axis"))
     stream = kwargs.get("stream")
-    names = spec.backward()[0]
 
     def back(grad: Any) -> tuple[Any, ...]:
-        on = {"stream": stream} if stream is not None else {}
-        shared = shared_for(spec, args)
-        made = kernel.backward_kernel(bool(shared))(*args, result.reshape(kept), grad.reshape(kept), **on)
-        by_name = by_input(names, made, shared)
-        return tuple(reduced(by_name[p.name], a, stream, kernel) if p.name in by_name else None for p, a in zip(spec.in_params, args))
+        by_name = summed_backward(kernel).gradients((*args, result.reshape(kept), grad.reshape(kept)), stream)
+        return tuple(by_name.get(p.name) for p in spec.in_params)
 
     return result, back
 

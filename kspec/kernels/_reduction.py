@@ -68,6 +68,11 @@ class ReductionKernel(_spec_kernel.SpecKernel):
         ``shared``: the variant without the gradients equal to an earlier input's (``spec.shared_gradients()``)."""
         return self._backward_with(ElementwiseKernel, shared)
 
+    def row_sum_kernel(self, summed: tuple[str, ...]) -> ElementwiseKernel:
+        """The elementwise kernel of this spec's backward with the gradients of the inputs ``summed`` summed over
+        the rows of the pass (kspec.grad's fold of broadcast inputs' gradients: kspec/spec/_row_sums.py)."""
+        return self._row_sum_with(ElementwiseKernel, tuple(summed))
+
     @property
     def map_expr(self) -> str:
         return str(self._spec.map_expr)

@@ -209,6 +209,15 @@ class SpecKernel(KernelAttributes):
             setattr(self, slot, backward)
         return backward
 
+    def _row_sum_with(self, elementwise: Any, summed: tuple[str, ...]) -> Any:
+        """The kernel of the backward's row-sum variant summing the gradients of ``summed``
+        (kspec/spec/_row_sums.py), served from the same precompiled binaries; each made once."""
+        made = self.__dict__.setdefault("_row_sums", {})
+        kernel = made.get(summed)
+        if kernel is None:
+            kernel = made[summed] = elementwise.from_spec(self.spec.row_sum_spec(summed), binaries=self._binaries)
+        return kernel
+
     def _split_args(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], accepted: str) -> tuple[Sequence[Any], Sequence[Any] | None]:
         """(inputs, outputs or None) of a call; TypeErrors for a stray keyword or a wrong argument count."""
         if kwargs:

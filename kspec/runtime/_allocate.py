@@ -49,3 +49,17 @@ def allocate_like(library: str | None, shape: Any, dtype: Any, stream: object, d
     if library is not None and library not in (JAX, NUMBA):  # NUMPY returned above  # those two get a DeviceArray, exported later
         raise KspecValueError(f"library: expected 'cupy', 'torch', 'jax', 'numba' or None, got {library!r}")
     return empty(shape_t, dt, device=device_id, stream=stream)  # the object, not the handle: it owns the stream
+
+
+def allocator_like(library: str | None, dtype: Any, device: int | None = None) -> Any:
+    """``new(shape)``: :func:`allocate_like` for one library, dtype and device, with what it normalises done once,
+    for arrays first written on the library's current stream (a caller that allocates per call: kspec.grad)."""
+    dt = _normalize_dtype(dtype)
+    if library == NUMPY:
+        return lambda shape: np.empty(shape, dtype=dt)
+    if library == TORCH:
+        torch = sys.modules["torch"]
+        tdtype, tdevice = numpy_dtype_to_torch(dt), torch.device("cuda", get_device(device).id)
+        return lambda shape: torch.empty(shape, dtype=tdtype, device=tdevice)
+    device_id = get_device(device).id
+    return lambda shape: allocate_like(library, shape, dt, None, device_id)

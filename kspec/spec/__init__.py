@@ -15,6 +15,7 @@ _LAZY = {
     **dict.fromkeys(("KernelAttributes", "LaunchDefaults", "RawSpec"), "_raw"),
     "CPP_KEYWORDS": "_names",
     "find_spec_files": "_scan",
+    **dict.fromkeys(("row_sum_arrays", "row_sum_inputs", "row_sum_outputs"), "_row_sums"),
     "backward_spec": "_backward", "with_backwards": "_grad_plan", "grad_sum_spec": "_grad_plan",
     **dict.fromkeys(("Param", "format_params", "parse_params"), "_params"),
     **dict.fromkeys(("PlainParam", "PlainSpec", "plain_spec"), "_plain"),

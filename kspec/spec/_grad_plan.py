@@ -1,6 +1,7 @@
 """What ``kspec build`` precompiles for specs with gradients (issue [AD]): each one's backward kernel (and its
-``shared`` variant where inputs share a gradient), and the sums that fold a broadcast input's gradient to its
-shape, one reduction per floating dtype the backwards write.
+``shared`` variant where inputs share a gradient), its row-sum variants (one broadcast input's gradient summed in
+the backward's pass), and the sums that fold a broadcast input's gradient to its shape, one reduction per floating
+dtype the backwards write.
 
 The sums are concrete specs (one dtype each, no placeholder), so kspec.grad makes exactly the same spec at run
 time (:func:`grad_sum_spec`) and finds its binary by the same content key, beside the forward's.
@@ -12,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import dtypes
+from .._errors import SpecError
 from ._backward import backward_spec
 from ._models import ReductionSpec
 
@@ -36,6 +38,22 @@ def grad_sum_spec(dtype: str) -> ReductionSpec:
     return ReductionSpec(**fields)
 
 
+def row_sum_variants(spec: Any) -> list[Any]:
+    """The row-sum variants (kspec/spec/_row_sums.py) kspec.grad takes when one input of several is broadcast: one
+    per input with a gradient, where the backward can take that form. Other sets (two broadcast inputs at once)
+    compile on first use, or under ``KSPEC_COMPILE=never`` take the plain backward and a second pass."""
+    names = spec.backward()[0]
+    if len(names) < 2:
+        return []
+    made = []
+    for name in names:
+        try:
+            made.append(spec.row_sum_spec((name,)))
+        except SpecError:
+            return []  # the body reads loop state or raw arrays: no variant for any input
+    return made
+
+
 def with_backwards(specs: Iterable[Any]) -> list[Any]:
     """``specs`` with each spec's backward spec after it where it declares gradients, then one gradient sum per
     floating dtype those backwards write (what ``kspec build`` and ``kspec warm`` precompile)."""
@@ -49,6 +67,7 @@ def with_backwards(specs: Iterable[Any]) -> list[Any]:
         out.append(backward)
         if spec.shared_gradients():  # the variant kspec.grad takes when those inputs are broadcast
             out.append(spec.backward_spec(shared=True))
+        out += row_sum_variants(spec)
         bindings: tuple[Mapping[str, str], ...] = tuple(backward.declared_instantiations()) or ({},)
         for binding in bindings:
             for param in backward.out_params:

@@ -24,6 +24,7 @@ from ._grad_reduction import reduction_backward
 from ._placeholders import PlaceholderRules
 from ._params import Param, parse_params
 from ._raw import RawSpec
+from ._row_sums import row_sum_spec
 from ._rules import check_expr, check_params, check_reduce_type, check_reduction_shape, check_type_name, identity_text
 
 Instantiation = dict[str, str]
@@ -77,6 +78,11 @@ class _TypedKernelSpec(_KernelSpec, PlaceholderRules):
         if "scalars" in data:
             data["scalars"] = list(data["scalars"])
         return data
+
+    def row_sum_spec(self, summed: tuple[str, ...]) -> "ElementwiseSpec":
+        """The backward's row-sum variant, the gradients of the inputs ``summed`` summed over the rows in the same
+        pass (kspec/spec/_row_sums.py); a SpecError where the backward cannot take that form."""
+        return row_sum_spec(self.backward_spec(), summed, ElementwiseSpec)  # type: ignore[attr-defined,no-any-return]
 
 
 class ElementwiseSpec(_TypedKernelSpec):

@@ -67,6 +67,10 @@ class PlainSpec(PlaceholderRules):
         """The backward kernel's spec (issue [AD]): derived by the spec model, so a gradient imports Pydantic."""
         return self.validated().backward_spec(shared)
 
+    def row_sum_spec(self, summed: tuple[str, ...]) -> Any:
+        """The backward's row-sum variant (kspec/spec/_row_sums.py), derived by the spec model."""
+        return self.validated().row_sum_spec(summed)
+
     def backward(self) -> tuple[tuple[str, ...], str]:
         return self.validated().backward()  # type: ignore[no-any-return]
 

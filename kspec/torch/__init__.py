@@ -22,6 +22,7 @@ from typing import Any
 from .._digest import sha256_hex
 from .._errors import KspecTypeError
 from ..fuse import FusedFunction
+from ..grad import SummedBackward
 from ..kernels import ElementwiseKernel, KernelLibrary, ReductionKernel
 from . import _backward_of as _grads
 from . import _ops
@@ -56,12 +57,15 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
         kind, signature = "elementwise", spec_kernel_signature(kernel, "elementwise", scalars)
     elif isinstance(kernel, FusedFunction):
         kind, signature = "fused", fused_signature(kernel, scalars, returns)
+    elif isinstance(kernel, SummedBackward):  # kspec.grad's backward with summed gradients: its kernel's inputs
+        kind = "summed"
+        signature = spec_kernel_signature(kernel.backward_kernel, "elementwise", scalars)._replace(out_schema=None)
     else:
         raise KspecTypeError(
             "kspec.torch.register: kernel: expected an ElementwiseKernel, a ReductionKernel or a kspec.fuse "
             f"function, got {type(kernel).__name__}"
         )
-    default = kernel.kernel_name if kind == "fused" else kernel.name
+    default = kernel.kernel_name if kind == "fused" else kernel.name  # a SummedBackward's: its backward's + _summed
     with _ops.lock:
         op_name, found = _ops.op_name(kernel, name, default, signature, lambda: _content_digest(kernel, kind, signature))
         if found is not None:
@@ -97,7 +101,7 @@ def _backward_of(kernel: Any, kind: str, op_name: str, signature: Any) -> Any:
     spec kernel without gradients (the op then has no autograd of its own: PyTorch's fallback)."""
     if kind == "fused":
         return _grads.FusedRule(kernel, op_name, register)
-    if getattr(kernel.spec, "grad", None) is None:
+    if kind == "summed" or getattr(kernel.spec, "grad", None) is None:
         return None
     return _grads.of_spec_kernel(kernel, op_name, signature.inputs, sorted(signature.scalars), register, kind == "reduction")
 

@@ -2,7 +2,9 @@
 
 - A spec kernel with a ``grad`` table (or ``"auto"``): its backward kernel's op, on the call's own arguments; a
   reduction's output and gradient are viewed with the reduced axes kept (extent 1), so that the backward kernel,
-  elementwise over the inputs' shape, broadcasts them back.
+  elementwise over the inputs' shape, broadcasts them back. Where an input with a gradient is broadcast (a bias),
+  the op is kspec.grad's SummedBackward instead: its gradients come in their inputs' shapes, summed in the
+  backward's own pass where the layout allows (kspec/grad/_summed.py).
 - A fused function: for the call's argument types, its kernels with their derived backwards
   (kspec.grad.differentiable_program); the values between kernels are recomputed by their ops (the op saved only
   its outputs), then the backward kernels' ops run in reverse. A kernel that cannot be differentiated raises a
@@ -20,14 +22,14 @@ from typing import Any
 
 from ..grad import (
     DiffStep,
-    by_input,
+    broadcast_gradients,
     differentiable_program,
     kept_shape,
     result_nodes,
     run_backward,
     run_forward,
-    shared_for,
     sum_to_shape,
+    summed_backward,
 )
 from .._errors import KspecError
 from ..kernels import ArraySpec
@@ -41,19 +43,18 @@ def of_spec_kernel(kernel: Any, op: str, params: Sequence[str], scalars: Sequenc
     the forward op's: a compiled backward served from Inductor's caches in a later process calls them by name, and
     traces nothing that would register them."""
     names = kernel.spec.backward()[0]
-    variants = (False, True) if kernel.spec.shared_gradients() else (False,)
-    backward_ops = {
-        shared: register(kernel.backward_kernel(shared), f"{op}__backward{'_shared' if shared else ''}", scalars=sorted(scalars))
-        for shared in variants
-    }
+    backward_op = register(kernel.backward_kernel(), f"{op}__backward", scalars=sorted(scalars))
+    summed_op = register(summed_backward(kernel), f"{op}__backward_summed", scalars=sorted(scalars))
 
     def gradients(args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any]) -> list[Any]:
         inputs = args[: len(params)]
-        shared = shared_for(kernel.spec, inputs)  # a bias's gradient summed (sum_to_size) from the input's
         if reduction:
             kept = kept_shape([tuple(getattr(a, "shape", ())) for a in inputs], keywords.get("axis"))
             outputs, grads = [o.reshape(kept) for o in outputs], [g.reshape(kept) for g in grads]
-        by_name = by_input(names, backward_ops[bool(shared)](*inputs, *outputs, *grads), shared)
+        # a broadcast input's gradient comes summed to its shape (in the backward's own pass where it can)
+        op_of = summed_op if broadcast_gradients(names, params, inputs) else backward_op
+        made = op_of(*inputs, *outputs, *grads)
+        by_name = dict(zip(names, made if isinstance(made, (tuple, list)) else (made,)))
         return [by_name.get(param) for param in params]
 
     return gradients
@@ -96,8 +97,8 @@ class FusedRule:
         for step in program.steps:  # an argument's stand-in or number; a value between kernels is a tensor (None)
             inputs = [program.args[i] if kind == "arg" else None for kind, i in step.inputs]
             ops.forward_op(step, inputs)
-            for shared in (False, True) if step.kernel.spec.shared_gradients() else (False,):
-                ops.backward_op(step, shared, inputs)
+            for summed in (False, True):
+                ops.backward_op(step, summed, inputs)
 
     def __call__(self, args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any]) -> list[Any]:
         program = self._program(args)._replace(args=tuple(args))
@@ -145,8 +146,10 @@ class _Ops:
     def forward_op(self, step: DiffStep, inputs: Sequence[Any]) -> Any:
         return self._op(step.kernel, step.params, inputs)
 
-    def backward_op(self, step: DiffStep, shared: bool, inputs: Sequence[Any]) -> Any:
-        return self._op(step.kernel.backward_kernel(shared), step.params, inputs)
+    def backward_op(self, step: DiffStep, summed: bool, inputs: Sequence[Any]) -> Any:
+        """The step's backward op; ``summed``: the one whose gradients come in their inputs' shapes."""
+        backward = summed_backward(step.kernel) if summed else step.kernel.backward_kernel()
+        return self._op(backward, step.params, inputs)
 
     def forward(self, step: DiffStep, inputs: list[Any]) -> Any:
         return self.forward_op(step, inputs)(*inputs, **step.kwargs)
@@ -155,10 +158,9 @@ class _Ops:
         if step.reduction:
             kept = kept_shape([tuple(getattr(a, "shape", ())) for a in inputs], step.kwargs.get("axis"))
             outputs, grads = [o.reshape(kept) for o in outputs], [g.reshape(kept) for g in grads]
-        shared = shared_for(step.kernel.spec, inputs)
-        made = self.backward_op(step, bool(shared), inputs)(*inputs, *outputs, *grads)
-        found = by_input(step.names, made, shared)
-        return [found[name] for name in step.names]
+        summed = broadcast_gradients(step.names, step.params, inputs)
+        made = self.backward_op(step, summed, inputs)(*inputs, *outputs, *grads)
+        return list(made) if isinstance(made, (tuple, list)) else [made]
 
     def reduce_to(self, grad: Any, like: Any) -> Any:
         return sum_to_shape(grad, like)
