@@ -196,6 +196,24 @@ def test_a_bias_shares_the_inputs_gradient(on_cpu_device, b_shape):
     assert gb.shape == b.shape and gb.data_ptr() != gx.data_ptr()
 
 
+def test_a_broadcast_bias_is_summed_in_the_backward_only_when_its_gradient_is_asked(on_cpu_device):
+    op = kt.register(SHIFTED)
+    summed = kspec.grad.summed_backward(SHIFTED)
+    x = torch.randn((40, 7), dtype=torch.float64, requires_grad=True)
+    b = torch.randn(7, dtype=torch.float64, requires_grad=True)
+    summed.last_route = ""
+    gx, gb = torch.autograd.grad(op(x, b).sum(), (x, b))
+    assert summed.last_route == "row sums"  # b's gradient summed in the pass that writes x's
+    v = (x + b).detach()
+    want = torch.tanh(v) + v * (1 - torch.tanh(v) ** 2)
+    torch.testing.assert_close(gx, want)
+    torch.testing.assert_close(gb, want.sum(0))
+    summed.last_route = ""
+    (gx_only,) = torch.autograd.grad(op(x, b.detach()).sum(), (x,))  # a frozen bias: nothing summed
+    assert summed.last_route == "" and gx_only.shape == x.shape
+    torch.testing.assert_close(gx_only, want)
+
+
 def test_complex_gradients_follow_pytorchs_convention(on_cpu_device):
     """kspec's backward kernels give grad * f'(z) (JAX's convention); PyTorch wants grad * conj(f'(z))."""
     op = kt.register(kspec.ElementwiseKernel("T x, T c", "T y", "y = x * x * c + x;", "torch_grad_cpoly", grad="auto"))

@@ -16,9 +16,9 @@ from ..grad import sum_to_shape
 
 NAMESPACE = "kspec"
 
-# (positional arguments, keyword-only arguments, outputs, the outputs' gradients) -> one gradient (or None) per
-# positional argument
-GradientRule = Callable[[Sequence[Any], Mapping[str, Any], Sequence[Any], Sequence[Any]], Sequence[Any]]
+# (positional arguments, keyword-only arguments, outputs, the outputs' gradients, whether each positional argument
+# needs its gradient) -> one gradient (or None) per positional argument
+GradientRule = Callable[[Sequence[Any], Mapping[str, Any], Sequence[Any], Sequence[Any], Sequence[bool]], Sequence[Any]]
 
 
 def add_autograd(lib: Any, name: str, gradients: GradientRule) -> None:
@@ -44,7 +44,7 @@ def add_autograd(lib: Any, name: str, gradients: GradientRule) -> None:
         complex_values = any(t.is_complex() for t in (*outputs, *[a for a in args if isinstance(a, torch.Tensor)]))
         if complex_values:
             grads = tuple(torch.conj_physical(g) if g.is_complex() else g for g in grads)
-        made = gradients(args, ctx.kspec_keywords, outputs, grads)
+        made = gradients(args, ctx.kspec_keywords, outputs, grads, ctx.needs_input_grad)
         result: list[Any] = []
         for k, (arg, grad) in enumerate(zip(args, made)):
             if grad is None or not ctx.needs_input_grad[k] or not isinstance(arg, torch.Tensor):

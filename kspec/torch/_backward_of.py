@@ -23,11 +23,13 @@ from typing import Any
 from ..grad import (
     DiffStep,
     broadcast_gradients,
+    by_input,
     differentiable_program,
     kept_shape,
     result_nodes,
     run_backward,
     run_forward,
+    shared_for,
     sum_to_shape,
     summed_backward,
 )
@@ -43,18 +45,26 @@ def of_spec_kernel(kernel: Any, op: str, params: Sequence[str], scalars: Sequenc
     the forward op's: a compiled backward served from Inductor's caches in a later process calls them by name, and
     traces nothing that would register them."""
     names = kernel.spec.backward()[0]
-    backward_op = register(kernel.backward_kernel(), f"{op}__backward", scalars=sorted(scalars))
+    variants = (False, True) if kernel.spec.shared_gradients() else (False,)
+    backward_ops = {
+        shared: register(kernel.backward_kernel(shared), f"{op}__backward{'_shared' if shared else ''}", scalars=sorted(scalars))
+        for shared in variants
+    }
     summed_op = register(summed_backward(kernel), f"{op}__backward_summed", scalars=sorted(scalars))
 
-    def gradients(args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any]) -> list[Any]:
+    def gradients(args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any],
+                  needed: Sequence[bool]) -> list[Any]:  # fmt: skip
         inputs = args[: len(params)]
         if reduction:
             kept = kept_shape([tuple(getattr(a, "shape", ())) for a in inputs], keywords.get("axis"))
             outputs, grads = [o.reshape(kept) for o in outputs], [g.reshape(kept) for g in grads]
-        # a broadcast input's gradient comes summed to its shape (in the backward's own pass where it can)
-        op_of = summed_op if broadcast_gradients(names, params, inputs) else backward_op
-        made = op_of(*inputs, *outputs, *grads)
-        by_name = dict(zip(names, made if isinstance(made, (tuple, list)) else (made,)))
+        wanted = [n for n, need in zip(params, needed) if need and n in names]
+        if broadcast_gradients(wanted, params, inputs):  # comes summed to its shape, in the backward's pass where it can
+            made = summed_op(*inputs, *outputs, *grads)
+            by_name = dict(zip(names, made if isinstance(made, (tuple, list)) else (made,)))
+        else:  # nothing to sum that is asked for: a broadcast input's gradient from the earlier one's, never summed
+            shared = shared_for(kernel.spec, inputs)
+            by_name = by_input(names, backward_ops[bool(shared)](*inputs, *outputs, *grads), shared)
         return [by_name.get(param) for param in params]
 
     return gradients
@@ -100,7 +110,8 @@ class FusedRule:
             for summed in (False, True):
                 ops.backward_op(step, summed, inputs)
 
-    def __call__(self, args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any]) -> list[Any]:
+    def __call__(self, args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any],
+                 needed: Sequence[bool] = ()) -> list[Any]:  # fmt: skip
         program = self._program(args)._replace(args=tuple(args))
         saved = {node: out for node, out in zip(result_nodes(program), outputs) if node is not None}
         ops = _Ops(self.register, self.op, self._ops)
