@@ -255,3 +255,29 @@ def test_a_compiled_backward_from_inductors_caches_finds_its_ops(on_cpu_device, 
     for run in runs:
         assert run.returncode == 0, run.stderr[-2000:]
     assert runs[0].stdout.splitlines()[-1] == runs[1].stdout.splitlines()[-1]
+
+
+def test_a_fused_function_keeps_the_values_between_its_kernels_for_its_backward(on_cpu_device, monkeypatch):
+    import importlib
+
+    _backward_of = importlib.import_module("kspec.torch._backward_of")  # the package's name holds a function
+    ran = []
+    forward = _backward_of._Ops.forward
+    monkeypatch.setattr(_backward_of._Ops, "forward", lambda self, step, inputs: ran.append(step) or forward(self, step, inputs))
+    op = kt.register(fused_softmax_rows, scalars=["t"])
+    x = torch.randn((6, 5), dtype=torch.float64, requires_grad=True)
+    g = torch.randn((6, 5), dtype=torch.float64)
+    want = torch.autograd.grad(torch.softmax(x / 2.0, dim=1), (x,), g)[0]
+    for call in (op, torch.compile(lambda x, t: op(x, t), fullgraph=True, backend="aot_eager")):
+        y = call(x, 2.0)
+        (gx,) = torch.autograd.grad(y, (x,), g)
+        torch.testing.assert_close(gx, want)
+    assert ran == []  # the exponential and its row sums came from the forward: no forward kernel ran again
+    with torch.no_grad():
+        assert op(x, 2.0).grad_fn is None  # outside autograd: the plain fused call
+
+
+@kspec.fuse
+def fused_softmax_rows(x, t):
+    e = np.exp(x / t)
+    return e / e.sum(axis=1, keepdims=True)

@@ -20,7 +20,7 @@ from ._program import (
     run_backward,
     run_forward,
 )
-from ._summed import SummedBackward, broadcast_gradients, summed_backward
+from ._summed import SummedBackward, broadcast_gradients, layouts_key, summed_backward
 from ._sums import by_input, kept_shape, shared_for, sum_to_shape
 from ._vjp import vjp
 

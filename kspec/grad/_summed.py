@@ -90,7 +90,7 @@ class SummedBackward:
         """``{input name: its gradient in the input's shape}`` for the backward's arguments ``args``."""
         on = {"stream": stream} if stream is not None else {}
         values = dict(zip(self.params, args))
-        key = _layouts(args)
+        key = layouts_key(args)
         found = self._plans.get(key) if key is not None else None
         if found is None:
             full = _broadcast(tuple(_shape(a) for a in args))
@@ -194,7 +194,7 @@ class RowSumPlan(NamedTuple):
     allocators: tuple[Any, ...]  # per output: new(shape) on the library's current stream
 
 
-def _layouts(args: Sequence[Any]) -> tuple[Any, ...] | None:
+def layouts_key(args: Sequence[Any]) -> tuple[Any, ...] | None:
     """What a plan depends on in ``args``: each array's type, shape, strides, dtype and device, each number's type
     and value; None where something is not hashable (no plan is kept)."""
     key: list[Any] = []

@@ -28,6 +28,7 @@ from . import _backward_of as _grads
 from . import _ops
 from ._autograd import add_autograd
 from ._compile import install as _install
+from ._saving import SUFFIX as _SAVING, define_saving
 from ._schema import fused_signature, spec_kernel_signature
 
 __all__ = ["register", "register_module"]
@@ -76,7 +77,10 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
         if isinstance(backward_of, _grads.FusedRule):
             planner = _preparing(kernel.output_specs, backward_of)
         overload = _ops.define(kernel, op_name, signature, planner, call)
-        if backward_of is not None:
+        if isinstance(backward_of, _grads.FusedRule):  # its autograd calls keep the values between its kernels
+            define_saving(_ops.library(), kernel, op_name, signature, backward_of, overload)
+            add_autograd(_ops.library(), f"{op_name}{_SAVING}", backward_of, hidden=True)
+        elif backward_of is not None:
             add_autograd(_ops.library(), op_name, backward_of)
         op = _reduction_op(overload) if kind == "reduction" else overload
         _ops.remember(op_name, kernel, signature, op)

@@ -21,19 +21,25 @@ NAMESPACE = "kspec"
 GradientRule = Callable[[Sequence[Any], Mapping[str, Any], Sequence[Any], Sequence[Any], Sequence[bool]], Sequence[Any]]
 
 
-def add_autograd(lib: Any, name: str, gradients: GradientRule) -> None:
+def add_autograd(lib: Any, name: str, gradients: GradientRule, hidden: bool = False) -> None:
     """Give op ``name`` a backward. ``gradients`` may raise (a kspec error naming what cannot be
-    differentiated): only when a gradient is asked."""
+    differentiated): only when a gradient is asked. ``hidden``: the op's last output is a ``Tensor[]`` of values
+    kept for the backward (kspec/torch/_saving.py): saved too, and passed to ``gradients`` after the outputs."""
     import torch
 
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any, keyword_only_inputs: Any = None) -> None:
         ctx.kspec_keywords = dict(keyword_only_inputs or {})
         outputs = output if isinstance(output, tuple) else (output,)
+        if hidden:
+            outputs = (*outputs[:-1], *outputs[-1])
+            ctx.kspec_grads = len(output) - 1  # the outputs with gradients: not the kept values
         ctx.save_for_backward(*[a for a in inputs if isinstance(a, torch.Tensor)], *outputs)
         ctx.kspec_layout = [None if isinstance(a, torch.Tensor) else a for a in inputs]
         ctx.kspec_outputs = len(outputs)
 
     def backward(ctx: Any, *grads: Any) -> tuple[Any, ...]:
+        if hidden:
+            grads = grads[: ctx.kspec_grads]
         saved = ctx.saved_tensors
         split = len(saved) - ctx.kspec_outputs
         tensors, outputs = iter(saved[:split]), saved[split:]

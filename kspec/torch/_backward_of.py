@@ -6,8 +6,9 @@
   the op is kspec.grad's SummedBackward instead: its gradients come in their inputs' shapes, summed in the
   backward's own pass where the layout allows (kspec/grad/_summed.py).
 - A fused function: for the call's argument types, its kernels with their derived backwards
-  (kspec.grad.differentiable_program); the values between kernels are recomputed by their ops (the op saved only
-  its outputs), then the backward kernels' ops run in reverse. A kernel that cannot be differentiated raises a
+  (kspec.grad.differentiable_program); the values between kernels come from the forward (the saving op kept them:
+  kspec/torch/_saving.py), or where a forward did not keep them are recomputed by the kernels' ops, then the
+  backward kernels' ops run in reverse. A kernel that cannot be differentiated raises a
   kspec error when (and only when) a gradient is asked.
 
 The ops are registered with :func:`kspec.torch.register` (passed in: this module is below it) the first time a
@@ -26,6 +27,7 @@ from ..grad import (
     by_input,
     differentiable_program,
     kept_shape,
+    layouts_key,
     result_nodes,
     run_backward,
     run_forward,
@@ -36,6 +38,7 @@ from ..grad import (
 from .._errors import KspecError
 from ..kernels import ArraySpec
 from ._autograd import GradientRule
+from ._saving import saved_nodes
 from ._tensors import array_spec
 
 
@@ -79,13 +82,18 @@ class FusedRule:
     def __init__(self, fused: Any, op: str, register: Any) -> None:
         self.fused, self.op, self.register = fused, op, register
         self._programs: dict[tuple[Any, ...], Any] = {}
+        self._by_layout: dict[tuple[Any, ...], Any] = {}  # the same programs by the tensors' layouts (kspec.grad)
         self._ops: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # (id(kernel), scalars) -> (kernel, its op)
 
-    def _program(self, args: Sequence[Any]) -> Any:
+    def program(self, args: Sequence[Any]) -> Any:
         """The program for such arguments (shapes, dtypes, strides, devices; numbers by value), made once: a
         training loop asks on every backward."""
         import torch
 
+        layouts = layouts_key(args)  # cheaper than the ArraySpecs: asked on every forward that autograd records
+        found = self._by_layout.get(layouts) if layouts is not None else None
+        if found is not None:
+            return found
         stand_ins = tuple(array_spec(a) if isinstance(a, torch.Tensor) else a for a in args)
         key = _program_key(stand_ins)
         found = self._programs.get(key) if key is not None else None
@@ -95,6 +103,10 @@ class FusedRule:
                 if len(self._programs) >= _KEPT:
                     del self._programs[next(iter(self._programs))]
                 self._programs[key] = found
+        if layouts is not None and key is not None:
+            if len(self._by_layout) >= _KEPT:
+                del self._by_layout[next(iter(self._by_layout))]
+            self._by_layout[layouts] = found
         return found
 
     def prepare(self, stand_ins: Sequence[Any]) -> None:
@@ -112,8 +124,12 @@ class FusedRule:
 
     def __call__(self, args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any],
                  needed: Sequence[bool] = ()) -> list[Any]:  # fmt: skip
-        program = self._program(args)._replace(args=tuple(args))
-        saved = {node: out for node, out in zip(result_nodes(program), outputs) if node is not None}
+        program = self.program(args)._replace(args=tuple(args))
+        returned = result_nodes(program)
+        saved = {node: out for node, out in zip(returned, outputs) if node is not None}
+        # the values between kernels the saving op kept (kspec/torch/_saving.py); a forward kernel runs again only
+        # for what is in neither
+        saved.update(zip(saved_nodes(program), outputs[len(returned):]))
         ops = _Ops(self.register, self.op, self._ops)
         values = run_forward(program, ops.forward, saved)
         return run_backward(program, values, grads, ops)

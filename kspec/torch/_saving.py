@@ -1,0 +1,112 @@
+"""A fused function's forward that keeps what its backward reads (issue [AD]).
+
+A fused function of several kernels passes values between them (an exponential, then its row sums, then the
+quotient). Its backward reads those values; recomputing them means running the forward kernels again (their
+inputs read and their results written once more), while keeping them costs nothing the forward did not already
+do: they were written to memory between its kernels. So where autograd records, a fused op runs
+``kspec::<op>__saving``: the same kernels, one by one, returning the function's results and, as a hidden
+``Tensor[]``, the values between its kernels; its autograd (kspec/torch/_autograd.py, ``hidden``) saves them
+for the backward, which then runs no forward kernel (kspec/torch/_backward_of.py, FusedRule). Values computed
+*inside* one kernel are recomputed there (registers: no memory traffic). A program of one kernel has nothing
+between kernels: the op runs the fused call itself and an empty list. Outside autograd (no input requires a
+gradient, or ``torch.no_grad``) the plain op runs, below autograd, as before.
+
+Routing is the plain op's ``Autograd`` kernel, so eager calls, ``torch.compile`` (AOTAutograd traces through it)
+and the op's own ``torch.ops.kspec.<op>`` name all take it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .._errors import KspecError
+from ..grad import assemble, run_forward
+from ._tensors import array_spec, check_cpu_device, empty_like_spec, first_device, scalar_stand_in
+
+NAMESPACE = "kspec"
+SUFFIX = "__saving"
+
+
+def saved_nodes(program: Any) -> list[int]:
+    """The values a program's backward reads that its results do not hold: every node a kernel produces that is
+    not returned, in kernel order (the op and the rule agree on it)."""
+    if program is None:
+        return []
+    returned = {payload for kind, payload in program.results if kind == "node"}
+    return [node for step in program.steps for node in step.produces if node not in returned]
+
+
+def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, plain: Any) -> Any:
+    """Define ``kspec::<name>__saving`` (fake, CUDA and CPU implementations) and route the plain op ``name``'s
+    autograd calls to it; returns the saving op's OpOverload."""
+    import torch
+
+    saving = f"{name}{SUFFIX}"
+    params = signature.schema.split(" -> ")[0]
+    lib.define(f"{saving}{params} -> ({', '.join(['Tensor'] * signature.returns + ['Tensor[]'])})")
+
+    def program_of(args: Sequence[Any]) -> Any:
+        try:
+            return rule.program(args)
+        except KspecError:
+            return None  # not differentiable: the backward says so, when (and only when) a gradient is asked
+
+    def fake(*args: Any) -> Any:
+        program = program_of(args)
+        specs = [array_spec(a) if isinstance(a, torch.Tensor) else scalar_stand_in(a) for a in args]
+        rule.prepare(specs)  # the backward's ops, registered while the forward is traced (see FusedRule)
+        device = first_device(args)
+        results = [empty_like_spec(s, device) for s in fused.output_specs(*specs)]
+        kept = []
+        if saved_nodes(program):
+            stand_ins = program._replace(args=tuple(specs))
+            values = run_forward(stand_ins, lambda step, inputs: step.kernel.output_specs(*inputs, **step.kwargs))
+            kept = [empty_like_spec(values[node], device) for node in saved_nodes(program)]
+        return (*results, kept)
+
+    def run(args: Sequence[Any], to_host: bool) -> Any:
+        program = program_of(args)
+        nodes = saved_nodes(program)
+        host = _host_arrays if to_host else (lambda a: list(a))
+        if not nodes:
+            result = fused(*host(args))
+            values: dict[int, Any] = {}
+        else:
+            values = run_forward(program._replace(args=tuple(host(args))),
+                                 lambda step, inputs: step.kernel(*inputs, **step.kwargs))  # fmt: skip
+            result = assemble(program._replace(args=tuple(host(args))), values)
+        results = list(result) if isinstance(result, tuple) else [result]
+        kept = [values[node] for node in nodes]
+        if to_host:
+            results, kept = [torch.from_numpy(r) for r in results], [torch.from_numpy(v) for v in kept]
+        return (*results, kept)
+
+    def on_cuda(*args: Any) -> Any:
+        return run(args, False)
+
+    def on_cpu(*args: Any) -> Any:
+        check_cpu_device(saving)
+        return run(args, True)
+
+    torch.library.register_fake(f"{NAMESPACE}::{saving}", fake, lib=lib)
+    lib.impl(saving, on_cuda, "CUDA")
+    lib.impl(saving, on_cpu, "CPU")
+    saving_op = getattr(torch.ops.kspec, saving).default
+    returns_tuple = signature.returns_tuple
+
+    def route(*args: Any) -> Any:
+        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            made = saving_op(*args)
+            return tuple(made[:-1]) if returns_tuple else made[0]
+        with torch._C._AutoDispatchBelowAutograd():
+            return plain(*args)
+
+    lib.impl(name, route, "Autograd")
+    return saving_op
+
+
+def _host_arrays(args: Sequence[Any]) -> list[Any]:
+    from ._tensors import host_arrays
+
+    return host_arrays(args)
