@@ -28,7 +28,7 @@ from . import _backward_of as _grads
 from . import _ops
 from ._autograd import add_autograd
 from ._compile import install as _install
-from ._saving import SUFFIX as _SAVING, define_saving
+from ._saving import SINGLE as _SINGLE, SUFFIX as _SAVING, define_saving
 from ._schema import fused_signature, spec_kernel_signature
 
 __all__ = ["register", "register_module"]
@@ -78,7 +78,9 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
             planner = _preparing(kernel.output_specs, backward_of)
         overload = _ops.define(kernel, op_name, signature, planner, call)
         if isinstance(backward_of, _grads.FusedRule):  # its autograd calls keep the values between its kernels
-            define_saving(_ops.library(), kernel, op_name, signature, backward_of, overload)
+            single = _ops.define(kernel, f"{op_name}{_SINGLE}", signature, planner, call)
+            add_autograd(_ops.library(), f"{op_name}{_SINGLE}", backward_of)
+            define_saving(_ops.library(), kernel, op_name, signature, backward_of, overload, single)
             add_autograd(_ops.library(), f"{op_name}{_SAVING}", backward_of, hidden=True)
         elif backward_of is not None:
             add_autograd(_ops.library(), op_name, backward_of)

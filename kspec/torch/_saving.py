@@ -8,8 +8,8 @@ do: they were written to memory between its kernels. So where autograd records, 
 ``Tensor[]``, the values between its kernels; its autograd (kspec/torch/_autograd.py, ``hidden``) saves them
 for the backward, which then runs no forward kernel (kspec/torch/_backward_of.py, FusedRule). Values computed
 *inside* one kernel are recomputed there (registers: no memory traffic). A program of one kernel has nothing
-between kernels: the op runs the fused call itself and an empty list. Outside autograd (no input requires a
-gradient, or ``torch.no_grad``) the plain op runs, below autograd, as before.
+between kernels: it runs ``kspec::<op>__single``, the plain op's twin with the same autograd rule. Outside
+autograd (no input requires a gradient, or ``torch.no_grad``) the plain op runs, below autograd, as before.
 
 Routing is the plain op's ``Autograd`` kernel, so eager calls, ``torch.compile`` (AOTAutograd traces through it)
 and the op's own ``torch.ops.kspec.<op>`` name all take it.
@@ -26,6 +26,7 @@ from ._tensors import array_spec, check_cpu_device, empty_like_spec, first_devic
 
 NAMESPACE = "kspec"
 SUFFIX = "__saving"
+SINGLE = "__single"
 
 
 def saved_nodes(program: Any) -> list[int]:
@@ -37,9 +38,11 @@ def saved_nodes(program: Any) -> list[int]:
     return [node for step in program.steps for node in step.produces if node not in returned]
 
 
-def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, plain: Any) -> Any:
+def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, plain: Any, single: Any) -> Any:
     """Define ``kspec::<name>__saving`` (fake, CUDA and CPU implementations) and route the plain op ``name``'s
-    autograd calls to it; returns the saving op's OpOverload."""
+    autograd calls to it where the call's program keeps values, else to ``single`` (the plain op's twin with
+    the rule's autograd: one kernel keeps nothing, and a hidden empty list costs PyTorch's output handling per
+    call); returns the saving op's OpOverload."""
     import torch
 
     saving = f"{name}{SUFFIX}"
@@ -97,6 +100,8 @@ def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, pl
 
     def route(*args: Any) -> Any:
         if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            if not saved_nodes(program_of(args)):
+                return single(*args)
             made = saving_op(*args)
             return tuple(made[:-1]) if returns_tuple else made[0]
         with torch._C._AutoDispatchBelowAutograd():
