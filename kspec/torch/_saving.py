@@ -22,7 +22,7 @@ from typing import Any
 
 from .._errors import KspecError
 from ..grad import assemble, run_forward
-from ._tensors import array_spec, check_cpu_device, empty_like_spec, first_device, scalar_stand_in
+from ._tensors import array_spec, check_cpu_device, empty_like_spec, first_device, host_arrays, scalar_stand_in
 
 NAMESPACE = "kspec"
 SUFFIX = "__saving"
@@ -71,14 +71,14 @@ def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, pl
     def run(args: Sequence[Any], to_host: bool) -> Any:
         program = program_of(args)
         nodes = saved_nodes(program)
-        host = _host_arrays if to_host else (lambda a: list(a))
+        arrays = tuple(host_arrays(args) if to_host else args)  # the CPU device takes NumPy arrays
         if not nodes:
-            result = fused(*host(args))
+            result = fused(*arrays)
             values: dict[int, Any] = {}
         else:
-            values = run_forward(program._replace(args=tuple(host(args))),
-                                 lambda step, inputs: step.kernel(*inputs, **step.kwargs))  # fmt: skip
-            result = assemble(program._replace(args=tuple(host(args))), values)
+            on_arrays = program._replace(args=arrays)
+            values = run_forward(on_arrays, lambda step, inputs: step.kernel(*inputs, **step.kwargs))
+            result = assemble(on_arrays, values)
         results = list(result) if isinstance(result, tuple) else [result]
         kept = [values[node] for node in nodes]
         if to_host:
@@ -110,8 +110,3 @@ def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, pl
     lib.impl(name, route, "Autograd")
     return saving_op
 
-
-def _host_arrays(args: Sequence[Any]) -> list[Any]:
-    from ._tensors import host_arrays
-
-    return host_arrays(args)
