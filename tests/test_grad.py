@@ -571,3 +571,29 @@ def test_the_row_sum_variant_is_refused_where_the_body_reads_the_loop():
     variant = _spec().row_sum_spec(("y",))
     assert [p.name for p in variant.out_params] == ["kspec_out_grad_x", "grad_y"]
     assert all(p.raw for p in variant.in_params if p.name.startswith("kspec_in_"))
+
+
+def test_the_row_sum_variant_serves_reductions_complex_values_and_steps_aside_for_numbers(on_cpu_device):
+    rng = np.random.default_rng(21)
+    wsum = kspec.ReductionKernel("T x, T w", "T y", "x * w", "a + b", "y = a", "0", "rowsum_wsum", grad="auto")
+    x, w, g = rng.standard_normal((50, 9)), rng.standard_normal(9), rng.standard_normal(50)
+    _, back = kspec.vjp(wsum, x, w, axis=1)
+    gx, gw = back(g)
+    assert kspec.grad.summed_backward(wsum).last_route == "row sums"  # the kept output broadcasts along the columns
+    np.testing.assert_allclose(gx, g[:, None] * w, rtol=1e-12)
+    np.testing.assert_allclose(gw, (g[:, None] * x).sum(0), rtol=1e-12)
+    cmul = kspec.ElementwiseKernel("T x, T b", "T y", "y = x * b + x", "rowsum_cmul", grad="auto")
+    x, b = rng.standard_normal((40, 6)) + 1j * rng.standard_normal((40, 6)), rng.standard_normal(6) + 1j
+    g = rng.standard_normal((40, 6)) + 1j * rng.standard_normal((40, 6))
+    _, back = kspec.vjp(cmul, x, b)
+    gx, gb = back(g)
+    assert kspec.grad.summed_backward(cmul).last_route == "row sums"
+    np.testing.assert_allclose(gx, g * (b + 1), rtol=1e-12)  # grad * f'(z): JAX's convention
+    np.testing.assert_allclose(gb, (g * x).sum(0), rtol=1e-12)
+    saxpy = kspec.ElementwiseKernel("T a, T x, T y", "T z", "z = a * x + y", "rowsum_saxpy", grad="auto")
+    x, y, g = rng.standard_normal((30, 4)), rng.standard_normal(4), rng.standard_normal((30, 4))
+    _, back = kspec.vjp(saxpy, 2.0, x, y)
+    ga, gx, gy = back(g)
+    assert kspec.grad.summed_backward(saxpy).last_route == "second pass"  # a Python number is no raw array
+    np.testing.assert_allclose(float(np.asarray(ga)), (g * x).sum(), rtol=1e-12)
+    np.testing.assert_allclose(gy, g.sum(0), rtol=1e-12)
