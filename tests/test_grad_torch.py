@@ -258,9 +258,8 @@ def test_a_compiled_backward_from_inductors_caches_finds_its_ops(on_cpu_device, 
 
 
 def test_a_fused_function_keeps_the_values_between_its_kernels_for_its_backward(on_cpu_device, monkeypatch):
-    import importlib
+    from kspec.torch import _backward_of
 
-    _backward_of = importlib.import_module("kspec.torch._backward_of")  # the package's name holds a function
     ran = []
     forward = _backward_of._Ops.forward
     monkeypatch.setattr(_backward_of._Ops, "forward", lambda self, step, inputs: ran.append(step) or forward(self, step, inputs))

@@ -72,7 +72,7 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
         if found is not None:
             return found
         call = _fused_call(kernel, op_name, signature) if kind == "fused" else kernel
-        backward_of = _backward_of(kernel, kind, op_name, signature)  # issue [AD]: kspec/torch/_autograd.py
+        backward_of = _gradient_rule(kernel, kind, op_name, signature)  # issue [AD]: kspec/torch/_autograd.py
         planner = kernel.output_specs
         if isinstance(backward_of, _grads.FusedRule):
             planner = _preparing(kernel.output_specs, backward_of)
@@ -102,7 +102,7 @@ def _content_digest(kernel: Any, kind: str, signature: Any) -> str:
     return sha256_hex(what + f"{signature.schema} {sorted(signature.scalars)}".encode())[:12]
 
 
-def _backward_of(kernel: Any, kind: str, op_name: str, signature: Any) -> Any:
+def _gradient_rule(kernel: Any, kind: str, op_name: str, signature: Any) -> Any:
     """Where the op's gradients come from: a spec's ``grad``, or a fused function's derived backward; None for a
     spec kernel without gradients (the op then has no autograd of its own: PyTorch's fallback)."""
     if kind == "fused":
