@@ -280,3 +280,29 @@ def test_a_fused_function_keeps_the_values_between_its_kernels_for_its_backward(
 def fused_softmax_rows(x, t):
     e = np.exp(x / t)
     return e / e.sum(axis=1, keepdims=True)
+
+
+@kspec.fuse
+def fused_shifted(x, b):
+    v = x + b
+    return v * np.tanh(v)
+
+
+def test_a_fused_function_sums_a_broadcast_input_only_when_its_gradient_is_asked(on_cpu_device, monkeypatch):
+    summing = []
+    original = kspec.grad.SummedBackward.gradients
+    monkeypatch.setattr(kspec.grad.SummedBackward, "gradients",
+                        lambda self, *args, **kwargs: summing.append(self.name) or original(self, *args, **kwargs))  # fmt: skip
+    op = kt.register(fused_shifted)
+    x = torch.randn((40, 7), dtype=torch.float64, requires_grad=True)
+    b = torch.randn(7, dtype=torch.float64, requires_grad=True)
+    v = (x + b).detach()
+    want = torch.tanh(v) + v * (1 - torch.tanh(v) ** 2)
+    gx, gb = torch.autograd.grad(op(x, b).sum(), (x, b))
+    assert summing  # b's gradient summed in the backward's pass
+    torch.testing.assert_close(gx, want)
+    torch.testing.assert_close(gb, want.sum(0))
+    summing.clear()
+    (gx_only,) = torch.autograd.grad(op(x, b.detach()).sum(), (x,))  # a frozen bias
+    assert summing == []  # the shared backward: x's gradient alone, nothing summed
+    torch.testing.assert_close(gx_only, want)

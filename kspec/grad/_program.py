@@ -148,8 +148,11 @@ class ArrayOps(Protocol):
     def zeros_like(self, a: Any) -> Any: ...
 
 
-def run_backward(program: DiffProgram, values: dict[int, Any], grads: Sequence[Any], ops: ArrayOps) -> list[Any]:
-    """The gradient of each argument (None where none flows) from one gradient per returned item (None: zero)."""
+def run_backward(program: DiffProgram, values: dict[int, Any], grads: Sequence[Any], ops: ArrayOps,
+                 needed: Sequence[bool] | None = None) -> list[Any]:  # fmt: skip
+    """The gradient of each argument (None where none flows) from one gradient per returned item (None: zero);
+    ``needed`` (per argument): where given, the arguments whose gradients are wanted (the others get None and
+    cost no sum to their shape)."""
     node_adj: dict[int, Any] = {}
     arg_adj: dict[int, Any] = {}
 
@@ -175,6 +178,6 @@ def run_backward(program: DiffProgram, values: dict[int, Any], grads: Sequence[A
         inputs = step_inputs(program, step, values)
         by_name = dict(zip(step.names, ops.backward(step, inputs, outputs, out_grads)))
         for param, (kind, index), value in zip(step.params, step.inputs, inputs):
-            if param in by_name:
+            if param in by_name and not (kind == "arg" and needed is not None and not needed[index]):
                 accumulate(arg_adj if kind == "arg" else node_adj, index, ops.reduce_to(by_name[param], value))
     return [arg_adj.get(k) for k in range(len(program.args))]

@@ -119,8 +119,8 @@ class FusedRule:
         for step in program.steps:  # an argument's stand-in or number; a value between kernels is a tensor (None)
             inputs = [program.args[i] if kind == "arg" else None for kind, i in step.inputs]
             ops.forward_op(step, inputs)
-            for summed in (False, True):
-                ops.backward_op(step, summed, inputs)
+            for variant in ("plain", "summed", *(("shared",) if step.kernel.spec.shared_gradients() else ())):
+                ops.backward_op(step, variant, inputs)
 
     def __call__(self, args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any],
                  needed: Sequence[bool] = ()) -> list[Any]:  # fmt: skip
@@ -130,9 +130,9 @@ class FusedRule:
         # the values between kernels the saving op kept (kspec/torch/_saving.py); a forward kernel runs again only
         # for what is in neither
         saved.update(zip(saved_nodes(program), outputs[len(returned):]))
-        ops = _Ops(self.register, self.op, self._ops)
+        ops = _Ops(self.register, self.op, self._ops, tuple(needed) or None)
         values = run_forward(program, ops.forward, saved)
-        return run_backward(program, values, grads, ops)
+        return run_backward(program, values, grads, ops, ops.needed)
 
 
 _KEYABLE = (ArraySpec, int, float, complex, bool)  # stand-ins a program is kept by (a traced scalar is not)
@@ -153,8 +153,10 @@ def _program_key(stand_ins: Sequence[Any]) -> tuple[Any, ...] | None:
 class _Ops:
     """The reverse pass on tensors, through kspec ops (what AOTAutograd can trace), named after the forward op."""
 
-    def __init__(self, register: Any, prefix: str, known: dict[tuple[Any, ...], tuple[Any, Any]]) -> None:
+    def __init__(self, register: Any, prefix: str, known: dict[tuple[Any, ...], tuple[Any, Any]],
+                 needed: tuple[bool, ...] | None = None) -> None:  # fmt: skip
         self.register, self.prefix, self.known = register, prefix, known
+        self.needed = needed  # per argument of the fused function: whether its gradient is asked (None: all)
 
     def _op(self, kernel: Any, params: Sequence[str], inputs: Sequence[Any]) -> Any:
         """``kernel``'s op, named by the forward op and the kernel's spec (the same in every process); the inputs
@@ -173,10 +175,12 @@ class _Ops:
     def forward_op(self, step: DiffStep, inputs: Sequence[Any]) -> Any:
         return self._op(step.kernel, step.params, inputs)
 
-    def backward_op(self, step: DiffStep, summed: bool, inputs: Sequence[Any]) -> Any:
-        """The step's backward op; ``summed``: the one whose gradients come in their inputs' shapes."""
-        backward = summed_backward(step.kernel) if summed else step.kernel.backward_kernel()
-        return self._op(backward, step.params, inputs)
+    def backward_op(self, step: DiffStep, variant: str, inputs: Sequence[Any]) -> Any:
+        """The step's backward op: ``plain``, ``summed`` (its gradients in their inputs' shapes) or ``shared``
+        (without the gradients equal to an earlier input's)."""
+        if variant == "summed":
+            return self._op(summed_backward(step.kernel), step.params, inputs)
+        return self._op(step.kernel.backward_kernel(variant == "shared"), step.params, inputs)
 
     def forward(self, step: DiffStep, inputs: list[Any]) -> Any:
         return self.forward_op(step, inputs)(*inputs, **step.kwargs)
@@ -185,9 +189,17 @@ class _Ops:
         if step.reduction:
             kept = kept_shape([tuple(getattr(a, "shape", ())) for a in inputs], step.kwargs.get("axis"))
             outputs, grads = [o.reshape(kept) for o in outputs], [g.reshape(kept) for g in grads]
-        summed = broadcast_gradients(step.names, step.params, inputs)
-        made = self.backward_op(step, summed, inputs)(*inputs, *outputs, *grads)
-        return list(made) if isinstance(made, (tuple, list)) else [made]
+        wanted = [p for p, (kind, k) in zip(step.params, step.inputs)
+                  if p in step.names and (kind != "arg" or self.needed is None or self.needed[k])]  # fmt: skip
+        shared = {}
+        if broadcast_gradients(wanted, step.params, inputs):
+            variant = "summed"  # summed to its shape in the backward's pass where it can
+        else:  # nothing broadcast is asked for: a frozen bias's gradient from the input's (dropped after), no sum
+            shared = shared_for(step.kernel.spec, inputs) if broadcast_gradients(step.names, step.params, inputs) else {}
+            variant = "shared" if shared else "plain"
+        made = self.backward_op(step, variant, inputs)(*inputs, *outputs, *grads)
+        found = by_input(step.names, made, shared)
+        return [found[name] for name in step.names]
 
     def reduce_to(self, grad: Any, like: Any) -> Any:
         return sum_to_shape(grad, like)
