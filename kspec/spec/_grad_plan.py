@@ -16,6 +16,7 @@ from .. import dtypes
 from .._errors import SpecError
 from ._backward import backward_spec
 from ._models import ReductionSpec
+from ._row_sums import row_sum_spec
 
 GRAD_SUM = "kspec_grad_sum"
 _NARROW = ("float16", "bfloat16")  # summed in float32, as their forward reductions are
@@ -38,17 +39,18 @@ def grad_sum_spec(dtype: str) -> ReductionSpec:
     return ReductionSpec(**fields)
 
 
-def row_sum_variants(spec: Any) -> list[Any]:
-    """The row-sum variants (kspec/spec/_row_sums.py) kspec.grad takes when one input of several is broadcast: one
-    per input with a gradient, where the backward can take that form. Other sets (two broadcast inputs at once)
-    compile on first use, or under ``KSPEC_COMPILE=never`` take the plain backward and a second pass."""
+def row_sum_variants(spec: Any, backward: Any) -> list[Any]:
+    """The row-sum variants (kspec/spec/_row_sums.py) of ``spec``'s ``backward`` spec that kspec.grad takes when
+    one input of several is broadcast: one per input with a gradient, where the backward can take that form.
+    Other sets (two broadcast inputs at once) compile on first use, or under ``KSPEC_COMPILE=never`` take the
+    plain backward and a second pass."""
     names = spec.backward()[0]
     if len(names) < 2:
         return []
     made = []
     for name in names:
         try:
-            made.append(spec.row_sum_spec((name,)))
+            made.append(row_sum_spec(backward, (name,), type(backward)))
         except SpecError:
             return []  # the body reads loop state or raw arrays: no variant for any input
     return made
@@ -67,7 +69,7 @@ def with_backwards(specs: Iterable[Any]) -> list[Any]:
         out.append(backward)
         if spec.shared_gradients():  # the variant kspec.grad takes when those inputs are broadcast
             out.append(spec.backward_spec(shared=True))
-        out += row_sum_variants(spec)
+        out += row_sum_variants(spec, backward)
         bindings: tuple[Mapping[str, str], ...] = tuple(backward.declared_instantiations()) or ({},)
         for binding in bindings:
             for param in backward.out_params:

@@ -83,6 +83,7 @@ class FusedRule:
         self.fused, self.op, self.register = fused, op, register
         self._programs: dict[tuple[Any, ...], Any] = {}
         self._by_layout: dict[tuple[Any, ...], Any] = {}  # the same programs by the tensors' layouts (kspec.grad)
+        self._kept: dict[int, tuple[Any, list[int]]] = {}  # id(program) -> (the program, its saved_nodes)
         self._ops: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # (id(kernel), scalars) -> (kernel, its op)
 
     def program(self, args: Sequence[Any]) -> Any:
@@ -109,6 +110,18 @@ class FusedRule:
             self._by_layout[layouts] = found
         return found
 
+    def kept(self, program: Any) -> list[int]:
+        """The values between ``program``'s kernels a saving forward keeps (kspec/torch/_saving.py's
+        ``saved_nodes``), found once per program: every forward that autograd records asks."""
+        if program is None:
+            return []
+        found = self._kept.get(id(program))
+        if found is None or found[0] is not program:
+            if len(self._kept) >= _KEPT:
+                del self._kept[next(iter(self._kept))]
+            found = self._kept[id(program)] = (program, saved_nodes(program))
+        return found[1]
+
     def prepare(self, stand_ins: Sequence[Any]) -> None:
         """Register the ops a backward of a call with such arguments runs (nothing where there is none)."""
         try:
@@ -124,12 +137,13 @@ class FusedRule:
 
     def __call__(self, args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any],
                  needed: Sequence[bool] = ()) -> list[Any]:  # fmt: skip
-        program = self.program(args)._replace(args=tuple(args))
+        found = self.program(args)
+        program = found._replace(args=tuple(args))
         returned = result_nodes(program)
         saved = {node: out for node, out in zip(returned, outputs) if node is not None}
         # the values between kernels the saving op kept (kspec/torch/_saving.py); a forward kernel runs again only
         # for what is in neither
-        saved.update(zip(saved_nodes(program), outputs[len(returned):]))
+        saved.update(zip(self.kept(found), outputs[len(returned):]))
         ops = _Ops(self.register, self.op, self._ops, tuple(needed) or None)
         values = run_forward(program, ops.forward, saved)
         return run_backward(program, values, grads, ops, ops.needed)

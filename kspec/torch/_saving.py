@@ -31,9 +31,7 @@ SINGLE = "__single"
 
 def saved_nodes(program: Any) -> list[int]:
     """The values a program's backward reads that its results do not hold: every node a kernel produces that is
-    not returned, in kernel order (the op and the rule agree on it)."""
-    if program is None:
-        return []
+    not returned, in kernel order (the op and the rule agree on it: FusedRule.kept keeps it per program)."""
     returned = {payload for kind, payload in program.results if kind == "node"}
     return [node for step in program.steps for node in step.produces if node not in returned]
 
@@ -62,15 +60,16 @@ def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, pl
         device = first_device(args)
         results = [empty_like_spec(s, device) for s in fused.output_specs(*specs)]
         kept = []
-        if saved_nodes(program):
+        nodes = rule.kept(program)
+        if nodes:
             stand_ins = program._replace(args=tuple(specs))
             values = run_forward(stand_ins, lambda step, inputs: step.kernel.output_specs(*inputs, **step.kwargs))
-            kept = [empty_like_spec(values[node], device) for node in saved_nodes(program)]
+            kept = [empty_like_spec(values[node], device) for node in nodes]
         return (*results, kept)
 
     def run(args: Sequence[Any], to_host: bool) -> Any:
         program = program_of(args)
-        nodes = saved_nodes(program)
+        nodes = rule.kept(program)
         arrays = tuple(host_arrays(args) if to_host else args)  # the CPU device takes NumPy arrays
         if not nodes:
             result = fused(*arrays)
@@ -100,7 +99,7 @@ def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, pl
 
     def route(*args: Any) -> Any:
         if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
-            if not saved_nodes(program_of(args)):
+            if not rule.kept(program_of(args)):
                 return single(*args)
             made = saving_op(*args)
             return tuple(made[:-1]) if returns_tuple else made[0]
