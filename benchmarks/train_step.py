@@ -10,14 +10,17 @@ The step: ``y = gelu_tanh(x + b)`` on an (N, M) float32 ``x`` with an (M,) bias,
   kernel derived from the operation), called eagerly and inside ``torch.compile``;
 - kspec bare, compiled: the kernel called directly inside ``torch.compile`` (no ``register``);
 - kspec fused: the same function as a ``kspec.fuse`` function (its backward derived from the traced kernel), its
-  registered op eagerly and a bare call inside ``torch.compile``.
+  registered op eagerly and a bare call inside ``torch.compile``;
+- CUDA graphs: Inductor, the kspec op and the fused function in ``torch.compile(mode="reduce-overhead")``, whose
+  replays take no host work per kernel (the step's GPU time, whatever the host).
 
 The floor: the step must read ``x`` and write ``y``, then read ``g`` and ``x`` and write ``x``'s gradient: five
 arrays of N*M floats, 2.5 times a device-to-device copy of ``x`` (``y.copy_(x)``), timed here; ``b``'s gradient
 (a column sum) is extra traffic on top (kspec sums it inside the backward's pass). Time per step from CUDA events,
 medians of ``--reps`` steps in ``--rounds`` rounds that alternate the contenders, and beside it the GPU's own time
 per step (the kernels' device time from torch.profiler): where the host takes longer per step than the kernels,
-the events measure the host. Usage::
+the events measure the host; the host's own time per step is the last column (issuing a round's steps, before
+they finish). Usage::
 
     python benchmarks/train_step.py [--shape 16384 4096] [--reps 50] [--rounds 3] [--profile]
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -70,6 +74,16 @@ def contenders(torch: Any) -> dict[str, Callable[[Any, Any, Any], Any]]:
     def compiled(forward: Callable[[Any, Any], Any]) -> Any:  # AOTAutograd compiles its backward graph too
         return torch.compile(forward, fullgraph=True)
 
+    def graphed(forward: Callable[[Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+        """The compiled step replayed as CUDA graphs (``mode="reduce-overhead"``): no host work per kernel."""
+        step = step_of(torch.compile(forward, fullgraph=True, mode="reduce-overhead"))
+
+        def replay(x: Any, b: Any, g: Any) -> Any:
+            torch.compiler.cudagraph_mark_step_begin()
+            return step(x, b, g)
+
+        return replay
+
     return {
         "PyTorch eager": step_of(torch_gelu),
         "Inductor (torch.compile)": step_of(compiled(torch_gelu)),
@@ -78,19 +92,26 @@ def contenders(torch: Any) -> dict[str, Callable[[Any, Any, Any], Any]]:
         "kspec bare call, torch.compile": step_of(compiled(lambda x, b: kernel(x, b))),
         "kspec fused op, eager": step_of(fused_op),
         "kspec fused, torch.compile": step_of(compiled(lambda x, b: fused_bias_gelu(x, b))),
+        "Inductor, CUDA graphs": graphed(torch_gelu),
+        "kspec op, CUDA graphs": graphed(lambda x, b: op(x, b)),
+        "kspec fused, CUDA graphs": graphed(lambda x, b: fused_bias_gelu(x, b)),
     }
 
 
-def time_ms(torch: Any, fn: Callable[[], Any], reps: int) -> list[float]:
+def time_ms(torch: Any, fn: Callable[[], Any], reps: int) -> tuple[list[float], float]:
+    """Each step's time between CUDA events, and the host's time per step (issuing ``reps`` steps, before the
+    synchronisation: where it exceeds the GPU's, the events time the host)."""
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     torch.cuda.synchronize()
+    began = time.perf_counter()
     for start, end in zip(starts, ends):
         start.record()
         fn()
         end.record()
+    host = (time.perf_counter() - began) * 1000 / reps
     torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+    return [s.elapsed_time(e) for s, e in zip(starts, ends)], host
 
 
 def main() -> None:
@@ -107,33 +128,42 @@ def main() -> None:
     x = torch.randn((n, m), device="cuda", generator=gen, requires_grad=True)
     b = torch.randn((m,), device="cuda", generator=gen, requires_grad=True)
     g = torch.randn((n, m), device="cuda", generator=gen)
+    for t in (x, b, g):  # the same tensors every step: CUDA graphs read them in place (no copy into the graph's inputs)
+        torch._dynamo.mark_static_address(t, guard=False)
     steps = contenders(torch)
     want = steps["PyTorch eager"](x, b, g)
-    for name, step in steps.items():  # warm-up (compiles) and the check
-        got = step(x, b, g)
-        for a, w in zip(got, want):
-            torch.testing.assert_close(a, w, rtol=2e-4, atol=2e-3, msg=name)
+    for name, step in steps.items():  # warm-up (compiles; CUDA graphs record on a later call) and the check
+        for _ in range(3):
+            got = step(x, b, g)
+            for a, w in zip(got, want):
+                torch.testing.assert_close(a, w, rtol=2e-4, atol=2e-3, msg=name)
     copy_dst = torch.empty_like(x, requires_grad=False)
     x_data = x.detach()
     samples: dict[str, list[float]] = {name: [] for name in ["copy (floor / 2.5)", *steps]}
+    hosts: dict[str, list[float]] = {name: [] for name in samples}
     for _ in range(options.rounds):
-        samples["copy (floor / 2.5)"] += time_ms(torch, lambda: copy_dst.copy_(x_data), options.reps)
-        for name, step in steps.items():
-            samples[name] += time_ms(torch, lambda step=step: step(x, b, g), options.reps)
+        for name, step in {"copy (floor / 2.5)": lambda x, b, g: copy_dst.copy_(x_data), **steps}.items():
+            events, host = time_ms(torch, lambda step=step: step(x, b, g), options.reps)
+            samples[name] += events
+            hosts[name].append(host)
     copy = statistics.median(samples.pop("copy (floor / 2.5)"))
     floor = 2.5 * copy
-    inductor = statistics.median(samples["Inductor (torch.compile)"])
     print(f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}: bias-GELU (tanh) training step on ({n}, {m}) "
           f"float32 + ({m},) bias; medians of {options.rounds} x {options.reps} steps (CUDA events)")  # fmt: skip
     print(f"copy of x: {copy:.4f} ms; traffic floor (2.5 copies): {floor:.4f} ms\n")
     # the GPU's own time per step (the kernels' device time, torch.profiler): where a step's host work takes longer
     # than its kernels (these machines' host speed varies between starts), the events time the host instead
     kernels = {name: sum(us for _, us in kernel_times(torch, lambda step=step: step(x, b, g), 20)) / 1000 for name, step in steps.items()}
-    print(f"| {'contender':<32} | {'ms / step':>9} | {'/ floor':>7} | {'/ Inductor':>10} | {'GPU ms':>7} | {'/ floor':>7} |")
-    print(f"|{'-' * 34}|{'-' * 11}|{'-' * 9}|{'-' * 12}|{'-' * 9}|{'-' * 9}|")
+    # each row against Inductor in the same mode (CUDA graphs or not)
+    inductor = {False: statistics.median(samples["Inductor (torch.compile)"]),
+                True: statistics.median(samples["Inductor, CUDA graphs"])}  # fmt: skip
+    print(f"| {'contender':<32} | {'ms / step':>9} | {'/ floor':>7} | {'/ Inductor':>10} | {'GPU ms':>7} | {'/ floor':>7} | {'host ms':>7} |")
+    print(f"|{'-' * 34}|{'-' * 11}|{'-' * 9}|{'-' * 12}|{'-' * 9}|{'-' * 9}|{'-' * 9}|")
     for name, got in samples.items():
         ms = statistics.median(got)
-        print(f"| {name:<32} | {ms:9.4f} | {ms / floor:7.2f} | {ms / inductor:10.2f} | {kernels[name]:7.4f} | {kernels[name] / floor:7.2f} |")
+        versus = ms / inductor["CUDA graphs" in name]
+        host = statistics.median(hosts[name])
+        print(f"| {name:<32} | {ms:9.4f} | {ms / floor:7.2f} | {versus:10.2f} | {kernels[name]:7.4f} | {kernels[name] / floor:7.2f} | {host:7.4f} |")
     if options.profile:
         for name, step in steps.items():
             print(f"\n{name}: GPU kernels per step (us, torch.profiler over 20 steps)")

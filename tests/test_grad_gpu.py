@@ -92,6 +92,64 @@ def test_pytorch_autograd_on_cuda(backend):
             torch.testing.assert_close(a, w)
 
 
+def _torch_on_cuda():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch has no CUDA device")
+    return torch
+
+
+def test_eager_calls_record_the_ops_own_backward_on_cuda():
+    """Eager calls skip the dispatcher (kspec/torch/_eager.py): the same results and gradients as the operator,
+    on PyTorch's current stream (a side stream's queued work first)."""
+    torch = _torch_on_cuda()
+    import kspec.torch as kt
+
+    act, softmax = kt.register(ACT), kt.register(gpu_softmax_rows, scalars=["t"])
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.randn((64, 33), device="cuda", generator=g, requires_grad=True)
+    b = torch.randn((33,), device="cuda", generator=g, requires_grad=True)
+    for eager, through_op in ((act(x, b), act.overload(x, b)), (softmax(x, 2.0) * b, softmax.overload(x, 2.0) * b)):
+        assert "_eager" in type(eager.grad_fn).__name__ or "_eager" in type(eager.grad_fn.next_functions[0][0]).__name__
+        torch.testing.assert_close(eager, through_op)
+        for a, c in zip(torch.autograd.grad(eager.square().sum(), (x, b)), torch.autograd.grad(through_op.square().sum(), (x, b))):
+            torch.testing.assert_close(a, c)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        big = torch.randn((4096, 2048), device="cuda", generator=g).requires_grad_()
+        bias = torch.randn((2048,), device="cuda", generator=g).requires_grad_()
+        y = act(big, bias)
+        gx, gb = torch.autograd.grad(y, (big, bias), torch.ones_like(y))
+    side.synchronize()  # only the side stream: the forward and the backward must have been queued there
+    v = (big + bias).detach()
+    t = torch.tanh(v)
+    want_x = t + v * (1 - t * t) + torch.cos(big.detach())
+    torch.testing.assert_close(y, v * t + torch.sin(big.detach()))
+    torch.testing.assert_close(gx, want_x)
+    torch.testing.assert_close(gb, (t + v * (1 - t * t)).sum(0), rtol=1e-4, atol=1e-3)
+
+
+def test_training_inside_cuda_graphs():
+    """torch.compile's CUDA-graph mode records a kspec op's forward and backward (with the bias's sum) and
+    replays them with the eager gradients."""
+    torch = _torch_on_cuda()
+    import kspec.torch as kt
+
+    act = kt.register(ACT)
+    g = torch.Generator(device="cuda").manual_seed(2)
+    x = torch.randn((512, 96), device="cuda", generator=g, requires_grad=True)
+    b = torch.randn((96,), device="cuda", generator=g, requires_grad=True)
+    up = torch.randn((512, 96), device="cuda", generator=g)
+    want = torch.autograd.grad(act(x, b), (x, b), up)
+    step = torch.compile(lambda x, b: act(x, b), mode="reduce-overhead", fullgraph=True)
+    for _ in range(4):  # warm-up, record, replays
+        torch.compiler.cudagraph_mark_step_begin()
+        got = [t.clone() for t in torch.autograd.grad(step(x, b), (x, b), up)]
+    for a, w in zip(got, want):
+        torch.testing.assert_close(a, w, rtol=1e-5, atol=1e-4)
+
+
 def test_jax_grad_on_the_gpu():
     jax = pytest.importorskip("jax")
     try:

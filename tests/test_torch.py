@@ -56,15 +56,15 @@ def tensors():
 
 def test_register_defines_an_op_with_the_kernels_schema():
     op = kt.register(add_kernel)
-    assert op is torch.ops.kspec.torch_add.default
-    assert str(op._schema) == "kspec::torch_add(Tensor x, Tensor y) -> Tensor"
+    assert op.overload is torch.ops.kspec.torch_add.default
+    assert str(op.overload._schema) == "kspec::torch_add(Tensor x, Tensor y) -> Tensor"
     assert kt.register(add_kernel) is op  # the same kernel again: the same op
     axpy = kt.register(axpy_kernel, scalars=["a"])
-    assert str(axpy._schema) == "kspec::torch_axpy(float a, Tensor x, Tensor y) -> Tensor"
+    assert str(axpy.overload._schema) == "kspec::torch_axpy(float a, Tensor x, Tensor y) -> Tensor"
     reduce = kt.register(sum_kernel)
     assert str(reduce.overload._schema) == "kspec::torch_sum(Tensor x, *, int[]? axis=None, bool keepdims=False) -> Tensor"
     fused = kt.register(fused_stats, returns=2)
-    assert str(fused._schema) == "kspec::fused_stats(Tensor x, Tensor y) -> (Tensor, Tensor)"
+    assert str(fused.overload._schema) == "kspec::fused_stats(Tensor x, Tensor y) -> (Tensor, Tensor)"
     # spec kernels' out variants: the outputs after the inputs, written in place; fused functions have none
     assert str(torch.ops.kspec.torch_add.out._schema) == "kspec::torch_add.out(Tensor x, Tensor y, Tensor(a0!) out0) -> ()"
     assert str(torch.ops.kspec.torch_sum.out._schema) == (
@@ -82,7 +82,7 @@ def test_names_scalars_and_refusals():
     other = kspec.ElementwiseKernel("T x, T y", "T z", "z = x - y", "torch_add")  # same name, another kernel
     with pytest.warns(UserWarning, match=r"kspec::torch_add is another kernel's .* this one is kspec::torch_add__[0-9a-f]{12}"):
         op = kt.register(other)
-    assert re.fullmatch(r"torch_add__[0-9a-f]{12}", op.name().split("::")[1].split(".")[0])
+    assert re.fullmatch(r"torch_add__[0-9a-f]{12}", op.overload.name().split("::")[1].split(".")[0])
     twin = kspec.ElementwiseKernel("T x, T y", "T z", "z = x - y", "torch_add")  # the same content: the same op
     assert kt.register(twin) is op
     with pytest.raises(kspec.KspecValueError, match="op kspec::torch_add is registered for another kernel"):
@@ -102,10 +102,10 @@ def test_names_scalars_and_refusals():
 
 def test_register_module_registers_elementwise_and_reduction_kernels():
     ops = kt.register_module(gen_elementwise, scalars={"saxpy": ["a"]})
-    assert ops.squared_diff is torch.ops.kspec.squared_diff.default
+    assert ops.squared_diff.overload is torch.ops.kspec.squared_diff.default
     # (named saxpy, or saxpy__<digest> where a test registered it before with other scalars)
-    assert re.fullmatch(r"kspec::saxpy(__[0-9a-f]{12})?\(Scalar a, Tensor x, Tensor y\) -> Tensor", str(ops.saxpy._schema))
-    assert str(ops.clamp._schema) == "kspec::clamp(Tensor x, Tensor lo, Tensor hi) -> Tensor"
+    assert re.fullmatch(r"kspec::saxpy(__[0-9a-f]{12})?\(Scalar a, Tensor x, Tensor y\) -> Tensor", str(ops.saxpy.overload._schema))
+    assert str(ops.clamp.overload._schema) == "kspec::clamp(Tensor x, Tensor lo, Tensor hi) -> Tensor"
     reductions = kt.register_module(gen_reduction, prefix="red_")
     assert str(reductions.argmax.overload._schema).endswith("-> (Tensor, Tensor)")
     assert not hasattr(reductions, "vector_add")
@@ -364,7 +364,7 @@ def test_scalars_from_outside_the_graph(on_cpu_device):
     specialised by PyTorch for any operator taking a float (a graph per value), with correct results."""
     scale = kspec.ElementwiseKernel("int64 x, int64 k", "int64 z", "z = x * k", "torch_scale")
     op = kt.register(scale, scalars=["k"])
-    assert str(op._schema) == "kspec::torch_scale(Tensor x, SymInt k) -> Tensor"
+    assert str(op.overload._schema) == "kspec::torch_scale(Tensor x, SymInt k) -> Tensor"
     x = torch.arange(10)
     f = torch.compile(lambda x, k: op(x, k), fullgraph=True)
     before = unique_graphs()

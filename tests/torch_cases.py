@@ -89,9 +89,9 @@ def opcheck_cases(device: str) -> list[tuple[str, Any, tuple[Any, ...], dict[str
 
     x, y = torch.rand(5, 7, device=device), torch.rand(7, device=device)
     return [
-        ("elementwise", kt.register(add_kernel), (x, y), {}),
-        ("strided", kt.register(add_kernel), (x.t(), torch.rand(5, device=device)), {}),
-        ("scalar", kt.register(axpy_kernel, scalars=["a"]), (2.0, x, y), {}),
+        ("elementwise", kt.register(add_kernel).overload, (x, y), {}),
+        ("strided", kt.register(add_kernel).overload, (x.t(), torch.rand(5, device=device)), {}),
+        ("scalar", kt.register(axpy_kernel, scalars=["a"]).overload, (2.0, x, y), {}),
         ("reduction", kt.register(sum_kernel).overload, (x,), {"axis": [1], "keepdims": True}),
-        ("fused", kt.register(fused_stats, returns=2), (x, y), {}),
+        ("fused", kt.register(fused_stats, returns=2).overload, (x, y), {}),
     ]

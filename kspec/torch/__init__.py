@@ -28,6 +28,7 @@ from . import _backward_of as _grads
 from . import _ops
 from ._autograd import add_autograd
 from ._compile import install as _install
+from ._eager import eager_op
 from ._saving import SINGLE as _SINGLE, SUFFIX as _SAVING, define_saving
 from ._schema import fused_signature, spec_kernel_signature
 
@@ -47,9 +48,10 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
             know theirs.
 
     The callable takes the inputs positionally; a reduction's also takes ``axis=`` (None, an int or a tuple)
-    and ``keepdims=`` (its ``overload`` attribute is the OpOverload), an elementwise kernel with raw
-    parameters ``size=``; the others are the OpOverload ``torch.ops.kspec.<name>.default`` itself.
-    Registering the same kernel with the same arguments again returns the same callable. Register outside
+    and ``keepdims=``, an elementwise kernel with raw parameters ``size=``. Its ``overload`` attribute is the
+    OpOverload ``torch.ops.kspec.<name>.default``, which ``torch.compile`` traces (the callable hands every traced
+    call to it); eager calls on plain tensors run the kernel without the dispatcher's trips through Python, in
+    the op's own autograd where it records (kspec/torch/_eager.py). Registering the same kernel with the same arguments again returns the same callable. Register outside
     the code you compile (at import, or when building the model): Dynamo does not trace defining an op.
     """
     if isinstance(kernel, ReductionKernel):
@@ -77,14 +79,18 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
         if isinstance(backward_of, _grads.FusedRule):
             planner = _preparing(kernel.output_specs, backward_of)
         overload = _ops.define(kernel, op_name, signature, planner, call)
+        recorded = None  # how eager calls that autograd records run: as plain ones (a spec kernel's outputs)
         if isinstance(backward_of, _grads.FusedRule):  # its autograd calls keep the values between its kernels
             single = _ops.define(kernel, f"{op_name}{_SINGLE}", signature, planner, call)
             add_autograd(_ops.library(), f"{op_name}{_SINGLE}", backward_of)
-            define_saving(_ops.library(), kernel, op_name, signature, backward_of, overload, single)
+            _, recorded = define_saving(_ops.library(), kernel, op_name, signature, backward_of, overload, single)
             add_autograd(_ops.library(), f"{op_name}{_SAVING}", backward_of, hidden=True)
         elif backward_of is not None:
             add_autograd(_ops.library(), op_name, backward_of)
-        op = _reduction_op(overload) if kind == "reduction" else overload
+        plain = (call, _ops.on_cpu_device(op_name, call))
+        op = eager_op(op_name, overload, signature, plain, recorded, backward_of)
+        if kind == "reduction":
+            op = _reduction_op(op)
         _ops.remember(op_name, kernel, signature, op)
     return op
 
@@ -151,14 +157,14 @@ def _install_compile_hook() -> bool:
     return _install(register)
 
 
-def _reduction_op(overload: Any) -> Any:
+def _reduction_op(op: Any) -> Any:
     def reduction(*args: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
         if isinstance(axis, int):
             axis = (axis,)
-        return overload(*args, axis=axis, keepdims=keepdims)
+        return op(*args, axis=axis, keepdims=keepdims)
 
-    reduction.__name__ = reduction.__qualname__ = overload.__name__
-    reduction.overload = overload  # type: ignore[attr-defined]  # torch.ops.kspec.<name>.default
+    reduction.__name__ = reduction.__qualname__ = op.__name__
+    reduction.overload = op.overload  # type: ignore[attr-defined]  # torch.ops.kspec.<name>.default
     return reduction
 
 

@@ -1,10 +1,14 @@
 """Autograd for kspec ops (issue [AD]).
 
-``torch.library.register_autograd`` on ``kspec::<name>``: the forward saves its tensor inputs and outputs; the
-backward asks the op's gradient rule (kspec/torch/_backward_of.py: a spec kernel's backward kernel, or a fused
-function's kernels in reverse) for one gradient per argument, computed with kspec ops (registered like any, so
-AOTAutograd traces them into the backward graph of a compiled function), and sums each to its argument's shape
-(``sum_to_size``: the axes it was broadcast along). Scalars and arguments that need no gradient get None.
+A kspec op's backward asks the op's gradient rule (kspec/torch/_backward_of.py: a spec kernel's backward kernel,
+or a fused function's kernels in reverse) for one gradient per argument, computed with kspec ops (registered like
+any, so AOTAutograd traces them into the backward graph of a compiled function), and sums each to its argument's
+shape (``sum_to_size``: the axes it was broadcast along). Scalars and arguments that need no gradient get None.
+
+Two front doors share that: ``torch.library.register_autograd`` on ``kspec::<name>`` (:func:`add_autograd`: what
+``torch.compile`` traces, and ``torch.ops.kspec.<name>`` called by name), and a plain ``torch.autograd.Function``
+(:func:`eager_function`) that eager calls take without the dispatcher (kspec/torch/_eager.py). Both save the same
+values (:func:`save`) and run the same backward (:func:`gradients_of`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,49 @@ NAMESPACE = "kspec"
 # needs its gradient) -> one gradient (or None) per positional argument
 GradientRule = Callable[[Sequence[Any], Mapping[str, Any], Sequence[Any], Sequence[Any], Sequence[bool]], Sequence[Any]]
 
+# (the op's positional arguments, its keyword arguments) -> (its outputs, the values its backward reads besides them)
+Forward = Callable[[Sequence[Any], Mapping[str, Any]], tuple[tuple[Any, ...], Sequence[Any]]]
+
+
+def save(ctx: Any, inputs: Sequence[Any], outputs: Sequence[Any], keywords: Mapping[str, Any] | None,
+         kept: Sequence[Any] = ()) -> None:  # fmt: skip
+    """Keep what the backward reads: the tensor inputs, the outputs (``kept`` after them: values between a fused
+    function's kernels), the numbers and keywords."""
+    import torch
+
+    ctx.kspec_keywords = dict(keywords or {})
+    ctx.kspec_grads = len(outputs)  # the outputs with gradients: not the kept values
+    ctx.save_for_backward(*[a for a in inputs if isinstance(a, torch.Tensor)], *outputs, *kept)
+    ctx.kspec_layout = [None if isinstance(a, torch.Tensor) else a for a in inputs]
+    ctx.kspec_outputs = len(outputs) + len(kept)
+
+
+def gradients_of(ctx: Any, grads: Sequence[Any], needed: Sequence[bool], gradients: GradientRule) -> tuple[Any, ...]:
+    """One gradient (or None) per positional argument saved by :func:`save`, for the outputs' ``grads``."""
+    import torch
+
+    grads = grads[: ctx.kspec_grads]
+    saved = ctx.saved_tensors
+    split = len(saved) - ctx.kspec_outputs
+    tensors, outputs = iter(saved[:split]), saved[split:]
+    args = [next(tensors) if value is None else value for value in ctx.kspec_layout]
+    grads = tuple(g if g is not None else torch.zeros_like(o) for g, o in zip(grads, outputs))
+    # kspec's backward kernels give grad * f'(z) (JAX's convention for complex values); PyTorch's is
+    # grad * conj(f'(z)) = conj(conj(grad) * f'(z)): the same kernels, conjugated on the way in and out
+    complex_values = any(t.is_complex() for t in (*outputs, *[a for a in args if isinstance(a, torch.Tensor)]))
+    if complex_values:
+        grads = tuple(torch.conj_physical(g) if g.is_complex() else g for g in grads)
+    made = gradients(args, ctx.kspec_keywords, outputs, grads, needed)
+    result: list[Any] = []
+    for k, (arg, grad) in enumerate(zip(args, made)):
+        if grad is None or not needed[k] or not isinstance(arg, torch.Tensor):
+            result.append(None)
+            continue
+        if complex_values and grad.is_complex():
+            grad = torch.conj_physical(grad) if arg.is_complex() else grad.real  # a real input: real
+        result.append(sum_to_shape(grad, arg))
+    return tuple(result)
+
 
 def add_autograd(lib: Any, name: str, gradients: GradientRule, hidden: bool = False) -> None:
     """Give op ``name`` a backward. ``gradients`` may raise (a kspec error naming what cannot be
@@ -28,37 +75,31 @@ def add_autograd(lib: Any, name: str, gradients: GradientRule, hidden: bool = Fa
     import torch
 
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any, keyword_only_inputs: Any = None) -> None:
-        ctx.kspec_keywords = dict(keyword_only_inputs or {})
         outputs = output if isinstance(output, tuple) else (output,)
+        kept: Sequence[Any] = ()
         if hidden:
-            outputs = (*outputs[:-1], *outputs[-1])
-            ctx.kspec_grads = len(output) - 1  # the outputs with gradients: not the kept values
-        ctx.save_for_backward(*[a for a in inputs if isinstance(a, torch.Tensor)], *outputs)
-        ctx.kspec_layout = [None if isinstance(a, torch.Tensor) else a for a in inputs]
-        ctx.kspec_outputs = len(outputs)
+            outputs, kept = outputs[:-1], outputs[-1]
+        save(ctx, inputs, outputs, keyword_only_inputs, kept)
 
     def backward(ctx: Any, *grads: Any) -> tuple[Any, ...]:
-        if hidden:
-            grads = grads[: ctx.kspec_grads]
-        saved = ctx.saved_tensors
-        split = len(saved) - ctx.kspec_outputs
-        tensors, outputs = iter(saved[:split]), saved[split:]
-        args = [next(tensors) if value is None else value for value in ctx.kspec_layout]
-        grads = tuple(g if g is not None else torch.zeros_like(o) for g, o in zip(grads, outputs))
-        # kspec's backward kernels give grad * f'(z) (JAX's convention for complex values); PyTorch's is
-        # grad * conj(f'(z)) = conj(conj(grad) * f'(z)): the same kernels, conjugated on the way in and out
-        complex_values = any(t.is_complex() for t in (*outputs, *[a for a in args if isinstance(a, torch.Tensor)]))
-        if complex_values:
-            grads = tuple(torch.conj_physical(g) if g.is_complex() else g for g in grads)
-        made = gradients(args, ctx.kspec_keywords, outputs, grads, ctx.needs_input_grad)
-        result: list[Any] = []
-        for k, (arg, grad) in enumerate(zip(args, made)):
-            if grad is None or not ctx.needs_input_grad[k] or not isinstance(arg, torch.Tensor):
-                result.append(None)
-                continue
-            if complex_values and grad.is_complex():
-                grad = torch.conj_physical(grad) if arg.is_complex() else grad.real  # a real input: real
-            result.append(sum_to_shape(grad, arg))
-        return tuple(result)
+        return gradients_of(ctx, grads, ctx.needs_input_grad, gradients)
 
     torch.library.register_autograd(f"{NAMESPACE}::{name}", backward, setup_context=setup_context, lib=lib)
+
+
+def eager_function(name: str, gradients: GradientRule, returns_tuple: bool) -> Any:
+    """A ``torch.autograd.Function`` for op ``name``'s eager calls: ``apply(forward, keywords, *args)`` runs
+    ``forward`` (kspec/torch/_eager.py gives the call's implementation) below autograd and records the op's
+    backward, as the op's own autograd does, without the dispatcher's trips through Python on the way."""
+    import torch
+
+    def forward(ctx: Any, run: Forward, keywords: Mapping[str, Any], *args: Any) -> Any:
+        outputs, kept = run(args, keywords)
+        save(ctx, args, outputs, keywords, kept)
+        return outputs if returns_tuple else outputs[0]
+
+    def backward(ctx: Any, *grads: Any) -> tuple[Any, ...]:
+        return (None, None, *gradients_of(ctx, grads, ctx.needs_input_grad[2:], gradients))
+
+    members = {"forward": staticmethod(forward), "backward": staticmethod(backward)}
+    return type(f"kspec_{name}_eager", (torch.autograd.Function,), members)

@@ -26,7 +26,7 @@ def resolve(register: Any, kernel: Any, values: list[Any], named: dict[str, Any]
         if named:
             raise KspecTypeError(f"kspec.torch: {function}: pass its arguments positionally inside torch.compile")
         scalars = _scalars(function, _fused_names(kernel, len(values)), values)
-        return register(kernel, scalars=scalars, returns=_fused_returns(kernel, values)), {}
+        return register(kernel, scalars=scalars, returns=_fused_returns(kernel, values)).overload, {}
     what = f"kernel '{kernel.name}'"
     names = [p.name for p in kernel.in_params]
     stream = named.pop("stream", None)
@@ -53,7 +53,7 @@ def resolve(register: Any, kernel: Any, values: list[Any], named: dict[str, Any]
     size = named.pop("size", None)
     _no_more(what, named)
     keywords = {"size": size} if size is not None else {}
-    return register(kernel, scalars=scalars), keywords
+    return register(kernel, scalars=scalars).overload, keywords
 
 
 def _no_more(what: str, named: dict[str, Any]) -> None:

@@ -108,12 +108,12 @@ def define(kernel: Any, name: str, signature: OpSignature, planner: Any, call: A
     outputs = _outputs(name, planner, signature)
     torch.library.register_fake(f"{NAMESPACE}::{name}", _fake(outputs, signature), lib=lib)
     lib.impl(name, call, "CUDA")
-    lib.impl(name, _on_cpu_device(name, call), "CPU")
+    lib.impl(name, on_cpu_device(name, call), "CPU")
     packet = getattr(torch.ops.kspec, name)
     if signature.out_schema is not None and hasattr(torch.library, "register_torch_dispatch"):
         lib.define(f"{name}.out{signature.out_schema}")
         torch.library.register_fake(f"{NAMESPACE}::{name}.out", _writes_nothing, lib=lib)
-        writer, host_writer = _writer(call), _on_cpu_device(name, call, returns=False)
+        writer, host_writer = _writer(call), on_cpu_device(name, call, returns=False)
         lib.impl(f"{name}.out", writer, "CUDA")
         lib.impl(f"{name}.out", host_writer, "CPU")
         setattr(packet, ATTRIBUTE, direct_call(signature, writer, host_writer))
@@ -213,7 +213,7 @@ def _static(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return True
 
 
-def _on_cpu_device(name: str, call: Any, returns: bool = True) -> Any:
+def on_cpu_device(name: str, call: Any, returns: bool = True) -> Any:
     def on_cpu(*args: Any, **kwargs: Any) -> Any:
         check_cpu_device(name)
         result = call(*host_arrays(args), **kwargs)

@@ -36,11 +36,12 @@ def saved_nodes(program: Any) -> list[int]:
     return [node for step in program.steps for node in step.produces if node not in returned]
 
 
-def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, plain: Any, single: Any) -> Any:
+def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, plain: Any, single: Any) -> tuple[Any, Any]:
     """Define ``kspec::<name>__saving`` (fake, CUDA and CPU implementations) and route the plain op ``name``'s
     autograd calls to it where the call's program keeps values, else to ``single`` (the plain op's twin with
     the rule's autograd: one kernel keeps nothing, and a hidden empty list costs PyTorch's output handling per
-    call); returns the saving op's OpOverload."""
+    call). Returns the saving op's OpOverload, and its forward on CUDA and on host tensors as eager calls take it
+    (``(args, keywords) -> (results, kept values)``: one kernel keeps none)."""
     import torch
 
     saving = f"{name}{SUFFIX}"
@@ -107,5 +108,15 @@ def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, pl
             return plain(*args)
 
     lib.impl(name, route, "Autograd")
-    return saving_op
+
+    def recorded(to_host: bool) -> Any:  # kspec/torch/_eager.py: the same forward, called without the dispatcher
+        def forward(args: Sequence[Any], keywords: Any) -> tuple[tuple[Any, ...], Sequence[Any]]:
+            if to_host:
+                check_cpu_device(saving)
+            made = run(args, to_host)
+            return tuple(made[:-1]), made[-1]
+
+        return forward
+
+    return saving_op, (recorded(False), recorded(True))
 
