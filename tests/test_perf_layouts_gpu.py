@@ -151,6 +151,72 @@ def test_complex_and_integer_transposes(cp):
 # -- reductions over reduced dims that do not merge ------------------------------------------------------------
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "bool", "complex128"])
+def test_every_permutation_of_a_4d_shape(cp, sqd, dtype):
+    """Every permutation of odd, tile-straddling dims, each dtype size (1, 2, 4, 8, 16 bytes), against the same
+    kernel on contiguous copies."""
+    import itertools
+
+    rng = _rng(7)
+    shape = (3, 37, 18, 70)
+    base = rng.standard_normal(shape) * 4
+    base = base.astype(dtype) if dtype != "complex128" else (base + 1j * rng.standard_normal(shape)).astype(dtype)
+    if dtype == "bool":
+        base = base > 0
+    for perm in itertools.permutations(range(4)):
+        x = cp.asarray(base).transpose(perm)  # a permuted view
+        y = cp.asarray(np.ascontiguousarray(base.transpose(perm))[::-1].copy())
+        want = sqd(cp.ascontiguousarray(x), y).get()  # the same kernel on contiguous operands (no tile)
+        got = sqd(x, y).get()
+        np.testing.assert_array_equal(got, want, err_msg=f"perm {perm}")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int8"])
+@pytest.mark.parametrize("shape", [(2048, 16), (16, 2048), (24, 300), (300, 24), (100, 8 * 65)])
+def test_short_dims_in_tiles(cp, sqd, shape, dtype):
+    """A dim shorter than the tile's edge (16 under 2048: a permuted NHWC array of 16 channels), either way round,
+    and extents that straddle tiles."""
+    rng = _rng(8)
+    a = (rng.standard_normal(shape[::-1]) * 8).astype(dtype)
+    b = (rng.standard_normal(shape) * 8).astype(dtype)
+    x, y = cp.asarray(a).T, cp.asarray(b)
+    assert _entry(sqd, x, y) == "tiled"
+    z = _poisoned(cp, shape, dtype)
+    sqd(x, y, z)
+    np.testing.assert_array_equal(z.get(), sqd(cp.ascontiguousarray(x), y).get())
+
+
+def test_unaligned_two_byte_views_take_scalar_lanes(cp, sqd):
+    """float16 views starting one element in (not 4-byte aligned) and odd row strides, a transposed output."""
+    rng = _rng(9)
+    a = rng.standard_normal((129, 301)).astype(np.float16)
+    b = rng.standard_normal((300, 129)).astype(np.float16)
+    x = cp.asarray(a)[1:, 1:].T  # (300, 128), transposed, odd offset
+    y = cp.asarray(b)[:, 1:]  # (300, 128), row stride of 129 elements
+    assert _entry(sqd, x, y) == "tiled"
+    z = _poisoned(cp, (300, 128), np.float16)
+    sqd(x, y, z)
+    np.testing.assert_array_equal(z.get(), sqd(cp.ascontiguousarray(x), cp.ascontiguousarray(y)).get())
+    w = _poisoned(cp, (128, 300), np.float16, order="C")[:, :].T  # a transposed output
+    sqd(cp.ascontiguousarray(x), cp.ascontiguousarray(y), w)
+    np.testing.assert_array_equal(w.get(), z.get())
+
+
+def test_mixed_widths_in_one_tile(cp):
+    """float16 inputs and a float32 output in one tile, and a transposed output."""
+    k = kspec.ElementwiseKernel("X x, X y", "float32 z", "z = float(x) * float(y) + 1.0f", "tile_mixed_widths")
+    rng = _rng(10)
+    a = rng.standard_normal((77, 300)).astype(np.float16)
+    b = rng.standard_normal((300, 77)).astype(np.float16)
+    x, y = cp.asarray(a).T, cp.asarray(b)
+    assert _entry(k, x, y) == "tiled"
+    want = a.T.astype(np.float32) * b.astype(np.float32) + 1.0
+    np.testing.assert_allclose(k(x, y).get(), want, rtol=1e-6)
+    z = _poisoned(cp, (300, 77), np.float32, order="F")
+    k(cp.ascontiguousarray(x), y, z)
+    np.testing.assert_allclose(z.get(), want, rtol=1e-6)
+
+
 @pytest.fixture(scope="module")
 def l2norm():
     return kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm_layouts")

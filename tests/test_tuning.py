@@ -248,3 +248,15 @@ def test_cli_show_prints_the_record(spec_dir, capsys):
     assert main(["show", "transpose_tiled", "--specs", str(spec_dir)]) == 0
     out = capsys.readouterr().out
     assert "sm_90 (test GPU" in out and "n=4096,m=4096: winner ROWS8_TILE32 0.0500 ms" in out
+
+
+def test_the_record_names_the_driver_release():
+    """A record's ``driver`` is the driver's release with the CUDA version it supports: two 580 drivers both
+    support CUDA 13.0, and a tuning result may differ between them."""
+    from kspec.runtime import driver_release
+
+    text = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U22)  "
+            "Thu Oct 30 2025\nGCC version:  gcc version 12.3.0\n")  # fmt: skip
+    assert driver_release(text) == "580.159.04"
+    assert driver_release("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n") == "550.54.15"
+    assert driver_release("") == "" and driver_release("no module here\n") == ""

@@ -85,6 +85,37 @@ def cuda_version(cu: Any = None) -> str:
     return f"CUDA {version // 1000}.{version % 1000 // 10}"
 
 
+_NVIDIA_VERSION_FILE = "/proc/driver/nvidia/version"  # Linux: the kernel module's release, no driver call
+
+
+def driver_release(text: str | None = None) -> str:
+    """The NVIDIA driver's release, as ``"580.159.04"`` ("" where it cannot say: not Linux, no NVIDIA module):
+    what the CUDA version alone does not tell apart (two 580 drivers both support CUDA 13.0). ``text``: the
+    version file's contents (default: read it)."""
+    if text is None:
+        try:
+            with open(_NVIDIA_VERSION_FILE, encoding="utf-8", errors="replace") as f:
+                text = f.read(4096)
+        except OSError:
+            return ""
+    for line in text.splitlines():
+        if "Kernel Module" in line:  # "... Kernel Module  580.159.04  ..." or "... Open Kernel Module for x86_64  580..."
+            for word in line.split("Kernel Module", 1)[1].split():
+                parts = word.split(".")
+                if len(parts) > 1 and all(part.isdigit() for part in parts):
+                    return word
+    return ""
+
+
+def driver_description() -> str:
+    """The driver as a tuning record states it: ``"580.159.04 (CUDA 13.0)"``, whichever parts are known ("" for
+    none)."""
+    release, version = driver_release(), cuda_version()
+    if release and version:
+        return f"{release} ({version})"
+    return release or version
+
+
 def driver() -> ModuleType:
     """The driver of the device kernels run on now: ``cuda.bindings.driver``, initialised (a
     :class:`NoDeviceError` when there is no usable GPU), or on the CPU device (``kspec.use_device("cpu")``,

@@ -38,7 +38,7 @@ from .._tuning import (
     space_digest,
 )
 from ..kernels import TunedKernel
-from ..runtime import asarray, cuda_version, get_device
+from ..runtime import asarray, driver_description, get_device
 from ._timing import Timer
 
 
@@ -112,7 +112,7 @@ def tune_files(paths: Iterable[str | Path], options: TuneOptions | None = None) 
             report.kernels[spec.name] = "tuned" if entry["complete"] else "incomplete"
             changed = True
         if changed:
-            section.update(device=get_device().name, driver=cuda_version() or "unknown", kspec=_version(),
+            section.update(device=get_device().name, driver=driver_description() or "unknown", kspec=_version(),
                            tuned=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))  # fmt: skip
             write_atomic(target, dumps(record).encode())
             report.written.append(target)
