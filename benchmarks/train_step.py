@@ -10,9 +10,7 @@ The step: ``y = gelu_tanh(x + b)`` on an (N, M) float32 ``x`` with an (M,) bias,
   kernel derived from the operation), called eagerly and inside ``torch.compile``;
 - kspec bare, compiled: the kernel called directly inside ``torch.compile`` (no ``register``);
 - kspec fused: the same function as a ``kspec.fuse`` function (its backward derived from the traced kernel), its
-  registered op eagerly and a bare call inside ``torch.compile``;
-- CUDA graphs: Inductor, the kspec op and the fused function in ``torch.compile(mode="reduce-overhead")``, whose
-  replays take no host work per kernel (the step's GPU time, whatever the host).
+  registered op eagerly and a bare call inside ``torch.compile``.
 
 The floor: the step must read ``x`` and write ``y``, then read ``g`` and ``x`` and write ``x``'s gradient: five
 arrays of N*M floats, 2.5 times a device-to-device copy of ``x`` (``y.copy_(x)``), timed here; ``b``'s gradient
@@ -74,16 +72,6 @@ def contenders(torch: Any) -> dict[str, Callable[[Any, Any, Any], Any]]:
     def compiled(forward: Callable[[Any, Any], Any]) -> Any:  # AOTAutograd compiles its backward graph too
         return torch.compile(forward, fullgraph=True)
 
-    def graphed(forward: Callable[[Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
-        """The compiled step replayed as CUDA graphs (``mode="reduce-overhead"``): no host work per kernel."""
-        step = step_of(torch.compile(forward, fullgraph=True, mode="reduce-overhead"))
-
-        def replay(x: Any, b: Any, g: Any) -> Any:
-            torch.compiler.cudagraph_mark_step_begin()
-            return step(x, b, g)
-
-        return replay
-
     return {
         "PyTorch eager": step_of(torch_gelu),
         "Inductor (torch.compile)": step_of(compiled(torch_gelu)),
@@ -92,9 +80,6 @@ def contenders(torch: Any) -> dict[str, Callable[[Any, Any, Any], Any]]:
         "kspec bare call, torch.compile": step_of(compiled(lambda x, b: kernel(x, b))),
         "kspec fused op, eager": step_of(fused_op),
         "kspec fused, torch.compile": step_of(compiled(lambda x, b: fused_bias_gelu(x, b))),
-        "Inductor, CUDA graphs": graphed(torch_gelu),
-        "kspec op, CUDA graphs": graphed(lambda x, b: op(x, b)),
-        "kspec fused, CUDA graphs": graphed(lambda x, b: fused_bias_gelu(x, b)),
     }
 
 
@@ -128,12 +113,10 @@ def main() -> None:
     x = torch.randn((n, m), device="cuda", generator=gen, requires_grad=True)
     b = torch.randn((m,), device="cuda", generator=gen, requires_grad=True)
     g = torch.randn((n, m), device="cuda", generator=gen)
-    for t in (x, b, g):  # the same tensors every step: CUDA graphs read them in place (no copy into the graph's inputs)
-        torch._dynamo.mark_static_address(t, guard=False)
     steps = contenders(torch)
     want = steps["PyTorch eager"](x, b, g)
-    for name, step in steps.items():  # warm-up (compiles; CUDA graphs record on a later call) and the check
-        for _ in range(3):
+    for name, step in steps.items():  # warm-up (compiles) and the check
+        for _ in range(2):
             got = step(x, b, g)
             for a, w in zip(got, want):
                 torch.testing.assert_close(a, w, rtol=2e-4, atol=2e-3, msg=name)
@@ -154,14 +137,12 @@ def main() -> None:
     # the GPU's own time per step (the kernels' device time, torch.profiler): where a step's host work takes longer
     # than its kernels (these machines' host speed varies between starts), the events time the host instead
     kernels = {name: sum(us for _, us in kernel_times(torch, lambda step=step: step(x, b, g), 20)) / 1000 for name, step in steps.items()}
-    # each row against Inductor in the same mode (CUDA graphs or not)
-    inductor = {False: statistics.median(samples["Inductor (torch.compile)"]),
-                True: statistics.median(samples["Inductor, CUDA graphs"])}  # fmt: skip
+    inductor = statistics.median(samples["Inductor (torch.compile)"])
     print(f"| {'contender':<32} | {'ms / step':>9} | {'/ floor':>7} | {'/ Inductor':>10} | {'GPU ms':>7} | {'/ floor':>7} | {'host ms':>7} |")
     print(f"|{'-' * 34}|{'-' * 11}|{'-' * 9}|{'-' * 12}|{'-' * 9}|{'-' * 9}|{'-' * 9}|")
     for name, got in samples.items():
         ms = statistics.median(got)
-        versus = ms / inductor["CUDA graphs" in name]
+        versus = ms / inductor
         host = statistics.median(hosts[name])
         print(f"| {name:<32} | {ms:9.4f} | {ms / floor:7.2f} | {versus:10.2f} | {kernels[name]:7.4f} | {kernels[name] / floor:7.2f} | {host:7.4f} |")
     if options.profile:
