@@ -195,3 +195,19 @@ def test_dlpack_export_survives_another_librarys_capsule_argtypes():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['<capsule', 'object', '\"dltensor\"']"
+
+
+@pytest.mark.parametrize(("shape", "axis", "dtype"), [((8, 4096), 0, "float32"), ((3, 50, 64), 0, "float64"),
+                                                      ((40, 1 << 16), 0, "float16"), ((4, 40, 1 << 14), 1, "float16")])
+def test_short_and_narrow_reduced_rows_on_the_cpu_device(needs_host_compiler, shape, axis, dtype):
+    """The plans of one short reduced dim (the runtime-rank cols entry, a warp per tile on the GPU) and of float16
+    over one dim (the dim as (R, 1) with stride 0 outside it) give NumPy's results on the CPU device, which takes
+    the same plans."""
+    import kspec
+
+    k = kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "cpu_short_rows")
+    a = np.random.default_rng(3).standard_normal(shape).astype(dtype)
+    with kspec.use_device("cpu"):
+        got = k(a, axis=axis)
+    want = np.sqrt((a.astype(np.float64) ** 2).sum(axis=axis))
+    np.testing.assert_allclose(np.asarray(got, dtype=np.float64), want, rtol=1e-2 if dtype == "float16" else 1e-6)

@@ -312,6 +312,58 @@ def test_axes_1_3_without_identity_and_with_a_float16_input(cp):
     np.testing.assert_allclose(got, (h.astype(np.float64) ** 2).sum(axis=(1, 3)), rtol=1e-4)
 
 
+@pytest.mark.parametrize(("shape", "axis"), [((8, 32, 64, 32), 0), ((3, 1000), 0), ((32, 33, 70), 0), ((2, 5, 7), 0),
+                                           ((16, 8, 100), (0, 1)), ((33, 100), 0)])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+def test_short_reduced_rows_give_each_warp_its_own_columns(cp, l2norm, shape, axis, dtype):
+    """One reduced dim of at most 32 elements, the kept outputs adjacent (cols): each warp of a full block takes its
+    own 32 outputs (kspec/kernels/_reduction_strategy.py, _short_cols); a row of 33 keeps the warps splitting it.
+    Partial tiles (33 x 70 outputs), keepdims, and a max without identity too."""
+    from kspec.kernels._reduction_strategy import reduction_strategy
+
+    rng = _rng(12)
+    a = rng.standard_normal(shape).astype(dtype)
+    x = cp.asarray(a)
+    bound = bind(l2norm.spec, (x,), None)
+    plan = plan_reduction(l2norm.spec, bound, l2norm._specializer, axis=axis)
+    strategy = reduction_strategy(plan, 132, slab=False)
+    assert strategy.kind.startswith("cols")
+    if plan.red_size <= 32:  # one pass of full blocks, however few the outputs
+        assert strategy.kind == "cols" and len(strategy.passes) == 1 and strategy.passes[0].block == 256
+    want = np.sqrt((a.astype(np.float64) ** 2).sum(axis=axis))
+    tol = 1e-2 if dtype == "float16" else 1e-6
+    np.testing.assert_allclose(l2norm(x, axis=axis).get().astype(np.float64), want, rtol=tol)
+    np.testing.assert_allclose(l2norm(x, axis=axis, keepdims=True).get().astype(np.float64),
+                               np.sqrt((a.astype(np.float64) ** 2).sum(axis=axis, keepdims=True)), rtol=tol)  # fmt: skip
+    kmax = kspec.ReductionKernel("T x", "T y", "x", "a > b ? a : b", "y = a", None, "max_short_rows")
+    np.testing.assert_array_equal(kmax(x, axis=axis).get(), a.max(axis=axis))
+
+
+@pytest.mark.parametrize(("shape", "axis"), [((36, 1 << 21), 0), ((4, 40, 1 << 19), 1)])  # 2^21 outputs: enough tiles
+@pytest.mark.parametrize("offset", [0, 1])
+def test_one_reduced_dim_of_float16_takes_vectorised_lanes(cp, l2norm, shape, axis, offset):
+    """float16 inputs over one reduced dim, the outputs adjacent: the runtime-rank cols entry's vectorised lanes,
+    the dim walked as (R, 1) (kspec/kernels/_reduction_strategy.py, _with_outer_unit_dim); an array starting one
+    element into its buffer (the plan cannot see that) fails the entry's alignment test there and takes its
+    scalar lanes, with the same results."""
+    from kspec.kernels._reduction_strategy import reduction_strategy
+
+    rng = _rng(13)
+    size = int(np.prod(shape))
+    flat = rng.standard_normal(size + 1).astype(np.float16)
+    a = flat[offset:offset + size].reshape(shape)
+    x = cp.asarray(flat)[offset:offset + size].reshape(shape)  # offset 1: C strides, a base 2 bytes off 16
+    bound = bind(l2norm.spec, (x,), None)
+    plan = plan_reduction(l2norm.spec, bound, l2norm._specializer, axis=axis)
+    strategy = reduction_strategy(plan, 132, slab=False)
+    assert strategy.kind == "cols" and strategy.passes[0].variant.vec > 1 and strategy.passes[0].shape is not None
+    want = np.sqrt((a.astype(np.float64) ** 2).sum(axis=axis))
+    np.testing.assert_allclose(l2norm(x, axis=axis).get().astype(np.float64), want, rtol=1e-2)
+    out = _poisoned(cp, want.shape, np.float16)
+    l2norm(x, axis=axis, out=out)
+    np.testing.assert_allclose(out.get().astype(np.float64), want, rtol=1e-2)
+
+
 def test_map_expr_reading_the_row_index_keeps_the_one_pass_path(cp):
     # _J is the index within the whole reduced row: pass 1 would see another one, so the plan keeps one pass
     k = kspec.ReductionKernel("T x", "T y", "x * (T)(_J % 3)", "a + b", "y = a", "0", "row_index_sum")

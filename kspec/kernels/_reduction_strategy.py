@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, NamedTuple
 
-from ..render import COLS_MAX_WARPS, COLS_WIDE_ACC, COLS_WIDE_WARPS, VariantKey
+from ..render import COLS_MAX_WARPS, COLS_SHORT_ROWS, COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, VariantKey
 from ._plan import DEFAULT_BLOCK, INT32_LIMIT, MAX_GRID, raw_view_values
 from ._plan_reduction import ReductionPlan
 from ._reduction_passes import Pass, PassShape, Strategy, acc_bytes_at_most, final_pass
@@ -149,8 +149,17 @@ def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
     32k elements. The split makes one wave: as many segments as fit the SMs together, never a few more (a
     second wave of 16 blocks after 528 took as long as the first: (128, 32, 1024, 32) at 0.62 of copy
     against 0.81, H200)."""
-    cols, tiles, warps, slots = _cols_launch(plan, sm_count, block, block_given, max_threads, resident)
     red = plan.red_size
+    if plan.rndim == 1 and red <= COLS_SHORT_ROWS:
+        return _short_cols(plan, block, max_threads)
+    if plan.rndim == 1 and _narrow_inputs(plan):  # vectorised lanes of the runtime-rank entry, the dim as (R, 1)
+        view = _with_outer_unit_dim(plan)
+        wide = _cols_launch(view, sm_count, block, block_given, max_threads, resident)
+        if wide.variant.vec > 1:
+            shape = PassShape(view.out_size, view.red_size, view.kept, view.red, view.in_strides, view.out_strides)
+            grid = min(wide.tiles, MAX_GRID)
+            return Strategy((Pass(wide.variant, grid, 32 * wide.warps, chunk=red, shape=shape),), kind="cols")
+    cols, tiles, warps, slots = _cols_launch(plan, sm_count, block, block_given, max_threads, resident)
     threads = 32 * warps
     if 2 * tiles <= slots:
         nchunks = slots // tiles
@@ -162,6 +171,39 @@ def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
             second = final_pass(final, plan.out_size, block, nchunks, chunk)
             return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
     return Strategy((Pass(cols, min(tiles, MAX_GRID), threads, chunk=red),), kind="cols")
+
+
+def _narrow_inputs(plan: ReductionPlan) -> bool:
+    """Whether every array input is at most 2 bytes wide: scalar cols lanes move 64 bytes (or 32) per warp load
+    there, where 4-byte ones already run at the copy limit on one reduced dim (axis=0 of a float32 matrix: 1.0)."""
+    sizes = [op.itemsize for op in plan.specialization.operands if op.is_array and not op.is_output]
+    return bool(sizes) and max(sizes) <= 2
+
+
+def _with_outer_unit_dim(plan: ReductionPlan) -> ReductionPlan:
+    """A one-reduced-dim plan as the runtime-rank entries see two reduced dims: (R, 1), the outer one of stride 0.
+    The vectorised cols lanes (VEC adjacent outputs per lane, one 16-byte load each) exist only there: a 2-byte
+    type's warp load moves 64 bytes on scalar lanes (axis 1 of a float16 (1024, 64, 2048) array: 0.49 of copy,
+    H100)."""
+    return plan._replace(
+        rndim=DYNAMIC_NDIM,
+        red=(plan.red[0], 1),
+        in_strides={n: (kept, (red[0], 0)) for n, (kept, red) in plan.in_strides.items()},
+    )
+
+
+def _short_cols(plan: ReductionPlan, block: int, max_threads: Callable[[VariantKey], int] | None) -> Strategy:
+    """One reduced dim of at most COLS_SHORT_ROWS elements: the runtime-rank cols entry gives each warp a tile of
+    32 outputs (cols.cu.j2 takes that path for such rows, unsplit; the one-dim entry has no registers for it), so
+    blocks are full-sized and nothing is split. Before, a row of 8 made blocks of one warp (rows split over warps:
+    nothing to split), 32 of them per SM: axis 0 of a float32 (8, 32, 2048, 32) array ran at 0.61 of copy, 0.95
+    now (H100)."""
+    cols = next(v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == DYNAMIC_NDIM and v.vec == 1)
+    warps = max(1, block // 32)
+    if max_threads is not None and (most := max_threads(cols)) > 0:
+        warps = min(warps, max(1, most // 32))
+    tiles = -(-plan.out_size // 32)
+    return Strategy((Pass(cols, max(1, min(-(-tiles // warps), MAX_GRID)), 32 * warps, chunk=plan.red_size),), kind="cols")
 
 
 class ColsLaunch(NamedTuple):

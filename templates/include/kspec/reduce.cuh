@@ -135,6 +135,9 @@ __device__ __forceinline__ void wait_for_dependencies() {
 #endif
 #define KSPEC_COLS_WIDE_ACC 24
 #define KSPEC_COLS_WIDE_WARPS 8
+// A one-dim cols reduction whose rows are this short or shorter (and not split) gives each warp a tile of its
+// own: a row of 8 split over a block's warps left 1-warp blocks, 32 resident per SM, half the threads an SM holds.
+#define KSPEC_COLS_SHORT_ROWS 32
 
 // Loads a reduction thread issues before it pushes any of them (see map_range in reduction/_macros.cu.j2).
 #ifndef KSPEC_REDUCE_UNROLL

@@ -218,6 +218,19 @@ KH_MATH(hceil, std::ceil(x))
 KH_MATH(htrunc, std::trunc(x))
 KH_MATH(hrint, std::nearbyint(x))
 #undef KH_MATH
+// CUDA's math functions on a half take float on the GPU (sqrt(h) is sqrtf of float(h), a float: NVRTC checks
+// it); GCC finds the type's integer conversions as good a way to std::sqrt's overloads as its float one and
+// calls the call ambiguous, so these say which (a reduction's `y = sqrt(a)` over float16 on the CPU device).
+#define KH_FLOAT_MATH(NAME) \
+  __device__ __forceinline__ float NAME(KH_T a) { return std::NAME(KH_F(a)); }
+KH_FLOAT_MATH(sqrt) KH_FLOAT_MATH(cbrt) KH_FLOAT_MATH(exp) KH_FLOAT_MATH(exp2) KH_FLOAT_MATH(expm1)
+KH_FLOAT_MATH(log) KH_FLOAT_MATH(log2) KH_FLOAT_MATH(log10) KH_FLOAT_MATH(log1p) KH_FLOAT_MATH(sin)
+KH_FLOAT_MATH(cos) KH_FLOAT_MATH(tan) KH_FLOAT_MATH(asin) KH_FLOAT_MATH(acos) KH_FLOAT_MATH(atan)
+KH_FLOAT_MATH(sinh) KH_FLOAT_MATH(cosh) KH_FLOAT_MATH(tanh) KH_FLOAT_MATH(asinh) KH_FLOAT_MATH(acosh)
+KH_FLOAT_MATH(atanh) KH_FLOAT_MATH(fabs) KH_FLOAT_MATH(floor) KH_FLOAT_MATH(ceil) KH_FLOAT_MATH(trunc)
+KH_FLOAT_MATH(round) KH_FLOAT_MATH(rint) KH_FLOAT_MATH(erf) KH_FLOAT_MATH(erfc) KH_FLOAT_MATH(tgamma)
+KH_FLOAT_MATH(lgamma)
+#undef KH_FLOAT_MATH
 
 // ------------------------------------------------------------------------------------------------ operators
 __device__ __forceinline__ KH_T operator+(const KH_T& a, const KH_T& b) { return __hadd(a, b); }
