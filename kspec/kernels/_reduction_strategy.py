@@ -196,8 +196,8 @@ def _short_cols(plan: ReductionPlan, block: int, max_threads: Callable[[VariantK
     """One reduced dim of at most COLS_SHORT_ROWS elements: the runtime-rank cols entry gives each warp a tile of
     32 outputs (cols.cu.j2 takes that path for such rows, unsplit; the one-dim entry has no registers for it), so
     blocks are full-sized and nothing is split. Before, a row of 8 made blocks of one warp (rows split over warps:
-    nothing to split), 32 of them per SM: axis 0 of a float32 (8, 32, 2048, 32) array ran at 0.61 of copy, 0.95
-    now (H100)."""
+    nothing to split), 32 of them per SM: axis 0 of a float32 (8, 32, 2048, 32) array ran at 0.61 of copy, 0.75
+    now (H100; 0.95 in the one-dim entry, whose long rows then lost 4-6% to spilled registers)."""
     cols = next(v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == DYNAMIC_NDIM and v.vec == 1)
     warps = max(1, block // 32)
     if max_threads is not None and (most := max_threads(cols)) > 0:

@@ -83,8 +83,8 @@ dims merge into one (any stride), else 0 (runtime, <= 16 reduced dims; two reduc
   ``o0 + l*vec .. o0 + l*vec + vec - 1``, tiles of 32 * vec outputs (the launcher's grid must count those
   tiles: ``cols_tile_width``). Taken only when those tiles are at least the blocks the device holds at once;
   with fewer, ``cols<I, 0, 1>`` and the split (vectorised tiles of few outputs: 0.61 -> 0.24 of copy, H200).
-  One reduced dim of at most COLS_SHORT_ROWS elements, unsplit: warp w of block b takes tile ``b * warps + w``
-  (grid-stride over tiles by ``gridDim.x * warps``), no merge across warps.
+  ``cols<I, 0, 1>`` over one reduced dim of at most COLS_SHORT_ROWS elements, unsplit: warp w of block b takes
+  tile ``b * warps + w`` (grid-stride over tiles by ``gridDim.x * warps``), no merge across warps.
 * cols split (too few tiles of 32 outputs to fill the device): pass 1 is ``cols`` with a workspace and
   ``nchunks > 1`` (every chunk non-empty); lane l of a segment writes partial ``(o0 + l) * nchunks + s``,
   the split layout; pass 2 is ``split_final``.

@@ -51,8 +51,9 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
     and ``keepdims=``, an elementwise kernel with raw parameters ``size=``. Its ``overload`` attribute is the
     OpOverload ``torch.ops.kspec.<name>.default``, which ``torch.compile`` traces (the callable hands every traced
     call to it); eager calls on plain tensors run the kernel without the dispatcher's trips through Python, in
-    the op's own autograd where it records (kspec/torch/_eager.py). Registering the same kernel with the same arguments again returns the same callable. Register outside
-    the code you compile (at import, or when building the model): Dynamo does not trace defining an op.
+    the op's own autograd where it records (kspec/torch/_eager.py). Registering the same kernel with the same
+    arguments again returns the same callable. Register outside the code you compile (at import, or when
+    building the model): Dynamo does not trace defining an op.
     """
     if isinstance(kernel, ReductionKernel):
         kind, signature = "reduction", spec_kernel_signature(kernel, "reduction", scalars)
