@@ -109,14 +109,12 @@ def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, pl
 
     lib.impl(name, route, "Autograd")
 
-    def recorded(to_host: bool) -> Any:  # kspec/torch/_eager.py: the same forward, called without the dispatcher
+    def recorded(implementation: Any) -> Any:  # kspec/torch/_eager.py: the same forward, without the dispatcher
         def forward(args: Sequence[Any], keywords: Any) -> tuple[tuple[Any, ...], Sequence[Any]]:
-            if to_host:
-                check_cpu_device(saving)
-            made = run(args, to_host)
+            made = implementation(*args)
             return tuple(made[:-1]), made[-1]
 
         return forward
 
-    return saving_op, (recorded(False), recorded(True))
+    return saving_op, (recorded(on_cuda), recorded(on_cpu))
 
