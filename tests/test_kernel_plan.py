@@ -117,7 +117,7 @@ def test_broadcast_row_takes_the_2d_int32_strided_variant(sqd):
 
 def test_transposed_operand_is_tiled_and_dims_merge_where_they_can(sqd):
     _, plan = eplan(sqd, transposed((400, 300)), fake((400, 300)))
-    assert plan.variant == VariantKey("tiled", "int32", 0, 1) and plan.extents == (300, 400)
+    assert plan.variant == VariantKey("tiled", "int32", 0, 32) and plan.extents == (300, 400)
     # a 4-d call whose outer axes merge into one
     _, plan = eplan(sqd, fake((2, 3, 4, 5)), fake((4, 1)))
     assert plan.extents == (5, 4, 6) and plan.variant == VariantKey("strided", "int32", 0, 1)
@@ -337,18 +337,56 @@ def test_strided_grid_unrolls_only_when_inner_strides_are_dense(sqd):
 
 # -- issue 17: the tiled elementwise entry and the two-pass reduction over unmerged reduced dims -------------
 
-TILED = VariantKey("tiled", "int32", 0, 1)
+TILED = VariantKey("tiled", "int32", 0, 32)
 
 
 def test_a_transposed_input_or_output_takes_the_tiled_entry_with_a_block_per_tile(sqd):
     n = 1 << 14
     _, plan = eplan(sqd, transposed((n, n)), fake((n, n)))  # (x.T - y)^2: one staged input, one direct
     assert plan.variant == TILED and plan.block == 256 and plan.extents == (n, n)
-    assert plan.grid(H200_SMS) == (n // 32) ** 2
+    assert plan.grid(H200_SMS) == (n // 32) * (n // 64)  # float32: steps of two 32 x 32 tiles along dim 1
     _, plan = eplan(sqd, fake((1000, 777)), fake((1000, 777)), transposed((1000, 777)))  # a transposed output
-    assert plan.variant == TILED and plan.grid(H200_SMS) == 32 * 25  # odd sizes: partial tiles count
+    assert plan.variant == TILED and plan.grid(H200_SMS) == 16 * 25  # odd sizes: partial steps count
     _, plan = eplan(sqd, transposed((300, 300)), transposed((300, 300)), transposed((300, 300)))
     assert plan.variant == TILED  # every operand column-major
+
+
+@pytest.mark.parametrize("dtype, span", [("int8", 2), ("float16", 2), ("float32", 2), ("float64", 1), ("complex64", 1)])
+def test_narrow_operands_take_two_tiles_per_block_step(sqd, dtype, span):
+    # operands of up to 4 bytes: a block takes two 32 x 32 tiles along dim 1 per step (a step's fixed cost over
+    # twice the elements); the grid counts steps, partial ones included
+    _, plan = eplan(sqd, transposed((1000, 777), dtype), fake((1000, 777), dtype))
+    assert plan.variant == TILED and plan.specialization.tile_span == span
+    assert plan.grid(H200_SMS) == -(-1000 // (32 * span)) * 25
+    src = rendered_module(plan.specialization).source
+    assert f"constexpr int _SPAN = {span};" in src
+
+
+@pytest.mark.parametrize(
+    "shape, width, grid",
+    [((4096, 16), 16, 4096 // 128),  # dim 0 of 16: tiles 16 wide, 64 high, two per step along dim 1
+     ((16, 4096), 64, 4096 // 128),  # dim 1 of 16: tiles 64 wide, 16 high, two per step along dim 0
+     ((3, 16, 40), 64, 3),  # 40 x 16 per plane: one step of two 64 x 16 tiles (40 of 128 columns used)
+     ((16, 16), 32, 1), ((17, 16), 32, 1), ((300, 24), 32, 1 * 5)],
+)
+def test_short_dims_take_tiles_shaped_to_them(sqd, shape, width, grid):
+    # the tile width that leaves the fewest slots idle; the grid counts steps of two tiles (float32)
+    perm = (*range(len(shape) - 2), len(shape) - 1, len(shape) - 2)
+    base = fake(tuple(shape[p] for p in perm))
+    x = fake(shape, strides=tuple(base.strides[p] for p in perm))
+    _, plan = eplan(sqd, x, fake(shape))
+    assert plan.variant == VariantKey("tiled", "int32", 0, width) and plan.grid(H200_SMS) == grid
+
+
+def test_wide_or_many_operands_take_one_tile_per_step(sqd):
+    mixed = kspec.ElementwiseKernel("float16 x, float64 y", "float16 z", "z = x + y", "mixed_sizes")
+    _, plan = eplan(mixed, transposed((256, 256), "float16"), fake((256, 256), "float64"))
+    assert plan.variant == TILED and plan.specialization.tile_span == 1 and plan.grid(H200_SMS) == 64
+    # six float32 operands: two tiles each would pass the shared-memory limit, one each fits
+    many = kspec.ElementwiseKernel("T a, T b, T c, T d, T e", "T z", "z = a + b + c + d + e", "many_operands")
+    args = [transposed((256, 256))] + [fake((256, 256))] * 5
+    _, plan = eplan(many, *args)
+    assert plan.variant == TILED and plan.specialization.tile_span == 1
 
 
 def test_layouts_without_a_staged_operand_keep_their_entries(sqd):
@@ -378,7 +416,7 @@ def test_batched_transposes_tile_the_two_inner_dims(sqd):
     x = fake((6, 45, 70), strides=(base.strides[0], base.strides[2], base.strides[1]))  # transpose(0, 2, 1)
     _, plan = eplan(sqd, x, fake((6, 45, 70)))
     assert plan.variant == TILED and plan.extents == (70, 45, 6)
-    assert plan.grid(H200_SMS) == 6 * 3 * 2
+    assert plan.grid(H200_SMS) == 6 * 3 * 1  # per plane: 3 steps along dim 0 (70), 1 of two tiles along dim 1 (45)
 
 
 def test_staged_rule():

@@ -171,19 +171,29 @@ def test_every_permutation_of_a_4d_shape(cp, sqd, dtype):
         np.testing.assert_array_equal(got, want, err_msg=f"perm {perm}")
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32", "int8"])
-@pytest.mark.parametrize("shape", [(2048, 16), (16, 2048), (24, 300), (300, 24), (100, 8 * 65)])
-def test_short_dims_in_tiles(cp, sqd, shape, dtype):
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int8", "float64"])
+@pytest.mark.parametrize(
+    "shape, width",
+    [((2048, 16), 16), ((16, 2048), 64), ((24, 300), 32), ((300, 24), 32), ((100, 8 * 65), 32),
+     ((5, 999, 16), 16), ((3, 16, 1001), 64), ((7, 16, 16), 32), ((2, 16, 40), 64), ((2, 40, 16), 16), ((2, 16, 17), 32)],
+)
+def test_short_dims_in_tiles(cp, sqd, shape, dtype, width):
     """A dim shorter than the tile's edge (16 under 2048: a permuted NHWC array of 16 channels), either way round,
-    and extents that straddle tiles."""
+    in tiles 16 wide along it (dim 0 short) or 16 high (dim 1 short), several planes, extents that straddle tiles."""
     rng = _rng(8)
-    a = (rng.standard_normal(shape[::-1]) * 8).astype(dtype)
+    perm = (*range(len(shape) - 2), len(shape) - 1, len(shape) - 2)
+    a = (rng.standard_normal(tuple(shape[p] for p in perm)) * 8).astype(dtype)
     b = (rng.standard_normal(shape) * 8).astype(dtype)
-    x, y = cp.asarray(a).T, cp.asarray(b)
-    assert _entry(sqd, x, y) == "tiled"
+    x, y = cp.asarray(a).transpose(perm), cp.asarray(b)
+    bound = bind(sqd.spec, (x, y), None)
+    plan = plan_elementwise(sqd.spec, bound, sqd._specializer)
+    assert plan.variant.entry == "tiled" and plan.variant.vec == width
     z = _poisoned(cp, shape, dtype)
     sqd(x, y, z)
     np.testing.assert_array_equal(z.get(), sqd(cp.ascontiguousarray(x), y).get())
+    w = _poisoned(cp, shape[::-1], dtype).transpose(tuple(range(len(shape)))[::-1])  # a transposed output too
+    sqd(x, y, w)
+    np.testing.assert_array_equal(w.get(), z.get())
 
 
 def test_unaligned_two_byte_views_take_scalar_lanes(cp, sqd):

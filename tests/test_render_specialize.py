@@ -145,13 +145,15 @@ def test_vector_width(spec, types, scalars, vec):
     s = specialize(spec, types, scalars=scalars)
     assert s.vec == vec
     # the contiguous entry and the rows entries carry it; the runtime-rank cols entry comes with it and with
-    # scalar lanes; every other entry loads scalars
+    # scalar lanes; every other entry loads scalars (the tiled entries' vec is their tile width)
     vectorised = {v for v in s.variants if v.entry in ("contig", "rows", "slab")}
     assert {v.vec for v in vectorised} == {vec}
     runtime_cols = {v for v in s.variants if v.entry == "cols" and v.ndim == 0}
     if s.kind == "reduction":
         assert {v.vec for v in runtime_cols} == {1, vec}
-    assert {v.vec for v in set(s.variants) - vectorised - runtime_cols} == {1}
+    tiled = {v for v in s.variants if v.entry == "tiled"}
+    assert {v.vec for v in tiled} <= {16, 32, 64}
+    assert {v.vec for v in set(s.variants) - vectorised - runtime_cols - tiled} == {1}
 
 
 def test_elementwise_variants_and_names():
@@ -161,14 +163,18 @@ def test_elementwise_variants_and_names():
         VariantKey("strided", "int32", 2, 1),
         VariantKey("strided", "int32", 0, 1),
         VariantKey("strided", "int64", 0, 1),
-        VariantKey("tiled", "int32", 0, 1),
+        VariantKey("tiled", "int32", 0, 32),
+        VariantKey("tiled", "int32", 0, 16),
+        VariantKey("tiled", "int32", 0, 64),
     )
     assert s.name_expressions == (
         "squared_diff__contig<long long, 4>",
         "squared_diff__strided<int, 2>",
         "squared_diff__strided<int, 0>",
         "squared_diff__strided<long long, 0>",
-        "squared_diff__tiled<int, 0>",
+        "squared_diff__tiled<int, 0, 32>",
+        "squared_diff__tiled<int, 0, 16>",
+        "squared_diff__tiled<int, 0, 64>",
     )
     with pytest.raises(kspec.KspecValueError, match="no launch variant"):
         s.name_expression(VariantKey("strided", "int64", 3, 1))

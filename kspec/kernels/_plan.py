@@ -24,7 +24,7 @@ from types import MappingProxyType
 from .. import dtypes
 from ..dtypes import c_strides
 from .._errors import KspecTypeError, KspecValueError, about_kernel
-from ..render import DYNAMIC_NDIM, MAX_NDIM, Specialization, VariantKey
+from ..render import DYNAMIC_NDIM, MAX_NDIM, TILED_VARIANTS, Specialization, VariantKey, tiled_step, tiled_variant
 from typing import Any, NamedTuple, TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the Pydantic models
@@ -38,12 +38,11 @@ DEFAULT_BLOCK = 256
 # Grid of the contiguous elementwise path: blocks per SM (measured on the H200, see kspec/render/_abi.py).
 CONTIG_BLOCKS_PER_SM = 16
 EW_UNROLL = 4  # KSPEC_EW_UNROLL of indexer.cuh
-# The tiled entry (kspec/tile.cuh): blocks of TILE_THREADS over TILE x TILE tiles of the two inner dims, used
-# only when both are at least TILE_MIN_EXTENT (thinner tiles would leave most of a block idle).
-TILE = 32
+# The tiled entry (kspec/tile.cuh): blocks of TILE_THREADS over tiles of the two inner dims (32 x 32, 16 x 64
+# or 64 x 16: kspec.render.tiled_variant), used only when both are at least TILE_MIN_EXTENT (thinner tiles
+# would leave most of a block idle).
 TILE_THREADS = 256
 TILE_MIN_EXTENT = 16
-TILED_VARIANT = VariantKey("tiled", "int32", DYNAMIC_NDIM, 1)
 MAX_GRID = 2**31 - 1
 
 Specializer = Callable[[Bound], Specialization]  # the kernel's specialization of a bound call
@@ -188,9 +187,10 @@ class ElementwisePlan(NamedTuple):
         if self.variant is None:
             return 0
         if self.variant.entry == "tiled":
-            # one block per tile (the kernel strides over tiles beyond the grid limit)
+            # one block per step of tile_span tiles (the kernel strides beyond the grid limit)
             e0, e1 = self.extents[0], self.extents[1]
-            tiles = self.size // (e0 * e1) * -(-e0 // TILE) * -(-e1 // TILE)
+            s0, s1 = tiled_step(self.variant, self.specialization.tile_span)
+            tiles = self.size // (e0 * e1) * -(-e0 // s0) * -(-e1 // s1)
             return max(1, min(tiles, MAX_GRID))
         resident = sm_count * CONTIG_BLOCKS_PER_SM * DEFAULT_BLOCK // self.block
         if self.variant.entry == "contig" and self.own_indexing:
@@ -306,9 +306,9 @@ def plan_elementwise(
         wanted = []
     wanted.append(VariantKey("strided", "int64", DYNAMIC_NDIM, 1))
     variant = next(v for v in wanted if v in variants)
-    if not indexed and fits32 and TILED_VARIANT in variants and block == TILE_THREADS and _tiles_pay(extents, merged):
+    if not indexed and fits32 and TILED_VARIANTS[0] in variants and block == TILE_THREADS and _tiles_pay(extents, merged):
         # a transposed operand: tiles through shared memory (the tiled entry needs blocks of TILE_THREADS)
-        variant, block = TILED_VARIANT, TILE_THREADS
+        variant, block = tiled_variant(extents[-1], extents[-2]), TILE_THREADS
     return ElementwisePlan(
         specialization,
         shape,

@@ -26,7 +26,8 @@ _LAZY = {
     "TEMPLATE_VERSION": "_specialize", "Operand": "_specialize", "ReduceType": "_specialize",
     "Specialization": "_specialize", "specialize": "_specialize", "specialization_key": "_specialize",
     "DYNAMIC_NDIM": "_variants", "INDEX_C_TYPES": "_variants", "MAX_NDIM": "_variants",
-    "VECTOR_BYTES": "_variants", "VariantKey": "_variants",
+    "VECTOR_BYTES": "_variants", "VariantKey": "_variants", "TILED_VARIANTS": "_variants",
+    "tiled_variant": "_variants", "tiled_step": "_variants",
 }
 
 
@@ -43,6 +44,7 @@ __all__ = [
     "SLAB_BLOCK",
     "SLAB_MIN_BLOCKS",
     "TEMPLATE_VERSION",
+    "TILED_VARIANTS",
     "VECTOR_BYTES",
     "EntryAbi",
     "Field",
@@ -65,4 +67,6 @@ __all__ = [
     "render_raw",
     "specialize",
     "specialization_key",
+    "tiled_step",
+    "tiled_variant",
 ]

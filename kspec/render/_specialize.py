@@ -34,6 +34,7 @@ from ._variants import (
     name_expression,
     reduction_variants,
     tile_bytes,
+    tile_span,
 )
 
 if TYPE_CHECKING:
@@ -209,6 +210,11 @@ class Specialization(Record):
             and not any(op.non_const and not op.is_output for op in arrays)
             and tile_bytes([op.itemsize for op in arrays]) <= TILE_SMEM_LIMIT
         )
+
+    @property
+    def tile_span(self) -> int:
+        """Tiles side by side along dim 1 that a block of the tiled entry takes per step."""
+        return tile_span([op.itemsize for op in self.operands if op.is_array])
 
     @property
     def variants(self) -> tuple[VariantKey, ...]:

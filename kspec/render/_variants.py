@@ -59,17 +59,40 @@ MAX_NDIM = 16  # KSPEC_MAX_NDIM of templates/include/kspec/indexer.cuh
 VECTOR_BYTES = 16
 
 # The tiled elementwise entry (templates/include/kspec/tile.cuh): TILE x TILE tiles, TILE_WARPS warps per
-# block, one static shared-memory tile of TILE x (TILE + 1) elements per array operand. A module holds the
-# entry only when those tiles fit in TILE_SMEM_LIMIT bytes (static shared memory stops at 48 KiB; below it,
-# blocks of 256 threads keep 5+ blocks per SM).
+# block, `tile_span` tiles side by side along dim 1 per block step, one static shared-memory tile of
+# TILE x (TILE + 1) elements per array operand and tile. A module holds the entry only when those tiles fit
+# in TILE_SMEM_LIMIT bytes (static shared memory stops at 48 KiB; below it, blocks of 256 threads keep 5+
+# blocks per SM).
 TILE = 32
 TILE_WARPS = 8
 TILE_SMEM_LIMIT = 40 * 1024
+# Tiles of TILE * TILE elements, TILE_WIDTHS wide along dim 0: 32, or 16 / 64 where dim 0 / dim 1 is short
+# (16 elements: a 32 x 32 tile would leave half its lanes idle); ``vec`` of a tiled VariantKey is the width.
+TILE_WIDTHS = (32, 16, 64)
+SHAPED_TILE_GAIN = 1.25
+# a row's elements in shared memory per tile width: padded so that a warp's accesses fall in different banks
+_TILE_ROW = {16: 17, 32: 33, 64: 66}
+# Operands of at most SPAN_ITEMSIZE bytes take TILE_SPAN_NARROW tiles per block step where their tiles fit:
+# each step costs a few hundred instructions per warp (the tile's coordinates, two divisions, a block's start),
+# which two tiles halve per element (benchmarks/NOTES.md v28); 8- and 16-byte tiles are long enough alone.
+SPAN_ITEMSIZE = 4
+TILE_SPAN_NARROW = 2
+
+
+def _one_span_bytes(itemsizes: list[int]) -> int:
+    most = max(TILE * TILE // width * row for width, row in _TILE_ROW.items())  # any width's tile fits
+    return sum(most * size for size in itemsizes)
+
+
+def tile_span(itemsizes: list[int]) -> int:
+    """Tiles along dim 1 per block step of the tiled entry, for array operands of these item sizes."""
+    narrow = bool(itemsizes) and max(itemsizes) <= SPAN_ITEMSIZE
+    return TILE_SPAN_NARROW if narrow and TILE_SPAN_NARROW * _one_span_bytes(itemsizes) <= TILE_SMEM_LIMIT else 1
 
 
 def tile_bytes(itemsizes: list[int]) -> int:
     """Static shared memory of the tiled entry for array operands of these item sizes."""
-    return sum(TILE * (TILE + 1) * size for size in itemsizes)
+    return tile_span(itemsizes) * _one_span_bytes(itemsizes)
 
 
 class VariantKey(OrderedRecord):
@@ -78,7 +101,7 @@ class VariantKey(OrderedRecord):
     ``ndim``: elementwise ``strided``: a static rank (the templates take any; the module instantiates 2), or
     0 for a runtime rank; reductions: 1 = one reduced dim, 0 = a runtime number of reduced dims; ``contig``
     and ``split_final``: always 0 (unused).
-    ``vec``: elements per vector load (1 = scalar loads).
+    ``vec``: elements per vector load (1 = scalar loads); ``tiled``: the tile's width along dim 0 (TILE_WIDTHS).
     """
 
     # A record, not a NamedTuple (its field ``index`` is a tuple method) nor a dataclass (import cost:
@@ -101,6 +124,30 @@ class VariantKey(OrderedRecord):
         return INDEX_C_TYPES[self.index]
 
 
+TILED_VARIANTS = tuple(VariantKey("tiled", "int32", DYNAMIC_NDIM, width) for width in TILE_WIDTHS)
+
+
+def tiled_variant(extent0: int, extent1: int) -> VariantKey:
+    """The tiled entry for a loop whose two inner dims have these extents (dim 0 the innermost): 32 x 32 tiles,
+    unless tiles 16 or 64 wide leave SHAPED_TILE_GAIN times fewer slots idle (a dim 0 or dim 1 of 16-40): their
+    rows of 16 elements coalesce less, so they must win clearly."""
+
+    def used(width: int) -> float:
+        height = TILE * TILE // width
+        return extent0 / (-(-extent0 // width) * width) * extent1 / (-(-extent1 // height) * height)
+
+    best = max(TILED_VARIANTS, key=lambda v: used(v.vec))
+    return best if used(best.vec) >= SHAPED_TILE_GAIN * used(TILE) else TILED_VARIANTS[0]
+
+
+def tiled_step(variant: VariantKey, span: int) -> tuple[int, int]:
+    """The elements a block step of the tiled entry covers along dims 0 and 1: ``span`` tiles side by side,
+    along dim 1 (along dim 0 for tiles 64 wide, 16 high)."""
+    width = variant.vec
+    height = TILE * TILE // width
+    return (width * span, height) if width == 64 else (width, height * span)
+
+
 @lru_cache(maxsize=None)  # the same few tuples for every kernel: made once, not per call
 def elementwise_variants(vec: int, tiled: bool = False) -> tuple[VariantKey, ...]:
     """The instantiations of an elementwise module, trimmed for NVRTC time.
@@ -120,7 +167,7 @@ def elementwise_variants(vec: int, tiled: bool = False) -> tuple[VariantKey, ...
         VariantKey("strided", "int32", DYNAMIC_NDIM, 1),
         VariantKey("strided", "int64", DYNAMIC_NDIM, 1),
     )
-    return (*variants, VariantKey("tiled", "int32", DYNAMIC_NDIM, 1)) if tiled else variants
+    return (*variants, *TILED_VARIANTS) if tiled else variants
 
 
 @lru_cache(maxsize=None)
@@ -169,8 +216,10 @@ def name_expression(kernel: str, variant: VariantKey) -> str:
     entry = variant.entry
     if entry == "contig":
         args = f"{it}, {variant.vec}"
-    elif entry in ("strided", "tiled"):
+    elif entry == "strided":
         args = f"{it}, {variant.ndim}"
+    elif entry == "tiled":
+        args = f"{it}, {variant.ndim}, {variant.vec}"
     elif entry in ("rows", "cols", "slab"):
         args = f"{it}, {variant.ndim}, {variant.vec}"
     else:

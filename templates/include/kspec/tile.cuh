@@ -1,27 +1,110 @@
 // kspec device header: the shared-memory tiles of the tiled elementwise path (elementwise.cu.j2, `tiled`).
 //
-// A block covers a KSPEC_TILE x KSPEC_TILE tile of the loop's two innermost dims with KSPEC_TILE_WARPS
-// warps; each thread handles KSPEC_TILE / KSPEC_TILE_WARPS elements per phase. An operand whose smallest
-// stride is along dim 1 (a transposed view) goes through a tile: read with the lanes along dim 1, used with
-// the lanes along dim 0, so that every global access of the warp is to consecutive addresses.
-// kspec/render/_abi.py and kspec/kernels/_plan.py hold the same numbers.
+// A block step covers tiles of KSPEC_TILE_ELEMENTS elements of the loop's two innermost dims, W along dim 0 by
+// KSPEC_TILE_ELEMENTS / W along dim 1 (W = 32, or 16 / 64 where dim 0 / dim 1 is that short), with
+// KSPEC_TILE_WARPS warps: each thread handles KSPEC_TILE_SLOTS elements of a tile per phase. Every operand goes
+// through a tile; one whose smallest stride is along dim 1 (a transposed view) is read with its lanes along
+// dim 1 and used with the lanes along dim 0, so that every global access of a warp is to consecutive addresses.
+// kspec/render/_variants.py and kspec/kernels/_plan.py hold the same numbers.
 #pragma once
 
 #define KSPEC_TILE 32
 #define KSPEC_TILE_WARPS 8
+#define KSPEC_TILE_ELEMENTS 1024
+#define KSPEC_TILE_SLOTS (KSPEC_TILE_ELEMENTS / (32 * KSPEC_TILE_WARPS))
 
 namespace kspec {
 
-// KSPEC_TILE rows of KSPEC_TILE + 1 elements: the padding element shifts each row by one bank, so reading a
-// column (lane l at row l) hits 32 different banks. Raw bytes because a __shared__ variable cannot have a
-// constructor (complex<T> has one).
-template <typename T>
+// The geometry of a tile W elements wide along dim 0: its height along dim 1, and the elements of a stored row.
+// Thread slot p (= (warp + k * KSPEC_TILE_WARPS) * 32 + lane for its k-th element) sits at (p % W, p / W) when
+// the lanes run along dim 0, at (p / H, p % H) when they run along dim 1. A row holds W elements and padding
+// so that a warp's 32 accesses fall in different banks either way (odd rows of 4-byte words for W <= 32; for
+// W = 64 the 16 rows a warp reads along dim 1 two columns at a time need a row of 2 mod 32 words).
+template <int W>
+struct TileShape {
+  static constexpr int width = W;
+  static constexpr int height = KSPEC_TILE_ELEMENTS / W;
+  static constexpr int row = W == 64 ? W + 2 : W + 1;
+  static constexpr int size = height * row;
+  static_assert(W == 16 || W == 32 || W == 64, "tiles are 16, 32 or 64 elements wide");
+};
+
+// One tile's storage. Raw bytes because a __shared__ variable cannot have a constructor (complex<T> has one).
+template <typename T, int W>
 struct alignas(alignof(T)) Tile {
-  unsigned char bytes[sizeof(T) * KSPEC_TILE * (KSPEC_TILE + 1)];
-  __device__ __forceinline__ T& at(int row, int col) {
-    return reinterpret_cast<T*>(bytes)[row * (KSPEC_TILE + 1) + col];
+  unsigned char bytes[sizeof(T) * TileShape<W>::size];
+  // element (d0, d1) of the tile
+  __device__ __forceinline__ T& at(int d0, int d1) {
+    return reinterpret_cast<T*>(bytes)[d1 * TileShape<W>::row + d0];
   }
 };
+
+// Where a thread's elements sit in a block step, for an operand whose lanes run along dim 0 (STAGED false) or
+// along dim 1: its k-th element of tile j is (x0 + k K0 + j J0, x1 + k K1 + j J1) of the step. All compile-time
+// but the thread's slot p0, so the loops below fold to constant offsets from one base.
+template <int W, int SPAN, bool STAGED>
+struct TileLanes {
+  static constexpr int H = TileShape<W>::height;
+  static constexpr int P = 32 * KSPEC_TILE_WARPS;  // slots per pass of the block
+  static constexpr int K0 = STAGED ? P / H : 0;
+  static constexpr int K1 = STAGED ? 0 : P / W;
+  static constexpr int J0 = W == 64 ? W : 0;  // the step's tiles sit side by side along dim 1 (dim 0 for W = 64)
+  static constexpr int J1 = W == 64 ? 0 : H;
+  static __device__ __forceinline__ int x0(int p0) { return STAGED ? p0 / H : p0 % W; }
+  static __device__ __forceinline__ int x1(int p0) { return STAGED ? p0 % H : p0 / W; }
+};
+
+// A thread's elements of an operand at byte offset `base` (the step's first element) into `values`, those below
+// (n0, n1) only.
+template <int W, int SPAN, bool STAGED, typename T, typename IndexT>
+__device__ __forceinline__ void load_step(T (&values)[SPAN * KSPEC_TILE_SLOTS], T* ptr, IndexT base,
+                                          IndexT s0, IndexT s1, IndexT n0, IndexT n1, int p0) {
+  using L = TileLanes<W, SPAN, STAGED>;
+  const IndexT m0 = n0 - L::x0(p0), m1 = n1 - L::x1(p0);
+  const IndexT a = base + L::x0(p0) * s0 + L::x1(p0) * s1;
+#pragma unroll
+  for (int j = 0; j < SPAN; ++j)
+#pragma unroll
+    for (int k = 0; k < KSPEC_TILE_SLOTS; ++k)
+      if (k * L::K0 + j * L::J0 < m0 && k * L::K1 + j * L::J1 < m1)
+        values[j * KSPEC_TILE_SLOTS + k] = *at(ptr, a + j * (L::J0 * s0 + L::J1 * s1) + k * (L::K0 * s0 + L::K1 * s1));
+}
+
+// The inverse: `values` to the operand, those below (n0, n1) only.
+template <int W, int SPAN, bool STAGED, typename T, typename IndexT>
+__device__ __forceinline__ void store_step(const T (&values)[SPAN * KSPEC_TILE_SLOTS], T* ptr, IndexT base,
+                                           IndexT s0, IndexT s1, IndexT n0, IndexT n1, int p0) {
+  using L = TileLanes<W, SPAN, STAGED>;
+  const IndexT m0 = n0 - L::x0(p0), m1 = n1 - L::x1(p0);
+  const IndexT a = base + L::x0(p0) * s0 + L::x1(p0) * s1;
+#pragma unroll
+  for (int j = 0; j < SPAN; ++j)
+#pragma unroll
+    for (int k = 0; k < KSPEC_TILE_SLOTS; ++k)
+      if (k * L::K0 + j * L::J0 < m0 && k * L::K1 + j * L::J1 < m1)
+        *at(ptr, a + j * (L::J0 * s0 + L::J1 * s1) + k * (L::K0 * s0 + L::K1 * s1)) = values[j * KSPEC_TILE_SLOTS + k];
+}
+
+// A thread's values into the step's tiles (element (d0, d1) of tile j at its row d1, column d0), and back.
+template <int W, int SPAN, bool STAGED, typename T>
+__device__ __forceinline__ void to_tiles(Tile<T, W> (&tiles)[SPAN], const T (&values)[SPAN * KSPEC_TILE_SLOTS], int p0) {
+  using L = TileLanes<W, SPAN, STAGED>;
+#pragma unroll
+  for (int j = 0; j < SPAN; ++j)
+#pragma unroll
+    for (int k = 0; k < KSPEC_TILE_SLOTS; ++k)
+      tiles[j].at(L::x0(p0) + k * L::K0, L::x1(p0) + k * L::K1) = values[j * KSPEC_TILE_SLOTS + k];
+}
+
+template <int W, int SPAN, bool STAGED, typename T>
+__device__ __forceinline__ void from_tiles(T (&values)[SPAN * KSPEC_TILE_SLOTS], Tile<T, W> (&tiles)[SPAN], int p0) {
+  using L = TileLanes<W, SPAN, STAGED>;
+#pragma unroll
+  for (int j = 0; j < SPAN; ++j)
+#pragma unroll
+    for (int k = 0; k < KSPEC_TILE_SLOTS; ++k)
+      values[j * KSPEC_TILE_SLOTS + k] = tiles[j].at(L::x0(p0) + k * L::K0, L::x1(p0) + k * L::K1);
+}
 
 // |v| for an index type (strides may be negative).
 template <typename IndexT>
