@@ -344,20 +344,24 @@ def test_a_transposed_input_or_output_takes_the_tiled_entry_with_a_block_per_til
     n = 1 << 14
     _, plan = eplan(sqd, transposed((n, n)), fake((n, n)))  # (x.T - y)^2: one staged input, one direct
     assert plan.variant == TILED and plan.block == 256 and plan.extents == (n, n)
-    assert plan.grid(H200_SMS) == (n // 32) * (n // 64)  # float32: steps of two 32 x 32 tiles along dim 1
+    assert plan.grid(H200_SMS) == (n // 32) * (n // 64)  # float32: steps of two 32 x 32 tiles along dim 0
     _, plan = eplan(sqd, fake((1000, 777)), fake((1000, 777)), transposed((1000, 777)))  # a transposed output
-    assert plan.variant == TILED and plan.grid(H200_SMS) == 16 * 25  # odd sizes: partial steps count
+    assert plan.variant == TILED and plan.grid(H200_SMS) == 13 * 32  # odd sizes: partial steps count
     _, plan = eplan(sqd, transposed((300, 300)), transposed((300, 300)), transposed((300, 300)))
     assert plan.variant == TILED  # every operand column-major
 
 
-@pytest.mark.parametrize("dtype, span", [("int8", 2), ("float16", 2), ("float32", 2), ("float64", 1), ("complex64", 1)])
-def test_narrow_operands_take_two_tiles_per_block_step(sqd, dtype, span):
-    # operands of up to 4 bytes: a block takes two 32 x 32 tiles along dim 1 per step (a step's fixed cost over
-    # twice the elements); the grid counts steps, partial ones included
+@pytest.mark.parametrize(
+    "dtype, span, grid",
+    [("int8", 4, 7 * 32), ("float16", 4, 7 * 32), ("float32", 2, 13 * 32), ("float64", 1, 25 * 32),
+     ("complex64", 1, 25 * 32)],
+)
+def test_narrow_operands_take_more_tiles_per_block_step(sqd, dtype, span, grid):
+    # a block takes four 32 x 32 tiles along dim 0 per step for 1- and 2-byte operands, two up to 4 bytes (a
+    # step's fixed cost over more elements); the grid counts steps (777 x 1000: 128, 64 or 32 x 32), partial ones
     _, plan = eplan(sqd, transposed((1000, 777), dtype), fake((1000, 777), dtype))
     assert plan.variant == TILED and plan.specialization.tile_span == span
-    assert plan.grid(H200_SMS) == -(-1000 // (32 * span)) * 25
+    assert plan.grid(H200_SMS) == grid
     src = rendered_module(plan.specialization).source
     assert f"constexpr int _SPAN = {span};" in src
 
@@ -366,8 +370,11 @@ def test_narrow_operands_take_two_tiles_per_block_step(sqd, dtype, span):
     "shape, width, grid",
     [((4096, 16), 16, 4096 // 128),  # dim 0 of 16: tiles 16 wide, 64 high, two per step along dim 1
      ((16, 4096), 64, 4096 // 128),  # dim 1 of 16: tiles 64 wide, 16 high, two per step along dim 0
-     ((3, 16, 40), 64, 3),  # 40 x 16 per plane: one step of two 64 x 16 tiles (40 of 128 columns used)
-     ((16, 16), 32, 1), ((17, 16), 32, 1), ((300, 24), 32, 1 * 5)],
+     ((3, 40, 16), 16, 3),  # 16 x 40 per plane: one step of two 16 x 64 tiles
+     ((3, 16, 70), 64, 3),  # 70 x 16 per plane: one step of two 64 x 16 tiles (70 of 128 columns used)
+     ((3, 16, 40), 32, 3),  # 40 x 16: steps of 64 x 32 and of 128 x 16 leave as many slots idle: 32 x 32 tiles
+     ((16, 16), 32, 1), ((17, 16), 32, 1), ((1000, 700), 32, 11 * 32),
+     ((300, 24), 16, 2 * 3)],  # 24 x 300: steps of 16 x 128 (24 of 32 columns, 300 of 384 rows)
 )
 def test_short_dims_take_tiles_shaped_to_them(sqd, shape, width, grid):
     # the tile width that leaves the fewest slots idle; the grid counts steps of two tiles (float32)
@@ -415,8 +422,9 @@ def test_batched_transposes_tile_the_two_inner_dims(sqd):
     base = fake((6, 70, 45))
     x = fake((6, 45, 70), strides=(base.strides[0], base.strides[2], base.strides[1]))  # transpose(0, 2, 1)
     _, plan = eplan(sqd, x, fake((6, 45, 70)))
-    assert plan.variant == TILED and plan.extents == (70, 45, 6)
-    assert plan.grid(H200_SMS) == 6 * 3 * 1  # per plane: 3 steps along dim 0 (70), 1 of two tiles along dim 1 (45)
+    # 70 x 45 per plane: steps of two 64 x 16 tiles leave fewer slots idle than two 32 x 32 (0.51 to 0.38 used)
+    assert plan.variant == VariantKey("tiled", "int32", 0, 64) and plan.extents == (70, 45, 6)
+    assert plan.grid(H200_SMS) == 6 * 3  # per plane: 1 step along dim 0 (128 of 70), 3 along dim 1 (16 of 45)
 
 
 def test_staged_rule():

@@ -173,13 +173,17 @@ def test_every_permutation_of_a_4d_shape(cp, sqd, dtype):
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "int8", "float64"])
 @pytest.mark.parametrize(
-    "shape, width",
-    [((2048, 16), 16), ((16, 2048), 64), ((24, 300), 32), ((300, 24), 32), ((100, 8 * 65), 32),
-     ((5, 999, 16), 16), ((3, 16, 1001), 64), ((7, 16, 16), 32), ((2, 16, 40), 64), ((2, 40, 16), 16), ((2, 16, 17), 32)],
+    "shape, widths",  # the tile width with steps of four tiles (1-, 2-byte types), of two (4-byte), of one (8-byte)
+    [((2048, 16), (16, 16, 16)), ((16, 2048), (64, 64, 64)), ((24, 300), (32, 32, 32)), ((300, 24), (16, 16, 32)),
+     ((100, 8 * 65), (32, 32, 32)), ((5, 999, 16), (16, 16, 16)), ((3, 16, 1001), (64, 64, 64)),
+     ((7, 16, 16), (32, 32, 32)), ((2, 16, 40), (32, 32, 64)), ((2, 40, 16), (16, 16, 16)),
+     ((2, 16, 17), (32, 32, 32)), ((3, 45, 70), (32, 64, 32)), ((9, 64, 16), (16, 16, 16)), ((5, 33, 200), (64, 64, 32))],
 )
-def test_short_dims_in_tiles(cp, sqd, shape, dtype, width):
+def test_short_dims_in_tiles(cp, sqd, shape, dtype, widths):
     """A dim shorter than the tile's edge (16 under 2048: a permuted NHWC array of 16 channels), either way round,
-    in tiles 16 wide along it (dim 0 short) or 16 high (dim 1 short), several planes, extents that straddle tiles."""
+    in tiles 16 wide along it (dim 0 short) or 16 high (dim 1 short), planes narrower than a step's tiles,
+    several planes, extents that straddle tiles."""
+    width = widths[{1: 0, 2: 0, 4: 1, 8: 2}[np.dtype(dtype).itemsize]]
     rng = _rng(8)
     perm = (*range(len(shape) - 2), len(shape) - 1, len(shape) - 2)
     a = (rng.standard_normal(tuple(shape[p] for p in perm)) * 8).astype(dtype)

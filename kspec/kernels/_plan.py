@@ -308,7 +308,7 @@ def plan_elementwise(
     variant = next(v for v in wanted if v in variants)
     if not indexed and fits32 and TILED_VARIANTS[0] in variants and block == TILE_THREADS and _tiles_pay(extents, merged):
         # a transposed operand: tiles through shared memory (the tiled entry needs blocks of TILE_THREADS)
-        variant, block = tiled_variant(extents[-1], extents[-2]), TILE_THREADS
+        variant, block = tiled_variant(extents[-1], extents[-2], specialization.tile_span), TILE_THREADS
     return ElementwisePlan(
         specialization,
         shape,

@@ -72,11 +72,11 @@ TILE_WIDTHS = (32, 16, 64)
 SHAPED_TILE_GAIN = 1.25
 # a row's elements in shared memory per tile width: padded so that a warp's accesses fall in different banks
 _TILE_ROW = {16: 17, 32: 33, 64: 66}
-# Operands of at most SPAN_ITEMSIZE bytes take TILE_SPAN_NARROW tiles per block step where their tiles fit:
-# each step costs a few hundred instructions per warp (the tile's coordinates, two divisions, a block's start),
-# which two tiles halve per element (benchmarks/NOTES.md v28); 8- and 16-byte tiles are long enough alone.
-SPAN_ITEMSIZE = 4
-TILE_SPAN_NARROW = 2
+# A block step takes TILE_SPANS[i] tiles where the largest operand has at most SPAN_ITEMSIZES[i] bytes and their
+# tiles fit: each step costs a few hundred instructions per warp (its coordinates, divisions, a block's start),
+# spread over more elements for narrow types, whose tiles move fewer bytes (benchmarks/NOTES.md v28).
+SPAN_ITEMSIZES = (2, 4)
+TILE_SPANS = (4, 2)
 
 
 def _one_span_bytes(itemsizes: list[int]) -> int:
@@ -85,9 +85,12 @@ def _one_span_bytes(itemsizes: list[int]) -> int:
 
 
 def tile_span(itemsizes: list[int]) -> int:
-    """Tiles along dim 1 per block step of the tiled entry, for array operands of these item sizes."""
-    narrow = bool(itemsizes) and max(itemsizes) <= SPAN_ITEMSIZE
-    return TILE_SPAN_NARROW if narrow and TILE_SPAN_NARROW * _one_span_bytes(itemsizes) <= TILE_SMEM_LIMIT else 1
+    """Tiles per block step of the tiled entry, for array operands of these item sizes."""
+    widest = max(itemsizes, default=0)
+    for limit, span in zip(SPAN_ITEMSIZES, TILE_SPANS):
+        if widest <= limit and span * _one_span_bytes(itemsizes) <= TILE_SMEM_LIMIT:
+            return span
+    return 1
 
 
 def tile_bytes(itemsizes: list[int]) -> int:
@@ -127,25 +130,25 @@ class VariantKey(OrderedRecord):
 TILED_VARIANTS = tuple(VariantKey("tiled", "int32", DYNAMIC_NDIM, width) for width in TILE_WIDTHS)
 
 
-def tiled_variant(extent0: int, extent1: int) -> VariantKey:
-    """The tiled entry for a loop whose two inner dims have these extents (dim 0 the innermost): 32 x 32 tiles,
-    unless tiles 16 or 64 wide leave SHAPED_TILE_GAIN times fewer slots idle (a dim 0 or dim 1 of 16-40): their
-    rows of 16 elements coalesce less, so they must win clearly."""
-
-    def used(width: int) -> float:
-        height = TILE * TILE // width
-        return extent0 / (-(-extent0 // width) * width) * extent1 / (-(-extent1 // height) * height)
-
-    best = max(TILED_VARIANTS, key=lambda v: used(v.vec))
-    return best if used(best.vec) >= SHAPED_TILE_GAIN * used(TILE) else TILED_VARIANTS[0]
-
-
 def tiled_step(variant: VariantKey, span: int) -> tuple[int, int]:
     """The elements a block step of the tiled entry covers along dims 0 and 1: ``span`` tiles side by side,
-    along dim 1 (along dim 0 for tiles 64 wide, 16 high)."""
+    along dim 0 (along dim 1 for tiles 16 wide, 64 high)."""
     width = variant.vec
     height = TILE * TILE // width
-    return (width * span, height) if width == 64 else (width, height * span)
+    return (width, height * span) if width == 16 else (width * span, height)
+
+
+def tiled_variant(extent0: int, extent1: int, span: int) -> VariantKey:
+    """The tiled entry for a loop whose two inner dims have these extents (dim 0 the innermost) and steps of
+    ``span`` tiles: 32 x 32 tiles, unless tiles 16 or 64 wide leave SHAPED_TILE_GAIN times fewer slots of the
+    step idle (a dim 0 or dim 1 of 16-48): their rows of 16 elements coalesce less, so they must win clearly."""
+
+    def used(variant: VariantKey) -> float:
+        s0, s1 = tiled_step(variant, span)
+        return extent0 / (-(-extent0 // s0) * s0) * extent1 / (-(-extent1 // s1) * s1)
+
+    best = max(TILED_VARIANTS, key=used)  # the first (32 wide) on a tie
+    return best if used(best) >= SHAPED_TILE_GAIN * used(TILED_VARIANTS[0]) else TILED_VARIANTS[0]
 
 
 @lru_cache(maxsize=None)  # the same few tuples for every kernel: made once, not per call

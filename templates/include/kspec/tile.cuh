@@ -48,14 +48,14 @@ struct TileLanes {
   static constexpr int P = 32 * KSPEC_TILE_WARPS;  // slots per pass of the block
   static constexpr int K0 = STAGED ? P / H : 0;
   static constexpr int K1 = STAGED ? 0 : P / W;
-  static constexpr int J0 = W == 64 ? W : 0;  // the step's tiles sit side by side along dim 1 (dim 0 for W = 64)
-  static constexpr int J1 = W == 64 ? 0 : H;
+  static constexpr int J0 = W >= 32 ? W : 0;  // the step's tiles sit side by side along dim 0 (along dim 1 for W = 16)
+  static constexpr int J1 = W >= 32 ? 0 : H;
   static __device__ __forceinline__ int x0(int p0) { return STAGED ? p0 / H : p0 % W; }
   static __device__ __forceinline__ int x1(int p0) { return STAGED ? p0 % H : p0 / W; }
 };
 
 // A thread's elements of an operand at byte offset `base` (the step's first element) into `values`, those below
-// (n0, n1) only.
+// (n0, n1) only. Predicates, not branches: every load stays in flight together.
 template <int W, int SPAN, bool STAGED, typename T, typename IndexT>
 __device__ __forceinline__ void load_step(T (&values)[SPAN * KSPEC_TILE_SLOTS], T* ptr, IndexT base,
                                           IndexT s0, IndexT s1, IndexT n0, IndexT n1, int p0) {
