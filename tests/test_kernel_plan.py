@@ -370,11 +370,10 @@ def test_narrow_operands_take_more_tiles_per_block_step(sqd, dtype, span, grid):
     "shape, width, grid",
     [((4096, 16), 16, 4096 // 128),  # dim 0 of 16: tiles 16 wide, 64 high, two per step along dim 1
      ((16, 4096), 64, 4096 // 128),  # dim 1 of 16: tiles 64 wide, 16 high, two per step along dim 0
-     ((3, 40, 16), 16, 3),  # 16 x 40 per plane: one step of two 16 x 64 tiles
      ((3, 16, 70), 64, 3),  # 70 x 16 per plane: one step of two 64 x 16 tiles (70 of 128 columns used)
-     ((3, 16, 40), 32, 3),  # 40 x 16: steps of 64 x 32 and of 128 x 16 leave as many slots idle: 32 x 32 tiles
-     ((16, 16), 32, 1), ((17, 16), 32, 1), ((1000, 700), 32, 11 * 32),
-     ((300, 24), 16, 2 * 3)],  # 24 x 300: steps of 16 x 128 (24 of 32 columns, 300 of 384 rows)
+     ((3, 40, 16), 16, 2),  # 16 x 40 planes fit one 16 x 64 tile: steps of two planes (3 planes: 2 steps)
+     ((3, 16, 40), 64, 2),  # and 40 x 16 planes one 64 x 16 tile
+     ((1000, 700), 32, 11 * 32), ((300, 24), 16, 2 * 3)],  # 24 x 300: steps of 16 x 128 (24 of 32, 300 of 384)
 )
 def test_short_dims_take_tiles_shaped_to_them(sqd, shape, width, grid):
     # the tile width that leaves the fewest slots idle; the grid counts steps of two tiles (float32)
@@ -383,6 +382,19 @@ def test_short_dims_take_tiles_shaped_to_them(sqd, shape, width, grid):
     x = fake(shape, strides=tuple(base.strides[p] for p in perm))
     _, plan = eplan(sqd, x, fake(shape))
     assert plan.variant == VariantKey("tiled", "int32", 0, width) and plan.grid(H200_SMS) == grid
+
+
+def test_planes_that_leave_most_of_a_step_idle_take_the_strided_entry(sqd):
+    # 16 x 16 (one plane, or planes of a quarter tile): under TILED_MIN_FILL of a step's slots hold elements
+    for shape in ((16, 16), (17, 16), (64, 16, 16)):
+        perm = (*range(len(shape) - 2), len(shape) - 1, len(shape) - 2)
+        base = fake(tuple(shape[p] for p in perm))
+        x = fake(shape, strides=tuple(base.strides[p] for p in perm))
+        assert eplan(sqd, x, fake(shape))[1].variant.entry == "strided"
+    base = fake((64, 32, 32))  # planes of a whole tile, two a step
+    x = fake((64, 32, 32), strides=(base.strides[0], base.strides[2], base.strides[1]))
+    _, plan = eplan(sqd, x, fake((64, 32, 32)))
+    assert plan.variant == TILED and plan.grid(H200_SMS) == 32
 
 
 def test_wide_or_many_operands_take_one_tile_per_step(sqd):

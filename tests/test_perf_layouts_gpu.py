@@ -53,7 +53,10 @@ def _poisoned(cp, shape, dtype, order="C"):
 
 @pytest.mark.parametrize("shape", [(64, 64), (1000, 777), (33, 65), (17, 1031), (2049, 40)])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
-def test_transposed_input_against_a_contiguous_one(cp, sqd, shape, dtype):
+def test_transposed_input_against_a_contiguous_one(cp, sqd, shape, dtype, monkeypatch):
+    import kspec.kernels._plan as plan_module
+
+    monkeypatch.setattr(plan_module, "TILED_MIN_FILL", 0.0)  # (33, 65) of float16 fills a quarter of its one step
     rng = _rng(1)
     a = rng.standard_normal(shape[::-1]).astype(dtype)
     b = rng.standard_normal(shape).astype(dtype)
@@ -175,14 +178,20 @@ def test_every_permutation_of_a_4d_shape(cp, sqd, dtype):
 @pytest.mark.parametrize(
     "shape, widths",  # the tile width with steps of four tiles (1-, 2-byte types), of two (4-byte), of one (8-byte)
     [((2048, 16), (16, 16, 16)), ((16, 2048), (64, 64, 64)), ((24, 300), (32, 32, 32)), ((300, 24), (16, 16, 32)),
-     ((100, 8 * 65), (32, 32, 32)), ((5, 999, 16), (16, 16, 16)), ((3, 16, 1001), (64, 64, 64)),
-     ((7, 16, 16), (32, 32, 32)), ((2, 16, 40), (32, 32, 64)), ((2, 40, 16), (16, 16, 16)),
-     ((2, 16, 17), (32, 32, 32)), ((3, 45, 70), (32, 64, 32)), ((9, 64, 16), (16, 16, 16)), ((5, 33, 200), (64, 64, 32))],
+     ((100, 520), (32, 32, 32)), ((5, 999, 16), (16, 16, 16)), ((3, 16, 1001), (64, 64, 64)),
+     ((7, 16, 16), (32, 32, 32)), ((2, 16, 40), (64, 64, 64)), ((2, 40, 16), (16, 16, 16)), ((2, 16, 17), (32, 32, 32)),
+     ((3, 45, 70), (32, 64, 32)), ((9, 64, 16), (16, 16, 16)), ((5, 33, 200), (64, 64, 32)),
+     ((37, 16, 16), (32, 32, 32)), ((5, 7, 20, 16), (32, 32, 32)), ((6, 5, 16, 48), (64, 64, 64)),
+     ((11, 32, 32), (32, 32, 32))],
 )
-def test_short_dims_in_tiles(cp, sqd, shape, dtype, widths):
+def test_short_dims_in_tiles(cp, sqd, shape, dtype, widths, monkeypatch):
     """A dim shorter than the tile's edge (16 under 2048: a permuted NHWC array of 16 channels), either way round,
-    in tiles 16 wide along it (dim 0 short) or 16 high (dim 1 short), planes narrower than a step's tiles,
-    several planes, extents that straddle tiles."""
+    in tiles 16 wide along it (dim 0 short) or 16 high (dim 1 short); planes of at most one tile, several to a
+    step (consecutive along dim 2, never past its end: (5, 7, 20, 16)), extents that straddle tiles. Every case
+    takes the tiled entry here, however few of a step's slots it fills (the plan's threshold set to 0)."""
+    import kspec.kernels._plan as plan_module
+
+    monkeypatch.setattr(plan_module, "TILED_MIN_FILL", 0.0)
     width = widths[{1: 0, 2: 0, 4: 1, 8: 2}[np.dtype(dtype).itemsize]]
     rng = _rng(8)
     perm = (*range(len(shape) - 2), len(shape) - 1, len(shape) - 2)

@@ -24,7 +24,7 @@ from types import MappingProxyType
 from .. import dtypes
 from ..dtypes import c_strides
 from .._errors import KspecTypeError, KspecValueError, about_kernel
-from ..render import DYNAMIC_NDIM, MAX_NDIM, TILED_VARIANTS, Specialization, VariantKey, tiled_step, tiled_variant
+from ..render import DYNAMIC_NDIM, MAX_NDIM, TILED_VARIANTS, Specialization, VariantKey, tiled_layout, tiled_variant
 from typing import Any, NamedTuple, TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the Pydantic models
@@ -43,6 +43,7 @@ EW_UNROLL = 4  # KSPEC_EW_UNROLL of indexer.cuh
 # would leave most of a block idle).
 TILE_THREADS = 256
 TILE_MIN_EXTENT = 16
+TILED_MIN_FILL = 0.3  # the share of a step's slots that must hold elements (benchmarks/NOTES.md v28)
 MAX_GRID = 2**31 - 1
 
 Specializer = Callable[[Bound], Specialization]  # the kernel's specialization of a bound call
@@ -188,10 +189,8 @@ class ElementwisePlan(NamedTuple):
             return 0
         if self.variant.entry == "tiled":
             # one block per step of tile_span tiles (the kernel strides beyond the grid limit)
-            e0, e1 = self.extents[0], self.extents[1]
-            s0, s1 = tiled_step(self.variant, self.specialization.tile_span)
-            tiles = self.size // (e0 * e1) * -(-e0 // s0) * -(-e1 // s1)
-            return max(1, min(tiles, MAX_GRID))
+            steps, _ = tiled_layout(self.variant, self.specialization.tile_span, self.extents)
+            return max(1, min(steps, MAX_GRID))
         resident = sm_count * CONTIG_BLOCKS_PER_SM * DEFAULT_BLOCK // self.block
         if self.variant.entry == "contig" and self.own_indexing:
             # one thread per element, as CuPy launches: such bodies (a union-find's atomicCAS loops in
@@ -307,8 +306,12 @@ def plan_elementwise(
     wanted.append(VariantKey("strided", "int64", DYNAMIC_NDIM, 1))
     variant = next(v for v in wanted if v in variants)
     if not indexed and fits32 and TILED_VARIANTS[0] in variants and block == TILE_THREADS and _tiles_pay(extents, merged):
-        # a transposed operand: tiles through shared memory (the tiled entry needs blocks of TILE_THREADS)
-        variant, block = tiled_variant(extents[-1], extents[-2], specialization.tile_span), TILE_THREADS
+        # a transposed operand: tiles through shared memory (the tiled entry needs blocks of TILE_THREADS), unless
+        # the planes are so small that most of a step's slots would idle (a 16 x 64 plane in steps of 4 tiles)
+        span, inner_first = specialization.tile_span, extents[::-1]
+        tiled = tiled_variant(inner_first, span)
+        if tiled_layout(tiled, span, inner_first)[1] >= TILED_MIN_FILL:
+            variant, block = tiled, TILE_THREADS
     return ElementwisePlan(
         specialization,
         shape,

@@ -27,7 +27,7 @@ _LAZY = {
     "Specialization": "_specialize", "specialize": "_specialize", "specialization_key": "_specialize",
     "DYNAMIC_NDIM": "_variants", "INDEX_C_TYPES": "_variants", "MAX_NDIM": "_variants",
     "VECTOR_BYTES": "_variants", "VariantKey": "_variants", "TILED_VARIANTS": "_variants",
-    "tiled_variant": "_variants", "tiled_step": "_variants",
+    "tiled_variant": "_variants", "tiled_layout": "_variants",
 }
 
 
@@ -67,6 +67,6 @@ __all__ = [
     "render_raw",
     "specialize",
     "specialization_key",
-    "tiled_step",
+    "tiled_layout",
     "tiled_variant",
 ]

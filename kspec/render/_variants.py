@@ -41,6 +41,8 @@ aligned, checked inside):
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal
 
@@ -138,17 +140,29 @@ def tiled_step(variant: VariantKey, span: int) -> tuple[int, int]:
     return (width, height * span) if width == 16 else (width * span, height)
 
 
-def tiled_variant(extent0: int, extent1: int, span: int) -> VariantKey:
-    """The tiled entry for a loop whose two inner dims have these extents (dim 0 the innermost) and steps of
-    ``span`` tiles: 32 x 32 tiles, unless tiles 16 or 64 wide leave SHAPED_TILE_GAIN times fewer slots of the
-    step idle (a dim 0 or dim 1 of 16-48): their rows of 16 elements coalesce less, so they must win clearly."""
+def tiled_layout(variant: VariantKey, span: int, extents: Sequence[int]) -> tuple[int, float]:
+    """(block steps, the share of their slots that hold elements) of the tiled entry over a loop of ``extents``
+    (innermost first). Planes of at most one tile with a third dim take steps of ``span`` consecutive planes along
+    dim 2 (elementwise.cu.j2's ``_planes``: the kernel decides the same way), others steps of ``span`` tiles."""
+    e0, e1 = extents[0], extents[1]
+    width = variant.vec
+    height = TILE * TILE // width
+    planes = math.prod(extents[2:])
+    if span > 1 and len(extents) > 2 and e0 <= width and e1 <= height:
+        groups = -(-extents[2] // span)
+        return planes // extents[2] * groups, e0 * e1 / (width * height) * extents[2] / (groups * span)
+    s0, s1 = tiled_step(variant, span)
+    n0, n1 = -(-e0 // s0), -(-e1 // s1)
+    return planes * n0 * n1, e0 * e1 / (n0 * s0 * n1 * s1)
 
-    def used(variant: VariantKey) -> float:
-        s0, s1 = tiled_step(variant, span)
-        return extent0 / (-(-extent0 // s0) * s0) * extent1 / (-(-extent1 // s1) * s1)
 
-    best = max(TILED_VARIANTS, key=used)  # the first (32 wide) on a tie
-    return best if used(best) >= SHAPED_TILE_GAIN * used(TILED_VARIANTS[0]) else TILED_VARIANTS[0]
+def tiled_variant(extents: Sequence[int], span: int) -> VariantKey:
+    """The tiled entry for a loop of ``extents`` (innermost first) and steps of ``span`` tiles: 32 x 32 tiles,
+    unless tiles 16 or 64 wide leave SHAPED_TILE_GAIN times fewer slots of the steps idle (a dim 0 or dim 1 of
+    16-48): their rows of 16 elements coalesce less, so they must win clearly."""
+    best = max(TILED_VARIANTS, key=lambda v: tiled_layout(v, span, extents)[1])  # the first (32 wide) on a tie
+    square = tiled_layout(TILED_VARIANTS[0], span, extents)[1]
+    return best if tiled_layout(best, span, extents)[1] >= SHAPED_TILE_GAIN * square else TILED_VARIANTS[0]
 
 
 @lru_cache(maxsize=None)  # the same few tuples for every kernel: made once, not per call

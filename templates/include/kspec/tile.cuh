@@ -54,11 +54,21 @@ struct TileLanes {
   static __device__ __forceinline__ int x1(int p0) { return STAGED ? p0 % H : p0 / W; }
 };
 
+// The tiles of a block step: tile j starts `step` bytes after tile j - 1 in an operand, its elements j * J0
+// (j * J1) further along dim 0 (dim 1) than the first tile's, and only the first `count` tiles are in the loop.
+// Side by side in a plane (J0 / J1 from TileLanes, count SPAN), or consecutive planes (J0 = J1 = 0, step the
+// operand's stride along dim 2): a plane of at most one tile.
+template <typename IndexT>
+struct StepTiles {
+  IndexT step;
+  int j0, j1, count;
+};
+
 // A thread's elements of an operand at byte offset `base` (the step's first element) into `values`, those below
 // (n0, n1) only. Predicates, not branches: every load stays in flight together.
 template <int W, int SPAN, bool STAGED, typename T, typename IndexT>
-__device__ __forceinline__ void load_step(T (&values)[SPAN * KSPEC_TILE_SLOTS], T* ptr, IndexT base,
-                                          IndexT s0, IndexT s1, IndexT n0, IndexT n1, int p0) {
+__device__ __forceinline__ void load_step(T (&values)[SPAN * KSPEC_TILE_SLOTS], T* ptr, IndexT base, IndexT s0,
+                                          IndexT s1, StepTiles<IndexT> tiles, IndexT n0, IndexT n1, int p0) {
   using L = TileLanes<W, SPAN, STAGED>;
   const IndexT m0 = n0 - L::x0(p0), m1 = n1 - L::x1(p0);
   const IndexT a = base + L::x0(p0) * s0 + L::x1(p0) * s1;
@@ -66,14 +76,14 @@ __device__ __forceinline__ void load_step(T (&values)[SPAN * KSPEC_TILE_SLOTS], 
   for (int j = 0; j < SPAN; ++j)
 #pragma unroll
     for (int k = 0; k < KSPEC_TILE_SLOTS; ++k)
-      if (k * L::K0 + j * L::J0 < m0 && k * L::K1 + j * L::J1 < m1)
-        values[j * KSPEC_TILE_SLOTS + k] = *at(ptr, a + j * (L::J0 * s0 + L::J1 * s1) + k * (L::K0 * s0 + L::K1 * s1));
+      if (j < tiles.count && k * L::K0 + j * tiles.j0 < m0 && k * L::K1 + j * tiles.j1 < m1)
+        values[j * KSPEC_TILE_SLOTS + k] = *at(ptr, a + j * tiles.step + k * (L::K0 * s0 + L::K1 * s1));
 }
 
 // The inverse: `values` to the operand, those below (n0, n1) only.
 template <int W, int SPAN, bool STAGED, typename T, typename IndexT>
-__device__ __forceinline__ void store_step(const T (&values)[SPAN * KSPEC_TILE_SLOTS], T* ptr, IndexT base,
-                                           IndexT s0, IndexT s1, IndexT n0, IndexT n1, int p0) {
+__device__ __forceinline__ void store_step(const T (&values)[SPAN * KSPEC_TILE_SLOTS], T* ptr, IndexT base, IndexT s0,
+                                           IndexT s1, StepTiles<IndexT> tiles, IndexT n0, IndexT n1, int p0) {
   using L = TileLanes<W, SPAN, STAGED>;
   const IndexT m0 = n0 - L::x0(p0), m1 = n1 - L::x1(p0);
   const IndexT a = base + L::x0(p0) * s0 + L::x1(p0) * s1;
@@ -81,8 +91,8 @@ __device__ __forceinline__ void store_step(const T (&values)[SPAN * KSPEC_TILE_S
   for (int j = 0; j < SPAN; ++j)
 #pragma unroll
     for (int k = 0; k < KSPEC_TILE_SLOTS; ++k)
-      if (k * L::K0 + j * L::J0 < m0 && k * L::K1 + j * L::J1 < m1)
-        *at(ptr, a + j * (L::J0 * s0 + L::J1 * s1) + k * (L::K0 * s0 + L::K1 * s1)) = values[j * KSPEC_TILE_SLOTS + k];
+      if (j < tiles.count && k * L::K0 + j * tiles.j0 < m0 && k * L::K1 + j * tiles.j1 < m1)
+        *at(ptr, a + j * tiles.step + k * (L::K0 * s0 + L::K1 * s1)) = values[j * KSPEC_TILE_SLOTS + k];
 }
 
 // A thread's values into the step's tiles (element (d0, d1) of tile j at its row d1, column d0), and back.
