@@ -362,6 +362,32 @@ def test_short_reduced_rows_give_each_warp_its_own_columns(cp, l2norm, shape, ax
     np.testing.assert_array_equal(kmax(x, axis=axis).get(), a.max(axis=axis))
 
 
+@pytest.mark.parametrize(("shape", "axis"), [((64, 100, 16, 16), 2), ((3, 7, 40), 1), ((5, 32, 24), 1), ((200, 9, 12), 1),
+                                           ((33, 3, 17, 8), 1)])
+@pytest.mark.parametrize("dtype", ["float16", "int8"])
+@pytest.mark.parametrize("offset", [0, 1])
+def test_short_reduced_rows_of_narrow_types_take_vector_lanes(cp, shape, axis, dtype, offset):
+    """One short reduced dim of a 1- or 2-byte type: lanes of VEC adjacent outputs (cols.cu.j2's short vector
+    path) where the innermost kept dim is a multiple of VEC and everything is 16-byte aligned; an array one
+    element into its buffer, or kept dims of 12 / 17, take the scalar lanes; partial tiles either way."""
+    from kspec.kernels._reduction_strategy import reduction_strategy
+
+    ksum = kspec.ReductionKernel("T x", "float32 y", "float(x)", "a + b", "y = a", "0", "sum_short_narrow",
+                                 reduce_type="float")
+    rng = _rng(14)
+    size = int(np.prod(shape))
+    flat = (rng.standard_normal(size + 8) * 8).astype(dtype)
+    a = flat[offset:offset + size].reshape(shape)
+    x = cp.asarray(flat)[offset:offset + size].reshape(shape)
+    bound = bind(ksum.spec, (x,), None)
+    plan = plan_reduction(ksum.spec, bound, ksum._specializer, axis=axis)
+    strategy = reduction_strategy(plan, 132, slab=False)
+    vec = 16 // np.dtype(dtype).itemsize  # the module's vector: 16 bytes
+    assert strategy.kind == "cols" and strategy.passes[0].variant.vec == (vec if plan.kept[0] % vec == 0 else 1)
+    want = a.astype(np.float64).sum(axis=axis)
+    np.testing.assert_allclose(ksum(x, axis=axis).get(), want, rtol=1e-5, atol=1e-3)
+
+
 @pytest.mark.parametrize(("shape", "axis"), [((36, 1 << 21), 0), ((4, 40, 1 << 19), 1)])  # 2^21 outputs: enough tiles
 @pytest.mark.parametrize("offset", [0, 1])
 def test_one_reduced_dim_of_float16_takes_vectorised_lanes(cp, l2norm, shape, axis, offset):

@@ -197,12 +197,19 @@ def _short_cols(plan: ReductionPlan, block: int, max_threads: Callable[[VariantK
     32 outputs (cols.cu.j2 takes that path for such rows, unsplit; the one-dim entry has no registers for it), so
     blocks are full-sized and nothing is split. Before, a row of 8 made blocks of one warp (rows split over warps:
     nothing to split), 32 of them per SM: axis 0 of a float32 (8, 32, 2048, 32) array ran at 0.61 of copy, 0.75
-    now (H100; 0.95 in the one-dim entry, whose long rows then lost 4-6% to spilled registers)."""
-    cols = next(v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == DYNAMIC_NDIM and v.vec == 1)
+    now (H100; 0.95 in the one-dim entry, whose long rows then lost 4-6% to spilled registers). Inputs of 1 or 2
+    bytes whose innermost kept dim is contiguous and a multiple of the module's vector take the vectorised
+    instantiation: VEC adjacent outputs per lane, tiles of 32 * VEC (cols.cu.j2 checks alignment and otherwise
+    runs the scalar lanes, a tile's warp then covering a fraction of it)."""
+    runtime = [v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == DYNAMIC_NDIM]
+    cols = next(v for v in runtime if v.vec == 1)
+    wide = next((v for v in runtime if v.vec > 1), None)
+    if wide is not None and _narrow_inputs(plan) and plan.contiguous_cols and plan.kept[0] % wide.vec == 0:
+        cols = wide
     warps = max(1, block // 32)
     if max_threads is not None and (most := max_threads(cols)) > 0:
         warps = min(warps, max(1, most // 32))
-    tiles = -(-plan.out_size // 32)
+    tiles = -(-plan.out_size // (32 * cols.vec))
     return Strategy((Pass(cols, max(1, min(-(-tiles // warps), MAX_GRID)), 32 * warps, chunk=plan.red_size),), kind="cols")
 
 
