@@ -112,6 +112,22 @@ def test_tiled_entry_compiles_for_every_operand_kind(arch):
     assert "0 bytes spill stores" in program.log and "25344 bytes smem" in program.log, program.log
 
 
+@pytest.mark.parametrize("arch", ["sm_90", "host"])
+def test_tiled_entry_leaves_a_body_its_own_type_names(arch):
+    """A body naming a type W or Z (cupyx.scipy.ndimage's interpolation kernels, interp1d): the tiled entry's
+    own template parameters must not shadow them (its tile width is `_W`)."""
+    import io
+
+    import numpy as np
+
+    import kspec
+
+    k = kspec.ElementwiseKernel("W x, Z y", "W z", "W t = x - (W)y; z = t * t", "names_w_and_z")
+    a, b = np.zeros((4, 4), np.float32), np.zeros((4, 4), np.float64)
+    assert any(v.entry == "tiled" for v in k.specialization(a, b, a).variants)
+    k.compile(a, b, a, arch=arch, log_stream=io.StringIO())  # every entry, the tiled ones too (the host's: loops)
+
+
 def test_tiled_entry_only_where_its_tiles_fit():
     from kspec.render._variants import TILE_SMEM_LIMIT, tile_bytes
 
