@@ -170,7 +170,7 @@ def _elementwise_context(s: Specialization) -> dict[str, Any]:
         # unless the body could write an input through its reference
         hoist_loads=not any(op.non_const and op.is_array and not op.is_output for op in s.operands),
         tiled=s.tiled,  # the module holds the tiled entry (transposed operands through shared memory)
-        tile_span=s.tile_span if s.tiled else 1,  # tiles along dim 1 per block step of that entry
+        tile_span=s.tile_span if s.tiled else 1,  # tiles per block step of that entry
         # the indexed template's header: the loop's index and the views (no other module includes it)
         extra_includes=["kspec/loop_index.cuh"] if s.indexed else [],
         # the operands whose `_raw_<name>` view the body names (the indexed template declares them)

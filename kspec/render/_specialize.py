@@ -213,7 +213,7 @@ class Specialization(Record):
 
     @property
     def tile_span(self) -> int:
-        """Tiles side by side along dim 1 that a block of the tiled entry takes per step."""
+        """Tiles a block of the tiled entry takes per step (kspec/render/_variants.py, ``tile_span``)."""
         return tile_span([op.itemsize for op in self.operands if op.is_array])
 
     @property

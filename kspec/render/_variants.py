@@ -60,10 +60,10 @@ MAX_NDIM = 16  # KSPEC_MAX_NDIM of templates/include/kspec/indexer.cuh
 # Byte width of one vector load/store of the contiguous fast paths.
 VECTOR_BYTES = 16
 
-# The tiled elementwise entry (templates/include/kspec/tile.cuh): TILE x TILE tiles, TILE_WARPS warps per
-# block, `tile_span` tiles side by side along dim 1 per block step, one static shared-memory tile of
-# TILE x (TILE + 1) elements per array operand and tile. A module holds the entry only when those tiles fit
-# in TILE_SMEM_LIMIT bytes (static shared memory stops at 48 KiB; below it, blocks of 256 threads keep 5+
+# The tiled elementwise entry (templates/include/kspec/tile.cuh): tiles of TILE * TILE elements, TILE_WARPS
+# warps per block, `tile_span` tiles per block step (tiled_step, tiled_layout), one static shared-memory tile
+# (a padded TILE * TILE elements) per array operand and tile. A module holds the entry only when those tiles
+# fit in TILE_SMEM_LIMIT bytes (static shared memory stops at 48 KiB; below it, blocks of 256 threads keep 5+
 # blocks per SM).
 TILE = 32
 TILE_WARPS = 8
