@@ -81,9 +81,12 @@ SPAN_ITEMSIZES = (2, 4)
 TILE_SPANS = (4, 2)
 
 
+# the elements of the largest tile in shared memory, rows padded: any width's tile fits in that
+_TILE_MOST = max(TILE * TILE // width * row for width, row in _TILE_ROW.items())
+
+
 def _one_span_bytes(itemsizes: list[int]) -> int:
-    most = max(TILE * TILE // width * row for width, row in _TILE_ROW.items())  # any width's tile fits
-    return sum(most * size for size in itemsizes)
+    return sum(_TILE_MOST * size for size in itemsizes)
 
 
 def tile_span(itemsizes: list[int]) -> int:

@@ -64,35 +64,34 @@ struct StepTiles {
   int j0, j1, count;
 };
 
-// A thread's elements of an operand at byte offset `base` (the step's first element) into `values`, those below
-// (n0, n1) only. Predicates, not branches: every load stays in flight together.
+// Calls visit(slot, offset) for each of a thread's elements of an operand below (n0, n1): slot its index in the
+// thread's values, offset its byte offset (`base` the step's first element's). Predicates, not branches: every
+// load of a step stays in flight together.
+template <int W, int SPAN, bool STAGED, typename IndexT, typename Visit>
+__device__ __forceinline__ void for_step(IndexT base, IndexT s0, IndexT s1, StepTiles<IndexT> tiles, IndexT n0,
+                                         IndexT n1, int p0, Visit visit) {
+  using L = TileLanes<W, SPAN, STAGED>;
+  const IndexT m0 = n0 - L::x0(p0), m1 = n1 - L::x1(p0);
+  const IndexT a = base + L::x0(p0) * s0 + L::x1(p0) * s1;
+#pragma unroll
+  for (int j = 0; j < SPAN; ++j)
+#pragma unroll
+    for (int k = 0; k < KSPEC_TILE_SLOTS; ++k)
+      if (j < tiles.count && k * L::K0 + j * tiles.j0 < m0 && k * L::K1 + j * tiles.j1 < m1)
+        visit(j * KSPEC_TILE_SLOTS + k, a + j * tiles.step + k * (L::K0 * s0 + L::K1 * s1));
+}
+
+// A thread's elements of an operand into `values`, and back.
 template <int W, int SPAN, bool STAGED, typename T, typename IndexT>
 __device__ __forceinline__ void load_step(T (&values)[SPAN * KSPEC_TILE_SLOTS], T* ptr, IndexT base, IndexT s0,
                                           IndexT s1, StepTiles<IndexT> tiles, IndexT n0, IndexT n1, int p0) {
-  using L = TileLanes<W, SPAN, STAGED>;
-  const IndexT m0 = n0 - L::x0(p0), m1 = n1 - L::x1(p0);
-  const IndexT a = base + L::x0(p0) * s0 + L::x1(p0) * s1;
-#pragma unroll
-  for (int j = 0; j < SPAN; ++j)
-#pragma unroll
-    for (int k = 0; k < KSPEC_TILE_SLOTS; ++k)
-      if (j < tiles.count && k * L::K0 + j * tiles.j0 < m0 && k * L::K1 + j * tiles.j1 < m1)
-        values[j * KSPEC_TILE_SLOTS + k] = *at(ptr, a + j * tiles.step + k * (L::K0 * s0 + L::K1 * s1));
+  for_step<W, SPAN, STAGED>(base, s0, s1, tiles, n0, n1, p0, [&](int slot, IndexT offset) { values[slot] = *at(ptr, offset); });
 }
 
-// The inverse: `values` to the operand, those below (n0, n1) only.
 template <int W, int SPAN, bool STAGED, typename T, typename IndexT>
 __device__ __forceinline__ void store_step(const T (&values)[SPAN * KSPEC_TILE_SLOTS], T* ptr, IndexT base, IndexT s0,
                                            IndexT s1, StepTiles<IndexT> tiles, IndexT n0, IndexT n1, int p0) {
-  using L = TileLanes<W, SPAN, STAGED>;
-  const IndexT m0 = n0 - L::x0(p0), m1 = n1 - L::x1(p0);
-  const IndexT a = base + L::x0(p0) * s0 + L::x1(p0) * s1;
-#pragma unroll
-  for (int j = 0; j < SPAN; ++j)
-#pragma unroll
-    for (int k = 0; k < KSPEC_TILE_SLOTS; ++k)
-      if (j < tiles.count && k * L::K0 + j * tiles.j0 < m0 && k * L::K1 + j * tiles.j1 < m1)
-        *at(ptr, a + j * tiles.step + k * (L::K0 * s0 + L::K1 * s1)) = values[j * KSPEC_TILE_SLOTS + k];
+  for_step<W, SPAN, STAGED>(base, s0, s1, tiles, n0, n1, p0, [&](int slot, IndexT offset) { *at(ptr, offset) = values[slot]; });
 }
 
 // A thread's values into the step's tiles (element (d0, d1) of tile j at its row d1, column d0), and back.
