@@ -324,7 +324,8 @@ def test_scalar_packers_fall_back_to_the_full_conversion():
 
 def test_strided_grid_unrolls_only_when_inner_strides_are_dense(sqd):
     """A broadcast row vector keeps unit inner strides: fewer threads, four elements each in flight. A
-    transposed input does not: one element per thread (see ElementwisePlan.grid)."""
+    transposed input does not: a block per chunk of four elements a thread, the blocks in flight over one
+    window of the loop (see ElementwisePlan.grid); a runtime rank above 4 keeps one element per thread."""
     n = 1 << 14
     _, broadcast = eplan(sqd, fake((n, n)), fake((n,)))
     assert broadcast.variant.entry == "strided" and broadcast.inner_dense
@@ -332,7 +333,33 @@ def test_strided_grid_unrolls_only_when_inner_strides_are_dense(sqd):
     # a transposed input takes the tiled entry; with a block size it cannot have, the strided one
     _, across = eplan(sqd, transposed((n, n)), fake((n, n)), block_size=128)
     assert across.variant.entry == "strided" and not across.inner_dense
-    assert across.grid(H200_SMS) == n * n // 128
+    assert across.grid(H200_SMS) == n * n // (4 * 128)
+    _, ragged = eplan(sqd, transposed((3, 1000, 7)), fake((3, 1000, 7)))  # rank 3 at run time: chunks too
+    assert ragged.variant == VariantKey("strided", "int32", 0, 1)
+    assert ragged.grid(H200_SMS) == -(-3 * 1000 * 7 // (4 * 256))
+    five = (3, 4, 5, 6, 7)
+    _, scattered = eplan(sqd, transposed(five), fake(five))
+    assert scattered.variant == VariantKey("strided", "int32", 0, 1) and len(scattered.extents) == 5
+    assert scattered.grid(H200_SMS) == -(-int(np.prod(five)) // 256)
+
+
+def test_loop_dims_go_inner_the_smaller_their_strides_unless_the_body_names_i(sqd):
+    """x stored as (2048, 64, 8) read reversed: its unit stride is on the loop's outermost dim. The loop puts
+    that dim second, a row of the output apart rather than a plane (NumPy's nditer orders dims so too); z's
+    rows stay innermost. A body that names `i`, itself or through a preamble macro, keeps C order."""
+    x = fake((8, 64, 2048), strides=np.empty((2048, 64, 8), np.float32).transpose(2, 1, 0).strides)
+    _, plan = eplan(sqd, x, fake((8, 64, 2048)))
+    assert plan.extents == (2048, 8, 64)  # innermost first: z's rows, then x's unit stride, then the rest
+    assert plan.strides["x"] == (2048, 4, 32)
+    assert plan.strides["z"] == (4, 524288, 8192)
+    indexed = kspec.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y) + i", "sqd_i")
+    assert eplan(indexed, x, fake((8, 64, 2048)))[1].extents == (2048, 64, 8)
+    in_preamble = kspec.ElementwiseKernel("T x, T y", "T z", "z = F(x, y)", "sqd_m", preamble="#define F(a, b) (a - b + i)")
+    assert eplan(in_preamble, x, fake((8, 64, 2048)))[1].extents == (2048, 64, 8)
+    # a full reversal: x's unit stride second, its next stride third
+    assert eplan(sqd, transposed((64, 32, 16)), fake((64, 32, 16)))[1].extents == (16, 64, 32)
+    # a broadcast over a middle axis keeps C order (ties keep it; zero strides do not count)
+    assert eplan(sqd, fake((64, 32, 16)), fake((64, 1, 16)))[1].extents == (16, 32, 64)
 
 
 # -- issue 17: the tiled elementwise entry and the two-pass reduction over unmerged reduced dims -------------

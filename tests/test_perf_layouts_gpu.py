@@ -128,6 +128,38 @@ def test_body_sees_the_flat_c_order_index_and_reads_its_output(cp):
     np.testing.assert_allclose(z.get(), ref, rtol=1e-14)
 
 
+@pytest.mark.parametrize(
+    ("shape", "perm", "y_shape", "dtype", "block"),
+    [
+        ((64, 33, 128), (0, 1, 2), (64, 1, 128), "float32", None),  # inner vectors (a middle-axis broadcast)
+        ((40, 300, 12), (0, 2, 1), None, "float64", None),  # chunks, a 3-dim walk, a partial last chunk
+        ((7, 9, 11, 13), (3, 1, 0, 2), None, "float32", 128),  # chunks, a 4-dim walk, other blocks
+        ((5000, 9), (1, 0), None, "float32", 1024),  # chunks, the static 2-dim walk
+        ((3, 4, 5, 6, 7), (4, 3, 2, 1, 0), None, "float64", None),  # 5 dims: one element at a time
+        ((100, 1001), (0, 1), (1001,), "float16", None),  # unaligned rows: chunks over inner-dense operands
+    ],
+)
+def test_strided_paths_visit_each_element_once(cp, shape, perm, y_shape, dtype, block):
+    # a body that accumulates into its output and adds its flat index: an element visited twice or never shows
+    k = kspec.ElementwiseKernel("T x, T y", "T z", "z = z + x * y + (T)(i % 64)", "accumulate_strided")
+    rng = _rng(21)
+    a = rng.standard_normal(shape).astype(dtype)
+    x = cp.asarray(a).transpose(perm)
+    out_shape = x.shape
+    b = rng.standard_normal(y_shape or out_shape).astype(dtype)
+    y = cp.asarray(b)
+    if y_shape == (1001,):  # one element off the vector alignment
+        y = cp.asarray(rng.standard_normal(1002).astype(dtype))[1:]
+        b = y.get()
+    z0 = rng.standard_normal(out_shape).astype(dtype)
+    z = cp.asarray(z0)
+    assert _entry(k, x, y, z) == "strided"
+    k(x, y, z, block_size=block)
+    flat = (np.arange(z0.size) % 64).reshape(out_shape).astype(dtype)
+    ref = z0 + a.transpose(perm) * b + flat
+    np.testing.assert_allclose(z.get().astype(np.float64), ref.astype(np.float64), rtol=2e-3 if dtype == "float16" else 1e-6, atol=2e-2 if dtype == "float16" else 1e-6)
+
+
 def test_two_outputs_one_transposed_and_a_scalar(cp):
     k = kspec.ElementwiseKernel("T x, T y, float32 s", "T u, T v", "u = x * s + y; v = x - y", "two_out")
     rng = _rng(7)

@@ -96,6 +96,24 @@ def merge_dims(extents: Sequence[int], strides: Sequence[Sequence[int]]) -> tupl
     return out_extents, out_strides
 
 
+def by_stride(extents: Sequence[int], strides: Sequence[Sequence[int]]) -> tuple[list[int], list[list[int]]]:
+    """Merged loop dims (outermost first) reordered for locality, NumPy's nditer's way: the innermost dim stays
+    (the output's, for coalesced stores and the tiled entry's rows), the others go inner the smaller their
+    smallest nonzero stride over the operands. An operand read along an outer dim (a transposed view whose rows
+    are that dim) then has its neighbours in memory a row of the loop apart, not a plane: its sectors are read
+    once while they are in cache, and the tiled entry sees it as transposed. Ties keep C order."""
+    if len(extents) < 3:
+        return list(extents), [list(s) for s in strides]
+
+    def smallest(axis: int) -> float:
+        return min((abs(s[axis]) for s in strides if s[axis]), default=math.inf)
+
+    order = [*sorted(range(len(extents) - 1), key=smallest, reverse=True), len(extents) - 1]
+    if order == list(range(len(extents))):
+        return list(extents), [list(s) for s in strides]
+    return merge_dims([extents[a] for a in order], [[s[a] for a in order] for s in strides])
+
+
 def reach(extents: Sequence[int], strides: Sequence[int]) -> int:
     """Largest byte offset from the base pointer any element reaches (for the index width)."""
     return sum((e - 1) * abs(s) for e, s in zip(extents, strides))
@@ -202,13 +220,17 @@ class ElementwisePlan(NamedTuple):
         if self.variant.entry == "contig":
             vec = max(1, self.variant.vec)
             return max(1, min(-(-self.size // (vec * self.block)), resident))
+        chunks = -(-self.size // (EW_UNROLL * self.block))
         if self.inner_dense:
-            # the strided entry moves a vector of the inner dim (or, static ranks, EW_UNROLL elements) per thread
-            # at a time where the layout allows, which needs a grid that leaves each thread several elements. Not
-            # when an operand is strided along the inner dim (a transposed input): there, one element per thread
-            # keeps the threads that share a memory sector running together (measured: 0.38 of copy -> 0.11
-            # when capped)
-            return max(1, min(-(-self.size // (EW_UNROLL * self.block)), resident))
+            # the strided entry moves a vector of the inner dim (or EW_UNROLL elements) per thread at a time where
+            # the layout allows, which needs a grid that leaves each thread several elements
+            return max(1, min(chunks, resident))
+        if self.variant.ndim > 0 or (self.variant.index == "int32" and len(self.extents) <= 4):
+            # an operand strided along the inner dim (a transposed input): a block per chunk of EW_UNROLL elements
+            # a thread (kspec::GridWalk), the blocks in flight over one window of the loop as with one element per
+            # thread, which keeps the threads that share a memory sector running together (a grid capped to the
+            # resident blocks, each thread striding over the whole loop: 0.38 of copy -> 0.11)
+            return max(1, min(chunks, MAX_GRID))
         return max(1, min(-(-self.size // self.block), MAX_GRID))
 
 
@@ -289,6 +311,8 @@ def plan_elementwise(
                                    own_indexing=bool(raw) or not operands)  # fmt: skip
         if spec.reduce_dims:
             extents, merged = merge_dims(shape, [operands[n] for n in names])
+            if not specialization.ordered:  # the body does not see `i`: any order of its elements will do
+                extents, merged = by_stride(extents, merged)
         else:
             extents, merged = list(shape), [list(operands[n]) for n in names]
     if len(extents) > MAX_NDIM:

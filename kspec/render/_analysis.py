@@ -106,6 +106,7 @@ def needs_full_builtins(texts: Iterable[str]) -> bool:
 _LOOP_INDEX = r"\b_ind\s*\.\s*(?:get|set)\s*\("
 _LOOP_SIZE = r"\b_ind\s*\.\s*size\s*\("
 _RAW_VIEW = r"\b_raw_(\w+)\b"
+_FLAT_INDEX = r"\bi\b"  # the element's flat C-order index (and every other `i`: a loop variable, a field)
 
 
 class IndexerUse(NamedTuple):
@@ -114,14 +115,17 @@ class IndexerUse(NamedTuple):
     indexed: bool  # `_ind.get()`, `_ind.set()` or a `_raw_<operand>` view: the loop's dims matter
     views: tuple[str, ...]  # the array operands whose `_raw_<name>` view it names
     sized: bool  # `_ind.size()` (a ptrdiff_t, CuPy's type; so `i` is declared with that type too)
+    flat: bool = True  # names `i`: the loop must run its elements in C order (kspec/kernels/_plan.py)
 
 
-NO_INDEXER = IndexerUse(False, (), False)  # reductions, and bodies that use none of it
+NO_INDEXER = IndexerUse(False, (), False, False)  # reductions, and bodies that use none of it
 
 
-def indexer_use(texts: Iterable[str], array_names: Iterable[str]) -> IndexerUse:
+def indexer_use(texts: Iterable[str], array_names: Iterable[str], preamble: str = "") -> IndexerUse:
     """What kernel code (operation, loop_prep, after_loop) uses of CuPy's indexer; ``array_names``: the non-raw
     array operands (a ``_raw_<name>`` of another name is the code's own), in the order ``views`` keeps.
+    ``flat``: the code or the preamble (whose macros the code may expand) names ``i``; a body that does not may
+    run its elements in any order, which the planner uses to put the dims with the smallest strides innermost.
 
     ``indexed`` picks the template and launch variants that provide the n-d index and the views (the strided
     entry, with the loop's dims as CuPy's kernel sees them); ``indexed`` or ``sized`` declares ``i`` a
@@ -136,7 +140,8 @@ def indexer_use(texts: Iterable[str], array_names: Iterable[str]) -> IndexerUse:
     views = tuple(name for name in array_names if name in named)
     indexed = bool(views) or any(re.search(_LOOP_INDEX, text) for text in texts)
     sized = any(re.search(_LOOP_SIZE, text) for text in texts)
-    return IndexerUse(indexed, views, sized)
+    flat = indexed or any(re.search(_FLAT_INDEX, text) for text in [*texts, preamble])
+    return IndexerUse(indexed, views, sized, flat)
 
 
 # What a ReductionKernel's code could name of CuPy's reduction indexer and that kspec does not provide: the n-d

@@ -173,6 +173,12 @@ class Specialization(Record):
         return self.spec.KIND
 
     @property
+    def ordered(self) -> bool:
+        """An elementwise body that names the flat index ``i`` (or CuPy's n-d indexer): its loop runs in C order
+        of the loop shape. Any other may visit its elements in any order (kspec/kernels/_plan.py)."""
+        return self.indexer.flat
+
+    @property
     def indexed(self) -> bool:
         """An elementwise body that uses CuPy's n-d indexer (``_ind.get()``, ``_ind.set()``, ``_raw_<operand>``):
         the module holds the indexed strided entry only (templates/elementwise_indexed.cu.j2), which the planner
@@ -293,7 +299,7 @@ def specialize(
     indexer = NO_INDEXER
     if spec.KIND == "elementwise":
         arrays = [op.name for op in operands if op.is_array]
-        indexer = indexer_use([spec.operation, spec.loop_prep, spec.after_loop], arrays)
+        indexer = indexer_use([spec.operation, spec.loop_prep, spec.after_loop], arrays, spec.preamble or "")
     return Specialization(
         spec=spec,
         types=MappingProxyType(binding),

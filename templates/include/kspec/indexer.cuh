@@ -141,4 +141,45 @@ __device__ __forceinline__ IndexT grid_threads() {
   return static_cast<IndexT>(static_cast<unsigned long long>(gridDim.x) * blockDim.x);
 }
 
+// The coordinates of a grid-stride loop's element, moved on by the loop's fixed step without a division: the
+// step's own coordinates are added dim by dim with a carry (a coordinate plus the step's stays below twice the
+// extent, so one subtraction wraps it). A division per dim and element held the strided elementwise entry under
+// CuPy's one-element-per-thread kernel on 3- and 4-dim layouts (benchmarks/NOTES.md v29). D dims: the static
+// rank, or 4 for a runtime rank of at most 4 (coordinates 0 above it). Only the coordinates live in registers:
+// an operand's offset is computed from them and its strides (parameters, constant memory). Never moved past
+// the loop's end, so the outermost dim never wraps.
+template <int D, typename IndexT>
+struct GridWalk {
+  IndexT c[D];  // the element's coordinates, innermost first
+  IndexT s[D];  // the step's
+  // The step's coordinates; start() sets the element's.
+  __device__ __forceinline__ GridWalk(IndexT step, const IndexT* extent, int rank) { split(step, s, extent, rank); }
+  __device__ __forceinline__ void start(IndexT first, const IndexT* extent, int rank) { split(first, c, extent, rank); }
+  static __device__ __forceinline__ void split(IndexT rem, IndexT (&out)[D], const IndexT* extent, int rank) {
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+      const IndexT q = d < rank - 1 ? rem / extent[d] : 0;  // the outermost dim takes what remains
+      out[d] = d < rank ? rem - q * extent[d] : 0;
+      rem = q;
+    }
+  }
+  // Moves to the next element.
+  __device__ __forceinline__ void advance(const IndexT* extent, int rank) {
+    IndexT carry = 0;
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+      const IndexT v = c[d] + s[d] + carry;
+      carry = d < rank - 1 && v >= extent[d] ? 1 : 0;
+      c[d] = carry ? v - extent[d] : v;
+    }
+  }
+  // The element's byte offset in an operand of these strides.
+  __device__ __forceinline__ IndexT offset(const IndexT* stride) const {
+    IndexT o = 0;
+#pragma unroll
+    for (int d = 0; d < D; ++d) o += c[d] * stride[d];  // 0 above the rank, whatever the stride holds
+    return o;
+  }
+};
+
 }  // namespace kspec
