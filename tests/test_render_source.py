@@ -104,7 +104,11 @@ def test_vector_path_loads_outputs_the_body_reads():
         ("f(z)", False),
         ("z == x", False),
         ("w = x", False),  # never assigned
-        ("z = x; // z", False),
+        ("z = x; // z", True),  # comments are not code
+        ("const float t0 = (x - y);  // subtract (<string>:4)\nz = t0;", True),  # kspec.fuse's bodies
+        ("w = x; /* then */ z = w", True),
+        ("/* z */ z = z + 1", False),
+        ('printf("//"); z = z + 1;\nz = 3;', False),  # a literal: comments stay, the read of z counts
     ],
 )
 def test_is_write_only(operation, write_only):

@@ -12,6 +12,8 @@ from typing import NamedTuple
 # Patterns are compiled on first use (re caches them): a process serving binaries only specializes, and
 # compiling every pattern here at import would cost it ~0.3 ms.
 
+_COMMENT = r"//[^\n]*|/\*.*?\*/"
+
 # Anything that can make an assignment conditional or skip it.
 _CONTROL = r"\b(?:if|else|for|while|do|switch|case|goto|return|break|continue)\b"
 
@@ -23,9 +25,13 @@ def is_write_only(operation: str, name: str) -> bool:
     that the body reads (``z += x``), or may leave unassigned (``if (x > 0) z = x;``), must be loaded first
     to keep CuPy's semantics, where outputs are references into memory. "Surely" means: no control flow
     at all, ``name`` occurs at least once, and every occurrence starts a statement and is followed by a
-    plain ``=``. Anything else (``z = z * 2``, ``f(z)``, ``y = z = x``, a comment naming ``z``) answers
-    False, which is always correct, only slower.
+    plain ``=``. Anything else (``z = z * 2``, ``f(z)``, ``y = z = x``) answers False, which is always correct,
+    only slower. Comments are dropped first (``kspec.fuse`` ends each statement with one, which hid every fused
+    output's store behind a comment: the output was loaded too), unless the code has string or character
+    literals, where ``//`` may not start one.
     """
+    if not re.search(r"[\"']", operation):
+        operation = re.sub(_COMMENT, " ", operation, flags=re.S)
     if re.search(_CONTROL, operation):
         return False
     found = False
