@@ -216,6 +216,17 @@ def test_reduction_axis0_of_a_c_matrix_is_column_wise(ssq):
     assert reduction_strategy(plan, H200_SMS, block_size=128).passes[0].block == 128  # the caller's choice
 
 
+def test_eight_or_more_contiguous_outputs_take_the_cols_split(ssq):
+    """8 or 16 contiguous outputs of long columns: the cols entry (a tile with 8 or 16 lanes at work), its rows
+    split over the device; fewer outputs keep the rows entry's split."""
+    for kept, dtype in ((8, "float64"), (16, "float32"), (31, "float16")):
+        _, plan = rplan(ssq, fake((2048, 1024, kept), dtype), axis=(0, 1))
+        strategy = reduction_strategy(plan, H200_SMS)
+        assert strategy.kind == "cols split" and strategy.passes[0].variant.entry == "cols", (kept, dtype)
+    _, plan = rplan(ssq, fake((2048, 1024, 4)), axis=(0, 1))
+    assert reduction_strategy(plan, H200_SMS).kind == "split"
+
+
 def test_full_reduction_of_a_long_array_splits_in_two_passes(ssq):
     _, plan = rplan(ssq, fake((1 << 24,)))
     assert plan.out_shape == () and plan.out_size == 1 and plan.red_size == 1 << 24

@@ -334,6 +334,18 @@ def test_l2norm_over_0_2_with_vectorised_lanes(cp, l2norm, shape, dtype, offset)
     np.testing.assert_allclose(l2norm(x, axis=(0, 2), keepdims=True).get(), ref[None, :, None, :], rtol=1e-5)
 
 
+@pytest.mark.parametrize(("shape", "axis", "dtype"), [((2048, 1024, 16), (0, 1), "float32"), ((1000, 37, 8), (0, 1), "float64"),
+                                                   ((5, 3001, 12), (0, 1), "float32"), ((4099, 9), 0, "float64")])
+def test_few_contiguous_outputs_through_the_cols_split(cp, l2norm, shape, axis, dtype):
+    a = _rng(23).standard_normal(shape).astype(dtype)
+    x = cp.asarray(a)
+    bound = bind(l2norm.spec, (x,), None)
+    plan = plan_reduction(l2norm.spec, bound, l2norm._specializer, axis=axis)
+    assert reduction_strategy(plan, 132).passes[0].variant.entry == "cols"
+    ref = np.sqrt((a.astype(np.float64) ** 2).sum(axis=axis))
+    np.testing.assert_allclose(l2norm(x, axis=axis).get(), ref, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
 def test_l2norm_over_three_unmerged_axes_in_two_passes(cp, l2norm):
     a = _rng(12).standard_normal((3, 8, 5, 6, 4, 40)).astype(np.float32)
     x = cp.asarray(a)

@@ -46,7 +46,10 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
         return _inner(plan, sm_count, block, rows_variant=next(v for v in variants if v.entry == "rows" and v.ndim == 1))
     group = _row_group(plan, vec, sm_count)
 
-    if plan.contiguous_cols and plan.out_size >= 32 and red >= 2:
+    # the cols entry from 8 contiguous outputs: a tile of 32 lanes with 8 or 16 at work, its rows split over the
+    # device, beat a split of the rows entry over rows strided by the kept dim (8 or 16 float32 outputs of
+    # 2^25 elements: 0.25 -> 0.70 of copy; 8 float64 0.43 -> 0.62; H200, benchmarks/NOTES.md v29)
+    if plan.contiguous_cols and plan.out_size >= COLS_MIN_OUTPUTS and red >= 2:
         return _cols(plan, sm_count, block, block_size is not None, max_threads, resident)
 
     if red >= SPLIT_MIN_ROW and plan.out_size < target_blocks:
@@ -136,6 +139,7 @@ ROWS_WALK_BLOCK_SHORT = 64
 SHORT_INNER_VECTORS = 4
 ROW_GROUP_MIN_WARPS = 12  # warps per SM a group of the inner row's length must give: ~25 KB of loads in flight
 COLS_MIN_CHUNK = 16  # reduced elements per warp of a cols split block, at least: 4 rounds of 4 loads each
+COLS_MIN_OUTPUTS = 8  # contiguous outputs that take the cols entry, at least (reduction_strategy)
 # the runtime-rank cols entry's block, at most, in warps: its registers do not allow 1024 threads everywhere
 COLS_RUNTIME_RANK_WARPS = 16
 
