@@ -967,3 +967,25 @@ def test_repeated_torch_calls_allocate_c_contiguous_outputs() -> None:
     z = same(a, stream=s)
     s.synchronize()
     np.testing.assert_array_equal(z.cpu().numpy(), (a + 1).cpu().numpy())
+
+
+@pytest.mark.parametrize(
+    "layout", ["contiguous", "transposed", "small planes transposed", "broadcast row", "transposed output"]
+)
+def test_a_return_in_the_body_ends_only_its_element(xp, layout):
+    """CuPy runs a thread per element, where `return` ends that element's body (cupyx.scipy.ndimage's binary
+    erosion returns early); kspec's GPU threads and host chunks take several elements each, over every path:
+    the vector and chunked strided paths, the tiled one, the contiguous one."""
+    k = kspec.ElementwiseKernel("T x, T b", "T y", "if (x < 0) { y = -1; return; }\ny = x * 2 + b;", "early_return")
+    rng = np.random.default_rng(31)
+    shape = {"small planes transposed": (4096, 8, 12)}.get(layout, (700, 900))
+    a = rng.standard_normal(shape).astype(np.float32)
+    b = rng.standard_normal(shape[-1:]).astype(np.float32)
+    x = xp.asarray(a)
+    if layout in ("transposed", "small planes transposed"):
+        x = xp.asarray(np.ascontiguousarray(a.swapaxes(-1, -2))).swapaxes(-1, -2)
+    bias = xp.asarray(b) if layout == "broadcast row" else xp.asarray(np.broadcast_to(b, shape).copy())
+    y = xp.empty(shape[::-1], np.float32).T if layout == "transposed output" and len(shape) == 2 else xp.empty(shape, np.float32)
+    k(x, bias, y)
+    ref = np.where(a < 0, np.float32(-1), a * 2 + b)
+    np.testing.assert_array_equal(xp.asnumpy(y), ref)

@@ -9,7 +9,7 @@ import pytest
 
 import kspec
 from kspec.render import RenderedModule, make_environment, render, render_raw, specialize
-from kspec.render._analysis import is_write_only, needs_from_text, needs_of_raw_source
+from kspec.render._analysis import element_body, is_write_only, needs_from_text, needs_of_raw_source
 from kspec.spec import ElementwiseSpec, RawSpec, ReductionSpec
 from render_cases import ARGMAX, AXPY, L2NORM, MAX_NO_IDENTITY, RAW_CUCOMPLEX, REVERSE, RUNNING, SQUARED_DIFF
 
@@ -200,3 +200,9 @@ def test_render_raw_rejects_other_specs():
 def test_reduction_spec_validation_stays_upstream():
     with pytest.raises(kspec.SpecError):
         ReductionSpec(name="r", in_params="raw T x", out_params="T y", map_expr="x", reduce_expr="a", post_map_expr="y = a")
+
+
+def test_a_body_that_returns_runs_in_a_lambda_of_its_own():
+    assert element_body("y = x * 2") == "y = x * 2"
+    assert element_body("if (x < 0) { y = 0; return; } y = x") == "[&]() {\nif (x < 0) { y = 0; return; } y = x;\n}()"
+    assert element_body("y = returned(x)") == "y = returned(x)"  # a word that contains it is not one

@@ -46,6 +46,20 @@ def is_write_only(operation: str, name: str) -> bool:
     return found
 
 
+_RETURN = r"\breturn\b"
+
+
+def element_body(operation: str) -> str:
+    """An elementwise body as the templates place it: as written, or, where it says ``return``, inside a lambda
+    called on the spot, so that ``return`` ends this element's body and no more. CuPy runs a thread per
+    element, where a ``return`` (cupyx.scipy.ndimage's binary erosion: ``if (...) { y = ...; return; }``) ends
+    only that element; kspec's threads and host chunks take several elements each, which a bare ``return``
+    would skip."""
+    if not re.search(_RETURN, operation):
+        return operation
+    return f"[&]() {{\n{operation};\n}}()"
+
+
 # Type names whose device header a kernel needs even when no parameter has that dtype (a preamble that
 # computes in __half, a reduce_type of complex<float>).
 _HEADER_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._errors import KspecTypeError
 from ._abi import EntryAbi
-from ._analysis import is_write_only
+from ._analysis import element_body, is_write_only
 from ._env import environment
 from ._interface import ReduceItem, module_interface
 from ._specialize import AnySpec, Specialization, c_type_of, specialize
@@ -159,7 +159,7 @@ def _elementwise_context(s: Specialization) -> dict[str, Any]:
     assert spec.KIND == "elementwise"
     context = _common_context(s)
     context.update(
-        operation=spec.operation.strip(),
+        operation=element_body(spec.operation.strip()),
         loop_prep=spec.loop_prep.strip(),
         after_loop=spec.after_loop.strip(),
         # outputs the vector path must load before the body runs (it reads them, or may not assign them)
