@@ -141,13 +141,14 @@ __device__ __forceinline__ IndexT grid_threads() {
   return static_cast<IndexT>(static_cast<unsigned long long>(gridDim.x) * blockDim.x);
 }
 
-// The coordinates of a grid-stride loop's element, moved on by the loop's fixed step without a division: the
-// step's own coordinates are added dim by dim with a carry (a coordinate plus the step's stays below twice the
-// extent, so one subtraction wraps it). A division per dim and element held the strided elementwise entry under
-// CuPy's one-element-per-thread kernel on 3- and 4-dim layouts (benchmarks/NOTES.md v29). D dims: the static
-// rank, or 4 for a runtime rank of at most 4 (coordinates 0 above it). Only the coordinates live in registers:
-// an operand's offset is computed from them and its strides (parameters, constant memory). Never moved past
-// the loop's end, so the outermost dim never wraps.
+// A thread's element coordinates in a loop of fixed steps (the strided elementwise entry: blockDim within a
+// chunk), moved on without a division: the step's own coordinates are added dim by dim with a carry (a
+// coordinate plus the step's stays below twice the extent, so one subtraction wraps it). A division per dim and
+// element held that entry under CuPy's thread-per-element kernel on 3- and 4-dim layouts (benchmarks/NOTES.md
+// v29). D dims: the static rank, or 4 for a runtime rank of at most 4 (coordinates 0 above it). Only the
+// coordinates live in registers: an operand's offset comes from them and its strides (parameters, constant
+// memory), which keeps the entry at 32 registers. Never moved past the loop's end, so the outermost dim never
+// wraps.
 template <int D, typename IndexT>
 struct GridWalk {
   IndexT c[D];  // the element's coordinates, innermost first
