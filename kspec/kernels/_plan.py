@@ -311,7 +311,7 @@ def plan_elementwise(
                                    own_indexing=bool(raw) or not operands)  # fmt: skip
         if spec.reduce_dims:
             extents, merged = merge_dims(shape, [operands[n] for n in names])
-            if not specialization.ordered:  # the body does not see `i`: any order of its elements will do
+            if not specialization.indexer.flat:  # the body does not name `i`: any order of its elements will do
                 extents, merged = by_stride(extents, merged)
         else:
             extents, merged = list(shape), [list(operands[n]) for n in names]

@@ -173,12 +173,6 @@ class Specialization(Record):
         return self.spec.KIND
 
     @property
-    def ordered(self) -> bool:
-        """An elementwise body that names the flat index ``i`` (or CuPy's n-d indexer): its loop runs in C order
-        of the loop shape. Any other may visit its elements in any order (kspec/kernels/_plan.py)."""
-        return self.indexer.flat
-
-    @property
     def indexed(self) -> bool:
         """An elementwise body that uses CuPy's n-d indexer (``_ind.get()``, ``_ind.set()``, ``_raw_<operand>``):
         the module holds the indexed strided entry only (templates/elementwise_indexed.cu.j2), which the planner
