@@ -142,7 +142,7 @@ __device__ __forceinline__ IndexT grid_threads() {
 }
 
 // A thread's element coordinates in a loop of fixed steps (the strided elementwise entry: blockDim within a
-// chunk), moved on without a division: the step's own coordinates are added dim by dim with a carry (a
+// chunk, the grid's threads over vectors), moved on without a division: the step's own coordinates are added dim by dim with a carry (a
 // coordinate plus the step's stays below twice the extent, so one subtraction wraps it). A division per dim and
 // element held that entry under CuPy's thread-per-element kernel on 3- and 4-dim layouts (benchmarks/NOTES.md
 // v29). D dims: the static rank, or 4 for a runtime rank of at most 4 (coordinates 0 above it). Only the
