@@ -71,14 +71,15 @@ def _compile(module, name_expressions=None, extra=()):
 @pytest.mark.parametrize(
     "texts, expected",
     [
-        (["y = x[_ind.get()]"], (True, (), False)),
-        (["_ind . set( j ); y = x[_ind.get()]"], (True, (), False)),
-        (["y = _raw_a[0] + _raw_b.shape()[1]"], (True, ("a", "b"), False)),
-        (["y = _raw_r[0]", "", "int _raw_c = 1; y = _raw_cc"], (False, (), False)),  # raw/unknown names: the code's own
-        (["y = x * _ind.size()"], (False, (), True)),
-        (["y = x; // _raw_a would also do"], (True, ("a",), False)),  # a comment counts: "yes" is only slower
-        (["y = x"], (False, (), False)),
-        (["", "const ptrdiff_t n = _ind.size();", "ptrdiff_t z = _ind.get()[0];"], (True, (), True)),
+        (["y = x[_ind.get()]"], (True, (), False, True)),
+        (["_ind . set( j ); y = x[_ind.get()]"], (True, (), False, True)),
+        (["y = _raw_a[0] + _raw_b.shape()[1]"], (True, ("a", "b"), False, True)),
+        (["y = _raw_r[0]", "", "int _raw_c = 1; y = _raw_cc"], (False, (), False, False)),  # raw/unknown names: the code's own
+        (["y = x * _ind.size()"], (False, (), True, False)),
+        (["y = x[i] * 2"], (False, (), False, True)),  # names i: C order
+        (["y = x; // _raw_a would also do"], (True, ("a",), False, True)),  # a comment counts: "yes" is only slower
+        (["y = x"], (False, (), False, False)),
+        (["", "const ptrdiff_t n = _ind.size();", "ptrdiff_t z = _ind.get()[0];"], (True, (), True, True)),
     ],
 )
 def test_indexer_use(texts, expected):

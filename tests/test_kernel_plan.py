@@ -348,6 +348,9 @@ def test_strided_grid_unrolls_only_when_inner_strides_are_dense(sqd):
     _, ragged = eplan(sqd, transposed((3, 1000, 7)), fake((3, 1000, 7)))  # rank 3 at run time: chunks too
     assert ragged.variant == VariantKey("strided", "int32", 0, 1)
     assert ragged.grid(H200_SMS) == -(-3 * 1000 * 7 // (4 * 256))
+    gather = kspec.ElementwiseKernel("T x, raw T t", "T y", "y = x + t[0]", "gather_plan")
+    _, raw = eplan(gather, transposed((3, 1000, 7)), fake((4,)), fake((3, 1000, 7)))  # gathers: a thread each
+    assert raw.variant.entry == "strided" and raw.grid(H200_SMS) == -(-3 * 1000 * 7 // 256)
     five = (3, 4, 5, 6, 7)
     _, scattered = eplan(sqd, transposed(five), fake(five))
     assert scattered.variant == VariantKey("strided", "int32", 0, 1) and len(scattered.extents) == 5

@@ -225,7 +225,9 @@ class ElementwisePlan(NamedTuple):
             # the strided entry moves a vector of the inner dim (or EW_UNROLL elements) per thread at a time where
             # the layout allows, which needs a grid that leaves each thread several elements
             return max(1, min(chunks, resident))
-        if self.variant.ndim > 0 or (self.variant.index == "int32" and len(self.extents) <= 4):
+        chunked = self.variant.ndim > 0 or (self.variant.index == "int32" and len(self.extents) <= 4)
+        # the indexed entry takes one element per thread; so do bodies that gather through raw operands (below)
+        if chunked and not self.specialization.indexed and not self.raw:
             # an operand strided along the inner dim (a transposed input): a block per chunk of EW_UNROLL elements
             # a thread (kspec::GridWalk), the blocks in flight over one window of the loop as with one element per
             # thread, which keeps the threads that share a memory sector running together (a grid capped to the
