@@ -226,7 +226,8 @@ class ElementwisePlan(NamedTuple):
             # the layout allows, which needs a grid that leaves each thread several elements
             return max(1, min(chunks, resident))
         chunked = self.variant.ndim > 0 or (self.variant.index == "int32" and len(self.extents) <= 4)
-        # the indexed entry takes one element per thread; so do bodies that gather through raw operands (below)
+        # the indexed entry takes one element per thread; so do bodies that gather through raw operands (below:
+        # the strided entry runs no chunks on a grid of a thread per element)
         if chunked and not self.specialization.indexed and not self.raw:
             # an operand strided along the inner dim (a transposed input): a block per chunk of EW_UNROLL elements
             # a thread (kspec::GridWalk), the blocks in flight over one window of the loop as with one element per
