@@ -102,14 +102,12 @@ def by_stride(extents: Sequence[int], strides: Sequence[Sequence[int]]) -> tuple
     smallest nonzero stride over the operands. An operand read along an outer dim (a transposed view whose rows
     are that dim) then has its neighbours in memory a row of the loop apart, not a plane: its sectors are read
     once while they are in cache, and the tiled entry sees it as transposed. Ties keep C order."""
-    if len(extents) < 3:
-        return list(extents), [list(s) for s in strides]
 
     def smallest(axis: int) -> float:
         return min((abs(s[axis]) for s in strides if s[axis]), default=math.inf)
 
     order = [*sorted(range(len(extents) - 1), key=smallest, reverse=True), len(extents) - 1]
-    if order == list(range(len(extents))):
+    if order == sorted(order):  # already in order (always, under 3 dims)
         return list(extents), [list(s) for s in strides]
     return merge_dims([extents[a] for a in order], [[s[a] for a in order] for s in strides])
 

@@ -163,9 +163,9 @@ def tiled_variant(extents: Sequence[int], span: int) -> VariantKey:
     """The tiled entry for a loop of ``extents`` (innermost first) and steps of ``span`` tiles: 32 x 32 tiles,
     unless tiles 16 or 64 wide leave SHAPED_TILE_GAIN times fewer slots of the steps idle (a dim 0 or dim 1 of
     16-48): their rows of 16 elements coalesce less, so they must win clearly."""
-    best = max(TILED_VARIANTS, key=lambda v: tiled_layout(v, span, extents)[1])  # the first (32 wide) on a tie
-    square = tiled_layout(TILED_VARIANTS[0], span, extents)[1]
-    return best if tiled_layout(best, span, extents)[1] >= SHAPED_TILE_GAIN * square else TILED_VARIANTS[0]
+    fill = {v: tiled_layout(v, span, extents)[1] for v in TILED_VARIANTS}
+    best = max(TILED_VARIANTS, key=fill.__getitem__)  # the first (32 wide) on a tie
+    return best if fill[best] >= SHAPED_TILE_GAIN * fill[TILED_VARIANTS[0]] else TILED_VARIANTS[0]
 
 
 @lru_cache(maxsize=None)  # the same few tuples for every kernel: made once, not per call
