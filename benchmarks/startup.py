@@ -12,7 +12,10 @@ installed without bytecode, would otherwise recompile numpy, Jinja, ... in every
   the module's ``_binaries`` (synchronised);
 * ``import kspec`` + the first ``ElementwiseKernel(...)(x, y)`` with a warm disk cache, next to
   ``import cupy`` + the same CuPy call from CuPy's warm cache;
-* the same with an empty cache (NVRTC compiles), for both.
+* the same with an empty cache (NVRTC compiles), for both;
+* a generated module of benchmarks/bench_kernels.toml built with its tuning record (issue [AT]: the build's
+  ``tuning.json``) and without, ``KSPEC_COMPILE=never``: import, then the first float16 ``sqd`` call, whose
+  layout the tuned build takes from the record (the nearest bucket) and the untuned one from the rules.
 
 ``--root DIR`` (repeatable, ``label=DIR``) runs the kspec rows against other checkouts too (e.g. HEAD in a
 git worktree), so before and after share one run. Then the modules the generated module's import loads
@@ -87,6 +90,24 @@ _t2 = time.perf_counter()
 _r = {"first_call": _t2 - _t1}
 """ + _OUT
 
+BENCH = _PRE + """
+import sys
+sys.modules["cuda.bindings.nvrtc"] = None  # a deployed wheel: NVRTC is not installed
+import numpy as np
+import startup_bench.bench_kernels as bk
+_t1 = time.perf_counter()
+import kspec
+x = kspec.asarray(np.ones(%(n)d, np.float16)); y = kspec.asarray(np.ones(%(n)d, np.float16))
+kspec.get_device().synchronize()
+_t2 = time.perf_counter()
+z = bk.sqd(x, y)
+kspec.get_device().synchronize()
+_t3 = time.perf_counter()
+_c = bk._KERNELS["sqd"].choices()
+assert bool(_c and _c[-1][3].startswith("record")) == %(tuned)s, _c
+_r = {"import": _t1 - _t0, "first_call": _t3 - _t2, "total": _t3 - _t0 - (_t2 - _t1)}
+""" + _OUT
+
 IMPORT_KSPEC = _PRE + "import kspec.kernels\n_r = {'import': time.perf_counter() - _t0}\n" + _OUT
 IMPORT_CUPY = _PRE + "import cupy\n_r = {'import': time.perf_counter() - _t0}\n" + _OUT
 
@@ -138,6 +159,29 @@ def prepare(root: Path, work: Path, label: str, base_env: dict[str, str]) -> tup
     subprocess.run([sys.executable, "-m", "kspec", "build", spec, "-o", str(pkg / "_binaries"), "--arch", probe],
                    check=True, env=env, cwd=work, capture_output=True)
     return env, pkg_parent
+
+
+def prepare_bench(work: Path, tuned: bool, env: dict[str, str]) -> tuple[dict[str, str], Path]:
+    """A generated package of benchmarks/bench_kernels.toml built for this device, with the spec's tuning record
+    (``tuned``: the build carries it in ``tuning.json``) or without."""
+    label = "tuned" if tuned else "untuned"
+    source = work / f"{label}-spec"
+    source.mkdir()
+    spec = source / "bench_kernels.toml"
+    shutil.copy(REPO / "benchmarks" / "bench_kernels.toml", spec)
+    if tuned:
+        shutil.copy(REPO / "benchmarks" / "bench_kernels.tune.json", source / "bench_kernels.tune.json")
+    pkg = work / label / "startup_bench"
+    env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(work / label), env.get("PYTHONPATH")])),
+           "KSPEC_COMPILE": "never"}
+    subprocess.run([sys.executable, "-m", "kspec", "generate", str(spec), "-o", str(pkg)], check=True, env=env, cwd=work,
+                   capture_output=True)
+    probe = subprocess.run([sys.executable, "-c", "import kspec; print(kspec.get_device().arch)"], env=env, cwd=work,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([sys.executable, "-m", "kspec", "build", str(spec), "-o", str(pkg / "_binaries"), "--arch", probe],
+                   check=True, env=env, cwd=work, capture_output=True)
+    assert (pkg / "_binaries" / "tuning.json").exists() == tuned
+    return env, work / label
 
 
 # Times every module the generated module's import loads after numpy, lazily imported ones included
@@ -209,6 +253,10 @@ def main() -> None:
                        f"cold {label}": Series(ew, env, cwd, ("KSPEC_CACHE_DIR",))}
             if importtimes is None:
                 importtimes = import_profile(env, cwd, args.runs, args.top)
+            if label == "this":
+                for tuned in (True, False):
+                    bench_env, bench_cwd = prepare_bench(work, tuned, env)
+                    series[f"bench {tuned}"] = Series(BENCH % {"n": N, "tuned": tuned}, bench_env, bench_cwd)
         got = interleaved(series, args.runs)
         floor = got["floor"]["import"]
         rows.append(("floor: import numpy, cuda.bindings.driver", "-", floor, None))
@@ -228,6 +276,9 @@ def main() -> None:
                 rows.append((f"  import + first call (warm), kspec / CuPy [{label}]", label, (imp + warm) / (cupy_import + cupy_warm), None))
             cold = got[f"cold {label}"]["first_call"]
             rows.append((f"first ElementwiseKernel call, empty cache [{label}] | CuPy", label, cold, cupy_cold))
+        tuned, untuned = got["bench True"], got["bench False"]
+        for what, key in (("import", "import"), ("first float16 sqd call", "first_call"), ("import + first call", "total")):
+            rows.append((f"bench_kernels module, tuned build | untuned: {what}", "this", tuned[key], untuned[key]))
         print(f"start-up, median of {args.runs} fresh processes (ms; rows marked / are ratios)")
         print(f"{'what':72} {'kspec':>10} {'CuPy':>10}")
         for what, _label, ours, theirs in rows:

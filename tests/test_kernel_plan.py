@@ -481,7 +481,7 @@ def test_batched_transposes_tile_the_two_inner_dims(sqd):
 
 
 def test_staged_rule():
-    from kspec.kernels._plan import staged
+    from kspec.kernels._plan_entry import staged
 
     assert staged([4, 4000])  # outermost first: stride 4 along dim 1, 4000 along dim 0 (a transposed view)
     assert not staged([4000, 4])  # C order

@@ -54,7 +54,7 @@ def _poisoned(cp, shape, dtype, order="C"):
 @pytest.mark.parametrize("shape", [(64, 64), (1000, 777), (33, 65), (17, 1031), (2049, 40)])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
 def test_transposed_input_against_a_contiguous_one(cp, sqd, shape, dtype, monkeypatch):
-    import kspec.kernels._plan as plan_module
+    import kspec.kernels._plan_entry as plan_module
 
     monkeypatch.setattr(plan_module, "TILED_MIN_FILL", 0.0)  # (33, 65) of float16 fills a quarter of its one step
     rng = _rng(1)
@@ -221,7 +221,7 @@ def test_short_dims_in_tiles(cp, sqd, shape, dtype, widths, monkeypatch):
     in tiles 16 wide along it (dim 0 short) or 16 high (dim 1 short); planes of at most one tile, several to a
     step (consecutive along dim 2, never past its end: (5, 7, 20, 16)), extents that straddle tiles. Every case
     takes the tiled entry here, however few of a step's slots it fills (the plan's threshold set to 0)."""
-    import kspec.kernels._plan as plan_module
+    import kspec.kernels._plan_entry as plan_module
 
     monkeypatch.setattr(plan_module, "TILED_MIN_FILL", 0.0)
     width = widths[{1: 0, 2: 0, 4: 1, 8: 2}[np.dtype(dtype).itemsize]]

@@ -101,9 +101,11 @@ def plan_build(specs: Iterable[AnySpec], archs: Sequence[str]) -> BuildPlan:
             if not bindings:
                 skipped.append((spec, "no instantiations declared: compiled on first call"))
                 continue
+        tuning = planner_tuning(spec, archs) if not isinstance(spec, RawSpec) and spec.tune is not None else {}
         units.extend(
-            BuildUnit(spec, dict(types), arch, scalars) for types in bindings for scalars in scalar_sets(spec) for arch in archs
-        )
+            BuildUnit(spec, dict(types), arch, scalars, tuning.get(arch))
+            for types in bindings for scalars in scalar_sets(spec) for arch in archs
+        )  # fmt: skip
     return BuildPlan(units, skipped)
 
 
@@ -123,6 +125,26 @@ def tuned_units(spec: RawSpec, archs: Sequence[str]) -> list[BuildUnit]:
         chosen = [dict(spec.tune["default"])] + [c for c in winners(entry) if c != spec.tune["default"]]
         units.extend(BuildUnit(spec.config_spec(c), {}, arch, frozenset(), (spec.name, entry, facts)) for c in chosen)
     return units
+
+
+def planner_tuning(spec: AnySpec, archs: Sequence[str]) -> dict[str, tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
+    """Per arch, the planner entry of an elementwise or reduction spec's record (kspec/_plan_tuning.py) for the
+    output's tuning.json: its knobs choose among entries every module holds, so they add no binary. An entry
+    tuned for other code (its digest) is left out."""
+    from .._plan_tuning import plan_digest
+    from .._tuning import TuningError, kernel_entry, read_record, record_path
+
+    try:
+        record = read_record(record_path(spec.origin)) if spec.origin is not None else None
+    except TuningError as exc:
+        raise SpecError(str(exc), kernel=spec.name, field="tune") from None
+    found: dict[str, tuple[str, Mapping[str, Any], Mapping[str, Any]]] = {}
+    for arch in archs:
+        entry = kernel_entry(record, arch, spec.name)
+        if entry is not None and entry.get("digest") == plan_digest(spec.to_data()):
+            facts = {k: v for k, v in ((record or {}).get("archs", {}).get(arch) or {}).items() if k != "kernels"}
+            found[arch] = (spec.name, entry, facts)
+    return found
 
 
 def scalar_sets(spec: AnySpec) -> tuple[frozenset[str], ...]:

@@ -38,7 +38,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_record(name: str, origin: Path) -> None:
-    """A tuned kernel's record, per arch and bucket: the winner, the runner-up and the default."""
+    """A tuned kernel's record, per arch and bucket: the winner, the runner-up and the default (a planner
+    entry's buckets are layout labels, its configs knobs: kspec/_plan_tuning.py)."""
+    from .._plan_tuning import PLANNER_KEY, knob_label
     from .._tuning import TuningError, config_label, read_record, record_path
 
     path = record_path(origin)
@@ -50,14 +52,15 @@ def print_record(name: str, origin: Path) -> None:
     entries = [(arch, data["kernels"][name]) for arch, data in sorted((record or {}).get("archs", {}).items())
                if name in data.get("kernels", {})]  # fmt: skip
     if not entries:
-        print(f"# tuning record: none for {name} in {path} (run kspec tune): calls run the default")
+        print(f"# tuning record: none for {name} in {path} (run kspec tune): calls run the default (the planner's rules)")
         return
     print(f"# tuning record {path}")
     for arch, entry in entries:
         section = record["archs"][arch]  # type: ignore[index]
         print(f"# {arch} ({section.get('device', '?')}, {section.get('driver', '?')}, kspec {section.get('kspec', '?')}"
               f"{'' if entry.get('complete') else ', incomplete'})")  # fmt: skip
+        label_of = knob_label if entry.get("key") == PLANNER_KEY else config_label
         for label, data in entry.get("buckets", {}).items():
-            parts = [f"{what} {config_label(data[what]['config'])} {data[what]['ms']:.4f} ms"
+            parts = [f"{what} {label_of(data[what]['config'])} {data[what]['ms']:.4f} ms"
                      for what in ("winner", "runner_up", "default") if what in data]  # fmt: skip
             print(f"#   {label}: " + "; ".join(parts) + f" ({len(data.get('skipped', []))} skipped)")

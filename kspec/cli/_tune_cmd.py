@@ -1,4 +1,5 @@
-"""`kspec tune SPECS`: time the configs of tuned raw specs on this GPU and write their tuning records."""
+"""`kspec tune SPECS`: time the configs of tuned raw specs, and the planner's knobs for elementwise and reduction
+specs with ``tune.cases``, on this GPU and write their tuning records."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from ._common import add_spec_paths, error, spec_files_or_report
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    p = sub.add_parser("tune", help="time tuned raw kernels' configs on this GPU; write <spec>.tune.json records")
+    p = sub.add_parser("tune", help="time tuned raw kernels' configs and elementwise/reduction kernels' planner knobs (tune.cases) on "
+                       "this GPU; write <spec>.tune.json records")
     add_spec_paths(p)
     p.add_argument("--arch", help="the GPU's arch, e.g. sm_90 (checked against this GPU: a record is per arch)")
     p.add_argument("--shapes", nargs="+", metavar="K=V[,K=V]", help="key values to tune for (default: each spec's shapes)")

@@ -24,26 +24,19 @@ from types import MappingProxyType
 from .. import dtypes
 from ..dtypes import c_strides
 from .._errors import KspecTypeError, KspecValueError, about_kernel
-from ..render import DYNAMIC_NDIM, MAX_NDIM, TILED_VARIANTS, Specialization, VariantKey, tiled_layout, tiled_variant
+from ..render import DYNAMIC_NDIM, MAX_NDIM, Specialization, VariantKey, tiled_layout
 from typing import Any, NamedTuple, TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the Pydantic models
     from ..spec import ElementwiseSpec, ReductionSpec
 from ._bind import ArrayArg, Bound
+from ._plan_entry import CONTIG_BLOCKS_PER_SM, Tuning, contig_choice, strided_choice
 from ._plan_indexed import cupy_loop_dims
 
 INT32_LIMIT = 2**31
 MAX_BLOCK = 1024
 DEFAULT_BLOCK = 256
-# Grid of the contiguous elementwise path: blocks per SM (measured on the H200, see kspec/render/_abi.py).
-CONTIG_BLOCKS_PER_SM = 16
 EW_UNROLL = 4  # KSPEC_EW_UNROLL of indexer.cuh
-# The tiled entry (kspec/tile.cuh): blocks of TILE_THREADS over tiles of the two inner dims (32 x 32, 16 x 64
-# or 64 x 16: kspec.render.tiled_variant), used only when both are at least TILE_MIN_EXTENT (thinner tiles
-# would leave most of a block idle).
-TILE_THREADS = 256
-TILE_MIN_EXTENT = 16
-TILED_MIN_FILL = 0.3  # the share of a step's slots that must hold elements (benchmarks/NOTES.md v28)
 MAX_GRID = 2**31 - 1
 
 Specializer = Callable[[Bound], Specialization]  # the kernel's specialization of a bound call
@@ -199,6 +192,7 @@ class ElementwisePlan(NamedTuple):
     block: int = DEFAULT_BLOCK
     inner_dense: bool = False  # strided: every operand's innermost stride is its item size or 0
     own_indexing: bool = False  # contig: raw operands (the body indexes memory itself): a thread per element
+    per_sm: int = CONTIG_BLOCKS_PER_SM  # blocks of 256 threads per SM the grid-stride paths aim at
 
     def grid(self, sm_count: int) -> int:
         if self.variant is None:
@@ -207,7 +201,7 @@ class ElementwisePlan(NamedTuple):
             # one block per step of tile_span tiles (the kernel strides beyond the grid limit)
             steps, _ = tiled_layout(self.variant, self.specialization.tile_span, self.extents)
             return max(1, min(steps, MAX_GRID))
-        resident = sm_count * CONTIG_BLOCKS_PER_SM * DEFAULT_BLOCK // self.block
+        resident = max(1, sm_count * self.per_sm * DEFAULT_BLOCK // self.block)
         if self.variant.entry == "contig" and self.own_indexing:
             # one thread per element, as CuPy launches: such bodies (a union-find's atomicCAS loops in
             # cupyx.scipy.ndimage.label) vary in length per element, and blocks that finish make room for new
@@ -243,10 +237,12 @@ def plan_elementwise(
     size: object = None,
     block_size: object = None,
     launch: bool = True,
+    tuning: Tuning | None = None,
 ) -> ElementwisePlan:
     """The plan of an elementwise call. ``launch=False`` (``kernel.output_specs``): what the call returns and
     every error it raises, without choosing the entry point (``variant`` None past the checks), so that a
-    tracer's symbolic sizes get no guards from decisions that only pick a kernel variant."""
+    tracer's symbolic sizes get no guards from decisions that only pick a kernel variant. ``tuning``: the
+    kernel's tuned knobs by layout (kspec/kernels/_plan_entry.py), None for the planner's rules."""
     kernel = spec.name
     block = check_block_size(kernel, block_size) or DEFAULT_BLOCK
     params = spec.params
@@ -307,9 +303,10 @@ def plan_elementwise(
             for name, strides in operands.items()
         )
         if contiguous:
-            variant = next(v for v in variants if v.entry == "contig")
-            return ElementwisePlan(specialization, shape, total, allocate, variant, raw=raw, block=block,
-                                   own_indexing=bool(raw) or not operands)  # fmt: skip
+            contig = next(v for v in variants if v.entry == "contig")
+            chosen = contig_choice(contig, block, block_size is not None, max(itemsizes.values(), default=1), total, tuning)
+            return ElementwisePlan(specialization, shape, total, allocate, contig, raw=raw, block=chosen.block,
+                                   own_indexing=bool(raw) or not operands, per_sm=chosen.per_sm)  # fmt: skip
         if spec.reduce_dims:
             extents, merged = merge_dims(shape, [operands[n] for n in names])
             if not specialization.indexer.flat:  # the body does not name `i`: any order of its elements will do
@@ -329,44 +326,23 @@ def plan_elementwise(
     if not fits32:
         wanted = []
     wanted.append(VariantKey("strided", "int64", DYNAMIC_NDIM, 1))
-    variant = next(v for v in wanted if v in variants)
-    if not indexed and fits32 and TILED_VARIANTS[0] in variants and block == TILE_THREADS and _tiles_pay(extents, merged):
-        # a transposed operand: tiles through shared memory (the tiled entry needs blocks of TILE_THREADS), unless
-        # the planes are so small that most of a step's slots would idle (a 16 x 64 plane in steps of 4 tiles)
-        span, inner_first = specialization.tile_span, extents[::-1]
-        tiled = tiled_variant(inner_first, span)
-        if tiled_layout(tiled, span, inner_first)[1] >= TILED_MIN_FILL:
-            variant, block = tiled, TILE_THREADS
+    # the indexed entry loads one element per thread at a time: one thread per element
+    inner_dense = not indexed and all(s[-1] in (0, itemsizes[n]) for n, s in zip(names, merged) if s)
+    # a transposed operand: tiles through shared memory (the tiled entry needs blocks of TILE_THREADS)
+    chosen = strided_choice(specialization, extents, merged, next(v for v in wanted if v in variants), block,
+                            block_size is not None, fits32, indexed, inner_dense, max(itemsizes.values(), default=1), tuning)  # fmt: skip
     return ElementwisePlan(
         specialization,
         shape,
         total,
         allocate,
-        variant,
+        chosen.variant,
         extents=tuple(reversed(extents)),
         strides={n: tuple(reversed(s)) for n, s in zip(names, merged)},
         raw=raw,
-        block=block,
-        # the indexed entry loads one element per thread at a time: one thread per element
-        inner_dense=not indexed and all(s[-1] in (0, itemsizes[n]) for n, s in zip(names, merged) if s),
-    )
-
-
-def staged(strides: Sequence[int]) -> bool:
-    """Whether the tiled entry stages an operand through shared memory (``strides`` merged, outermost first):
-    its stride along loop dim 1 is nonzero and smaller than along dim 0 (a transposed view). The rule of
-    elementwise.cu.j2's tiled entry, which decides it for itself; the plan uses it only to pick the entry."""
-    return len(strides) >= 2 and strides[-2] != 0 and abs(strides[-2]) < abs(strides[-1])
-
-
-def _tiles_pay(extents: Sequence[int], merged: Sequence[Sequence[int]]) -> bool:
-    """The tiled entry beats the strided one: some operand is staged (an operand read across its rows makes
-    each warp of the strided entry touch 32 rows: 0.38 of copy, benchmarks/NOTES.md) and the two inner dims
-    are wide enough for tiles."""
-    return (
-        len(extents) >= 2
-        and min(extents[-1], extents[-2]) >= TILE_MIN_EXTENT
-        and any(staged(s) for s in merged)
+        block=chosen.block,
+        inner_dense=inner_dense,
+        per_sm=chosen.per_sm,
     )
 
 

@@ -44,7 +44,16 @@ def plan_elementwise_call(kernel: Any, args: tuple[Any, ...], stream: object, si
     kernel._check_stream(stream)
     bound = bind(spec, inputs, outputs, textures, launch=not abstract, stream=stream, abstract=abstract,
                  cupy_rules=kernel._cupy_rules)
-    plan = plan_elementwise(spec, bound, kernel._specializer, size=size, block_size=block_size, launch=launch)
+    tuning = None
+    if launch:  # the device whose record entry counts: ArraySpecs plan for theirs (kspec/kernels/_launch_plan.py)
+        if abstract:
+            from ._launch_plan import call_device
+
+            tuning = kernel._plan_tuning(call_device(bound))
+        else:
+            tuning = kernel._plan_tuning(bound.device_id)
+    plan = plan_elementwise(spec, bound, kernel._specializer, size=size, block_size=block_size, launch=launch,
+                            tuning=tuning)  # fmt: skip
     return bound, plan, textures
 
 

@@ -61,7 +61,9 @@ def reduction_steps(kernel: Any, plan: ReductionPlan, device_id: int, handle: in
     def resident(variant: VariantKey, threads: int) -> int:  # blocks an SM holds: a split fills one wave
         return resident_blocks(loaded.function(variant, handle), threads)
 
-    strategy = reduction_strategy(plan, sm_count(device_id), max_threads=max_threads, resident=resident)
+    tuning = kernel._plan_tuning(device_id)
+    knobs = tuning(reduction_label(plan)) if tuning is not None else None
+    strategy = reduction_strategy(plan, sm_count(device_id), max_threads=max_threads, resident=resident, knobs=knobs)
     if strategy.workspace_items:
         workspace = strategy.workspace_items * _reduce_itemsize(loaded, strategy.passes[0].variant, handle)
     for step in strategy.passes:
@@ -69,6 +71,16 @@ def reduction_steps(kernel: Any, plan: ReductionPlan, device_id: int, handle: in
         steps.append(Step(loaded.function(step.variant, handle), step.grid, step.block,
                           kernel_label(kernel.name, step.variant.entry), frame, step.dependent))  # fmt: skip
     return steps, workspace
+
+
+def reduction_label(plan: ReductionPlan) -> str:
+    """The layout label a tuning record files a reduction's knobs under (kspec/_plan_tuning.py): ``inner``,
+    ``cols`` or ``rows``, the widest input's item size, ``kept/reduced`` extents (merged, outermost first)."""
+    from .._plan_tuning import layout_label
+
+    cls = "inner" if plan.inner_rows else "cols" if plan.contiguous_cols else "rows"
+    itemsize = max((op.itemsize for op in plan.specialization.operands if op.is_array and not op.is_output), default=1)
+    return layout_label(cls, itemsize, plan.kept[::-1], plan.red[::-1])
 
 
 def _reduce_itemsize(loaded: _loaded.LoadedKernel, variant: VariantKey, stream: int | None) -> int:

@@ -5,6 +5,7 @@ part of its launch's parameter frame. Pure Python and driver-free, like the plan
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, Callable, NamedTuple
 
 from ..render import COLS_MAX_WARPS, COLS_SHORT_ROWS, COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, VariantKey
@@ -24,23 +25,29 @@ WARPS_PER_SM = 64  # resident warps per SM on sm_80..sm_90 (2048 threads): what 
 
 def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | None = None,
                        max_threads: Callable[[VariantKey], int] | None = None,
-                       resident: Callable[[VariantKey, int], int] | None = None, slab: bool = True) -> Strategy:
+                       resident: Callable[[VariantKey, int], int] | None = None, slab: bool = True,
+                       knobs: Mapping[str, int] | None = None) -> Strategy:
     """Pick the entry points, grid and block for ``plan`` on a device with ``sm_count`` SMs; ``max_threads``
     tells a loaded entry's largest block (its registers decide), for the entries that may launch more than
     256 threads, and ``resident(variant, threads)`` how many blocks of that many threads an SM holds at once
     (the cols split sizes its grid to one wave of them). ``slab=False`` leaves out the slab entry
-    (:mod:`._reduction_slab`), which takes the C-contiguous layouts of two reduced dims that fit it."""
+    (:mod:`._reduction_slab`), which takes the C-contiguous layouts of two reduced dims that fit it. ``knobs``:
+    a tuning record's choices for the layout (kspec/_plan_tuning.py): ``block`` (the block it starts from where
+    ``block_size`` is not given), ``per_sm`` (the blocks per SM a split aims at), ``slab`` and ``cols`` (0: that
+    entry is not taken)."""
     if plan.out_size == 0:
         return Strategy((), kind="none")
     variants = plan.specialization.variants
     vec = plan.specialization.vec
     rows_variant = next(v for v in variants if v.entry == "rows" and v.ndim == plan.rndim)
-    block = block_size or DEFAULT_BLOCK
+    knobs = knobs or {}
+    block = block_size or knobs.get("block", DEFAULT_BLOCK)
     block = max(32, block // 32 * 32)
-    target_blocks = sm_count * BLOCKS_PER_SM
+    blocks_per_sm = knobs.get("per_sm", BLOCKS_PER_SM)
+    target_blocks = sm_count * blocks_per_sm
     red = plan.red_size
 
-    if slab and block_size is None and (slabbed := slab_strategy(plan, sm_count)) is not None:
+    if slab and knobs.get("slab", 1) and block_size is None and (slabbed := slab_strategy(plan, sm_count)) is not None:
         return slabbed
     if plan.inner_rows:
         return _inner(plan, sm_count, block, rows_variant=next(v for v in variants if v.entry == "rows" and v.ndim == 1))
@@ -49,19 +56,19 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
     # the cols entry from 8 contiguous outputs: a tile of 32 lanes with 8 or 16 at work, its rows split over the
     # device, beat a split of the rows entry over rows strided by the kept dim (8 or 16 float32 outputs of
     # 2^25 elements: 0.25 -> 0.70 of copy; 8 float64 0.43 -> 0.62; H200, benchmarks/NOTES.md v29)
-    if plan.contiguous_cols and plan.out_size >= COLS_MIN_OUTPUTS and red >= 2:
+    if plan.contiguous_cols and plan.out_size >= COLS_MIN_OUTPUTS and red >= 2 and knobs.get("cols", 1):
         return _cols(plan, sm_count, block, block_size is not None, max_threads, resident)
 
     if red >= SPLIT_MIN_ROW and plan.out_size < target_blocks:
         # at most one wave: BLOCKS_PER_SM per SM, fewer where the entry's registers allow fewer, and rounded
         # down (256 rows of 65536, axes (1, 3) of (16, 1024, 16, 64): 768 blocks of a runtime-rank rows entry
         # that an SM holds 4 of ran at 0.66 of copy, 512 at 0.82, H200)
-        per_sm, threads = BLOCKS_PER_SM, block
+        per_sm, threads = blocks_per_sm, block
         if plan.rndim != 1 and block_size is None:
             # rows over two reduced dims: the same threads per SM in blocks of ROWS_WALK_BLOCK (the 18 sweep
             # shapes with this plan, H200: mean 0.900 -> 0.923 of copy, 512 rows of 32768 over (1, 3) or (0, 3)
             # 0.93 -> 1.04; none lost more than 0.005)
-            per_sm, threads = BLOCKS_PER_SM * block // ROWS_WALK_BLOCK, ROWS_WALK_BLOCK
+            per_sm, threads = blocks_per_sm * block // ROWS_WALK_BLOCK, ROWS_WALK_BLOCK
         if resident is not None and (held := resident(rows_variant, threads)) > 0:
             per_sm = min(per_sm, held)
         nchunks_wanted = max(2, per_sm * sm_count // plan.out_size)
@@ -76,7 +83,8 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
             second = final_pass(final, plan.out_size, block, nchunks, chunk)
             return Strategy((first, second), workspace_items=segments, kind="split")
 
-    if plan.rndim != 1 and group is None and block_size is None and _group_for_row(red, vec, block) == block:
+    if (plan.rndim != 1 and group is None and block_size is None and "block" not in knobs
+            and _group_for_row(red, vec, block) == block):  # fmt: skip
         block = group = ROWS_WALK_BLOCK_SHORT if -(-plan.red[0] // vec) <= SHORT_INNER_VECTORS else ROWS_WALK_BLOCK
     return Strategy((_rows_pass(rows_variant, plan.out_size, red, vec, block, sm_count, group=group),), kind="rows")
 

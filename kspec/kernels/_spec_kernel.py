@@ -25,6 +25,7 @@ from ..compiler import compile_program, rendered_module
 from ._ctor_memo import SPEC_KERNELS
 from ._loaded import interface_of, loaded_kernel
 from ._kernel_attrs import KernelAttributes
+from ._plan_records import PlanTuned
 
 if TYPE_CHECKING:  # the serving path never imports the spec models, the renderer or the compiler
     from ..spec import ElementwiseSpec, ReductionSpec
@@ -52,7 +53,7 @@ def raw_layouts_of(bound: Bound) -> RawLayouts:
     return tuple((name, (len(a.info.shape), bool(a.info.is_c_contiguous))) for name, a in bound.arrays.items() if a.param.raw)
 
 
-class SpecKernel(KernelAttributes):
+class SpecKernel(PlanTuned, KernelAttributes):
     """Base of ElementwiseKernel and ReductionKernel: a spec, CuPy's attributes (kspec/kernels/_kernel_attrs.py),
     arity, pickling, streams.
 

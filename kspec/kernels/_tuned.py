@@ -119,7 +119,7 @@ class TunedKernel:
             config, source = self.config_for(key_values, arch)
             chosen = self._chosen[where] = (config, source, self.kernel_for(config))
             self._log.append((arch, bucket_label(self._key, key_values), config, source))
-            if _printing():
+            if printing():
                 print(f"kspec tune: {self.name} [{self._log[-1][1]}] {arch}: {config_label(config)} ({source})",
                       file=sys.stderr, flush=True)  # fmt: skip
         config, _, kernel = chosen
@@ -135,7 +135,7 @@ class TunedKernel:
         return f"<kspec TunedKernel {self.name!r}: {len(self._records)} record(s)>"
 
 
-def _printing() -> bool:
+def printing() -> bool:
     value = os.environ.get("KSPEC_LOG") or ""
     return "tune" in (part.strip().lower() for part in value.split(","))
 
@@ -148,5 +148,17 @@ def records_for(binaries: Any, spec_file: str | os.PathLike[str] | None) -> list
         path: Path | None = Path(directory) / BUILD_RECORD
     else:
         path = record_path(spec_file) if spec_file is not None else None
-    record = read_record(path) if path is not None else None
+    if path is None:
+        return []
+    try:
+        stat = path.stat()
+    except OSError:
+        return []
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _READ:  # a spec file's kernels share its record: read once while it is unchanged
+        _READ[key] = read_record(path)
+    record = _READ[key]
     return [record] if record is not None else []
+
+
+_READ: dict[tuple[str, int, int], dict[str, Any] | None] = {}

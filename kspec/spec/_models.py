@@ -16,6 +16,8 @@ from pydantic import Field, StrictBool, StrictStr, field_validator, model_valida
 
 from .. import dtypes
 from .._errors import InstantiationError, SpecError, SpecErrorGroup
+from .._plan_tuning import check_cases
+from .._tuning import TuningError
 from ._base import _KernelSpec
 from ._autodiff import derive_backward
 from ._backward import build_backward, shared_gradients
@@ -45,6 +47,9 @@ class _TypedKernelSpec(_KernelSpec, PlaceholderRules):
     # Inputs that calls pass as numbers (by value), e.g. the scalars of a kspec.fuse kernel: `kspec build`
     # precompiles that specialization rather than guessing.
     scalars: tuple[StrictStr, ...] = ()
+    # The calls `kspec tune` times the planner's choices for (issue [AT]: kspec/_plan_tuning.py); not part of
+    # the code, so not of a binary's content key (kspec.render.specialize leaves it out).
+    tune: dict[str, Any] | None = None
 
     @field_validator("in_params", "out_params", mode="before")
     @classmethod
@@ -69,6 +74,11 @@ class _TypedKernelSpec(_KernelSpec, PlaceholderRules):
     def _check_params(self) -> "_TypedKernelSpec":
         self._check_kind()
         check_params(self.in_params, self.out_params, self.placeholders, self.instantiations, self.scalars)
+        if self.tune is not None:
+            try:
+                check_cases(self.tune, self.KIND, [p.name for p in self.in_params], [p.name for p in self.out_params])
+            except TuningError as exc:
+                raise SpecError(str(exc), field=exc.field) from None
         return self
 
     def to_data(self) -> dict[str, Any]:

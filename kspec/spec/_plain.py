@@ -29,7 +29,7 @@ FIELD_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 REQUIRED = frozenset({"name", "operation", "map_expr", "reduce_expr", "post_map_expr"})
 # What a table written by to_data() may hold: the fields, its kind, and what only spec files declare.
-_FIELDS = {kind: set(defaults) | {"kind", "instantiations", "scalars"} for kind, defaults in FIELD_DEFAULTS.items()}
+_FIELDS = {kind: set(defaults) | {"kind", "instantiations", "scalars", "tune"} for kind, defaults in FIELD_DEFAULTS.items()}
 
 
 class PlainParam(NamedTuple):

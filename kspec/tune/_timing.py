@@ -29,6 +29,10 @@ class Timer:
     def flush(self, k: int) -> None:
         check_driver(self.cu.cuMemsetD8Async(self.scratch.ptr, k & 0xFF, self.scratch.nbytes, self.handle), "cuMemsetD8Async")
 
+    def poison(self, array: Any) -> None:
+        """Every byte of a C-contiguous array set to 0xFF (NaN in floating types) on the timing stream."""
+        check_driver(self.cu.cuMemsetD8Async(array.ptr, 0xFF, array.nbytes, self.handle), "cuMemsetD8Async")
+
     def time(self, launch: Callable[[Any], None], warmup: int, reps: int) -> tuple[float, float, list[float]]:
         """(median ms, spread, samples) of ``launch(stream)``."""
         cu = self.cu

@@ -25,6 +25,7 @@ import numpy as np
 
 from .._atomic import write_atomic
 from .._errors import KspecError, KspecValueError
+from .._plan_tuning import plan_digest
 from .._tuning import (
     RECORD_FORMAT,
     bucket_label,
@@ -39,6 +40,7 @@ from .._tuning import (
 )
 from ..kernels import TunedKernel
 from ..runtime import asarray, driver_description, get_device
+from ._planner import tune_planner
 from ._timing import Timer
 
 
@@ -91,20 +93,23 @@ def tune_files(paths: Iterable[str | Path], options: TuneOptions | None = None) 
         changed = False
         for spec in tuned:
             table = spec.to_data()
-            digest = space_digest(table)
-            key = set(spec.tune["key"])  # --shapes that give this kernel's keys, else its spec's shapes
-            given = [dict(s) for s in options.shapes or () if set(s) == key]
-            shapes = given or [dict(s) for s in spec.tune.get("shapes") or ()]
-            if not shapes:
-                raise KspecValueError(f"kspec tune: kernel '{spec.name}' has no shapes: give tune.shapes in its spec or --shapes")
             old = kernel_entry(record, arch, spec.name)
-            labels = [bucket_label(spec.tune["key"], [s[k] for k in spec.tune["key"]]) for s in shapes]
-            if (not options.force and old is not None and old.get("digest") == digest and old.get("complete")
-                    and all(label in old.get("buckets", {}) for label in labels)):  # fmt: skip
+            if spec.KIND != "raw":  # elementwise and reduction kernels: the planner's knobs on tune.cases
+                digest = plan_digest(table)
+                current = old is not None and old.get("cases") == table["tune"]["cases"]
+            else:
+                digest = space_digest(table)
+                shapes = _raw_shapes(spec, options)
+                labels = [bucket_label(spec.tune["key"], [s[k] for k in spec.tune["key"]]) for s in shapes]
+                current = old is not None and all(label in old.get("buckets", {}) for label in labels)
+            if current and not options.force and old.get("digest") == digest and old.get("complete"):  # type: ignore[union-attr]
                 report.kernels[spec.name] = "up to date"
                 options.progress(f"{spec.name}: up to date for {arch}")
                 continue
-            entry = _tune_kernel(kernels[spec.name], spec.tune, shapes, deadline, options)
+            if spec.KIND != "raw":
+                entry = tune_planner(kernels[spec.name], table, deadline, options)
+            else:
+                entry = _tune_kernel(kernels[spec.name], spec.tune, shapes, deadline, options)
             entry["digest"] = digest
             if old is not None and old.get("digest") == digest:  # buckets tuned before and not now stay
                 entry["buckets"] = {**old.get("buckets", {}), **entry["buckets"]}
@@ -118,6 +123,16 @@ def tune_files(paths: Iterable[str | Path], options: TuneOptions | None = None) 
             report.written.append(target)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _raw_shapes(spec: Any, options: TuneOptions) -> list[dict[str, int]]:
+    """The key values a tuned raw spec is timed for: the --shapes that give its keys, else its spec's shapes."""
+    key = set(spec.tune["key"])
+    given = [dict(s) for s in options.shapes or () if set(s) == key]
+    shapes = given or [dict(s) for s in spec.tune.get("shapes") or ()]
+    if not shapes:
+        raise KspecValueError(f"kspec tune: kernel '{spec.name}' has no shapes: give tune.shapes in its spec or --shapes")
+    return shapes
 
 
 def _tune_kernel(kernel: TunedKernel, tune: Mapping[str, Any], shapes: list[dict[str, int]], deadline: float,
