@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 from _check import poison
+from _floor import floor_call
 from _kernels import fused_pair, jit_kernels, kernel_pair
 from _settings import Settings
 from _timing import short_error
@@ -69,6 +70,9 @@ def measure_host(variants: dict[str, Callable[[], object]], calls: int,
 
     sync = cp.cuda.Device().synchronize
     for fn in variants.values():
+        if getattr(fn, "batched", False):  # the C floor: one call runs the whole loop (benchmarks/_floor.py)
+            fn(min(calls, 2000))
+            continue
         for _ in range(min(calls, 2000)):  # warm-up: compile, load, prepare the call
             fn()
     sync()
@@ -76,8 +80,11 @@ def measure_host(variants: dict[str, Callable[[], object]], calls: int,
     for _ in range(batches):
         for name, fn in variants.items():
             start = time.perf_counter()
-            for _ in range(calls):
-                fn()
+            if getattr(fn, "batched", False):
+                fn(calls)
+            else:
+                for _ in range(calls):
+                    fn()
             sync()
             samples[name].append((time.perf_counter() - start) / calls * 1e6)
     return samples
@@ -125,6 +132,23 @@ def run_host_cost(settings: Settings) -> dict[str, Any]:
                 variants[f"{row}|{lib}"] = fn
             except Exception as exc:
                 notes.append(f"{row} ({lib}): {short_error(exc)}")
+    floors = {  # the same launches from C (benchmarks/_floor.py): (kernel, inputs, outputs, keywords)
+        "elementwise, out given": (kk, (x, y), (z,), {}), "elementwise, allocating": (kk, (x, y), (z,), {}),
+        "elementwise, Python scalar": (kk, (x, 2.0), (z,), {}),
+        "elementwise, out given, torch tensors": (kk, (x, y), (z,), {}),
+        "elementwise, allocating, torch tensors": (kk, (x, y), (z,), {}),
+        "reduction": (kr, (x,), (cp.empty((), dtype=np.float32),), {}),
+    }  # fmt: skip
+    for row in rows:
+        if row in floors:
+            kernel, ins, outs, kw = floors[row]
+            try:
+                run = floor_call(kernel, ins, outs, cp.cuda.get_current_stream().ptr, **kw)
+                run.batched = True  # type: ignore[attr-defined]
+                run(1)
+                variants[f"{row}|floor"] = run
+            except Exception as exc:
+                notes.append(f"{row} (C floor): {short_error(exc)}")
     if "elementwise, out given" in rows:
         core_z = cp.empty(1, dtype=np.float32)
         core, why = core_launcher(x, y, core_z)
@@ -136,8 +160,8 @@ def run_host_cost(settings: Settings) -> dict[str, Any]:
     out_rows = []
     for row in rows:
         med = {lib: statistics.median(samples[f"{row}|{lib}"]) if f"{row}|{lib}" in samples else None
-               for lib in ("kspec", "cupy", "core")}
-        k, c, core_us = med["kspec"], med["cupy"], med["core"]
+               for lib in ("kspec", "cupy", "core", "floor")}
+        k, c, core_us, floor = med["kspec"], med["cupy"], med["core"], med["floor"]
         met: bool | None = None
         torch_row = row.endswith("torch tensors")
         if k is not None and c is not None:
@@ -145,10 +169,13 @@ def run_host_cost(settings: Settings) -> dict[str, Any]:
         # cuda.core's launch() is shown for reference (issue 7 asked for 1.2x of it; issue 17 asks <= CuPy)
         target = f"<= {TARGET_TORCH_VS_CUPY} x CuPy on CuPy arrays" if torch_row else "<= CuPy"
         out_rows.append({
-            "call": row, "kspec_us": k, "cupy_us": c, "core_us": core_us,
+            "call": row, "kspec_us": k, "cupy_us": c, "core_us": core_us, "floor_us": floor,
+            # each library's cost above the C floor (CuPy's call launches its own kernel, of the same work)
+            "kspec_above_floor_us": k - floor if k is not None and floor is not None else None,
+            "cupy_above_floor_us": c - floor if c is not None and floor is not None else None,
             "kspec_over_cupy": k / c if k is not None and c else None,
             "kspec_over_core": k / core_us if k is not None and core_us else None,
             "target": target, "met": met,
-            "batches_us": {lib: samples.get(f"{row}|{lib}") for lib in ("kspec", "cupy", "core")},
+            "batches_us": {lib: samples.get(f"{row}|{lib}") for lib in ("kspec", "cupy", "core", "floor")},
         })
     return {"rows": out_rows, "calls": calls, "batches": BATCHES, "notes": notes}

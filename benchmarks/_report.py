@@ -52,14 +52,16 @@ def print_tables(info: dict[str, Any], results: list[Result], host: dict[str, An
     if host["rows"]:
         print()
         print(f"host cost per call, 1-element float32 arrays: median of {host['batches']} loops of {host['calls']} calls")
-        header = (f"{'call':28s} {'kspec us':>9s} {'CuPy us':>9s} {'cuda.core us':>12s} {'kspec/CuPy':>10s} "
-                  f"{'kspec/core':>10s} {'target':>34s} {'met?':>5s}")
+        header = (f"{'call':28s} {'kspec us':>9s} {'CuPy us':>9s} {'cuda.core us':>12s} {'C floor us':>10s} "
+                  f"{'kspec-floor':>11s} {'CuPy-floor':>10s} {'kspec/CuPy':>10s} {'kspec/core':>10s} {'target':>34s} {'met?':>5s}")
         print(header)
         print("-" * len(header))
         for row in host["rows"]:
             met = "n/a" if row["met"] is None else ("yes" if row["met"] else "no")
             print(f"{row['call']:28s} {fmt(row['kspec_us'], '9.2f'):>9s} {fmt(row['cupy_us'], '9.2f'):>9s} "
-                  f"{fmt(row['core_us'], '12.2f'):>12s} {fmt(row['kspec_over_cupy'], '10.2f'):>10s} "
+                  f"{fmt(row['core_us'], '12.2f'):>12s} {fmt(row.get('floor_us'), '10.2f'):>10s} "
+                  f"{fmt(row.get('kspec_above_floor_us'), '11.2f'):>11s} {fmt(row.get('cupy_above_floor_us'), '10.2f'):>10s} "
+                  f"{fmt(row['kspec_over_cupy'], '10.2f'):>10s} "
                   f"{fmt(row['kspec_over_core'], '10.2f'):>10s} {row['target']:>34s} {met:>5s}")
         for note in host["notes"]:
             print(f"  {note}")

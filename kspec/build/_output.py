@@ -203,8 +203,9 @@ def write_output(results: Sequence[BuildResult], out_dir: str | os.PathLike[str]
 
 
 def _write_tuning(results: Sequence[BuildResult], out: Path) -> None:
-    """``tuning.json``: the record entries of the tuned kernels built (kspec/_tuning.py), which a process
-    serving these binaries picks its configs by; removed when the build has none."""
+    """``tuning.json``: the record entries of the tuned kernels built (kspec/_tuning.py, kspec/_plan_tuning.py),
+    each bucket's winner, which a process serving these binaries picks its configs by; removed when the build
+    has none."""
     from .._tuning import BUILD_RECORD, RECORD_FORMAT, dumps
 
     archs: dict[str, Any] = {}
@@ -214,7 +215,10 @@ def _write_tuning(results: Sequence[BuildResult], out: Path) -> None:
             continue
         name, entry, facts = tuning
         section = archs.setdefault(result.unit.arch, {**facts, "kernels": {}})
-        section["kernels"][name] = entry
+        # what a call reads (each bucket's winner), not what a review reads (the cases, the runners-up, the
+        # skipped): a served process parses this file on its first tuned call
+        buckets = {label: {"winner": data["winner"]} for label, data in (entry.get("buckets") or {}).items()}
+        section["kernels"][name] = {**{k: v for k, v in entry.items() if k != "cases"}, "buckets": buckets}
     path = out / BUILD_RECORD
     try:
         if archs:

@@ -39,7 +39,8 @@ def callable_of(spec: AnySpec, binaries: BinaryStore | None = None) -> Any:
     if spec.is_binary:
         return RawModule(path=spec.resolved_path())
     if spec.tune is not None:  # a tuning space: each call runs its record's config (issue [AT])
-        from ._tuned import TunedKernel, records_for
+        from ._plan_records import records_for
+        from ._tuned import TunedKernel
 
         return TunedKernel(spec.tuned_table(), binaries, records_for(binaries, spec.origin))
     return raw_callable(spec.read_source(), tuple(spec.kernels), tuple(spec.name_expressions), binaries,
@@ -219,7 +220,8 @@ class _PlainRaw:
     def make_kernel(self) -> Any:
         """What :func:`callable_of` makes of the table (the key: kspec.render.specialize of the same table)."""
         if "tune" in self._table:
-            from ._tuned import TunedKernel, records_for
+            from ._plan_records import records_for
+            from ._tuned import TunedKernel
 
             return TunedKernel(self._table, self._binaries, records_for(self._binaries, None))
         return raw_kernel_of_table(self._table, self._binaries)

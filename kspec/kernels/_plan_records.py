@@ -1,8 +1,8 @@
 """A spec kernel's tuned planner knobs (issue [AT]): the record entry a call's layout label is looked up in.
 
 An elementwise or reduction kernel served from a build output reads that output's ``tuning.json``; one loaded
-from a spec file reads the record beside it (kspec/kernels/_tuned.py's ``records_for``, as tuned raw kernels
-do); a constructor's kernel has none and runs the planner's rules. An entry counts only when its digest is
+from a spec file reads the record beside it (:func:`records_for`, which tuned raw kernels read theirs with
+too); a constructor's kernel has none and runs the planner's rules. An entry counts only when its digest is
 the kernel's code's (kspec/_plan_tuning.py's ``plan_digest``): a record tuned for other code is ignored. The
 planner asks once per call signature (kspec/kernels/_planner.py), never per call, and nothing is timed:
 the same layout gets the same knobs in every process. ``KSPEC_LOG=tune`` prints each choice once.
@@ -10,14 +10,48 @@ the same layout gets the same knobs in every process. ``KSPEC_LOG=tune`` prints 
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from ..runtime import get_device
 
 Tuning = Callable[[str], "Mapping[str, int] | None"]  # layout label -> knobs (None: the planner's rules)
+
+
+def printing() -> bool:
+    """``KSPEC_LOG`` names ``tune``: print each choice a record gives, once."""
+    value = os.environ.get("KSPEC_LOG") or ""
+    return "tune" in (part.strip().lower() for part in value.split(","))
+
+
+def records_for(binaries: Any, spec_file: str | os.PathLike[str] | None) -> list[dict[str, Any]]:
+    """The record a kernel reads: a build output's own (``tuning.json``: what that build carried; none: the
+    defaults and the rules) when it is served from one, else the record beside its spec file."""
+    from .._tuning import BUILD_RECORD, read_record, record_path
+
+    directory = getattr(binaries, "directory", None)
+    if directory is not None:
+        path: Path | None = Path(directory) / BUILD_RECORD
+    else:
+        path = record_path(spec_file) if spec_file is not None else None
+    if path is None:
+        return []
+    try:
+        stat = path.stat()
+    except OSError:
+        return []
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _READ:  # a spec file's kernels share its record: read once while it is unchanged
+        _READ[key] = read_record(path)
+    record = _READ[key]
+    return [record] if record is not None else []
+
+
+_READ: dict[tuple[str, int, int], dict[str, Any] | None] = {}
 
 
 class PlanRecords:
@@ -78,8 +112,6 @@ class PlanRecords:
         if where in self._chosen:
             return self._chosen[where]
         from .._plan_tuning import choose_knobs, knob_label
-        from ._tuned import printing
-
         knobs, source = choose_knobs(entry, label)
         self._chosen[where] = knobs
         self.log.append((arch, label, knobs, source))
@@ -99,8 +131,6 @@ class PlanTuned:
     def _plan_records(self) -> PlanRecords:
         records = self.__dict__.get("_records_")
         if records is None:
-            from ._tuned import records_for
-
             records = self._records_ = PlanRecords(
                 self.name, lambda: self._spec.to_data(),  # type: ignore[attr-defined]
                 lambda: records_for(self._binaries, getattr(self._spec, "origin", None)))  # type: ignore[attr-defined]

@@ -11,16 +11,13 @@ on first use otherwise, and its block, grid and dynamic shared memory come from 
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from .._errors import KspecTypeError, KspecValueError, about_kernel
 from .._tuning import (
-    BUILD_RECORD,
     choose,
     bucket,
     bucket_label,
@@ -29,10 +26,9 @@ from .._tuning import (
     config_table,
     kernel_entry,
     parse_arg,
-    read_record,
-    record_path,
 )
 from ..runtime import current_device_id, get_device
+from ._plan_records import printing
 from ._raw_table import raw_kernel_of_table
 
 
@@ -133,32 +129,3 @@ class TunedKernel:
 
     def __repr__(self) -> str:
         return f"<kspec TunedKernel {self.name!r}: {len(self._records)} record(s)>"
-
-
-def printing() -> bool:
-    value = os.environ.get("KSPEC_LOG") or ""
-    return "tune" in (part.strip().lower() for part in value.split(","))
-
-
-def records_for(binaries: Any, spec_file: str | os.PathLike[str] | None) -> list[dict[str, Any]]:
-    """The record a tuned kernel reads: a build output's own (``tuning.json``, the winners that build compiled;
-    none: the defaults) when it is served from one, else the record beside its spec file."""
-    directory = getattr(binaries, "directory", None)
-    if directory is not None:
-        path: Path | None = Path(directory) / BUILD_RECORD
-    else:
-        path = record_path(spec_file) if spec_file is not None else None
-    if path is None:
-        return []
-    try:
-        stat = path.stat()
-    except OSError:
-        return []
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
-    if key not in _READ:  # a spec file's kernels share its record: read once while it is unchanged
-        _READ[key] = read_record(path)
-    record = _READ[key]
-    return [record] if record is not None else []
-
-
-_READ: dict[tuple[str, int, int], dict[str, Any] | None] = {}
