@@ -31,9 +31,11 @@ def printing() -> bool:
 def records_for(binaries: Any, spec_file: str | os.PathLike[str] | None) -> list[dict[str, Any]]:
     """The record a kernel reads: a build output's own (``tuning.json``: what that build carried; none: the
     defaults and the rules) when it is served from one, else the record beside its spec file."""
+    directory = getattr(binaries, "directory", None)
+    if directory is None and spec_file is None:  # a constructor's kernel: no record, nothing imported
+        return []
     from .._tuning import BUILD_RECORD, read_record, record_path
 
-    directory = getattr(binaries, "directory", None)
     if directory is not None:
         path: Path | None = Path(directory) / BUILD_RECORD
     else:
@@ -67,7 +69,7 @@ class PlanRecords:
         self._chosen: dict[tuple[str, str], Mapping[str, int] | None] = {}
         self._lock = threading.Lock()
         self.log: list[tuple[str, str, dict[str, int] | None, str]] = []  # (arch, label, knobs, source)
-        self.asked: list[str] = []  # the labels a copy with fixed knobs was asked (kspec tune files its times so)
+        self.asked: str | None = None  # the label a copy with fixed knobs was asked last (plan_label reads it)
 
     def tuning(self, device_id: int | None) -> Tuning | None:
         """The lookup a plan on ``device_id`` uses, or None where nothing is tuned (no planner entry)."""
@@ -75,7 +77,7 @@ class PlanRecords:
             forced = self._forced or None
 
             def fixed(label: str) -> Mapping[str, int] | None:
-                self.asked.append(label)
+                self.asked = label
                 return forced
 
             return fixed
@@ -89,14 +91,15 @@ class PlanRecords:
         return lambda label: self._choose(arch, entry, label)
 
     def _read(self) -> dict[str, dict[str, Any] | None]:
-        from .._plan_tuning import plan_digest
-        from .._tuning import kernel_entry
-
         with self._lock:
             if self._entries is None:
                 entries: dict[str, dict[str, Any] | None] = {}
                 digest: str | None = None
-                for record in self._records():
+                records = self._records()
+                if records:
+                    from .._plan_tuning import plan_digest
+                    from .._tuning import kernel_entry
+                for record in records:
                     for arch in record.get("archs") or {}:
                         found = kernel_entry(record, arch, self._name)
                         if found is None or arch in entries or found.get("key") != ["layout"]:
@@ -173,5 +176,4 @@ class PlanTuned:
         launches nothing (size 0)."""
         probe = self.with_knobs({})
         probe.plan_launch(*args, **kwargs)
-        asked = probe._records_.asked
-        return asked[-1] if asked else None
+        return probe._records_.asked
