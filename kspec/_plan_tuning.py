@@ -112,9 +112,13 @@ def check_cases(tune: object, kind: str, in_params: Sequence[str], out_params: S
             raise TuningError(f"keepdims: expected true or false, got {case['keepdims']!r}", f"{field}.keepdims")
 
 
+_NOT_CODE = ("tune", "doc", "instantiations", "scalars")  # what a build precompiles, not what a kernel computes
+
+
 def plan_digest(table: Mapping[str, Any]) -> str:
-    """What a planner entry was tuned for: the kernel's code (its spec table without ``tune`` and ``doc``)."""
-    data = {k: v for k, v in table.items() if k not in ("tune", "doc")}
+    """What a planner entry was tuned for: the kernel's code (its spec table without ``tune``, ``doc`` and the
+    build's ``instantiations`` and ``scalars``): a CuPy-style constructor call of the same code has the same."""
+    data = {k: v for k, v in table.items() if k not in _NOT_CODE}
     return sha256_hex(json.dumps(data, sort_keys=True, default=str).encode())[:16]
 
 

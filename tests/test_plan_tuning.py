@@ -28,6 +28,7 @@ name = "sqd"
 in_params = "T x, T y"
 out_params = "T z"
 operation = "z = (x - y) * (x - y)"
+cupy_headers = true  # as a CuPy-style constructor call's kernel: the same code (test_a_constructor_kernel...)
 instantiations = [{ T = "float32" }]
 
 [kernel.tune]
@@ -216,10 +217,28 @@ def test_a_record_for_other_code_is_ignored(spec_file, on_cpu_device):
     assert lib.sqd.choices() == []  # nothing looked up: the entry is not this code's
 
 
-def test_a_constructor_kernel_has_no_record(spec_file, on_cpu_device):
+def test_a_constructor_kernel_reads_the_records_kspec_tuning_names(spec_file, on_cpu_device, monkeypatch):
+    """Code written for CuPy, unchanged: a constructor's kernel has no spec file, and takes an entry of its name
+    and code from the records ``KSPEC_TUNING`` names (the spec file's instantiations and cases are not code)."""
     write_record(spec_file, "host", {"sqd": entry_of(spec_file, "sqd", {"contig 4B 4096": {"block": 128}})})
-    k = kspec.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd")
     a = np.random.rand(4096).astype(np.float32)
+    monkeypatch.setenv("KSPEC_TUNING", str(record_path(spec_file)))
+    k = kspec.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd")
+    np.testing.assert_array_equal(np.asarray(k(a, a)), np.zeros_like(a))
+    assert k.choices() == [("host", "contig 4B 4096", {"block": 128}, "record")]
+    other = kspec.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x + y)", "sqd")  # same name, other code
+    other(a, a)
+    assert other.choices() == []
+    monkeypatch.setenv("KSPEC_TUNING", str(spec_file.with_name("missing.tune.json")))
+    with pytest.raises(ValueError, match="KSPEC_TUNING: .*missing.tune.json.* is not a file"):
+        kspec.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd_elsewhere")(a, a)
+
+
+def test_without_kspec_tuning_a_constructor_kernel_runs_the_rules(spec_file, on_cpu_device, monkeypatch):
+    monkeypatch.delenv("KSPEC_TUNING", raising=False)
+    write_record(spec_file, "host", {"sqd": entry_of(spec_file, "sqd", {"contig 4B 4096": {"block": 128}})})
+    a = np.random.rand(4096).astype(np.float32)
+    k = kspec.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd")
     k(a, a)
     assert k.choices() == []
 

@@ -2,7 +2,8 @@
 
 An elementwise or reduction kernel served from a build output reads that output's ``tuning.json``; one loaded
 from a spec file reads the record beside it (:func:`records_for`, which tuned raw kernels read theirs with
-too); a constructor's kernel has none and runs the planner's rules. An entry counts only when its digest is
+too); then every kernel reads the records ``KSPEC_TUNING`` names (:func:`process_records`), so that a kernel of a
+CuPy-style constructor call takes an entry tuned for its code; without any, the planner's rules. An entry counts only when its digest is
 the kernel's code's (kspec/_plan_tuning.py's ``plan_digest``): a record tuned for other code is ignored. The
 planner asks once per call signature (kspec/kernels/_planner.py), never per call, and nothing is timed:
 the same layout gets the same knobs in every process. ``KSPEC_LOG=tune`` prints each choice once.
@@ -34,26 +35,55 @@ def records_for(binaries: Any, spec_file: str | os.PathLike[str] | None) -> list
     directory = getattr(binaries, "directory", None)
     if directory is None and spec_file is None:  # a constructor's kernel: no record, nothing imported
         return []
-    from .._tuning import BUILD_RECORD, read_record, record_path
+    from .._tuning import BUILD_RECORD, record_path
 
     if directory is not None:
         path: Path | None = Path(directory) / BUILD_RECORD
     else:
         path = record_path(spec_file) if spec_file is not None else None
-    if path is None:
-        return []
+    return _read_record(path) if path is not None else []
+
+
+def _read_record(path: Path) -> list[dict[str, Any]]:
+    """``[record]`` of a file, read once while it is unchanged (a spec file's kernels share one), or ``[]``."""
+    from .._tuning import read_record
+
     try:
         stat = path.stat()
     except OSError:
         return []
     key = (str(path), stat.st_mtime_ns, stat.st_size)
-    if key not in _READ:  # a spec file's kernels share its record: read once while it is unchanged
+    if key not in _READ:
         _READ[key] = read_record(path)
     record = _READ[key]
     return [record] if record is not None else []
 
 
 _READ: dict[tuple[str, int, int], dict[str, Any] | None] = {}
+TUNING_ENV = "KSPEC_TUNING"
+
+
+def process_records() -> list[dict[str, Any]]:
+    """The records ``KSPEC_TUNING`` names (paths separated by ``os.pathsep``), which every elementwise and
+    reduction kernel of the process reads after its own: a kernel built by a CuPy-style constructor (code
+    written for CuPy, unchanged) takes an entry of its name whose digest is its code's. A path that is not a
+    record is a KspecValueError naming the variable, on the first call that reads it."""
+    value = os.environ.get(TUNING_ENV)
+    if not value:
+        return []
+    from .._errors import KspecValueError
+    from .._tuning import TuningError
+
+    found: list[dict[str, Any]] = []
+    for part in filter(None, (p.strip() for p in value.split(os.pathsep))):
+        try:
+            got = _read_record(Path(part))
+        except TuningError as exc:
+            raise KspecValueError(f"{TUNING_ENV}: {exc}") from None
+        if not got:
+            raise KspecValueError(f"{TUNING_ENV}: {part!r} is not a file (expected a record written by kspec tune)")
+        found += got
+    return found
 
 
 class PlanRecords:
@@ -136,7 +166,7 @@ class PlanTuned:
         if records is None:
             records = self._records_ = PlanRecords(
                 self.name, lambda: self._spec.to_data(),  # type: ignore[attr-defined]
-                lambda: records_for(self._binaries, getattr(self._spec, "origin", None)))  # type: ignore[attr-defined]
+                lambda: [*records_for(self._binaries, getattr(self._spec, "origin", None)), *process_records()])  # type: ignore[attr-defined]
         return records
 
     def _plan_tuning(self, device_id: int | None) -> Tuning | None:
