@@ -214,6 +214,7 @@ def _write_tuning(results: Sequence[BuildResult], out: Path) -> None:
         if tuning is None or tuning[1] is None or result.program is None:
             continue
         name, entry, facts = tuning
+        assert entry is not None  # checked above
         section = archs.setdefault(result.unit.arch, {**facts, "kernels": {}})
         # what a call reads (each bucket's winner), not what a review reads (the cases, the runners-up, the
         # skipped): a served process parses this file on its first tuned call
