@@ -509,7 +509,7 @@ def test_sdist_target_does_nothing(tmp_path: Path) -> None:
 
 def test_wheel_of_a_tuned_spec_ships_its_winners_and_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A tuned raw spec (issue [AT]) with its record beside it: the wheel holds each config the record names for
-    the hook's arch and the default, and the record's entries as _binaries/tuning.json."""
+    the hook's arch and the default, and the record's entries (each bucket's winner) as _binaries/tuning.json."""
     monkeypatch.delenv("KSPEC_SKIP_COMPILE", raising=False)
     repo = Path(__file__).resolve().parents[1]
     project = _tiny_project(tmp_path, (repo / "specs" / "tuned.toml").read_text())
@@ -518,7 +518,11 @@ def test_wheel_of_a_tuned_spec_ships_its_winners_and_record(tmp_path: Path, monk
     (wheel,) = _builder(project).build(directory=str(tmp_path / "dist"), versions=["standard"])
     files = _members(Path(wheel))
     carried = json.loads(files["tiny/kernels/_binaries/tuning.json"])
-    assert carried["archs"]["sm_90"]["kernels"] == record["archs"]["sm_90"]["kernels"]
+    # what a call reads: each kernel's entry with each bucket's winner (not the runners-up, the skipped)
+    for name, entry in record["archs"]["sm_90"]["kernels"].items():
+        got = carried["archs"]["sm_90"]["kernels"][name]
+        assert {k: v for k, v in got.items() if k != "buckets"} == {k: v for k, v in entry.items() if k != "buckets"}
+        assert got["buckets"] == {label: {"winner": data["winner"]} for label, data in entry["buckets"].items()}
     winners = {f"transpose_tiled__ROWS{d['winner']['config']['ROWS']}_TILE{d['winner']['config']['TILE']}"
                for d in record["archs"]["sm_90"]["kernels"]["transpose_tiled"]["buckets"].values()}  # fmt: skip
     for name in winners | {"transpose_tiled__ROWS32_TILE32", "stencil5__BX16_BY16_PY1"}:

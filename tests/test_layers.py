@@ -33,7 +33,7 @@ TOOLS_MAY_NOT_IMPORT = {"runtime", "kernels"}
 # kspec.grad for the backward kernels their autograd calls (issue [AD])
 BINDINGS = {"torch": {"kernels", "fuse", "grad", "runtime"}}
 # the shared leaves (kspec/<name>.py) that any layer may import; they import no package
-LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing", "_torch_watch", "_tuning"}
+LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing", "_torch_watch", "_tuning", "_plan_tuning"}
 # kspec/__init__.py and kspec/__main__.py sit above every layer (the public front door and the CLI entry), and
 # kspec/_warm.py (kspec.warm: the runtime's default arch and the build tools' compile pool, together)
 TOP = {"__init__", "__main__", "_warm"}
