@@ -145,6 +145,7 @@ class PlanRecords:
         if where in self._chosen:
             return self._chosen[where]
         from .._plan_tuning import choose_knobs, knob_label
+
         knobs, source = choose_knobs(entry, label)
         self._chosen[where] = knobs
         self.log.append((arch, label, knobs, source))

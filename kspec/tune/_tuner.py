@@ -1,4 +1,5 @@
-"""``kspec tune``: time every config of each tuned raw spec per key bucket, and write the record.
+"""``kspec tune``: time every config of each tuned raw spec per key bucket (elementwise and reduction specs with
+``tune.cases``: kspec/tune/_planner.py), and write the record.
 
 For each spec file: its tuned raw specs (a ``tune`` table); for each, every config its constraints allow,
 compiled in parallel (a config that fails to compile is skipped with the compiler's reason); for each shape
