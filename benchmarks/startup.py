@@ -48,21 +48,30 @@ import numpy, cuda.bindings.driver
 _r = {"import": time.perf_counter() - _t0}
 """ + _OUT
 
-GENERATED = _PRE + """
+# A deployed package: import a generated module (NVRTC blocked, as in a wheel), then its first call from its
+# binaries; ``check``: a line run after it
+DEPLOYED = _PRE + """
 import sys
 sys.modules["cuda.bindings.nvrtc"] = None  # a deployed wheel: NVRTC is not installed
 import numpy as np
-import startup_pkg.elementwise as ew
+import %(module)s as m
 _t1 = time.perf_counter()
 import kspec
-x = kspec.asarray(np.ones(%(n)d, np.float32)); y = kspec.asarray(np.ones(%(n)d, np.float32))
+x = kspec.asarray(np.ones(%(n)d, np.%(dtype)s)); y = kspec.asarray(np.ones(%(n)d, np.%(dtype)s))
 kspec.get_device().synchronize()
 _t2 = time.perf_counter()
-z = ew.squared_diff(x, y)
+z = m.%(function)s(x, y)
 kspec.get_device().synchronize()
 _t3 = time.perf_counter()
+%(check)s
 _r = {"import": _t1 - _t0, "first_call": _t3 - _t2, "total": _t3 - _t0 - (_t2 - _t1)}
 """ + _OUT
+GENERATED = DEPLOYED % {"module": "startup_pkg.elementwise", "function": "squared_diff", "dtype": "float32",
+                        "check": "", "n": N}
+# the bench kernels' module: the first float16 sqd call takes its knobs from the record exactly when built with it
+BENCH = DEPLOYED % {"module": "startup_bench.bench_kernels", "function": "sqd", "dtype": "float16", "n": N,
+                    "check": "_c = m._KERNELS['sqd'].choices()\n"
+                             "assert bool(_c and _c[-1][3].startswith('record')) == %(tuned)s, _c"}
 
 KSPEC_EW = _PRE + """
 import numpy as np
@@ -88,24 +97,6 @@ z = k(x, y)
 cupy.cuda.Device().synchronize()
 _t2 = time.perf_counter()
 _r = {"first_call": _t2 - _t1}
-""" + _OUT
-
-BENCH = _PRE + """
-import sys
-sys.modules["cuda.bindings.nvrtc"] = None  # a deployed wheel: NVRTC is not installed
-import numpy as np
-import startup_bench.bench_kernels as bk
-_t1 = time.perf_counter()
-import kspec
-x = kspec.asarray(np.ones(%(n)d, np.float16)); y = kspec.asarray(np.ones(%(n)d, np.float16))
-kspec.get_device().synchronize()
-_t2 = time.perf_counter()
-z = bk.sqd(x, y)
-kspec.get_device().synchronize()
-_t3 = time.perf_counter()
-_c = bk._KERNELS["sqd"].choices()
-assert bool(_c and _c[-1][3].startswith("record")) == %(tuned)s, _c
-_r = {"import": _t1 - _t0, "first_call": _t3 - _t2, "total": _t3 - _t0 - (_t2 - _t1)}
 """ + _OUT
 
 IMPORT_KSPEC = _PRE + "import kspec.kernels\n_r = {'import': time.perf_counter() - _t0}\n" + _OUT
@@ -151,14 +142,19 @@ def prepare(root: Path, work: Path, label: str, base_env: dict[str, str]) -> tup
     pkg = pkg_parent / "startup_pkg"
     env = {**base_env, "PYTHONPATH": os.pathsep.join(filter(None, [str(pkg_parent), str(root), os.environ.get("PYTHONPATH")])), "KSPEC_CACHE_DIR": str(work / f"{label}-cache"),
            "KSPEC_MEMO_DIR": str(work / f"{label}-memo"), "CUPY_CACHE_DIR": str(work / "cupy-cache")}
-    spec = str(REPO / "specs" / "elementwise.toml")
-    subprocess.run([sys.executable, "-m", "kspec", "generate", spec, "-o", str(pkg)], check=True, env=env, cwd=work,
+    generate_and_build(REPO / "specs" / "elementwise.toml", pkg, env, work)
+    return env, pkg_parent
+
+
+def generate_and_build(spec: Path, pkg: Path, env: dict[str, str], work: Path) -> None:
+    """``kspec generate`` of ``spec`` into ``pkg``, and ``kspec build`` of it into ``pkg/_binaries`` for this
+    device's arch, each by the kspec ``env`` puts on the path."""
+    subprocess.run([sys.executable, "-m", "kspec", "generate", str(spec), "-o", str(pkg)], check=True, env=env, cwd=work,
                    capture_output=True)
     probe = subprocess.run([sys.executable, "-c", "import kspec; print(kspec.get_device().arch)"], env=env, cwd=work,
                            capture_output=True, text=True, check=True).stdout.strip()
-    subprocess.run([sys.executable, "-m", "kspec", "build", spec, "-o", str(pkg / "_binaries"), "--arch", probe],
+    subprocess.run([sys.executable, "-m", "kspec", "build", str(spec), "-o", str(pkg / "_binaries"), "--arch", probe],
                    check=True, env=env, cwd=work, capture_output=True)
-    return env, pkg_parent
 
 
 def prepare_bench(work: Path, tuned: bool, env: dict[str, str]) -> tuple[dict[str, str], Path]:
@@ -174,12 +170,7 @@ def prepare_bench(work: Path, tuned: bool, env: dict[str, str]) -> tuple[dict[st
     pkg = work / label / "startup_bench"
     env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(work / label), env.get("PYTHONPATH")])),
            "KSPEC_COMPILE": "never"}
-    subprocess.run([sys.executable, "-m", "kspec", "generate", str(spec), "-o", str(pkg)], check=True, env=env, cwd=work,
-                   capture_output=True)
-    probe = subprocess.run([sys.executable, "-c", "import kspec; print(kspec.get_device().arch)"], env=env, cwd=work,
-                           capture_output=True, text=True, check=True).stdout.strip()
-    subprocess.run([sys.executable, "-m", "kspec", "build", str(spec), "-o", str(pkg / "_binaries"), "--arch", probe],
-                   check=True, env=env, cwd=work, capture_output=True)
+    generate_and_build(spec, pkg, env, work)
     assert (pkg / "_binaries" / "tuning.json").exists() == tuned
     return env, work / label
 
@@ -248,7 +239,7 @@ def main() -> None:
         for label, root in roots:
             env, cwd = prepare(root, work, label, base_env)
             ew = KSPEC_EW % {"n": N, "salt": "0"}
-            series |= {f"gen {label}": Series(GENERATED % {"n": N}, env, cwd),
+            series |= {f"gen {label}": Series(GENERATED, env, cwd),
                        f"import {label}": Series(IMPORT_KSPEC, env, cwd), f"warm {label}": Series(ew, env, cwd),
                        f"cold {label}": Series(ew, env, cwd, ("KSPEC_CACHE_DIR",))}
             if importtimes is None:
@@ -256,7 +247,7 @@ def main() -> None:
             if label == "this":
                 for tuned in (True, False):
                     bench_env, bench_cwd = prepare_bench(work, tuned, env)
-                    series[f"bench {tuned}"] = Series(BENCH % {"n": N, "tuned": tuned}, bench_env, bench_cwd)
+                    series[f"bench {tuned}"] = Series(BENCH % {"tuned": tuned}, bench_env, bench_cwd)
         got = interleaved(series, args.runs)
         floor = got["floor"]["import"]
         rows.append(("floor: import numpy, cuda.bindings.driver", "-", floor, None))

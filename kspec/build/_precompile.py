@@ -111,17 +111,11 @@ def plan_build(specs: Iterable[AnySpec], archs: Sequence[str]) -> BuildPlan:
 
 def tuned_units(spec: RawSpec, archs: Sequence[str]) -> list[BuildUnit]:
     """A tuned raw spec's configs to compile for each arch: the space's default and the winners of the record
-    beside its spec file (kspec/_tuning.py); a damaged record is a SpecError naming it."""
-    from .._tuning import TuningError, kernel_entry, read_record, record_path, winners
+    beside its spec file (kspec/_tuning.py)."""
+    from .._tuning import winners
 
-    try:
-        record = read_record(record_path(spec.origin)) if spec.origin is not None else None
-    except TuningError as exc:
-        raise SpecError(str(exc), kernel=spec.name, field="tune") from None
     units: list[BuildUnit] = []
-    for arch in archs:
-        entry = kernel_entry(record, arch, spec.name)
-        facts = {k: v for k, v in ((record or {}).get("archs", {}).get(arch) or {}).items() if k != "kernels"}
+    for arch, entry, facts in _record_sections(spec, archs):
         chosen = [dict(spec.tune["default"])] + [c for c in winners(entry) if c != spec.tune["default"]]
         units.extend(BuildUnit(spec.config_spec(c), {}, arch, frozenset(), (spec.name, entry, facts)) for c in chosen)
     return units
@@ -132,19 +126,24 @@ def planner_tuning(spec: AnySpec, archs: Sequence[str]) -> dict[str, tuple[str, 
     output's tuning.json: its knobs choose among entries every module holds, so they add no binary. An entry
     tuned for other code (its digest) is left out."""
     from .._plan_tuning import plan_digest
+
+    digest = plan_digest(spec.to_data())
+    return {arch: (spec.name, entry, facts) for arch, entry, facts in _record_sections(spec, archs)
+            if entry is not None and entry.get("digest") == digest}  # fmt: skip
+
+
+def _record_sections(spec: AnySpec, archs: Sequence[str]) -> list[tuple[str, dict[str, Any] | None, dict[str, Any]]]:
+    """Per arch: the spec's entry in the record beside its spec file (None: none) and the record's facts of that
+    arch (device, driver...); a damaged record is a SpecError naming it."""
     from .._tuning import TuningError, kernel_entry, read_record, record_path
 
     try:
         record = read_record(record_path(spec.origin)) if spec.origin is not None else None
     except TuningError as exc:
         raise SpecError(str(exc), kernel=spec.name, field="tune") from None
-    found: dict[str, tuple[str, Mapping[str, Any], Mapping[str, Any]]] = {}
-    for arch in archs:
-        entry = kernel_entry(record, arch, spec.name)
-        if entry is not None and entry.get("digest") == plan_digest(spec.to_data()):
-            facts = {k: v for k, v in ((record or {}).get("archs", {}).get(arch) or {}).items() if k != "kernels"}
-            found[arch] = (spec.name, entry, facts)
-    return found
+    sections = (record or {}).get("archs", {})
+    return [(arch, kernel_entry(record, arch, spec.name),
+             {k: v for k, v in (sections.get(arch) or {}).items() if k != "kernels"}) for arch in archs]  # fmt: skip
 
 
 def scalar_sets(spec: AnySpec) -> tuple[frozenset[str], ...]:
