@@ -15,6 +15,8 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 FLOOR_SOURCE = r"""
 #include <cstddef>
 typedef int (*launch_fn)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
@@ -63,6 +65,41 @@ def spec_of(array: Any) -> Any:
     return kspec.ArraySpec(array.shape, array.dtype.name, device_id=array.device.id, strides=array.strides)
 
 
+def _loop(functions: Sequence[int], grids: Sequence[int], blocks: Sequence[int], shared: Sequence[int],
+          buffers: list[Any], stream: int) -> Callable[[int], None]:
+    """``run(calls)``: the steps (function, grid, block, shared bytes, parameter buffer) from C, ``calls`` times."""
+    n = len(functions)
+    lib, launch = _library()
+    c_functions = (ctypes.c_void_p * n)(*functions)
+    c_grids = (ctypes.c_uint * n)(*grids)
+    c_blocks = (ctypes.c_uint * n)(*blocks)
+    c_shared = (ctypes.c_uint * n)(*shared)
+    pointers = (ctypes.c_void_p * n)(*(ctypes.addressof(b) for b in buffers))
+    sizes = (ctypes.c_size_t * n)(*(ctypes.sizeof(b) for b in buffers))
+
+    def run(calls: int) -> None:
+        r = lib.kspec_floor_loop(ctypes.c_void_p(launch), n, c_functions, c_grids, c_blocks, c_shared, pointers, sizes,
+                                 ctypes.c_void_p(stream), ctypes.c_long(calls))  # fmt: skip
+        if r != 0:
+            raise RuntimeError(f"cuLaunchKernel from C returned {r}")
+
+    run.keep = buffers  # type: ignore[attr-defined]
+    return run
+
+
+def raw_floor_call(kernel: Any, grid_block: tuple[int, int], args: Sequence[Any], stream: int = 0) -> Callable[[int], None]:
+    """``run(calls)``: a kspec RawKernel's launch of ``args`` (CuPy arrays; NumPy scalars of the parameters'
+    types) from C: one 8-byte slot per argument, as its launcher packs them."""
+    params = b"".join(struct.pack("<Q", a.data.ptr) if hasattr(a, "data") and hasattr(a.data, "ptr")
+                      else np.asarray(a).tobytes().ljust(8, b"\0") for a in args)  # fmt: skip
+    kernel(grid_block[:1], grid_block[1:], tuple(args))  # loads the function
+    function = int(kernel._launcher.function(0))
+    buffer = ctypes.create_string_buffer(params, len(params))
+    run = _loop([function], [grid_block[0]], [grid_block[1]], [0], [buffer], stream)
+    run.keep = (buffer, args)  # type: ignore[attr-defined]
+    return run
+
+
 def floor_call(kernel: Any, inputs: Sequence[Any], outputs: Sequence[Any], stream: int = 0,
                **kwargs: Any) -> Callable[[int], None]:  # fmt: skip
     """``run(calls)``: the launches of ``kernel(*inputs, *outputs, **kwargs)`` (CuPy arrays and numbers) from C,
@@ -87,20 +124,8 @@ def floor_call(kernel: Any, inputs: Sequence[Any], outputs: Sequence[Any], strea
                 ptr = workspace.data.ptr + index
             struct.pack_into("<Q", params, offset, ptr)
         buffers.append(ctypes.create_string_buffer(bytes(params), len(params)))
-    n = len(plan.steps)
-    lib, launch = _library()
-    functions = (ctypes.c_void_p * n)(*(s.function for s in plan.steps))
-    grids = (ctypes.c_uint * n)(*(s.grid for s in plan.steps))
-    blocks = (ctypes.c_uint * n)(*(s.block for s in plan.steps))
-    shared = (ctypes.c_uint * n)(*(s.shared for s in plan.steps))
-    pointers = (ctypes.c_void_p * n)(*(ctypes.addressof(b) for b in buffers))
-    sizes = (ctypes.c_size_t * n)(*(len(s.params) for s in plan.steps))
-
-    def run(calls: int) -> None:
-        r = lib.kspec_floor_loop(ctypes.c_void_p(launch), n, functions, grids, blocks, shared, pointers, sizes,
-                                 ctypes.c_void_p(stream), ctypes.c_long(calls))  # fmt: skip
-        if r != 0:
-            raise RuntimeError(f"cuLaunchKernel from C returned {r}")
-
+    steps = plan.steps
+    run = _loop([s.function for s in steps], [s.grid for s in steps], [s.block for s in steps],
+                [s.shared for s in steps], buffers, stream)  # fmt: skip
     run.keep = (buffers, workspace, arrays, outputs)  # type: ignore[attr-defined]
     return run

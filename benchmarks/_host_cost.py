@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from _check import poison
-from _floor import floor_call
+from _floor import floor_call, raw_floor_call
 from _kernels import fused_pair, jit_kernels, kernel_pair
 from _settings import Settings
 from _timing import short_error
@@ -26,7 +26,12 @@ extern "C" __global__ void sqd(const float* x, const float* y, float* z, long lo
 
 HOST_ROWS = ("elementwise, out given", "elementwise, allocating", "elementwise, Python scalar",
              "elementwise, out given, torch tensors", "elementwise, allocating, torch tensors", "reduction",
-             "fuse (x-y)**2, allocating", "jit copy launch, k(grid, block, args)")
+             "fuse (x-y)**2, allocating", "jit copy launch, k(grid, block, args)",
+             "RawKernel launch, k(grid, block, args)", "elementwise, out given, CAI-only inputs")
+# issue [Q]: elementwise and RawKernel calls at 0.9x CuPy's; the rest at or below it (PyTorch: 1.1x, on CuPy arrays)
+TARGET_TIGHT = 0.9
+TIGHT_ROWS = ("elementwise, out given", "elementwise, allocating", "elementwise, Python scalar",
+              "RawKernel launch, k(grid, block, args)")
 # Issue 17: kspec on PyTorch tensors within this factor of CuPy's call on CuPy arrays (the same CuPy column).
 TARGET_TORCH_VS_CUPY = 1.1
 
@@ -94,6 +99,8 @@ def run_host_cost(settings: Settings) -> dict[str, Any]:
     """The host-cost rows ``--only`` selects, timed ``settings.host_calls`` calls per loop."""
     import cupy as cp
 
+    import kspec
+
     calls = settings.host_calls
     rows = [r for r in HOST_ROWS if settings.selects(f"host cost: {r}")]
     if not rows:
@@ -106,6 +113,14 @@ def run_host_cost(settings: Settings) -> dict[str, Any]:
     kf, cf = fused_pair("sqd")
     kj, cj = (jit_kernels(lib).fresh(jit_kernels(lib).copy) for lib in ("kspec", "cupyx"))
     one = np.uint32(1)
+    n = np.int64(1)
+    kraw, craw = (lib.RawKernel(CORE_SOURCE, "sqd") for lib in (kspec, cp))
+
+    class CAI:  # an array known only by its __cuda_array_interface__ (Numba's, a C library's wrapper)
+        def __init__(self, a: Any) -> None:
+            self.__cuda_array_interface__ = a.__cuda_array_interface__
+
+    wx, wy, wz = CAI(x), CAI(y), CAI(z)
     try:
         import torch
 
@@ -121,6 +136,9 @@ def run_host_cost(settings: Settings) -> dict[str, Any]:
         "reduction": (lambda: kr(x), lambda: cr(x)),
         "fuse (x-y)**2, allocating": (lambda: kf(x, y), lambda: cf(x, y)),
         "jit copy launch, k(grid, block, args)": (lambda: kj((1,), (32,), (x, z, one)), lambda: cj((1,), (32,), (x, z, one))),
+        "RawKernel launch, k(grid, block, args)": (lambda: kraw((1,), (32,), (x, y, z, n)),
+                                                   lambda: craw((1,), (32,), (x, y, z, n))),
+        "elementwise, out given, CAI-only inputs": (lambda: kk(wx, wy, wz), lambda: ck(x, y, z)),
     }
     variants: dict[str, Callable[[], object]] = {}
     notes: list[str] = []
@@ -138,6 +156,7 @@ def run_host_cost(settings: Settings) -> dict[str, Any]:
         "elementwise, out given, torch tensors": (kk, (x, y), (z,), {}),
         "elementwise, allocating, torch tensors": (kk, (x, y), (z,), {}),
         "reduction": (kr, (x,), (cp.empty((), dtype=np.float32),), {}),
+        "elementwise, out given, CAI-only inputs": (kk, (x, y), (z,), {}),
     }  # fmt: skip
     for row in rows:
         if row in floors:
@@ -149,6 +168,15 @@ def run_host_cost(settings: Settings) -> dict[str, Any]:
                 variants[f"{row}|floor"] = run
             except Exception as exc:
                 notes.append(f"{row} (C floor): {short_error(exc)}")
+    raw_row = "RawKernel launch, k(grid, block, args)"
+    if raw_row in rows:
+        try:
+            run = raw_floor_call(kraw, (1, 32), (x, y, z, n), cp.cuda.get_current_stream().ptr)
+            run.batched = True  # type: ignore[attr-defined]
+            run(1)
+            variants[f"{raw_row}|floor"] = run
+        except Exception as exc:
+            notes.append(f"{raw_row} (C floor): {short_error(exc)}")
     if "elementwise, out given" in rows:
         core_z = cp.empty(1, dtype=np.float32)
         core, why = core_launcher(x, y, core_z)
@@ -164,10 +192,11 @@ def run_host_cost(settings: Settings) -> dict[str, Any]:
         k, c, core_us, floor = med["kspec"], med["cupy"], med["core"], med["floor"]
         met: bool | None = None
         torch_row = row.endswith("torch tensors")
+        bound = TARGET_TORCH_VS_CUPY if torch_row else TARGET_TIGHT if row in TIGHT_ROWS else 1.0
         if k is not None and c is not None:
-            met = k <= (TARGET_TORCH_VS_CUPY * c if torch_row else c)
+            met = k <= bound * c
         # cuda.core's launch() is shown for reference (issue 7 asked for 1.2x of it; issue 17 asks <= CuPy)
-        target = f"<= {TARGET_TORCH_VS_CUPY} x CuPy on CuPy arrays" if torch_row else "<= CuPy"
+        target = f"<= {bound} x CuPy on CuPy arrays" if torch_row else "<= CuPy" if bound == 1.0 else f"<= {bound} x CuPy"
         out_rows.append({
             "call": row, "kspec_us": k, "cupy_us": c, "core_us": core_us, "floor_us": floor,
             # each library's cost above the C floor (CuPy's call launches its own kernel, of the same work)

@@ -17,6 +17,18 @@ from kspec.kernels._callpath import CallPath
 from kspec.kernels._launch_code import Output, Scalar, Step, make_launch, pointer_runs
 
 
+@pytest.fixture(autouse=True)
+def python_call_path(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """These tests read the generated Python launch and dispatcher (tests/test_fastcall.py: the compiled ones)."""
+    from kspec.runtime import reset_call_path
+
+    monkeypatch.setenv("KSPEC_CALL_PATH", "python")
+    reset_call_path()
+    yield
+    monkeypatch.undo()
+    reset_call_path()
+
+
 def test_pointer_runs_group_adjacent_slots() -> None:
     assert pointer_runs([(0, 0), (8, 1), (16, 2)]) == [(0, [0, 1, 2])]
     assert pointer_runs([(16, 2), (0, 0), (40, 3), (8, 1)]) == [(0, [0, 1, 2]), (40, [3])]
@@ -91,7 +103,7 @@ def _slow_float(value: object) -> bytes:
     return struct.pack("<f", value)
 
 
-def _launch(rec: _Recorder, frames: list[_Frame], *, scalars=(), outputs=(), workspace=0, result="None", nargs=1, **constants):  # noqa: ANN001, ANN202
+def _launch(rec: _Recorder, frames: list[_Frame], *, scalars=(), outputs=(), workspace=0, result=(0, ()), nargs=1, **constants):  # noqa: ANN001, ANN202
     steps = [Step(f"fn{j}", 3 + j, 128, f"kernel 'k' (entry {j})", frame) for j, frame in enumerate(frames)]
     arrays = [(i, f"x{i}") for i in range(nargs)]
     return make_launch(steps=steps, arrays=arrays, scalars=list(scalars), outputs=list(outputs), workspace=workspace,
@@ -102,7 +114,7 @@ def test_launch_packs_pointers_scalars_and_allocations() -> None:
     rec = _Recorder()
     frame = _Frame({"x0": 0, "x2": 8, "z": 16}, {"a": 24})
     launch = _launch(rec, [frame], scalars=[Scalar(1, "a", "<f", _slow_float)], outputs=[Output("z", "float32", None, None)],
-                     result="o0", nargs=3)  # fmt: skip
+                     result=(1, (-1,)), nargs=3)  # fmt: skip
     out = launch((None, 2.5, None), None, 0x1000, 0, 0x2000)
     assert isinstance(out, _Out)
     assert struct.unpack_from("<QQQf", frame.buf.raw, 0) == (0x1000, 0x2000, 0xABC0, 2.5)
@@ -117,7 +129,7 @@ def test_launch_allocates_like_an_input_on_the_current_stream_only() -> None:
     rec = _Recorder()
     frame = _Frame({"x0": 0, "z": 8}, {})
     quick = lambda: _Out(0x1111)  # noqa: E731  # what the like-allocation replaces
-    launch = _launch(rec, [frame], outputs=[Output("z", "float32", quick, 0)], result="o0", LIBRARY="torch")
+    launch = _launch(rec, [frame], outputs=[Output("z", "float32", quick, 0)], result=(1, (-1,)), LIBRARY="torch")
     out = launch(("tensor",), None, 0x1000)
     assert out.ptr == 0xDEF0 and rec.allocated == [("like", "tensor")]
     assert struct.unpack_from("<QQ", frame.buf.raw, 0) == (0x1000, 0xDEF0)
@@ -135,7 +147,7 @@ def test_launch_falls_back_to_the_packer_that_raises() -> None:
 
 def test_launch_relaunches_through_the_general_launcher_on_error() -> None:
     rec = _Recorder()
-    launch = _launch(rec, [_Frame({"x0": 0}, {})], result="args[0]", launch=lambda *a: (201,))
+    launch = _launch(rec, [_Frame({"x0": 0}, {})], result=(1, (0,)), launch=lambda *a: (201,))
     assert launch(("x",), None, 9) == "x"
     assert rec.relaunched == [("fn0", 3, 128, 4242, 7, 0, "kernel 'k' (entry 0)")]
 
@@ -146,7 +158,7 @@ def test_launch_of_two_passes_shares_the_workspace_and_frees_it_after() -> None:
     first = _Frame({"x0": 0, "_workspace": 8}, {"a": 16}, address=1)
     final = _Frame({"_workspace": 0, "z": 8}, {}, address=2)
     launch = _launch(rec, [first, final], scalars=[Scalar(1, "a", "<f", _slow_float)],
-                     outputs=[Output("z", "float32", None, None)], workspace=256, result="o0", nargs=2)  # fmt: skip
+                     outputs=[Output("z", "float32", None, None)], workspace=256, result=(1, (-1,)), nargs=2)  # fmt: skip
     launch((None, 1.5), None, 0x1000, 0)
     assert [(fn, buf) for fn, *_, buf, _ in rec.launches] == [("fn0", 1), ("fn1", 2)]
     assert struct.unpack_from("<QQf", first.buf.raw, 0) == (0x1000, 0x5150, 1.5)
@@ -157,7 +169,7 @@ def test_launch_of_two_passes_shares_the_workspace_and_frees_it_after() -> None:
 def test_launch_of_nothing_only_allocates_and_exports() -> None:
     """A zero-size call launches nothing; JAX / Numba outputs go back as the inputs' library's."""
     rec = _Recorder()
-    launch = _launch(rec, [], outputs=[Output("z", "float32", None, None)], result="o0", EXPORT=True, LIBRARY="jax")
+    launch = _launch(rec, [], outputs=[Output("z", "float32", None, None)], result=(1, (-1,)), EXPORT=True, LIBRARY="jax")
     out = launch((None,), None, 0)
     assert out[0] == "exported" and isinstance(out[1], _Out)
     assert rec.launches == [] and rec.allocated == [("jax", (4,), "float32", 7, 0)]

@@ -46,6 +46,10 @@ def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [sys.executable, "-m", "kspec", "build", *specs, "-o", str(out / "_binaries"), "--arch", "sm_90"],
         check=True, env=env, cwd=root, capture_output=True,
     )
+    # the compiled call path, built once per machine (a cold cache builds it in the background, importing the
+    # host compiler's modules): built here, so the served processes below find it as a deployed machine does
+    warm = "from kspec.runtime import fastcall_module; assert fastcall_module(wait=True) is not None"
+    subprocess.run([sys.executable, "-c", warm], check=True, env=env, cwd=root)
     return root
 
 

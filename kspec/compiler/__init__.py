@@ -26,6 +26,8 @@ _LAZY = {
     "HOST_ARCH": "_arch", "HostCompiler": "_host", "host_compiler": "_host", "HOST_MARCH_ENV": "_host",
     "portable_host_march": "_host",
     "compile_host_library": "_host_library", "host_library_key": "_host_library",
+    "compile_host_extension": "_host_extension", "cached_host_extension": "_host_extension",
+    "host_extension_key": "_host_extension",
     "CompileRequest": "_policy", "compile_policy": "_policy", "current_policy": "_policy",
     "explicit_compiles": "_policy", "POLICY_ENV": "_policy",
     "compile_log": "_log", "clear_compile_log": "_log", "record_load": "_log", "LOG_ENV": "_log",

@@ -62,12 +62,13 @@ def compile_host_library(source: str, name: str, include_dirs: Sequence[str] = (
     found = cache.get(key)
     if found is not None:
         return found
-    program = _build(source, name, list(include_dirs))
+    program = build_host_library(source, name, list(include_dirs))
     cache.put(key, program, kernel=name)
     return program
 
 
-def _build(source: str, name: str, include_dirs: list[str]) -> CompiledProgram:
+def build_host_library(source: str, name: str, include_dirs: list[str]) -> CompiledProgram:
+    """``source`` built by the host compiler now (no cache)."""
     start = time.perf_counter()
     binary, log = run_host_compiler(host_compiler(), host_library_args(include_dirs), source, "library.cc", name)
     return CompiledProgram(binary=binary, format="so", arch=HOST_ARCH, lowered_names={}, log=log,

@@ -28,8 +28,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..runtime import (CAI, CUPY, HOST, KSPEC, TORCH, accepts_kind, current_device_id, initialized_device_count,
-                       is_texture_type, kind_of, protocol_library)
+from ..runtime import (CAI, CUPY, HOST, KSPEC, TORCH, accepts_kind, current_device_id, fastcall_module,
+                       initialized_device_count, is_texture_type, kind_of, protocol_library)
 from ._generated import compiled
 
 MISS: Any = object()  # "not served here": the caller plans the call
@@ -79,6 +79,26 @@ def cai_entry(a: Any) -> tuple[tuple[Any, ...], int, Any] | None:
         return key, int(data[0] or 0), cai.get("stream")
     except (KeyError, TypeError, IndexError, ValueError):
         return None
+
+
+# The compiled dispatcher's argument kinds (kspec/runtime/_fastcall.cc's enum Kind): the same reads as READS.
+_NATIVE_KINDS: dict[tuple[str | None, bool], int] = {(CUPY, False): 1, (TORCH, False): 2, (KSPEC, False): 3, (HOST, False): 4,
+                 (CUPY, True): 5, (TORCH, True): 2, (KSPEC, True): 6, (HOST, True): 4}  # fmt: skip
+
+
+def native_kinds(types: tuple[type, ...], several_devices: bool) -> tuple[int, ...] | None:
+    """Per argument type its compiled dispatcher's kind (0: a scalar or texture), or None where a type needs
+    the Python dispatcher (``__cuda_array_interface__`` inputs) or the call has no array."""
+    kinds = []
+    for tp in types:
+        if tp in SCALAR_TYPES or issubclass(tp, np.generic) or is_texture_type(tp):
+            kinds.append(0)
+            continue
+        kind = _NATIVE_KINDS.get((kind_of(tp), several_devices))
+        if kind is None or (kind == 4 and tp is not np.ndarray):
+            return None
+        kinds.append(kind)
+    return tuple(kinds) if any(kinds) else None
 
 
 def argument_reads(tp: type, several_devices: bool) -> tuple[str, str, str] | None:
@@ -158,4 +178,9 @@ def make_dispatcher(types: tuple[type, ...], several_devices: bool, entered: Seq
               cai_entry=cai_entry, host_ok=accepts_kind, HOST=HOST, current_device=current_device_id,
               modules=sys.modules)  # fmt: skip
     exec(compiled(source, "dispatcher"), ns)
+    fastcall = fastcall_module()
+    kinds = native_kinds(types, several_devices) if fastcall is not None else None
+    if kinds is not None and fastcall is not None and isinstance(entered, list):  # the same reads, in C
+        native = fastcall.dispatcher(types, kinds, table, entered, current_stream, accepts_kind, HOST, MISS)
+        return Dispatcher(native, ns["read"], table)
     return Dispatcher(ns["dispatch"], ns["read"], table)

@@ -54,6 +54,22 @@ class Output(NamedTuple):
     like: int | None
 
 
+# What a launch returns: (form, items); an item is an argument position, or -1 - k for the k-th allocated output.
+Result = tuple[int, tuple[int, ...]]
+RESULT_NONE, RESULT_ONE, RESULT_TUPLE = 0, 1, 2
+
+
+def result_source(result: Result) -> str:
+    """A :data:`Result` as an expression over ``args`` and the allocated outputs ``o0``, ``o1``..."""
+    form, items = result
+    spelled = [f"args[{i}]" if i >= 0 else f"o{-1 - i}" for i in items]
+    if form == RESULT_NONE:
+        return "None"
+    if form == RESULT_ONE:
+        return spelled[0]
+    return f"({''.join(s + ', ' for s in spelled)})"
+
+
 def pointer_runs(slots: Sequence[tuple[int, int]]) -> list[tuple[int, list[int]]]:
     """Pointer slots (offset, argument position) -> runs of adjacent 8-byte slots: (first offset, positions)."""
     runs: list[tuple[int, list[int]]] = []
@@ -75,14 +91,15 @@ def make_launch(
     scalars: Sequence[Scalar],
     outputs: Sequence[Output],
     workspace: int,
-    result: str,
+    result: Result,
     nargs: int,
     constants: dict[str, Any],
 ) -> Callable[..., Any]:
-    """The launch function of a prepared call (see the module docstring).
+    """The launch function of a prepared call (see the module docstring), in Python: what runs where
+    :func:`._launch_native.native_launch` does not (the compiled call path), and the reference for it.
 
     ``arrays``: (argument position, parameter) of the arrays given; ``outputs`` are ``o0``, ``o1``... in
-    ``result``, an expression over ``args`` and those names. ``constants`` holds what the code reads: DEVICE,
+    ``result``. ``constants`` holds what the code reads: DEVICE,
     LIBRARY, SHAPE, SEVERAL (several devices), EXPORT (outputs go back as the inputs' library's), STREAM
     (``kspec.runtime.default_stream_source``: where the default stream's handle is read) and the functions
     choose_stream, launch, launch_dependent (:func:`kspec.runtime.dependent_launcher`), relaunch, cu_stream,
@@ -163,7 +180,7 @@ def make_launch(
         body.append("del ws  # freed in stream order, after the launches that use it")
     if constants["EXPORT"]:  # JAX / Numba inputs: outputs go back as theirs, after the launch
         body += [f"o{k} = export(o{k}, LIBRARY)" for k in range(len(outputs))]
-    body.append(f"return {result}")
+    body.append(f"return {result_source(result)}")
     params = "".join(f", p{i}" for i in range(nargs))
     source = f"def launch_call(args, stream{params}):\n" + "".join(f"    {line}\n" for line in body)
     exec(compiled(source, "launch"), ns)

@@ -80,5 +80,5 @@ def prepared_call(kernel: Any, bound: Bound, device_id: int, steps: list[Step], 
     spec = kernel._spec  # as the kernel holds it: a served kernel keeps its plain spec (no Pydantic)
     params = [*spec.in_params, *spec.out_params][:nargs]
     prepared = PreparedCall(kernel.name, bound, params, device_id, steps, allocate, out_shape, workspace,
-                            kernel._result_expression(nargs), textures)  # fmt: skip
+                            kernel._result_items(nargs), textures)  # fmt: skip
     return prepared, bound_pointers(bound, params)

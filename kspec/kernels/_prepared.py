@@ -42,7 +42,8 @@ from ..runtime import (
     stream_handle,
 )
 from ._bind import Bound, scalar_bytes
-from ._launch_code import Output, Scalar, Step, make_launch
+from ._launch_code import Output, Result, Scalar, Step, make_launch
+from ._launch_native import native_launch
 
 
 def pointer_of(obj: Any) -> int:
@@ -130,7 +131,7 @@ class PreparedCall:
 
     def __init__(self, kernel_name: str, bound: Bound, params: Sequence[Any], device_id: int, steps: Sequence[Step],
                  allocate_outputs: Sequence[tuple[str, str]], out_shape: tuple[int, ...], workspace: int,
-                 result: str, textures: frozenset[str] = frozenset()) -> None:  # fmt: skip
+                 result: Result, textures: frozenset[str] = frozenset()) -> None:  # fmt: skip
         self.kernel_name = kernel_name
         self.device_id = device_id
         self.library = library = bound.library
@@ -147,7 +148,7 @@ class PreparedCall:
         outputs = [Output(name, dtype, quick_empty(library, out_shape, dtype), like_input(bound, arrays, out_shape, dtype))
                    for name, dtype in allocate_outputs]  # fmt: skip
         driver = cuda_driver()
-        self.launch = make_launch(
+        described = dict(
             steps=steps, arrays=arrays, scalars=scalars, outputs=outputs, workspace=workspace, result=result,
             nargs=len(params),
             constants=dict(
@@ -159,6 +160,8 @@ class PreparedCall:
                 EMPTY_LIKE=sys.modules["torch"].empty_like if library == "torch" else None,
             ),
         )  # fmt: skip
+        # the compiled call path where this process has it (kspec/runtime/_fastcall.py), else generated Python
+        self.launch = native_launch(**described) or make_launch(**described)  # type: ignore[arg-type]
 
     def _stream(self, stream: object) -> int:
         try:

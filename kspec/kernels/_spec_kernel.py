@@ -25,6 +25,7 @@ from ..compiler import compile_program, rendered_module
 from ._ctor_memo import SPEC_KERNELS
 from ._loaded import interface_of, loaded_kernel
 from ._kernel_attrs import KernelAttributes
+from ._launch_code import RESULT_NONE, RESULT_ONE, RESULT_TUPLE
 from ._plan_records import PlanTuned
 
 if TYPE_CHECKING:  # the serving path never imports the spec models, the renderer or the compiler
@@ -162,17 +163,17 @@ class SpecKernel(PlanTuned, KernelAttributes):
         """The call's keywords from the call path's ``extra`` (None: none given)."""
         raise NotImplementedError
 
-    def _result_expression(self, nargs: int) -> str:
-        """What a prepared call's launch returns (kspec/kernels/_launch_code.py), for ``nargs`` arguments:
-        the outputs given as arguments, else the allocated ones (``o0``, ``o1``, ... in the outputs' order);
-        one output as itself (unless ``return_tuple``), several as a tuple; None with ``no_return``."""
+    def _result_items(self, nargs: int) -> tuple[int, tuple[int, ...]]:
+        """What a prepared call's launch returns (kspec/kernels/_launch_code.py's :data:`Result`), for ``nargs``
+        arguments: the outputs given as arguments, else the allocated ones (in the outputs' order); one output
+        as itself (unless ``return_tuple``), several as a tuple; None with ``no_return``."""
         if getattr(self._spec, "no_return", False):
-            return "None"
+            return (RESULT_NONE, ())
         given = nargs == self._nin + self._nout
-        items = [f"args[{self._nin + j}]" if given else f"o{j}" for j in range(self._nout)]
+        items = tuple(self._nin + j if given else -1 - j for j in range(self._nout))
         if len(items) == 1 and not getattr(self._spec, "return_tuple", False):
-            return items[0]
-        return f"({', '.join(items)},)"
+            return (RESULT_ONE, items)
+        return (RESULT_TUPLE, items)
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
         directory = None if self._binaries is None else str(self._binaries.directory)

@@ -2,7 +2,9 @@
 
 A packer reads each argument's pointer or value (:mod:`._launch_args` says which), picks the stream, writes
 every value into its pre-allocated parameter buffer with one ``struct.pack_into`` and calls the driver's
-``cuLaunchKernel`` (cuda.bindings', or the host driver's on the CPU device). Its fast path has no call that
+``cuLaunchKernel``: from C where kspec's compiled call path is loaded (kspec/runtime/_fastcall.py's
+``launch_kernel``, taking the function and stream as ints), else cuda.bindings', or the host driver's on the
+CPU device. Its fast path has no call that
 the signature does not need; errors leave through branches that call out (the messages in
 :mod:`._launch_args`, :func:`._launch.relaunch_or_raise`).
 
@@ -18,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from . import _device_kind, _driver, _host_checked, _interop, _launch
+from . import _device_kind, _driver, _fastcall, _host_checked, _interop, _launch
 from ._device_kind import HOST_DEVICE_ID
 from . import _stream as _stream_module
 from ._device import Device, current_device_id
@@ -129,9 +131,9 @@ def _read_arguments(specs: list[_Arg], multi: bool, w: Callable[[str], None]) ->
     return values, device_exprs, deferred
 
 
-def _choose_stream(library: str | None, ns: dict[str, Any], w: Callable[[str], None]) -> None:
-    """Write the lines that set ``s`` (the stream handle) and ``hs`` (the ``CUstream`` the launch call takes
-    for it; the conversions are cached per handle)."""
+def _choose_stream(library: str | None, ns: dict[str, Any], w: Callable[[str], None], direct: bool) -> None:
+    """Write the lines that set ``s`` (the stream handle) and ``hs`` (what the launch call takes for it: the
+    handle itself for the compiled launch (``direct``), else a ``CUstream``, the conversions cached per handle)."""
     ns["_hs_cache"], ns["_to_hs"] = _stream_module._cu_streams, cu_stream
     # a `with kspec.Stream(...)` block open in this thread stands for stream= (one list read when none is)
     ns["_entered"], ns["_current_stream"] = _stream_module._entered, _stream_module.current_stream
@@ -147,6 +149,11 @@ def _choose_stream(library: str | None, ns: dict[str, Any], w: Callable[[str], N
         w("        s = _torch_current(dev)")
     else:
         w("        s = 0")
+    if direct:
+        w("    else:")
+        w("        s = _stream_handle(stream)")
+        w("    hs = s")
+        return
     if library:
         w("        hs = _hs_cache.get(s)")
         w("        if hs is None:")
@@ -171,6 +178,9 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
     fmt, buffer, pointers = _parameter_buffer(specs)
     params_address = ctypes.addressof(pointers)
     library = next((spec.kind for spec in specs if spec.kind in (_interop.CUPY, _interop.TORCH)), None)
+    # the compiled call path's launch (ints in: the function, the stream handle) where it serves this driver
+    fastcall = None if host or launcher.cooperative else _fastcall.fastcall_module()
+    direct = _fastcall.direct_launch_address(cu.cuLaunchKernel) if fastcall is not None else 0
 
     ns: dict[str, Any] = {
         "_launcher": launcher,
@@ -227,7 +237,7 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
         w(f"    if _checked[0]: _note(({', '.join(host_arrays)},))")
 
     # 2. stream
-    _choose_stream(library, ns, w)
+    _choose_stream(library, ns, w, bool(direct))
     lines.extend(deferred)
 
     # 3. values
@@ -250,6 +260,8 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
     def resolve(device_id: int, stream: int) -> Any:
         fn = launcher.function(device_id, stream)
         launcher.check_params(device_id, specs)
+        if direct:
+            fn = int(fn)
         ns["_fs"][device_id] = fn
         if not multi:
             ns["_f"] = fn
@@ -271,6 +283,10 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
 
     # 6. launch; a non-zero status goes to the one error branch every launch shares
     ns["_launch"] = cu.cuLaunchCooperativeKernel if launcher.cooperative else cu.cuLaunchKernel
+    if direct:
+        assert fastcall is not None
+        fastcall.set_raw_launch(direct)
+        ns["_launch"] = fastcall.launch_kernel
     ns["_hs0"] = cu_stream(0)
     call_args = "f, gx, gy, gz, bx, by, bz, shared_mem, hs, _params" + ("" if launcher.cooperative else ", 0")
     w("    try:")

@@ -1,0 +1,358 @@
+"""The compiled call path (kspec/runtime/_fastcall.cc, kspec/kernels/_launch_native.py), without a GPU.
+
+Each launch test runs the same description through the generated Python launch (the reference) and the
+compiled one, with a recorder standing in for the driver: the recorder reads the parameter bytes the launch
+passes, so both paths must write the same bytes, allocate the same outputs on the same streams and return the
+same objects. On the CPU device the compiled path launches through the host driver (the GPU only changes the
+final call: tests/test_fastcall_gpu.py), so every CPU-device kernel test in CI runs it too.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import kspec
+from kspec.kernels._arguments import MISS
+from kspec.kernels._launch_code import Output, Scalar, Step, make_launch
+from kspec.kernels._launch_native import native_launch
+from kspec.kernels._prepared import scalar_packer
+from kspec.runtime import fastcall_module, reset_call_path
+
+
+@pytest.fixture(scope="module")
+def fastcall() -> Any:
+    module = fastcall_module(wait=True)
+    assert module is not None, "the compiled call path was not built: CI must run it (a host compiler and Python.h)"
+    return module
+
+
+class _Frame:
+    """A parameter frame with a real buffer and ``void*`` array (what cuLaunchKernel reads)."""
+
+    def __init__(self, pointers: dict[str, int], scalars: dict[str, int], size: int = 64, slots: tuple[int, ...] = (0,)) -> None:
+        self.pointers, self.scalars, self.size = pointers, scalars, size
+        self.static = bytes(range(size))  # static values: a launch must keep what it does not write
+        self.slot_offsets = slots
+        self.thread_local = object()
+
+    def pointer_offset(self, name: str) -> int | None:
+        return self.pointers.get(name)
+
+    def scalar_offset(self, name: str) -> int | None:
+        return self.scalars.get(name)
+
+    def buffer(self) -> tuple[Any, int]:
+        buf = ctypes.create_string_buffer(self.static, self.size)
+        self._keep = buf, (ctypes.c_void_p * len(self.slot_offsets))(*(ctypes.addressof(buf) + o for o in self.slot_offsets))
+        return buf, ctypes.addressof(self._keep[1])
+
+
+class _Out:
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+
+def _bytes_at(address: int, frame: _Frame) -> bytes:
+    """The parameter bytes behind a ``void**`` (slot 0 points ``slot_offsets[0]`` into the buffer)."""
+    first = ctypes.c_void_p.from_address(address).value or 0
+    return ctypes.string_at(first - frame.slot_offsets[0], frame.size)
+
+
+class _Recorder:
+    def __init__(self, frames: list[_Frame]) -> None:
+        self.frames = frames
+        self.launches: list[tuple] = []
+        self.params: list[bytes] = []
+        self.relaunched: list[tuple] = []
+        self.allocated: list[tuple] = []
+        self.fail = 0
+
+    def constants(self, **extra: object) -> dict:
+        base = dict(
+            DEVICE=0, LIBRARY=None, SHAPE=(4,), SEVERAL=False, EXPORT=False,
+            STREAM=(lambda device: 7, ""), choose_stream=lambda stream: 1000 + stream,
+            launch=self._launch, relaunch=self._relaunch, cu_stream=lambda h: ("stream", h),
+            allocate=self._allocate, allocate_bytes=self._allocate_bytes, activate=lambda d: None,
+            pointer_of=lambda o: o.ptr, export=lambda o, library: ("exported", o), EMPTY_LIKE=self._empty_like,
+            launch_dependent=self._dependent,
+        )  # fmt: skip
+        base.update(extra)
+        return base
+
+    def _record(self, fn: str, address: int) -> None:
+        self.params.append(_bytes_at(address, self.frames[int(fn[2:])]))
+
+    def _launch(self, fn, *args):  # noqa: ANN001, ANN002, ANN202
+        self._record(fn, args[8])
+        self.launches.append((fn, *args[:8], *args[9:]))  # the address differs between the paths
+        return (self.fail,)
+
+    def _dependent(self, fn, grid, block, hs, address):  # noqa: ANN001, ANN202
+        self._record(fn, address)
+        self.launches.append(("dependent", fn, grid, block, hs))
+        return (0,)
+
+    def _relaunch(self, fn, grid, block, address, stream, device, what):  # noqa: ANN001, ANN202
+        self.relaunched.append((fn, grid, block, stream, device, what))
+
+    def _allocate(self, library, shape, dtype, stream, device):  # noqa: ANN001, ANN202
+        self.allocated.append((library, shape, dtype, stream, device))
+        return _Out(0xABC0 + len(self.allocated))
+
+    def _allocate_bytes(self, nbytes, device, handle, stream):  # noqa: ANN001, ANN202
+        self.allocated.append(("bytes", nbytes, handle, stream))
+        return _Out(0x5150)
+
+    def _empty_like(self, arg: object) -> _Out:
+        self.allocated.append(("like", arg))
+        return _Out(0xDEF0)
+
+
+Build = Callable[..., Callable[..., Any]]
+
+
+@pytest.fixture(params=["python", "c"])
+def build(request: pytest.FixtureRequest, fastcall: Any) -> Build:
+    """Makes a launch on one path from the test's frames and description."""
+
+    def make(rec: _Recorder, *, scalars=(), outputs=(), workspace=0, result=(0, ()), nargs=1, dependent=False, **constants):  # noqa: ANN001, ANN202
+        steps = [Step(f"fn{j}", 3 + j, 128, f"kernel 'k' (entry {j})", frame, dependent) for j, frame in enumerate(rec.frames)]  # type: ignore[arg-type]
+        arrays = [(i, f"x{i}") for i in range(nargs)]
+        described = dict(steps=steps, arrays=arrays, scalars=list(scalars), outputs=list(outputs), workspace=workspace,
+                         result=result, nargs=nargs, constants=rec.constants(**constants))  # fmt: skip
+        if request.param == "python":
+            return make_launch(**described)  # type: ignore[arg-type]
+        launch = native_launch(**described)  # type: ignore[arg-type]
+        assert type(launch) is fastcall.FastLaunch
+        return launch
+
+    return make
+
+
+def _slow_float(value: object) -> bytes:
+    if isinstance(value, float) and abs(value) > 3.4e38:
+        raise OverflowError("value out of range for float32 parameter 'a'")
+    return struct.pack("<f", value)
+
+
+def test_launch_packs_pointers_scalars_and_allocations(build: Build) -> None:
+    frame = _Frame({"x0": 0, "x2": 8, "z": 16}, {"a": 24}, slots=(0, 8, 16, 24))
+    rec = _Recorder([frame])
+    launch = build(rec, scalars=[Scalar(1, "a", "<f", _slow_float)], outputs=[Output("z", "float32", None, None)],
+                   result=(1, (-1,)), nargs=3)  # fmt: skip
+    out = launch((None, 2.5, None), None, 0x1000, 0, 0x2000)
+    assert isinstance(out, _Out) and out.ptr == 0xABC1
+    assert struct.unpack_from("<QQQf", rec.params[0], 0) == (0x1000, 0x2000, 0xABC1, 2.5)
+    assert rec.params[0][28:] == frame.static[28:]  # what the call does not write stays static
+    assert rec.launches == [("fn0", 3, 1, 1, 128, 1, 1, 0, ("stream", 7), 0)]
+    assert rec.allocated == [(None, (4,), "float32", 7, 0)]  # the default stream's handle when no stream= given
+    launch((None, 1.0, None), 5, 1, 0, 2)  # an explicit stream goes through choose_stream and to allocate
+    assert rec.launches[-1][8] == ("stream", 1005)
+    assert rec.allocated[-1][3] == 5
+
+
+def test_launch_allocates_like_an_input_on_the_current_stream_only(build: Build) -> None:
+    rec = _Recorder([_Frame({"x0": 0, "z": 8}, {})])
+    quick = lambda: _Out(0x1111)  # noqa: E731
+    launch = build(rec, outputs=[Output("z", "float32", quick, 0)], result=(1, (-1,)), LIBRARY="torch")
+    out = launch(("tensor",), None, 0x1000)
+    assert out.ptr == 0xDEF0 and rec.allocated == [("like", "tensor")]
+    assert struct.unpack_from("<QQ", rec.params[0], 0) == (0x1000, 0xDEF0)
+    launch(("tensor",), 5, 0x1000)  # a stream given: the general allocator, on that stream
+    assert rec.allocated[-1] == ("torch", (4,), "float32", 5, 0)
+    quick_only = build(_Recorder([_Frame({"z": 0}, {})]), outputs=[Output("z", "float32", quick, None)], result=(1, (-1,)))
+    assert quick_only((None,), None, 0).ptr == 0x1111
+
+
+def test_launch_falls_back_to_the_packer_that_raises(build: Build) -> None:
+    rec = _Recorder([_Frame({}, {"a": 0})])
+    launch = build(rec, scalars=[Scalar(0, "a", "<f", _slow_float)], outputs=[Output("z", "float32", None, None)])
+    with pytest.raises(OverflowError, match="parameter 'a'"):
+        launch((1e300,), None, 0)
+    assert rec.launches == [] and rec.allocated == []  # nothing allocated or launched for a bad value
+
+
+def test_launch_relaunches_through_the_general_launcher_on_error(build: Build) -> None:
+    rec = _Recorder([_Frame({"x0": 0}, {})])
+    rec.fail = 201
+    launch = build(rec, result=(1, (0,)))
+    assert launch(("x",), None, 9) == "x"
+    assert rec.relaunched == [("fn0", 3, 128, 7, 0, "kernel 'k' (entry 0)")]
+
+
+def test_launch_of_two_passes_shares_the_workspace(build: Build) -> None:
+    first = _Frame({"x0": 0, "_workspace": 8}, {"a": 16}, slots=(0, 8, 16))
+    final = _Frame({"_workspace": 0, "z": 8}, {}, slots=(0, 8))
+    rec = _Recorder([first, final])
+    launch = build(rec, scalars=[Scalar(1, "a", "<f", _slow_float)], outputs=[Output("z", "float32", None, None)],
+                   workspace=256, result=(2, (-1, 0)), nargs=2, dependent=True)  # fmt: skip
+    out = launch(("x", 1.5), None, 0x1000, 0)
+    assert out[1] == "x" and out[0].ptr == 0xABC1
+    assert rec.launches[0][0] == "fn0" and rec.launches[1][:2] == ("dependent", "fn1")  # the second may overlap
+    assert struct.unpack_from("<QQf", rec.params[0], 0) == (0x1000, 0x5150, 1.5)
+    assert struct.unpack_from("<QQ", rec.params[1], 0) == (0x5150, 0xABC1)
+    assert ("bytes", 256, 7, None) in rec.allocated
+
+
+def test_launch_results(build: Build) -> None:
+    rec = _Recorder([_Frame({"x0": 0}, {})])
+    assert build(rec, result=(0, ()))(("a",), None, 1) is None
+    assert build(rec, result=(2, (0,)))(("a",), None, 1) == ("a",)
+    assert build(rec, result=(2, (0, 0)))(("a",), None, 1) == ("a", "a")
+
+
+_INT_CASES = {"int8": [127, -128, 128, -129], "uint8": [255, 0, 256, -1], "int16": [2**15 - 1, -(2**15) - 1],
+              "uint16": [2**16 - 1, 2**16], "int32": [2**31 - 1, -(2**31), 2**31], "uint32": [2**32 - 1, 2**32, -5],
+              "int64": [2**63 - 1, -(2**63), 2**63, 10**30], "uint64": [2**64 - 1, 0, 2**64, -1]}  # fmt: skip
+_FLOAT_CASES = {"float32": [2.5, 3.4e38, 3.5e38, -1e39, float("inf"), float("nan"), 3, 10**40, 10**400],
+                "float64": [2.5, 1e308, float("-inf"), 7, 10**400]}  # fmt: skip
+
+
+def _outcome(launch: Callable[..., Any], rec: _Recorder, value: object) -> object:
+    try:
+        launch((value,), None, 0)
+    except Exception as exc:  # the packer's error for a value the parameter cannot take
+        return (type(exc).__name__, str(exc))
+    return rec.params[-1][:8]
+
+
+@pytest.mark.parametrize("dtype", [*_INT_CASES, *_FLOAT_CASES])
+def test_scalars_pack_as_the_python_launch_packs_them(dtype: str, fastcall: Any) -> None:
+    """Every fast scalar format, in range, at the edges and past them (where the kernels layer's packer,
+    with CuPy's rules or kspec's, decides): the same bytes or the same error on both paths."""
+    for value in (_INT_CASES | _FLOAT_CASES)[dtype]:
+        outcomes = []
+        for path in ("python", "c"):
+            rec = _Recorder([_Frame({}, {"a": 0})])
+            from kspec.kernels._prepared import fast_format
+
+            value_type = type(value)
+            scalars = [Scalar(0, "a", fast_format(dtype, value_type), scalar_packer("k", "a", dtype, value_type))]
+            steps = [Step("fn0", 3, 128, "k", rec.frames[0])]  # type: ignore[arg-type]
+            described = dict(steps=steps, arrays=[], scalars=scalars, outputs=[], workspace=0, result=(0, ()), nargs=1,
+                             constants=rec.constants())  # fmt: skip
+            launch = make_launch(**described) if path == "python" else native_launch(**described)  # type: ignore[arg-type]
+            outcomes.append(_outcome(launch, rec, value))
+        assert outcomes[0] == outcomes[1], (dtype, value, outcomes)
+
+
+# -- the compiled dispatcher ---------------------------------------------------------------------------------
+
+
+class _Array:
+    """Read as a kspec DeviceArray is (its slots)."""
+
+    def __init__(self, shape: tuple[int, ...], ptr: int) -> None:
+        self._shape, self._strides, self._dtype, self._ptr = shape, (4,), "float32", ptr
+
+
+class _Prepared:
+    def __init__(self) -> None:
+        self.seen: list[tuple] = []
+
+    def launch(self, args: tuple, stream: object, *pointers: int) -> str:
+        self.seen.append((args, stream, pointers))
+        return "launched"
+
+
+def test_dispatcher_keys_reads_pointers_and_misses(fastcall: Any) -> None:
+    table: dict = {}
+    entered = [0]
+    dispatch = fastcall.dispatcher((_Array, float), (3, 0), table, entered, lambda: "block stream", lambda k: True, "host", MISS)
+    a = _Array((4,), 0x77)
+    assert dispatch((a, 1.0)) is MISS  # nothing prepared yet
+    prepared = table[(None, (4,), (4,), "float32")] = _Prepared()
+    assert dispatch((a, 1.0)) == "launched"
+    assert prepared.seen[-1][1:] == (None, (0x77, 0))
+    assert dispatch((a, 1.0), 5) == "launched" and prepared.seen[-1][1] == 5
+    assert dispatch((a, 1.0), extra="e") is MISS and dispatch((a, 1.0), None, "e") is MISS
+    table[("e", (4,), (4,), "float32")] = prepared
+    assert dispatch((a, 1.0), stream=3, extra="e") == "launched" and prepared.seen[-1][1] == 3
+    assert dispatch((a, 1)) is MISS and dispatch((a,)) is MISS and dispatch([a, 1.0]) is MISS  # other types, arity
+    assert dispatch((_Array((5,), 1), 1.0)) is MISS  # another shape
+    entered[0] = 1  # inside `with kspec.Stream(...)`: that block's stream when none is given
+    assert dispatch((a, 1.0)) == "launched" and prepared.seen[-1][1] == "block stream"
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        dispatch((a, 1.0), other=1)
+
+
+def test_dispatcher_of_host_arrays_asks_whether_the_cpu_device_is_active(fastcall: Any) -> None:
+    table: dict = {}
+    active = [True]
+    dispatch = fastcall.dispatcher((np.ndarray,), (4,), table, [0], lambda: None, lambda kind: active[0], "host", MISS)
+    x = np.zeros(3, np.float32)
+    prepared = table[(None, x.shape, x.strides, x.dtype, True)] = _Prepared()
+    assert dispatch((x,)) == "launched" and prepared.seen[-1][2] == (x.ctypes.data,)
+    active[0] = False
+    assert dispatch((x,)) is MISS
+
+
+# -- kernels on the CPU device -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cpu_device() -> Iterator[None]:
+    previous = kspec.device_kind()
+    kspec.use_device("cpu")
+    yield
+    kspec.use_device(previous)
+
+
+def _kernels(path: str) -> list[Any]:
+    """Kernels of their own per path (the same constructor call gives the same kernel object back)."""
+    return [kspec.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)", f"sqd_{path}"),
+            kspec.ElementwiseKernel("T x, T a, int32 b", "T z, T w", "z = a * x + b; w = z - x", f"axpb_{path}"),
+            kspec.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", f"sum_{path}")]  # fmt: skip
+
+
+def _run_kernels(path: str) -> list[Any]:
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((2, 64, 33)).astype(np.float32)
+    sqd, axpb, total = _kernels(path)
+    z = np.empty_like(x)
+    results = [sqd(x, y, z).copy(), sqd(x, y), *axpb(x, 2.0, 3), *axpb(x.T, 0.5, -7), total(x), total(x, axis=0),
+               total(x[:, ::2], axis=1), total(np.ones((512, 4096), np.float32))]  # fmt: skip
+    for _ in range(3):  # repeated: the prepared calls' path
+        results.append(sqd(x, y, z).copy())
+        results.append(total(x, axis=1))
+    with pytest.raises(Exception, match="b"):
+        axpb(x, 1.0, 2**40)  # out of int32's range: the packer's error names the parameter
+    return results
+
+
+def test_kernels_compute_the_same_on_both_paths(cpu_device: None, fastcall: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = _run_kernels("c")
+    assert type(_kernels("c")[0]._calls.call) is fastcall.Dispatch
+    for kernel in _kernels("c"):
+        assert {type(p.launch) for p in kernel._calls.prepared_calls()} == {fastcall.FastLaunch}
+    monkeypatch.setenv("KSPEC_CALL_PATH", "python")
+    reset_call_path()
+    try:
+        reference = _run_kernels("python")
+    finally:
+        monkeypatch.undo()
+        reset_call_path()
+    for kernel in _kernels("python"):
+        assert not {type(p.launch) for p in kernel._calls.prepared_calls()} & {fastcall.FastLaunch}
+    assert len(compiled) == len(reference)
+    for got, want in zip(compiled, reference):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_call_path_choice_is_checked() -> None:
+    code = "import kspec.runtime as r; r.fastcall_module()"
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "KSPEC_CALL_PATH": "fast"},
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode != 0 and "KSPEC_CALL_PATH: expected 'c' or 'python', got 'fast'" in done.stderr
