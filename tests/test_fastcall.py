@@ -299,6 +299,45 @@ def test_dispatcher_of_host_arrays_asks_whether_the_cpu_device_is_active(fastcal
     assert dispatch((x,)) is MISS
 
 
+class _Interface:
+    """An array known only by its ``__cuda_array_interface__`` (an instance attribute, as simple wrappers have)."""
+
+    def __init__(self, **cai: object) -> None:
+        if cai:
+            self.__cuda_array_interface__ = cai
+
+
+class _Ordered(_Prepared):
+    def order_producers(self, producers: list, stream: object) -> None:
+        self.seen.append(("ordered", producers, stream))
+
+
+def test_dispatcher_of_interface_arrays_keys_as_cai_entry(fastcall: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kspec.kernels import _arguments
+    from kspec.kernels._arguments import cai_entry
+
+    monkeypatch.setattr(_arguments, "initialized_device_count", lambda: 1)  # cai_entry keys in a one-device process
+
+    table: dict = {}
+    dispatch = fastcall.dispatcher((_Interface,), (7,), table, [0], lambda: None, lambda k: True, "host", MISS)
+    good = _Interface(shape=[4], typestr="<f4", data=(0x90, False), version=3, strides=None)
+    key = (_Interface, (4,), "<f4", None, False)
+    prepared = table[(None, key)] = _Ordered()
+    assert dispatch((good,)) == "launched" and prepared.seen == [((good,), None, (0x90,))]
+    assert (None, cai_entry(good)[0]) in table  # the key the Python reader (the miss path) stores under
+    streamed = _Interface(shape=(4,), typestr="<f4", data=(0x91, False), version=3, stream=5)
+    assert dispatch((streamed,), 8) == "launched"
+    assert prepared.seen[-2:] == [("ordered", [5], 8), ((streamed,), 8, (0x91,))]  # the producer first
+    table[(None, (_Interface, (2, 2), "<f4", (8, 4), True))] = prepared
+    assert dispatch((_Interface(shape=(2, 2), typestr="<f4", data=(1, True), version=2, strides=[8, 4]),)) == "launched"
+    for bad in (_Interface(), _Interface(shape=(4,), typestr="<f4", data=(1, False), version=1),
+                _Interface(shape=(4,), typestr="<f4", data=(1, False), version=3, mask=object()),
+                _Interface(shape=(4,), typestr="<f4", version=3), _Interface(shape=([1],), typestr="<f4", data=(1, False), version=3),
+                _Interface(shape=(4,), typestr="<f4", data=("x", False), version=3)):  # fmt: skip
+        assert dispatch((bad,)) is MISS  # the planner explains or refuses it
+        assert cai_entry(bad) is None or (None, cai_entry(bad)[0]) not in table
+
+
 # -- kernels on the CPU device -----------------------------------------------------------------------------
 
 
@@ -351,8 +390,143 @@ def test_kernels_compute_the_same_on_both_paths(cpu_device: None, fastcall: Any,
         np.testing.assert_array_equal(got, want)
 
 
+def _in_process(code: str, cache: str, **env: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "KSPEC_CACHE_DIR": cache, **env},
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_cold_cache_builds_the_call_path_in_a_child_process(tmp_path: Any) -> None:
+    """The first process asks a child to build it (importing none of the host compiler's modules itself) and
+    loads it once built; the next one loads it from the cache at once. Under KSPEC_COMPILE=never nothing is
+    built: calls take the Python path."""
+    cache = str(tmp_path / "cache")
+    never = "from kspec.runtime import fastcall_module as f; print(f(wait=True))"
+    assert _in_process(never, cache, KSPEC_COMPILE="never") == "None"
+    assert not list((tmp_path / "cache").glob("*.kbin"))
+    first = ("import sys; from kspec.runtime import fastcall_module as f; m = f(wait=True); "
+             "print(m is not None, 'kspec.compiler._host' in sys.modules)")  # fmt: skip
+    assert _in_process(first, cache) == "True False"
+    assert _in_process("from kspec.runtime import fastcall_module as f; print(f() is not None)", cache,
+                       KSPEC_COMPILE="never") == "True"  # fmt: skip
+
+
 def test_call_path_choice_is_checked() -> None:
     code = "import kspec.runtime as r; r.fastcall_module()"
     done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "KSPEC_CALL_PATH": "fast"},
                           capture_output=True, text=True)  # fmt: skip
     assert done.returncode != 0 and "KSPEC_CALL_PATH: expected 'c' or 'python', got 'fast'" in done.stderr
+
+
+# -- launches from C through the driver's cuLaunchKernel, a recorder standing in for it -------------------
+
+_DRIVER_LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
+                                  ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p))  # fmt: skip
+
+
+class _DriverLaunch:
+    """A C function with cuLaunchKernel's signature (a ctypes callback) that records each launch: function,
+    dims, shared bytes, stream and ``size`` parameter bytes read through the ``void**`` (slot 0 = the buffer)."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.status, self.calls = size, 0, []  # type: ignore[var-annotated]
+        self.callback = _DRIVER_LAUNCH(self._launch)
+        self.address = ctypes.cast(self.callback, ctypes.c_void_p).value
+
+    def _launch(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):  # noqa: ANN001, ANN202
+        self.calls.append((fn, (gx, gy, gz), (bx, by, bz), shared, stream or 0, ctypes.string_at(params[0], self.size)))
+        return self.status
+
+
+def test_prepared_launch_from_c_writes_what_the_driver_reads(monkeypatch: pytest.MonkeyPatch, fastcall: Any) -> None:
+    """A GPU's launch (the CUfunction and stream as ints, cuLaunchKernel called from C) on the same description
+    as test_launch_packs_pointers_scalars_and_allocations."""
+    import kspec.kernels._launch_native as native
+
+    driver = _DriverLaunch(64)
+    monkeypatch.setattr(native, "direct_launch_address", lambda launch: driver.address)
+    frame = _Frame({"x0": 0, "x2": 8, "z": 16}, {"a": 24}, slots=(0, 8, 16, 24))
+    rec = _Recorder([frame])
+    steps = [Step(0x4000, 3, 128, "kernel 'k'", frame)]  # type: ignore[arg-type]
+    launch = native.native_launch(steps=steps, arrays=[(0, "x0"), (2, "x2")], scalars=[Scalar(1, "a", "<f", _slow_float)],
+                                  outputs=[Output("z", "float32", None, None)], workspace=0, result=(1, (-1,)), nargs=3,
+                                  constants=rec.constants())  # fmt: skip
+    out = launch((None, 2.5, None), None, 0x1000, 0, 0x2000)
+    fn, grid, block, shared, stream, params = driver.calls[-1]
+    assert (fn, grid, block, shared, stream) == (0x4000, (3, 1, 1), (128, 1, 1), 0, 7)
+    assert struct.unpack_from("<QQQf", params, 0) == (0x1000, 0x2000, out.ptr, 2.5) and params[28:] == frame.static[28:]
+    driver.status = 1  # a refused launch goes to the general launcher's error branch
+    launch((None, 2.5, None), 5, 0x1000, 0, 0x2000)
+    assert rec.relaunched == [(0x4000, 3, 128, 1005, 0, "kernel 'k'")] and rec.launches == []
+
+
+class _Device:
+    """Read as a kspec DeviceArray is (its pointer slot)."""
+
+    def __init__(self, ptr: int) -> None:
+        self._ptr = ptr
+
+
+def test_raw_call_from_c(fastcall: Any) -> None:
+    """A raw kernel's __call__ in C: pointers and scalars in 8-byte slots as the Python packer writes them, dims,
+    shared memory and streams; whatever it does not cover goes to the Python packer (``body``) or the launcher's
+    general launch (``miss``) with the call as given."""
+    import threading
+    from types import SimpleNamespace
+
+    driver = _DriverLaunch(40)
+    before = fastcall.set_raw_launch(driver.address)
+    went: list[tuple] = []
+    entered = [0]
+    kind = SimpleNamespace(host_active=False)
+    try:
+        call = fastcall.raw_call(
+            (_Device, int, float, np.float32, type(None)), (3, 0, 0, 0, 4), "PqdfP",
+            lambda *a: went.append(("miss", *a)), lambda *a: went.append(("body", *a)), lambda dev, s: 0x1234,
+            entered, lambda: "block", None, None, lambda s: {"block": 77}.get(s, 1000 + s if isinstance(s, int) else s),
+            kind, False)  # fmt: skip
+
+        class Kernel:
+            __call__ = call
+
+        k = Kernel()
+        args = (_Device(0x9000), 5, 2.5, np.float32(1.5), None)
+        assert k((2,), (32,), args) is None
+        fn, grid, block, shared, stream, params = driver.calls[-1]
+        assert (fn, grid, block, shared, stream) == (0x1234, (2, 1, 1), (32, 1, 1), 0, 0)
+        assert struct.unpack("<QqdfxxxxQ", params) == (0x9000, 5, 2.5, 1.5, 0)
+        k(3, (1, 2, 3), args, shared_mem=64, stream=7)
+        assert driver.calls[-1][1:5] == ((3, 1, 1), (1, 2, 3), 64, 1007)
+        entered[0] = 1
+        k(1, 1, args)
+        assert driver.calls[-1][4] == 77  # the open `with kspec.Stream` block's
+        entered[0] = 0
+        launched = len(driver.calls)
+        for grid, block, a, kw in (((1.5,), 1, args, {}), ((1, 2, 3, 4), 1, args, {}), (1, -1, args, {}),
+                                   (1, 1, (_Device(1), 2**70, 2.5, np.float32(1), None), {}),
+                                   (1, 1, args, {"shared_mem": 1.0})):  # fmt: skip
+            went.clear()
+            k(grid, block, a, **kw)
+            assert went == [("body", grid, block, a, kw.get("shared_mem", 0), None)]
+        assert len(driver.calls) == launched
+        for a in ((_Device(1), 1.0, 2.5, np.float32(1), None), args[:4], [*args]):
+            went.clear()
+            k(1, 1, a)
+            assert went == [("miss", 1, 1, a, 0, None)]
+        went.clear()
+        thread = threading.Thread(target=k, args=(1, 1, args))
+        thread.start()
+        thread.join()
+        assert went == [("miss", 1, 1, args, 0, None)]  # another thread: its own packer
+        kind.host_active = True
+        went.clear()
+        k(1, 1, args)
+        assert went == [("miss", 1, 1, args, 0, None)]  # the CPU device now: the launcher decides again
+        kind.host_active = False
+        driver.status = 1
+        went.clear()
+        k(1, 1, args)
+        assert went == [("body", 1, 1, args, 0, None)]  # a refused launch: the packer's error branch
+    finally:
+        fastcall.set_raw_launch(before)

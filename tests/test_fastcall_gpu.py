@@ -96,3 +96,46 @@ def test_compiled_path_on_kspec_arrays_and_out_of_range_scalars() -> None:
         np.testing.assert_array_equal(z.get(), np.zeros(1000, np.float32))
     with pytest.raises((TypeError, ValueError, OverflowError), match="b"):
         k["axpb"](x, 1.0, 2**70)  # past int64: the packer's error, nothing launched
+
+
+RAW = r"""
+extern "C" __global__ void axpy(const float* x, float* y, float a, long long n, unsigned char flag) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = flag ? a * x[i] + y[i] : y[i];
+}
+"""
+
+
+def test_raw_kernel_calls_from_c() -> None:
+    """A RawKernel's __call__ in C (kspec_fastcall.RawCall) for CuPy, PyTorch and kspec arrays, NumPy and
+    Python scalars, streams; what it does not cover goes to the Python packer, which raises as before."""
+    import cupy as cp
+
+    fastcall = fastcall_module(wait=True)
+    assert fastcall is not None
+    k = kspec.RawKernel(RAW, "axpy")
+    n = 1000
+    x = cp.arange(n, dtype=cp.float32)
+    y = cp.ones(n, dtype=cp.float32)
+    k((4,), (256,), (x, y, np.float32(2.0), n, np.uint8(1)))
+    k((4,), (256,), (x, y, np.float32(2.0), np.int64(n), True))  # another signature: the packer of the last one is installed
+    assert type(type(k).__dict__["__call__"]) is fastcall.RawCall
+    s = cp.cuda.Stream(non_blocking=True)
+    k(4, 256, (x, y, np.float32(-1.0), n, np.uint8(1)), stream=s)
+    s.synchronize()
+    np.testing.assert_allclose(y.get(), 1 + 3 * np.arange(n, dtype=np.float32), rtol=1e-6)
+    with pytest.raises(Exception, match="grid"):
+        k((1.5,), (256,), (x, y, np.float32(2.0), np.int64(n), True))  # the packer's error, from the Python body
+    torch = pytest.importorskip("torch")
+    tx = torch.arange(n, dtype=torch.float32, device="cuda")
+    ty = torch.zeros(n, dtype=torch.float32, device="cuda")
+    for _ in range(2):
+        k((4,), (256,), (tx, ty, np.float32(1.0), n, np.uint8(1)))
+    torch.cuda.synchronize()
+    assert type(type(k).__dict__["__call__"]) is fastcall.RawCall
+    np.testing.assert_allclose(ty.cpu().numpy(), 2 * np.arange(n, dtype=np.float32))
+    kx = kspec.asarray(np.arange(n, dtype=np.float32))
+    ky = kspec.zeros((n,), np.float32)
+    for _ in range(2):
+        k((4,), (256,), (kx, ky, np.float32(1.0), n, np.uint8(1)))
+    np.testing.assert_allclose(ky.get(), 2 * np.arange(n, dtype=np.float32))

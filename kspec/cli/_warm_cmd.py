@@ -58,4 +58,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nFAILED {r.what}:\n{r.error}", file=sys.stderr)
     if not args.quiet:
         print(report.summary())
-    return 1 if report.failures else 0
+    return (1 if report.failures else 0) | _warm_call_path(args.quiet)
+
+
+def _warm_call_path(quiet: bool) -> int:
+    """kspec's compiled call path for this interpreter, into the same cache (kspec/compiler/_host_extension.py):
+    a deployed process then finds it, also under KSPEC_COMPILE=never. Without a host compiler or Python's
+    headers calls take the Python path: a note, not a failure."""
+    from ..compiler import build_call_path
+
+    try:
+        build_call_path()
+    except (KspecError, OSError) as exc:
+        print(f"note: kspec's compiled call path was not built ({exc}); calls will take the Python path",
+              file=sys.stderr)  # fmt: skip
+        return 0
+    if not quiet:
+        print("kspec's compiled call path: cached for this interpreter")
+    return 0

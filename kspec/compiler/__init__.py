@@ -26,7 +26,7 @@ _LAZY = {
     "HOST_ARCH": "_arch", "HostCompiler": "_host", "host_compiler": "_host", "HOST_MARCH_ENV": "_host",
     "portable_host_march": "_host",
     "compile_host_library": "_host_library", "host_library_key": "_host_library",
-    "compile_host_extension": "_host_extension", "cached_host_extension": "_host_extension",
+    "build_call_path": "_host_extension", "cached_call_path": "_host_extension", "call_path_source": "_host_extension",
     "host_extension_key": "_host_extension",
     "CompileRequest": "_policy", "compile_policy": "_policy", "current_policy": "_policy",
     "explicit_compiles": "_policy", "POLICY_ENV": "_policy",

@@ -1,21 +1,48 @@
-"""A CPython extension module built by the host compiler and kept in the binary cache.
+"""A CPython extension module built by the host compiler and kept in the binary cache: kspec's compiled call
+path (kspec/runtime/_fastcall.cc, loaded by kspec/runtime/_fastcall.py).
 
-kspec's compiled call path (kspec/runtime/_fastcall.cc) is loaded by every process that launches a spec
-kernel, so a warm process must find it cheaply: its key is the source and the interpreter it is built for
-(version, ABI, platform), not the compiler or the Python headers, and a hit reads one cache entry without
-importing the host compiler's machinery (which a process serving precompiled kernels never loads). Any
-compiler's build of the source serves the same interpreter; the build itself is
-:func:`kspec.compiler.compile_host_library`'s.
+Every process that launches a spec kernel looks it up, so a warm process must find it cheaply: its key is the
+source and the interpreter it is built for (version, ABI, platform), not the compiler or the Python headers,
+and a hit reads one cache entry without importing the host compiler's machinery (which a process serving
+precompiled kernels never loads). Any compiler's build of the source serves the same interpreter; the build
+itself is :func:`kspec.compiler.compile_host_library`'s. ``kspec warm`` builds it (a deploy that warms its
+cache gets it); otherwise the first process that needs it has it built in a child process.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import sys
 
 from .._digest import sha256
 from ._program import CompiledProgram
 
 HOST_EXTENSION_FORMAT = 1  # bump when what an extension entry holds changes meaning
+CALL_PATH_NAME = "kspec_fastcall"
+
+
+def call_path_source() -> str:
+    """The compiled call path's C++ source, shipped in the runtime package's directory."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runtime", "_fastcall.cc")
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def interpreter_identity() -> str:
+    """What an extension's binary depends on besides its source: this interpreter's version, ABI and platform."""
+    return "\0".join((sys.version, sys.implementation.cache_tag or "", sys.abiflags, sys.platform, sys.base_prefix))
+
+
+def interpreter_include() -> str:
+    """The interpreter's header directory: where a posix install puts it (no sysconfig data to load), else what
+    sysconfig says."""
+    major, minor = sys.version_info[:2]
+    guess = os.path.join(sys.base_prefix, "include", f"python{major}.{minor}{sys.abiflags}")
+    if os.path.isfile(os.path.join(guess, "Python.h")):
+        return guess
+    import sysconfig
+
+    return sysconfig.get_paths()["include"]
 
 
 def host_extension_key(source: str, interpreter: str) -> str:
@@ -28,22 +55,27 @@ def host_extension_key(source: str, interpreter: str) -> str:
     return digest.hexdigest()
 
 
-def cached_host_extension(source: str, interpreter: str) -> CompiledProgram | None:
-    """The cache's build of ``source`` for the interpreter ``interpreter`` names, or None."""
+def cached_call_path(source: str) -> CompiledProgram | None:
+    """The cache's build of the call path's ``source`` for this interpreter, or None."""
     from ._cache import default_cache
 
-    return default_cache().get(host_extension_key(source, interpreter))
+    return default_cache().get(host_extension_key(source, interpreter_identity()))
 
 
-def compile_host_extension(source: str, name: str, include_dirs: Sequence[str], interpreter: str) -> CompiledProgram:
-    """``source`` built into an extension module for the interpreter ``interpreter`` names (its headers in
-    ``include_dirs``), from the binary cache when it holds it. Errors as :func:`compile_host_library`'s."""
-    found = cached_host_extension(source, interpreter)
+def build_call_path(source: str | None = None) -> CompiledProgram:
+    """The call path built for this interpreter and put in the binary cache (a hit returns the cached build).
+    :class:`kspec.HostCompilerNotFoundError` without a host compiler; a ``FileNotFoundError`` without the
+    interpreter's headers; a :class:`kspec.CompileError` when the build fails."""
+    source = call_path_source() if source is None else source
+    found = cached_call_path(source)
     if found is not None:
         return found
     from ._cache import default_cache
     from ._host_library import build_host_library
 
-    program = build_host_library(source, name, list(include_dirs))
-    default_cache().put(host_extension_key(source, interpreter), program, kernel=name)
+    include = interpreter_include()
+    if not os.path.isfile(os.path.join(include, "Python.h")):
+        raise FileNotFoundError(f"no Python.h in {include}: the interpreter's development headers are not installed")
+    program = build_host_library(source, CALL_PATH_NAME, [include])
+    default_cache().put(host_extension_key(source, interpreter_identity()), program, kernel=CALL_PATH_NAME)
     return program

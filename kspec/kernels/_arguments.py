@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..runtime import (CAI, CUPY, HOST, KSPEC, TORCH, accepts_kind, current_device_id, fastcall_module,
-                       initialized_device_count, is_texture_type, kind_of, protocol_library)
+                       initialized_device_count, is_texture_type, kind_of, protocol_library, protocol_library_of)
 from ._generated import compiled
 
 MISS: Any = object()  # "not served here": the caller plans the call
@@ -82,20 +82,23 @@ def cai_entry(a: Any) -> tuple[tuple[Any, ...], int, Any] | None:
 
 
 # The compiled dispatcher's argument kinds (kspec/runtime/_fastcall.cc's enum Kind): the same reads as READS.
-_NATIVE_KINDS: dict[tuple[str | None, bool], int] = {(CUPY, False): 1, (TORCH, False): 2, (KSPEC, False): 3, (HOST, False): 4,
-                 (CUPY, True): 5, (TORCH, True): 2, (KSPEC, True): 6, (HOST, True): 4}  # fmt: skip
+# `__cuda_array_interface__` inputs (7) only in a one-device process, as cai_entry reads them.
+_NATIVE_KINDS: dict[tuple[str | None, bool], int] = {
+    (CUPY, False): 1, (TORCH, False): 2, (KSPEC, False): 3, (HOST, False): 4, (CAI, False): 7,
+    (CUPY, True): 5, (TORCH, True): 2, (KSPEC, True): 6, (HOST, True): 4,
+}  # fmt: skip
 
 
 def native_kinds(types: tuple[type, ...], several_devices: bool) -> tuple[int, ...] | None:
     """Per argument type its compiled dispatcher's kind (0: a scalar or texture), or None where a type needs
-    the Python dispatcher (``__cuda_array_interface__`` inputs) or the call has no array."""
+    the Python dispatcher (JAX and Numba arrays, which always plan) or the call has no array."""
     kinds = []
     for tp in types:
         if tp in SCALAR_TYPES or issubclass(tp, np.generic) or is_texture_type(tp):
             kinds.append(0)
             continue
-        kind = _NATIVE_KINDS.get((kind_of(tp), several_devices))
-        if kind is None or (kind == 4 and tp is not np.ndarray):
+        kind = _NATIVE_KINDS.get((kind_of(tp) or CAI, several_devices))
+        if kind is None or (kind == 4 and tp is not np.ndarray) or (kind == 7 and protocol_library_of(tp) is not None):
             return None
         kinds.append(kind)
     return tuple(kinds) if any(kinds) else None

@@ -18,6 +18,7 @@ from typing import Any
 from .._args import flag, options_tuple
 from . import _spec_kernel
 from ._spec_kernel import grad_key
+from ..runtime import fastcall_module
 from ._arguments import MISS
 from ._planner import elementwise_steps, plan_elementwise_call, prepare_elementwise
 from ._prepared import PreparedCall
@@ -107,6 +108,8 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
         return self._calls.call
 
     def _plan_call(self, args: tuple[Any, ...], stream: object, extra: Any) -> tuple[PreparedCall, tuple[int, ...]]:
+        if not _native_call:
+            _install_native_call()
         size, block_size = extra if extra is not None else (None, None)
         return prepare_elementwise(self, args, stream, size, block_size)
 
@@ -129,3 +132,17 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
 def _plain(value: object) -> bool:
     """A keyword value that can be part of a signature as it is."""
     return value is None or type(value) is int
+
+
+_python_call = ElementwiseKernel.__call__
+_native_call: list[Any] = []  # [the compiled __call__ or None], once decided
+
+
+def _install_native_call() -> None:
+    """``ElementwiseKernel.__call__`` in C (kspec/runtime/_fastcall.cc's KernelCall: ``k(*args)`` and
+    ``k(*args, stream=s)`` straight to the dispatcher, every other call to :func:`_python_call`) where the
+    compiled call path is loaded; decided on the first call planned after it is (a cold cache builds it)."""
+    fastcall = fastcall_module()
+    if fastcall is not None:
+        _native_call.append(fastcall.kernel_call(_python_call, MISS))
+        ElementwiseKernel.__call__ = _native_call[0]  # type: ignore[method-assign]

@@ -42,6 +42,7 @@ from ._interop import (
     numpy_dtype_to_torch,
     order_cai_producer,
     protocol_library,
+    protocol_library_of,
     torch_dtype_to_numpy,
 )
 from ._launch import dependent_launcher, relaunch_or_raise

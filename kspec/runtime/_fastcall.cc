@@ -20,7 +20,7 @@
 typedef int (*cu_launch_t)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
                            void**, void**);
 
-static PyObject *S_shape, *S_strides, *S_dtype, *S_data, *S_ptr, *S_stride, *S_get_device, *S_data_ptr,
+static PyObject *S_cai, *S_mask, *S_version, *S_typestr, *S_stream_key, *S_shape, *S_strides, *S_dtype, *S_data, *S_ptr, *S_stride, *S_get_device, *S_data_ptr,
     *S_kshape, *S_kstrides, *S_kdtype, *S_kptr, *S_kdevice, *S_device_id, *S_flags, *S_writeable, *S_ctypes,
     *S_launch, *S_stream, *S_extra;
 
@@ -639,8 +639,8 @@ static PyType_Spec FastLaunch_spec = {
 // ---------------------------------------------------------------------------------------------------------
 // The dispatcher of one argument-type tuple
 
-enum Kind { SCALAR = 0, CUPY = 1, TORCH = 2, KSPEC = 3, HOST = 4, CUPY_SEVERAL = 5, KSPEC_SEVERAL = 6 };
-static const int KEY_ITEMS[] = {0, 3, 4, 3, 4, 4, 4};
+enum Kind { SCALAR = 0, CUPY = 1, TORCH = 2, KSPEC = 3, HOST = 4, CUPY_SEVERAL = 5, KSPEC_SEVERAL = 6, CAI = 7 };
+static const int KEY_ITEMS[] = {0, 3, 4, 3, 4, 4, 4, 1};
 
 struct Dispatch {
     PyObject_HEAD
@@ -687,7 +687,7 @@ static PyObject* make_dispatch(PyObject* module, PyObject* args) {
     }
     for (int i = 0; i < self->n; ++i) {
         long kind = PyLong_AsLong(PyTuple_GET_ITEM(kinds, i));
-        if (kind < 0 || kind > KSPEC_SEVERAL || !PyType_Check(self->types[i])) {
+        if (kind < 0 || kind > CAI || !PyType_Check(self->types[i])) {
             if (!PyErr_Occurred()) fail_value("kind");
             Py_DECREF(self);
             return NULL;
@@ -698,9 +698,83 @@ static PyObject* make_dispatch(PyObject* module, PyObject* args) {
     return (PyObject*)self;
 }
 
+// An array known only by its __cuda_array_interface__ (kspec/kernels/_arguments.py's cai_entry, in C): its
+// key (type, shape, typestr, strides, read-only), pointer and producer stream. 1: read; 0: the call plans
+// (what binding refuses or explains: no dict, a mask, an old version, a malformed entry); -1: an error.
+static int read_cai(PyObject* a, PyObject** key, uint64_t* ptr, PyObject** producer) {
+    PyObject* cai = PyObject_GetAttr(a, S_cai);
+    if (!cai) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    int got = 0;
+    PyObject *shape = NULL, *strides = NULL, *k = NULL;
+    if (PyDict_CheckExact(cai)) {
+        PyObject* mask = PyDict_GetItemWithError(cai, S_mask);
+        PyObject* version = PyDict_GetItemWithError(cai, S_version);
+        PyObject* data = PyDict_GetItemWithError(cai, S_data);
+        PyObject* typestr = PyDict_GetItemWithError(cai, S_typestr);
+        PyObject* shape_in = PyDict_GetItemWithError(cai, S_shape);
+        PyObject* strides_in = PyDict_GetItemWithError(cai, S_strides);
+        if (PyErr_Occurred()) goto error;
+        if ((mask && mask != Py_None) || !version || !PyLong_CheckExact(version) || !data || !typestr || !shape_in)
+            goto done;
+        long v = PyLong_AsLong(version);
+        if (v == -1 && PyErr_Occurred()) goto unkeyable;
+        if (v < 2 || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) < 2) goto done;
+        if (!(shape = PySequence_Tuple(shape_in))) goto unkeyable;
+        if (strides_in && strides_in != Py_None) {
+            if (!(strides = PySequence_Tuple(strides_in))) goto unkeyable;
+        } else {
+            strides = Py_NewRef(Py_None);
+        }
+        int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
+        if (readonly < 0) goto unkeyable;
+        k = Py_BuildValue("(OOOOO)", (PyObject*)Py_TYPE(a), shape, typestr, strides, readonly ? Py_True : Py_False);
+        if (!k || PyObject_Hash(k) == -1) goto unkeyable;
+        PyObject* p = PyTuple_GET_ITEM(data, 0);
+        if (p == Py_None) {
+            *ptr = 0;
+        } else {
+            PyObject* i = PyNumber_Long(p);
+            if (!i) goto unkeyable;
+            *ptr = PyLong_AsUnsignedLongLong(i);
+            Py_DECREF(i);
+            if (*ptr == (uint64_t)-1 && PyErr_Occurred()) goto unkeyable;
+        }
+        PyObject* stream = PyDict_GetItemWithError(cai, S_stream_key);
+        if (PyErr_Occurred()) goto error;
+        *producer = stream == Py_None ? NULL : Py_XNewRef(stream);
+        *key = k;
+        k = NULL;
+        got = 1;
+    }
+    goto done;
+unkeyable:  // what cai_entry answers None for: the planner explains (or refuses) it
+    if (!(PyErr_ExceptionMatches(PyExc_KeyError) || PyErr_ExceptionMatches(PyExc_TypeError) ||
+          PyErr_ExceptionMatches(PyExc_IndexError) || PyErr_ExceptionMatches(PyExc_ValueError)))
+        goto error;
+    PyErr_Clear();
+done:
+    Py_DECREF(cai);
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    Py_XDECREF(k);
+    return got;
+error:
+    got = -1;
+    Py_DECREF(cai);
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    Py_XDECREF(k);
+    return got;
+}
+
 // Append an argument's key items to `key` from `*at` and read its pointer (the reads of
 // kspec/kernels/_arguments.py's READS). 1: a key; 0: the call cannot be keyed (MISS); -1: an error.
-static int read_argument(Dispatch* self, PyObject* a, int kind, PyObject* key, Py_ssize_t* at, uint64_t* ptr) {
+static int read_argument(Dispatch* self, PyObject* a, int kind, PyObject* key, Py_ssize_t* at, uint64_t* ptr,
+                         PyObject** producer) {
     PyObject *p = NULL, *m = NULL;
     PyObject* items[4] = {NULL, NULL, NULL, NULL};
     int n = KEY_ITEMS[kind];
@@ -708,6 +782,12 @@ static int read_argument(Dispatch* self, PyObject* a, int kind, PyObject* key, P
         case SCALAR:
             *ptr = 0;
             return 1;
+        case CAI: {
+            PyObject* k = NULL;
+            int r = read_cai(a, &k, ptr, producer);
+            if (r == 1) PyTuple_SET_ITEM(key, (*at)++, k);
+            return r;
+        }
         case CUPY:
         case CUPY_SEVERAL:
             items[0] = PyObject_GetAttr(a, S_shape);
@@ -809,6 +889,7 @@ static PyObject* Dispatch_vectorcall(PyObject* op, PyObject* const* argv, size_t
     uint64_t small[SMALL];
     uint64_t* ptrs = self->n <= SMALL ? small : (uint64_t*)PyMem_Calloc(self->n, sizeof(uint64_t));
     PyObject *key = PyTuple_New(self->nkey), *result = NULL, *prepared = NULL, *launch = NULL, *chosen = NULL;
+    PyObject* producers = NULL;  // a list of the CAI producers' streams, where any is given
     if (!ptrs || !key) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
@@ -817,7 +898,13 @@ static PyObject* Dispatch_vectorcall(PyObject* op, PyObject* const* argv, size_t
         PyTuple_SET_ITEM(key, 0, Py_NewRef(extra));
         Py_ssize_t at = 1;
         for (int i = 0; i < self->n; ++i) {
-            int r = read_argument(self, PyTuple_GET_ITEM(args, i), self->kinds[i], key, &at, &ptrs[i]);
+            PyObject* producer = NULL;
+            int r = read_argument(self, PyTuple_GET_ITEM(args, i), self->kinds[i], key, &at, &ptrs[i], &producer);
+            if (producer) {
+                if (!producers && !(producers = PyList_New(0))) r = -1;
+                if (producers && PyList_Append(producers, producer) < 0) r = -1;
+                Py_DECREF(producer);
+            }
             if (r < 0) goto done;
             if (r == 0) {
                 result = Py_NewRef(self->miss);
@@ -838,6 +925,11 @@ static PyObject* Dispatch_vectorcall(PyObject* op, PyObject* const* argv, size_t
                 if (!chosen) goto done;
                 stream = chosen;
             }
+        }
+        if (producers) {  // CAI inputs: their producers' streams, ordered before the launch
+            PyObject* r = PyObject_CallMethod(prepared, "order_producers", "OO", producers, stream);
+            if (!r) goto done;
+            Py_DECREF(r);
         }
         launch = PyObject_GetAttr(prepared, S_launch);
         if (!launch) goto done;
@@ -862,6 +954,7 @@ static PyObject* Dispatch_vectorcall(PyObject* op, PyObject* const* argv, size_t
     }
 done:
     Py_XDECREF(key);
+    Py_XDECREF(producers);
     Py_XDECREF(prepared);
     Py_XDECREF(launch);
     Py_XDECREF(chosen);
@@ -912,15 +1005,123 @@ static PyType_Spec Dispatch_spec = {
 };
 
 // ---------------------------------------------------------------------------------------------------------
+// A kernel class's __call__ (kspec/kernels/_elementwise.py): `k(*args)` and `k(*args, stream=s)` go straight to
+// the kernel's dispatcher (`self._calls.call(args, stream)`, on MISS `self._calls.miss(args, stream, None)`);
+// every other call goes to the Python __call__ it stands in for.
+
+static PyObject *S_calls, *S_call, *S_miss;
+
+struct KernelCall {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *slow, *miss;
+};
+
+static PyObject* KernelCall_vectorcall(PyObject* op, PyObject* const* argv, size_t nargsf, PyObject* kwnames) {
+    KernelCall* self = (KernelCall*)op;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    PyObject* stream = Py_None;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (n < 1 || nkw > 1 || (nkw == 1 && PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), S_stream) != 0))
+        return PyObject_Vectorcall(self->slow, argv, nargsf, kwnames);
+    if (nkw == 1) {
+        if (PyErr_Occurred()) return NULL;  // a keyword name that does not compare
+        stream = argv[n];
+    }
+    PyObject* calls = PyObject_GetAttr(argv[0], S_calls);
+    if (!calls) return NULL;
+    PyObject* call = PyObject_GetAttr(calls, S_call);
+    PyObject* args = call ? PyTuple_New(n - 1) : NULL;
+    PyObject* result = NULL;
+    if (args) {
+        for (Py_ssize_t i = 1; i < n; ++i) PyTuple_SET_ITEM(args, i - 1, Py_NewRef(argv[i]));
+        PyObject* pass[2] = {args, stream};
+        result = PyObject_Vectorcall(call, pass, 2, NULL);
+        if (result == self->miss) {
+            Py_DECREF(result);
+            result = PyObject_CallMethodObjArgs(calls, S_miss, args, stream, Py_None, NULL);
+        }
+    }
+    Py_DECREF(calls);
+    Py_XDECREF(call);
+    Py_XDECREF(args);
+    return result;
+}
+
+static PyObject* KernelCall_get(PyObject* self, PyObject* obj, PyObject* type) {
+    if (!obj || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static int KernelCall_traverse(PyObject* op, visitproc visit, void* arg) {
+    Py_VISIT(((KernelCall*)op)->slow);
+    Py_VISIT(((KernelCall*)op)->miss);
+    Py_VISIT(Py_TYPE(op));
+    return 0;
+}
+
+static int KernelCall_clear(PyObject* op) {
+    Py_CLEAR(((KernelCall*)op)->slow);
+    Py_CLEAR(((KernelCall*)op)->miss);
+    return 0;
+}
+
+static void KernelCall_dealloc(PyObject* op) {
+    PyTypeObject* tp = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    KernelCall_clear(op);
+    PyObject_GC_Del(op);
+    Py_DECREF(tp);
+}
+
+static PyMemberDef KernelCall_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(KernelCall, vectorcall), READONLY, NULL},
+    {"__wrapped__", T_OBJECT, offsetof(KernelCall, slow), READONLY, "the Python __call__ it stands in for"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot KernelCall_slots[] = {
+    {Py_tp_call, (void*)PyVectorcall_Call},
+    {Py_tp_descr_get, (void*)KernelCall_get},
+    {Py_tp_traverse, (void*)KernelCall_traverse},
+    {Py_tp_clear, (void*)KernelCall_clear},
+    {Py_tp_dealloc, (void*)KernelCall_dealloc},
+    {Py_tp_members, (void*)KernelCall_members},
+    {Py_tp_doc, (void*)"A kernel class's __call__ in C, falling back to the Python one it wraps."},
+    {0, NULL},
+};
+
+static PyType_Spec KernelCall_spec = {
+    "kspec_fastcall.KernelCall", sizeof(KernelCall), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    KernelCall_slots,
+};
+static PyTypeObject* KernelCallType;
+
+// kernel_call(slow, miss) -> KernelCall
+static PyObject* make_kernel_call(PyObject* module, PyObject* args) {
+    PyObject *slow, *miss;
+    if (!PyArg_ParseTuple(args, "OO", &slow, &miss)) return NULL;
+    KernelCall* self = PyObject_GC_New(KernelCall, KernelCallType);
+    if (!self) return NULL;
+    self->vectorcall = KernelCall_vectorcall;
+    self->slow = Py_NewRef(slow);
+    self->miss = Py_NewRef(miss);
+    PyObject_GC_Track(self);
+    return (PyObject*)self;
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // A raw kernel's launch: cuda.bindings' cuLaunchKernel signature, taking ints (kspec/runtime/_packer.py)
 
 static cu_launch_t raw_launch_fn = NULL;
 
-static PyObject* set_raw_launch(PyObject* module, PyObject* address) {
+static PyObject* set_raw_launch(PyObject* module, PyObject* address) {  // -> the address it replaces
     void* p = PyLong_AsVoidPtr(address);
     if (!p && PyErr_Occurred()) return NULL;
+    void* before = (void*)raw_launch_fn;
     raw_launch_fn = (cu_launch_t)p;
-    Py_RETURN_NONE;
+    return PyLong_FromVoidPtr(before);
 }
 
 static int as_dim(PyObject* o, unsigned* out) {
@@ -965,8 +1166,381 @@ static PyObject* launch_kernel(PyObject* module, PyObject* const* argv, Py_ssize
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// A raw kernel's call for one signature and thread (kspec/runtime/_packer.py's generated method, in C): it
+// becomes the kernel class's __call__. Anything the description does not cover goes back to Python: another
+// thread, argument types or device (`miss`, the launcher's general launch), and dims, scalars, a host tensor or
+// a driver error (`body`, the generated packer, which raises the proper error or retries).
+
+enum RawKind { RAW_SCALAR = 0, RAW_CUPY = 1, RAW_TORCH = 2, RAW_KSPEC = 3, RAW_NONE = 4, RAW_HANDLE = 5 };
+
+static PyObject *S_is_cuda, *S_host_active, *S_shared_mem, *ZERO;
+
+struct RawCall {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject* keep;  // (types, kinds, formats, miss, body, resolve, entered, current_stream, stream_of, stream_attr,
+                     //  stream_handle, kind_module, host)
+    int n;
+    unsigned long thread;
+    PyObject** types;
+    int* kinds;
+    char* formats;
+    void* function;  // resolved on the first call
+    PyObject *miss, *body, *resolve, *entered, *current_stream, *stream_of, *stream_attr, *stream_handle,
+        *kind_module, *host;
+};
+
+static int raw_dims(PyObject* o, unsigned* d) {  // an int or a tuple of 1-3 ints; 0: let Python decide
+    d[0] = d[1] = d[2] = 1;
+    if (PyLong_CheckExact(o)) {
+        unsigned long v = PyLong_AsUnsignedLong(o);
+        if (PyErr_Occurred() || v > UINT_MAX) {
+            PyErr_Clear();
+            return 0;
+        }
+        d[0] = (unsigned)v;
+        return 1;
+    }
+    if (!PyTuple_CheckExact(o) || PyTuple_GET_SIZE(o) < 1 || PyTuple_GET_SIZE(o) > 3) return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); ++i) {
+        PyObject* v = PyTuple_GET_ITEM(o, i);
+        if (!PyLong_CheckExact(v)) return 0;
+        unsigned long x = PyLong_AsUnsignedLong(v);
+        if (PyErr_Occurred() || x > UINT_MAX) {
+            PyErr_Clear();
+            return 0;
+        }
+        d[i] = (unsigned)x;
+    }
+    return 1;
+}
+
+// One scalar into its 8-byte slot as struct's format letter packs it; 0: let Python decide (its errors).
+static int raw_scalar(char* slot, char format, PyObject* v) {
+    std::memset(slot, 0, 8);
+    if (format == 'd' || format == 'f' || format == 'e') {
+        double d = PyFloat_AsDouble(v);
+        if (d == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (format == 'd') {
+            std::memcpy(slot, &d, 8);
+        } else if (format == 'f') {
+            float f = (float)d;
+            if (std::isinf(f) && !std::isinf(d)) return 0;
+            std::memcpy(slot, &f, 4);
+        } else if (PyFloat_Pack2(d, slot, 1) < 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        return 1;
+    }
+    if (format == '?') {
+        int t = PyObject_IsTrue(v);
+        if (t < 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        slot[0] = (char)t;
+        return 1;
+    }
+    PyObject* i = PyNumber_Index(v);
+    if (!i) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = 1, size = 8;
+    switch (format) {
+        case 'b': case 'h': case 'i': case 'l': case 'q': {
+            size = format == 'b' ? 1 : format == 'h' ? 2 : format == 'i' ? 4 : 8;
+            int overflow;
+            long long x = PyLong_AsLongLongAndOverflow(i, &overflow);
+            if (overflow || (x == -1 && PyErr_Occurred())) ok = 0;
+            if (ok && size < 8 && (x < -(1LL << (8 * size - 1)) || x >= (1LL << (8 * size - 1)))) ok = 0;
+            if (ok) std::memcpy(slot, &x, size);
+            break;
+        }
+        case 'B': case 'H': case 'I': case 'L': case 'Q': {
+            size = format == 'B' ? 1 : format == 'H' ? 2 : format == 'I' ? 4 : 8;
+            unsigned long long x = PyLong_AsUnsignedLongLong(i);
+            if (x == (unsigned long long)-1 && PyErr_Occurred()) ok = 0;
+            if (ok && size < 8 && x >= (1ULL << (8 * size))) ok = 0;
+            if (ok) std::memcpy(slot, &x, size);
+            break;
+        }
+        default:
+            ok = 0;
+    }
+    Py_DECREF(i);
+    if (!ok) PyErr_Clear();
+    return ok;
+}
+
+static int raw_pointer(PyObject* a, int kind, uint64_t* out) {  // 1 read, 0 let Python decide, -1 error
+    PyObject* p = NULL;
+    switch (kind) {
+        case RAW_NONE:
+            *out = 0;
+            return 1;
+        case RAW_CUPY: {
+            PyObject* m = PyObject_GetAttr(a, S_data);
+            if (!m) return -1;
+            p = PyObject_GetAttr(m, S_ptr);
+            Py_DECREF(m);
+            break;
+        }
+        case RAW_TORCH: {
+            PyObject* c = PyObject_GetAttr(a, S_is_cuda);
+            if (!c) return -1;
+            int on_device = PyObject_IsTrue(c);
+            Py_DECREF(c);
+            if (on_device <= 0) return on_device;  // a host tensor: the packer's error
+            p = PyObject_CallMethodNoArgs(a, S_data_ptr);
+            break;
+        }
+        case RAW_KSPEC:
+            p = PyObject_GetAttr(a, S_kptr);
+            break;
+        case RAW_HANDLE:
+            p = PyObject_GetAttr(a, S_ptr);
+            break;
+    }
+    if (!p) return -1;
+    *out = PyLong_AsUnsignedLongLong(p);
+    Py_DECREF(p);
+    return (*out == (uint64_t)-1 && PyErr_Occurred()) ? -1 : 1;
+}
+
+static PyObject* RawCall_vectorcall(PyObject* op, PyObject* const* argv, size_t nargsf, PyObject* kwnames) {
+    RawCall* self = (RawCall*)op;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    PyObject *shared_obj = NULL, *stream = Py_None;
+    if (n != 4 || !self->keep) goto python;  // the general launch says what is wrong
+    if (kwnames) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
+            PyObject* name = PyTuple_GET_ITEM(kwnames, i);
+            if (PyUnicode_Compare(name, S_shared_mem) == 0)
+                shared_obj = argv[n + i];
+            else if (PyUnicode_Compare(name, S_stream) == 0)
+                stream = argv[n + i];
+            else
+                goto python;
+        }
+        if (PyErr_Occurred()) return NULL;
+    }
+    {
+        PyObject *grid = argv[1], *block = argv[2], *args = argv[3];
+        PyObject* shared_arg = shared_obj ? shared_obj : NULL;
+        if (PyThread_get_thread_ident() != self->thread || !PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != self->n)
+            goto miss;
+        {
+            PyObject* host = PyObject_GetAttr(self->kind_module, S_host_active);
+            if (!host) return NULL;
+            Py_DECREF(host);
+            if (host != self->host) goto miss;
+        }
+        for (int i = 0; i < self->n; ++i)
+            if ((PyObject*)Py_TYPE(PyTuple_GET_ITEM(args, i)) != self->types[i]) goto miss;
+        unsigned g[3], b[3], shared = 0;
+        if (!raw_dims(grid, g) || !raw_dims(block, b)) goto body;
+        if (shared_arg) {
+            if (!PyLong_CheckExact(shared_arg)) goto body;
+            unsigned long v = PyLong_AsUnsignedLong(shared_arg);
+            if (PyErr_Occurred() || v > UINT_MAX) {
+                PyErr_Clear();
+                goto body;
+            }
+            shared = (unsigned)v;
+        }
+        alignas(16) char local[SCRATCH];
+        void* small_params[SCRATCH / 8];
+        if (self->n * 8 > SCRATCH) goto body;
+        for (int i = 0; i < self->n; ++i) {
+            PyObject* a = PyTuple_GET_ITEM(args, i);
+            char* slot = local + 8 * i;
+            small_params[i] = slot;
+            if (self->kinds[i] == RAW_SCALAR) {
+                if (!raw_scalar(slot, self->formats[i], a)) goto body;
+            } else {
+                uint64_t value;
+                int r = raw_pointer(a, self->kinds[i], &value);
+                if (r < 0) return NULL;
+                if (r == 0) goto body;
+                std::memcpy(slot, &value, 8);
+            }
+        }
+        // the stream: stream=, else an open `with kspec.Stream` block's, else the arrays' library's current one
+        PyObject* chosen = NULL;
+        if (stream == Py_None) {
+            int entered = PyObject_IsTrue(PyList_GET_ITEM(self->entered, 0));
+            if (entered < 0) return NULL;
+            if (entered) stream = chosen = PyObject_CallNoArgs(self->current_stream);
+            if (entered && !chosen) return NULL;
+        }
+        PyObject* handle_obj;
+        if (stream != Py_None) {
+            handle_obj = PyObject_CallOneArg(self->stream_handle, stream);
+        } else if (self->stream_of != Py_None) {
+            PyObject* zero = PyLong_FromLong(0);
+            handle_obj = zero ? PyObject_CallOneArg(self->stream_of, zero) : NULL;
+            Py_XDECREF(zero);
+            if (handle_obj && self->stream_attr != Py_None) Py_SETREF(handle_obj, PyObject_GetAttr(handle_obj, self->stream_attr));
+        } else {
+            handle_obj = PyLong_FromLong(0);
+        }
+        Py_XDECREF(chosen);
+        if (!handle_obj) return NULL;
+        uint64_t handle = PyLong_AsUnsignedLongLong(handle_obj);
+        if (handle == (uint64_t)-1 && PyErr_Occurred()) {
+            Py_DECREF(handle_obj);
+            return NULL;
+        }
+        if (!self->function) {  // the first call: the function on device 0, checked against the signature
+            PyObject* zero = PyLong_FromLong(0);
+            PyObject* f = zero ? PyObject_CallFunctionObjArgs(self->resolve, zero, handle_obj, NULL) : NULL;
+            Py_XDECREF(zero);
+            if (!f) {
+                Py_DECREF(handle_obj);
+                return NULL;
+            }
+            self->function = PyLong_AsVoidPtr(f);
+            Py_DECREF(f);
+            if (PyErr_Occurred()) {
+                Py_DECREF(handle_obj);
+                return NULL;
+            }
+        }
+        Py_DECREF(handle_obj);
+        int err = raw_launch_fn(self->function, g[0], g[1], g[2], b[0], b[1], b[2], shared, (void*)(uintptr_t)handle,
+                                small_params, NULL);
+        if (!err) Py_RETURN_NONE;
+        goto body;  // nothing was queued: the packer's error branch retries or raises
+    }
+body:
+    return PyObject_CallFunctionObjArgs(self->body, argv[1], argv[2], argv[3], shared_obj ? shared_obj : ZERO,
+                                        stream, NULL);
+miss:
+    return PyObject_CallFunctionObjArgs(self->miss, argv[1], argv[2], argv[3], shared_obj ? shared_obj : ZERO,
+                                        stream, NULL);
+python: {  // the call as written, through the launcher's general launch (its errors name what is wrong)
+    PyObject* launcher_launch = self->miss;
+    return PyObject_Vectorcall(launcher_launch, argv + 1, (n > 0 ? n - 1 : 0), kwnames);
+}
+}
+
+static PyObject* RawCall_get(PyObject* self, PyObject* obj, PyObject* type) {
+    if (!obj || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static int RawCall_traverse(PyObject* op, visitproc visit, void* arg) {
+    Py_VISIT(((RawCall*)op)->keep);
+    Py_VISIT(Py_TYPE(op));
+    return 0;
+}
+
+static int RawCall_clear(PyObject* op) {
+    Py_CLEAR(((RawCall*)op)->keep);
+    return 0;
+}
+
+static void RawCall_dealloc(PyObject* op) {
+    PyTypeObject* tp = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    RawCall_clear(op);
+    PyMem_Free(((RawCall*)op)->kinds);
+    PyMem_Free(((RawCall*)op)->formats);
+    PyObject_GC_Del(op);
+    Py_DECREF(tp);
+}
+
+static PyMemberDef RawCall_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(RawCall, vectorcall), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot RawCall_slots[] = {
+    {Py_tp_call, (void*)PyVectorcall_Call},
+    {Py_tp_descr_get, (void*)RawCall_get},
+    {Py_tp_traverse, (void*)RawCall_traverse},
+    {Py_tp_clear, (void*)RawCall_clear},
+    {Py_tp_dealloc, (void*)RawCall_dealloc},
+    {Py_tp_members, (void*)RawCall_members},
+    {Py_tp_doc, (void*)"A raw kernel's __call__ for one signature and thread, in C."},
+    {0, NULL},
+};
+
+static PyType_Spec RawCall_spec = {
+    "kspec_fastcall.RawCall", sizeof(RawCall), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    RawCall_slots,
+};
+static PyTypeObject* RawCallType;
+
+// raw_call(types, kinds, formats, miss, body, resolve, entered, current_stream, stream_of, stream_attr,
+//          stream_handle, kind_module, host) -> RawCall, for the calling thread
+static PyObject* make_raw_call(PyObject* module, PyObject* args) {
+    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != 13) {
+        PyErr_SetString(PyExc_TypeError, "raw_call takes 13 arguments");
+        return NULL;
+    }
+    PyObject *types = PyTuple_GET_ITEM(args, 0), *kinds = PyTuple_GET_ITEM(args, 1), *formats = PyTuple_GET_ITEM(args, 2);
+    if (!PyTuple_Check(types) || !PyTuple_Check(kinds) || !PyUnicode_Check(formats) ||
+        PyTuple_GET_SIZE(kinds) != PyTuple_GET_SIZE(types) || PyUnicode_GET_LENGTH(formats) != PyTuple_GET_SIZE(types) ||
+        !PyList_Check(PyTuple_GET_ITEM(args, 6)) || PyList_GET_SIZE(PyTuple_GET_ITEM(args, 6)) < 1) {
+        fail_value("raw call");
+        return NULL;
+    }
+    if (!raw_launch_fn) {
+        PyErr_SetString(PyExc_RuntimeError, "kspec fastcall: no driver launch set");
+        return NULL;
+    }
+    RawCall* self = PyObject_GC_New(RawCall, RawCallType);
+    if (!self) return NULL;
+    self->vectorcall = RawCall_vectorcall;
+    self->keep = Py_NewRef(args);
+    self->n = (int)PyTuple_GET_SIZE(types);
+    self->thread = PyThread_get_thread_ident();
+    self->types = &PyTuple_GET_ITEM(types, 0);
+    self->kinds = (int*)PyMem_Calloc(self->n + 1, sizeof(int));
+    self->formats = (char*)PyMem_Calloc(self->n + 1, 1);
+    self->function = NULL;
+    PyObject** a = &PyTuple_GET_ITEM(args, 0);
+    self->miss = a[3];
+    self->body = a[4];
+    self->resolve = a[5];
+    self->entered = a[6];
+    self->current_stream = a[7];
+    self->stream_of = a[8];
+    self->stream_attr = a[9];
+    self->stream_handle = a[10];
+    self->kind_module = a[11];
+    self->host = a[12];
+    PyObject_GC_Track(self);
+    if (!self->kinds || !self->formats) {
+        PyErr_NoMemory();
+        Py_DECREF(self);
+        return NULL;
+    }
+    const char* f = PyUnicode_AsUTF8(formats);
+    for (int i = 0; f && i < self->n; ++i) {
+        self->kinds[i] = (int)PyLong_AsLong(PyTuple_GET_ITEM(kinds, i));
+        self->formats[i] = f[i];
+        if (self->kinds[i] < RAW_SCALAR || self->kinds[i] > RAW_HANDLE) fail_value("raw kind");
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject*)self;
+}
+
+// ---------------------------------------------------------------------------------------------------------
 
 static PyMethodDef methods[] = {
+    {"raw_call", make_raw_call, METH_VARARGS, "raw_call(...) -> RawCall (a raw kernel class's __call__)"},
+    {"kernel_call", make_kernel_call, METH_VARARGS, "kernel_call(slow, miss) -> KernelCall (a class's __call__)"},
     {"set_raw_launch", set_raw_launch, METH_O, "set_raw_launch(address): the driver's cuLaunchKernel"},
     {"launch_kernel", (PyCFunction)(void (*)(void))launch_kernel, METH_FASTCALL,
      "launch_kernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) with ints -> (CUresult,)"},
@@ -988,13 +1562,19 @@ PyMODINIT_FUNC PyInit_kspec_fastcall(void) {
         {&S_data_ptr, "data_ptr"},  {&S_kshape, "_shape"},     {&S_kstrides, "_strides"}, {&S_kdtype, "_dtype"},
         {&S_kptr, "_ptr"},          {&S_kdevice, "_device_id"}, {&S_device_id, "device_id"},
         {&S_flags, "flags"},        {&S_writeable, "writeable"}, {&S_ctypes, "ctypes"},  {&S_launch, "launch"},
-        {&S_stream, "stream"},      {&S_extra, "extra"},
+        {&S_stream, "stream"},      {&S_extra, "extra"},       {&S_cai, "__cuda_array_interface__"},
+        {&S_is_cuda, "is_cuda"},    {&S_host_active, "host_active"}, {&S_shared_mem, "shared_mem"},
+        {&S_calls, "_calls"},       {&S_call, "call"},         {&S_miss, "miss"},
+        {&S_mask, "mask"},          {&S_version, "version"},   {&S_typestr, "typestr"},  {&S_stream_key, "stream"},
     };
     for (auto& n : names)
         if (!(*n.slot = PyUnicode_InternFromString(n.text))) return NULL;
+    if (!(ZERO = PyLong_FromLong(0))) return NULL;
     FastLaunchType = (PyTypeObject*)PyType_FromSpec(&FastLaunch_spec);
     DispatchType = (PyTypeObject*)PyType_FromSpec(&Dispatch_spec);
-    if (!FastLaunchType || !DispatchType) return NULL;
+    KernelCallType = (PyTypeObject*)PyType_FromSpec(&KernelCall_spec);
+    RawCallType = (PyTypeObject*)PyType_FromSpec(&RawCall_spec);
+    if (!FastLaunchType || !DispatchType || !KernelCallType || !RawCallType) return NULL;
     PyObject* m = PyModule_Create(&module_def);
     if (!m) return NULL;
     Py_INCREF(FastLaunchType);

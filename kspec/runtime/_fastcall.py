@@ -8,19 +8,21 @@ kernels layer, which keeps the Python path for what C does not take (outputs exp
 and as the whole path where the extension is not available:
 
 - ``KSPEC_CALL_PATH=python`` (``c`` is the default);
-- no host compiler or no Python headers: the Python path, with one :class:`kspec.PerformanceWarning`.
+- no host compiler or no Python headers: the Python path, with one :class:`kspec.PerformanceWarning`;
+- ``KSPEC_COMPILE=never`` and a cache without it: the Python path.
 
 Loaded on the first prepared call of a process, never at import: from a warm cache it costs a cache read and
-a ``dlopen``; a cold cache builds it in a background thread (about a second of the host compiler), the calls
-planned meanwhile keeping the Python path. :func:`direct_launch_address` gives the C code the driver's ``cuLaunchKernel`` where launches go
-to a GPU; on the CPU device it launches through the host driver's Python ``cuLaunchKernel`` instead.
+a ``dlopen``. On a cold cache a child process builds it (about a second of the host compiler; ``kspec warm``
+builds it ahead, and ``KSPEC_COMPILE=never`` builds nothing), the calls planned meanwhile keeping the Python
+path; the serving process imports none of the host compiler's modules. :func:`direct_launch_address` gives
+the C code the driver's ``cuLaunchKernel`` where launches go to a GPU; on the CPU device it launches through
+the host driver's Python ``cuLaunchKernel`` instead.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import sysconfig
 import threading
 import warnings
 from types import ModuleType
@@ -31,7 +33,6 @@ CALL_PATH_ENV = "KSPEC_CALL_PATH"
 _lock = threading.Lock()
 _state: dict[str, object] = {}  # "module": the extension or None once decided; "building": a Thread
 _launch_address: list[int] = []
-_SOURCE = os.path.join(os.path.dirname(__file__), "_fastcall.cc")
 
 
 def call_path_choice() -> str:
@@ -45,9 +46,9 @@ def call_path_choice() -> str:
 def fastcall_module(wait: bool = False) -> ModuleType | None:
     """The extension (``fast_launch``, ``dispatcher``), or None where calls take the Python path.
 
-    From a warm cache it is loaded on the first call. On a cold one it is built in a background thread and
-    calls take the Python path until it is loaded (no call waits for the host compiler); ``wait``: wait for
-    that build (tests, ``kspec warm``)."""
+    From a warm cache it is loaded on the first call. On a cold one a child process builds it and calls take
+    the Python path until it is loaded (no call waits for the host compiler; under ``KSPEC_COMPILE=never``
+    nothing is built); ``wait``: wait for that build (tests)."""
     if "module" in _state:
         return _state["module"]  # type: ignore[return-value]
     with _lock:
@@ -73,69 +74,65 @@ def reset_call_path() -> None:
         _state.clear()
 
 
-def python_identity() -> str:
-    """What the extension's binary depends on besides its source: this interpreter's version, ABI and platform
-    (the cache key names them instead of hashing the headers, which a warm process should not read)."""
-    return "\0".join((sys.version, sys.implementation.cache_tag or "", sys.abiflags, sys.platform, sys.base_prefix))
-
-
-def _python_include() -> str:
-    """The interpreter's header directory: where a posix install puts it (no sysconfig data to load), else
-    what sysconfig says."""
-    major, minor = sys.version_info[:2]
-    guess = os.path.join(sys.base_prefix, "include", f"python{major}.{minor}{sys.abiflags}")
-    if os.path.isfile(os.path.join(guess, "Python.h")):
-        return guess
-    return sysconfig.get_paths()["include"]
-
-
 def _start() -> None:
-    """Load the extension from the cache now, or start building it (under ``_lock``)."""
+    """Load the extension from the cache now, or have it built (under ``_lock``)."""
     from .._errors import KspecError
-    from ..compiler import cached_host_extension
+    from ..compiler import cached_call_path, call_path_source, current_policy
 
     try:
-        with open(_SOURCE, encoding="utf-8") as f:
-            source = f.read()
-        program = cached_host_extension(source, python_identity())
+        source = call_path_source()
+        program = cached_call_path(source)
     except (KspecError, OSError) as exc:
-        _give_up(exc)
+        _give_up(f"reading it failed: {exc}")
         return
     if program is not None:
         try:
             _state["module"] = _module_from(program.binary)
         except (OSError, ImportError) as exc:
-            _give_up(exc)
+            _give_up(f"loading it failed: {exc}")
         return
-    thread = threading.Thread(target=_build, args=(source,), name="kspec-fastcall-build", daemon=True)
+    if current_policy() == "never":  # no compile at run time; `kspec warm` builds it ahead
+        _state["module"] = None
+        return
+    # A child process builds it (this one imports nothing of the host compiler's, and a process that ends
+    # sooner leaves the build to finish); a daemon thread waits for it and loads the result.
+    thread = threading.Thread(target=_build_in_child, args=(source,), name="kspec-fastcall-build", daemon=True)
     _state["building"] = thread
     thread.start()
 
 
-def _build(source: str) -> None:
-    from .._errors import KspecError
-    from ..compiler import compile_host_extension
+def _build_in_child(source: str) -> None:
+    import subprocess
+    import tempfile
 
+    from ..compiler import cached_call_path
+
+    module, why = None, ""
     try:
-        include = _python_include()
-        if not os.path.isfile(os.path.join(include, "Python.h")):
-            raise FileNotFoundError(f"no Python.h in {include} (the interpreter's development headers)")
-        program = compile_host_extension(source, "kspec_fastcall", [include], python_identity())
-        module = _module_from(program.binary)
-    except (KspecError, OSError, ImportError) as exc:
-        with _lock:
-            _give_up(exc)
-        return
+        with tempfile.TemporaryFile() as log:
+            code = "from kspec.compiler import build_call_path; build_call_path()"
+            done = subprocess.run([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                  start_new_session=True, check=False)  # fmt: skip
+            log.seek(0)
+            output = log.read().decode(errors="replace").strip().splitlines()
+        why = output[-1] if output else f"exit status {done.returncode}"
+        program = cached_call_path(source) if done.returncode == 0 else None
+        module = _module_from(program.binary) if program is not None else None
+    except (OSError, ImportError) as exc:
+        why = str(exc)
     with _lock:
-        _state["module"] = module
+        if module is None:
+            _give_up(f"building it failed: {why}")
+        else:
+            _state["module"] = module
 
 
-def _give_up(exc: BaseException) -> None:
+def _give_up(why: str) -> None:
     from .._errors import PerformanceWarning
 
     _state["module"] = None
-    warnings.warn(f"kspec calls take the Python path (about 1 us more per call than the compiled one): building "
-                  f"kspec/runtime/_fastcall.cc failed: {exc}", PerformanceWarning, stacklevel=2)  # fmt: skip
+    warnings.warn(f"kspec calls take the Python path (about 1 us more per call than the compiled one): "
+                  f"kspec/runtime/_fastcall.cc: {why}", PerformanceWarning, stacklevel=2)  # fmt: skip
 
 
 def _module_from(binary: bytes) -> ModuleType:

@@ -320,7 +320,12 @@ def _dlpack_info(obj: Any, param: str | None, stream: int | None) -> ArrayInfo:
 
 def protocol_library(obj: object) -> str | None:
     """JAX or Numba for their arrays (whichever protocol they came through: JAX arrays have both), else None."""
-    root = type(obj).__module__.partition(".")[0]
+    return protocol_library_of(type(obj))
+
+
+def protocol_library_of(tp: type) -> str | None:
+    """:func:`protocol_library` of an array type."""
+    root = tp.__module__.partition(".")[0]
     if root in ("jax", "jaxlib"):
         return JAX
     return NUMBA if root == "numba" else None

@@ -132,7 +132,7 @@ class Launcher:
             packer = self.build(args)
         # One thread owns the fast path; others keep using this general one (still per-thread buffers).
         if self._install is not None and self._installed_thread in (None, packer.thread):
-            self._install(packer)
+            self._install(getattr(packer, "native", None) or packer)  # in C where the compiled call path has it
             self._installed_thread = packer.thread
         packer.body(grid, block, args, shared_mem, stream)
 

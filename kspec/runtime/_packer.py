@@ -296,7 +296,31 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
     w("    if err:")
     w(f"        _relaunch_or_raise(err, dev, _launch, ({call_args}),")
     w("                           lambda e: _launcher.failed(int(e), dev, (gx, gy, gz), (bx, by, bz), shared_mem, s))")
-    return _compile_packer(launcher, lines, body_start, types, ns)
+    packer = _compile_packer(launcher, lines, body_start, types, ns)
+    packer.native = _native_call(fastcall, launcher, specs, types, library, resolve, packer) if direct and not multi else None  # type: ignore[attr-defined]
+    return packer
+
+
+_RAW_KINDS = {_interop.CUPY: 1, _interop.TORCH: 2, _interop.KSPEC: 3, "none": 4, "handle": 5, "int": 0, "scalar": 0}
+
+
+def _native_call(fastcall: Any, launcher: PackerOwner, specs: list[_Arg], types: tuple[type, ...], library: str | None,
+                 resolve: Callable[[int, int], Any], packer: Any) -> Any:  # fmt: skip
+    """The packer's method in C (kspec/runtime/_fastcall.cc's RawCall) for the calling thread, or None where an
+    argument needs what only the Python packer does (CAI and DLPack inputs, complex and bfloat16 values)."""
+    kinds = [_RAW_KINDS.get(spec.kind) for spec in specs]
+    if None in kinds or any(spec.kind in ("int", "scalar") and len(spec.fmt) != 1 for spec in specs):
+        return None
+    formats = "".join(spec.fmt if spec.kind in ("int", "scalar") else "P" for spec in specs)
+    stream_of: Any = None
+    attribute = None
+    if library == _interop.CUPY:
+        stream_of, attribute = sys.modules["cupy"].cuda.get_current_stream, "ptr"
+    elif library == _interop.TORCH:
+        stream_of = default_stream_getter(_interop.TORCH)
+    return fastcall.raw_call(tuple(types), tuple(kinds), formats, launcher.launch, packer.body, resolve,
+                             _stream_module._entered, _stream_module.current_stream, stream_of, attribute,
+                             stream_handle, _device_kind, _device_kind.host_active)  # fmt: skip
 
 
 def _compile_packer(
