@@ -159,6 +159,8 @@ SPAN_TARGETS = [
     ("kspec.kernels._planner", "plan_elementwise", "plan"),
     ("kspec.kernels._planner_reduction", "plan_reduction", "plan"),
     ("kspec.kernels._prepared", "make_launch", "launch code"),
+    ("kspec.kernels._prepared", "native_launch", "launch code (compiled)"),
+    ("kspec.runtime._fastcall", "fastcall_module", "compiled call path lookup"),
     ("kspec.kernels._callpath", "make_dispatcher", "dispatcher code"),
     ("kspec.kernels._launch_code", "compiled", "  generated code (compiled)"),
     ("kspec.kernels._arguments", "compiled", "  generated code (compiled)"),
@@ -218,6 +220,9 @@ def main() -> None:
             env = {**base, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
                    "KSPEC_CACHE_DIR": str(work / f"{label}-cache"), "KSPEC_MEMO_DIR": str(work / f"{label}-memo")}
             code = KSPEC.format(n=N, kernels=KERNELS)
+            # kspec's compiled call path, built into this cache as `kspec warm` builds it for a deploy (a cold
+            # cache would have a child process build it during the first timed run)
+            _run("from kspec.compiler import build_call_path; build_call_path()", env)
             if prelude is not None:
                 code = prelude + _TIMED.format(kernels=kernels)
                 env.pop("KSPEC_DEVICE", None)

@@ -143,6 +143,10 @@ def prepare(root: Path, work: Path, label: str, base_env: dict[str, str]) -> tup
     env = {**base_env, "PYTHONPATH": os.pathsep.join(filter(None, [str(pkg_parent), str(root), os.environ.get("PYTHONPATH")])), "KSPEC_CACHE_DIR": str(work / f"{label}-cache"),
            "KSPEC_MEMO_DIR": str(work / f"{label}-memo"), "CUPY_CACHE_DIR": str(work / "cupy-cache")}
     generate_and_build(REPO / "specs" / "elementwise.toml", pkg, env, work)
+    # kspec's compiled call path in the warm cache, as `kspec warm` puts it there for a deploy (a cold cache has a
+    # child process build it: the "empty cache" rows)
+    subprocess.run([sys.executable, "-c", "from kspec.compiler import build_call_path; build_call_path()"], env=env,
+                   cwd=work, check=True)  # fmt: skip
     return env, pkg_parent
 
 

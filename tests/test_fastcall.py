@@ -374,6 +374,7 @@ def _run_kernels(path: str) -> list[Any]:
 def test_kernels_compute_the_same_on_both_paths(cpu_device: None, fastcall: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     compiled = _run_kernels("c")
     assert type(_kernels("c")[0]._calls.call) is fastcall.Dispatch
+    assert type(kspec.ElementwiseKernel.__dict__["__call__"]) is fastcall.KernelCall  # k(*args) in C too
     for kernel in _kernels("c"):
         assert {type(p.launch) for p in kernel._calls.prepared_calls()} == {fastcall.FastLaunch}
     monkeypatch.setenv("KSPEC_CALL_PATH", "python")
@@ -490,6 +491,7 @@ def test_raw_call_from_c(fastcall: Any) -> None:
         class Kernel:
             __call__ = call
 
+        assert type(call) is fastcall.RawCall
         k = Kernel()
         args = (_Device(0x9000), 5, 2.5, np.float32(1.5), None)
         assert k((2,), (32,), args) is None

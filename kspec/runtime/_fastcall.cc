@@ -1579,8 +1579,12 @@ PyMODINIT_FUNC PyInit_kspec_fastcall(void) {
     if (!m) return NULL;
     Py_INCREF(FastLaunchType);
     Py_INCREF(DispatchType);
+    Py_INCREF(KernelCallType);
+    Py_INCREF(RawCallType);
     if (PyModule_AddObject(m, "FastLaunch", (PyObject*)FastLaunchType) < 0 ||
         PyModule_AddObject(m, "Dispatch", (PyObject*)DispatchType) < 0 ||
+        PyModule_AddObject(m, "KernelCall", (PyObject*)KernelCallType) < 0 ||
+        PyModule_AddObject(m, "RawCall", (PyObject*)RawCallType) < 0 ||
         PyModule_AddIntConstant(m, "WORKSPACE", -1000000) < 0) {
         Py_DECREF(m);
         return NULL;
