@@ -369,7 +369,9 @@ def test_permission_denied_warns_once(monkeypatch):
     def denied(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(_atomic.tempfile, "mkstemp", denied)  # where cache writes create their temp file
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "mkstemp", denied)  # where cache writes create their temp file (kspec/_atomic.py)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         program, _ = _compile()

@@ -56,10 +56,27 @@ def host_extension_key(source: str, interpreter: str) -> str:
 
 
 def cached_call_path(source: str) -> CompiledProgram | None:
-    """The cache's build of the call path's ``source`` for this interpreter, or None."""
-    from ._cache import default_cache
+    """The cache's build of the call path's ``source`` for this interpreter, or None: the entry file read
+    directly from the cache directories in order (the cache's own reader, without its statistics and trimming
+    machinery, which a process serving precompiled kernels never imports); a hit refreshes the entry's mtime,
+    the LRU clock, so a cap trims it last."""
+    from .._memo import user_cache_dirs
+    from ._entry import ENTRY_SUFFIX, decode_entry, read_regular
 
-    return default_cache().get(host_extension_key(source, interpreter_identity()))
+    key = host_extension_key(source, interpreter_identity())
+    for directory in user_cache_dirs():
+        path = directory / (key + ENTRY_SUFFIX)
+        try:
+            program = decode_entry(read_regular(path), key)
+        except OSError:  # absent or unreadable: the next directory
+            continue
+        if program is not None:
+            try:
+                os.utime(path)
+            except OSError:  # a read-only directory
+                pass
+            return program
+    return None
 
 
 def build_call_path(source: str | None = None) -> CompiledProgram:

@@ -30,6 +30,7 @@ from types import ModuleType
 from .._errors import KspecValueError
 
 CALL_PATH_ENV = "KSPEC_CALL_PATH"
+CALL_PATH_NAME = "kspec_fastcall"  # the module's name (its PyInit_ function's)
 _lock = threading.Lock()
 _state: dict[str, object] = {}  # "module": the extension or None once decided; "building": a Thread
 _launch_address: list[int] = []
@@ -135,25 +136,44 @@ def _give_up(why: str) -> None:
                   f"kspec/runtime/_fastcall.cc: {why}", PerformanceWarning, stacklevel=2)  # fmt: skip
 
 
+_loaded_module: list[ModuleType] = []  # a process loads the extension once (its types are compared by identity)
+
+
 def _module_from(binary: bytes) -> ModuleType:
-    """The extension loaded from its bytes (written to a private file, mapped, unlinked)."""
+    """The extension loaded from its bytes: from an anonymous memory file where the system has them (no
+    temporary file, no ``tempfile`` import), else from a private file, unlinked once mapped."""
     import importlib.machinery
     import importlib.util
-    import tempfile
 
-    directory = tempfile.mkdtemp(prefix="kspec-fastcall-")
-    path = os.path.join(directory, "kspec_fastcall.so")
+    if _loaded_module:
+        return _loaded_module[0]
+    memfd = getattr(os, "memfd_create", None)
+    fd, directory = -1, None
     try:
-        with open(path, "wb") as f:
-            f.write(binary)
-        loader = importlib.machinery.ExtensionFileLoader("kspec_fastcall", path)
-        spec = importlib.util.spec_from_file_location("kspec_fastcall", path, loader=loader)
+        if memfd is not None:
+            fd = memfd(CALL_PATH_NAME)
+            path = f"/proc/self/fd/{fd}"
+        else:
+            import tempfile
+
+            directory = tempfile.mkdtemp(prefix="kspec-fastcall-")
+            path = os.path.join(directory, f"{CALL_PATH_NAME}.so")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        view = memoryview(binary)
+        while view:
+            view = view[os.write(fd, view):]
+        loader = importlib.machinery.ExtensionFileLoader(CALL_PATH_NAME, path)
+        spec = importlib.util.spec_from_file_location(CALL_PATH_NAME, path, loader=loader)
         assert spec is not None
         module = importlib.util.module_from_spec(spec)
         loader.exec_module(module)
     finally:  # mapped now: nothing to clean up at exit
-        os.unlink(path)
-        os.rmdir(directory)
+        if fd >= 0:
+            os.close(fd)
+        if directory is not None:
+            os.unlink(os.path.join(directory, f"{CALL_PATH_NAME}.so"))
+            os.rmdir(directory)
+    _loaded_module.append(module)
     return module
 
 
