@@ -26,7 +26,6 @@ from kspec.compiler import (
     compile_cached,
     default_cache,
 )
-from kspec import _atomic
 from kspec.compiler import _cache_stats, _entry
 from kspec.compiler import _compile as compile_module
 
