@@ -2,7 +2,7 @@
 
 A call that hits a prepared signature runs the same steps in Python (kspec/kernels/_arguments.py's generated
 dispatcher, kspec/kernels/_launch_code.py's generated launch) or, with this module's extension, in C:
-``_fastcall.cc``, built once by kspec's host compiler into a CPython extension and kept in the binary cache
+``_fastcall_c/`` (one translation unit of several files), built once by kspec's host compiler into a CPython extension and kept in the binary cache
 (as the JAX FFI handler and the CPU device's fault guard are). What the C code does is described by the
 kernels layer, which keeps the Python path for what C does not take (outputs exported to another framework)
 and as the whole path where the extension is not available:
@@ -133,7 +133,7 @@ def _give_up(why: str) -> None:
 
     _state["module"] = None
     warnings.warn(f"kspec calls take the Python path (about 1 us more per call than the compiled one): "
-                  f"kspec/runtime/_fastcall.cc: {why}", PerformanceWarning, stacklevel=2)  # fmt: skip
+                  f"kspec/runtime/_fastcall_c/: {why}", PerformanceWarning, stacklevel=2)  # fmt: skip
 
 
 _loaded_module: list[ModuleType] = []  # a process loads the extension once (its types are compared by identity)

@@ -1,0 +1,30 @@
+// kspec's compiled call path (issue [Q]): a spec kernel's dispatcher and prepared launch, a kernel class's
+// __call__ and a raw kernel's call, in C. What every file of this directory shares.
+//
+// The Python path (kspec/kernels/_arguments.py's generated dispatcher, kspec/kernels/_launch_code.py's generated
+// launch, kspec/runtime/_packer.py's raw packers) does the same work and stays the fallback: where this module
+// cannot be built, under KSPEC_CALL_PATH=python, and for what a description does not cover. Both take the same
+// descriptions, made by the kernels layer; nothing here decides what a description does not say.
+//
+// The files are one translation unit, concatenated in name order (kspec/compiler/_host_extension.py) and built by
+// kspec's host compiler as a CPython extension module (kspec/runtime/_fastcall.py loads it). Every Python object
+// an instance reads is owned by its `keep` tuple; the C structs hold borrowed pointers into it.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <cfloat>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+typedef int (*cu_launch_t)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
+                           void**, void**);
+
+static PyObject *S_cai, *S_mask, *S_version, *S_typestr, *S_stream_key, *S_shape, *S_strides, *S_dtype, *S_data, *S_ptr, *S_stride, *S_get_device, *S_data_ptr,
+    *S_kshape, *S_kstrides, *S_kdtype, *S_kptr, *S_kdevice, *S_device_id, *S_flags, *S_writeable, *S_ctypes,
+    *S_launch, *S_stream, *S_extra;
+
+static const int WORKSPACE_SOURCE = INT_MIN;  // a pointer write taking the workspace's address
+enum { SCRATCH = 8192, SMALL = 32 };
