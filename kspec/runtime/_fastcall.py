@@ -78,7 +78,7 @@ def reset_call_path() -> None:
 def _start() -> None:
     """Load the extension from the cache now, or have it built (under ``_lock``)."""
     from .._errors import KspecError
-    from ..compiler import cached_call_path, call_path_source, current_policy
+    from ..compiler import cached_call_path, call_path_source
 
     try:
         source = call_path_source()
@@ -92,6 +92,8 @@ def _start() -> None:
         except (OSError, ImportError) as exc:
             _give_up(f"loading it failed: {exc}")
         return
+    from ..compiler import current_policy
+
     if current_policy() == "never":  # no compile at run time; `kspec warm` builds it ahead
         _state["module"] = None
         return
