@@ -135,7 +135,7 @@ def _plain(value: object) -> bool:
 
 
 _python_call = ElementwiseKernel.__call__
-_native_call: list[Any] = []  # [the compiled __call__ or None], once decided
+_native_call: list[Any] = []  # [the compiled __call__], once installed (asked again on each plan until then)
 
 
 def _install_native_call() -> None:

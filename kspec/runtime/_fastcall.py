@@ -111,11 +111,14 @@ def _build_in_child(source: str) -> None:
     from ..compiler import cached_call_path
 
     module, why = None, ""
+    # the child imports this kspec, wherever this process found it (a checkout beside a script, say)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     try:
         with tempfile.TemporaryFile() as log:
             code = "from kspec.compiler import build_call_path; build_call_path()"
             done = subprocess.run([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                  start_new_session=True, check=False)  # fmt: skip
+                                  env=env, start_new_session=True, check=False)  # fmt: skip
             log.seek(0)
             output = log.read().decode(errors="replace").strip().splitlines()
         why = output[-1] if output else f"exit status {done.returncode}"
