@@ -74,6 +74,15 @@ def test_warm_compiles_every_variant_of_every_declared_specialization(warmed):
     assert f"binary cache {cache}" in out
 
 
+def test_warm_builds_the_compiled_call_path(warmed):
+    """kspec's own call path for this interpreter goes into the same cache: a process started with
+    KSPEC_COMPILE=never (which builds nothing at run time) loads it at once."""
+    cache, out = warmed
+    assert "kspec's compiled call path: cached for this interpreter" in out
+    script = "import json; from kspec.runtime import fastcall_module; print(json.dumps(fastcall_module() is not None))"
+    assert _python(cache, script, KSPEC_COMPILE="never") is True
+
+
 def test_a_second_warm_finds_everything_cached(warmed):
     cache, _out = warmed
     done = _kspec(cache, "warm", str(ELEMENTWISE), "--arch", "sm_90,host", "-v")
