@@ -26,5 +26,26 @@ static PyObject *S_cai, *S_mask, *S_version, *S_typestr, *S_stream_key, *S_shape
     *S_kshape, *S_kstrides, *S_kdtype, *S_kptr, *S_kdevice, *S_device_id, *S_flags, *S_writeable, *S_ctypes,
     *S_launch, *S_stream, *S_extra;
 
+// Every type here keeps its objects GC-visible and frees what it owns in its tp_clear, so one dealloc serves
+// them all; a cleared instance refuses calls (each call checks what its clear empties).
+static void gc_dealloc(PyObject* op) {
+    PyTypeObject* tp = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    tp->tp_clear(op);
+    PyObject_GC_Del(op);
+    Py_DECREF(tp);
+}
+
+// tp_descr_get of a type that stands in for a class's __call__: bound to the instance it is read from.
+static PyObject* bind_method(PyObject* self, PyObject* obj, PyObject* type) {
+    if (!obj || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static PyObject* cleared(const char* what) {
+    PyErr_Format(PyExc_RuntimeError, "kspec fastcall: a cleared %s was called", what);
+    return NULL;
+}
+
 static const int WORKSPACE_SOURCE = INT_MIN;  // a pointer write taking the workspace's address
 enum { SCRATCH = 8192, SMALL = 32 };

@@ -173,10 +173,7 @@ static int launch_step(FastLaunch* self, int j, void** params, uint64_t handle, 
 
 // One call: stream, parameters, outputs, workspace, launches, result (kspec/kernels/_launch_code.py's order).
 static PyObject* run_launch(FastLaunch* self, PyObject* args, PyObject* stream, const uint64_t* ptrs) {
-    if (!self->steps) {
-        PyErr_SetString(PyExc_RuntimeError, "kspec fastcall: a cleared launch was called");
-        return NULL;
-    }
+    if (!self->steps) return cleared("launch");
     PyObject *handle_obj, *result = NULL, *ws = NULL;
     if (stream == Py_None) {
         handle_obj = PyObject_CallOneArg(self->stream_of, self->device);
@@ -350,14 +347,6 @@ static int FastLaunch_clear(PyObject* op) {
     return 0;
 }
 
-static void FastLaunch_dealloc(PyObject* op) {
-    PyTypeObject* tp = Py_TYPE(op);
-    PyObject_GC_UnTrack(op);
-    FastLaunch_clear(op);
-    PyObject_GC_Del(op);
-    Py_DECREF(tp);
-}
-
 static PyMemberDef FastLaunch_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(FastLaunch, vectorcall), READONLY, NULL},
     {"description", T_OBJECT, offsetof(FastLaunch, keep), READONLY, "(steps, outputs, result, consts) as given"},
@@ -368,7 +357,7 @@ static PyType_Slot FastLaunch_slots[] = {
     {Py_tp_call, (void*)PyVectorcall_Call},
     {Py_tp_traverse, (void*)FastLaunch_traverse},
     {Py_tp_clear, (void*)FastLaunch_clear},
-    {Py_tp_dealloc, (void*)FastLaunch_dealloc},
+    {Py_tp_dealloc, (void*)gc_dealloc},
     {Py_tp_members, (void*)FastLaunch_members},
     {Py_tp_doc, (void*)"A prepared call's launch in C: launch(args, stream, p0, ..., pN)."},
     {0, NULL},

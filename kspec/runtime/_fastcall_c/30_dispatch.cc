@@ -218,10 +218,7 @@ static int read_argument(Dispatch* self, PyObject* a, int kind, PyObject* key, P
 // dispatch(args, stream=None, extra=None): the prepared call's result, or MISS.
 static PyObject* Dispatch_vectorcall(PyObject* op, PyObject* const* argv, size_t nargsf, PyObject* kwnames) {
     Dispatch* self = (Dispatch*)op;
-    if (!self->keep) {
-        PyErr_SetString(PyExc_RuntimeError, "kspec fastcall: a cleared dispatcher was called");
-        return NULL;
-    }
+    if (!self->keep) return cleared("dispatcher");
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
     PyObject* positional[3] = {NULL, Py_None, Py_None};
     if (n > 3) {
@@ -332,18 +329,10 @@ static int Dispatch_traverse(PyObject* op, visitproc visit, void* arg) {
 
 static int Dispatch_clear(PyObject* op) {
     Dispatch* self = (Dispatch*)op;
-    self->n = -1;  // a cleared dispatcher misses every call (its borrowed pointers went with `keep`)
-    Py_CLEAR(self->keep);
+    PyMem_Free(self->kinds);
+    self->kinds = NULL;
+    Py_CLEAR(self->keep);  // its borrowed pointers go with it
     return 0;
-}
-
-static void Dispatch_dealloc(PyObject* op) {
-    PyTypeObject* tp = Py_TYPE(op);
-    PyObject_GC_UnTrack(op);
-    Dispatch_clear(op);
-    PyMem_Free(((Dispatch*)op)->kinds);
-    PyObject_GC_Del(op);
-    Py_DECREF(tp);
 }
 
 static PyMemberDef Dispatch_members[] = {
@@ -355,7 +344,7 @@ static PyType_Slot Dispatch_slots[] = {
     {Py_tp_call, (void*)PyVectorcall_Call},
     {Py_tp_traverse, (void*)Dispatch_traverse},
     {Py_tp_clear, (void*)Dispatch_clear},
-    {Py_tp_dealloc, (void*)Dispatch_dealloc},
+    {Py_tp_dealloc, (void*)gc_dealloc},
     {Py_tp_members, (void*)Dispatch_members},
     {Py_tp_doc, (void*)"One argument-type tuple's dispatcher in C: dispatch(args, stream=None, extra=None)."},
     {0, NULL},

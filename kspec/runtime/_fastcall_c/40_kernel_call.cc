@@ -12,6 +12,7 @@ struct KernelCall {
 
 static PyObject* KernelCall_vectorcall(PyObject* op, PyObject* const* argv, size_t nargsf, PyObject* kwnames) {
     KernelCall* self = (KernelCall*)op;
+    if (!self->slow) return cleared("kernel call");
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
     PyObject* stream = Py_None;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
@@ -41,11 +42,6 @@ static PyObject* KernelCall_vectorcall(PyObject* op, PyObject* const* argv, size
     return result;
 }
 
-static PyObject* KernelCall_get(PyObject* self, PyObject* obj, PyObject* type) {
-    if (!obj || obj == Py_None) return Py_NewRef(self);
-    return PyMethod_New(self, obj);
-}
-
 static int KernelCall_traverse(PyObject* op, visitproc visit, void* arg) {
     Py_VISIT(((KernelCall*)op)->slow);
     Py_VISIT(((KernelCall*)op)->miss);
@@ -59,14 +55,6 @@ static int KernelCall_clear(PyObject* op) {
     return 0;
 }
 
-static void KernelCall_dealloc(PyObject* op) {
-    PyTypeObject* tp = Py_TYPE(op);
-    PyObject_GC_UnTrack(op);
-    KernelCall_clear(op);
-    PyObject_GC_Del(op);
-    Py_DECREF(tp);
-}
-
 static PyMemberDef KernelCall_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(KernelCall, vectorcall), READONLY, NULL},
     {"__wrapped__", T_OBJECT, offsetof(KernelCall, slow), READONLY, "the Python __call__ it stands in for"},
@@ -75,10 +63,10 @@ static PyMemberDef KernelCall_members[] = {
 
 static PyType_Slot KernelCall_slots[] = {
     {Py_tp_call, (void*)PyVectorcall_Call},
-    {Py_tp_descr_get, (void*)KernelCall_get},
+    {Py_tp_descr_get, (void*)bind_method},
     {Py_tp_traverse, (void*)KernelCall_traverse},
     {Py_tp_clear, (void*)KernelCall_clear},
-    {Py_tp_dealloc, (void*)KernelCall_dealloc},
+    {Py_tp_dealloc, (void*)gc_dealloc},
     {Py_tp_members, (void*)KernelCall_members},
     {Py_tp_doc, (void*)"A kernel class's __call__ in C, falling back to the Python one it wraps."},
     {0, NULL},

@@ -148,7 +148,8 @@ static PyObject* RawCall_vectorcall(PyObject* op, PyObject* const* argv, size_t 
     RawCall* self = (RawCall*)op;
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
     PyObject *shared_obj = NULL, *stream = Py_None;
-    if (n != 4 || !self->keep) goto python;  // the general launch says what is wrong
+    if (!self->keep) return cleared("raw call");  // `miss` went with it
+    if (n != 4) goto python;  // the general launch says what is wrong
     if (kwnames) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
             PyObject* name = PyTuple_GET_ITEM(kwnames, i);
@@ -261,11 +262,6 @@ python: {  // the call as written, through the launcher's general launch (its er
 }
 }
 
-static PyObject* RawCall_get(PyObject* self, PyObject* obj, PyObject* type) {
-    if (!obj || obj == Py_None) return Py_NewRef(self);
-    return PyMethod_New(self, obj);
-}
-
 static int RawCall_traverse(PyObject* op, visitproc visit, void* arg) {
     Py_VISIT(((RawCall*)op)->keep);
     Py_VISIT(Py_TYPE(op));
@@ -273,18 +269,13 @@ static int RawCall_traverse(PyObject* op, visitproc visit, void* arg) {
 }
 
 static int RawCall_clear(PyObject* op) {
-    Py_CLEAR(((RawCall*)op)->keep);
+    RawCall* self = (RawCall*)op;
+    PyMem_Free(self->kinds);
+    PyMem_Free(self->formats);
+    self->kinds = NULL;
+    self->formats = NULL;
+    Py_CLEAR(self->keep);  // its borrowed pointers go with it
     return 0;
-}
-
-static void RawCall_dealloc(PyObject* op) {
-    PyTypeObject* tp = Py_TYPE(op);
-    PyObject_GC_UnTrack(op);
-    RawCall_clear(op);
-    PyMem_Free(((RawCall*)op)->kinds);
-    PyMem_Free(((RawCall*)op)->formats);
-    PyObject_GC_Del(op);
-    Py_DECREF(tp);
 }
 
 static PyMemberDef RawCall_members[] = {
@@ -294,10 +285,10 @@ static PyMemberDef RawCall_members[] = {
 
 static PyType_Slot RawCall_slots[] = {
     {Py_tp_call, (void*)PyVectorcall_Call},
-    {Py_tp_descr_get, (void*)RawCall_get},
+    {Py_tp_descr_get, (void*)bind_method},
     {Py_tp_traverse, (void*)RawCall_traverse},
     {Py_tp_clear, (void*)RawCall_clear},
-    {Py_tp_dealloc, (void*)RawCall_dealloc},
+    {Py_tp_dealloc, (void*)gc_dealloc},
     {Py_tp_members, (void*)RawCall_members},
     {Py_tp_doc, (void*)"A raw kernel's __call__ for one signature and thread, in C."},
     {0, NULL},
