@@ -31,8 +31,30 @@ def user_cache_dir() -> Path:
 
 def user_cache_dirs() -> tuple[Path, ...]:
     """``KSPEC_CACHE_DIR`` (one directory, or several separated by ``os.pathsep``), else the platform's
-    per-user cache directory + kspec. Never empty."""
-    return split_dirs(os.environ.get("KSPEC_CACHE_DIR", "")) or (_platform_cache_dir(),)
+    per-user cache directory + kspec. Never empty. Read on every call; worked out once per value (every
+    kernel's first call asks)."""
+    return _resolved("cache", os.environ.get("KSPEC_CACHE_DIR", ""))
+
+
+def _resolved(what: str, text: str) -> tuple[Path, ...]:
+    """The directories of an environment value (``what``: ``cache`` or ``memo``), once per value and home."""
+    key = (what, text, os.environ.get("HOME"), os.environ.get("XDG_CACHE_HOME"), os.environ.get("LOCALAPPDATA"))
+    found = _RESOLVED.get(key)
+    if found is None:
+        if what == "cache":
+            found = split_dirs(text) or (_platform_cache_dir(),)
+        elif text:
+            found = (Path(os.path.abspath(os.path.expanduser(text))),)
+        else:
+            base = _platform_cache_dir()
+            found = (base.with_name(base.name + "-meta"),)
+        if len(_RESOLVED) > 64:
+            _RESOLVED.clear()
+        _RESOLVED[key] = found
+    return found
+
+
+_RESOLVED: dict[tuple[str, str, str | None, str | None, str | None], tuple[Path, ...]] = {}
 
 
 def split_dirs(text: str) -> tuple[Path, ...]:
@@ -49,11 +71,7 @@ def split_dirs(text: str) -> tuple[Path, ...]:
 def memo_dir() -> Path:
     """``KSPEC_MEMO_DIR``, else ``kspec-meta`` beside the platform's kspec cache directory. Never inside the
     binary cache directory: that one may be shared (``KSPEC_CACHE_DIR``) and holds only cache entries."""
-    configured = os.environ.get("KSPEC_MEMO_DIR")
-    if configured:
-        return Path(os.path.abspath(os.path.expanduser(configured)))
-    base = _platform_cache_dir()
-    return base.with_name(base.name + "-meta")
+    return _resolved("memo", os.environ.get("KSPEC_MEMO_DIR") or "")[0]
 
 
 def _platform_cache_dir() -> Path:

@@ -200,6 +200,7 @@ def compile_cached(
     request: CompileRequest | None = None,
 ) -> tuple[CompiledProgram, bool]:
     """``compile_source`` behind ``cache`` (default: ``default_cache()``); returns ``(program, cache_hit)``.
+    (:func:`compile_keyed` also returns the entry's key.)
 
     A hit costs a key computation and a dict lookup in-process, or one file read from disk. With
     ``KSPEC_DUMP_SOURCE`` set, a hit writes the source too (as a compile does). ``source`` may be a function
@@ -210,6 +211,25 @@ def compile_cached(
     source is made (kspec/compiler/_policy.py: ``never`` raises CompileForbiddenError). Without it the
     compile is explicit (``kspec build``, a direct call): always allowed, not logged.
     """
+    program, hit, _key = compile_keyed(source, name=name, options=options, name_expressions=name_expressions,
+                                       needs=needs, cache=cache, backend=backend, source_key=source_key,
+                                       request=request)  # fmt: skip
+    return program, hit
+
+
+def compile_keyed(
+    source: str | Callable[[], str],
+    *,
+    name: str,
+    options: CompileOptions = CompileOptions(),
+    name_expressions: Sequence[str] = (),
+    needs: Iterable[str] = (),
+    cache: BinaryCache | None = None,
+    backend: str = "nvrtc",
+    source_key: str | None = None,
+    request: CompileRequest | None = None,
+) -> tuple[CompiledProgram, bool, str]:
+    """:func:`compile_cached`'s ``(program, cache_hit)`` and the cache key it was found or stored under."""
     start = time.perf_counter()
     if callable(source):
         if not isinstance(source_key, str) or not source_key:
@@ -236,7 +256,7 @@ def compile_cached(
                 _logger().warning("kernel %r: could not write the source dump (%s)", name, exc)
         if request is not None:
             record_load(request.kernel, request.what, options.effective_arch, "cache", _ms_since(start))
-        return program, True
+        return program, True, key
     reason = ""
     if request is not None:
         reason = _miss_reason(request, cache, key)
@@ -248,7 +268,7 @@ def compile_cached(
     cache.put(key, program, kernel=name)
     if request is not None:
         record_load(request.kernel, request.what, options.effective_arch, "compiled", _ms_since(start), reason)
-    return program, False
+    return program, False, key
 
 
 def _ms_since(start: float) -> float:

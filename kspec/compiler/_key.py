@@ -99,3 +99,23 @@ def cache_key(
     else:
         part("source", str(source))
     return digest.hexdigest()
+
+
+@lru_cache(maxsize=8)
+def environment_key(arch: str) -> str:
+    """One digest of what every cache key for ``arch`` holds besides the program itself (the compiler and
+    its version, the CUDA or host headers, kspec's device headers, the template and entry-format versions),
+    once per process: a record that names a binary by its cache key is stale when this changes."""
+    options = CompileOptions(arch=arch)
+    if arch == HOST_ARCH:
+        from ._host import host_key_parts
+
+        parts = host_key_parts(options)
+    else:
+        major, minor = nvrtc_version()
+        parts = [("nvrtc", f"{major}.{minor}"), ("toolchain", toolchain_identity()),
+                 ("args", "\0".join(options.to_args(include_dirs(()))))]  # fmt: skip
+    text = "\0".join(f"{label}={value}" for label, value in [
+        ("entry-format", str(ENTRY_FORMAT_VERSION)), ("template-version", str(TEMPLATE_VERSION)),
+        ("kspec-headers", kspec_headers_digest()), *parts])  # fmt: skip
+    return sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()

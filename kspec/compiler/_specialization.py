@@ -65,13 +65,23 @@ def variant_program(specialization: Specialization, arch: str, expressions: tupl
     )
 
 
+class ProgramImage(NamedTuple):
+    """A compiled program as a kernel loads it: the binary, lowered names, NVRTC log and the binary-cache key
+    it is kept under (:func:`cached_binary` reads it back in another process)."""
+
+    binary: bytes
+    lowered_names: Mapping[str, str]
+    log: str
+    cache_key: str
+
+
 def compile_program(specialization: Specialization, arch: str, binaries: Any = None,
-                    expressions: tuple[str, ...] | None = None) -> tuple[bytes, Mapping[str, str], str]:
-    """The binary, lowered names and NVRTC log of ``expressions`` (default: every variant) of
+                    expressions: tuple[str, ...] | None = None) -> ProgramImage:
+    """The binary, lowered names, NVRTC log and cache key of ``expressions`` (default: every variant) of
     ``specialization`` for ``arch``, behind the binary cache, as a kernel compiles on its own (the compile
     policy applies, the compile log records it). Without NVRTC, a kernel that has ``binaries`` (a
     BinaryStore) raises the store's error naming the binary it lacks."""
-    from ._compile import compile_cached
+    from ._compile import compile_keyed
     from ._policy import CompileRequest
 
     program = variant_program(specialization, arch, expressions)
@@ -80,7 +90,7 @@ def compile_program(specialization: Specialization, arch: str, binaries: Any = N
     request = CompileRequest(program.name, label, binaries is not None and bool(binaries.archs(specialization.key)),
                              lambda target: build_advice(specialization, target))
     try:
-        compiled, _hit = compile_cached(
+        compiled, _hit, key = compile_keyed(
             program.source, source_key=program.source_key, name=program.name, options=program.options,
             name_expressions=names, needs=program.needs, request=request,
         )
@@ -89,7 +99,16 @@ def compile_program(specialization: Specialization, arch: str, binaries: Any = N
             raise
         what = kernel_label(program.name, dict(specialization.types) or "no placeholders")
         raise binaries.missing(what, specialization.key, arch, exc) from None
-    return compiled.binary, compiled.lowered_names, compiled.log
+    return ProgramImage(compiled.binary, compiled.lowered_names, compiled.log, key)
+
+
+def cached_binary(key: str) -> bytes | None:
+    """The binary the process's binary cache keeps under ``key`` (a :class:`ProgramImage`'s), or None where
+    it has none (evicted, damaged, another cache directory): a read, never a compile."""
+    from ._cache import default_cache
+
+    program = default_cache().get(key)
+    return None if program is None else program.binary
 
 
 def specialization_label(specialization: Specialization, expression: str | None) -> str:
