@@ -129,7 +129,7 @@ def wrap(module, attr, label):
         finally:
             spans[label] = spans.get(label, 0.0) + time.perf_counter() - t
     setattr(owner, attr, timed)
-import kspec.kernels._spec_kernel, kspec.kernels._reduction, kspec.kernels._elementwise
+import kspec.kernels._spec_kernel, kspec.kernels._reduction, kspec.kernels._elementwise, kspec.kernels._call_restore
 for module, attr, label in {targets!r}:
     wrap(module, attr, label)
 def run(which):
@@ -168,6 +168,13 @@ SPAN_TARGETS = [
     ("kspec.kernels._planner", "Frame", "frame"),
     ("kspec.kernels._planner_reduction", "Frame", "frame"),
     ("kspec.runtime._host_module", "HostFunction.launch", "execute (CPU device)"),
+    ("kspec.kernels._spec_kernel", "SpecKernel._constructor_records", "construct: call records (file read)"),
+    ("kspec.kernels._call_records", "CallRecords.arity_of", "construct: call records (file read)"),
+    ("kspec.kernels._spec_kernel", "SpecKernel._recall", "call record lookup (recall)"),
+    ("kspec.kernels._spec_kernel", "restore", "  restore (prepared call from a record)"),
+    ("kspec.kernels._loaded", "cached_function", "    function (module load)"),
+    ("kspec.kernels._call_restore", "PreparedCall", "    prepared call"),
+    ("kspec.kernels._callpath", "CallPath._dispatcher", "dispatcher"),
     ("kspec.kernels._callpath", "CallPath.miss", "call (miss: plan + launch)"),
 ]
 

@@ -32,6 +32,12 @@ def pytest_configure(config: pytest.Config) -> None:
         import tempfile
 
         os.environ["KSPEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="kspec-test-cache-")
+    # ... and keep their memos (call records among them: kspec/kernels/_call_records.py) apart from the user's and
+    # from earlier runs': a kernel's first call in a test is the session's, whatever ran on this machine before.
+    if "KSPEC_MEMO_DIR" not in os.environ:
+        import tempfile
+
+        os.environ["KSPEC_MEMO_DIR"] = tempfile.mkdtemp(prefix="kspec-test-memo-")
     # JAX takes 75% of the GPU at its first use; test workers (and their subprocesses) share one GPU.
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     # The CPU device's checked mode (buffers against guard pages, docs/guide/cpu-device.md) unless a run asks

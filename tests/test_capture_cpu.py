@@ -92,6 +92,7 @@ def test_first_call_inside_a_capture_raises_before_compiling(on_cpu_device, monk
     x = kspec.asarray(np.ones(4, np.float32))
     compiled = []
     monkeypatch.setattr(_loaded, "_loaded", {})  # this process loaded the kernel's module for an earlier test
+    monkeypatch.setattr(_loaded, "_by_cache_key", {})  # and the modules by binary-cache key
     monkeypatch.setattr(_loaded, "compile_program", lambda *a: compiled.append(a))
     stream = kspec.Stream(non_blocking=True)
     with pytest.raises(kspec.CaptureError, match=r"kernel 'capture_cpu_add'.*call it once before capturing"):
@@ -179,6 +180,7 @@ CAPTURING, OTHER = 0x55, 0x66
 def drv(fake, monkeypatch):
     fake.any_kernel = True
     monkeypatch.setattr(_loaded, "_loaded", {})  # modules loaded through an earlier test's fake are gone
+    monkeypatch.setattr(_loaded, "_by_cache_key", {})  # and the modules by binary-cache key
     return fake
 
 

@@ -83,6 +83,7 @@ def test_a_hundred_small_calls_replay_as_they_ran(style):
 
 def _fresh_kernel(monkeypatch) -> kspec.ElementwiseKernel:
     monkeypatch.setattr(_loaded, "_loaded", {})  # nothing of this spec loaded in this process yet
+    monkeypatch.setattr(_loaded, "_by_cache_key", {})  # and the modules by binary-cache key
     return kspec.ElementwiseKernel("float32 x", "float32 y", "y = x + 1", "capture_gpu_first")
 
 

@@ -121,6 +121,7 @@ def test_raw_kernel_calls_from_c() -> None:
     k((4,), (256,), (x, y, np.float32(2.0), np.int64(n), True))  # another signature: the packer of the last one is installed
     assert type(type(k).__dict__["__call__"]) is fastcall.RawCall
     s = cp.cuda.Stream(non_blocking=True)
+    s.wait_event(cp.cuda.get_current_stream().record())  # a non-blocking stream does not wait for the default one
     k(4, 256, (x, y, np.float32(-1.0), n, np.uint8(1)), stream=s)
     s.synchronize()
     np.testing.assert_allclose(y.get(), 1 + 3 * np.arange(n, dtype=np.float32), rtol=1e-6)

@@ -26,6 +26,7 @@ CONSUMER = 0x55  # kspec's launch stream
 def drv(fake, monkeypatch):
     fake.any_kernel = True  # elementwise kernels are compiled here; their launches are checked elsewhere
     monkeypatch.setattr(_loaded, "_loaded", {})  # modules loaded through an earlier test's fake are gone
+    monkeypatch.setattr(_loaded, "_by_cache_key", {})  # and the modules by binary-cache key
     return fake
 
 

@@ -135,6 +135,34 @@ def make_dispatcher(types: tuple[type, ...], several_devices: bool, entered: Seq
     """The dispatcher of one argument-type tuple (see :class:`Dispatcher`), or None when a type has no
     reader (the call always plans). ``entered``/``current_stream``: a ``with kspec.Stream`` block's stream
     is the call's when no ``stream=`` is given."""
+    recipe = _recipes.get((types, several_devices))
+    if recipe is None:
+        if len(_recipes) >= MAX_ENTRIES:
+            _recipes.clear()
+        recipe = _recipes[(types, several_devices)] = _recipe(types, several_devices)
+    if recipe is None:
+        return None
+    code, kinds = recipe
+    table: dict[Any, Any] = {}
+    ns: dict[str, Any] = {f"T{i}": tp for i, tp in enumerate(types)}
+    ns.update(MISS=MISS, table_get=table.get, entered=entered, current_stream=current_stream,
+              cai_entry=cai_entry, host_ok=accepts_kind, HOST=HOST, current_device=current_device_id,
+              modules=sys.modules)  # fmt: skip
+    exec(code, ns)
+    fastcall = fastcall_module()
+    if kinds is not None and fastcall is not None and isinstance(entered, list):  # the same reads, in C
+        dispatch = fastcall.dispatcher(types, kinds, table, entered, current_stream, accepts_kind, HOST, MISS)
+        return Dispatcher(dispatch, ns["read"], table)
+    return Dispatcher(ns["dispatch"], ns["read"], table)
+
+
+# (argument types, several devices) -> (the compiled dispatcher source, the C dispatcher's kinds or None), or None
+_recipes: dict[tuple[tuple[type, ...], bool], tuple[Any, tuple[int, ...] | None] | None] = {}
+
+
+def _recipe(types: tuple[type, ...], several_devices: bool) -> tuple[Any, tuple[int, ...] | None] | None:
+    """The compiled source of :func:`make_dispatcher`'s functions for an argument-type tuple (made once: the
+    tuple's second kernel makes its dispatcher from it), or None when a type has no reader."""
     reads = [argument_reads(tp, several_devices) for tp in types]
     if any(r is None for r in reads):
         return None
@@ -175,15 +203,4 @@ def make_dispatcher(types: tuple[type, ...], several_devices: bool, entered: Seq
         + "".join(f"    {line}\n" for line in lines_r)
         + f"    return {key_items}, ({''.join(p + ', ' for p in pointers)}), {ordered}\n"
     )
-    table: dict[Any, Any] = {}
-    ns: dict[str, Any] = {f"T{i}": tp for i, tp in enumerate(types)}
-    ns.update(MISS=MISS, table_get=table.get, entered=entered, current_stream=current_stream,
-              cai_entry=cai_entry, host_ok=accepts_kind, HOST=HOST, current_device=current_device_id,
-              modules=sys.modules)  # fmt: skip
-    exec(compiled(source, "dispatcher"), ns)
-    fastcall = fastcall_module()
-    kinds = native_kinds(types, several_devices) if fastcall is not None else None
-    if kinds is not None and fastcall is not None and isinstance(entered, list):  # the same reads, in C
-        native = fastcall.dispatcher(types, kinds, table, entered, current_stream, accepts_kind, HOST, MISS)
-        return Dispatcher(native, ns["read"], table)
-    return Dispatcher(ns["dispatch"], ns["read"], table)
+    return compiled(source, "dispatcher"), native_kinds(types, several_devices)

@@ -28,6 +28,10 @@ from ._frameworks import Framework, concrete_by, traced_by
 from ._prepared import PreparedCall
 
 Planner = Callable[[tuple[Any, ...], object, Any], tuple[PreparedCall, tuple[int, ...]]]
+# (argument types, table key, stream) -> the prepared call a call record holds, or None (kspec/kernels/_call_records.py)
+Recall = Callable[[tuple[type, ...], tuple[Any, ...], object], "PreparedCall | None"]
+# (argument types, table key, prepared call): a planned call, for the next process's records
+Remember = Callable[[tuple[type, ...], tuple[Any, ...], PreparedCall], None]
 # (framework, args, stream, extra, concrete) -> result; for concrete arrays (not tracers) it may return MISS: the
 # call then launches as any other (outputs given, say)
 HandOff = Callable[[Framework, tuple[Any, ...], object, Any, bool], Any]
@@ -45,9 +49,11 @@ class CallPath:
     :meth:`once` plans and launches a call that cannot be keyed (keyword values that are not plain).
     ``hand_off`` runs a call on another framework's tracers through that framework's adapter."""
 
-    def __init__(self, planner: Planner, hand_off: HandOff | None = None) -> None:
+    def __init__(self, planner: Planner, hand_off: HandOff | None = None,
+                 records: tuple[Recall, Remember] | None = None) -> None:  # fmt: skip
         self._plan = planner
         self._hand_off = hand_off
+        self._records = records  # a signature's prepared call from an earlier process, before planning it
         self._by_types: dict[tuple[type, ...], Dispatcher | None] = {}
         self._handed: dict[tuple[type, ...], Framework | None] = {}  # argument types -> their framework, if any
         self.call: Callable[..., Any] = _nothing_prepared
@@ -72,30 +78,50 @@ class CallPath:
         read = dispatcher.read(args, given) if dispatcher is not None else None
         prepared = None if read is None else dispatcher.table.get((extra, *read[0]))  # type: ignore[union-attr]
         planned = prepared is None
+        if prepared is None and self._records is not None and initialized_device_count() == 1:
+            if types not in self._by_types:
+                dispatcher = self._dispatcher(types)
+                read = dispatcher.read(args, given) if dispatcher is not None else None
+            if read is not None:
+                prepared = self._records[0](types, (extra, *read[0]), stream)
+                if prepared is not None:  # recorded: nothing bound or planned (binding orders CAI producers below)
+                    self._keep(dispatcher, read, extra, prepared)
+                    planned = False
         if prepared is None:
             found = self._planned(args, stream, extra)
             if isinstance(found, Framework):
                 return self._hand_off(found, args, stream, extra, False)  # type: ignore[misc]
             prepared, pointers = found
             if types not in self._by_types:  # made once the driver is up (it knows the device count)
-                if len(self._by_types) >= MAX_ENTRIES:
-                    self._by_types.clear()
-                dispatcher = self._by_types[types] = make_dispatcher(
-                    types, initialized_device_count() > 1, open_stream_blocks, current_stream
-                )
+                dispatcher = self._dispatcher(types)
                 read = dispatcher.read(args, given) if dispatcher is not None else None
             if dispatcher is None or read is None:  # arguments no signature describes: planned every call
                 return prepared.launch(args, stream, *pointers)
-            table = dispatcher.table
-            if len(table) >= MAX_ENTRIES:  # a program cycling through many shapes: start over (still correct)
-                table.clear()
-            table[(extra, *read[0])] = prepared
+            self._keep(dispatcher, read, extra, prepared)
+            if self._records is not None:
+                self._records[1](types, (extra, *read[0]), prepared)
         assert dispatcher is not None and read is not None
         self.call = dispatcher.dispatch
         keys, pointers, producers = read
         if producers and not planned:  # binding ordered the CAI producers of a planned call
             prepared.order_producers(producers, stream)
         return prepared.launch(args, stream, *pointers)
+
+    def _dispatcher(self, types: tuple[type, ...]) -> Dispatcher | None:
+        """The dispatcher of an argument-type tuple, made and kept (None: no signature describes them)."""
+        if len(self._by_types) >= MAX_ENTRIES:
+            self._by_types.clear()
+        made = self._by_types[types] = make_dispatcher(types, initialized_device_count() > 1, open_stream_blocks,
+                                                       current_stream)  # fmt: skip
+        return made
+
+    @staticmethod
+    def _keep(dispatcher: Dispatcher | None, read: Any, extra: Any, prepared: PreparedCall) -> None:
+        assert dispatcher is not None
+        table = dispatcher.table
+        if len(table) >= MAX_ENTRIES:  # a program cycling through many shapes: start over (still correct)
+            table.clear()
+        table[(extra, *read[0])] = prepared
 
     def once(self, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
         """Plan and launch a call whose keyword values cannot be part of a signature."""

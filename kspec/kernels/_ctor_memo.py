@@ -21,6 +21,7 @@ from collections.abc import Hashable
 from typing import Any
 
 MEMO_ENTRIES = 1024  # per memo: constructor calls remembered
+UNKEYED: Any = object()  # a constructor call whose arguments cannot be a memo key
 
 
 class ConstructorMemo:

@@ -52,15 +52,16 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
                           if type(reduce_dims) is bool and type(no_return) is bool and type(return_tuple) is bool else None)
         if key is None:  # built before: kspec/kernels/_ctor_memo.py
             return
-        options = options_tuple(options)
-        texts = dict(in_params=in_params, out_params=out_params, operation=operation, name=name,
-                     preamble=preamble, loop_prep=loop_prep, after_loop=after_loop)
-        fields: dict[str, Any] = dict(reduce_dims=flag(reduce_dims, "reduce_dims"), no_return=flag(no_return, "no_return"),
-                                      return_tuple=flag(return_tuple, "return_tuple"), options=options,
-                                      cupy_headers=True)  # CuPy's implicit environment: M_PI, CArray, atomics...
-        if grad is not None:  # issue [AD]: the spec model checks it (the plain path does not take it)
-            fields["grad"] = dict(grad) if isinstance(grad, Mapping) else grad
-        self._built(key, self._build_spec(texts, fields))
+
+        def build() -> Any:  # the spec, checked: now, or on first need (kspec/kernels/_spec_kernel.py's _built)
+            texts = dict(in_params=in_params, out_params=out_params, operation=operation, name=name,
+                         preamble=preamble, loop_prep=loop_prep, after_loop=after_loop)
+            fields: dict[str, Any] = dict(reduce_dims=flag(reduce_dims, "reduce_dims"), no_return=flag(no_return, "no_return"),
+                                          return_tuple=flag(return_tuple, "return_tuple"), options=options_tuple(options),
+                                          cupy_headers=True)  # CuPy's implicit environment: M_PI, CArray, atomics...
+            return self._build_spec(texts, fields, grad)
+
+        self._built(key, build)
 
     @property
     def operation(self) -> str:

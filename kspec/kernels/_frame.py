@@ -68,6 +68,24 @@ class Frame:
         self._slot_offsets = tuple(abi.offsets)
         self._local = threading.local()
 
+    def describe(self) -> tuple[bytes, tuple[int, ...], tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]:
+        """The frame as data (a call record keeps it): static bytes, slot offsets, pointer and scalar offsets."""
+        return self.static, self._slot_offsets, tuple(self._pointers.items()), tuple(self._scalars.items())
+
+    @classmethod
+    def restored(cls, described: Any) -> Frame:
+        """The frame :meth:`describe` wrote (its ``abi`` is not kept: None)."""
+        static, slots, pointers, scalars = described
+        frame = object.__new__(cls)
+        frame.abi = None
+        frame.static = bytes(static)
+        frame.size = len(frame.static)
+        frame._pointers = dict(pointers)
+        frame._scalars = dict(scalars)
+        frame._slot_offsets = tuple(slots)
+        frame._local = threading.local()
+        return frame
+
     def pointer_offset(self, name: str) -> int | None:
         return self._pointers.get(name)
 

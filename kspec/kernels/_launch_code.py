@@ -33,6 +33,7 @@ class Step(NamedTuple):
     what: str  # the kernel and entry, for errors
     frame: Frame
     dependent: bool = False  # may start while the step before it finishes (it waits for that step's writes)
+    binary: tuple[str, str] | None = None  # (binary-cache key, lowered entry) of fn, where the cache holds it
 
 
 class Scalar(NamedTuple):

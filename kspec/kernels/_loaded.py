@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._errors import LaunchError, kernel_label
 from ..render import ModuleInterface, Specialization, VariantKey, module_interface
 # the per-variant compile, shared with `kspec warm` (kspec/compiler/_specialization.py)
-from ..compiler import compile_program, record_load, specialization_label
+from ..compiler import cached_binary, compile_program, record_load, specialization_label
 from ..runtime import Device, LoadedModule, refuse_while_capturing
 
 _lock = threading.RLock()
 _interfaces: dict[str, ModuleInterface] = {}
 _loaded: dict[tuple[str, int], LoadedKernel] = {}
+# (binary-cache key, device) -> its module: a variant's module loaded once per process, whether a plan or a call
+# record (kspec/kernels/_call_records.py) asked for it first
+_by_cache_key: dict[tuple[str, int], LoadedModule] = {}
 
 
 def interface_of(specialization: Specialization) -> ModuleInterface:
@@ -44,6 +47,7 @@ class LoadedKernel:
         self.binaries = binaries
         self._whole = whole  # the precompiled module with every variant, when there is one
         self._modules: dict[VariantKey, tuple[LoadedModule, Mapping[str, str]]] = {}
+        self._cache_keys: dict[VariantKey, str] = {}  # variant -> its module's binary-cache key
         self.functions: dict[VariantKey, Any] = {}
         self.reduce_itemsize: int | None = None  # a reduction's partial size where only the binary says it
 
@@ -67,6 +71,14 @@ class LoadedKernel:
             self.functions[variant] = fn
         return fn
 
+    def locator(self, variant: VariantKey) -> tuple[str, str] | None:
+        """(binary-cache key, lowered entry name) of a resolved ``variant``: where another process finds it
+        (:func:`cached_function`); None for a precompiled module (a BinaryStore's, not the cache's)."""
+        key = self._cache_keys.get(variant)
+        if key is None or self._whole is not None:
+            return None
+        return key, self._modules[variant][1][self.interface.variants[variant]]
+
     def _module_and_names(self, variant: VariantKey, stream: int | None = None) -> tuple[LoadedModule, Mapping[str, str]]:
         if self._whole is not None:
             return self._whole
@@ -78,10 +90,39 @@ class LoadedKernel:
                 found = self._modules.get(variant)
                 if found is None:
                     expression = self.interface.variants[variant]
-                    image, lowered, _log = compile_program(self.specialization, self.device.arch, self.binaries, (expression,))
-                    module = LoadedModule(image, self.device, what=kernel_label(self.interface.name))
-                    found = self._modules[variant] = (module, dict(lowered))
+                    image = compile_program(self.specialization, self.device.arch, self.binaries, (expression,))
+                    module = _by_cache_key.get((image.cache_key, self.device.id))
+                    if module is None:
+                        module = LoadedModule(image.binary, self.device, what=kernel_label(self.interface.name))
+                        _by_cache_key[(image.cache_key, self.device.id)] = module
+                    self._cache_keys[variant] = image.cache_key
+                    found = self._modules[variant] = (module, dict(image.lowered_names))
         return found
+
+
+def module_loaded(cache_key: str, device_id: int) -> bool:
+    """Whether the binary the cache keeps under ``cache_key`` is loaded on the device in this process."""
+    return (cache_key, device_id) in _by_cache_key
+
+
+def cached_function(cache_key: str, entry: str, device_id: int, name: str,
+                    binary: Callable[[str], bytes | None] | None = None) -> Any | None:  # fmt: skip
+    """The entry point ``entry`` (lowered) of the binary kept under ``cache_key``, loaded on a device once per
+    process (shared with the plans that load it): ``binary(cache_key)``'s copy, else the binary cache's; None
+    where neither has it."""
+    module = _by_cache_key.get((cache_key, device_id))
+    if module is None:
+        image = binary(cache_key) if binary is not None else None
+        if image is None:
+            image = cached_binary(cache_key)
+        if image is None:
+            return None
+        with _lock:
+            module = _by_cache_key.get((cache_key, device_id))
+            if module is None:
+                module = _by_cache_key[(cache_key, device_id)] = LoadedModule(image, Device(device_id),
+                                                                              what=kernel_label(name))
+    return module.function(entry)
 
 
 def loaded_kernel(specialization: Specialization, device_id: int, binaries: Any = None,

@@ -170,6 +170,15 @@ class PlanTuned:
                 lambda: [*records_for(self._binaries, getattr(self._spec, "origin", None)), *process_records()])  # type: ignore[attr-defined]
         return records
 
+    def _plans_untuned(self) -> bool:
+        """Whether no tuning can reach this kernel's plans: no fixed knobs, no build output or spec file whose
+        record it reads, no ``KSPEC_TUNING`` (a call record keeps only such plans: kspec/kernels/_call_records.py)."""
+        records = self.__dict__.get("_records_")
+        if records is not None and records._forced is not None:
+            return False
+        binaries, spec = self.__dict__.get("_binaries"), self.__dict__.get("_spec")
+        return binaries is None and getattr(spec, "origin", None) is None and not os.environ.get(TUNING_ENV)
+
     def _plan_tuning(self, device_id: int | None) -> Tuning | None:
         """The tuned knobs a plan on ``device_id`` looks its layout up in; None: the planner's rules."""
         return self._plan_records().tuning(device_id)

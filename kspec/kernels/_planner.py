@@ -18,7 +18,7 @@ from ._bind import Bound, bind, library_without_arrays, texture_handles
 from ._frame import Frame
 from ._launch_code import Step
 from ._plan import ElementwisePlan, frame_values, plan_elementwise
-from ._prepared import PreparedCall, bound_pointers, sm_count
+from ._prepared import PreparedCall, bound_pointers, call_layout, sm_count
 
 
 def prepare_elementwise(kernel: Any, args: tuple[Any, ...], stream: object, size: object,
@@ -65,7 +65,7 @@ def elementwise_steps(kernel: Any, plan: ElementwisePlan, device_id: int, handle
     loaded = _loaded.loaded_kernel(plan.specialization, device_id, kernel._binaries, handle)
     frame = Frame(loaded.interface.abi[plan.variant], frame_values(plan))
     return [Step(loaded.function(plan.variant, handle), plan.grid(sm_count(device_id)), plan.block,
-                 kernel_label(kernel.name, plan.variant.entry), frame)]  # fmt: skip
+                 kernel_label(kernel.name, plan.variant.entry), frame, False, loaded.locator(plan.variant))]  # fmt: skip
 
 
 def launch_stream(bound: Bound, stream: object, device_id: int) -> int:
@@ -79,6 +79,6 @@ def prepared_call(kernel: Any, bound: Bound, device_id: int, steps: list[Step], 
               textures: frozenset[str] = frozenset()) -> tuple[PreparedCall, tuple[int, ...]]:  # fmt: skip
     spec = kernel._spec  # as the kernel holds it: a served kernel keeps its plain spec (no Pydantic)
     params = [*spec.in_params, *spec.out_params][:nargs]
-    prepared = PreparedCall(kernel.name, bound, params, device_id, steps, allocate, out_shape, workspace,
-                            kernel._result_items(nargs), textures)  # fmt: skip
+    layout = call_layout(bound, params, allocate, out_shape, textures)
+    prepared = PreparedCall(kernel.name, layout, device_id, steps, out_shape, workspace, kernel._result_items(nargs))
     return prepared, bound_pointers(bound, params)

@@ -69,7 +69,8 @@ def reduction_steps(kernel: Any, plan: ReductionPlan, device_id: int, handle: in
     for step in strategy.passes:
         frame = Frame(loaded.interface.abi[step.variant], pass_frame_values(plan, step))
         steps.append(Step(loaded.function(step.variant, handle), step.grid, step.block,
-                          kernel_label(kernel.name, step.variant.entry), frame, step.dependent))  # fmt: skip
+                          kernel_label(kernel.name, step.variant.entry), frame, step.dependent,
+                          loaded.locator(step.variant)))  # fmt: skip
     return steps, workspace
 
 

@@ -13,7 +13,7 @@ import functools
 import struct
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -123,34 +123,57 @@ def relaunch(fn: Any, grid: int, block: int, params: int, stream: int, device_id
         )
 
 
+class CallLayout(NamedTuple):
+    """Where a prepared call's arguments go, as data (a call record keeps it: kspec/kernels/_call_records.py):
+    the outputs' library, (position, parameter) of each array, (position, parameter, dtype, Python type,
+    texture) of each scalar, (parameter, dtype, position of an input to allocate it like, or None) of each
+    output the call allocates, the argument count and the scalar rules."""
+
+    library: str | None
+    arrays: tuple[tuple[int, str], ...]
+    scalars: tuple[tuple[int, str, str, type, bool], ...]
+    outputs: tuple[tuple[str, str, int | None], ...]
+    nargs: int
+    cupy_rules: bool
+
+
+def call_layout(bound: Bound, params: Sequence[Any], allocate_outputs: Sequence[tuple[str, str]],
+                out_shape: tuple[int, ...], textures: frozenset[str] = frozenset()) -> CallLayout:  # fmt: skip
+    """The :class:`CallLayout` of a bound call."""
+    arrays = tuple((i, p.name) for i, p in enumerate(params) if p.name in bound.arrays)
+    scalars = tuple((i, p.name, bound.dtypes.get(p.name, "uint64"), bound.scalar_types.get(p.name, type(None)), p.name in textures)
+                    for i, p in enumerate(params) if p.name in textures or p.name in bound.scalars)  # fmt: skip
+    outputs = tuple((name, dtype, like_input(bound, arrays, out_shape, dtype)) for name, dtype in allocate_outputs)
+    return CallLayout(bound.library, arrays, scalars, outputs, len(params), bound.cupy_rules)
+
+
 class PreparedCall:
     """One call signature of a kernel on one device: ``launch(args, stream, p0, ..., pN)`` runs it with one
-    pointer per argument position (0 for scalars) and returns what the kernel returns."""
+    pointer per argument position (0 for scalars) and returns what the kernel returns. ``parts`` keeps what
+    it was made of (a call record describes it)."""
 
-    __slots__ = ("launch", "device_id", "library", "kernel_name", "default_stream")
+    __slots__ = ("launch", "device_id", "library", "kernel_name", "default_stream", "parts")
 
-    def __init__(self, kernel_name: str, bound: Bound, params: Sequence[Any], device_id: int, steps: Sequence[Step],
-                 allocate_outputs: Sequence[tuple[str, str]], out_shape: tuple[int, ...], workspace: int,
-                 result: Result, textures: frozenset[str] = frozenset()) -> None:  # fmt: skip
+    def __init__(self, kernel_name: str, layout: CallLayout, device_id: int, steps: Sequence[Step],
+                 out_shape: tuple[int, ...], workspace: int, result: Result) -> None:  # fmt: skip
         self.kernel_name = kernel_name
         self.device_id = device_id
-        self.library = library = bound.library
+        self.library = library = layout.library
         self.default_stream = default_stream_getter(library)
-        arrays = [(i, p.name) for i, p in enumerate(params) if p.name in bound.arrays]
+        self.parts = (layout, tuple(steps), out_shape, workspace, result)
         scalars = []
-        for i, p in enumerate(params):
-            if p.name in textures:
-                scalars.append(Scalar(i, p.name, None, texture_packer))
-            elif p.name in bound.scalars:
-                dtype, value_type = bound.dtypes[p.name], bound.scalar_types[p.name]
-                packer = scalar_packer(kernel_name, p.name, dtype, value_type, bound.cupy_rules)
-                scalars.append(Scalar(i, p.name, fast_format(dtype, value_type), packer))
-        outputs = [Output(name, dtype, quick_empty(library, out_shape, dtype), like_input(bound, arrays, out_shape, dtype))
-                   for name, dtype in allocate_outputs]  # fmt: skip
+        for i, name, dtype, value_type, texture in layout.scalars:
+            if texture:
+                scalars.append(Scalar(i, name, None, texture_packer))
+            else:
+                packer = scalar_packer(kernel_name, name, dtype, value_type, layout.cupy_rules)
+                scalars.append(Scalar(i, name, fast_format(dtype, value_type), packer))
+        outputs = [Output(name, dtype, quick_empty(library, out_shape, dtype), like)
+                   for name, dtype, like in layout.outputs]  # fmt: skip
         driver = cuda_driver()
         described = dict(
-            steps=steps, arrays=arrays, scalars=scalars, outputs=outputs, workspace=workspace, result=result,
-            nargs=len(params),
+            steps=steps, arrays=layout.arrays, scalars=scalars, outputs=outputs, workspace=workspace, result=result,
+            nargs=layout.nargs,
             constants=dict(
                 DEVICE=device_id, LIBRARY=library, SHAPE=out_shape, SEVERAL=initialized_device_count() > 1,
                 EXPORT=library in EXPORTED, STREAM=default_stream_source(library), choose_stream=self._stream,

@@ -53,15 +53,16 @@ class ReductionKernel(_spec_kernel.SpecKernel):
                           if type(reduce_dims) is bool else None)
         if key is None:  # built before: kspec/kernels/_ctor_memo.py
             return
-        options = options_tuple(options)
-        texts = dict(in_params=in_params, out_params=out_params, map_expr=map_expr, reduce_expr=reduce_expr,
-                     post_map_expr=post_map_expr, name=name, preamble=preamble)
-        fields: dict[str, Any] = dict(identity=identity, reduce_type=reduce_type,
-                                      reduce_dims=flag(reduce_dims, "reduce_dims"), options=options,
-                                      cupy_headers=True)  # CuPy's implicit environment: M_PI, CArray, atomics...
-        if grad is not None:  # issue [AD]: the spec model checks it (the plain path does not take it)
-            fields["grad"] = dict(grad) if isinstance(grad, Mapping) else grad
-        self._built(key, self._build_spec(texts, fields))
+
+        def build() -> Any:  # the spec, checked: now, or on first need (kspec/kernels/_spec_kernel.py's _built)
+            texts = dict(in_params=in_params, out_params=out_params, map_expr=map_expr, reduce_expr=reduce_expr,
+                         post_map_expr=post_map_expr, name=name, preamble=preamble)
+            fields: dict[str, Any] = dict(identity=identity, reduce_type=reduce_type,
+                                          reduce_dims=flag(reduce_dims, "reduce_dims"), options=options_tuple(options),
+                                          cupy_headers=True)  # CuPy's implicit environment: M_PI, CArray, atomics...
+            return self._build_spec(texts, fields, grad)
+
+        self._built(key, build)
 
     def backward_kernel(self, shared: bool = False) -> ElementwiseKernel:
         """The elementwise kernel of this spec's backward (``grad``: a table or ``"auto"``), made once;

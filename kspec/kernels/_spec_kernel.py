@@ -8,21 +8,20 @@ everything.
 
 from __future__ import annotations
 
-import json
 from types import MappingProxyType
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._digest import sha256_hex
 from .._errors import InvalidNameError, KspecTypeError, ReservedNameError, SpecError, about_kernel
 from ..render import Specialization, specialize  # lazy: no Jinja
 from ..runtime import DeviceArray, get_device, stream_handle
 from ._arguments import MISS
+from ._recorded import RecordedCalls, spec_digest
 from ._callpath import CallPath
 from ..compiler import compile_program, rendered_module
-from ._ctor_memo import SPEC_KERNELS
+from ._ctor_memo import SPEC_KERNELS, UNKEYED
 from ._loaded import interface_of, loaded_kernel
 from ._kernel_attrs import KernelAttributes
 from ._launch_code import RESULT_NONE, RESULT_ONE, RESULT_TUPLE
@@ -33,7 +32,6 @@ if TYPE_CHECKING:  # the serving path never imports the spec models, the rendere
     from ._array_spec import ArraySpec, LaunchPlan
     from ._bind import Bound
 
-_UNKEYED: Any = object()  # a constructor call whose arguments cannot be a memo key
 
 RawLayouts = tuple[tuple[str, tuple[int, bool]], ...]  # raw parameter -> (ndim, c_contiguous), in order
 _specializations: dict[tuple[str, tuple[tuple[str, str], ...], frozenset[str], RawLayouts], Specialization] = {}
@@ -54,7 +52,7 @@ def raw_layouts_of(bound: Bound) -> RawLayouts:
     return tuple((name, (len(a.info.shape), bool(a.info.is_c_contiguous))) for name, a in bound.arrays.items() if a.param.raw)
 
 
-class SpecKernel(PlanTuned, KernelAttributes):
+class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
     """Base of ElementwiseKernel and ReductionKernel: a spec, CuPy's attributes (kspec/kernels/_kernel_attrs.py),
     arity, pickling, streams.
 
@@ -71,29 +69,45 @@ class SpecKernel(PlanTuned, KernelAttributes):
 
     def _adopt(self, arguments: tuple[Any, ...] | None) -> Any:
         """Take the state an identical constructor call built (kspec/kernels/_ctor_memo.py): None when done,
-        else the key under which :meth:`_built` remembers this call (``_UNKEYED`` for arguments that cannot
+        else the key under which :meth:`_built` remembers this call (``UNKEYED`` for arguments that cannot
         be one, or None given)."""
         key, state = SPEC_KERNELS.find(arguments)
         if state is None:
-            return key if key is not None else _UNKEYED
+            return key if key is not None else UNKEYED
         self.__dict__.update(state)
         return None
 
-    def _built(self, key: Any, spec: Any) -> None:
-        """Set up a constructor call's kernel (CuPy's rules) and remember it for identical calls."""
-        self._setup(spec)
+    def _built(self, key: Any, build: Callable[[], Any]) -> None:
+        """Set up a constructor call's kernel (CuPy's rules) and remember it for identical calls. ``build``
+        makes (and checks) its spec: now, unless an earlier process recorded calls of these exact arguments
+        (kspec/kernels/_call_records.py), which proves them valid; then on first need (:meth:`__getattr__`),
+        and a call the record holds never needs it."""
+        records = self._constructor_records(key)
+        arity = records.arity_of() if records is not None else None
+        if records is not None and arity is not None:
+            self._binaries: Any = None
+            self._lazy_spec, (self._nin, self._nout) = build, arity
+            self._start_calls()
+            self._call_records_ = records
+        else:
+            self._setup(build())
         self._cupy_rules = True
-        if key is not _UNKEYED:
-            SPEC_KERNELS.put(key, {name: self.__dict__[name] for name in self._SHARED})
+        if key is not UNKEYED:
+            self._ctor_key = key
+            shared = self._SHARED if arity is None else self._SHARED_LAZY
+            SPEC_KERNELS.put(key, {name: self.__dict__[name] for name in shared})
 
-    def _build_spec(self, texts: dict[str, Any], fields: dict[str, Any]) -> Any:
+    def _build_spec(self, texts: dict[str, Any], fields: dict[str, Any], grad: Any = None) -> Any:
         """The spec of a constructor call: its text arguments must be str (TypeError naming the argument).
+        ``grad``: the constructor's ``grad=`` (issue [AD]; the spec model checks it, the plain path does not take it).
 
         A plain spec when kspec.spec proves the fields valid without Pydantic (a cold first call then imports
         none; ``spec`` validates it lazily), else the model, which raises the SpecError."""
         for what, value in texts.items():
             if not isinstance(value, str):
                 raise KspecTypeError(f"{what}: expected a str, got {type(value).__name__}")
+        if grad is not None:
+            fields["grad"] = dict(grad) if isinstance(grad, Mapping) else grad
         options = fields.get("options", ())
         fields["options"] = (options,) if isinstance(options, str) else tuple(options)
         from ..spec import plain_from_fields
@@ -131,12 +145,15 @@ class SpecKernel(PlanTuned, KernelAttributes):
 
         self._binaries = binary_store(binaries)
         self._spec = spec
-        text = json.dumps(spec.to_data(), sort_keys=True, separators=(",", ":"), default=str)
-        self._key = sha256_hex(text.encode())
+        self._key = spec_digest(spec)
         self._nin = len(spec.in_params)
         self._nout = len(spec.out_params)
-        self._calls = CallPath(self._plan_call, self._traced_call)  # every call goes through it (kspec/kernels/_callpath.py)
-        self._used: dict[Any, Specialization] = {}  # the specializations calls planned (_cached_codes)
+        self._start_calls()
+
+    def _start_calls(self) -> None:
+        # every call goes through it (kspec/kernels/_callpath.py); a call record may serve a first call
+        self._calls = CallPath(self._plan_call, self._traced_call, (self._recall, self._remember))
+        self._used: dict[Any, Specialization | None] = {}  # the specializations calls used (_cached_codes)
 
     def _plan_call(self, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
         """The kernel's planner: ``(PreparedCall, pointers)`` of a call (kspec/kernels/_planner.py)."""
@@ -246,8 +263,10 @@ class SpecKernel(PlanTuned, KernelAttributes):
         layouts = raw_layouts_of(bound) if self._cupy_rules else ()
         scalars = frozenset(bound.scalars)
         found = specialization_of(self._spec, self._key, bound.types, scalars, layouts)
+        key = (tuple(bound.types.items()), scalars, layouts)
         if used:
-            self._used[(tuple(bound.types.items()), scalars, layouts)] = found
+            self._used[key] = found
+            self._last_used = key  # what the call record of this plan files under _cached_codes
         return found
 
     @property
@@ -255,7 +274,12 @@ class SpecKernel(PlanTuned, KernelAttributes):
         """CuPy's per-kernel record of the code its calls built (its tests count it): one entry per
         specialization a call planned. CuPy keys it by argument types; kspec's drop-in kernels also by each raw
         array's rank and contiguity, as their code differs by them. Read-only."""
-        return MappingProxyType(self._used)
+        used = self._used
+        for key, found in list(used.items()):
+            if found is None:  # a call record's: made now (kspec/kernels/_call_records.py)
+                types, scalars, layouts = key
+                used[key] = specialization_of(self._spec, self._key, dict(types), scalars, layouts)
+        return MappingProxyType(used)
 
     # -- planning a call of arrays without memory (torch.compile, jax.jit): kspec/kernels/_launch_plan.py ---
 
@@ -321,7 +345,7 @@ class SpecKernel(PlanTuned, KernelAttributes):
                     loaded.function(variant)
                 arch = loaded.device.arch
             for expression in interface_of(specialization).variants.values():  # the entries calls look up
-                _image, _lowered, log = compile_program(specialization, arch, self._binaries, (expression,))
+                log = compile_program(specialization, arch, self._binaries, (expression,)).log
                 if log and log not in logs:
                     logs.append(log)
         if log_stream is not None:

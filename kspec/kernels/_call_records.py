@@ -1,0 +1,255 @@
+"""Call records: what a kernel's calls planned in earlier processes, kept on disk, so that its first call in a
+later process binds and plans nothing.
+
+A signature (:mod:`._arguments`: argument types, shapes, strides, dtypes, keyword values) decides everything a
+plan decides: the prepared call's layout, launches, grids, frames and outputs (:mod:`._prepared`). One process
+keeps the prepared call under its signature (:mod:`._callpath`); a *call record* keeps its description, as data,
+for the next process (:mod:`._call_restore` turns one into the other). Per kernel one small file in kspec's
+memo directory, named by a digest of everything else a plan reads (the kernel's spec or constructor call, the
+device's arch and SM count, the compiler's environment, kspec's planning, checking and rendering code, the
+interpreter), holds per signature the description, and the binaries its launches load (by binary-cache key).
+
+A first call whose signature the record holds loads those binaries and makes the prepared call from the
+description: no spec binding, specialization, plan, interface or cache-key computation, one file read (issue
+[Q]'s "second kernel": benchmarks/second_kernel.py). A constructor call whose exact arguments have a record
+was checked in an earlier process: its spec is built when something needs it, which a recorded call never
+does. Anything missing (the file, the signature) or damaged (a CRC-32 covers the file) is a miss: the call
+plans as it would without records, and its signature is added. A record is a memo, never an authority:
+planning writes it, and a stale one cannot be found, because every input of a plan is in its file's name or
+its signature.
+
+Not recorded: processes with several devices; kernels whose plans read a tuning record (``KSPEC_TUNING``, a
+build output's or spec file's ``tuning.json``) or fixed knobs; kernels served from precompiled binaries (a
+BinaryStore's, not the cache's); calls with textures. ``KSPEC_CALL_RECORDS=0`` turns records off.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+import struct
+import threading
+import zlib
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._digest import sha256_hex
+from ..runtime import current_device_id, get_device
+
+RECORDS_ENV = "KSPEC_CALL_RECORDS"
+RECORD_FORMAT = 1  # bump when what a description holds changes meaning
+MAX_SIGNATURES = 32  # per kernel file: past it a record gains nothing (a kernel cycling through shapes)
+_OFF = ("0", "off", "false", "no")
+
+_lock = threading.Lock()
+_files: dict[str, dict[str, Any]] = {}  # a record file's signatures, read once per process
+
+
+def records_enabled() -> bool:
+    """Whether call records are read and written (``KSPEC_CALL_RECORDS``, on unless ``0``/``off``)."""
+    return os.environ.get(RECORDS_ENV, "").strip().lower() not in _OFF
+
+
+@lru_cache(maxsize=8)
+def _environment(arch: str, sm_count: int) -> str:
+    """What every plan on this device reads besides the kernel and the call, as one digest (once per process)."""
+    from .. import __version__
+    from .._memo import tree_digest
+    from .._resources import renderer_digest
+    from ..compiler import environment_key
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    planner = tree_digest(here)  # this package: binding and planning
+    specs = tree_digest(os.path.join(os.path.dirname(here), "spec"))  # what a constructor call checks
+    interpreter = f"{sys.implementation.cache_tag} marshal {marshal.version}"  # the file's data format
+    text = (f"{RECORD_FORMAT} {__version__} {interpreter} {planner} {specs} {renderer_digest()} "
+            f"{environment_key(arch)} {arch} {sm_count}")
+    return sha256_hex(text.encode())
+
+
+def records_directory() -> Path:
+    """Where call records are kept: ``calls`` in kspec's memo directory (``KSPEC_MEMO_DIR``)."""
+    from .._memo import memo_dir
+
+    return memo_dir() / "calls"
+
+
+def _records_file(digest: str) -> str:
+    from .._memo import memo_dir
+
+    memo = memo_dir()  # worked out once per value of its variable
+    directory = _DIRECTORIES.get(memo)
+    if directory is None:
+        directory = _DIRECTORIES[memo] = str(memo / "calls")
+    return os.path.join(directory, f"{digest[:40]}.kcr")
+
+
+_DIRECTORIES: dict[Path, str] = {}
+_ENVIRONMENTS: dict[int, str] = {}  # device -> its _environment (a device's arch and SM count never change)
+
+
+def signature_text(types: tuple[type, ...], items: tuple[Any, ...]) -> str | None:
+    """A signature (argument types, the table key ``(extra, *key items)``) as text that means the same in every
+    process, or None where an item has no such spelling (the call is then not recorded)."""
+    parts = [",".join(_type_name(t) for t in types)]
+    for item in items:
+        tp = type(item)
+        if (tp is tuple and all(type(v) is int for v in item)) or item is None or tp in _PLAIN:  # shapes, strides
+            parts.append(repr(item))
+            continue
+        text = _SPELLED.get(item) if tp is not tuple else None  # a dtype or type (only those are kept there)
+        if text is None:
+            text = _portable(item)
+            if text is None:
+                return None
+        parts.append(text)
+    return "|".join(parts)
+
+
+_SPELLED: dict[Any, str] = {}  # dtype objects and types spelled before (a few per process)
+_PLAIN = (bool, int, str, float)
+
+
+def _type_name(tp: type) -> str:
+    return f"{tp.__module__}.{tp.__qualname__}"
+
+
+def _portable(item: Any) -> str | None:
+    tp = type(item)
+    if item is None or tp in _PLAIN:
+        return repr(item)
+    if isinstance(item, tuple):
+        inner = [_portable(x) for x in item]
+        return None if None in inner else "(" + ",".join(inner) + ")"  # type: ignore[arg-type]
+    if isinstance(item, type):
+        text = _type_name(item)
+    elif isinstance(item, np.dtype):
+        text = f"numpy:{item.str}:{item.descr!r}"
+    elif tp.__module__ == "torch" and tp.__name__ == "dtype":
+        text = str(item)
+    else:
+        return None
+    if len(_SPELLED) < 1024:
+        _SPELLED[item] = text
+    return text
+
+
+class CallRecords:
+    """One kernel's call records (see the module docstring). ``identity``: what names the kernel's plans
+    besides the environment (its kind and spec digest, or its constructor call's exact arguments); ``arity``:
+    its (inputs, outputs), kept in the file for a constructor call that finds it (:meth:`arity_of`)."""
+
+    __slots__ = ("_identity", "_paths", "arity")
+
+    def __init__(self, identity: str, arity: tuple[int, int] | None = None) -> None:
+        self._identity = identity
+        self._paths: dict[int, str] = {}
+        self.arity = arity
+
+    def _file(self) -> tuple[str, int]:
+        """(this kernel's record file for the current device, the device): a process's device kind (a GPU, or
+        the CPU device) is in the file's name through its arch."""
+        device_id = current_device_id()
+        path = self._paths.get(device_id)
+        if path is None:
+            environment = _ENVIRONMENTS.get(device_id)
+            if environment is None:
+                device = get_device(device_id)
+                environment = _ENVIRONMENTS[device_id] = _environment(device.arch, device.multiprocessor_count)
+            path = self._paths[device_id] = _records_file(sha256_hex(f"{self._identity} {environment}".encode()))
+        return path, device_id
+
+    def _data(self) -> dict[str, Any]:
+        """The file's content, read once per process: {"arity", "signatures", "binaries", "device"}."""
+        path, device_id = self._file()
+        found = _files.get(path)
+        if found is None:
+            found = {"arity": None, "signatures": {}, "binaries": {}, "device": device_id}
+            try:
+                with open(path, "rb", buffering=0) as handle:  # unbuffered: one read
+                    data = handle.read()
+                found = _decoded(data, device_id) or found
+            except OSError:
+                pass
+            with _lock:
+                found = _files.setdefault(path, found)
+        return found
+
+    def arity_of(self) -> tuple[int, int] | None:
+        """The recorded kernel's (inputs, outputs) where its file holds a signature, else None."""
+        data = self._data()
+        arity = data["arity"]
+        if not data["signatures"] or arity is None or not all(type(n) is int and n >= 0 for n in arity):
+            return None
+        return arity
+
+    def find(self, signature: str) -> tuple[Any, ...] | None:
+        """The description (kspec/kernels/_call_restore.py) recorded for ``signature`` on the current device, or
+        None."""
+        found = self._data()["signatures"].get(signature)
+        return found if type(found) is tuple else None
+
+    def binary(self, key: str) -> bytes | None:
+        """The binary kept with the records under its cache key (the file's CRC was checked), or None."""
+        image = self._data()["binaries"].get(key)
+        return image if type(image) is bytes else None
+
+    def add(self, signature: str, description: tuple[Any, ...], device_id: int, binaries: Mapping[str, bytes]) -> None:
+        """Record ``description`` (of a call on ``device_id``) under ``signature``, with the ``binaries`` its
+        launches load (by cache key), for this process and the next; a file that cannot be written is left as
+        it is (a memo: the next process plans)."""
+        data = self._data()
+        entries = data["signatures"]
+        if signature in entries or len(entries) >= MAX_SIGNATURES or device_id != data["device"]:
+            return
+        from .._atomic import write_atomic
+
+        path, _device = self._file()
+        with _lock:
+            entries[signature] = description
+            kept = data["binaries"]
+            for key, image in binaries.items():
+                kept.setdefault(key, bytes(image))
+            if self.arity is not None:
+                data["arity"] = self.arity
+            encoded = _encoded(data)
+        try:
+            write_atomic(Path(path), encoded)
+        except OSError:
+            pass
+
+
+# A record file: MAGIC, the CRC-32 of the rest, then ``marshal`` data (the interpreter is in the file's name):
+# {"arity", "signatures": {text: description}, "binaries": {cache key: bytes}}. One read, no parsing beyond
+# marshal's, and a torn or damaged file is a miss.
+_MAGIC = b"KSCR"
+_HEAD = struct.Struct("<4sI")
+
+
+def _encoded(data: Mapping[str, Any]) -> bytes:
+    payload = marshal.dumps({"format": RECORD_FORMAT, "arity": data["arity"], "signatures": data["signatures"],
+                             "binaries": data["binaries"]})  # fmt: skip
+    return _HEAD.pack(_MAGIC, zlib.crc32(payload)) + payload
+
+
+def _decoded(data: bytes, device_id: int) -> dict[str, Any] | None:
+    """A record file's content (see :func:`_encoded`), or None when it is not one kspec wrote whole."""
+    try:
+        magic, crc = _HEAD.unpack_from(data)
+        payload = memoryview(data)[_HEAD.size :]
+        if magic != _MAGIC or zlib.crc32(payload) != crc:
+            return None
+        found = marshal.loads(payload)
+        if (type(found) is not dict or found.get("format") != RECORD_FORMAT
+                or type(found.get("signatures")) is not dict or type(found.get("binaries")) is not dict):  # fmt: skip
+            return None
+        arity = found.get("arity")
+        arity = arity if type(arity) is tuple and len(arity) == 2 else None
+        return {"arity": arity, "signatures": found["signatures"], "binaries": found["binaries"], "device": device_id}
+    except (struct.error, ValueError, EOFError, TypeError):
+        return None
