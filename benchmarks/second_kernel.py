@@ -13,7 +13,7 @@ is passed through: on a machine without a GPU the script times kspec's CPU devic
 ``--root label=DIR`` times another checkout too (e.g. ``before=/path/to/main``). ``--profile`` prints a
 cProfile of the 2nd..6th first calls of one warm process instead. Usage::
 
-    python benchmarks/second_kernel.py [--runs 7] [--root before=DIR] [--profile]
+    python benchmarks/second_kernel.py [--runs 7] [--root before=DIR] [--no-gc] [--profile] [--spans]
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ KERNELS = [
 FAKE_CALLS = ["(x, y, z)", "(x, y, z)", "(x, s)", "(x, z)", "(x, s)", "(x, y, z, w)"]
 
 _TIMED = """
-_times = []
+{gc_off}_times = []
 for _ctor, _args, _call in {kernels!r}:
     _t = time.perf_counter()
     _k = getattr(lib, _ctor)(*_args)
@@ -130,6 +130,7 @@ def wrap(module, attr, label):
             spans[label] = spans.get(label, 0.0) + time.perf_counter() - t
     setattr(owner, attr, timed)
 import kspec.kernels._spec_kernel, kspec.kernels._reduction, kspec.kernels._elementwise, kspec.kernels._call_restore
+import kspec.kernels._recorded
 for module, attr, label in {targets!r}:
     wrap(module, attr, label)
 def run(which):
@@ -168,10 +169,9 @@ SPAN_TARGETS = [
     ("kspec.kernels._planner", "Frame", "frame"),
     ("kspec.kernels._planner_reduction", "Frame", "frame"),
     ("kspec.runtime._host_module", "HostFunction.launch", "execute (CPU device)"),
-    ("kspec.kernels._spec_kernel", "SpecKernel._constructor_records", "construct: call records (file read)"),
     ("kspec.kernels._call_records", "CallRecords.arity_of", "construct: call records (file read)"),
     ("kspec.kernels._spec_kernel", "SpecKernel._recall", "call record lookup (recall)"),
-    ("kspec.kernels._spec_kernel", "restore", "  restore (prepared call from a record)"),
+    ("kspec.kernels._recorded", "restore", "  restore (prepared call from a record)"),
     ("kspec.kernels._loaded", "cached_function", "    function (module load)"),
     ("kspec.kernels._call_restore", "PreparedCall", "    prepared call"),
     ("kspec.kernels._callpath", "CallPath._dispatcher", "dispatcher"),
@@ -204,8 +204,12 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile the 2nd..6th first calls of one process")
     parser.add_argument("--spans", action="store_true", help="time the pieces of the 2nd..6th first calls")
     parser.add_argument("--fake-gpu", action="store_true", help="kspec's sm_90 path up to a fake driver (no GPU needed)")
+    parser.add_argument("--no-gc", action="store_true",
+                        help="every row's timed loop runs with the garbage collector off: the calls' own work, without a "
+                             "young-generation pause that lands in one call or another by allocation count")
     parser.add_argument("--top", type=int, default=40)
     args = parser.parse_args()
+    gc_off = "import gc; gc.disable()\n" if args.no_gc else ""
     roots = [("this", REPO)] + [(r.split("=", 1)[0], Path(r.split("=", 1)[1]).resolve()) for r in args.root]
     on_cpu = os.environ.get("KSPEC_DEVICE", "").strip().lower() == "cpu"
     have_cupy = False
@@ -226,16 +230,16 @@ def main() -> None:
         for label, root in roots:
             env = {**base, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
                    "KSPEC_CACHE_DIR": str(work / f"{label}-cache"), "KSPEC_MEMO_DIR": str(work / f"{label}-memo")}
-            code = KSPEC.format(n=N, kernels=KERNELS)
+            code = KSPEC.format(n=N, kernels=KERNELS, gc_off=gc_off)
             # kspec's compiled call path, built into this cache as `kspec warm` builds it for a deploy (a cold
             # cache would have a child process build it during the first timed run)
             _run("from kspec.compiler import build_call_path; build_call_path()", env)
             if prelude is not None:
-                code = prelude + _TIMED.format(kernels=kernels)
+                code = prelude + _TIMED.format(kernels=kernels, gc_off=gc_off)
                 env.pop("KSPEC_DEVICE", None)
             rows[f"kspec [{label}]"] = (code, env)
         if have_cupy and not args.fake_gpu:
-            rows["CuPy"] = (CUPY.format(n=N, kernels=KERNELS), base)
+            rows["CuPy"] = (CUPY.format(n=N, kernels=KERNELS, gc_off=gc_off), base)
         if args.spans:
             code, env = rows[f"kspec [{roots[0][0]}]"]
             child(code, env)  # warms the caches
