@@ -72,14 +72,8 @@ def _environment(arch: str, sm_count: int) -> str:
     return sha256_hex(text.encode())
 
 
-def records_directory() -> Path:
-    """Where call records are kept: ``calls`` in kspec's memo directory (``KSPEC_MEMO_DIR``)."""
-    from .._memo import memo_dir
-
-    return memo_dir() / "calls"
-
-
 def _records_file(digest: str) -> str:
+    """Where a record file is kept: ``calls`` in kspec's memo directory (``KSPEC_MEMO_DIR``)."""
     from .._memo import memo_dir
 
     memo = memo_dir()  # worked out once per value of its variable
