@@ -56,13 +56,16 @@ def records_enabled() -> bool:
 
 
 @lru_cache(maxsize=8)
-def _environment(arch: str, sm_count: int) -> str:
-    """What every plan on this device reads besides the kernel and the call, as one digest (once per process)."""
+def _environment(device_id: int) -> str:
+    """What every plan on a device reads besides the kernel and the call, as one digest (once per process and
+    device: a device's arch and SM count never change)."""
     from .. import __version__
     from .._memo import tree_digest
     from .._resources import renderer_digest
     from ..compiler import environment_key
 
+    device = get_device(device_id)
+    arch, sm_count = device.arch, device.multiprocessor_count
     here = os.path.dirname(os.path.abspath(__file__))
     planner = tree_digest(here)  # this package: binding and planning
     specs = tree_digest(os.path.join(os.path.dirname(here), "spec"))  # what a constructor call checks
@@ -84,7 +87,6 @@ def _records_file(digest: str) -> str:
 
 
 _DIRECTORIES: dict[Path, str] = {}
-_ENVIRONMENTS: dict[int, str] = {}  # device -> its _environment (a device's arch and SM count never change)
 
 
 def signature_text(types: tuple[type, ...], items: tuple[Any, ...]) -> str | None:
@@ -151,11 +153,8 @@ class CallRecords:
         device_id = current_device_id()
         path = self._paths.get(device_id)
         if path is None:
-            environment = _ENVIRONMENTS.get(device_id)
-            if environment is None:
-                device = get_device(device_id)
-                environment = _ENVIRONMENTS[device_id] = _environment(device.arch, device.multiprocessor_count)
-            path = self._paths[device_id] = _records_file(sha256_hex(f"{self._identity} {environment}".encode()))
+            digest = sha256_hex(f"{self._identity} {_environment(device_id)}".encode())
+            path = self._paths[device_id] = _records_file(digest)
         return path, device_id
 
     def _data(self) -> dict[str, Any]:

@@ -31,8 +31,9 @@ class RecordedCalls:
     _used: dict[Any, Any]
     _plans_untuned: Any
 
-    _SHARED_LAZY = ("_binaries", "_lazy_spec", "_nin", "_nout", "_calls", "_cupy_rules", "_used", "_call_records_",
-                    "_ctor_key")  # fmt: skip
+    # what an identical constructor call adopts from a kernel whose spec waits (SpecKernel._SHARED's, the spec
+    # and its key replaced by what makes them, and the records that proved the arguments valid)
+    _LAZY_STATE = ("_lazy_spec", "_call_records_", "_ctor_key")
 
     def _constructor_records(self, key: Any) -> CallRecords | None:
         """The call records of a constructor call's exact arguments, where they may serve (a one-device process

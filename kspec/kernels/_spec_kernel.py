@@ -94,7 +94,8 @@ class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
         self._cupy_rules = True
         if key is not UNKEYED:
             self._ctor_key = key
-            shared = self._SHARED if arity is None else self._SHARED_LAZY
+            shared = self._SHARED if arity is None else (*(n for n in self._SHARED if n not in ("_spec", "_key")),
+                                                            *self._LAZY_STATE)  # fmt: skip
             SPEC_KERNELS.put(key, {name: self.__dict__[name] for name in shared})
 
     def _build_spec(self, texts: dict[str, Any], fields: dict[str, Any], grad: Any = None) -> Any:
