@@ -31,11 +31,11 @@ using ::kspec::enable_if;
 
 template <class T, class U>
 struct is_same {
-  static const bool value = false;
+  enum : bool { value = false };  // an enumerator: no device global (kspec/select.cuh)
 };
 template <class T>
 struct is_same<T, T> {
-  static const bool value = true;
+  enum : bool { value = true };
 };
 
 }  // namespace type_traits

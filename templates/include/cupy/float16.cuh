@@ -29,7 +29,7 @@ class float16 {
 
   __device__ operator float() const { return __half2float(data_); }
 
-  static constexpr unsigned short nan = kspec_half::Binary16::quiet_nan;
+  enum : unsigned short { nan = kspec_half::Binary16::quiet_nan };  // an enumerator: no device global (kspec/select.cuh)
 
   __device__ unsigned short to_bits() const { return __half_as_ushort(data_); }
   __device__ static float16 from_bits(unsigned short v) { return float16(__ushort_as_half(v)); }

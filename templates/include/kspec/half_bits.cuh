@@ -7,10 +7,13 @@ namespace kspec_half {
 
 template <unsigned short Exp>
 struct Bits {
-  static constexpr unsigned short sign = 0x8000u;
-  static constexpr unsigned short magnitude = 0x7fffu;
-  // the quiet NaN: exponent all ones, the top mantissa bit set
-  static constexpr unsigned short quiet_nan = static_cast<unsigned short>(Exp | ((Exp >> 1) & ~Exp & magnitude));
+  // enumerators, not static data members: no device global (kspec/select.cuh)
+  enum : unsigned short {
+    sign = 0x8000u,
+    magnitude = 0x7fffu,
+    // the quiet NaN: exponent all ones, the top mantissa bit set
+    quiet_nan = static_cast<unsigned short>(Exp | ((Exp >> 1) & ~Exp & 0x7fffu))
+  };
 
   static __device__ __forceinline__ int iszero(unsigned short b) { return (b & magnitude) == 0; }
   static __device__ __forceinline__ int isnan(unsigned short b) { return (b & magnitude) > Exp; }

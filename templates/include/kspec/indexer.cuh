@@ -27,12 +27,13 @@
 namespace kspec {
 
 // How many dims a struct stores: NDIM > 0 is a compile-time rank, NDIM == 0 a runtime rank (<= 16).
+// (Enumerators, not static data members: no device global, see kspec/select.cuh.)
 template <int NDIM>
 struct Capacity {
-  static constexpr int value = NDIM > 0 ? NDIM : KSPEC_MAX_NDIM;
+  enum : int { value = NDIM > 0 ? NDIM : KSPEC_MAX_NDIM };
   // How far loops over the dims unroll: fully for a static rank; not at all for a runtime rank, which
   // is the rare case (more than 4 dims after merging) and would otherwise cost NVRTC a lot of code.
-  static constexpr int unroll = NDIM > 0 ? NDIM : 1;
+  enum : int { unroll = NDIM > 0 ? NDIM : 1 };
 };
 
 // `_ind` of elementwise kernels, `_in_ind` / `_out_ind` of reductions: CuPy code calls `.size()`, which is a

@@ -25,14 +25,17 @@ struct conditional<false, T, F> {
 
 // Not std::is_arithmetic: a user may declare CuPy's float16 a floating-point type there (CuPy's ndimage does),
 // and the overloads that test this must never take a class type.
+// `value` is an enumerator, not a static data member: NVRTC makes every static data member a kernel's code
+// instantiates a device global (constexpr or not, used or not), and a module with globals loads several times
+// slower (tests/test_device_globals.py). The same holds for the compile-time constants of every kspec header.
 template <class T>
 struct is_builtin_arithmetic {
-  static const bool value = false;
+  enum : bool { value = false };
 };
 #define KSPEC_BUILTIN_ARITHMETIC(T)   \
   template <>                         \
   struct is_builtin_arithmetic<T> {   \
-    static const bool value = true;   \
+    enum : bool { value = true };     \
   };
 KSPEC_BUILTIN_ARITHMETIC(bool)
 KSPEC_BUILTIN_ARITHMETIC(char)

@@ -20,12 +20,15 @@ namespace kspec {
 // the lanes run along dim 0, at (p / H, p % H) when they run along dim 1. A row holds W elements and padding
 // so that a warp's 32 accesses fall in different banks either way (odd rows of 4-byte words for W <= 32; for
 // W = 64 the 16 rows a warp reads along dim 1 two columns at a time need a row of 2 mod 32 words).
+// (Enumerators here and in TileLanes, not static data members: no device global, see kspec/select.cuh.)
 template <int W>
 struct TileShape {
-  static constexpr int width = W;
-  static constexpr int height = KSPEC_TILE_ELEMENTS / W;
-  static constexpr int row = W == 64 ? W + 2 : W + 1;
-  static constexpr int size = height * row;
+  enum : int {
+    width = W,
+    height = KSPEC_TILE_ELEMENTS / W,
+    row = W == 64 ? W + 2 : W + 1,
+    size = height * row
+  };
   static_assert(W == 16 || W == 32 || W == 64, "tiles are 16, 32 or 64 elements wide");
 };
 
@@ -44,12 +47,14 @@ struct alignas(alignof(T)) Tile {
 // but the thread's slot p0, so the loops below fold to constant offsets from one base.
 template <int W, int SPAN, bool STAGED>
 struct TileLanes {
-  static constexpr int H = TileShape<W>::height;
-  static constexpr int P = 32 * KSPEC_TILE_WARPS;  // slots per pass of the block
-  static constexpr int K0 = STAGED ? P / H : 0;
-  static constexpr int K1 = STAGED ? 0 : P / W;
-  static constexpr int J0 = W >= 32 ? W : 0;  // the step's tiles sit side by side along dim 0 (along dim 1 for W = 16)
-  static constexpr int J1 = W >= 32 ? 0 : H;
+  enum : int {
+    H = TileShape<W>::height,
+    P = 32 * KSPEC_TILE_WARPS,  // slots per pass of the block
+    K0 = STAGED ? P / H : 0,
+    K1 = STAGED ? 0 : P / W,
+    J0 = W >= 32 ? W : 0,  // the step's tiles sit side by side along dim 0 (along dim 1 for W = 16)
+    J1 = W >= 32 ? 0 : H
+  };
   static __device__ __forceinline__ int x0(int p0) { return STAGED ? p0 / H : p0 % W; }
   static __device__ __forceinline__ int x1(int p0) { return STAGED ? p0 % H : p0 / W; }
 };

@@ -23,8 +23,8 @@ template <class T> struct int_of {};
     template <> struct int_of<T> {                                                                        \
         typedef T type;                                                                                   \
         typedef W wide;                                                                                   \
-        static const bool is_signed = SIGNED;                                                             \
-        static const int bits = BITS;                                                                     \
+        enum : bool { is_signed = SIGNED };  /* enumerators: no device global (kspec/select.cuh) */       \
+        enum : int { bits = BITS };                                                                       \
     };
 KSPEC_UF_INT(signed char, unsigned int, true, 8)
 KSPEC_UF_INT(short, unsigned int, true, 16)

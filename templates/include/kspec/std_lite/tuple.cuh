@@ -192,15 +192,16 @@ __host__ __device__ constexpr const typename tuple_element<I, tuple<Ts...> >::ty
 // get<T>(tuple): the one element of type T
 namespace __kspec {
 template <::size_t I, class T, class... Ts>
-struct find_type {
-  static constexpr ::size_t count = 0;
-  static constexpr ::size_t index = 0;
+struct find_type {  // enumerators: no device global (kspec/select.cuh)
+  enum : ::size_t { count = 0, index = 0 };
 };
 template <::size_t I, class T, class U, class... Ts>
 struct find_type<I, T, U, Ts...> {
   typedef find_type<I + 1, T, Ts...> rest;
-  static constexpr ::size_t count = rest::count + (is_same<T, U>::value ? 1 : 0);
-  static constexpr ::size_t index = is_same<T, U>::value ? I : rest::index;
+  enum : ::size_t {
+    count = rest::count + (is_same<T, U>::value ? 1 : 0),
+    index = is_same<T, U>::value ? I : rest::index
+  };
 };
 template <class T, class... Ts>
 struct unique_index : integral_constant<::size_t, find_type<0, T, Ts...>::index> {
