@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._lazy import imports_settled, settle_imports
 from ..runtime import current_stream, initialized_device_count, open_stream_blocks
 from ._arguments import MAX_ENTRIES, MISS, Dispatcher, make_dispatcher
 from ._frameworks import Framework, concrete_by, traced_by
@@ -60,6 +61,8 @@ class CallPath:
 
     def miss(self, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
         """A call the dispatcher did not serve: find or plan its prepared call, keep it, launch it."""
+        if not imports_settled[0]:  # the process's first call: its lazy imports are done (kspec/_lazy.py)
+            settle_imports()
         given = stream  # as the call gave it: what a signature holds (a call without arrays keys its type)
         types = tuple(map(type, args))
         if self._hand_off is not None and stream is None and not open_stream_blocks[0]:

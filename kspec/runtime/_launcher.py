@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._lazy import imports_settled, settle_imports
 from .._errors import KspecTypeError, KspecValueError, LaunchError, about_kernel, kernel_label
 from . import _device_kind, _driver
 from ._device import Device
@@ -144,6 +145,8 @@ class Launcher:
         specs = classify_args(self.name, args)
         packer = generate_packer(self, specs, tuple(map(type, args)))
         self._local.table[_signature(args)] = packer
+        if not imports_settled[0]:  # the process's first call: its lazy imports are done (kspec/_lazy.py)
+            settle_imports()
         return packer
 
     def check_params(self, device_id: int, specs: Sequence[_Arg]) -> None:
