@@ -142,27 +142,24 @@ def make_dispatcher(types: tuple[type, ...], several_devices: bool, entered: Seq
         recipe = _recipes[(types, several_devices)] = _recipe(types, several_devices)
     if recipe is None:
         return None
-    code, kinds = recipe
+    make, kinds = recipe
     table: dict[Any, Any] = {}
-    ns: dict[str, Any] = {f"T{i}": tp for i, tp in enumerate(types)}
-    ns.update(MISS=MISS, table_get=table.get, entered=entered, current_stream=current_stream,
-              cai_entry=cai_entry, host_ok=accepts_kind, HOST=HOST, current_device=current_device_id,
-              modules=sys.modules)  # fmt: skip
-    exec(code, ns)
+    dispatch, read = make(table.get, entered, current_stream)
     fastcall = fastcall_module()
     if kinds is not None and fastcall is not None and isinstance(entered, list):  # the same reads, in C
         dispatch = fastcall.dispatcher(types, kinds, table, entered, current_stream, accepts_kind, HOST, MISS)
-        return Dispatcher(dispatch, ns["read"], table)
-    return Dispatcher(ns["dispatch"], ns["read"], table)
+    return Dispatcher(dispatch, read, table)
 
 
-# (argument types, several devices) -> (the compiled dispatcher source, the C dispatcher's kinds or None), or None
-_recipes: dict[tuple[tuple[type, ...], bool], tuple[Any, tuple[int, ...] | None] | None] = {}
+# (argument types, several devices) -> (the maker of a kernel's dispatcher functions: (table_get, entered,
+# current_stream) -> (dispatch, read); the C dispatcher's kinds or None), or None: made once per tuple, so a
+# kernel's dispatcher is two closures over its table, not a compile or an exec
+_recipes: dict[tuple[tuple[type, ...], bool], tuple[Callable[..., Any], tuple[int, ...] | None] | None] = {}
 
 
-def _recipe(types: tuple[type, ...], several_devices: bool) -> tuple[Any, tuple[int, ...] | None] | None:
-    """The compiled source of :func:`make_dispatcher`'s functions for an argument-type tuple (made once: the
-    tuple's second kernel makes its dispatcher from it), or None when a type has no reader."""
+def _recipe(types: tuple[type, ...], several_devices: bool) -> tuple[Callable[..., Any], tuple[int, ...] | None] | None:
+    """The maker of :func:`make_dispatcher`'s functions for an argument-type tuple (generated, compiled and run
+    once: each kernel then makes its dispatcher by one call of it), or None when a type has no reader."""
     reads = [argument_reads(tp, several_devices) for tp in types]
     if any(r is None for r in reads):
         return None
@@ -188,7 +185,7 @@ def _recipe(types: tuple[type, ...], several_devices: bool) -> tuple[Any, tuple[
     if producers:  # CAI inputs: their producers' streams, ordered before every launch
         order = (f"    producers = [s for s in ({', '.join(producers)},) if s is not None]\n"
                  "    if producers:\n        prepared.order_producers(producers, stream)\n")
-    source = (
+    body = (
         "def dispatch(args, stream=None, extra=None):\n"
         f"    try:\n        {unpack}\n    except ValueError:\n        return MISS\n"
         f"    if {check}:\n        return MISS\n"
@@ -203,4 +200,11 @@ def _recipe(types: tuple[type, ...], several_devices: bool) -> tuple[Any, tuple[
         + "".join(f"    {line}\n" for line in lines_r)
         + f"    return {key_items}, ({''.join(p + ', ' for p in pointers)}), {ordered}\n"
     )
-    return compiled(source, "dispatcher"), native_kinds(types, several_devices)
+    source = ("def make(table_get, entered, current_stream):\n"
+              + "".join(f"    {line}\n" if line else "\n" for line in body.splitlines())
+              + "    return dispatch, read\n")  # fmt: skip
+    ns: dict[str, Any] = {f"T{i}": tp for i, tp in enumerate(types)}
+    ns.update(MISS=MISS, cai_entry=cai_entry, host_ok=accepts_kind, HOST=HOST, current_device=current_device_id,
+              modules=sys.modules)  # fmt: skip
+    exec(compiled(source, "dispatcher"), ns)
+    return ns["make"], native_kinds(types, several_devices)
