@@ -34,6 +34,7 @@ def memo(tmp_path, monkeypatch, on_cpu_device):
 def _new_process(monkeypatch):
     """What a new process starts without: records read, modules loaded, constructor calls remembered."""
     monkeypatch.setattr(_call_records, "_files", {})
+    monkeypatch.setattr(_call_records, "_listed", {})
     monkeypatch.setattr(_loaded, "_loaded", {})
     monkeypatch.setattr(_loaded, "_by_cache_key", {})
     clear_constructor_memos()
@@ -88,13 +89,13 @@ def test_a_recorded_call_is_served_in_the_next_process_without_binding_or_planni
                               timeout=300, cwd=tmp_path)
         assert done.returncode == 0, done.stderr[-3000:]
         assert done.stdout.split() == ["ok", which]
-    assert len(list((tmp_path / "memo" / "calls").glob("*.kcr"))) == 2
+    assert len(list((tmp_path / "memo" / "calls").rglob("*.kcr"))) == 2
 
 
 def test_a_record_serves_the_call_it_holds_and_a_new_signature_plans_and_is_added(memo, monkeypatch):
     x, y = _arrays()
     expected = _axpy()(kspec.asarray(x), kspec.asarray(y)).get()
-    assert len(list(memo.glob("*.kcr"))) == 1
+    assert len(list(memo.rglob("*.kcr"))) == 1
     _new_process(monkeypatch)
     with monkeypatch.context() as patched:
         _no_planning(patched)
@@ -103,7 +104,7 @@ def test_a_record_serves_the_call_it_holds_and_a_new_signature_plans_and_is_adde
         assert np.array_equal(k(kspec.asarray(x), kspec.asarray(y)).get(), expected)
     x2, y2 = _arrays(77)  # another shape: planned here, and recorded beside the first
     assert np.allclose(k(kspec.asarray(x2), kspec.asarray(y2)).get(), 2 * x2 + y2)
-    (path,) = memo.glob("*.kcr")
+    (path,) = memo.rglob("*.kcr")
     assert len(_call_records._decoded(path.read_bytes(), -1)["signatures"]) == 2
 
 
@@ -148,10 +149,51 @@ def test_a_description_rebuilds_the_same_launch(memo):
     assert _call_restore.restore(described, types[:1], None, lambda key: None) is None  # another arity
 
 
+def _reads(monkeypatch):
+    """The record files the process opens, in order."""
+    opened = []
+    read = _call_records._read
+
+    def counted(path, device_id):
+        opened.append(os.path.basename(path))
+        return read(path, device_id)
+
+    monkeypatch.setattr(_call_records, "_read", counted)
+    return opened
+
+
+def _scale(k):
+    return kspec.ElementwiseKernel("float32 x", "float32 z", f"z = {k} * x", f"records_scale_{k}")
+
+
+@pytest.mark.parametrize("read_ahead", [64, 2])
+def test_the_first_lookup_reads_a_few_files_ahead_and_later_kernels_open_none(memo, monkeypatch, read_ahead):
+    x = kspec.asarray(np.arange(10, dtype=np.float32))
+    for k in (2, 3, 4):
+        _scale(k)(x)
+    files = sorted(p.name for p in memo.rglob("*.kcr"))
+    assert len(files) == 3 and len({p.parent for p in memo.rglob("*.kcr")}) == 1  # one environment's directory
+    _new_process(monkeypatch)
+    monkeypatch.setattr(_call_records, "READ_AHEAD", read_ahead)
+    opened = _reads(monkeypatch)
+    with monkeypatch.context() as patched:
+        _no_planning(patched)
+        first = _scale(2)
+        assert "_spec" not in first.__dict__ and sorted(opened) == (files if read_ahead >= 3 else opened)
+        seen = len(opened)
+        results = [_scale(k)(x).get() for k in (3, 4)]  # found in memory where the directory was read ahead
+        assert len(opened) == (seen if read_ahead >= 3 else seen + 2)
+    assert [r.tolist() for r in results] == [(k * np.arange(10)).tolist() for k in (3, 4)]
+    # a kernel without a record there: no file is opened for it after a read-ahead, and it plans and records
+    _scale(5)(x)
+    assert len(opened) == (seen if read_ahead >= 3 else seen + 3)
+    assert len(list(memo.rglob("*.kcr"))) == 4
+
+
 def test_a_damaged_or_foreign_record_file_is_a_miss_and_planning_rewrites_it(memo, monkeypatch):
     x, y = _arrays()
     _axpy()(kspec.asarray(x), kspec.asarray(y))
-    (path,) = memo.glob("*.kcr")
+    (path,) = memo.rglob("*.kcr")
     good = path.read_bytes()
     for bad in (good[:-7], good[:4] + b"\0\0\0\0" + good[8:], b"{}", b"", good[:20] + bytes([good[20] ^ 0xFF]) + good[21:]):
         path.write_bytes(bad)

@@ -73,4 +73,4 @@ def test_calls_recorded_in_one_process_are_served_in_the_next(tmp_path):
                               timeout=600, cwd=tmp_path)
         assert done.returncode == 0, done.stderr[-3000:]
         assert done.stdout.split()[:2] == ["ok", which], done.stdout
-    assert len(list((tmp_path / "memo" / "calls").glob("*.kcr"))) == 2
+    assert len(list((tmp_path / "memo" / "calls").rglob("*.kcr"))) == 2

@@ -5,9 +5,11 @@ A signature (:mod:`._arguments`: argument types, shapes, strides, dtypes, keywor
 plan decides: the prepared call's layout, launches, grids, frames and outputs (:mod:`._prepared`). One process
 keeps the prepared call under its signature (:mod:`._callpath`); a *call record* keeps its description, as data,
 for the next process (:mod:`._call_restore` turns one into the other). Per kernel one small file in kspec's
-memo directory, named by a digest of everything else a plan reads (the kernel's spec or constructor call, the
-device's arch and SM count, the compiler's environment, kspec's planning, checking and rendering code, the
-interpreter), holds per signature the description, and the binaries its launches load (by binary-cache key).
+memo directory holds per signature the description, and the binaries its launches load (by binary-cache key);
+its directory is named by a digest of everything besides the kernel that a plan reads (the device's arch and
+SM count, the compiler's environment, kspec's planning, checking and rendering code, the interpreter), its
+name by that and the kernel's spec or constructor call. A process's first lookup reads the whole directory
+when it holds few files (a program's own kernels), so that later kernels' first calls open no file.
 
 A first call whose signature the record holds loads those binaries and makes the prepared call from the
 description: no spec binding, specialization, plan, interface or cache-key computation, one file read (issue
@@ -48,6 +50,9 @@ _OFF = ("0", "off", "false", "no")
 
 _lock = threading.Lock()
 _files: dict[str, dict[str, Any]] = {}  # a record file's signatures, read once per process
+# a records directory's file names where its first lookup read them all, None where it held too many to
+READ_AHEAD = 64
+_listed: dict[str, frozenset[str] | None] = {}
 
 
 def records_enabled() -> bool:
@@ -75,18 +80,19 @@ def _environment(device_id: int) -> str:
     return sha256_hex(text.encode())
 
 
-def _records_file(digest: str) -> str:
-    """Where a record file is kept: ``calls`` in kspec's memo directory (``KSPEC_MEMO_DIR``)."""
+def _records_dir(environment: str) -> str:
+    """The directory of one environment's record files: ``calls/<environment>`` in kspec's memo directory
+    (``KSPEC_MEMO_DIR``), so that a process finds its environment's files, and only those, by one listing."""
     from .._memo import memo_dir
 
     memo = memo_dir()  # worked out once per value of its variable
-    directory = _DIRECTORIES.get(memo)
+    directory = _DIRECTORIES.get((memo, environment))
     if directory is None:
-        directory = _DIRECTORIES[memo] = str(memo / "calls")
-    return os.path.join(directory, f"{digest[:40]}.kcr")
+        directory = _DIRECTORIES[(memo, environment)] = os.path.join(memo, "calls", environment[:24])
+    return directory
 
 
-_DIRECTORIES: dict[Path, str] = {}
+_DIRECTORIES: dict[tuple[Path, str], str] = {}
 
 
 def signature_text(types: tuple[type, ...], items: tuple[Any, ...]) -> str | None:
@@ -144,33 +150,35 @@ class CallRecords:
 
     def __init__(self, identity: str, arity: tuple[int, int] | None = None) -> None:
         self._identity = identity
-        self._paths: dict[int, str] = {}
+        self._paths: dict[int, tuple[str, str]] = {}  # device -> (record file, its directory)
         self.arity = arity
 
-    def _file(self) -> tuple[str, int]:
-        """(this kernel's record file for the current device, the device): a process's device kind (a GPU, or
-        the CPU device) is in the file's name through its arch."""
+    def _file(self) -> tuple[str, str, int]:
+        """(this kernel's record file for the current device, its directory, the device): a process's device
+        kind (a GPU, or the CPU device) is in the directory's name through its arch."""
         device_id = current_device_id()
-        path = self._paths.get(device_id)
-        if path is None:
-            digest = sha256_hex(f"{self._identity} {_environment(device_id)}".encode())
-            path = self._paths[device_id] = _records_file(digest)
-        return path, device_id
+        found = self._paths.get(device_id)
+        if found is None:
+            environment = _environment(device_id)
+            directory = _records_dir(environment)
+            digest = sha256_hex(f"{self._identity} {environment}".encode())
+            found = self._paths[device_id] = (os.path.join(directory, f"{digest[:40]}.kcr"), directory)
+        return found[0], found[1], device_id
 
     def _data(self) -> dict[str, Any]:
-        """The file's content, read once per process: {"arity", "signatures", "binaries", "device"}."""
-        path, device_id = self._file()
+        """The file's content, read once per process: {"arity", "signatures", "binaries", "device"}. The first
+        lookup in a directory reads all of its files where they are few (:func:`_read_directory`)."""
+        path, directory, device_id = self._file()
         found = _files.get(path)
         if found is None:
-            found = {"arity": None, "signatures": {}, "binaries": {}, "device": device_id}
-            try:
-                with open(path, "rb", buffering=0) as handle:  # unbuffered: one read
-                    data = handle.read()
-                found = _decoded(data, device_id) or found
-            except OSError:
-                pass
-            with _lock:
-                found = _files.setdefault(path, found)
+            if directory not in _listed:
+                _read_directory(directory, device_id)
+                found = _files.get(path)
+            if found is None:
+                listed = _listed[directory]
+                found = _read(path, device_id) if listed is None or os.path.basename(path) in listed else None
+                with _lock:
+                    found = _files.setdefault(path, found or _empty(device_id))
         return found
 
     def arity_of(self) -> tuple[int, int] | None:
@@ -202,7 +210,7 @@ class CallRecords:
             return
         from .._atomic import write_atomic
 
-        path, _device = self._file()
+        path, _directory, _device = self._file()
         with _lock:
             entries[signature] = description
             kept = data["binaries"]
@@ -215,6 +223,45 @@ class CallRecords:
             write_atomic(Path(path), encoded)
         except OSError:
             pass
+
+
+def _empty(device_id: int) -> dict[str, Any]:
+    return {"arity": None, "signatures": {}, "binaries": {}, "device": device_id}
+
+
+def _read(path: str, device_id: int) -> dict[str, Any] | None:
+    """A record file's content, or None where it is missing or not one kspec wrote whole."""
+    try:
+        with open(path, "rb", buffering=0) as handle:  # unbuffered: one read
+            data = handle.read()
+    except OSError:
+        return None
+    return _decoded(data, device_id)
+
+
+def _read_directory(directory: str, device_id: int) -> None:
+    """The first lookup in an environment's records directory: where it holds at most READ_AHEAD files (a
+    program's own kernels), read them all now, so that the first call of each later kernel of the process
+    finds its record in memory instead of opening a file then (the read, the decode, and the first run of
+    that code in the process: issue [Q]'s second kernel). Keeps the names it read in ``_listed`` (a file
+    another process writes later is not seen: a memo), or None where there were too many (each kernel then
+    reads its own file)."""
+    try:
+        with os.scandir(directory) as entries:
+            names = frozenset(e.name for e in entries if e.name.endswith(".kcr"))
+    except OSError:
+        names = frozenset()
+    listed = names if len(names) <= READ_AHEAD else None
+    if listed:
+        read = {}
+        for name in listed:
+            path = os.path.join(directory, name)
+            if path not in _files:
+                read[path] = _read(path, device_id) or _empty(device_id)
+        with _lock:
+            for path, found in read.items():
+                _files.setdefault(path, found)
+    _listed[directory] = listed
 
 
 # A record file: MAGIC, the CRC-32 of the rest, then ``marshal`` data (the interpreter is in the file's name):
