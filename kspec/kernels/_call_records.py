@@ -12,12 +12,12 @@ name by that and the kernel's spec or constructor call. A process's first lookup
 when it holds few files (a program's own kernels), so that later kernels' first calls open no file.
 
 A first call whose signature the record holds loads those binaries and makes the prepared call from the
-description: no spec binding, specialization, plan, interface or cache-key computation, one file read (issue
-[Q]'s "second kernel": benchmarks/second_kernel.py). A constructor call whose exact arguments have a record
+description: no spec binding, specialization, plan, interface or cache-key computation, at most one file
+read (issue [Q]'s "second kernel": benchmarks/second_kernel.py). A constructor call whose exact arguments have a record
 was checked in an earlier process: its spec is built when something needs it, which a recorded call never
 does. Anything missing (the file, the signature) or damaged (a CRC-32 covers the file) is a miss: the call
 plans as it would without records, and its signature is added. A record is a memo, never an authority:
-planning writes it, and a stale one cannot be found, because every input of a plan is in its file's name or
+planning writes it, and a stale one cannot be found, because every input of a plan is in its file's path or
 its signature.
 
 Not recorded: processes with several devices; kernels whose plans read a tuning record (``KSPEC_TUNING``, a
@@ -50,9 +50,8 @@ _OFF = ("0", "off", "false", "no")
 
 _lock = threading.Lock()
 _files: dict[str, dict[str, Any]] = {}  # a record file's signatures, read once per process
-# a records directory's file names where its first lookup read them all, None where it held too many to
-READ_AHEAD = 64
-_listed: dict[str, frozenset[str] | None] = {}
+READ_AHEAD = 64  # a records directory of at most this many files is read whole by the process's first lookup
+_listed: dict[str, frozenset[str] | None] = {}  # directory -> the files read ahead, or None: too many, read one by one
 
 
 def records_enabled() -> bool:
@@ -264,7 +263,7 @@ def _read_directory(directory: str, device_id: int) -> None:
     _listed[directory] = listed
 
 
-# A record file: MAGIC, the CRC-32 of the rest, then ``marshal`` data (the interpreter is in the file's name):
+# A record file: MAGIC, the CRC-32 of the rest, then ``marshal`` data (the interpreter is in its directory's name):
 # {"arity", "signatures": {text: description}, "binaries": {cache key: bytes}}. One read, no parsing beyond
 # marshal's, and a torn or damaged file is a miss.
 _MAGIC = b"KSCR"
