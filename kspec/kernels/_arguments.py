@@ -29,7 +29,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..runtime import (CAI, CUPY, HOST, KSPEC, TORCH, accepts_kind, current_device_id, fastcall_module,
-                       initialized_device_count, is_texture_type, kind_of, protocol_library, protocol_library_of)
+                       initialized_device_count, is_texture_type, kind_of, prepare_cupy_layout, protocol_library,
+                       protocol_library_of)
 from ._generated import compiled
 
 MISS: Any = object()  # "not served here": the caller plans the call
@@ -147,6 +148,8 @@ def make_dispatcher(types: tuple[type, ...], several_devices: bool, entered: Seq
     dispatch, read = make(table.get, entered, current_stream)
     fastcall = fastcall_module()
     if kinds is not None and fastcall is not None and isinstance(entered, list):  # the same reads, in C
+        if 1 in kinds or 5 in kinds:  # CuPy arrays: read as CuPy's Cython code reads them, where that holds
+            prepare_cupy_layout()
         dispatch = fastcall.dispatcher(types, kinds, table, entered, current_stream, accepts_kind, HOST, MISS)
     return Dispatcher(dispatch, read, table)
 

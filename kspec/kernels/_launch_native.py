@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..runtime import direct_launch_address, fastcall_module
+from ..runtime import direct_launch_address, fastcall_module, prepare_cupy_layout
 from ._launch_code import Output, Result, Scalar, Step
 
 _POINTER_KIND = {"cupy": 0, "torch": 1}  # how C reads an output's pointer: `.data.ptr`, `.data_ptr()`, else pointer_of
@@ -29,6 +29,8 @@ def native_launch(*, steps: Sequence[Step], arrays: Sequence[tuple[int, str]], s
     if fastcall is None or constants["EXPORT"]:
         return None
     direct = direct_launch_address(constants["launch"])
+    if constants["LIBRARY"] == "cupy":  # the current stream from CuPy's C API, where that holds
+        prepare_cupy_layout()
     described = []
     for step in steps:
         frame = step.frame

@@ -25,6 +25,7 @@ from ._device_kind import HOST_DEVICE_ID
 from . import _stream as _stream_module
 from ._device import Device, current_device_id
 from ._generic import DEVICE_ACCESSIBLE
+from ._cupy_layout import prepare_cupy_layout
 from ._launch_args import (
     _Arg,
     _bad_launch_value,
@@ -316,6 +317,7 @@ def _native_call(fastcall: Any, launcher: PackerOwner, specs: list[_Arg], types:
     attribute = None
     if library == _interop.CUPY:
         stream_of, attribute = sys.modules["cupy"].cuda.get_current_stream, "ptr"
+        prepare_cupy_layout()  # pointers and the stream read as CuPy's Cython code reads them, where that holds
     elif library == _interop.TORCH:
         stream_of = default_stream_getter(_interop.TORCH)
     return fastcall.raw_call(tuple(types), tuple(kinds), formats, launcher.launch, packer.body, resolve,

@@ -36,6 +36,7 @@ struct FastLaunch {
     Output* outs;
     int* items;
     Py_ssize_t scratch, workspace;
+    int cupy_device;  // >= 0: the device whose `stream_of(device).ptr` is the default stream (05_cupy_layout.cc)
     cu_launch_t cu_launch;
     PyObject *device, *library, *shape, *stream_of, *stream_attr, *choose_stream, *py_launch, *cu_stream,
         *launch_dependent, *relaunch, *allocate, *allocate_bytes, *activate, *pointer_of, *empty_like;
@@ -163,6 +164,13 @@ static PyObject* make_fast_launch(PyObject* module, PyObject* args) {
         self->pointer_of = c[16];
         self->empty_like = c[17];
         if (PyErr_Occurred()) goto error;
+        self->cupy_device = -1;
+        if (PyUnicode_Check(self->stream_attr) &&
+            PyUnicode_Compare(self->stream_attr, S_ptr) == 0 && PyLong_Check(self->device)) {
+            long d = PyLong_AsLong(self->device);
+            if (d == -1 && PyErr_Occurred()) goto error;
+            self->cupy_device = d >= 0 && d <= INT_MAX ? (int)d : -1;
+        }
         self->nsteps = (int)PyTuple_GET_SIZE(steps);
         self->steps = (Step*)PyMem_Calloc(self->nsteps + 1, sizeof(Step));
         if (!self->steps) {

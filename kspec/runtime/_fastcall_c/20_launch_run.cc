@@ -89,6 +89,7 @@ slow: {
 
 static int read_pointer(PyObject* o, int kind, PyObject* pointer_of, uint64_t* out) {
     PyObject* p;
+    if (kind == 0 && cupy_data_ptr(o, out)) return 0;
     if (kind == 0) {
         PyObject* m = PyObject_GetAttr(o, S_data);
         if (!m) return -1;
@@ -174,8 +175,13 @@ static int launch_step(FastLaunch* self, int j, void** params, uint64_t handle, 
 // One call: stream, parameters, outputs, workspace, launches, result (kspec/kernels/_launch_code.py's order).
 static PyObject* run_launch(FastLaunch* self, PyObject* args, PyObject* stream, const uint64_t* ptrs) {
     if (!self->steps) return cleared("launch");
-    PyObject *handle_obj, *result = NULL, *ws = NULL;
-    if (stream == Py_None) {
+    PyObject *handle_obj = NULL, *result = NULL, *ws = NULL;
+    uint64_t handle = 0;
+    int from_cupy = stream == Py_None ? cupy_stream(self->stream_of, self->cupy_device, &handle) : 0;
+    if (from_cupy < 0) return NULL;
+    if (from_cupy) {
+        handle_obj = PyLong_FromUnsignedLongLong(handle);
+    } else if (stream == Py_None) {
         handle_obj = PyObject_CallOneArg(self->stream_of, self->device);
         if (handle_obj && self->stream_attr != Py_None) {
             PyObject* h = PyObject_GetAttr(handle_obj, self->stream_attr);
@@ -185,7 +191,7 @@ static PyObject* run_launch(FastLaunch* self, PyObject* args, PyObject* stream, 
         handle_obj = PyObject_CallOneArg(self->choose_stream, stream);
     }
     if (!handle_obj) return NULL;
-    uint64_t handle = PyLong_AsUnsignedLongLong(handle_obj);
+    if (!from_cupy) handle = PyLong_AsUnsignedLongLong(handle_obj);
     if (handle == (uint64_t)-1 && PyErr_Occurred()) {
         Py_DECREF(handle_obj);
         return NULL;

@@ -1,8 +1,30 @@
 // The dispatcher of one argument-type tuple: reads the key and pointers (kspec/kernels/_arguments.py's READS), finds
 // the prepared call and runs its launch.
 
-enum Kind { SCALAR = 0, CUPY = 1, TORCH = 2, KSPEC = 3, HOST = 4, CUPY_SEVERAL = 5, KSPEC_SEVERAL = 6, CAI = 7 };
-static const int KEY_ITEMS[] = {0, 3, 4, 3, 4, 4, 4, 1};
+// CUPY_LAYOUT(_SEVERAL): a CuPy type whose key attributes are _ndarray_base's, read through its layout
+// (15_cupy_layout.cc); the dispatcher makes them from CUPY(_SEVERAL), never the caller.
+enum Kind {
+    SCALAR = 0, CUPY = 1, TORCH = 2, KSPEC = 3, HOST = 4, CUPY_SEVERAL = 5, KSPEC_SEVERAL = 6, CAI = 7,
+    CUPY_LAYOUT = 8, CUPY_LAYOUT_SEVERAL = 9
+};
+static const int KEY_ITEMS[] = {0, 3, 4, 3, 4, 4, 4, 1, 3, 4};
+
+// Whether a CuPy array type reads its key through the layout: a subclass that redefines one of the attributes
+// keeps the attribute reads.
+static int reads_layout(PyTypeObject* tp) {
+    if (!cupy_confirmed || !PyType_IsSubtype(tp, cupy_array_type)) return 0;
+    PyObject* names[] = {S_shape, S_strides, S_dtype, S_data};
+    int same = 1;
+    for (PyObject* name : names) {
+        PyObject* mine = PyObject_GetAttr((PyObject*)tp, name);
+        PyObject* base = PyObject_GetAttr((PyObject*)cupy_array_type, name);
+        same = same && mine && base && mine == base;
+        Py_XDECREF(mine);
+        Py_XDECREF(base);
+    }
+    if (PyErr_Occurred()) PyErr_Clear();  // an attribute a type lacks: the attribute reads tell
+    return same;
+}
 
 struct Dispatch {
     PyObject_HEAD
@@ -54,6 +76,8 @@ static PyObject* make_dispatch(PyObject* module, PyObject* args) {
             Py_DECREF(self);
             return NULL;
         }
+        if ((kind == CUPY || kind == CUPY_SEVERAL) && reads_layout((PyTypeObject*)self->types[i]))
+            kind = kind == CUPY ? CUPY_LAYOUT : CUPY_LAYOUT_SEVERAL;
         self->kinds[i] = (int)kind;
         self->nkey += KEY_ITEMS[kind];
     }
@@ -148,6 +172,16 @@ static int read_argument(Dispatch* self, PyObject* a, int kind, PyObject* key, P
             PyObject* k = NULL;
             int r = read_cai(a, &k, ptr, producer);
             if (r == 1) PyTuple_SET_ITEM(key, (*at)++, k);
+            return r;
+        }
+        case CUPY_LAYOUT:
+        case CUPY_LAYOUT_SEVERAL: {
+            int r = cupy_read(a, items, kind == CUPY_LAYOUT_SEVERAL, ptr);
+            if (r == 0) return read_argument(self, a, kind == CUPY_LAYOUT ? CUPY : CUPY_SEVERAL, key, at, ptr, producer);
+            if (r > 0)
+                for (int i = 0; i < n; ++i) PyTuple_SET_ITEM(key, (*at)++, items[i]);
+            else
+                for (int i = 0; i < n; ++i) Py_XDECREF(items[i]);
             return r;
         }
         case CUPY:
@@ -335,6 +369,23 @@ static int Dispatch_clear(PyObject* op) {
     return 0;
 }
 
+static PyObject* Dispatch_kinds(PyObject* op, void*) {  // what each argument is read as (tests)
+    Dispatch* self = (Dispatch*)op;
+    if (!self->keep) return cleared("dispatcher");
+    PyObject* t = PyTuple_New(self->n);
+    for (int i = 0; t && i < self->n; ++i) {
+        PyObject* k = PyLong_FromLong(self->kinds[i]);
+        if (!k) Py_CLEAR(t);
+        else PyTuple_SET_ITEM(t, i, k);
+    }
+    return t;
+}
+
+static PyGetSetDef Dispatch_getset[] = {
+    {"kinds", Dispatch_kinds, NULL, "per argument its read: 8 and 9 are CuPy's layout (05_cupy_layout.cc)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyMemberDef Dispatch_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(Dispatch, vectorcall), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
@@ -346,6 +397,7 @@ static PyType_Slot Dispatch_slots[] = {
     {Py_tp_clear, (void*)Dispatch_clear},
     {Py_tp_dealloc, (void*)gc_dealloc},
     {Py_tp_members, (void*)Dispatch_members},
+    {Py_tp_getset, (void*)Dispatch_getset},
     {Py_tp_doc, (void*)"One argument-type tuple's dispatcher in C: dispatch(args, stream=None, extra=None)."},
     {0, NULL},
 };

@@ -116,6 +116,7 @@ static int raw_pointer(PyObject* a, int kind, uint64_t* out) {  // 1 read, 0 let
             *out = 0;
             return 1;
         case RAW_CUPY: {
+            if (cupy_data_ptr(a, out)) return 1;
             PyObject* m = PyObject_GetAttr(a, S_data);
             if (!m) return -1;
             p = PyObject_GetAttr(m, S_ptr);
@@ -212,8 +213,11 @@ static PyObject* RawCall_vectorcall(PyObject* op, PyObject* const* argv, size_t 
             if (entered && !chosen) return NULL;
         }
         PyObject* handle_obj;
+        uint64_t handle = 0;
         if (stream != Py_None) {
             handle_obj = PyObject_CallOneArg(self->stream_handle, stream);
+        } else if (cupy_stream(self->stream_of, 0, &handle)) {  // -1 too: CuPy's error, raised below
+            handle_obj = PyErr_Occurred() ? NULL : PyLong_FromUnsignedLongLong(handle);
         } else if (self->stream_of != Py_None) {
             PyObject* zero = PyLong_FromLong(0);
             handle_obj = zero ? PyObject_CallOneArg(self->stream_of, zero) : NULL;
@@ -224,7 +228,7 @@ static PyObject* RawCall_vectorcall(PyObject* op, PyObject* const* argv, size_t 
         }
         Py_XDECREF(chosen);
         if (!handle_obj) return NULL;
-        uint64_t handle = PyLong_AsUnsignedLongLong(handle_obj);
+        handle = PyLong_AsUnsignedLongLong(handle_obj);
         if (handle == (uint64_t)-1 && PyErr_Occurred()) {
             Py_DECREF(handle_obj);
             return NULL;
