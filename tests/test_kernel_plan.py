@@ -85,7 +85,7 @@ def test_normalize_axis(axis, ndim, expected):
 def test_contiguous_operands_take_the_contig_variant_with_a_device_sized_grid(sqd):
     _, plan = eplan(sqd, fake((1 << 28,)), fake((1 << 28,)))
     assert plan.variant == VariantKey("contig", "int64", 0, 4)
-    assert plan.grid(H200_SMS) == H200_SMS * 16  # capped, grid-stride loop does the rest
+    assert plan.grid(H200_SMS) == (1 << 28) // (4 * 256)  # a thread per vector of 4, as CuPy a thread per element
     _, small = eplan(sqd, fake((1000,)), fake((1000,)))
     assert small.grid(H200_SMS) == 1
 
@@ -103,7 +103,8 @@ def test_a_body_over_raw_arrays_alone_gets_one_thread_per_element():
     assert mixed.variant == VariantKey("contig", "int64", 0, 1) and mixed.grid(H200_SMS) == n // mixed.block
     plain = kspec.ElementwiseKernel("int32 x", "Y y", "y = x;", "no_raw")
     _, capped = eplan(plain, fake((n,), "int32"), fake((n,), "int32"))
-    assert capped.variant.vec == 4 and capped.grid(H200_SMS) == H200_SMS * 16  # the contiguous path's capped grid
+    assert capped.variant.vec == 4 and capped.grid(H200_SMS) == n // (4 * capped.block)  # a thread per vector
+    assert capped._replace(per_sm=16).grid(H200_SMS) == H200_SMS * 16  # a record's per_sm: a grid-stride grid
 
 
 def test_broadcast_row_takes_the_2d_int32_strided_variant(sqd):

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple, TYPE_CHECKING
 if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the Pydantic models
     from ..spec import ElementwiseSpec, ReductionSpec
 from ._bind import ArrayArg, Bound
-from ._plan_entry import CONTIG_BLOCKS_PER_SM, Tuning, contig_choice, strided_choice
+from ._plan_entry import GRID_STRIDE_BLOCKS_PER_SM, Tuning, contig_choice, strided_choice
 from ._plan_indexed import cupy_loop_dims
 
 INT32_LIMIT = 2**31
@@ -192,7 +192,7 @@ class ElementwisePlan(NamedTuple):
     block: int = DEFAULT_BLOCK
     inner_dense: bool = False  # strided: every operand's innermost stride is its item size or 0
     own_indexing: bool = False  # contig: raw operands (the body indexes memory itself): a thread per element
-    per_sm: int = CONTIG_BLOCKS_PER_SM  # blocks of 256 threads per SM the grid-stride paths aim at
+    per_sm: int = GRID_STRIDE_BLOCKS_PER_SM  # blocks of 256 threads per SM the grid-stride paths aim at; 0: none
 
     def grid(self, sm_count: int) -> int:
         if self.variant is None:
@@ -211,7 +211,8 @@ class ElementwisePlan(NamedTuple):
             return max(1, min(-(-self.size // self.block), MAX_GRID))
         if self.variant.entry == "contig":
             vec = max(1, self.variant.vec)
-            return max(1, min(-(-self.size // (vec * self.block)), resident))
+            per_vector = -(-self.size // (vec * self.block))
+            return max(1, min(per_vector, MAX_GRID if self.per_sm <= 0 else resident))
         chunks = -(-self.size // (EW_UNROLL * self.block))
         if self.inner_dense:
             # the strided entry moves a vector of the inner dim (or EW_UNROLL elements) per thread at a time where

@@ -13,8 +13,14 @@ from typing import NamedTuple
 
 from ..render import DYNAMIC_NDIM, TILED_VARIANTS, Specialization, VariantKey, tiled_layout, tiled_variant
 
-# Grid of the grid-stride paths: blocks of 256 threads per SM (measured on the H200, see kspec/render/_abi.py).
-CONTIG_BLOCKS_PER_SM = 16
+# Grid of the strided grid-stride paths: blocks of 256 threads per SM (measured on the H200, see
+# kspec/render/_abi.py).
+GRID_STRIDE_BLOCKS_PER_SM = 16
+# The contig entry's: 0, a thread per vector (the grid covers the loop, as CuPy launches a thread per element).
+# From 2^24 elements on it moves 3-6% more than 16 blocks per SM striding over the loop (H200: float64
+# (x-y)^2 over 2^28 4401 against 4167 GB/s, CuPy 4383; float32 4393 against 4149; benchmarks/NOTES.md v34); a
+# tuning record's per_sm makes it a grid-stride grid again.
+CONTIG_BLOCKS_PER_SM = 0
 # The tiled entry (kspec/tile.cuh): blocks of TILE_THREADS over tiles of the two inner dims (32 x 32, 16 x 64
 # or 64 x 16: kspec.render.tiled_variant), used only when both are at least TILE_MIN_EXTENT (thinner tiles
 # would leave most of a block idle).
@@ -29,7 +35,7 @@ _NO_KNOBS: Mapping[str, int] = MappingProxyType({})
 class EntryChoice(NamedTuple):
     variant: VariantKey
     block: int
-    per_sm: int  # blocks of 256 threads per SM a grid-stride grid aims at
+    per_sm: int  # blocks of 256 threads per SM a grid-stride grid aims at (contig: 0, a thread per vector)
 
 
 def knobs_for(tuning: Tuning | None, cls: str, itemsize: int, extents: Sequence[int]) -> Mapping[str, int]:
@@ -58,7 +64,7 @@ def strided_choice(specialization: Specialization, extents: Sequence[int], merge
              and _tiles_pay(extents, merged))  # fmt: skip
     cls = "indexed" if indexed else "tiled" if tiles else "dense" if inner_dense else "strided"
     knobs = knobs_for(tuning, cls, itemsize, extents)
-    per_sm = knobs.get("per_sm", CONTIG_BLOCKS_PER_SM)
+    per_sm = knobs.get("per_sm", GRID_STRIDE_BLOCKS_PER_SM)
     if tiles:
         width = knobs.get("tile")
         if width is None:  # the rule: unless the planes are so small that most of a step's slots would idle
