@@ -2,7 +2,7 @@
 // the prepared call and runs its launch.
 
 // CUPY_LAYOUT(_SEVERAL): a CuPy type whose key attributes are _ndarray_base's, read through its layout
-// (15_cupy_layout.cc); the dispatcher makes them from CUPY(_SEVERAL), never the caller.
+// (05_cupy_layout.cc); the dispatcher makes them from CUPY(_SEVERAL), never the caller.
 enum Kind {
     SCALAR = 0, CUPY = 1, TORCH = 2, KSPEC = 3, HOST = 4, CUPY_SEVERAL = 5, KSPEC_SEVERAL = 6, CAI = 7,
     CUPY_LAYOUT = 8, CUPY_LAYOUT_SEVERAL = 9
