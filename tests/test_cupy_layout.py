@@ -72,10 +72,13 @@ def test_fields_at_the_declared_offsets_and_nothing_followed_before_the_confirma
     got = fastcall.cupy_fields(a)
     assert got[0] == id(size) and got[1:4] == (id(dtype), id(data), id(base))
     assert fastcall.cupy_fields(PointerShaped()) is None  # not the registered array type
-    assert fastcall.cupy_reads(a) is None and fastcall.cupy_stream_handle(3) is None  # not confirmed
-    fastcall.cupy_confirm()
+    assert fastcall.cupy_reads(a) is None and fastcall.cupy_stream_handle(3) is None  # nothing confirmed
+    fastcall.cupy_confirm(2)  # the probe's stage: its own reads follow pointers
     assert fastcall.cupy_stream_handle(3) == 4099  # the C API, called as get_current_stream(3).ptr
+    with pytest.raises(RuntimeError, match="stage other than"):
+        fastcall.cupy_confirm(1)
+    fastcall.cupy_confirm(3)
     fastcall.cupy_layout(None, None, None, None)
     assert fastcall.cupy_stream_handle(3) is None and fastcall.cupy_fields(a) is None
     with pytest.raises(RuntimeError, match="no layout"):
-        fastcall.cupy_confirm()
+        fastcall.cupy_confirm(3)

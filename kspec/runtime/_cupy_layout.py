@@ -8,9 +8,9 @@ every read. Cython modules that ``cimport cupy`` read those fields from the obje
 once this module has checked, per process, that the installed CuPy is laid out as it declares: both types'
 ``tp_basicsize`` (what Cython checks at import) and the C API's signature; on probe arrays (views, offsets, a
 0-d array) first every field that leads nowhere (size, flags, the dtype's, data's and base's addresses), and
-only then, following pointers, every read, and the stream in and out of a ``with`` block. Anything that
-differs leaves the attribute reads, which serve every CuPy. The probes allocate nothing and make no CUDA call, so deciding is
-safe inside a stream capture.
+only then, following pointers, every read, and the stream in and out of a ``with`` block; calls read through
+the layout only once all of it matched. Anything that differs leaves the attribute reads, which serve every
+CuPy. The probes allocate nothing and make no CUDA call, so deciding is safe inside a stream capture.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ _lock = threading.Lock()
 _decided: list[bool] = []
 _FAKE_ADDRESS = 0x7F0000000000  # the probes' memory: never dereferenced, nothing is launched on it
 _FAKE_STREAM = 0x7F0000001000
+PROBING, ON = 2, 3  # kspec/runtime/_fastcall_c/05_cupy_layout.cc's stages
 
 
 def prepare_cupy_layout() -> bool:
@@ -86,7 +87,7 @@ def _reads_agree(fastcall: Any, cupy: Any) -> bool:
         if fastcall.cupy_fields(a) != (a.size, id(a.dtype), id(a.data), id(a.base), flags.c_contiguous,
                                        flags.f_contiguous):  # fmt: skip
             return False
-    fastcall.cupy_confirm()
+    fastcall.cupy_confirm(PROBING)  # the probe's reads below may follow pointers; calls do not yet
     for a in probes:
         got = fastcall.cupy_reads(a)
         want = (a.shape, a.strides, a.dtype, a.data.device_id, a.data.ptr)
@@ -96,7 +97,10 @@ def _reads_agree(fastcall: Any, cupy: Any) -> bool:
         return False
     with _external_stream(cupy, device):  # made current for the block; nothing runs on it
         inside = fastcall.cupy_stream_handle(device)
-    return inside == _FAKE_STREAM and fastcall.cupy_stream_handle(device) == cupy.cuda.get_current_stream(device).ptr
+    if inside != _FAKE_STREAM or fastcall.cupy_stream_handle(device) != cupy.cuda.get_current_stream(device).ptr:
+        return False
+    fastcall.cupy_confirm(ON)  # calls read through the layout from here on
+    return True
 
 
 class _StreamHandle:

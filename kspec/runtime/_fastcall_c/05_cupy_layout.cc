@@ -4,10 +4,12 @@
 // every read, and `data.ptr` makes a MemoryPointer read and an int: together most of a call's key reads. Cython
 // modules that `cimport cupy` read the fields of `_ndarray_base` and `MemoryPointer` directly, at the offsets
 // their .pxd files declare (cupy/_core/core.pxd, cupy/cuda/memory.pxd; Cython checks `tp_basicsize` at import).
-// These are those declarations as Cython lays them out. They are used only after `cupy_layout` found both
-// types' `tp_basicsize` equal to these structs' sizes, the Python side found every plain field (`cupy_fields`,
-// which follows no pointer) equal to its attribute on probe arrays and confirmed, and then every read equal
-// to the attributes; anything else keeps the attribute reads.
+// These are those declarations as Cython lays them out, used in stages (cupy_stage): `cupy_layout` registers
+// the types where both `tp_basicsize` equal these structs' sizes; the probe (kspec/runtime/_cupy_layout.py)
+// compares every plain field (`cupy_fields`, which follows no pointer) with its attribute on probe arrays and
+// then lets itself follow pointers (`cupy_confirm(PROBING)`: `cupy_reads`, `cupy_stream_handle`); only when
+// every read equals its attribute do calls read through the layout (`cupy_confirm(ON)`). Anything else keeps
+// the attribute reads.
 //
 // The current stream comes from cupy_backends' C API (`get_stream_ptr(device_id)` in its `__pyx_capi__`), the
 // one CuPy's kernels launch on: `cupy.cuda.get_current_stream(device_id).ptr` without its Stream object.
@@ -38,11 +40,12 @@ static const char STREAM_PTR_SIGNATURE[] = "intptr_t (int)";
 static PyTypeObject *cupy_array_type = NULL, *cupy_pointer_type = NULL;
 static PyObject* cupy_current_stream = NULL;  // cupy.cuda.get_current_stream, which stream_ptr stands in for
 static stream_ptr_t cupy_stream_ptr = NULL;
-static int cupy_confirmed = 0;  // the plain fields matched: reads that follow pointers are safe
+enum CupyStage { CUPY_OFF = 0, CUPY_REGISTERED = 1, CUPY_PROBING = 2, CUPY_ON = 3 };
+static int cupy_stage = CUPY_OFF;
 
 // cupy_layout(array_base, memory_pointer, get_current_stream, get_stream_ptr capsule) -> bool, or
 // cupy_layout(None, None, None, None): forget it. True where both types have the sizes declared above and the
-// capsule has the signature expected: the types are then registered, their reads off until `cupy_confirm`.
+// capsule has the signature expected: the types are then registered, nothing read through them yet.
 static PyObject* cupy_layout(PyObject* module, PyObject* args) {
     PyObject *array_base, *pointer, *current, *capsule;
     if (!PyArg_ParseTuple(args, "OOOO", &array_base, &pointer, &current, &capsule)) return NULL;
@@ -50,7 +53,7 @@ static PyObject* cupy_layout(PyObject* module, PyObject* args) {
     Py_CLEAR(cupy_pointer_type);
     Py_CLEAR(cupy_current_stream);
     cupy_stream_ptr = NULL;
-    cupy_confirmed = 0;
+    cupy_stage = CUPY_OFF;
     if (array_base == Py_None) Py_RETURN_FALSE;
     if (!PyType_Check(array_base) || !PyType_Check(pointer) || !PyCapsule_CheckExact(capsule)) {
         PyErr_SetString(PyExc_TypeError, "cupy_layout(array type, pointer type, get_current_stream, capsule)");
@@ -67,31 +70,37 @@ static PyObject* cupy_layout(PyObject* module, PyObject* args) {
     cupy_pointer_type = (PyTypeObject*)Py_NewRef(pointer);
     cupy_current_stream = Py_NewRef(current);
     cupy_stream_ptr = (stream_ptr_t)fn;
+    cupy_stage = CUPY_REGISTERED;
     Py_RETURN_TRUE;
 }
 
 // cupy_fields(a) -> (size, dtype, data, base addresses, c_contiguous, f_contiguous) read from a registered
-// type's instance, following no pointer (what the probe compares before `cupy_confirm`), or None.
+// type's instance, following no pointer (what the probe compares first), or None.
 static PyObject* cupy_fields(PyObject* module, PyObject* a) {
-    if (!cupy_array_type || !PyObject_TypeCheck(a, cupy_array_type)) Py_RETURN_NONE;
+    if (cupy_stage < CUPY_REGISTERED || !PyObject_TypeCheck(a, cupy_array_type)) Py_RETURN_NONE;
     CupyArray* x = (CupyArray*)a;
     return Py_BuildValue("(nKKKii)", x->size, (unsigned long long)(uintptr_t)x->dtype,
                          (unsigned long long)(uintptr_t)x->data, (unsigned long long)(uintptr_t)x->base,
                          x->c_contiguous, x->f_contiguous);
 }
 
-static PyObject* cupy_confirm(PyObject* module, PyObject* unused) {
-    if (!cupy_array_type) {
-        PyErr_SetString(PyExc_RuntimeError, "cupy_confirm: no layout registered");
+// cupy_confirm(stage): PROBING (2), the fields matched: the probe's reads may follow pointers; ON (3), every
+// read matched: calls read through the layout.
+static PyObject* cupy_confirm(PyObject* module, PyObject* stage) {
+    long s = PyLong_AsLong(stage);
+    if (s == -1 && PyErr_Occurred()) return NULL;
+    if (cupy_stage < CUPY_REGISTERED || (s != CUPY_PROBING && s != CUPY_ON)) {
+        PyErr_SetString(PyExc_RuntimeError, "cupy_confirm: no layout registered, or a stage other than 2 or 3");
         return NULL;
     }
-    cupy_confirmed = 1;
+    cupy_stage = (int)s;
     Py_RETURN_NONE;
 }
 
-// The array's data pointer object, where the layout is on and `a` is one of its arrays with a MemoryPointer.
-static CupyMemoryPointer* cupy_pointer_of(PyObject* a) {
-    if (!cupy_confirmed || !PyObject_TypeCheck(a, cupy_array_type)) return NULL;
+// The array's data pointer object, where the layout has reached `stage` and `a` is one of its arrays with a
+// MemoryPointer.
+static CupyMemoryPointer* cupy_pointer_of(PyObject* a, int stage = CUPY_ON) {
+    if (cupy_stage < stage || !PyObject_TypeCheck(a, cupy_array_type)) return NULL;
     CupyMemoryPointer* m = ((CupyArray*)a)->data;
     return m && PyObject_TypeCheck((PyObject*)m, cupy_pointer_type) ? m : NULL;
 }
@@ -119,8 +128,8 @@ static PyObject* tuple_of(const std::vector<Py_ssize_t>& v) {
 
 // A CuPy array's key items (shape, strides, dtype[, device id]) into items[] and its pointer; 1, 0 where the
 // layout does not serve it (the attributes do), -1 on an error.
-static int cupy_read(PyObject* a, PyObject** items, int device, uint64_t* ptr) {
-    CupyMemoryPointer* m = cupy_pointer_of(a);
+static int cupy_read(PyObject* a, PyObject** items, int device, uint64_t* ptr, int stage = CUPY_ON) {
+    CupyMemoryPointer* m = cupy_pointer_of(a, stage);
     if (!m) return 0;
     CupyArray* x = (CupyArray*)a;
     items[0] = tuple_of(x->shape);
@@ -135,7 +144,7 @@ static int cupy_read(PyObject* a, PyObject** items, int device, uint64_t* ptr) {
 static PyObject* cupy_reads(PyObject* module, PyObject* a) {
     PyObject* items[4] = {NULL, NULL, NULL, NULL};
     uint64_t ptr = 0;
-    int r = cupy_read(a, items, 1, &ptr);
+    int r = cupy_read(a, items, 1, &ptr, CUPY_PROBING);
     if (r == 0) Py_RETURN_NONE;
     PyObject* out = r > 0 ? Py_BuildValue("(OOOOK)", items[0], items[1], items[2], items[3], (unsigned long long)ptr)
                           : NULL;
@@ -145,8 +154,8 @@ static PyObject* cupy_reads(PyObject* module, PyObject* a) {
 
 // `stream_of(device).ptr` where stream_of is CuPy's get_current_stream, through cupy_backends' C API: 1 read,
 // 0 where the layout is off or stream_of is another function (the caller calls it), -1 where CuPy raised.
-static int cupy_stream(PyObject* stream_of, int device, uint64_t* handle) {
-    if (!cupy_confirmed || stream_of != cupy_current_stream || device < 0) return 0;
+static int cupy_stream(PyObject* stream_of, int device, uint64_t* handle, int stage = CUPY_ON) {
+    if (cupy_stage < stage || stream_of != cupy_current_stream || device < 0) return 0;
     intptr_t p = cupy_stream_ptr(device);
     if (p == -1 && PyErr_Occurred()) return -1;
     *handle = (uint64_t)p;
@@ -158,7 +167,7 @@ static PyObject* cupy_stream_handle(PyObject* module, PyObject* device) {
     long d = PyLong_AsLong(device);
     if (d == -1 && PyErr_Occurred()) return NULL;
     uint64_t handle;
-    int r = cupy_stream(cupy_current_stream, (int)d, &handle);
+    int r = cupy_stream(cupy_current_stream, (int)d, &handle, CUPY_PROBING);
     if (r < 0) return NULL;
     if (r == 0) Py_RETURN_NONE;
     return PyLong_FromUnsignedLongLong(handle);

@@ -13,7 +13,7 @@ static PyMethodDef methods[] = {
     {"cupy_layout", cupy_layout, METH_VARARGS,
      "cupy_layout(array base, MemoryPointer, get_current_stream, get_stream_ptr capsule) -> bool; Nones: off"},
     {"cupy_fields", cupy_fields, METH_O, "cupy_fields(a) -> (size, dtype, data, base addresses, c, f) or None"},
-    {"cupy_confirm", cupy_confirm, METH_NOARGS, "cupy_confirm(): the probe's fields matched; reads on"},
+    {"cupy_confirm", cupy_confirm, METH_O, "cupy_confirm(2): the probe may follow pointers; (3): calls read"},
     {"cupy_reads", cupy_reads, METH_O, "cupy_reads(a) -> (shape, strides, dtype, device_id, ptr) or None"},
     {"cupy_stream_handle", cupy_stream_handle, METH_O, "cupy_stream_handle(device_id) -> int or None"},
     {NULL, NULL, 0, NULL},
