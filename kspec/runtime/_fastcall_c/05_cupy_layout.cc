@@ -112,6 +112,23 @@ static int cupy_data_ptr(PyObject* a, uint64_t* ptr) {
     return m != NULL;
 }
 
+// Whether a CuPy array type reads its key through the layout: a subclass that redefines one of the attributes
+// keeps the attribute reads.
+static int reads_layout(PyTypeObject* tp) {
+    if (cupy_stage < CUPY_ON || !PyType_IsSubtype(tp, cupy_array_type)) return 0;
+    PyObject* names[] = {S_shape, S_strides, S_dtype, S_data};
+    int same = 1;
+    for (PyObject* name : names) {
+        PyObject* mine = PyObject_GetAttr((PyObject*)tp, name);
+        PyObject* base = PyObject_GetAttr((PyObject*)cupy_array_type, name);
+        same = same && mine && base && mine == base;
+        Py_XDECREF(mine);
+        Py_XDECREF(base);
+    }
+    if (PyErr_Occurred()) PyErr_Clear();  // an attribute a type lacks: the attribute reads tell
+    return same;
+}
+
 static PyObject* tuple_of(const std::vector<Py_ssize_t>& v) {
     PyObject* t = PyTuple_New((Py_ssize_t)v.size());
     if (!t) return NULL;

@@ -9,23 +9,6 @@ enum Kind {
 };
 static const int KEY_ITEMS[] = {0, 3, 4, 3, 4, 4, 4, 1, 3, 4};
 
-// Whether a CuPy array type reads its key through the layout: a subclass that redefines one of the attributes
-// keeps the attribute reads.
-static int reads_layout(PyTypeObject* tp) {
-    if (cupy_stage < CUPY_ON || !PyType_IsSubtype(tp, cupy_array_type)) return 0;
-    PyObject* names[] = {S_shape, S_strides, S_dtype, S_data};
-    int same = 1;
-    for (PyObject* name : names) {
-        PyObject* mine = PyObject_GetAttr((PyObject*)tp, name);
-        PyObject* base = PyObject_GetAttr((PyObject*)cupy_array_type, name);
-        same = same && mine && base && mine == base;
-        Py_XDECREF(mine);
-        Py_XDECREF(base);
-    }
-    if (PyErr_Occurred()) PyErr_Clear();  // an attribute a type lacks: the attribute reads tell
-    return same;
-}
-
 struct Dispatch {
     PyObject_HEAD
     vectorcallfunc vectorcall;
