@@ -88,6 +88,7 @@ _NATIVE_KINDS: dict[tuple[str | None, bool], int] = {
     (CUPY, False): 1, (TORCH, False): 2, (KSPEC, False): 3, (HOST, False): 4, (CAI, False): 7,
     (CUPY, True): 5, (TORCH, True): 2, (KSPEC, True): 6, (HOST, True): 4,
 }  # fmt: skip
+_CUPY_KINDS = frozenset({_NATIVE_KINDS[(CUPY, False)], _NATIVE_KINDS[(CUPY, True)]})
 
 
 def native_kinds(types: tuple[type, ...], several_devices: bool) -> tuple[int, ...] | None:
@@ -148,7 +149,7 @@ def make_dispatcher(types: tuple[type, ...], several_devices: bool, entered: Seq
     dispatch, read = make(table.get, entered, current_stream)
     fastcall = fastcall_module()
     if kinds is not None and fastcall is not None and isinstance(entered, list):  # the same reads, in C
-        if 1 in kinds or 5 in kinds:  # CuPy arrays: read as CuPy's Cython code reads them, where that holds
+        if _CUPY_KINDS.intersection(kinds):  # CuPy arrays: read as CuPy's Cython code reads them, where that holds
             prepare_cupy_layout()
         dispatch = fastcall.dispatcher(types, kinds, table, entered, current_stream, accepts_kind, HOST, MISS)
     return Dispatcher(dispatch, read, table)
