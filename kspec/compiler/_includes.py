@@ -13,8 +13,9 @@ from ._toolchain import find_header_dir, toolchain
 _NEEDS: dict[str, tuple[str, ...]] = {
     "fp16": ("cudart",),  # cuda_fp16.h
     "bf16": ("cudart",),  # cuda_bf16.h
-    # kspec/complex.cuh needs neither now, nor does cupy/cuda_workaround.h (kspec/std_lite.cuh); raw sources
-    # that include cuda/... (CCCL) or cupy/... headers are reported under this need (kspec/render/_analysis.py)
+    # kspec/complex.cuh needs neither now; cupy/cuda_workaround.h includes <cuda/std/cstdint> (CCCL's four std
+    # headers when the code names cuda::std). Raw sources that include cuda/... (CCCL) or cupy/... headers are
+    # reported under this need (kspec/render/_analysis.py)
     "complex": ("cccl", "cudart"),
     "cub": ("cccl", "cudart"),
 }

@@ -88,9 +88,10 @@ def needs_of_raw_source(source: str, translate_cucomplex: bool = False) -> set[s
 
     The one rule for raw sources, whether they come from a spec file (kspec/render/_specialize.py) or from
     ``RawKernel(code)`` / ``RawModule(code=...)`` (kspec/kernels/_raw.py). CCCL headers (``cuda/...``),
-    CuPy's and kspec's complex headers and ``cuComplex`` need "complex" (which names CCCL, that only ``cuda/``
-    headers still need: kspec's complex header and cupy/cuda_workaround.h no longer include it);
-    ``translate_cucomplex`` does too.
+    CuPy's headers, kspec's complex header and ``cuComplex`` need "complex", which names CCCL: the ``cuda/``
+    headers and cupy/cuda_workaround.h (<cuda/std/cstdint>; all of CCCL's std headers under
+    :func:`uses_cuda_std`) include it, kspec's complex header no longer does. ``translate_cucomplex`` needs
+    "complex" too.
     """
     needs = set()
     for header in re.findall(_INCLUDE_RE, source):
@@ -105,6 +106,20 @@ def needs_of_raw_source(source: str, translate_cucomplex: bool = False) -> set[s
     if translate_cucomplex:
         needs.add("complex")
     return needs
+
+
+# Code that names CCCL's libcu++ (``cuda::std``). <cupy/cuda_workaround.h> takes std's names from kspec's own
+# header (namespace kspec_std, ~0.03 s of NVRTC time) unless KSPEC_CUDA_STD is defined; then it is CuPy's
+# exactly: CCCL's four std headers (~1.1 s), which code written for CuPy may rely on to declare cuda::std::...
+# after including only that header. A mention in a comment counts: "yes" is always correct, only slower.
+_CUDA_STD = r"\bcuda\s*::\s*std\b"
+
+
+def uses_cuda_std(texts: Iterable[str]) -> bool:
+    """Whether kernel code (a raw source; an elementwise or reduction kernel's preamble and expressions) names
+    ``cuda::std``: then the templates define KSPEC_CUDA_STD before it. The one rule, used by the raw template
+    and the elementwise / reduction prologue (kspec/render/_render.py)."""
+    return any(re.search(_CUDA_STD, text) for text in texts)
 
 
 # NVRTC's -minimal (12.4+; kspec's NVRTC is 13.x) leaves out textures and surfaces, the device runtime (cuda*
@@ -122,8 +137,9 @@ def needs_full_builtins(texts: Iterable[str]) -> bool:
 
 
 # CuPy's indexer inside an elementwise body: `_ind.get()` / `_ind.set(j)` (the n-d index of the element over the
-# loop's shape), `_raw_<name>` (CuPy's CArray of a non-raw array operand over the loop), and `_ind.size()`.
-_LOOP_INDEX = r"\b_ind\s*\.\s*(?:get|set)\s*\("
+# loop's shape), `_ind.ndim` (the loop's rank), `_raw_<name>` (CuPy's CArray of a non-raw array operand over the
+# loop), and `_ind.size()`.
+_LOOP_INDEX = r"\b_ind\s*\.\s*(?:(?:get|set)\s*\(|ndim\b)"
 _LOOP_SIZE = r"\b_ind\s*\.\s*size\s*\("
 _RAW_VIEW = r"\b_raw_(\w+)\b"
 _FLAT_INDEX = r"\bi\b"  # the element's flat C-order index (and every other `i`: a loop variable, a field)

@@ -211,7 +211,7 @@ def raw_view_layout(c_type: str, ndim: int = -1, c_contiguous: bool = False) -> 
         [
             ("ptr_", _POINTER, None),
             ("size_", _PTRDIFF, None),
-            ("ndim_", _INT32, None),
+            ("ndim_", _INT32, None),  # read by kernels as `a.ndim` or `a.ndim()` (kspec::DynamicRank over it)
             ("c_contiguous_", _INT32, None),
             ("shape_", _PTRDIFF, capacity),
             ("strides_", _PTRDIFF, capacity),

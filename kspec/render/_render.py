@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._errors import KspecTypeError
 from ._abi import EntryAbi
-from ._analysis import element_body, is_write_only
+from ._analysis import element_body, is_write_only, uses_cuda_std
 from ._env import environment
 from ._interface import ReduceItem, module_interface
-from ._specialize import AnySpec, Specialization, c_type_of, specialize
+from ._specialize import AnySpec, Specialization, _code_texts, c_type_of, specialize
 from ._variants import VariantKey
 
 if TYPE_CHECKING:
@@ -102,7 +102,9 @@ def raw_source(code: str, *, translate_cucomplex: bool = False) -> str:
 
     The one path for raw code, whether it comes from a spec file or from ``RawModule(code=...)``.
     """
-    return environment().get_template("raw.cu.j2").render(source=code, translate_cucomplex=translate_cucomplex)
+    return environment().get_template("raw.cu.j2").render(
+        source=code, translate_cucomplex=translate_cucomplex, cuda_std=uses_cuda_std([code])
+    )
 
 
 def render_raw(spec: RawSpec) -> RenderedModule:
@@ -143,6 +145,8 @@ def _common_context(s: Specialization) -> dict[str, Any]:
         "key": s.key,
         "binding": binding,
         "need_macros": [f"KSPEC_NEED_{need.upper()}" for need in ("fp16", "bf16", "complex") if need in s.needs],
+        # the code names cuda::std: <cupy/cuda_workaround.h> is then CuPy's, CCCL's names (KSPEC_CUDA_STD)
+        "cuda_std": uses_cuda_std(_code_texts(s.spec)),
         "extra_includes": [],
         # CuPy's implicit environment (M_PI, CArray, atomics...): kernels of the CuPy-style constructors
         "cupy_headers": cupy_headers,

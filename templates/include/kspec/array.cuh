@@ -22,7 +22,10 @@ template <typename T, int CAP>
 struct ViewFields {
   T* ptr_;
   ptrdiff_t size_;                      // number of elements
-  int ndim_;
+  union {                               // CuPy code reads `a.ndim` (a CArray data member), kspec's `a.ndim()`:
+    int ndim_;                          // the field the launcher writes (kspec/render/_layout.py)
+    DynamicRank ndim;                   // the same int, read either way (RankedView hides it with its constant)
+  };
   int c_contiguous_;                    // 1 when element i (C order) is ptr_[i]
   ptrdiff_t shape_[CAP];                // C order
   ptrdiff_t strides_[CAP];              // bytes, C order
@@ -72,8 +75,6 @@ template <typename T>
 struct RawView : ViewFields<T, KSPEC_MAX_NDIM> {
   using ViewFields<T, KSPEC_MAX_NDIM>::operator[];  // the n-d index
 
-  __device__ __forceinline__ int ndim() const { return this->ndim_; }
-
   // Element `i` in C order over the view's own shape (not the kernel's loop shape), strides honoured.
   __device__ __forceinline__ T& operator[](ptrdiff_t i) const {
 #if defined(KSPEC_HOST)
@@ -96,7 +97,7 @@ template <typename T, int NDIM, bool C_CONTIGUOUS>
 struct RankedView : ViewFields<T, (NDIM > 0 ? NDIM : 1)> {
   using ViewFields<T, (NDIM > 0 ? NDIM : 1)>::operator[];  // the n-d index
 
-  __device__ __forceinline__ int ndim() const { return NDIM; }
+  static constexpr StaticRank<NDIM> ndim{};  // hides the field: a constant, as CuPy's CArray::ndim
 
   __device__ __forceinline__ T& operator[](ptrdiff_t i) const {
 #if defined(KSPEC_HOST)

@@ -36,6 +36,21 @@ struct Capacity {
   enum : int { unroll = NDIM > 0 ? NDIM : 1 };
 };
 
+// A rank that reads both ways: CuPy's CArray and CIndexer have `ndim` as a static data member (`a.ndim - 1`,
+// `int idx[a.ndim]`), kspec's views had ndim(). StaticRank is a compile-time rank (empty: a constant
+// expression wherever it is used), DynamicRank a runtime one, laid out as a plain int where it is a field.
+template <int N>
+struct StaticRank {
+  __host__ __device__ __forceinline__ constexpr operator int() const { return N; }
+  __host__ __device__ __forceinline__ constexpr int operator()() const { return N; }
+};
+
+struct DynamicRank {
+  int value;
+  __host__ __device__ __forceinline__ constexpr operator int() const { return value; }
+  __host__ __device__ __forceinline__ constexpr int operator()() const { return value; }
+};
+
 // `_ind` of elementwise kernels, `_in_ind` / `_out_ind` of reductions: CuPy code calls `.size()`, which is a
 // ptrdiff_t as in CuPy, so that the code's mixed comparisons and overload calls resolve as they do there.
 template <typename IndexT>

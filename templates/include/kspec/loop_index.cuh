@@ -16,15 +16,15 @@ namespace kspec {
 template <int NDIM, typename IndexT>
 struct LoopIndex {
   const Shape<NDIM, IndexT>& shape_;
+  const DynamicRank ndim;  // `_ind.ndim`, a data member in CuPy's CIndexer (`_ind.ndim()` reads too)
   ptrdiff_t index_[Capacity<NDIM>::value];
 
-  __device__ __forceinline__ explicit LoopIndex(const Shape<NDIM, IndexT>& shape) : shape_(shape) {
+  __device__ __forceinline__ explicit LoopIndex(const Shape<NDIM, IndexT>& shape) : shape_(shape), ndim{shape.dims()} {
 #pragma unroll
     for (int d = 0; d < Capacity<NDIM>::value; ++d) index_[d] = 0;
   }
 
   __device__ __forceinline__ ptrdiff_t size() const { return shape_.size; }
-  __device__ __forceinline__ int ndim() const { return shape_.dims(); }
   __device__ __forceinline__ const ptrdiff_t (&get() const)[Capacity<NDIM>::value] { return index_; }
 
   // Unravel flat index i (C order) over the loop's shape, innermost dim first; the outermost coordinate is

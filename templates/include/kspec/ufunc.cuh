@@ -211,6 +211,7 @@ __device__ inline bool invert(bool a) { return !a; }
 // One file per family (each under ~400 lines); they use the traits and macros above.
 #include <kspec/ufunc_float.cuh>
 #include <kspec/ufunc_complex.cuh>
+#include <kspec/ufunc_cupy.cuh>
 
 namespace kspec {
 namespace uf {

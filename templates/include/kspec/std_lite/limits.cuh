@@ -1,12 +1,12 @@
-// kspec device header, part of kspec/std_lite.cuh: std::numeric_limits for NVRTC, for bool, the character
-// types, every standard integer type and float / double, with the standard's members, all constexpr and
-// usable in device code. NVRTC predefines none of the <float.h> macros and has no __builtin_huge_val /
-// __builtin_nan, so the floating-point values are written as their IEEE-754 bit patterns through
-// __builtin_bit_cast (exact, and constexpr from C++11 on). long double has no device representation and is
-// left to the primary template (is_specialized false).
+// kspec device header, part of kspec/std_lite.cuh: numeric_limits (in kspec_std) for NVRTC, for bool, the
+// character types, every standard integer type and float / double, with the standard's members, all
+// constexpr and usable in device code. NVRTC predefines none of the <float.h> macros and has no
+// __builtin_huge_val / __builtin_nan, so the floating-point values are written as their IEEE-754 bit
+// patterns through __builtin_bit_cast (exact, and constexpr from C++11 on). long double has no device
+// representation and is left to the primary template (is_specialized false).
 #pragma once
 
-namespace std {
+namespace kspec_std {
 
 enum float_round_style {
   round_indeterminate = -1,
@@ -61,7 +61,7 @@ template <class T> class numeric_limits<const T> : public numeric_limits<T> {};
 template <class T> class numeric_limits<volatile T> : public numeric_limits<T> {};
 template <class T> class numeric_limits<const volatile T> : public numeric_limits<T> {};
 
-namespace __kspec {
+namespace detail {
 
 // What integers and floats have in common, and what integers do not have.
 struct exact_limits {
@@ -164,9 +164,9 @@ struct float_limits {
   __host__ __device__ static constexpr T denorm_min() noexcept { return ieee::from(Bits(1)); }
 };
 
-}  // namespace __kspec
+}  // namespace detail
 
-template <> class numeric_limits<bool> : public __kspec::exact_limits {
+template <> class numeric_limits<bool> : public detail::exact_limits {
  public:
   static constexpr bool is_signed = false;
   static constexpr bool is_modulo = false;
@@ -184,37 +184,37 @@ template <> class numeric_limits<bool> : public __kspec::exact_limits {
 };
 
 // char and wchar_t are signed or not as the target says: ask the type
-template <> class numeric_limits<char> : public __kspec::int_limits<char, (char(-1) < char(0))> {};
-template <> class numeric_limits<wchar_t> : public __kspec::int_limits<wchar_t, (wchar_t(-1) < wchar_t(0))> {};
-template <> class numeric_limits<char16_t> : public __kspec::int_limits<char16_t, false> {};
-template <> class numeric_limits<char32_t> : public __kspec::int_limits<char32_t, false> {};
+template <> class numeric_limits<char> : public detail::int_limits<char, (char(-1) < char(0))> {};
+template <> class numeric_limits<wchar_t> : public detail::int_limits<wchar_t, (wchar_t(-1) < wchar_t(0))> {};
+template <> class numeric_limits<char16_t> : public detail::int_limits<char16_t, false> {};
+template <> class numeric_limits<char32_t> : public detail::int_limits<char32_t, false> {};
 #if defined(__cpp_char8_t)
-template <> class numeric_limits<char8_t> : public __kspec::int_limits<char8_t, false> {};
+template <> class numeric_limits<char8_t> : public detail::int_limits<char8_t, false> {};
 #endif
-template <> class numeric_limits<signed char> : public __kspec::int_limits<signed char, true> {};
-template <> class numeric_limits<unsigned char> : public __kspec::int_limits<unsigned char, false> {};
-template <> class numeric_limits<short> : public __kspec::int_limits<short, true> {};
-template <> class numeric_limits<unsigned short> : public __kspec::int_limits<unsigned short, false> {};
-template <> class numeric_limits<int> : public __kspec::int_limits<int, true> {};
-template <> class numeric_limits<unsigned int> : public __kspec::int_limits<unsigned int, false> {};
-template <> class numeric_limits<long> : public __kspec::int_limits<long, true> {};
-template <> class numeric_limits<unsigned long> : public __kspec::int_limits<unsigned long, false> {};
-template <> class numeric_limits<long long> : public __kspec::int_limits<long long, true> {};
-template <> class numeric_limits<unsigned long long> : public __kspec::int_limits<unsigned long long, false> {};
+template <> class numeric_limits<signed char> : public detail::int_limits<signed char, true> {};
+template <> class numeric_limits<unsigned char> : public detail::int_limits<unsigned char, false> {};
+template <> class numeric_limits<short> : public detail::int_limits<short, true> {};
+template <> class numeric_limits<unsigned short> : public detail::int_limits<unsigned short, false> {};
+template <> class numeric_limits<int> : public detail::int_limits<int, true> {};
+template <> class numeric_limits<unsigned int> : public detail::int_limits<unsigned int, false> {};
+template <> class numeric_limits<long> : public detail::int_limits<long, true> {};
+template <> class numeric_limits<unsigned long> : public detail::int_limits<unsigned long, false> {};
+template <> class numeric_limits<long long> : public detail::int_limits<long long, true> {};
+template <> class numeric_limits<unsigned long long> : public detail::int_limits<unsigned long long, false> {};
 #if defined(__CUDACC_RTC_INT128__)
-template <> class numeric_limits<__int128> : public __kspec::int_limits<__int128, true> {};
-template <> class numeric_limits<unsigned __int128> : public __kspec::int_limits<unsigned __int128, false> {};
+template <> class numeric_limits<__int128> : public detail::int_limits<__int128, true> {};
+template <> class numeric_limits<unsigned __int128> : public detail::int_limits<unsigned __int128, false> {};
 #endif
 
 // binary32 and binary64; digits10 = floor((digits - 1) * log10(2)), max_digits10 = ceil(1 + digits * log10(2))
-template <> class numeric_limits<float> : public __kspec::float_limits<float, unsigned int, 24, -125, 128> {
+template <> class numeric_limits<float> : public detail::float_limits<float, unsigned int, 24, -125, 128> {
  public:
   static constexpr int digits10 = 6;
   static constexpr int max_digits10 = 9;
   static constexpr int min_exponent10 = -37;
   static constexpr int max_exponent10 = 38;
 };
-template <> class numeric_limits<double> : public __kspec::float_limits<double, unsigned long long, 53, -1021, 1024> {
+template <> class numeric_limits<double> : public detail::float_limits<double, unsigned long long, 53, -1021, 1024> {
  public:
   static constexpr int digits10 = 15;
   static constexpr int max_digits10 = 17;
@@ -222,4 +222,4 @@ template <> class numeric_limits<double> : public __kspec::float_limits<double, 
   static constexpr int max_exponent10 = 308;
 };
 
-}  // namespace std
+}  // namespace kspec_std

@@ -1,18 +1,18 @@
-// kspec device header, part of kspec/std_lite.cuh: std::tuple for NVRTC, with get (by index and by type),
-// make_tuple, tie, forward_as_tuple, ignore, comparisons, swap and the tuple protocol (tuple_size,
-// tuple_element, for structured bindings). Each element is a base class tagged by its index, so get<I> is an
+// kspec device header, part of kspec/std_lite.cuh: tuple for NVRTC, in kspec_std, with get (by index and by
+// type), make_tuple, tie, forward_as_tuple, ignore, comparisons, swap and the tuple protocol (::std's
+// tuple_size and tuple_element, for structured bindings: see utility.cuh). Each element is a base class tagged by its index, so get<I> is an
 // upcast. As pair, a tuple of trivially copyable types is trivially copyable; one with a reference assigns
 // through it.
 #pragma once
 
 #include <kspec/std_lite/utility.cuh>
 
-namespace std {
+namespace kspec_std {
 
 template <class... Ts>
 class tuple;
 
-namespace __kspec {
+namespace detail {
 
 struct elem_tag {};   // construct the elements from these values
 struct tuple_tag {};  // construct the elements from get<I> of this tuple-like
@@ -65,7 +65,7 @@ struct tuple_base<index_sequence<Is...>, Ts...> : tuple_leaf<Is, Ts>... {
     (void)swallow{0, ((void)(leaf<Is>(*this) = get<Is>(static_cast<Tuple&&>(t))), 0)...};
   }
   __host__ __device__ KSPEC_STD_CONSTEXPR14 void swap_with(tuple_base& o) {
-    using std::swap;
+    using kspec_std::swap;
     (void)swallow{0, ((void)swap(leaf<Is>(*this), leaf<Is>(o)), 0)...};
   }
 };
@@ -96,13 +96,13 @@ struct tuple_storage_of {
   typedef tuple_storage<!all<!is_reference<Ts>::value...>::value, index_sequence_for<Ts...>, Ts...> type;
 };
 
-}  // namespace __kspec
+}  // namespace detail
 
 template <class... Ts>
-class tuple : public __kspec::tuple_storage_of<Ts...>::type {
-  typedef typename __kspec::tuple_storage_of<Ts...>::type storage;
+class tuple : public detail::tuple_storage_of<Ts...>::type {
+  typedef typename detail::tuple_storage_of<Ts...>::type storage;
   template <class... Us>
-  using from_values = __kspec::constructible<__kspec::types<Ts...>, __kspec::types<Us&&...> >;
+  using from_values = detail::constructible<detail::types<Ts...>, detail::types<Us&&...> >;
   // a one-element tuple's value constructor must leave copies of the tuple itself to the copy constructor
   template <class... Us>
   struct not_self : true_type {};
@@ -111,18 +111,18 @@ class tuple : public __kspec::tuple_storage_of<Ts...>::type {
 
  public:
   __host__ __device__ constexpr tuple() : storage() {}
-  __host__ __device__ constexpr tuple(const Ts&... ts) : storage(__kspec::elem_tag(), ts...) {}
+  __host__ __device__ constexpr tuple(const Ts&... ts) : storage(detail::elem_tag(), ts...) {}
   template <class... Us, class = typename enable_if<not_self<Us...>::value && from_values<Us...>::value>::type>
-  __host__ __device__ constexpr tuple(Us&&... us) : storage(__kspec::elem_tag(), static_cast<Us&&>(us)...) {}
+  __host__ __device__ constexpr tuple(Us&&... us) : storage(detail::elem_tag(), static_cast<Us&&>(us)...) {}
   template <class... Us, class = typename enable_if<!is_same<tuple<Us...>, tuple>::value &&
                                                     from_values<const Us&...>::value>::type>
-  __host__ __device__ constexpr tuple(const tuple<Us...>& t) : storage(__kspec::tuple_tag(), t) {}
+  __host__ __device__ constexpr tuple(const tuple<Us...>& t) : storage(detail::tuple_tag(), t) {}
   template <class... Us, class = typename enable_if<!is_same<tuple<Us...>, tuple>::value && from_values<Us...>::value>::type>
-  __host__ __device__ constexpr tuple(tuple<Us...>&& t) : storage(__kspec::tuple_tag(), static_cast<tuple<Us...>&&>(t)) {}
+  __host__ __device__ constexpr tuple(tuple<Us...>&& t) : storage(detail::tuple_tag(), static_cast<tuple<Us...>&&>(t)) {}
   template <class U1, class U2, class = typename enable_if<from_values<const U1&, const U2&>::value>::type>
-  __host__ __device__ constexpr tuple(const pair<U1, U2>& p) : storage(__kspec::tuple_tag(), p) {}
+  __host__ __device__ constexpr tuple(const pair<U1, U2>& p) : storage(detail::tuple_tag(), p) {}
   template <class U1, class U2, class = typename enable_if<from_values<U1, U2>::value>::type>
-  __host__ __device__ constexpr tuple(pair<U1, U2>&& p) : storage(__kspec::tuple_tag(), static_cast<pair<U1, U2>&&>(p)) {}
+  __host__ __device__ constexpr tuple(pair<U1, U2>&& p) : storage(detail::tuple_tag(), static_cast<pair<U1, U2>&&>(p)) {}
 
   template <class... Us, class = typename enable_if<sizeof...(Us) == sizeof...(Ts)>::type>
   __host__ __device__ KSPEC_STD_CONSTEXPR14 tuple& operator=(const tuple<Us...>& t) {
@@ -134,12 +134,12 @@ class tuple : public __kspec::tuple_storage_of<Ts...>::type {
     this->assign_from(static_cast<tuple<Us...>&&>(t));
     return *this;
   }
-  template <class U1, class U2, class = typename enable_if<__kspec::dependent_true<U1>::value && sizeof...(Ts) == 2>::type>
+  template <class U1, class U2, class = typename enable_if<detail::dependent_true<U1>::value && sizeof...(Ts) == 2>::type>
   __host__ __device__ KSPEC_STD_CONSTEXPR14 tuple& operator=(const pair<U1, U2>& p) {
     this->assign_from(p);
     return *this;
   }
-  template <class U1, class U2, class = typename enable_if<__kspec::dependent_true<U1>::value && sizeof...(Ts) == 2>::type>
+  template <class U1, class U2, class = typename enable_if<detail::dependent_true<U1>::value && sizeof...(Ts) == 2>::type>
   __host__ __device__ KSPEC_STD_CONSTEXPR14 tuple& operator=(pair<U1, U2>&& p) {
     this->assign_from(static_cast<pair<U1, U2>&&>(p));
     return *this;
@@ -153,44 +153,50 @@ class tuple<> {
   __host__ __device__ KSPEC_STD_CONSTEXPR14 void swap(tuple&) noexcept {}
 };
 
-// -- the tuple protocol ---------------------------------------------------------------------------------------
+}  // namespace kspec_std
 
-template <class... Ts> struct tuple_size<tuple<Ts...> > : integral_constant<::size_t, sizeof...(Ts)> {};
-template <class... Ts> struct tuple_size<const tuple<Ts...> > : integral_constant<::size_t, sizeof...(Ts)> {};
-template <class... Ts> struct tuple_size<volatile tuple<Ts...> > : integral_constant<::size_t, sizeof...(Ts)> {};
-template <class... Ts> struct tuple_size<const volatile tuple<Ts...> > : integral_constant<::size_t, sizeof...(Ts)> {};
+// -- the tuple protocol, in ::std (see utility.cuh) -----------------------------------------------------------
+
+namespace std {
+template <class... Ts> struct tuple_size<kspec_std::tuple<Ts...> > : kspec_std::integral_constant<::size_t, sizeof...(Ts)> {};
+template <class... Ts> struct tuple_size<const kspec_std::tuple<Ts...> > : kspec_std::integral_constant<::size_t, sizeof...(Ts)> {};
+template <class... Ts> struct tuple_size<volatile kspec_std::tuple<Ts...> > : kspec_std::integral_constant<::size_t, sizeof...(Ts)> {};
+template <class... Ts> struct tuple_size<const volatile kspec_std::tuple<Ts...> > : kspec_std::integral_constant<::size_t, sizeof...(Ts)> {};
 
 template <::size_t I, class... Ts>
-struct tuple_element<I, tuple<Ts...> > {
+struct tuple_element<I, kspec_std::tuple<Ts...> > {
   static_assert(I < sizeof...(Ts), "std::tuple_element: index out of range");
-  typedef typename decltype(__kspec::leaf_type<I>(declval<tuple<Ts...>&>()))::type type;
+  typedef typename decltype(kspec_std::detail::leaf_type<I>(kspec_std::declval<kspec_std::tuple<Ts...>&>()))::type type;
 };
 template <::size_t I, class... Ts>
-struct tuple_element<I, const tuple<Ts...> > : add_const<typename tuple_element<I, tuple<Ts...> >::type> {};
+struct tuple_element<I, const kspec_std::tuple<Ts...> > : kspec_std::add_const<typename tuple_element<I, kspec_std::tuple<Ts...> >::type> {};
 template <::size_t I, class... Ts>
-struct tuple_element<I, volatile tuple<Ts...> > : add_volatile<typename tuple_element<I, tuple<Ts...> >::type> {};
+struct tuple_element<I, volatile kspec_std::tuple<Ts...> > : kspec_std::add_volatile<typename tuple_element<I, kspec_std::tuple<Ts...> >::type> {};
 template <::size_t I, class... Ts>
-struct tuple_element<I, const volatile tuple<Ts...> > : add_cv<typename tuple_element<I, tuple<Ts...> >::type> {};
+struct tuple_element<I, const volatile kspec_std::tuple<Ts...> > : kspec_std::add_cv<typename tuple_element<I, kspec_std::tuple<Ts...> >::type> {};
+}  // namespace std
+
+namespace kspec_std {
 
 template <::size_t I, class... Ts>
 __host__ __device__ constexpr typename tuple_element<I, tuple<Ts...> >::type& get(tuple<Ts...>& t) noexcept {
-  return __kspec::leaf<I>(t);
+  return detail::leaf<I>(t);
 }
 template <::size_t I, class... Ts>
 __host__ __device__ constexpr const typename tuple_element<I, tuple<Ts...> >::type& get(const tuple<Ts...>& t) noexcept {
-  return __kspec::leaf<I>(t);
+  return detail::leaf<I>(t);
 }
 template <::size_t I, class... Ts>
 __host__ __device__ constexpr typename tuple_element<I, tuple<Ts...> >::type&& get(tuple<Ts...>&& t) noexcept {
-  return static_cast<typename tuple_element<I, tuple<Ts...> >::type&&>(__kspec::leaf<I>(t));
+  return static_cast<typename tuple_element<I, tuple<Ts...> >::type&&>(detail::leaf<I>(t));
 }
 template <::size_t I, class... Ts>
 __host__ __device__ constexpr const typename tuple_element<I, tuple<Ts...> >::type&& get(const tuple<Ts...>&& t) noexcept {
-  return static_cast<const typename tuple_element<I, tuple<Ts...> >::type&&>(__kspec::leaf<I>(t));
+  return static_cast<const typename tuple_element<I, tuple<Ts...> >::type&&>(detail::leaf<I>(t));
 }
 
 // get<T>(tuple): the one element of type T
-namespace __kspec {
+namespace detail {
 template <::size_t I, class T, class... Ts>
 struct find_type {  // enumerators: no device global (kspec/select.cuh)
   enum : ::size_t { count = 0, index = 0 };
@@ -207,19 +213,19 @@ template <class T, class... Ts>
 struct unique_index : integral_constant<::size_t, find_type<0, T, Ts...>::index> {
   static_assert(find_type<0, T, Ts...>::count == 1, "std::get<T>: T must occur exactly once in the tuple");
 };
-}  // namespace __kspec
+}  // namespace detail
 
 template <class T, class... Ts>
 __host__ __device__ constexpr T& get(tuple<Ts...>& t) noexcept {
-  return get<__kspec::unique_index<T, Ts...>::value>(t);
+  return get<detail::unique_index<T, Ts...>::value>(t);
 }
 template <class T, class... Ts>
 __host__ __device__ constexpr const T& get(const tuple<Ts...>& t) noexcept {
-  return get<__kspec::unique_index<T, Ts...>::value>(t);
+  return get<detail::unique_index<T, Ts...>::value>(t);
 }
 template <class T, class... Ts>
 __host__ __device__ constexpr T&& get(tuple<Ts...>&& t) noexcept {
-  return get<__kspec::unique_index<T, Ts...>::value>(static_cast<tuple<Ts...>&&>(t));
+  return get<detail::unique_index<T, Ts...>::value>(static_cast<tuple<Ts...>&&>(t));
 }
 
 // -- making tuples ------------------------------------------------------------------------------------------------
@@ -237,18 +243,18 @@ __host__ __device__ constexpr tuple<Ts&&...> forward_as_tuple(Ts&&... ts) noexce
   return tuple<Ts&&...>(static_cast<Ts&&>(ts)...);
 }
 
-namespace __kspec {
+namespace detail {
 struct ignore_t {  // tie(a, std::ignore) = ...: takes any value and drops it
   template <class T>
   __host__ __device__ constexpr const ignore_t& operator=(const T&) const noexcept { return *this; }
 };
-}  // namespace __kspec
+}  // namespace detail
 // a __device__ object: device code binds references to it (tie), and NVRTC compiles only device code
-__device__ constexpr __kspec::ignore_t ignore{};
+__device__ constexpr detail::ignore_t ignore{};
 
 // -- comparisons and swap ---------------------------------------------------------------------------------------
 
-namespace __kspec {
+namespace detail {
 template <::size_t I, ::size_t N>
 struct tuple_compare {
   template <class A, class B>
@@ -268,19 +274,19 @@ struct tuple_compare<N, N> {
   template <class A, class B>
   __host__ __device__ static constexpr bool less(const A&, const B&) { return false; }
 };
-}  // namespace __kspec
+}  // namespace detail
 
 template <class... Ts, class... Us>
 __host__ __device__ constexpr bool operator==(const tuple<Ts...>& a, const tuple<Us...>& b) {
   static_assert(sizeof...(Ts) == sizeof...(Us), "std::tuple: comparing tuples of different sizes");
-  return __kspec::tuple_compare<0, sizeof...(Ts)>::equal(a, b);
+  return detail::tuple_compare<0, sizeof...(Ts)>::equal(a, b);
 }
 template <class... Ts, class... Us>
 __host__ __device__ constexpr bool operator!=(const tuple<Ts...>& a, const tuple<Us...>& b) { return !(a == b); }
 template <class... Ts, class... Us>
 __host__ __device__ constexpr bool operator<(const tuple<Ts...>& a, const tuple<Us...>& b) {
   static_assert(sizeof...(Ts) == sizeof...(Us), "std::tuple: comparing tuples of different sizes");
-  return __kspec::tuple_compare<0, sizeof...(Ts)>::less(a, b);
+  return detail::tuple_compare<0, sizeof...(Ts)>::less(a, b);
 }
 template <class... Ts, class... Us>
 __host__ __device__ constexpr bool operator>(const tuple<Ts...>& a, const tuple<Us...>& b) { return b < a; }
@@ -294,4 +300,4 @@ __host__ __device__ KSPEC_STD_CONSTEXPR14 void swap(tuple<Ts...>& a, tuple<Ts...
   a.swap(b);
 }
 
-}  // namespace std
+}  // namespace kspec_std

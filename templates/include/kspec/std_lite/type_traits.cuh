@@ -1,8 +1,9 @@
 // kspec device header, part of kspec/std_lite.cuh: the <type_traits> names that CuPy-style code uses, in
-// namespace std, for NVRTC (which has no C++ standard library). Written for kspec, C++11 and up; the traits
-// that need the compiler's knowledge (enum, base, convertible, trivially copyable, underlying type) use its
-// builtins, as standard libraries do. Every trait is a class template, so user code may specialize one
-// (`template <> struct std::is_floating_point<float16> : std::true_type {};`, as CuPy's ndimage does).
+// namespace kspec_std, for NVRTC (which has no C++ standard library). Written for kspec, C++11 and up; the
+// traits that need the compiler's knowledge (enum, base, convertible, trivially copyable, underlying type) use
+// its builtins, as standard libraries do. Every trait is a class template, so user code may specialize one
+// that <cupy/cuda_workaround.h> exports (`template <> struct std::is_floating_point<float16> : std::true_type
+// {};`, as CuPy's ndimage does: NVRTC takes an explicit specialization through the using-declaration).
 #pragma once
 
 #include <kspec/select.cuh>
@@ -15,7 +16,7 @@
 #define KSPEC_STD_CONSTEXPR14
 #endif
 
-namespace std {
+namespace kspec_std {
 
 // -- integral_constant and the bool constants ----------------------------------------------------------------
 
@@ -39,7 +40,7 @@ typedef bool_constant<false> false_type;
 
 // -- helpers (not standard names) --------------------------------------------------------------------------
 
-namespace __kspec {
+namespace detail {
 template <class... T>
 struct voider {  // a struct, not an alias: SFINAE through an alias's unused arguments varies by compiler
   typedef void type;
@@ -48,7 +49,7 @@ template <class T>
 struct type_is {
   typedef T type;
 };
-}  // namespace __kspec
+}  // namespace detail
 
 // -- selection -----------------------------------------------------------------------------------------------
 
@@ -84,10 +85,10 @@ template <class T>
 using remove_reference_t = typename remove_reference<T>::type;
 
 // T& / T&& where that is a type; void and cv- or ref-qualified function types are returned as they are
-template <class T, class = void> struct add_lvalue_reference : __kspec::type_is<T> {};
-template <class T> struct add_lvalue_reference<T, typename __kspec::voider<T&>::type> : __kspec::type_is<T&> {};
-template <class T, class = void> struct add_rvalue_reference : __kspec::type_is<T> {};
-template <class T> struct add_rvalue_reference<T, typename __kspec::voider<T&&>::type> : __kspec::type_is<T&&> {};
+template <class T, class = void> struct add_lvalue_reference : detail::type_is<T> {};
+template <class T> struct add_lvalue_reference<T, typename detail::voider<T&>::type> : detail::type_is<T&> {};
+template <class T, class = void> struct add_rvalue_reference : detail::type_is<T> {};
+template <class T> struct add_rvalue_reference<T, typename detail::voider<T&&>::type> : detail::type_is<T&&> {};
 
 template <class T> struct remove_pointer { typedef T type; };
 template <class T> struct remove_pointer<T*> { typedef T type; };
@@ -95,10 +96,10 @@ template <class T> struct remove_pointer<T* const> { typedef T type; };
 template <class T> struct remove_pointer<T* volatile> { typedef T type; };
 template <class T> struct remove_pointer<T* const volatile> { typedef T type; };
 
-template <class T, class = void> struct add_pointer : __kspec::type_is<T> {};
+template <class T, class = void> struct add_pointer : detail::type_is<T> {};
 template <class T>
-struct add_pointer<T, typename __kspec::voider<typename remove_reference<T>::type*>::type>
-    : __kspec::type_is<typename remove_reference<T>::type*> {};
+struct add_pointer<T, typename detail::voider<typename remove_reference<T>::type*>::type>
+    : detail::type_is<typename remove_reference<T>::type*> {};
 
 // declval: only in unevaluated operands (decltype, sizeof, noexcept), so it is declared, never defined
 template <class T>
@@ -106,7 +107,7 @@ __host__ __device__ typename add_rvalue_reference<T>::type declval() noexcept;
 
 // -- primary type categories -----------------------------------------------------------------------------------
 
-namespace __kspec {
+namespace detail {
 template <class T> struct integral : false_type {};
 template <> struct integral<bool> : true_type {};
 template <> struct integral<char> : true_type {};
@@ -134,11 +135,11 @@ template <class T> struct floating : false_type {};
 template <> struct floating<float> : true_type {};
 template <> struct floating<double> : true_type {};
 template <> struct floating<long double> : true_type {};
-}  // namespace __kspec
+}  // namespace detail
 
 template <class T> struct is_void : is_same<typename remove_cv<T>::type, void> {};
-template <class T> struct is_integral : __kspec::integral<typename remove_cv<T>::type> {};
-template <class T> struct is_floating_point : __kspec::floating<typename remove_cv<T>::type> {};
+template <class T> struct is_integral : detail::integral<typename remove_cv<T>::type> {};
+template <class T> struct is_floating_point : detail::floating<typename remove_cv<T>::type> {};
 // through is_integral / is_floating_point, so that a user's specialization of either counts here too
 template <class T> struct is_arithmetic : bool_constant<is_integral<T>::value || is_floating_point<T>::value> {};
 
@@ -147,11 +148,11 @@ template <class T> struct is_const<const T> : true_type {};
 template <class T> struct is_volatile : false_type {};
 template <class T> struct is_volatile<volatile T> : true_type {};
 
-namespace __kspec {
+namespace detail {
 template <class T> struct pointer : false_type {};
 template <class T> struct pointer<T*> : true_type {};
-}  // namespace __kspec
-template <class T> struct is_pointer : __kspec::pointer<typename remove_cv<T>::type> {};
+}  // namespace detail
+template <class T> struct is_pointer : detail::pointer<typename remove_cv<T>::type> {};
 
 template <class T> struct is_lvalue_reference : false_type {};
 template <class T> struct is_lvalue_reference<T&> : true_type {};
@@ -172,7 +173,7 @@ template <class T> struct is_union : bool_constant<__is_union(T)> {};
 
 // Signedness from the type's own arithmetic (T(-1) < T(0)) for the built-in arithmetic types only: a class
 // that a user has declared floating point (CuPy's float16) need not convert in a constant expression.
-namespace __kspec {
+namespace detail {
 template <class T, bool = integral<T>::value || floating<T>::value>
 struct sign : bool_constant<(T(-1) < T(0))> {};
 template <class T>
@@ -181,9 +182,9 @@ template <class T, bool = integral<T>::value || floating<T>::value>
 struct unsign : bool_constant<(T(0) < T(-1))> {};
 template <class T>
 struct unsign<T, false> : false_type {};
-}  // namespace __kspec
-template <class T> struct is_signed : __kspec::sign<typename remove_cv<T>::type> {};
-template <class T> struct is_unsigned : __kspec::unsign<typename remove_cv<T>::type> {};
+}  // namespace detail
+template <class T> struct is_signed : detail::sign<typename remove_cv<T>::type> {};
+template <class T> struct is_unsigned : detail::unsign<typename remove_cv<T>::type> {};
 
 template <class Base, class Derived> struct is_base_of : bool_constant<__is_base_of(Base, Derived)> {};
 // __is_convertible_to has the standard's meaning: `To f() { return declval<From>(); }` is well formed
@@ -191,11 +192,11 @@ template <class From, class To> struct is_convertible : bool_constant<__is_conve
 template <class T> struct is_trivially_copyable : bool_constant<__is_trivially_copyable(T)> {};
 template <class T> struct alignment_of : integral_constant<::size_t, alignof(T)> {};
 
-namespace __kspec {
+namespace detail {
 template <class T, bool = __is_enum(T)> struct underlying {};  // no member for a non-enum (C++20)
 template <class T> struct underlying<T, true> { typedef __underlying_type(T) type; };
-}  // namespace __kspec
-template <class T> struct underlying_type : __kspec::underlying<T> {};
+}  // namespace detail
+template <class T> struct underlying_type : detail::underlying<T> {};
 
 #if __cplusplus >= 201402L
 #if __cplusplus >= 201703L
@@ -210,7 +211,7 @@ KSPEC_STD_INLINE_VAR constexpr bool is_same_v = is_same<T, U>::value;
 
 // -- transformations ----------------------------------------------------------------------------------------
 
-namespace __kspec {
+namespace detail {
 template <class T> struct remove_extent { typedef T type; };
 template <class T> struct remove_extent<T[]> { typedef T type; };
 template <class T, ::size_t N> struct remove_extent<T[N]> { typedef T type; };
@@ -221,15 +222,15 @@ template <class U, bool F>
 struct decay_of<U, true, F> : type_is<typename remove_extent<U>::type*> {};
 template <class U>
 struct decay_of<U, false, true> : add_pointer<U> {};
-}  // namespace __kspec
+}  // namespace detail
 // what a by-value parameter of type T receives: arrays and functions become pointers, cv and & go
-template <class T> struct decay : __kspec::decay_of<typename remove_reference<T>::type> {};
+template <class T> struct decay : detail::decay_of<typename remove_reference<T>::type> {};
 template <class T>
 using decay_t = typename decay<T>::type;
 
 // make_signed / make_unsigned: the standard integer types map to their partners; char, wchar_t, charN_t and
 // enums to the smallest standard type of their size. cv-qualifiers are kept; bool and the rest get no type.
-namespace __kspec {
+namespace detail {
 template <::size_t N> struct int_of_size {};
 template <> struct int_of_size<1> { typedef signed char s; typedef unsigned char u; };
 template <> struct int_of_size<2> { typedef short s; typedef unsigned short u; };
@@ -263,14 +264,14 @@ template <class T, class = void> struct make_unsigned_of {};
 template <class T>
 struct make_unsigned_of<T, typename voider<typename sign_change<T>::to_unsigned>::type>
     : type_is<typename sign_change<T>::to_unsigned> {};
-}  // namespace __kspec
-template <class T> struct make_signed : __kspec::make_signed_of<T> {};
-template <class T> struct make_unsigned : __kspec::make_unsigned_of<T> {};
+}  // namespace detail
+template <class T> struct make_signed : detail::make_signed_of<T> {};
+template <class T> struct make_unsigned : detail::make_unsigned_of<T> {};
 
 // common_type as C++20 has it: the decayed type of `b ? x : y`, else of the same on const lvalues; no member
 // when there is none, so it can be used for SFINAE. Specializations for decayed types are honored.
 template <class... T> struct common_type;
-namespace __kspec {
+namespace detail {
 template <class A, class B, class = void> struct common_cref {};
 template <class A, class B>
 struct common_cref<A, B, typename voider<decltype(false ? declval<const A&>() : declval<const B&>())>::type>
@@ -286,16 +287,16 @@ struct common2<D1, D2, D1, D2> : common_ternary<D1, D2> {};
 template <class V, class CT, class... R> struct common_fold {};
 template <class CT, class... R>
 struct common_fold<typename voider<typename CT::type>::type, CT, R...> : common_type<typename CT::type, R...> {};
-}  // namespace __kspec
+}  // namespace detail
 template <> struct common_type<> {};
 template <class T> struct common_type<T> : common_type<T, T> {};
-template <class T1, class T2> struct common_type<T1, T2> : __kspec::common2<T1, T2> {};
+template <class T1, class T2> struct common_type<T1, T2> : detail::common2<T1, T2> {};
 template <class T1, class T2, class T3, class... R>
-struct common_type<T1, T2, T3, R...> : __kspec::common_fold<void, common_type<T1, T2>, T3, R...> {};
+struct common_type<T1, T2, T3, R...> : detail::common_fold<void, common_type<T1, T2>, T3, R...> {};
 
 // result_of<F(Args...)>: the type of INVOKE(f, args...), callables and pointers to members (on an object,
 // a reference to one or a pointer-like); no member when the call is ill-formed.
-namespace __kspec {
+namespace detail {
 template <class V, class F, class... A> struct call_result {};
 template <class F, class... A>
 struct call_result<typename voider<decltype(declval<F>()(declval<A>()...))>::type, F, A...>
@@ -320,10 +321,10 @@ template <class M, class C, class F, class Obj, class... A>
 struct invoke_result<M C::*, F, Obj, A...>
     : member_result<is_function<M>::value, is_same<C, typename decay<Obj>::type>::value || is_base_of<C, typename decay<Obj>::type>::value,
                     void, M C::*, Obj, A...> {};
-}  // namespace __kspec
+}  // namespace detail
 template <class Signature> struct result_of;
 template <class F, class... A>
-struct result_of<F(A...)> : __kspec::invoke_result<typename decay<F>::type, F, A...> {};
+struct result_of<F(A...)> : detail::invoke_result<typename decay<F>::type, F, A...> {};
 
 // -- the other C++14 aliases ------------------------------------------------------------------------------------
 
@@ -343,4 +344,4 @@ template <class... T> using common_type_t = typename common_type<T...>::type;
 template <class T> using underlying_type_t = typename underlying_type<T>::type;
 template <class T> using result_of_t = typename result_of<T>::type;
 
-}  // namespace std
+}  // namespace kspec_std

@@ -1,32 +1,46 @@
-// kspec device header, part of kspec/std_lite.cuh: the <utility> names for NVRTC: swap, integer_sequence,
-// pair / make_pair and pair's tuple protocol (tuple_size, tuple_element, get). std::move and std::forward
-// are NVRTC's own (its builtin header declares them unless --builtin-move-forward=false); declval is in
+// kspec device header, part of kspec/std_lite.cuh: the <utility> names for NVRTC, in kspec_std: swap,
+// integer_sequence, pair / make_pair and pair's tuple protocol (tuple_size, tuple_element, get). move and
+// forward are not here: kspec_std's code does not use them, and std::move / std::forward are NVRTC's own
+// (its builtin header declares them unless --builtin-move-forward=false), as under CuPy. declval is in
 // type_traits.cuh.
 //
-// std::tuple_size / std::tuple_element are declared with the same template parameters as CCCL declares
-// them in ::std (for structured bindings of its types), so that either may come first; kspec specializes
-// them only for its own pair / tuple, cv-qualified ones included, never for every `const T` as CCCL does.
+// The tuple protocol's primary templates are ::std::tuple_size / ::std::tuple_element, where structured
+// bindings look for them, declared with the same template parameters as CCCL declares them in ::std under
+// NVRTC, so that either header may come first: a parameter pack before CCCL 3.2.0 (CUDA 13.0's toolkit has
+// 3.0.1), one type from 3.2.0 on. The CCCL on the include path is the one any CCCL header comes from, so its
+// version (a macro-only header) picks the form. kspec specializes them in ::std (a partial specialization
+// cannot go through a using-declaration) only for its own pair / tuple, cv-qualified ones included, never
+// for every `const T` as CCCL does.
 #pragma once
 
 #include <kspec/std_lite/type_traits.cuh>
 
-namespace std {
-
-#if !defined(__NV_BUILTIN_MOVE_FORWARD) || !__NV_BUILTIN_MOVE_FORWARD
-template <class T>
-__host__ __device__ constexpr typename remove_reference<T>::type&& move(T&& t) noexcept {
-  return static_cast<typename remove_reference<T>::type&&>(t);
-}
-template <class T>
-__host__ __device__ constexpr T&& forward(typename remove_reference<T>::type& t) noexcept {
-  return static_cast<T&&>(t);
-}
-template <class T>
-__host__ __device__ constexpr T&& forward(typename remove_reference<T>::type&& t) noexcept {
-  static_assert(!is_lvalue_reference<T>::value, "std::forward: an rvalue forwarded as an lvalue");
-  return static_cast<T&&>(t);
-}
+#if defined(__has_include)
+#if __has_include(<cuda/std/__cccl/version.h>)
+#include <cuda/std/__cccl/version.h>
 #endif
+#endif
+
+namespace std {
+#if defined(CCCL_VERSION) && CCCL_VERSION < 3002000
+template <class... T>
+struct tuple_size;
+template <::size_t I, class... T>
+struct tuple_element;
+#else
+template <class T>
+struct tuple_size;
+template <::size_t I, class T>
+struct tuple_element;
+#endif
+}  // namespace std
+
+namespace kspec_std {
+
+using ::std::tuple_element;
+using ::std::tuple_size;
+template <::size_t I, class T>
+using tuple_element_t = typename tuple_element<I, T>::type;
 
 template <class T>
 __host__ __device__ KSPEC_STD_CONSTEXPR14 void swap(T& a, T& b) noexcept(noexcept(T(declval<T&&>())) && noexcept(declval<T&>() = declval<T&&>())) {
@@ -49,7 +63,7 @@ struct integer_sequence {
 template <::size_t... Is>
 using index_sequence = integer_sequence<::size_t, Is...>;
 
-namespace __kspec {
+namespace detail {
 // 0..N-1 as two halves joined, the second shifted: instantiation depth log2(N), not N
 template <class A, class B> struct join_sequences;
 template <class T, T... A, T... B>
@@ -64,27 +78,18 @@ template <class T, T N>
 struct checked_iota : iota<T, (N < 0 ? 0 : ::size_t(N))> {
   static_assert(!(N < 0), "std::make_integer_sequence: a negative length");
 };
-}  // namespace __kspec
+}  // namespace detail
 
 template <class T, T N>
-using make_integer_sequence = typename __kspec::checked_iota<T, N>::type;
+using make_integer_sequence = typename detail::checked_iota<T, N>::type;
 template <::size_t N>
 using make_index_sequence = make_integer_sequence<::size_t, N>;
 template <class... T>
 using index_sequence_for = make_index_sequence<sizeof...(T)>;
 
-// -- the tuple protocol's primary templates (see the top) ------------------------------------------------------
-
-template <class T>
-struct tuple_size;
-template <::size_t I, class T>
-struct tuple_element;
-template <::size_t I, class T>
-using tuple_element_t = typename tuple_element<I, T>::type;
-
 // -- pair ---------------------------------------------------------------------------------------------------------
 
-namespace __kspec {
+namespace detail {
 // pair's members and copies: the implicit operators (trivial for trivially copyable members, as CCCL's pair)
 // unless a member is a reference; then the implicit assignments are deleted, and std::pair's assign through
 // the references, member by member.
@@ -116,10 +121,10 @@ struct pair_base<T1, T2, true> {
     return *this;
   }
 };
-}  // namespace __kspec
+}  // namespace detail
 
 template <class T1, class T2>
-struct pair : __kspec::pair_base<T1, T2> {
+struct pair : detail::pair_base<T1, T2> {
   typedef T1 first_type;
   typedef T2 second_type;
 
@@ -146,7 +151,7 @@ struct pair : __kspec::pair_base<T1, T2> {
     return *this;
   }
   __host__ __device__ KSPEC_STD_CONSTEXPR14 void swap(pair& p) {
-    using std::swap;
+    using kspec_std::swap;
     swap(this->first, p.first);
     swap(this->second, p.second);
   }
@@ -188,25 +193,31 @@ __host__ __device__ constexpr bool operator>=(const pair<T1, T2>& a, const pair<
   return !(a < b);
 }
 
-// pair's tuple protocol
-template <class T1, class T2> struct tuple_size<pair<T1, T2> > : integral_constant<::size_t, 2> {};
-template <class T1, class T2> struct tuple_size<const pair<T1, T2> > : integral_constant<::size_t, 2> {};
-template <class T1, class T2> struct tuple_size<volatile pair<T1, T2> > : integral_constant<::size_t, 2> {};
-template <class T1, class T2> struct tuple_size<const volatile pair<T1, T2> > : integral_constant<::size_t, 2> {};
+}  // namespace kspec_std
+
+// pair's tuple protocol, in ::std (see the top)
+namespace std {
+template <class T1, class T2> struct tuple_size<kspec_std::pair<T1, T2> > : kspec_std::integral_constant<::size_t, 2> {};
+template <class T1, class T2> struct tuple_size<const kspec_std::pair<T1, T2> > : kspec_std::integral_constant<::size_t, 2> {};
+template <class T1, class T2> struct tuple_size<volatile kspec_std::pair<T1, T2> > : kspec_std::integral_constant<::size_t, 2> {};
+template <class T1, class T2> struct tuple_size<const volatile kspec_std::pair<T1, T2> > : kspec_std::integral_constant<::size_t, 2> {};
 
 template <::size_t I, class T1, class T2>
-struct tuple_element<I, pair<T1, T2> > {
+struct tuple_element<I, kspec_std::pair<T1, T2> > {
   static_assert(I < 2, "std::tuple_element: index out of range for a pair");
-  typedef typename conditional<I == 0, T1, T2>::type type;
+  typedef typename kspec_std::conditional<I == 0, T1, T2>::type type;
 };
 template <::size_t I, class T1, class T2>
-struct tuple_element<I, const pair<T1, T2> > : add_const<typename tuple_element<I, pair<T1, T2> >::type> {};
+struct tuple_element<I, const kspec_std::pair<T1, T2> > : kspec_std::add_const<typename tuple_element<I, kspec_std::pair<T1, T2> >::type> {};
 template <::size_t I, class T1, class T2>
-struct tuple_element<I, volatile pair<T1, T2> > : add_volatile<typename tuple_element<I, pair<T1, T2> >::type> {};
+struct tuple_element<I, volatile kspec_std::pair<T1, T2> > : kspec_std::add_volatile<typename tuple_element<I, kspec_std::pair<T1, T2> >::type> {};
 template <::size_t I, class T1, class T2>
-struct tuple_element<I, const volatile pair<T1, T2> > : add_cv<typename tuple_element<I, pair<T1, T2> >::type> {};
+struct tuple_element<I, const volatile kspec_std::pair<T1, T2> > : kspec_std::add_cv<typename tuple_element<I, kspec_std::pair<T1, T2> >::type> {};
+}  // namespace std
 
-namespace __kspec {
+namespace kspec_std {
+
+namespace detail {
 template <::size_t I> struct pair_member;
 template <> struct pair_member<0> {
   template <class P> __host__ __device__ static constexpr auto of(P& p) noexcept -> decltype((p.first)) { return p.first; }
@@ -214,23 +225,23 @@ template <> struct pair_member<0> {
 template <> struct pair_member<1> {
   template <class P> __host__ __device__ static constexpr auto of(P& p) noexcept -> decltype((p.second)) { return p.second; }
 };
-}  // namespace __kspec
+}  // namespace detail
 
 template <::size_t I, class T1, class T2>
 __host__ __device__ constexpr typename tuple_element<I, pair<T1, T2> >::type& get(pair<T1, T2>& p) noexcept {
-  return __kspec::pair_member<I>::of(p);
+  return detail::pair_member<I>::of(p);
 }
 template <::size_t I, class T1, class T2>
 __host__ __device__ constexpr const typename tuple_element<I, pair<T1, T2> >::type& get(const pair<T1, T2>& p) noexcept {
-  return __kspec::pair_member<I>::of(p);
+  return detail::pair_member<I>::of(p);
 }
 template <::size_t I, class T1, class T2>
 __host__ __device__ constexpr typename tuple_element<I, pair<T1, T2> >::type&& get(pair<T1, T2>&& p) noexcept {
-  return static_cast<typename tuple_element<I, pair<T1, T2> >::type&&>(__kspec::pair_member<I>::of(p));
+  return static_cast<typename tuple_element<I, pair<T1, T2> >::type&&>(detail::pair_member<I>::of(p));
 }
 template <::size_t I, class T1, class T2>
 __host__ __device__ constexpr const typename tuple_element<I, pair<T1, T2> >::type&& get(const pair<T1, T2>&& p) noexcept {
-  return static_cast<const typename tuple_element<I, pair<T1, T2> >::type&&>(__kspec::pair_member<I>::of(p));
+  return static_cast<const typename tuple_element<I, pair<T1, T2> >::type&&>(detail::pair_member<I>::of(p));
 }
 
 // get<T>(pair): the member of type T, when the two types differ
@@ -247,4 +258,4 @@ __host__ __device__ constexpr const T& get(const pair<U, T>& p) noexcept { retur
 template <class T, class U>
 __host__ __device__ constexpr T&& get(pair<U, T>&& p) noexcept { return static_cast<T&&>(p.second); }
 
-}  // namespace std
+}  // namespace kspec_std
