@@ -2,7 +2,9 @@
 
 Argument rules (CuPy's RawKernel): device arrays -> their pointer; Python int -> int64; float -> double;
 complex -> complex128; bool -> bool; NumPy scalars keep their dtype; None -> NULL; a texture or surface
-object -> its 64-bit handle. Where the driver can report the kernel's parameter sizes (CUDA >= 12.4), a
+object -> its 64-bit handle; one of CuPy's by-value parameter objects (a ``cupy.cuda.function.CPointer``: a
+``CArray``, ``mdspan``, or a struct a CuPy routine fills, such as its random generators' Feistel parameters) ->
+the struct its ``ptr`` points to, copied by the driver at launch as CuPy passes it. Where the driver can report the kernel's parameter sizes (CUDA >= 12.4), a
 wrong argument count or a value whose size cannot match its parameter (a Python float for a ``float``
 parameter, a float32 for a ``double``) is a TypeError before anything runs, rather than garbage in the
 kernel (*improve*: CuPy passes them through). A Python int may still fill a narrower integer parameter, as
@@ -14,6 +16,7 @@ calls them only on its error branches.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,7 +64,7 @@ class _Arg:
     __slots__ = ("kind", "fmt", "size", "label")
 
     def __init__(self, kind: str, fmt: str, size: int, label: str) -> None:
-        self.kind = kind  # an _interop array kind, or "scalar", "int", "complex", "bf16", "none", "handle"
+        self.kind = kind  # an _interop array kind, or "scalar", "int", "complex", "bf16", "none", "handle", "struct"
         self.fmt = fmt  # struct format of the slot's value, without padding
         self.size = size  # bytes the kernel should read from the slot
         self.label = label  # for messages: "float32", "Python float (double)", "cupy.ndarray (pointer)"
@@ -97,7 +100,16 @@ def _classify_arg(obj: object) -> _Arg | None:
         return _Arg("scalar", "d", 8, "Python float (double)")
     if issubclass(tp, complex):
         return _Arg("complex", "dd", 16, "Python complex (complex128)")
+    if _is_cupy_struct(tp):  # no bytes in the parameter buffer: the slot's pointer is the object's own ptr
+        return _Arg("struct", "", 0, f"{tp.__module__}.{tp.__qualname__} (struct by value)")
     return None
+
+
+def _is_cupy_struct(tp: type) -> bool:
+    """Whether ``tp`` is one of CuPy's by-value kernel parameters (``CPointer``: ``ptr`` is the address of the
+    struct in host memory). Read only where CuPy is already imported: kspec never imports it."""
+    base = getattr(sys.modules.get("cupy.cuda.function"), "CPointer", None)
+    return isinstance(base, type) and issubclass(tp, base)
 
 
 def classify_args(kernel: str, args: Sequence[Any]) -> list[_Arg]:
@@ -124,7 +136,7 @@ def _unsupported_message(kernel: str, position: int, tp: type) -> str:
         kernel,
         f"args[{position}] is {what}. RawKernel arguments are device arrays (CuPy, PyTorch, "
         "kspec, or anything with __cuda_array_interface__ / __dlpack__), Python int/float/complex/bool, "
-        "NumPy scalars, or None",
+        "NumPy scalars, None, or CuPy's by-value parameter objects (cupy.cuda.function.CPointer)",
     )
 
 
@@ -132,7 +144,7 @@ _INTEGER_FORMATS = frozenset("bBhHiIlLqQ")  # struct formats of the integer scal
 
 
 def _size_mismatch(arg: _Arg, param_size: int) -> bool:
-    if arg.size == param_size:
+    if arg.size == param_size or arg.kind == "struct":  # a struct's size is its type's, known to the kernel alone
         return False
     # CuPy's examples pass a Python int to `int n` / `unsigned int N`, and cupyx.scipy a NumPy int64 (from
     # numpy.ravel_multi_index) to `const int iidx`: the low bytes of an integer are its value on a little-endian

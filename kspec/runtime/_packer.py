@@ -123,6 +123,8 @@ def _read_arguments(specs: list[_Arg], multi: bool, w: Callable[[str], None]) ->
             values.append("0")
         elif spec.kind == "handle":
             values.append(f"{a}.ptr")
+        elif spec.kind == "struct":  # the driver copies the struct from the object's own memory (held by args)
+            w(f"    _keep[{i}] = {a}.ptr")
         elif spec.kind == "complex":
             values.extend([f"{a}.real", f"{a}.imag"])
         elif spec.kind == "bf16":
