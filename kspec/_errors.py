@@ -80,6 +80,10 @@ class FuseValueError(FuseError, ValueError):
     broadcast to, an assignment into a traced array other than ``x[:] = v`` / ``x[...] = v``."""
 
 
+class FuseIndexError(FuseError, IndexError):
+    """A :class:`FuseError` where NumPy and CuPy raise an IndexError: more indices than the array has dims."""
+
+
 class SpecError(KspecError, ValueError):
     """A kernel spec is invalid. Carries where: the spec file, the kernel and the field.
 

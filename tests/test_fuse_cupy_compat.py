@@ -198,6 +198,11 @@ def test_other_indexing_is_a_fuse_error(fn, words):
         kspec.fuse(fn).spec(F2)
 
 
+def test_too_many_indices_is_an_index_error_as_in_numpy():
+    with pytest.raises(IndexError, match="too many indices"):  # CuPy's fusion tests accept IndexError only
+        kspec.fuse(lambda x: x[0, 0, 0]).spec(F2)
+
+
 def test_a_view_of_an_argument_updated_in_place_is_refused():
     def f(x):
         x += x[::-1]

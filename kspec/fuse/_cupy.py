@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _steps
 from ._value import Recorder
-from ._ufuncs import SUPPORTED
+from ._ufuncs import CUPY_ONLY, SUPPORTED
 
 # CuPy's reduction kernels by name (without "cupy_" and a "_with_dtype" / "_complex_dtype" tail): kspec's op.
 _REDUCTIONS = {"sum": "sum", "prod": "prod", "max": "max", "min": "min", "all": "all", "any": "any",
@@ -122,6 +122,8 @@ def cupy_kernel(tracer: Recorder, kernel: Any, args: Sequence[Any], kwargs: dict
         return _steps.copy(tracer, args[0])
     if name in ("real", "imag"):
         return (_steps.real if name == "real" else _steps.imag)(tracer, args[0])
+    if name in CUPY_ONLY:  # cupyx.rsqrt, cupy.sinc, cupy.i0, cupy.fix; cupy.angle's and cupy.around's ufuncs
+        return _steps.call_ufunc(tracer, name, args, kwargs)
     numpy_ufunc = getattr(np, name, None)
     if not isinstance(numpy_ufunc, np.ufunc) or numpy_ufunc.__name__ not in SUPPORTED:
         tracer.fail(f"cupy.{name} is not supported inside a fused function")

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import FuseError, FuseValueError, KspecTypeError
+from .._errors import FuseError, FuseIndexError, FuseValueError, KspecTypeError
 from . import _graph, _steps
 from ._graph import Node
 from ._value import Recorder, TraceValue
@@ -71,7 +71,8 @@ def _normalize(tracer: Recorder, key: Any, ndim: int) -> tuple[tuple[Any, ...], 
                         "supported inside a fused function; boolean and integer-array indexing depend on the data")
     used = sum(1 for item in out if item[0] in ("int", "slice"))
     if used > ndim:
-        tracer.fail(f"x[{_show(key)}]: too many indices for array: array is {ndim}-dimensional, but {used} were indexed")
+        tracer.fail(f"x[{_show(key)}]: too many indices for array: array is {ndim}-dimensional, but {used} were indexed",
+                    error=FuseIndexError)
     fill = [("slice", None, None, None)] * (ndim - used)
     at = len(out) if ellipsis_at is None else ellipsis_at
     return tuple(out[:at] + fill + out[at:])

@@ -16,7 +16,7 @@ from .._errors import AxisError, FuseValueError, KspecError, KspecValueError
 from . import _graph, _rules
 from ._graph import Node
 from ._value import Recorder, TraceValue, user_location
-from ._ufuncs import SUPPORTED, resolve
+from ._ufuncs import ARITY, resolve
 
 _PY_SCALARS = (bool, int, float, complex)
 _REDUCE_ALIASES = {"amax": "max", "amin": "min", "max": "max", "min": "min", "sum": "sum", "prod": "prod",
@@ -49,9 +49,9 @@ def _wrap(nodes: Sequence[Node]) -> Any:
 
 
 def _ufunc_nodes(tracer: Recorder, name: str, operands: Sequence[Any], dtype: Any = None, python_op: bool = False) -> list[Node]:
-    if name not in SUPPORTED:
+    if name not in ARITY:
         tracer.fail(f"numpy.{name} is not supported inside a fused function")
-    nin, nout = SUPPORTED[name]
+    nin, nout = ARITY[name]
     if len(operands) != nin:
         tracer.fail(f"{name} takes {nin} operand(s), got {len(operands)}")
     nodes = [as_node(tracer, v, name) for v in operands]

@@ -1,24 +1,33 @@
 """NumPy's math ufuncs for kspec.fuse: dtype resolution (NumPy 2, NEP 50) and the C++ of each loop.
 
-``resolve(name, operands)`` gives the loop NumPy would run, ``emit(name, loop_in, loop_out, args)`` the C++
-expressions computing its outputs with NumPy's semantics (through ``kspec/ufunc.cuh``), ``cast`` and
-``literal`` the conversions and constants around them, ``headers`` the preamble a fused kernel needs.
+Also CuPy's ufuncs that NumPy has no ufunc for (``rsqrt``, ``sinc``, ``i0``, ``fix``, ``angle``, ``round``: see
+:mod:`._ufunc_cupy`), with CuPy's loops.
+
+``resolve(name, operands)`` gives the loop NumPy (CuPy, for those) would run, ``emit(name, loop_in, loop_out,
+args)`` the C++ expressions computing its outputs with NumPy's semantics (through ``kspec/ufunc.cuh``), ``cast``
+and ``literal`` the conversions and constants around them, ``headers`` the preamble a fused kernel needs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from types import MappingProxyType
 
 import numpy as np
 
 from .._errors import KspecTypeError, KspecValueError
 from ..dtypes import BY_NAME
+from . import _ufunc_cupy
 from ._ufunc_casts import cast, literal
 from ._rules import bfloat16_stand_in
 from ._ufunc_table import NOT_SUPPORTED, SUPPORTED, emit_loop
 
-__all__ = ["SUPPORTED", "UfuncTypeError", "cast", "emit", "headers", "literal", "resolve"]
+__all__ = ["ARITY", "CUPY_ONLY", "SUPPORTED", "UfuncTypeError", "cast", "emit", "headers", "literal", "resolve"]
+
+# CuPy's ufuncs that NumPy has none of, and every ufunc kspec.fuse knows: name -> (nin, nout)
+CUPY_ONLY = _ufunc_cupy.SUPPORTED
+ARITY = MappingProxyType({**SUPPORTED, **CUPY_ONLY})
 
 _WEAK = (bool, int, float, complex)  # Python scalars: weak operands under NEP 50
 
@@ -28,8 +37,9 @@ class UfuncTypeError(KspecTypeError):
 
 
 def canonical(name: str) -> str:
-    """The NumPy ``__name__`` of a supported ufunc given by that name or an alias (``abs``, ``true_divide``)."""
-    if name in SUPPORTED:
+    """The NumPy ``__name__`` of a supported ufunc given by that name or an alias (``abs``, ``true_divide``),
+    or the name of one of CuPy's ufuncs that NumPy lacks."""
+    if name in ARITY:
         return name
     alias = _ALIASES.get(name)
     if alias is not None:
@@ -61,7 +71,7 @@ def resolve(
     follows float16's rules with bfloat16 in its place; mixed with float16 it gives float32.
     """
     name = canonical(name)
-    nin = SUPPORTED[name][0]
+    nin = ARITY[name][0]
     ops = tuple(operands)
     if len(ops) != nin:
         raise KspecTypeError(f"ufunc {name!r} takes {nin} operand(s), got {len(ops)}")
@@ -77,6 +87,8 @@ def resolve(
 
 @lru_cache(maxsize=4096)
 def _resolve(name: str, ops: tuple[str | type, ...], dtype: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if name in CUPY_ONLY:
+        return _resolve_cupy(name, ops, dtype)
     stand_in, back = bfloat16_stand_in([*(op for op in ops if isinstance(op, str)), *([dtype] if dtype else [])])
     ufunc = getattr(np, name)
     # A Python bool is NumPy's bool (the lowest kind, so weak or strong gives the same loop); int, float
@@ -106,6 +118,18 @@ def _resolve(name: str, ops: tuple[str | type, ...], dtype: str | None) -> tuple
     return tuple(names[:ufunc.nin]), tuple(names[ufunc.nin:])
 
 
+def _resolve_cupy(name: str, ops: tuple[str | type, ...], dtype: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    refused = _ufunc_cupy.refusal(name, ops)
+    loop = _ufunc_cupy.resolve(name, ops, dtype) if refused is None else None
+    if loop is None:
+        shown = ", ".join(op if isinstance(op, str) else f"Python {op.__name__}" for op in ops)
+        extra = f" with dtype={dtype}" if dtype is not None else ""
+        reason = refused or "CuPy has no loop for them (its loops: " + ", ".join(
+            f"{','.join(i)}->{','.join(o)}" for i, o in _ufunc_cupy.LOOPS[name]) + ")"
+        raise UfuncTypeError(f"ufunc {name!r} not supported for the input types ({shown}){extra}: {reason}")
+    return loop
+
+
 def emit(name: str, loop_in: Sequence[str], loop_out: Sequence[str], args: Sequence[str]) -> tuple[str, ...]:
     """C++ expressions, one per output of ufunc ``name``'s loop ``loop_in -> loop_out``, on ``args``.
 
@@ -114,7 +138,7 @@ def emit(name: str, loop_in: Sequence[str], loop_out: Sequence[str], args: Seque
     """
     name = canonical(name)
     loop_in, loop_out, args = tuple(loop_in), tuple(loop_out), tuple(args)
-    nin, nout = SUPPORTED[name]
+    nin, nout = ARITY[name]
     if len(args) != nin or len(loop_in) != nin or len(loop_out) != nout:
         raise KspecTypeError(
             f"ufunc {name!r} has {nin} input(s) and {nout} output(s); got {len(loop_in)} loop input(s), "
@@ -125,6 +149,8 @@ def emit(name: str, loop_in: Sequence[str], loop_out: Sequence[str], args: Seque
             f"ufunc {name!r} has no loop ({', '.join(loop_in)}) -> ({', '.join(loop_out)}); "
             f"resolve() gives the loop to use"
         )
+    if name in CUPY_ONLY:
+        return _ufunc_cupy.emit_loop(name, loop_in, loop_out, args)
     return emit_loop(name, loop_in, args)
 
 
