@@ -23,15 +23,16 @@ import pytest
 KSPEC = Path(__file__).resolve().parents[1] / "kspec"
 
 # the order of the layers: a package may import those of a lower rank (and of its own, for fuse / jit: none do);
-# jax and torch (kernels inside JAX / PyTorch graphs) are front ends over kernels and fuse
+# jax and torch (kernels inside JAX / PyTorch graphs) are front ends over kernels and fuse; cupy (the switch that
+# serves CuPy's constructors from kspec) is an adapter on top of kernels, fuse and jit
 LAYERS = {"spec": 0, "render": 1, "compiler": 2, "runtime": 3, "kernels": 4, "fuse": 5, "jit": 5, "grad": 6, "jax": 7,
-          "torch": 7, "tune": 8}  # tune: `kspec tune` times kernels on a GPU (issue [AT]); only the CLI asks for it
+          "cupy": 7, "torch": 7, "tune": 8}  # tune: `kspec tune` times kernels on a GPU (issue [AT]); only the CLI asks for it
 # the tools: they may import spec, render, compiler and each other, never runtime or kernels
 TOOLS = {"build", "codegen", "hatch", "cli"}
 TOOLS_MAY_NOT_IMPORT = {"runtime", "kernels"}
 # framework bindings and the packages they use (through their __init__): nothing below kernels, fuse and runtime;
 # kspec.grad for the backward kernels their autograd calls (issue [AD])
-BINDINGS = {"torch": {"kernels", "fuse", "grad", "runtime"}}
+BINDINGS = {"torch": {"kernels", "fuse", "grad", "runtime"}, "cupy": {"kernels", "fuse", "jit"}}
 # the shared leaves (kspec/<name>.py) that any layer may import; they import no package
 LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing", "_torch_watch", "_tuning", "_plan_tuning"}
 # kspec/__init__.py and kspec/__main__.py sit above every layer (the public front door and the CLI entry), and

@@ -1,0 +1,59 @@
+"""Enable the swap when CuPy is first imported: what ``python -m kspec.cupy`` and ``KSPEC_CUPY=1`` child processes
+use, so that a program (or a test worker) that never imports CuPy never pays for importing it.
+
+A finder first on ``sys.meta_path`` lets the import system find ``cupy`` as usual and wraps the loader's
+``exec_module``: once CuPy's package has run, the swap is made, before the importing code sees the module.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+from types import ModuleType
+from typing import Any
+
+ENV = "KSPEC_CUPY"  # "1": processes started by `python -m kspec.cupy` (and their children) swap on import
+
+
+class _SwapOnImport(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname: str, path: Any, target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname != "cupy":
+            return None
+        sys.meta_path.remove(self)  # find CuPy's own spec with the finders that come after this one
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader = spec.loader
+        run = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            run(module)
+            uninstall()
+            from ._swap import enable
+
+            enable()
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+_finder = _SwapOnImport()
+
+
+def install() -> None:
+    """Swap now if CuPy is imported already, else as soon as it is."""
+    if "cupy" in sys.modules:
+        from ._swap import enable
+
+        enable()
+    elif _finder not in sys.meta_path:
+        sys.meta_path.insert(0, _finder)
+
+
+def uninstall() -> None:
+    if _finder in sys.meta_path:
+        sys.meta_path.remove(_finder)

@@ -1,0 +1,169 @@
+"""kspec.cupy: the switch that puts kspec under code written for CuPy (enable / disable / enabled(), and the
+``python -m kspec.cupy`` launcher with its children).
+
+These run without CuPy or a GPU: each test starts a Python process whose path begins with a stand-in ``cupy``
+package (the names and homes CuPy 14 binds its constructors under: ``cupy.X``, ``cupy._core.X``, ``cupyx.jit.X``,
+a Cython-like extension module kspec must leave alone being out of reach here, a pure-Python library module
+that imported names before the switch). tests/test_cupy_switch_gpu.py runs the switch under the real CuPy."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FAKE = {
+    "cupy/_util.py": """
+        cleared = []
+        def clear_memo():
+            cleared.append(1)
+    """,
+    "cupy/__init__.py": """
+        from cupy import _core, _util
+        from cupy._core import ElementwiseKernel, ReductionKernel, RawKernel, RawModule
+        def fuse(*args, **kwargs):
+            return "cupy's fuse"
+    """,
+    "cupy/_core/__init__.py": """
+        class ElementwiseKernel: pass
+        class ReductionKernel: pass
+        class RawKernel: pass
+        class RawModule: pass
+    """,
+    "cupyx/__init__.py": "",
+    "cupyx/jit/__init__.py": """
+        def rawkernel(*args, **kwargs):
+            return "cupy's jit"
+        threadIdx = object()
+        only_in_cupy = object()
+    """,
+    "thirdparty.py": """
+        from cupy import ElementwiseKernel, RawKernel, fuse
+        from cupyx.jit import rawkernel
+        import cupy
+        def build():
+            return cupy.ElementwiseKernel
+    """,
+}
+
+
+@pytest.fixture
+def fake_cupy(tmp_path: Path) -> Path:
+    for name, text in FAKE.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def _env(fake: Path) -> dict[str, str]:
+    """The environment without KSPEC_CUPY, the stand-in CuPy and the checkout first on the path (what is on it
+    already kept after them: the GPU machine puts kspec's dependencies there)."""
+    env = {k: v for k, v in os.environ.items() if k != "KSPEC_CUPY"}
+    env["PYTHONPATH"] = os.pathsep.join([str(fake), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return env
+
+
+def run(fake: Path, code: str, *launcher: str) -> subprocess.CompletedProcess[str]:
+    env = _env(fake)
+    script = fake / "program.py"
+    script.write_text(textwrap.dedent(code))
+    cmd = [sys.executable, *launcher, str(script)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=fake)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_enable_rebinds_every_home_and_disable_restores(fake_cupy: Path) -> None:
+    out = run(fake_cupy, """
+        import cupy, cupy._core, cupyx.jit, thirdparty
+        import kspec, kspec.cupy
+        from kspec.fuse import fuse as kfuse
+        originals = {n: getattr(cupy, n) for n in kspec.cupy.CONSTRUCTORS}
+        kspec.cupy.enable()
+        assert kspec.cupy.is_enabled()
+        for n in ("ElementwiseKernel", "ReductionKernel", "RawKernel", "RawModule"):
+            assert getattr(cupy, n) is getattr(kspec, n), n
+            assert getattr(cupy._core, n) is getattr(kspec, n), n
+        assert cupy.fuse is kfuse
+        assert cupyx.jit.rawkernel is kspec.jit.rawkernel and cupyx.jit.threadIdx is kspec.jit.threadIdx
+        assert not hasattr(kspec.jit, "only_in_cupy") and cupyx.jit.only_in_cupy is not None  # CuPy's own, kept
+        # a library that imported the names before the switch, and one that reads them at call time
+        assert thirdparty.ElementwiseKernel is kspec.ElementwiseKernel and thirdparty.fuse is kfuse
+        assert thirdparty.rawkernel is kspec.jit.rawkernel and thirdparty.build() is kspec.ElementwiseKernel
+        # isinstance checks written against CuPy's names hold for what the library builds
+        k = cupy.ElementwiseKernel("float32 x", "float32 y", "y = x", "copy")
+        assert isinstance(k, cupy.ElementwiseKernel) and isinstance(k, thirdparty.ElementwiseKernel)
+        assert cupy._util.cleared == [1], "CuPy's memo of built kernels is cleared: they rebuild through kspec"
+        kspec.cupy.enable()  # twice: nothing more changes
+        kspec.cupy.disable()
+        assert cupy._util.cleared == [1, 1]
+        assert not kspec.cupy.is_enabled()
+        assert {n: getattr(cupy, n) for n in kspec.cupy.CONSTRUCTORS} == originals
+        assert cupy._core.RawKernel is originals["RawKernel"] and thirdparty.RawKernel is originals["RawKernel"]
+        assert cupyx.jit.rawkernel() == "cupy's jit" and thirdparty.fuse() == "cupy's fuse"
+        with kspec.cupy.enabled():
+            assert cupy.RawModule is kspec.RawModule
+        assert cupy.RawModule is originals["RawModule"]
+        print("ok")
+    """)
+    assert out.stdout.strip() == "ok"
+
+
+def test_modules_imported_after_enable_get_kspecs_names(fake_cupy: Path) -> None:
+    out = run(fake_cupy, """
+        import cupy, kspec, kspec.cupy
+        kspec.cupy.enable()
+        import thirdparty
+        assert thirdparty.RawKernel is kspec.RawKernel and thirdparty.rawkernel is kspec.jit.rawkernel
+        print("ok")
+    """)
+    assert out.stdout.strip() == "ok"
+
+
+CHILD_CHECK = """
+    import sys, subprocess, os
+    assert "cupy" not in sys.modules, "the launcher must not import CuPy before the program does"
+    import thirdparty, kspec
+    assert thirdparty.RawKernel is kspec.RawKernel, "the program's CuPy import swapped"
+    code = "import thirdparty, kspec.fuse; print(thirdparty.fuse is kspec.fuse.fuse, os.environ.get('KSPEC_CUPY'))"
+    child = subprocess.run([sys.executable, "-c", "import os; " + code], capture_output=True, text=True, check=True)
+    print("child", child.stdout.strip())
+"""
+
+
+def test_launcher_swaps_on_import_in_the_program_and_its_children(fake_cupy: Path) -> None:
+    out = run(fake_cupy, CHILD_CHECK, "-m", "kspec.cupy")
+    assert out.stdout.strip() == "child True 1"
+
+
+def test_launcher_runs_a_module_and_keeps_a_sitecustomize_it_shadows(fake_cupy: Path) -> None:
+    (fake_cupy / "sitecustomize.py").write_text("import builtins\nbuiltins.SITE_RAN = True\n")
+    (fake_cupy / "mainmod.py").write_text(
+        "import sys, builtins, thirdparty, kspec\n"
+        "assert thirdparty.ElementwiseKernel is kspec.ElementwiseKernel\n"
+        "print('module', sys.argv[1:], getattr(builtins, 'SITE_RAN', False))\n"
+    )
+    env = _env(fake_cupy)
+    inner = "import subprocess, sys; print(subprocess.run([sys.executable, '-m', 'mainmod', 'a'], capture_output=True, text=True).stdout)"
+    (fake_cupy / "outer.py").write_text(inner)
+    done = subprocess.run([sys.executable, "-m", "kspec.cupy", "-m", "mainmod", "x", "y"], env=env, capture_output=True,
+                          text=True, timeout=120, cwd=fake_cupy)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "module ['x', 'y'] True"
+    child = subprocess.run([sys.executable, "-m", "kspec.cupy", "outer.py"], env=env, capture_output=True, text=True,
+                           timeout=120, cwd=fake_cupy)  # fmt: skip
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == "module ['a'] True", "a child started by the program swaps and still runs the user's sitecustomize"
+
+
+def test_launcher_without_a_program_prints_usage() -> None:
+    done = subprocess.run([sys.executable, "-m", "kspec.cupy"], capture_output=True, text=True, timeout=60,
+                          env=_env(ROOT))  # fmt: skip
+    assert done.returncode == 2 and "usage: python -m kspec.cupy" in done.stderr
