@@ -36,12 +36,24 @@ FAKE = {
         class RawKernel: pass
         class RawModule: pass
     """,
-    "cupyx/__init__.py": "",
+    # cupyx imports cupy first and reads its own names from cupyx.jit (a circular import if the swap, made
+    # while cupy is imported, imported cupyx.jit there)
+    "cupyx/__init__.py": """
+        import cupy
+        from cupyx._rsqrt import rsqrt
+    """,
+    "cupyx/_rsqrt.py": "rsqrt = object()",
     "cupyx/jit/__init__.py": """
+        from cupyx import rsqrt
+        from cupyx.jit._interface import rawkernel, threadIdx
+        only_in_cupy = object()
+    """,
+    "cupyx/jit/_interface.py": """
         def rawkernel(*args, **kwargs):
             return "cupy's jit"
         threadIdx = object()
-        only_in_cupy = object()
+        def transpile():  # CuPy's own machinery reads its own builtins (cupy.vectorize uses it)
+            return rawkernel, threadIdx
     """,
     "thirdparty.py": """
         from cupy import ElementwiseKernel, RawKernel, fuse
@@ -94,6 +106,8 @@ def test_enable_rebinds_every_home_and_disable_restores(fake_cupy: Path) -> None
         assert cupy.fuse is kfuse
         assert cupyx.jit.rawkernel is kspec.jit.rawkernel and cupyx.jit.threadIdx is kspec.jit.threadIdx
         assert not hasattr(kspec.jit, "only_in_cupy") and cupyx.jit.only_in_cupy is not None  # CuPy's own, kept
+        import cupyx.jit._interface as jit_impl
+        assert jit_impl.transpile() == (jit_impl.rawkernel, jit_impl.threadIdx) and jit_impl.rawkernel() == "cupy's jit"
         # a library that imported the names before the switch, and one that reads them at call time
         assert thirdparty.ElementwiseKernel is kspec.ElementwiseKernel and thirdparty.fuse is kfuse
         assert thirdparty.rawkernel is kspec.jit.rawkernel and thirdparty.build() is kspec.ElementwiseKernel
@@ -130,6 +144,9 @@ def test_modules_imported_after_enable_get_kspecs_names(fake_cupy: Path) -> None
 CHILD_CHECK = """
     import sys, subprocess, os
     assert "cupy" not in sys.modules, "the launcher must not import CuPy before the program does"
+    import cupyx  # imports cupy, whose import swaps the constructors; cupyx.jit's names follow its own import
+    import cupyx.jit, kspec.jit
+    assert cupyx.jit.rawkernel is kspec.jit.rawkernel
     import thirdparty, kspec
     assert thirdparty.RawKernel is kspec.RawKernel, "the program's CuPy import swapped"
     code = "import thirdparty, kspec.fuse; print(thirdparty.fuse is kspec.fuse.fuse, os.environ.get('KSPEC_CUPY'))"

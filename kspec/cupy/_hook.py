@@ -1,8 +1,10 @@
 """Enable the swap when CuPy is first imported: what ``python -m kspec.cupy`` and ``KSPEC_CUPY=1`` child processes
 use, so that a program (or a test worker) that never imports CuPy never pays for importing it.
 
-A finder first on ``sys.meta_path`` lets the import system find ``cupy`` as usual and wraps the loader's
-``exec_module``: once CuPy's package has run, the swap is made, before the importing code sees the module.
+A finder first on ``sys.meta_path`` lets the import system find ``cupy`` (and ``cupyx.jit``) as usual and wraps
+the loader's ``exec_module``: once CuPy's package has run, the constructors are swapped, before the importing code
+sees the module; once ``cupyx.jit`` has, its names. Nothing else is imported from inside CuPy's import (``import
+cupyx`` imports ``cupy`` first: importing cupyx.jit there would be circular).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ ENV = "KSPEC_CUPY"  # "1": processes started by `python -m kspec.cupy` (and thei
 
 class _SwapOnImport(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any, target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname != "cupy":
+        if fullname not in _WATCHED:
             return None
         sys.meta_path.remove(self)  # find CuPy's own spec with the finders that come after this one
         try:
@@ -32,25 +34,29 @@ class _SwapOnImport(importlib.abc.MetaPathFinder):
 
         def exec_module(module: ModuleType) -> None:
             run(module)
-            uninstall()
-            from ._swap import enable
+            from ._swap import enable, swap_jit
 
-            enable()
+            if fullname == "cupy":
+                enable(import_cupy=False)
+            else:
+                swap_jit()
+                uninstall()
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 
 
+_WATCHED = ("cupy", "cupyx.jit")
 _finder = _SwapOnImport()
 
 
 def install() -> None:
-    """Swap now if CuPy is imported already, else as soon as it is."""
+    """Swap now what of CuPy is imported already, the rest as soon as it is."""
     if "cupy" in sys.modules:
         from ._swap import enable
 
-        enable()
-    elif _finder not in sys.meta_path:
+        enable(import_cupy=False)
+    if "cupyx.jit" not in sys.modules and _finder not in sys.meta_path:
         sys.meta_path.insert(0, _finder)
 
 

@@ -25,31 +25,39 @@ _HOMES = ("cupy", "cupy._core")  # where CuPy binds them; cupyx.jit's names are 
 
 _lock = threading.RLock()
 _saved: list[tuple[ModuleType, str, Any]] = []  # (module, name, CuPy's object) for every rebinding made
-_state = {"enabled": False}
+_state = {"enabled": False, "jit": False}  # jit: cupyx.jit's names are swapped too
 
 
-def _replacements() -> dict[int, Any]:
-    """id(CuPy's object) -> kspec's, for every name the swap serves; imports CuPy (the caller asked for it)."""
-    import cupy
-    import cupy._core as core
-    import cupyx.jit
-
-    from .. import jit as kjit
+def _constructor_table() -> dict[int, tuple[Any, Any]]:
+    """id(CuPy's object) -> (CuPy's, kspec's) for the constructors and fuse, as bound in ``cupy`` and
+    ``cupy._core`` (both imported by the caller)."""
     from .. import kernels
     from ..fuse import fuse
 
     ours = {"fuse": fuse, **{name: getattr(kernels, name) for name in CONSTRUCTORS if name != "fuse"}}
-    table: dict[int, Any] = {}
-    for name in CONSTRUCTORS:
-        for module in (cupy, core):
+    table: dict[int, tuple[Any, Any]] = {}
+    for home in _HOMES:
+        module = sys.modules[home]
+        for name in CONSTRUCTORS:
             original = module.__dict__.get(name)
             if original is not None:
                 table[id(original)] = (original, ours[name])
-    for name in kjit.__all__:
-        original = cupyx.jit.__dict__.get(name)
-        if original is not None and not isinstance(original, ModuleType):
-            table[id(original)] = (original, getattr(kjit, name))
     return table
+
+
+def _jit_table() -> dict[int, tuple[Any, Any]]:
+    """The same for the names of ``cupyx.jit`` (imported by the caller) that kspec.jit has: its decorator,
+    builtins, and namespaces such as ``cg``."""
+    from .. import jit as kjit
+
+    namespace = sys.modules["cupyx.jit"].__dict__
+    return {id(namespace[name]): (namespace[name], getattr(kjit, name)) for name in kjit.__all__ if name in namespace}
+
+
+# Never rebound: kspec itself, and CuPy's own implementation of what is swapped (cupyx.jit's transpiler and
+# builtins, which cupy.vectorize still uses, and cupy._core's submodules); nor, outside the homes, the module that
+# defines an original (the check in _bindings): CuPy's machinery stays whole and only its public names change.
+_NEVER = ("kspec.", "cupyx.jit.", "cupy._core.")
 
 
 def _is_python_module(module: object) -> bool:
@@ -58,14 +66,14 @@ def _is_python_module(module: object) -> bool:
     return isinstance(module, ModuleType) and isinstance(origin, str) and origin.endswith(".py")
 
 
-def _bindings(table: dict[int, Any]) -> list[tuple[ModuleType, str, Any, Any]]:
+def _bindings(table: dict[int, tuple[Any, Any]]) -> list[tuple[ModuleType, str, Any, Any]]:
     """(module, name, CuPy's object, kspec's) for every binding of one of CuPy's objects the swap replaces."""
     found = []
     homes = {sys.modules.get(name) for name in (*_HOMES, "cupyx.jit")}
     for module in list(sys.modules.values()):
         if module is None or not (module in homes or _is_python_module(module)):
             continue
-        if module.__name__.startswith("kspec.") or module.__name__ == "kspec":
+        if module.__name__ == "kspec" or module.__name__.startswith(_NEVER):
             continue
         try:
             items = list(vars(module).items())
@@ -73,21 +81,43 @@ def _bindings(table: dict[int, Any]) -> list[tuple[ModuleType, str, Any, Any]]:
             continue
         for name, value in items:
             entry = table.get(id(value))
-            if entry is not None and entry[0] is value:
+            home = module in homes
+            if entry is not None and entry[0] is value and (home or getattr(value, "__module__", None) != module.__name__):
                 found.append((module, name, entry[0], entry[1]))
     return found
 
 
-def enable() -> None:
-    """Serve CuPy's kernel constructors, ``cupy.fuse`` and ``cupyx.jit`` from kspec in this process."""
+def enable(*, import_cupy: bool = True) -> None:
+    """Serve CuPy's kernel constructors, ``cupy.fuse`` and ``cupyx.jit`` from kspec in this process.
+
+    ``import_cupy=False`` (the launcher's import hook, inside CuPy's own import): swap what is imported now and
+    leave ``cupyx.jit`` to :func:`swap_jit` when it is imported, since importing it from inside ``import cupy``
+    (which ``import cupyx`` starts) would be a circular import."""
     with _lock:
         if _state["enabled"]:
             return
-        for module, name, original, replacement in _bindings(_replacements()):
-            setattr(module, name, replacement)
-            _saved.append((module, name, original))
+        if import_cupy:
+            import cupy._core  # noqa: F401  (binds cupy too)
+            import cupyx.jit  # noqa: F401
+        _rebind(_constructor_table())
         _state["enabled"] = True
+        if "cupyx.jit" in sys.modules and hasattr(sys.modules["cupyx.jit"], "rawkernel"):
+            swap_jit()
         _forget_built_kernels()
+
+
+def swap_jit() -> None:
+    """Swap ``cupyx.jit``'s names, once it is imported, where the constructors are swapped already."""
+    with _lock:
+        if _state["enabled"] and not _state["jit"]:
+            _rebind(_jit_table())
+            _state["jit"] = True
+
+
+def _rebind(table: dict[int, tuple[Any, Any]]) -> None:
+    for module, name, original, replacement in _bindings(table):
+        setattr(module, name, replacement)
+        _saved.append((module, name, original))
 
 
 def disable() -> None:
@@ -98,7 +128,7 @@ def disable() -> None:
             setattr(module, name, original)
         if _state["enabled"]:
             _forget_built_kernels()
-        _state["enabled"] = False
+        _state["enabled"] = _state["jit"] = False
 
 
 def _forget_built_kernels() -> None:
