@@ -39,10 +39,12 @@ FAKE = {
     # cupyx imports cupy first and reads its own names from cupyx.jit (a circular import if the swap, made
     # while cupy is imported, imported cupyx.jit there)
     "cupyx/__init__.py": """
-        import cupy
         from cupyx._rsqrt import rsqrt
     """,
-    "cupyx/_rsqrt.py": "rsqrt = object()",
+    "cupyx/_rsqrt.py": """
+        from cupy._core import RawKernel  # CuPy's cupyx/_rsqrt.py imports cupy._core.core: cupy's first import
+        rsqrt = object()
+    """,
     "cupyx/jit/__init__.py": """
         from cupyx import rsqrt
         from cupyx.jit._interface import rawkernel, threadIdx
@@ -55,6 +57,7 @@ FAKE = {
         def transpile():  # CuPy's own machinery reads its own builtins (cupy.vectorize uses it)
             return rawkernel, threadIdx
     """,
+    "touchy.py": "raise RuntimeError('a lazy module was loaded by reading it')",
     "thirdparty.py": """
         from cupy import ElementwiseKernel, RawKernel, fuse
         from cupyx.jit import rawkernel
@@ -95,6 +98,12 @@ def run(fake: Path, code: str, *launcher: str) -> subprocess.CompletedProcess[st
 def test_enable_rebinds_every_home_and_disable_restores(fake_cupy: Path) -> None:
     out = run(fake_cupy, """
         import cupy, cupy._core, cupyx.jit, thirdparty
+        import importlib.util, sys
+        spec = importlib.util.find_spec("touchy")  # a lazy module (LazyLoader): any attribute read loads it
+        spec.loader = importlib.util.LazyLoader(spec.loader)
+        sys.modules["touchy"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules["touchy"])
+        sys.modules["not_a_module"] = [1, 2]  # libraries put other objects there too
         import kspec, kspec.cupy
         from kspec.fuse import fuse as kfuse
         originals = {n: getattr(cupy, n) for n in kspec.cupy.CONSTRUCTORS}

@@ -60,28 +60,30 @@ def _jit_table() -> dict[int, tuple[Any, Any]]:
 _NEVER = ("kspec.", "cupyx.jit.", "cupy._core.")
 
 
-def _is_python_module(module: object) -> bool:
+def _is_python_module(module: ModuleType) -> bool:
     """A module whose globals are looked up at run time: Python source (not an extension, not a builtin)."""
-    origin = getattr(module, "__file__", None)
-    return isinstance(module, ModuleType) and isinstance(origin, str) and origin.endswith(".py")
+    origin = module.__dict__.get("__file__")
+    return isinstance(origin, str) and origin.endswith(".py")
 
 
 def _bindings(table: dict[int, tuple[Any, Any]]) -> list[tuple[ModuleType, str, Any, Any]]:
-    """(module, name, CuPy's object, kspec's) for every binding of one of CuPy's objects the swap replaces."""
+    """(module, name, CuPy's object, kspec's) for every binding of one of CuPy's objects the swap replaces.
+
+    Only plain modules are read, through their ``__dict__``: an object of another type in ``sys.modules`` may
+    run code on any attribute access (a lazy module imports itself then: from inside CuPy's own import, as the
+    launcher's hook runs, that was a circular import of cupyx on the GPU machine), and one not loaded yet holds
+    no bindings."""
     found = []
-    homes = {sys.modules.get(name) for name in (*_HOMES, "cupyx.jit")}
+    homes = {id(sys.modules.get(name)) for name in (*_HOMES, "cupyx.jit")}
     for module in list(sys.modules.values()):
-        if module is None or not (module in homes or _is_python_module(module)):
+        home = id(module) in homes
+        if not home and (type(module) is not ModuleType or not _is_python_module(module)):
             continue
-        if module.__name__ == "kspec" or module.__name__.startswith(_NEVER):
+        if not home and (module.__name__ == "kspec" or module.__name__.startswith(_NEVER)):
             continue
-        try:
-            items = list(vars(module).items())
-        except TypeError:
-            continue
+        items = list(module.__dict__.items())
         for name, value in items:
             entry = table.get(id(value))
-            home = module in homes
             if entry is not None and entry[0] is value and (home or getattr(value, "__module__", None) != module.__name__):
                 found.append((module, name, entry[0], entry[1]))
     return found
