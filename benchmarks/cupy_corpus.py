@@ -1,9 +1,11 @@
-"""Every kernel CuPy's own cupyx.scipy code builds, compiled by kspec: a check and a timing.
+"""Every kernel CuPy's own code builds, compiled by kspec: a check and a timing.
 
 The corpus is recorded on the GPU machine by ``benchmarks/_corpus_recorder.py`` (a pytest plugin) while CuPy runs
-its own ndimage / interpolate / signal suites (``../shared/peer/run.sh``'s group ``client``): one JSON line per
-kernel constructor call (kind, arguments) and per distinct call signature of it (argument dtypes and ndims, Python
-scalar types) or RawModule function name. Kernel sources stay outside the repository (they are CuPy's code).
+its own test suites, any of ``../shared/peer``'s five groups (``benchmarks/peer_groups.sh cupy ...`` with
+``KSPEC_CORPUS=DIR``: core, fusejit, client = cupyx.scipy ndimage / interpolate / signal, cupyx = sparse, fft,
+linalg, spatial, stats, cupyx.signal, and cupy = CuPy's whole library): one JSON line per kernel constructor call
+(kind, arguments) and per distinct call signature of it (argument dtypes and ndims, Python scalar types) or
+RawModule function name. Kernel sources stay outside the repository (they are CuPy's code).
 
     python3 benchmarks/cupy_corpus.py check CORPUS [--arch sm_90] [--jobs 2]   # no GPU: what fails, grouped by error
     python3 benchmarks/cupy_corpus.py time CORPUS [--arch sm_90] [--jobs N]    # cold and warm build of the corpus

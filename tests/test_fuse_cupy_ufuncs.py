@@ -21,7 +21,8 @@ import kspec
 from kspec.compiler import CompileOptions, compile_source
 from kspec.dtypes import BY_NAME
 from kspec.fuse._ufunc_cupy import LOOPS
-from kspec.fuse._ufuncs import CUPY_ONLY, UfuncTypeError, emit, headers, resolve
+from kspec.fuse._ufuncs import CUPY_ONLY, UfuncTypeError, emit, resolve
+from ufunc_kernels import kernel_source
 
 # CuPy v14.2.0's ufuncs under `cupy.<name>` / `cupyx.<name>`: public name -> (the ufunc's name without "cupy_",
 # nin, nout). Derived from CuPy's source (git -C /work/.mirror/cupy+cupy/repo show v14.2.0:PATH): every name
@@ -320,14 +321,6 @@ def test_cupy_routines_reach_the_new_ufuncs(on_cpu_device, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------------ NVRTC
-_PRELUDE = """
-template <class A, class B> struct kspec_same { static const bool value = false; };
-template <class A> struct kspec_same<A, A> { static const bool value = true; };
-template <class A> struct kspec_bare { typedef A type; };
-template <class A> struct kspec_bare<const A> { typedef A type; };
-template <class A> struct kspec_bare<A&> { typedef typename kspec_bare<A>::type type; };
-#define KSPEC_CHECK(T, E) static_assert(kspec_same<typename kspec_bare<decltype(E)>::type, T>::value, #T " <- " #E)
-"""
 
 
 def test_every_cupy_only_loop_compiles_with_exact_types():
@@ -340,12 +333,6 @@ def test_every_cupy_only_loop_compiles_with_exact_types():
             (expr,) = emit(name, loop_in, loop_out, [f"v_{d}" for d in loop_in])
             lines.append(f"KSPEC_CHECK({BY_NAME[loop_out[0]].c_type}, {expr});")
             lines.append(f"p_{loop_out[0]}[{k * 32 + j}] = {expr};  // {name}")
-    needs = {BY_NAME[d].header for d in used if BY_NAME[d].header}
-    macros = "".join(f"#define KSPEC_NEED_{n.upper()} 1\n" for n in sorted(needs))
-    params = ", ".join(f"{BY_NAME[d].c_type}* p_{d}" for d in sorted(used))
-    loads = "".join(f"  const {BY_NAME[d].c_type} v_{d} = p_{d}[threadIdx.x];\n" for d in sorted(used))
-    body = "".join(f"  {line}\n" for line in lines)
-    source = (f"{macros}#include <kspec/types.cuh>\n{headers(used)}\n{_PRELUDE}\n"
-              f'extern "C" __global__ void cupy_only({params}) {{\n{loads}{body}}}\n')
-    program = compile_source(source, name="cupy_only", options=CompileOptions(arch="sm_80"), needs=tuple(sorted(needs)))
+    source, needs = kernel_source("cupy_only", used, lines)
+    program = compile_source(source, name="cupy_only", options=CompileOptions(arch="sm_80"), needs=needs)
     assert "warning" not in program.log.lower(), program.log

@@ -13,6 +13,7 @@ from kspec.compiler import CompileOptions, compile_source
 from kspec.dtypes import BY_NAME
 from kspec.fuse._ufunc_table import NOT_SUPPORTED
 from kspec.fuse._ufuncs import SUPPORTED, UfuncTypeError, cast, emit, headers, literal, resolve
+from ufunc_kernels import kernel_source
 
 NUMPY_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                 "float16", "float32", "float64", "complex64", "complex128")
@@ -191,26 +192,6 @@ def test_headers_name_the_heavy_types():
 
 
 # ------------------------------------------------------------------------------------------------ NVRTC
-_PRELUDE = """
-template <class A, class B> struct kspec_same { static const bool value = false; };
-template <class A> struct kspec_same<A, A> { static const bool value = true; };
-template <class A> struct kspec_bare { typedef A type; };
-template <class A> struct kspec_bare<const A> { typedef A type; };
-template <class A> struct kspec_bare<A&> { typedef typename kspec_bare<A>::type type; };
-#define KSPEC_CHECK(T, E) static_assert(kspec_same<typename kspec_bare<decltype(E)>::type, T>::value, #T " <- " #E)
-"""
-
-
-def _kernel(name: str, dtypes: set[str], lines: list[str]) -> tuple[str, tuple[str, ...]]:
-    """A CUDA source with one array parameter per dtype (``v_<dtype>``) whose body is ``lines``."""
-    needs = {BY_NAME[d].header for d in dtypes if BY_NAME[d].header}
-    macros = "".join(f"#define KSPEC_NEED_{n.upper()} 1\n" for n in sorted(needs))
-    params = ", ".join(f"{BY_NAME[d].c_type}* p_{d}" for d in sorted(dtypes))
-    loads = "".join(f"  const {BY_NAME[d].c_type} v_{d} = p_{d}[i];\n  (void)v_{d};\n" for d in sorted(dtypes))
-    body = "".join(f"  {line}\n" for line in lines)
-    source = (f"{macros}#include <kspec/types.cuh>\n{headers(dtypes)}\n{_PRELUDE}\n"
-              f'extern "C" __global__ void {name}({params}) {{\n  const int i = threadIdx.x;\n{loads}{body}}}\n')
-    return source, tuple(sorted(needs))
 
 
 def _compile(name: str, source: str, needs) -> None:
@@ -240,7 +221,7 @@ def test_every_loop_compiles_with_exact_types(group):
             lines.append(f"KSPEC_CHECK({c_type}, {expr});")
             lines.append(f"p_{out}[{k * 2 + j}] = {expr};  // {name}")
     assert len({name for name, _, _ in loops}) >= 10
-    source, needs = _kernel(f"ufuncs_{group}", used, lines)
+    source, needs = kernel_source(f"ufuncs_{group}", used, lines)
     _compile(f"ufuncs_{group}", source, needs)
 
 
@@ -261,12 +242,12 @@ def test_every_cast_and_literal_compiles_with_exact_types():
         info = np.iinfo(dst)
         for value in (int(info.min), int(info.max)):
             lines.append(f"KSPEC_CHECK({BY_NAME[dst].c_type}, {literal(value, dst)});")
-    source, needs = _kernel("casts", set(ALL_DTYPES), lines)
+    source, needs = kernel_source("casts", set(ALL_DTYPES), lines)
     _compile("casts", source, needs)
 
 
 def test_plain_float32_kernel_does_not_pull_heavy_headers():
-    source, needs = _kernel("plain", {"float32", "bool", "int32"}, [
+    source, needs = kernel_source("plain", {"float32", "bool", "int32"}, [
         f"p_float32[0] = {emit('floor_divide', ['float32', 'float32'], ['float32'], ['v_float32', 'v_float32'])[0]};",
         f"p_bool[0] = {emit('isnan', ['float32'], ['bool'], ['v_float32'])[0]};",
     ])
