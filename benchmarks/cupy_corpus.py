@@ -76,7 +76,22 @@ def _stand_in(desc: dict) -> Any:
         return eval(desc["v"], {"inf": float("inf"), "nan": float("nan")})  # noqa: S307
     if "none" in desc:
         return None
+    if desc.get("o") in ("TextureObject", "SurfaceObject"):  # passed by value as its 64-bit handle: the type decides
+        return _HANDLE_TYPES[desc["o"]](0)
     raise ValueError(f"cannot stand in for {desc}")
+
+
+class _Handle:
+    """A texture or surface object as a compile sees it: kspec takes any ``TextureObject`` / ``SurfaceObject`` of
+    kspec's or CuPy's with an int ``ptr`` (kspec/runtime/_interop.py), and compiling needs no device."""
+
+    __module__ = "kspec.corpus"
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+
+_HANDLE_TYPES = {name: type(name, (_Handle,), {"__module__": "kspec.corpus"}) for name in ("TextureObject", "SurfaceObject")}
 
 
 def _tuple_args(rec: dict) -> tuple[list, dict]:
