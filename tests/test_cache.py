@@ -378,3 +378,59 @@ def test_permission_denied_warns_once(monkeypatch):
     assert [w.category for w in caught] == [kspec.CacheWarning]
     assert "Permission denied" in str(caught[0].message)
     assert program.binary[:4] == b"\x7fELF"
+
+
+# --- name expressions --------------------------------------------------------------------------------------------
+
+# Templates whose name expressions may be spelled several ways that C++ mangling erases or normalises: spaces,
+# `float *` / `float*`, a typedef (size_t), a constant expression as a non-type argument, a scoped enumerator.
+NAME_EXPRESSION_SOURCE = """
+namespace mylib {
+enum class Tag { A, B };
+}
+
+template <typename T, typename U>
+__global__ void multi_param(T* out, const U* in) { out[threadIdx.x] = static_cast<T>(in[threadIdx.x]); }
+
+template <typename P>
+__global__ void ptr_param(P p, unsigned long long* out) { out[0] = sizeof(p); }
+
+template <typename T, int N>
+__global__ void non_type_param(T* a) {
+    for (int i = 0; i < N; ++i) a[i] *= 2;
+}
+
+template <mylib::Tag tag>
+__global__ void enum_param(int* a) { a[0] = tag == mylib::Tag::B; }
+"""
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "multi_param<float, double>",
+        "multi_param<float,double>",
+        "ptr_param<float *>",
+        "ptr_param<float*>",
+        "ptr_param<const float*>",
+        "non_type_param<float, 3>",
+        "non_type_param<float, 1 + 2>",
+        "ptr_param<size_t>",
+        "enum_param<mylib::Tag::B>",
+    ],
+)
+def test_name_expression_spellings_hit_from_disk(cache_dir, monkeypatch, expr):
+    """A disk hit gives back the lowered name stored under the spelling the caller used, whatever mangling made
+    of it."""
+
+    def compile_expr(**kwargs) -> tuple[CompiledProgram, bool]:
+        return compile_cached(NAME_EXPRESSION_SOURCE, name="spellings", name_expressions=(expr,),
+                              options=CompileOptions(extra=("-std=c++17",)), **kwargs)  # fmt: skip
+
+    first, hit = compile_expr()
+    assert not hit and first.lowered_names[expr].startswith("_Z")
+    assert len(_entries(cache_dir)) == 1
+    _no_nvrtc(monkeypatch)
+    program, hit = compile_expr(cache=BinaryCache(cache_dir))  # a new object: no memory layer, the disk entry
+    assert hit and program.compile_ms == 0.0
+    assert program.lowered_names[expr] == first.lowered_names[expr]

@@ -4,7 +4,8 @@
 // math_constants.h in every kernel, as CuPy prepends its own; raw modules and spec files get them by
 // including them (spec files: `cupy_headers = true`). Written for kspec from CuPy's documented behaviour:
 //  * cupy::type_traits (conditional, enable_if, is_same), M_PI, CUPY_FOR(i, n); with CUPY_JIT_MODE defined
-//    (code from CuPy's JIT transpiler), STD (std through <cupy/cuda_workaround.h>), cupy::as_tuple and Dim;
+//    (code from CuPy's JIT transpiler), STD (std through <cupy/cuda_workaround.h>), cupy::as_tuple and Dim
+//    (cupy/jit_mode.cuh);
 //  * CArray<T, ndim, c_contiguous, use_32bit_indexing>: an array view with C-order shape and byte strides,
 //    indexed by flat C-order index or by an index array; made from a pointer + shape (+ strides), from
 //    initializer lists, or from a kspec raw parameter (kspec::RawView, whose ndim must equal `ndim`);
@@ -51,42 +52,9 @@ struct is_same<T, T> {
 class float16;
 class bfloat16;
 
-// Code CuPy's own JIT transpiler emits (cupy.vectorize builds an ElementwiseKernel with -DCUPY_JIT_MODE) names
-// the standard library as STD:: and builds tuples from index arrays with cupy::as_tuple, as CuPy's header gives.
+// Code CuPy's own JIT transpiler emits (-DCUPY_JIT_MODE): STD, cupy::as_tuple and Dim (cupy/jit_mode.cuh).
 #if defined(CUPY_JIT_MODE)
-#include <cupy/cuda_workaround.h>
-namespace STD = std;
-namespace cupy {
-// as_tuple<ndim, T>::call(ints) -> STD::tuple of ints[0], ..., ints[ndim - 1]
-template <int ndim, typename T>
-struct as_tuple {
-  template <int N, typename... Args>
-  struct build {
-    using type = typename build<N - 1, T, Args...>::type;
-    template <typename Ints>
-    __device__ static type call(Ints ints, Args... args) {
-      return build<N - 1, T, Args...>::call(ints, ints[N - 1], args...);
-    }
-  };
-  template <typename... Args>
-  struct build<0, Args...> {
-    using type = STD::tuple<Args...>;
-    template <typename Ints>
-    __device__ static type call(Ints, Args... args) {
-      return STD::make_tuple(args...);
-    }
-  };
-  using type = typename build<ndim>::type;
-  template <typename Ints>
-  __device__ static type call(Ints ints) {
-    return build<ndim>::call(ints);
-  }
-};
-}  // namespace cupy
-template <int dim>
-struct Dim {
-  __device__ Dim() {}
-};
+#include <cupy/jit_mode.cuh>
 #endif
 
 // A grid-stride loop over 0 <= i < n.
