@@ -1,7 +1,13 @@
 """CuPy's own cupyx.scipy functions on realistic sizes, with CuPy's constructors replaced by kspec's (as
 ``../shared/peer/kspec_alias.py`` does) against CuPy itself, in the same run.
 
-    python3 benchmarks/cupyx_scipy.py [--procs 3] [--reps 20] [--only NAME,...]
+    python3 benchmarks/cupyx_scipy.py [--procs 3] [--reps 20] [--only NAME,...] [--cold] [--captured BUILD]
+    python3 benchmarks/cupyx_scipy.py --capture SPECS_DIR     # record the kernels the functions build (kspec capture)
+
+``--cold``: every process starts with empty caches (kspec's and CuPy's). ``--captured BUILD`` adds a third mode,
+*served*: kspec's constructors, served from a ``kspec build`` of captured specs (``--capture``, then ``kspec build
+SPECS_DIR -o BUILD``) with kspec's NVRTC blocked, ``KSPEC_COMPILE=never`` and an empty kspec cache, CuPy's own
+cache as the machine has it (its ufuncs and routines are CuPy's): the first call of a deployed program.
 
 Each mode runs in fresh processes, alternating kspec, cupy, kspec, cupy, ... (``--procs`` of each), so that
 neither takes all the warm machine state. In each process every function runs once (compiling or loading its
@@ -75,7 +81,13 @@ def cases(cp: Any) -> dict[str, tuple[Callable[[Any], Any], Callable[[int], Any]
 
 
 def child(mode: str, reps: int, only: list[str]) -> None:
-    if mode == "kspec":
+    if mode == "served":
+        sys.modules["cuda.bindings.nvrtc"] = None  # type: ignore[assignment]  # kspec's NVRTC blocked
+    if mode in ("kspec", "served"):
+        if os.environ.get("KSPEC_CAPTURE_DIR"):
+            from kspec.capturer import record_from_environment
+
+            record_from_environment()
         _install_kspec()
     import cupy as cp
 
@@ -113,18 +125,24 @@ def main() -> int:
     parser.add_argument("--procs", type=int, default=3)
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--only", default="")
-    parser.add_argument("--child", choices=("kspec", "cupy"))
+    parser.add_argument("--child", choices=("kspec", "cupy", "served"))
+    parser.add_argument("--cold", action="store_true", help="empty kspec and CuPy caches in every process")
+    parser.add_argument("--captured", default="", help="a kspec build of captured specs: adds the served mode")
+    parser.add_argument("--capture", default="", help="record the functions' kernels as spec files in this directory")
     parser.add_argument("--log", default="", help="append each process's raw results (JSON lines) to this file")
     args = parser.parse_args()
     only = [o for o in args.only.split(",") if o]
     if args.child:
         child(args.child, args.reps, only)
         return 0
-    runs: dict[str, list[dict]] = {"kspec": [], "cupy": []}
+    if args.capture:
+        return _capture(args.capture, args.only)
+    modes = ("kspec", "cupy", "served") if args.captured else ("kspec", "cupy")
+    runs: dict[str, list[dict]] = {mode: [] for mode in modes}
     for _ in range(args.procs):
-        for mode in ("kspec", "cupy"):
+        for mode in modes:
             cmd = [sys.executable, __file__, "--child", mode, "--reps", str(args.reps), "--only", args.only]
-            done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
+            done = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(mode, args.cold, args.captured))
             if done.returncode != 0:
                 print(f"{mode} process failed:\n{done.stderr[-2000:]}", file=sys.stderr)
                 continue
@@ -133,7 +151,10 @@ def main() -> int:
                 with open(args.log, "a") as log:
                     log.write(json.dumps({"mode": mode, "results": runs[mode][-1]}) + "\n")
     names = list(dict.fromkeys(n for r in runs["kspec"] + runs["cupy"] for n in r))
-    print("| function | CuPy device ms | kspec device ms | ratio | CuPy host ms | kspec host ms | ratio | first call ms CuPy / kspec |")
+    cold = "cold, empty caches" if args.cold else "caches as the machine has them"
+    served = " / served from the captured build" if args.captured else ""
+    print(f"| function | CuPy device ms | kspec device ms | ratio | CuPy host ms | kspec host ms | ratio | first call ms "
+          f"CuPy / kspec ({cold}){served} |")
     print("|---|---|---|---|---|---|---|---|")
     for name in names:
         row = {}
@@ -151,8 +172,41 @@ def main() -> int:
                   f"{row['kspec'] if isinstance(row['kspec'], str) else '%.3f' % row['kspec'][0]} | | | | | |")
             continue
         c, k = row["cupy"], row["kspec"]
+        firsts = f"{c[2]:.0f} / {k[2]:.0f}"
+        if args.captured:
+            got = [r[name] for r in runs["served"] if name in r]
+            firsts += " / " + (f"{statistics.median(g['first'] for g in got) * 1e3:.1f}" if got and all("first" in g for g in got)
+                               else (got[0].get("error", "missing") if got else "missing"))
         print(f"| {name} | {c[0]:.3f} | {k[0]:.3f} | {k[0] / c[0]:.2f} | {c[1]:.3f} | {k[1]:.3f} | {k[1] / c[1]:.2f} | "
-              f"{c[2]:.0f} / {k[2]:.0f} |")
+              f"{firsts} |")
+    return 0
+
+
+def _child_env(mode: str, cold: bool, captured: str) -> dict[str, str]:
+    import tempfile
+
+    env = os.environ.copy()
+    if cold or mode == "served":  # a fresh machine's kspec: nothing cached, nothing memoized
+        env["KSPEC_CACHE_DIR"], env["KSPEC_MEMO_DIR"] = tempfile.mkdtemp(), tempfile.mkdtemp()
+    if cold and mode != "served":
+        env["CUPY_CACHE_DIR"] = tempfile.mkdtemp()
+    if mode == "served":
+        env.update(KSPEC_BINARIES=captured, KSPEC_COMPILE="never")
+    return env
+
+
+def _capture(out: str, only: str) -> int:
+    """One kspec process under a recorder, its records merged into spec files in ``out`` (what ``kspec capture``
+    does for a program)."""
+    import tempfile
+
+    from kspec.capturer import write_captured
+
+    records = tempfile.mkdtemp()
+    env = {**os.environ, "KSPEC_CAPTURE_DIR": records, "KSPEC_CALL_RECORDS": "0"}
+    subprocess.run([sys.executable, __file__, "--child", "kspec", "--reps", "1", "--only", only], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    print(f"captured: {write_captured(records, out).summary()}")
     return 0
 
 

@@ -107,6 +107,8 @@ __all__ = [
     "fuse",
     "get_device",
     "load",
+    "register_binaries",
+    "registered_binaries",
     "zeros",
     "jit",
     # the device kernels run on: the GPU, or the CPU device (KSPEC_DEVICE=cpu)
@@ -132,6 +134,8 @@ _LAZY = {
     "ReductionKernel": "kspec.kernels",
     "KernelLibrary": "kspec.kernels",
     "load": "kspec.kernels",
+    "register_binaries": "kspec.kernels",
+    "registered_binaries": "kspec.kernels",
     "RawKernel": "kspec.kernels",
     "RawModule": "kspec.kernels",
     "ArraySpec": "kspec.kernels",

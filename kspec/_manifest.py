@@ -78,3 +78,15 @@ def read_manifest(out_dir: str | os.PathLike[str], *, any_version: bool = False)
 def manifest_document(version: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
     """The manifest's top-level table (the writer's side of the layout above)."""
     return {"kspec_manifest": MANIFEST_VERSION, "kspec_version": version, "entries": entries}
+
+
+# A wheel's registration of its build output for lookup by content (issue [CAP]; read by kspec/kernels/_stores.py):
+# the hatch hook installs <prefix>/share/kspec/binaries/<distribution>.json naming the directory, relative to the
+# sys.path entry the package is installed in.
+REGISTRATION_DIR = ("share", "kspec", "binaries")
+REGISTRATION_VERSION = 1
+
+
+def registration_document(binaries: str) -> dict[str, Any]:
+    """The registration of a package's binaries directory (a relative POSIX path such as ``pkg/kernels/_binaries``)."""
+    return {"kspec_binaries": REGISTRATION_VERSION, "binaries": binaries}

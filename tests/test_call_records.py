@@ -243,3 +243,19 @@ def test_signature_text_spells_what_means_the_same_in_every_process():
     assert _call_records.signature_text(types, ((1, 2), object())) is None  # no spelling: not recorded
     assert _call_records.signature_text(types, ((kspec.DeviceArray, "x"),)) == (
         "numpy.ndarray,builtins.int|(kspec.runtime._devicearray.DeviceArray,'x')")
+
+
+def test_without_nvrtc_or_its_memo_records_are_off_and_calls_run(memo, monkeypatch):
+    """A process served by binaries alone, NVRTC absent and its version not memoized (a fresh container): the
+    records' directory cannot be named, so the process keeps none, and its kernels are constructed and called."""
+    from kspec import NvrtcNotFoundError
+
+    def no_nvrtc(device_id):
+        raise NvrtcNotFoundError("kspec needs cuda.bindings.nvrtc to compile kernels")
+
+    monkeypatch.setattr(_call_records, "_environment", no_nvrtc)
+    monkeypatch.setitem(_call_records._state, "unavailable", False)
+    x, y = _arrays()
+    k = _axpy()
+    assert np.array_equal(k(kspec.asarray(x), kspec.asarray(y)).get(), 2 * x + y)
+    assert _call_records._state["unavailable"] and not list(memo.rglob("*.kcr"))

@@ -1,148 +1,85 @@
-"""kspec calls captured into CUDA graphs on a GPU, three ways: CuPy's stream capture, PyTorch's
-``torch.cuda.graph``, and ``kspec.capture``. Every case of tests/capture_cases.py (elementwise with and without
-an output given, reductions full / axis=1 / split / 4-d axes (1, 3), fused functions with and without a
-reduction, a jit kernel, a RawKernel) replays to the eager result and, after its inputs change in place, to
-the new one; 100 small dependent calls replay as they ran. Then the first-call rule (a CaptureError before
-anything compiles) under each capture, and graph updates with new pointers."""
+"""kspec capture on a GPU (issue [CAP]): kernels a program builds, captured, built for the device and served to a
+fresh process by content with kspec's NVRTC blocked, KSPEC_COMPILE=never and an empty cache; and the same for
+code written for CuPy (cupyx.scipy) under the kspec.cupy switch."""
 
 from __future__ import annotations
 
-import numpy as np
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
-from capture_cases import CASE_IDS, CASES, captures_of_new_pointers, check_case, check_many_small_calls, kspec_capture
-from device_arrays import ArrayLibrary
 
-import kspec
-from kspec.kernels import _loaded
+from test_capture import PROGRAM, SERVE
 
+REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.gpu
 
 
-def cupy_capture(call):
-    """CuPy's style: warm on a non-blocking stream, record between begin_capture and end_capture."""
-    cupy = pytest.importorskip("cupy")
-    stream = cupy.cuda.Stream(non_blocking=True)
-    with stream:
-        call()
-        stream.synchronize()
-        stream.begin_capture()
-        try:
-            result = call()
-        finally:
-            graph = stream.end_capture()
+def _arch() -> str:
+    from kspec.runtime import get_device
 
-    def replay() -> None:
-        graph.launch(stream)
-        stream.synchronize()
-
-    return replay, result
+    return str(get_device().arch)
 
 
-def torch_capture(call):
-    """PyTorch's style: warm on a side stream, record under ``torch.cuda.graph``, ``replay()``."""
-    torch = pytest.importorskip("torch")
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        call()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        result = call()
-
-    def replay() -> None:
-        graph.replay()
-        torch.cuda.synchronize()
-
-    return replay, result
+def _env(**extra: str) -> dict[str, str]:
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = {k: v for k, v in os.environ.items() if k not in ("KSPEC_BINARIES", "KSPEC_DEVICE", "KSPEC_CUPY", "KSPEC_CAPTURE_DIR")}
+    return {**env, "PYTHONPATH": path, **extra}
 
 
-STYLES = {"cupy": (cupy_capture, "cupy"), "torch": (torch_capture, "torch"), "kspec": (kspec_capture, "kspec")}
+def _run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return proc.stdout
 
 
-@pytest.fixture(params=sorted(STYLES))
-def style(request):
-    capture, library = STYLES[request.param]
-    return capture, ArrayLibrary(library)
+def _capture_build_serve(tmp: Path, program: str, *, no_cupy: bool) -> tuple[str, str, str]:
+    (tmp / "program.py").write_text(program)
+    env = _env(KSPEC_CACHE_DIR=str(tmp / "capture-cache"))
+    flags = ["--no-cupy"] if no_cupy else []
+    captured = _run([sys.executable, "-m", "kspec", "capture", "-o", "specs", *flags, "--", sys.executable, "program.py"],
+                    tmp, env)  # fmt: skip
+    _run([sys.executable, "-m", "kspec", "build", "specs", "-o", "build", "--arch", _arch()], tmp, env)
+    (tmp / "serve.py").write_text(SERVE)
+    serve_env = _env(KSPEC_COMPILE="never", KSPEC_BINARIES=str(tmp / "build"), KSPEC_CACHE_DIR=str(tmp / "empty-cache"),
+                     KSPEC_MEMO_DIR=str(tmp / "memo"), **({} if no_cupy else {"KSPEC_CUPY": "1"}))
+    if not no_cupy:  # the switch as python -m kspec.cupy arms it, in the serving process too
+        startup = REPO / "kspec" / "_startup"
+        serve_env["PYTHONPATH"] = os.pathsep.join([str(startup), serve_env["PYTHONPATH"]])
+    served = _run([sys.executable, "serve.py"], tmp, serve_env)
+    return captured, served, (tmp / "specs").as_posix()
 
 
-@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_replay_gives_the_eager_results_and_reads_new_input_values(case, style):
-    capture, lib = style
-    check_case(case, lib, capture)
+def test_kspec_constructors_captured_and_served_on_the_gpu(tmp_path):
+    captured, served, _ = _capture_build_serve(tmp_path, PROGRAM, no_cupy=True)
+    expected = captured.splitlines()[0]
+    lines = served.splitlines()
+    assert lines[0] == expected
+    log = eval(lines[1])  # noqa: S307 - our own program's printed list
+    assert log and {source for _, source in log} == {"binary"}, log
 
 
-def test_a_hundred_small_calls_replay_as_they_ran(style):
-    capture, lib = style
-    check_many_small_calls(lib, capture)
+CUPYX_PROGRAM = '''
+import cupy
+import cupyx.scipy.ndimage as ndi
+import numpy as np
+
+rng = np.random.default_rng(3)
+image = cupy.asarray(rng.random((64, 80), dtype=np.float32))
+outs = [ndi.uniform_filter(image, 5), ndi.gaussian_filter(image, 2.0), ndi.median_filter(image, 3),
+        ndi.zoom(image, 1.5, order=1), ndi.sobel(image)]
+twice = cupy.ElementwiseKernel("T x", "T y", "y = x + x", "twice_cap")(image)
+print([round(float(o.sum()), 3) for o in [*outs, twice]], type(twice).__name__)
+'''
 
 
-# -- the first-call rule: a CaptureError before anything compiles or loads, under each capture ----------------
-
-
-def _fresh_kernel(monkeypatch) -> kspec.ElementwiseKernel:
-    monkeypatch.setattr(_loaded, "_loaded", {})  # nothing of this spec loaded in this process yet
-    monkeypatch.setattr(_loaded, "_by_cache_key", {})  # and the modules by binary-cache key
-    return kspec.ElementwiseKernel("float32 x", "float32 y", "y = x + 1", "capture_gpu_first")
-
-
-def test_first_call_inside_kspec_capture(monkeypatch):
-    k = _fresh_kernel(monkeypatch)
-    x = kspec.asarray(np.ones(16, np.float32))
-    stream = kspec.Stream(non_blocking=True)
-    with pytest.raises(kspec.CaptureError, match=r"kernel 'capture_gpu_first'.*call it once before capturing"):
-        with kspec.capture(stream):
-            k(x)
-    assert not kspec.runtime.stream_is_capturing(stream.handle)
-    with stream:
-        k(x)  # warm
-    with kspec.capture(stream) as graph:
-        y = k(x)
-    graph.launch()
-    stream.synchronize()
-    assert (y.get() == 2).all()
-
-
-def test_first_call_inside_cupy_capture(monkeypatch):
-    cupy = pytest.importorskip("cupy")
-    k = _fresh_kernel(monkeypatch)
-    x = cupy.ones(16, cupy.float32)
-    stream = cupy.cuda.Stream(non_blocking=True)
-    with stream:
-        stream.begin_capture()
-        try:
-            with pytest.raises(kspec.CaptureError, match="kernel 'capture_gpu_first'"):
-                k(x)
-        finally:
-            stream.end_capture()  # nothing was recorded or broken: the capture ends normally
-        assert (k(x) == 2).all()
-
-
-def test_first_call_inside_torch_graph(monkeypatch):
-    torch = pytest.importorskip("torch")
-    k = _fresh_kernel(monkeypatch)
-    x = torch.ones(16, device="cuda")
-    with pytest.raises(kspec.CaptureError, match="kernel 'capture_gpu_first'"):
-        with torch.cuda.graph(torch.cuda.CUDAGraph()):
-            k(x)
-    assert bool((k(x) == 2).all())
-
-
-# -- new pointers: update -----------------------------------------------------------------------------------
-
-
-def test_update_with_new_pointers_in_place_and_by_reinstantiation():
-    add = kspec.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = x + y", "capture_gpu_add")
-    graph, new_pointers, stream, a, b, out = captures_of_new_pointers(add, 64)
-    assert graph.update(new_pointers) is True, graph.update_note
-    graph.launch()
-    stream.synchronize()
-    assert (out.get() == 20).all()
-    with kspec.capture(stream) as allocating:  # an output allocated inside: a graph allocation
-        result = add(b, a)
-    assert graph.update(allocating) is False, graph.update_note  # another topology: an allocation node
-    for _ in range(2):  # relaunch: the graph's allocation is freed and made again at the same address
-        graph.launch()
-        stream.synchronize()
-        assert (result.get() == 11).all()
+def test_cupyx_scipy_captured_and_served_without_compiler(tmp_path):
+    pytest.importorskip("cupy")
+    captured, served, specs = _capture_build_serve(tmp_path, CUPYX_PROGRAM, no_cupy=False)
+    assert captured.splitlines()[0] == served.splitlines()[0]
+    log = eval(served.splitlines()[1])  # noqa: S307
+    assert log and {source for _, source in log} == {"binary"}, log
+    files = sorted(p.name for p in Path(specs).iterdir())
+    assert any(name.startswith("cupyx.scipy.ndimage") for name in files), files

@@ -150,6 +150,19 @@ def test_modules_imported_after_enable_get_kspecs_names(fake_cupy: Path) -> None
     assert out.stdout.strip() == "ok"
 
 
+def test_launcher_swaps_where_a_module_name_is_blocked(fake_cupy: Path) -> None:
+    """A program may block a module (``sys.modules[name] = None``, as benchmarks/_no_nvrtc does with kspec's NVRTC):
+    the swap on CuPy's import, before cupyx.jit is imported, reads past it."""
+    out = run(fake_cupy, """
+        import sys
+        sys.modules["cuda.bindings.nvrtc"] = None
+        import cupy, kspec
+        assert cupy.RawKernel is kspec.RawKernel
+        print("ok")
+    """, "-m", "kspec.cupy")
+    assert out.stdout.strip() == "ok"
+
+
 CHILD_CHECK = """
     import sys, subprocess, os
     assert "cupy" not in sys.modules, "the launcher must not import CuPy before the program does"

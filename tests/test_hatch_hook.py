@@ -224,6 +224,9 @@ def test_wheel_is_pure_and_has_modules_and_binaries(builds: dict[str, Any]) -> N
         assert data[:4] == b"\x7fELF", e["file"]  # a CUBIN is an ELF image
         if e["kind"] != "raw":  # the launch interface, read by the process serving the binary
             assert json.loads(files[f"{PACKAGE}/_binaries/{e['interface']}"])["interface"]
+    # the binaries registered for lookup by content (issue [CAP]): shared data installed under <prefix>/share/kspec
+    registration = json.loads(files["deploy_example-0.1.0.data/data/share/kspec/binaries/deploy_example.json"])
+    assert registration == {"kspec_binaries": 1, "binaries": f"{PACKAGE}/_binaries"}
     binaries = {n for n in files if n.startswith(f"{PACKAGE}/_binaries/") and not n.endswith("manifest.json")}
     listed = {e[field] for e in entries for field in ("file", "interface") if field in e}
     assert binaries == {f"{PACKAGE}/_binaries/{rel}" for rel in listed}  # nothing the manifest does not name
@@ -341,6 +344,11 @@ def test_installed_wheel_imports_without_nvrtc(builds: dict[str, Any], tmp_path:
     _pip(python, env, "--no-index", str(builds["wheel"]))
     out = _run(python, _IMPORT_CHECK, tmp_path, env)
     assert str(tmp_path / "venv") in out and out.strip().endswith("ok"), out
+    # the installed package's binaries serve any kernel of the same code by content, found without importing it
+    code = ("import sys, kspec; stores = kspec.registered_binaries(); "
+            "assert 'deploy_example' not in sys.modules; print([str(s.directory) for s in stores])")
+    listed = _run(python, code, tmp_path, {k: v for k, v in env.items() if k != "KSPEC_BINARIES"})
+    assert f"{PACKAGE}/_binaries" in listed and str(tmp_path / "venv") in listed, listed
 
 
 _USER_SCRIPT = """

@@ -24,9 +24,10 @@ KSPEC = Path(__file__).resolve().parents[1] / "kspec"
 
 # the order of the layers: a package may import those of a lower rank (and of its own, for fuse / jit: none do);
 # jax and torch (kernels inside JAX / PyTorch graphs) are front ends over kernels and fuse; cupy (the switch that
-# serves CuPy's constructors from kspec) is an adapter on top of kernels, fuse and jit
+# serves CuPy's constructors from kspec) is an adapter on top of kernels, fuse and jit; capturer (kspec capture)
+# is a front end that records what kernels build and writes specs
 LAYERS = {"spec": 0, "render": 1, "compiler": 2, "runtime": 3, "kernels": 4, "fuse": 5, "jit": 5, "grad": 6, "jax": 7,
-          "cupy": 7, "torch": 7, "tune": 8}  # tune: `kspec tune` times kernels on a GPU (issue [AT]); only the CLI asks for it
+          "cupy": 7, "capturer": 7, "torch": 7, "tune": 8}  # tune: `kspec tune` times kernels on a GPU (issue [AT]); only the CLI asks for it
 # the tools: they may import spec, render, compiler and each other, never runtime or kernels
 TOOLS = {"build", "codegen", "hatch", "cli"}
 TOOLS_MAY_NOT_IMPORT = {"runtime", "kernels"}
@@ -34,10 +35,12 @@ TOOLS_MAY_NOT_IMPORT = {"runtime", "kernels"}
 # kspec.grad for the backward kernels their autograd calls (issue [AD])
 BINDINGS = {"torch": {"kernels", "fuse", "grad", "runtime"}, "cupy": {"kernels", "fuse", "jit"}}
 # the shared leaves (kspec/<name>.py) that any layer may import; they import no package
-LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing", "_torch_watch", "_tuning", "_plan_tuning"}
+LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing", "_torch_watch", "_tuning", "_plan_tuning", "_raw_names"}
 # kspec/__init__.py and kspec/__main__.py sit above every layer (the public front door and the CLI entry), and
 # kspec/_warm.py (kspec.warm: the runtime's default arch and the build tools' compile pool, together)
-TOP = {"__init__", "__main__", "_warm"}
+# and kspec/_startup/sitecustomize.py (run at start-up in processes `python -m kspec.cupy` and `kspec capture` start:
+# it arms the CuPy switch and capture's recorder)
+TOP = {"__init__", "__main__", "_warm", "_startup"}
 
 # (file, "Name.attr"): private reads across packages that stay, with the reason
 ALLOWED_PRIVATE_READS = {

@@ -3,7 +3,9 @@
 Never imports :mod:`kspec.runtime`: a build machine has no GPU.
 """
 
-from .._manifest import BINARY_SUFFIXES, INTERFACE_SUFFIX, MANIFEST_NAME, confined_file, read_manifest
+from .._manifest import (
+    BINARY_SUFFIXES, INTERFACE_SUFFIX, MANIFEST_NAME, REGISTRATION_DIR, confined_file, read_manifest, registration_document,
+)
 from ._output import binary_path, check_output_dir, manifest_entry, write_output
 from ._precompile import BuildPlan, BuildResult, BuildUnit, plan_build, precompile
 from ._progress import BuildProgress, precompile_with_progress
@@ -16,6 +18,8 @@ __all__ = [
     "BINARY_SUFFIXES",
     "INTERFACE_SUFFIX",
     "MANIFEST_NAME",
+    "REGISTRATION_DIR",
+    "registration_document",
     "BuildPlan",
     "BuildProgress",
     "BuildResult",

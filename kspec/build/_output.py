@@ -252,7 +252,7 @@ def _interface_json(result: BuildResult) -> bytes:
     from ..render import interface_to_data, module_interface, specialize
 
     unit = result.unit
-    specialization = specialize(unit.spec, unit.types, scalars=unit.scalars)
+    specialization = specialize(unit.spec, unit.types, scalars=unit.scalars, raw_layouts=dict(unit.raw_layouts))
     data = interface_to_data(module_interface(specialization))
     return (json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n").encode()
 

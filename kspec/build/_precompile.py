@@ -17,7 +17,7 @@ from typing import TypeVar
 from .._errors import KspecError, SpecError
 from ..compiler import BinaryCache, CompiledProgram, CompileOptions, cache_key, compile_cached, default_cache, register_counts
 from ..render import RenderedModule, render, render_raw, specialize
-from ..spec import AnySpec, RawSpec, with_backwards
+from ..spec import AnySpec, RawSpec, layouts_of, with_backwards
 from ._worker import STACK_BYTES
 from ._workers import DEFAULT_COMPILE_TIMEOUT_S, ISOLATED, CompilePool
 
@@ -30,6 +30,9 @@ class BuildUnit:
     types: Mapping[str, str]
     arch: str
     scalars: frozenset[str] = frozenset()  # inputs passed by value (a Python number at the call)
+    # raw arrays' (ndim, C-contiguous), sorted by name: a spec's `specializations` entry fixes them as the
+    # CuPy-style constructors' calls do (kspec/spec/_specializations.py); () for every layout
+    raw_layouts: tuple[tuple[str, tuple[int, bool]], ...] = ()
     # a config of a tuned raw spec: (the tuned kernel's name, its record entry for this arch or None, the
     # record's facts of that arch: device, driver...), which the output's tuning.json carries
     tuning: tuple[str, Mapping[str, Any] | None, Mapping[str, Any]] | None = field(default=None, compare=False)
@@ -41,7 +44,14 @@ class BuildUnit:
         text = ",".join(f"{k}={v}" for k, v in self.types.items())
         if self.scalars:
             text += ("+" if text else "") + "scalars=" + "-".join(sorted(self.scalars))
+        if self.raw_layouts:
+            text += ("+" if text else "") + "raw=" + "-".join(f"{n}:{d}{'c' if c else 's'}" for n, (d, c) in self.raw_layouts)
         return text or "-"
+
+    @property
+    def memo_key(self) -> tuple[Any, ...]:
+        """What decides the unit's module, whatever the arch: render (and warm) once per such key."""
+        return (id(self.spec), tuple(self.types.items()), self.scalars, self.raw_layouts)
 
 
 class UnitOutcome:
@@ -97,15 +107,22 @@ def plan_build(specs: Iterable[AnySpec], archs: Sequence[str]) -> BuildPlan:
                 continue
             bindings: tuple[Mapping[str, str], ...] = ({},)
         else:
-            bindings = spec.declared_instantiations()
-            if not bindings:
+            # captured exact specializations only, where a spec lists them and declares no instantiations
+            bindings = () if spec.specializations and not spec.instantiations else spec.declared_instantiations()
+            if not bindings and not spec.specializations:
                 skipped.append((spec, "no instantiations declared: compiled on first call"))
                 continue
         tuning = planner_tuning(spec, archs) if not isinstance(spec, RawSpec) and spec.tune is not None else {}
         units.extend(
-            BuildUnit(spec, dict(types), arch, scalars, tuning.get(arch))
+            BuildUnit(spec, dict(types), arch, scalars, tuning=tuning.get(arch))
             for types in bindings for scalars in scalar_sets(spec) for arch in archs
         )  # fmt: skip
+        if not isinstance(spec, RawSpec):
+            units.extend(
+                BuildUnit(spec, dict(entry.get("types", {})), arch, frozenset(entry.get("scalars", ())),
+                          layouts_of(entry), tuning.get(arch))
+                for entry in spec.specializations for arch in archs
+            )  # fmt: skip
     return BuildPlan(units, skipped)
 
 
@@ -117,7 +134,7 @@ def tuned_units(spec: RawSpec, archs: Sequence[str]) -> list[BuildUnit]:
     units: list[BuildUnit] = []
     for arch, entry, facts in _record_sections(spec, archs):
         chosen = [dict(spec.tune["default"])] + [c for c in winners(entry) if c != spec.tune["default"]]
-        units.extend(BuildUnit(spec.config_spec(c), {}, arch, frozenset(), (spec.name, entry, facts)) for c in chosen)
+        units.extend(BuildUnit(spec.config_spec(c), {}, arch, frozenset(), tuning=(spec.name, entry, facts)) for c in chosen)
     return units
 
 
@@ -178,9 +195,9 @@ def precompile(
     the platform allows it, see :mod:`._workers`), so a kernel that crashes NVRTC or runs past ``timeout``
     seconds (None or 0: no limit) fails alone and the others are kept.
     """
-    rendered: dict[tuple[int, tuple[tuple[str, str], ...], frozenset[str]], _Rendered | KspecError] = {}
-    for unit in units:  # render once per (spec, binding, scalars), whatever the number of archs
-        k = (id(unit.spec), tuple(unit.types.items()), unit.scalars)
+    rendered: dict[tuple[Any, ...], _Rendered | KspecError] = {}
+    for unit in units:  # render once per (spec, binding, scalars, raw layouts), whatever the number of archs
+        k = unit.memo_key
         if k not in rendered:
             try:
                 rendered[k] = _render(unit)
@@ -190,7 +207,7 @@ def precompile(
 
     def build(unit: BuildUnit, pool: CompilePool | None) -> BuildResult:
         result = BuildResult(unit)
-        entry = rendered[(id(unit.spec), tuple(unit.types.items()), unit.scalars)]
+        entry = rendered[unit.memo_key]
         if isinstance(entry, KspecError):
             result.error = entry
         else:
@@ -276,6 +293,6 @@ def _render(unit: BuildUnit) -> _Rendered:
     if isinstance(unit.spec, RawSpec):
         module = render_raw(unit.spec)
         return module, module.key, tuple(unit.spec.options)
-    specialization = specialize(unit.spec, unit.types, scalars=unit.scalars)
+    specialization = specialize(unit.spec, unit.types, scalars=unit.scalars, raw_layouts=dict(unit.raw_layouts))
     # the options a lazily compiled call would use (Specialization.nvrtc_options), so both build alike
     return render(specialization), specialization.key, specialization.nvrtc_options

@@ -69,15 +69,15 @@ def plan_warm(specs: Iterable[AnySpec], archs: Sequence[str]) -> WarmPlan:
     build = plan_build(specs, archs)
     units: list[WarmUnit] = []
     skipped = list(build.skipped)
-    variants: dict[tuple[int, tuple[tuple[str, str], ...], frozenset[str]], tuple[Specialization, tuple[str, ...]] | KspecError] = {}
+    variants: dict[tuple[Any, ...], tuple[Specialization, tuple[str, ...]] | KspecError] = {}
     for unit in build.units:
         if isinstance(unit.spec, RawSpec):
             units.append(_raw_unit(unit))
             continue
-        k = (id(unit.spec), tuple(unit.types.items()), unit.scalars)
+        k = unit.memo_key
         if k not in variants:  # once per specialization, whatever the number of archs
             try:
-                specialization = specialize(unit.spec, unit.types, scalars=unit.scalars)
+                specialization = specialize(unit.spec, unit.types, scalars=unit.scalars, raw_layouts=dict(unit.raw_layouts))
                 # the variants' name expressions, each once, as a call looks them up (kernels' interface_of)
                 expressions = tuple(dict.fromkeys(module_interface(specialization).variants.values()))
                 variants[k] = (specialization, expressions)

@@ -6,10 +6,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import _cache_cmd, _build_cmd, _generate_cmd, _show_cmd, _tune_cmd, _validate_cmd, _warm_cmd
+from . import _cache_cmd, _build_cmd, _capture_cmd, _generate_cmd, _show_cmd, _tune_cmd, _validate_cmd, _warm_cmd
 
 # Order here is the order of `kspec --help`. A new subcommand is one module and one entry.
-_COMMANDS = (_validate_cmd, _show_cmd, _generate_cmd, _build_cmd, _warm_cmd, _tune_cmd, _cache_cmd)
+_COMMANDS = (_validate_cmd, _show_cmd, _generate_cmd, _build_cmd, _warm_cmd, _tune_cmd, _capture_cmd, _cache_cmd)
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -11,35 +11,16 @@ path imports it; the renderer only when a program is made).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+# the rule of which name expressions a raw module compiles with (a leaf module: render keys by it too)
+from .._raw_names import kernel_expressions, raw_spec_expressions, single_kernel
+
+__all__ = ["RawProgram", "kernel_expressions", "raw_program", "raw_spec_expressions", "single_kernel"]
+
 if TYPE_CHECKING:
     from ._options import CompileOptions
-
-# A kernel name NVRTC can take as a name expression (plain, qualified or a template-id), not a mangled one.
-_EXPRESSION_RE = re.compile(r"(?!_Z)[A-Za-z_][\w:]*(<.*>)?", re.DOTALL)
-
-
-def kernel_expressions(name: str) -> tuple[str, ...]:
-    """The name expressions ``RawKernel(code, name)`` compiles with: the name itself when NVRTC can take it
-    as one (the lowered symbol is then looked up), none for a mangled name (looked up as it is)."""
-    return (name,) if _EXPRESSION_RE.fullmatch(name) else ()
-
-
-def single_kernel(kernels: Sequence[str], name_expressions: Sequence[str]) -> bool:
-    """Whether a raw spec's kernel object is a RawKernel (one plain kernel, no name expressions), else a
-    RawModule (kspec/kernels/_library.py)."""
-    return len(kernels) == 1 and not name_expressions
-
-
-def raw_spec_expressions(kernels: Sequence[str], name_expressions: Sequence[str]) -> tuple[str, ...]:
-    """The name expressions the kernel object of a raw spec (``kspec.load``, a generated module) compiles
-    with: its RawKernel's (:func:`kernel_expressions`), else the spec's ``name_expressions``."""
-    if single_kernel(kernels, name_expressions):
-        return kernel_expressions(kernels[0])
-    return tuple(name_expressions)
 
 
 class RawProgram(NamedTuple):

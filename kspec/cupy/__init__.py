@@ -21,9 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ._hook import install as swap_on_import
 from ._swap import CONSTRUCTORS, disable, enable, is_enabled
 
-__all__ = ["CONSTRUCTORS", "disable", "enable", "enabled", "is_enabled"]
+__all__ = ["CONSTRUCTORS", "disable", "enable", "enabled", "is_enabled", "swap_on_import"]
 
 
 @contextmanager

@@ -17,7 +17,7 @@ def main(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help") or (argv[0] == "-m" and len(argv) < 2):
         print(_USAGE + "\n\n" + (__doc__ or "").strip(), file=sys.stderr if not argv else sys.stdout)
         raise SystemExit(0 if argv else 2)
-    startup = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_startup")
+    startup = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_startup")
     os.environ[ENV] = "1"
     path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = startup + (os.pathsep + path if path else "")

@@ -74,8 +74,10 @@ def _bindings(table: dict[int, tuple[Any, Any]]) -> list[tuple[ModuleType, str, 
     launcher's hook runs, that was a circular import of cupyx on the GPU machine), and one not loaded yet holds
     no bindings."""
     found = []
-    homes = {id(sys.modules.get(name)) for name in (*_HOMES, "cupyx.jit")}
+    homes = {id(m) for name in (*_HOMES, "cupyx.jit") if (m := sys.modules.get(name)) is not None}
     for module in list(sys.modules.values()):
+        if module is None:  # a name blocked from import (sys.modules[name] = None): nothing bound there
+            continue
         home = id(module) in homes
         if not home and (type(module) is not ModuleType or not _is_python_module(module)):
             continue

@@ -22,6 +22,7 @@ Needs NVRTC, never a GPU; never imports :mod:`kspec.runtime` or :mod:`kspec.kern
 from __future__ import annotations
 
 import difflib
+import json
 import keyword
 import os
 import re
@@ -40,11 +41,13 @@ from ..build import (
     BINARY_SUFFIXES,
     INTERFACE_SUFFIX,
     MANIFEST_NAME,
+    REGISTRATION_DIR,
     BuildResult,
     confined_file,
     plan_build,
     precompile_with_progress,
     read_manifest,
+    registration_document,
     write_output,
 )
 from ..codegen import Generation, generate, sync_files
@@ -231,6 +234,19 @@ class KspecBuildHook(BuildHookInterface[BuilderConfig]):
         for path in sorted(p for p in staging.rglob("*") if p.is_file()):
             rel = path.relative_to(staging).as_posix()
             build_data["force_include"][str(path)] = f"{options.output}/{rel}"
+        if results is not None:
+            self._register_binaries(f"{package}/{BINARIES}", build_data)
+
+    def _register_binaries(self, binaries: str, build_data: dict[str, Any]) -> None:
+        """Install ``<prefix>/share/kspec/binaries/<distribution>.json`` naming the wheel's binaries (shared data),
+        so that a constructor call of the same code in any program finds them by content (issue [CAP]:
+        kspec/kernels/_stores.py), not only the generated modules."""
+        assert self._staging is not None
+        name = re.sub(r"[^A-Za-z0-9.]+", "_", self.metadata.name).lower()
+        registration = Path(self._staging.name).parent / f"{Path(self._staging.name).name}-{name}.json"
+        registration.write_text(json.dumps(registration_document(binaries), sort_keys=True) + "\n", encoding="utf-8")
+        build_data.setdefault("shared_data", {})[str(registration)] = "/".join((*REGISTRATION_DIR, f"{name}.json"))
+        self._registration = registration
 
     def _mark_typed(self, options: HookOptions, root: Path, build_data: dict[str, Any]) -> None:
         """Type checkers read ``py.typed`` only in a top-level package: when the generated package sits inside
@@ -246,6 +262,10 @@ class KspecBuildHook(BuildHookInterface[BuilderConfig]):
             self._marker = marker
 
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        registration = getattr(self, "_registration", None)
+        if registration is not None:
+            registration.unlink(missing_ok=True)
+            self._registration = None
         marker = getattr(self, "_marker", None)
         if marker is not None:
             marker.unlink(missing_ok=True)

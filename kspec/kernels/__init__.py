@@ -9,7 +9,8 @@ from .._lazy import lazy_getattr
 _LAZY = {
     "BinaryStore": "_binaries", "ElementwiseKernel": "_elementwise", "KernelLibrary": "_library", "load": "_library",
     "load_specs": "_library", "DeviceGlobal": "_raw", "RawKernel": "_raw", "RawModule": "_raw",
-    "ReductionKernel": "_reduction", "ArraySpec": "_array_spec", "LaunchPlan": "_array_spec",
+    "ReductionKernel": "_reduction", "register_binaries": "_stores", "registered_binaries": "_stores",
+    "observe_builds": "_observe", "BuildObserver": "_observe", "ArraySpec": "_array_spec", "LaunchPlan": "_array_spec",
     "LaunchStep": "_array_spec", "TunedKernel": "_tuned",
     # not in __all__: the hand-off to framework adapters for fuse and jit (kspec/kernels/_frameworks.py)
     "refuse_traced": "_frameworks", "traced_by": "_frameworks",
@@ -21,4 +22,4 @@ _LAZY = {
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
-__all__ = ["ArraySpec", "LaunchPlan", "LaunchStep", "BinaryStore", "load_specs", "DeviceGlobal", "ElementwiseKernel", "KernelLibrary", "RawKernel", "RawModule", "ReductionKernel", "TunedKernel", "load"]
+__all__ = ["ArraySpec", "LaunchPlan", "LaunchStep", "BinaryStore", "load_specs", "DeviceGlobal", "ElementwiseKernel", "KernelLibrary", "RawKernel", "RawModule", "ReductionKernel", "TunedKernel", "load", "register_binaries", "registered_binaries", "observe_builds", "BuildObserver"]

@@ -148,6 +148,10 @@ class BinaryStore:
             return None
         return found
 
+    def has(self, key: str) -> bool:
+        """Whether the store lists a binary of the specialization ``key`` (for any architecture)."""
+        return key in self._by_key
+
     def archs(self, key: str) -> list[str]:
         """The architectures the store has for a specialization (for error messages)."""
         return sorted({b.arch for b in self._by_key.get(key, [])})

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from .._digest import sha256_hex
+from .._errors import NvrtcNotFoundError
 from ..runtime import current_device_id, get_device
 
 RECORDS_ENV = "KSPEC_CALL_RECORDS"
@@ -167,7 +168,13 @@ class CallRecords:
     def _data(self) -> dict[str, Any]:
         """The file's content, read once per process: {"arity", "signatures", "binaries", "device"}. The first
         lookup in a directory reads all of its files where they are few (:func:`_read_directory`)."""
-        path, directory, device_id = self._file()
+        if _state["unavailable"]:
+            return _UNAVAILABLE
+        try:
+            path, directory, device_id = self._file()
+        except NvrtcNotFoundError:  # no NVRTC and no memo of its version: a process served by binaries alone
+            _state["unavailable"] = True  # keeps no records (their directory is named by the compiler's version)
+            return _UNAVAILABLE
         found = _files.get(path)
         if found is None:
             if directory not in _listed:
@@ -205,7 +212,7 @@ class CallRecords:
         it is (a memo: the next process plans)."""
         data = self._data()
         entries = data["signatures"]
-        if signature in entries or len(entries) >= MAX_SIGNATURES or device_id != data["device"]:
+        if data is _UNAVAILABLE or signature in entries or len(entries) >= MAX_SIGNATURES or device_id != data["device"]:
             return
         from .._atomic import write_atomic
 
@@ -226,6 +233,10 @@ class CallRecords:
 
 def _empty(device_id: int) -> dict[str, Any]:
     return {"arity": None, "signatures": {}, "binaries": {}, "device": device_id}
+
+
+_UNAVAILABLE = _empty(-1)  # what every record reads as where records are unavailable: nothing, and nothing is added
+_state = {"unavailable": False}
 
 
 def _read(path: str, device_id: int) -> dict[str, Any] | None:

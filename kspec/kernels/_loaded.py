@@ -19,6 +19,7 @@ from ..render import ModuleInterface, Specialization, VariantKey, module_interfa
 # the per-variant compile, shared with `kspec warm` (kspec/compiler/_specialization.py)
 from ..compiler import cached_binary, compile_program, record_load, specialization_label
 from ..runtime import Device, LoadedModule, refuse_while_capturing
+from ._stores import content_store
 
 _lock = threading.RLock()
 _interfaces: dict[str, ModuleInterface] = {}
@@ -141,6 +142,8 @@ def loaded_kernel(specialization: Specialization, device_id: int, binaries: Any 
         found = _loaded.get(key)
         if found is None:
             device = Device(device_id)
+            if binaries is None:  # a constructor call: a registered store may hold this code's binary
+                binaries = content_store(specialization.key)
             # the interface the build stored with the binaries (kspec/_manifest.py), else derived
             stored_interface = binaries.interface(specialization.key) if binaries is not None else None
             interface = stored_interface if stored_interface is not None else interface_of(specialization)

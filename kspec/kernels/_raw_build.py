@@ -26,6 +26,8 @@ from ..compiler import record_load  # the compile log (a leaf module)
 from ..runtime import Device, Launcher, LoadedModule
 from ._frameworks import refuse_traced
 from ._raw_attributes import write_attribute
+from ._observe import notify, observers
+from ._stores import content_store, registered_binaries
 
 Overrides = tuple[tuple[str, int], ...]  # a kernel's attribute values, sorted by name: () for none
 
@@ -115,6 +117,18 @@ class RawBuild:
             self.programs[arch] = program
         return program
 
+    def _find_by_content(self) -> None:
+        """A registered store's binary of this code (kspec/kernels/_stores.py), found by the content key a
+        ``kspec build`` of a raw spec of the same code files it under; once per build."""
+        if self.binary_key or not registered_binaries():
+            return
+        from ..render import raw_module_key
+
+        assert self.code is not None
+        key = raw_module_key(self.code, self.options, self.name_expressions, self.translate_cucomplex)
+        self.binary_key = key
+        self.binaries = content_store(key)
+
     def stored(self, arch: str) -> Any:
         return self.binaries.find(self.binary_key, arch) if self.binaries is not None else None
 
@@ -130,6 +144,8 @@ class RawBuild:
         """The module's image for the device, and whether it is a precompiled binary (else compiled/cached)."""
         if self.path is not None:
             return loadable_image(Path(self.path).read_bytes(), Path(self.path).suffix), True
+        if self.binaries is None and self.backend == "nvrtc":
+            self._find_by_content()
         stored = self.stored(device.arch)
         if stored is not None:
             return stored.read(), True
@@ -154,6 +170,8 @@ class RawBuild:
                     start = time.perf_counter()
                     image, precompiled = self.image(device)
                     module = LoadedModule(image, device, what=what)
+                    if observers and self.code is not None and not self.loaded:  # kspec capture, once per module
+                        notify("raw_loaded", self)
                     if precompiled:  # a compile or a cache hit is logged by compile_cached
                         record_load(self.label, self.what(), device.arch, "binary", (time.perf_counter() - start) * 1e3)
                     self.loaded[(overrides, device_id)] = module
@@ -162,14 +180,17 @@ class RawBuild:
     def symbol(self, name: str, arch: str) -> str:
         if self.code is not None and name in self.name_expressions:
             stored = self.stored(arch)
-            lowered = stored.lowered_names if stored is not None else self.program(arch).lowered_names
-            return str(lowered[name])
+            if stored is not None and name in stored.lowered_names:
+                return str(stored.lowered_names[name])
+            return str(self.program(arch).lowered_names[name])  # a binary built without this name: compile
         return name
 
     def function(self, device_id: int, name: str, overrides: Overrides = ()) -> Any:
         """The CUfunction for ``name`` on a device, with the attribute set written (a KspecValueError listing the
         module's names if there is no such kernel)."""
         module = self.module(device_id, overrides)
+        if observers and self.code is not None:  # kspec capture: the functions a module is asked for
+            notify("raw_function", self, name)
         fn = module.function(self.symbol(name, Device(device_id).arch))
         if fn is None:
             raise KspecValueError(self.not_found(name, module, "kernel"))

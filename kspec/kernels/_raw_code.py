@@ -19,6 +19,7 @@ from .._binfmt import HEAD_BYTES, content_problem
 from .._errors import KspecFileNotFoundError, KspecNotImplementedError, KspecTypeError, KspecValueError
 from ..runtime import LoadedModule
 from ._ctor_memo import RAW_MODULES
+from ._observe import notify, observers
 from ._raw_build import RawBuild
 
 _BINARY_SUFFIXES = (".cubin", ".ptx", ".fatbin")
@@ -142,6 +143,8 @@ class RawCode:
                                flag(translate_cucomplex, "translate_cucomplex"),
                                flag(enable_cooperative_groups, "enable_cooperative_groups"), expressions, label)  # fmt: skip
         RAW_MODULES.put(key, self._build)
+        if observers and code is not None:  # kspec capture (kspec/kernels/_observe.py)
+            notify("constructed", self._build)
 
     # -- the checked arguments (the build holds them) ----------------------------------------------------
 

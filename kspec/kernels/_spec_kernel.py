@@ -21,6 +21,7 @@ from ._arguments import MISS
 from ._recorded import RecordedCalls, spec_digest
 from ._callpath import CallPath
 from ..compiler import compile_program, rendered_module
+from ._observe import notify, observers
 from ._ctor_memo import SPEC_KERNELS, UNKEYED
 from ._loaded import interface_of, loaded_kernel
 from ._kernel_attrs import KernelAttributes
@@ -44,6 +45,8 @@ def specialization_of(spec: ElementwiseSpec | ReductionSpec, spec_key: str, type
     found = _specializations.get(key)
     if found is None:
         found = _specializations[key] = specialize(spec, types, scalars=scalars, raw_layouts=dict(raw_layouts))
+        if observers:  # kspec capture (kspec/kernels/_observe.py)
+            notify("specialized", spec, spec_key, dict(types), scalars, raw_layouts)
     return found
 
 
@@ -91,6 +94,8 @@ class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
             self._call_records_ = records
         else:
             self._setup(build())
+            if observers:
+                notify("constructed", self._key)
         self._cupy_rules = True
         if key is not UNKEYED:
             self._ctor_key = key

@@ -6,15 +6,12 @@ launch variant (see ``_variants``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple, TYPE_CHECKING, Union
 
 from .. import dtypes
-from .._digest import sha256_hex
 from .._errors import KspecTypeError, KspecValueError, about_kernel
-from .._resources import TEMPLATE_VERSION, templates_digest
 from ._analysis import (
     NO_INDEXER,
     IndexerUse,
@@ -24,6 +21,7 @@ from ._analysis import (
     needs_of_raw_source,
 )
 from ._spec_checks import check_raw_layouts, check_scalars, refuse_reduction_indexer
+from ._content import content_key as _key
 from ._record import Record
 from ._variants import (
     TILE_SMEM_LIMIT,
@@ -166,7 +164,9 @@ class Specialization(Record):
 
     @property
     def name(self) -> str:
-        return self.spec.name
+        """The kernel's name in its source: ``cuda_name`` where a spec gives one (a captured kernel renamed to
+        stay unique in its library), else its name."""
+        return getattr(self.spec, "cuda_name", None) or self.spec.name
 
     @property
     def kind(self) -> str:
@@ -290,7 +290,7 @@ def specialize(
         needs |= dtypes.headers_for([reduce_type.dtype])
     needs |= needs_from_text(_code_texts(spec))
     # tune.cases (the calls kspec tune times) are not code: editing them recompiles nothing
-    key = _key({k: v for k, v in spec.to_data().items() if k != "tune"}, binding, scalar_set, layouts)
+    key = _key(spec.to_data(), binding, scalar_set, layouts)
     indexer = NO_INDEXER
     if spec.KIND == "elementwise":
         arrays = [op.name for op in operands if op.is_array]
@@ -385,21 +385,6 @@ def _code_texts(spec: ElementwiseSpec | ReductionSpec) -> list[str]:
     if spec.KIND == "elementwise":
         return [spec.preamble, spec.operation, spec.loop_prep, spec.after_loop]
     return [spec.preamble, spec.map_expr, spec.reduce_expr, spec.post_map_expr, spec.identity or "", spec.reduce_type or ""]
-
-
-def _key(data: Mapping[str, object], binding: Mapping[str, str], scalars: frozenset[str],
-         raw_layouts: Mapping[str, tuple[int, bool]] | None = None) -> str:  # fmt: skip
-    payload: dict[str, object] = {
-        "template_version": TEMPLATE_VERSION,
-        "templates": templates_digest(),
-        "spec": data,
-        "types": dict(sorted(binding.items())),
-        "scalars": sorted(scalars),
-    }
-    if raw_layouts:  # only then: the keys of every other specialization stay as they were
-        payload["raw_layouts"] = sorted((name, list(layout)) for name, layout in raw_layouts.items())
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return sha256_hex(text.encode())
 
 
 # The content key of a spec table (``to_data()``), a binding and scalar inputs, for callers that hold the

@@ -245,9 +245,9 @@ def _kernel_tables(data: Any, path: Path) -> list[Any]:
 
 # Field order in written spec files: what a reader looks for first.
 _FIELD_ORDER = (
-    "kind name doc in_params out_params operation map_expr reduce_expr post_map_expr identity reduce_type "
+    "kind name cuda_name doc in_params out_params operation map_expr reduce_expr post_map_expr identity reduce_type "
     "loop_prep after_loop preamble source path kernels name_expressions no_return return_tuple reduce_dims "
-    "cupy_headers cooperative translate_cucomplex options launch attributes instantiations"
+    "cupy_headers cooperative translate_cucomplex options launch attributes instantiations specializations"
 ).split()
 
 

@@ -27,7 +27,8 @@ from ._placeholders import PlaceholderRules
 from ._params import Param, parse_params
 from ._raw import RawSpec
 from ._row_sums import row_sum_spec
-from ._rules import check_expr, check_params, check_reduce_type, check_reduction_shape, check_type_name, identity_text
+from ._specializations import Specialization, check_specializations, parse_specializations
+from ._rules import check_kernel_name, check_expr, check_params, check_reduce_type, check_reduction_shape, check_type_name, identity_text
 
 Instantiation = dict[str, str]
 
@@ -44,6 +45,12 @@ class _TypedKernelSpec(_KernelSpec, PlaceholderRules):
     # for kernels of the CuPy-style constructors, off by default in spec files.
     cupy_headers: StrictBool = False
     instantiations: tuple[Instantiation, ...] = ()
+    # Exact specializations to precompile (types, scalar inputs, raw layouts): what `kspec capture` recorded
+    # (kspec/spec/_specializations.py). Like instantiations, not part of a binary's content key.
+    specializations: tuple[Specialization, ...] = ()
+    # The kernel's name in CUDA C++ when it differs from its name here (captured kernels that share a name in the
+    # code that built them get distinct library names); the content key and the source use it.
+    cuda_name: StrictStr | None = None
     # Inputs that calls pass as numbers (by value), e.g. the scalars of a kspec.fuse kernel: `kspec build`
     # precompiles that specialization rather than guessing.
     scalars: tuple[StrictStr, ...] = ()
@@ -61,6 +68,16 @@ class _TypedKernelSpec(_KernelSpec, PlaceholderRules):
     def _expand_instantiations(cls, v: object) -> tuple[Instantiation, ...]:
         return _expand(v)
 
+    @field_validator("specializations", mode="before")
+    @classmethod
+    def _parse_specializations(cls, v: object) -> tuple[Specialization, ...]:
+        return parse_specializations(v)
+
+    @field_validator("cuda_name")
+    @classmethod
+    def _check_cuda_name(cls, v: str | None) -> str | None:
+        return None if v is None else check_kernel_name(v)
+
     def declared_instantiations(self) -> tuple[Instantiation, ...]:
         """What ``kspec build`` precompiles: the declared ones, or the single one of a kernel with no placeholders."""
         if self.instantiations:
@@ -74,6 +91,8 @@ class _TypedKernelSpec(_KernelSpec, PlaceholderRules):
     def _check_params(self) -> "_TypedKernelSpec":
         self._check_kind()
         check_params(self.in_params, self.out_params, self.placeholders, self.instantiations, self.scalars)
+        check_specializations(self.specializations, self.placeholders, [p.name for p in self.in_params],
+                              [p.name for p in (*self.in_params, *self.out_params) if p.raw])
         if self.tune is not None:
             try:
                 check_cases(self.tune, self.KIND, [p.name for p in self.in_params], [p.name for p in self.out_params])
@@ -87,6 +106,8 @@ class _TypedKernelSpec(_KernelSpec, PlaceholderRules):
             data["instantiations"] = [dict(inst) for inst in self.instantiations]
         if "scalars" in data:
             data["scalars"] = list(data["scalars"])
+        if "specializations" in data:
+            data["specializations"] = [dict(entry) for entry in self.specializations]
         return data
 
     def row_sum_spec(self, summed: tuple[str, ...]) -> "ElementwiseSpec":

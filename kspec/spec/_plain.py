@@ -29,7 +29,8 @@ FIELD_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 REQUIRED = frozenset({"name", "operation", "map_expr", "reduce_expr", "post_map_expr"})
 # What a table written by to_data() may hold: the fields, its kind, and what only spec files declare.
-_FIELDS = {kind: set(defaults) | {"kind", "instantiations", "scalars", "tune"} for kind, defaults in FIELD_DEFAULTS.items()}
+_FIELDS = {kind: set(defaults) | {"kind", "instantiations", "specializations", "scalars", "tune", "cuda_name"}
+           for kind, defaults in FIELD_DEFAULTS.items()}
 
 
 class PlainParam(NamedTuple):
@@ -53,6 +54,7 @@ class PlainSpec(PlaceholderRules):
     def __init__(self, table: Mapping[str, Any], in_params: tuple[PlainParam, ...], out_params: tuple[PlainParam, ...]) -> None:
         self._table = dict(table)
         self.name: str = table["name"]
+        self.cuda_name: str | None = table.get("cuda_name")
         self.doc: str = table.get("doc", "")
         self.options: tuple[str, ...] = tuple(table.get("options", ()))
         self.in_params = in_params
@@ -143,6 +145,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "name": str, "doc": str, "preamble": str, "reduce_dims": bool, "cupy_headers": bool, "operation": str, "loop_prep": str,
     "after_loop": str, "no_return": bool, "return_tuple": bool, "map_expr": str, "reduce_expr": str,
     "post_map_expr": str, "identity": (str, type(None)), "reduce_type": (str, type(None)), "grad": (str, dict),
+    "cuda_name": str,
 }
 
 

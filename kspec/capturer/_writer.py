@@ -1,0 +1,279 @@
+"""Records -> spec files: one TOML file per source module that built kernels, merged with what is there.
+
+Kernels are identified by content (kspec/render/_content.py: the code, not the name): a kernel recorded again
+adds the specializations it lacks; a new one is appended. Names stay unique across the output directory (one
+``kspec build`` library): a kernel whose name another kernel of different code holds is written as ``name_2``
+with ``cuda_name = name``, which keys and renders it as the constructor call did. Each kernel's ``doc`` and the
+comment above it name where it was built. ``prune``: kernels the records do not hold are dropped (a module's code
+changed and its old kernels are gone). What cannot be a spec is reported with the reason, never written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._digest import sha256_hex
+from .._errors import KspecError
+from ..render import content_data
+from ..spec import SCHEMA_VERSION, dumps_toml, parse_spec, parse_specializations, read_file
+from ._records import read_records
+
+HEADER = ("# Captured by `kspec capture`: the kernels that the code of module {module} built, as spec files.\n"
+          "# Re-running kspec capture merges into this file (--prune drops kernels a run no longer builds).\n")
+_SUFFIX = ".toml"
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass
+class _Kernel:
+    data: dict[str, Any]  # the spec table without its specializations and doc
+    module: str
+    site: str
+    specializations: list[dict[str, Any]] = field(default_factory=list)
+    seen: bool = False  # recorded by this run
+
+
+@dataclass
+class CaptureReport:
+    """What :func:`write_captured` did."""
+
+    kernels: int = 0  # kernels in the output after the merge
+    new_kernels: int = 0
+    new_specializations: int = 0
+    pruned: int = 0
+    files: list[Path] = field(default_factory=list)  # spec files written (changed or new)
+    not_captured: list[tuple[str, str]] = field(default_factory=list)  # (what, why)
+
+    def summary(self) -> str:
+        text = (f"{self.kernels} kernels in {len(self.files)} changed spec files ({self.new_kernels} new kernels, "
+                f"{self.new_specializations} new specializations, {self.pruned} pruned)")
+        if self.not_captured:
+            text += f"; {len(self.not_captured)} not captured:\n" + "\n".join(f"  {w}: {why}" for w, why in self.not_captured)
+        return text
+
+
+def write_captured(records: str | os.PathLike[str], out: str | os.PathLike[str], *, prune: bool = False) -> CaptureReport:
+    """Merge the records in directory ``records`` into the spec files of directory ``out``."""
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = CaptureReport()
+    kernels = _existing(out_dir, report)
+    before = {k: len(v.specializations) for k, v in kernels.items()}
+    for record in read_records(records):
+        made = _kernel_of(record, report)
+        if made is None:
+            continue
+        key, kernel, entry = made
+        found = kernels.setdefault(key, kernel)
+        found.seen = True
+        if found.data["kind"] == "raw":
+            for function in (*kernel.data.get("kernels", ()), entry):
+                _add_function(found, function)
+        elif entry is not None and entry not in found.specializations:
+            found.specializations.append(entry)
+    if prune:
+        gone = [k for k, v in kernels.items() if not v.seen]
+        report.pruned = len(gone)
+        for k in gone:
+            del kernels[k]
+    report.new_kernels = sum(1 for k in kernels if k not in before)
+    report.new_specializations = sum(len(v.specializations) - before.get(k, 0) for k, v in kernels.items())
+    _name(kernels)
+    report.kernels = len(kernels)
+    by_module: dict[str, list[_Kernel]] = {}
+    for kernel in kernels.values():
+        by_module.setdefault(kernel.module, []).append(kernel)
+    stems = {_file_stem(module) for module in by_module}
+    for path in out_dir.glob(f"*{_SUFFIX}"):  # a module none of whose kernels remain
+        if path.stem not in stems and _captured_file(path):
+            path.unlink()
+            report.files.append(path)
+    for module, members in sorted(by_module.items()):
+        path = out_dir / f"{_file_stem(module)}{_SUFFIX}"
+        text = _file_text(module, members, report)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            _write_atomic(path, text)
+            report.files.append(path)
+    return report
+
+
+def _content_id(data: dict[str, Any]) -> str:
+    return sha256_hex(json.dumps(content_data(data), sort_keys=True, default=str).encode())
+
+
+def _existing(out_dir: Path, report: CaptureReport) -> dict[str, _Kernel]:
+    """The kernels the output's captured spec files hold, by content."""
+    kernels: dict[str, _Kernel] = {}
+    for path in sorted(out_dir.glob(f"*{_SUFFIX}")):
+        if not _captured_file(path):
+            continue
+        file_report = read_file(path)
+        for error in file_report.errors:
+            report.not_captured.append((str(path), f"kept as it is, not merged: {error}"))
+        if file_report.errors:
+            continue
+        module = _module_of_header(path)
+        for spec in file_report.specs:
+            data = spec.to_data()
+            entries = [dict(e) for e in data.pop("specializations", [])]
+            doc = data.pop("doc", "")
+            key = _content_id({**data, "source_text": data.get("source", "")} if data.get("kind") == "raw" else data)
+            kernels[key] = _Kernel(data, module, doc.removeprefix("built at "), entries)
+    return kernels
+
+
+def _kernel_of(record: dict[str, Any], report: CaptureReport) -> tuple[str, _Kernel, Any] | None:
+    site = record.get("site") or {}
+    where = f"{site.get('file', '<unknown>')}:{site.get('line', 0)}"
+    module = str(site.get("module") or "__main__")
+    if record["kind"] == "raw":
+        return _raw_kernel(record, module, where, report)
+    data = {k: v for k, v in dict(record.get("spec") or {}).items() if k not in ("doc", "specializations", "instantiations")}
+    try:
+        entry = parse_specializations([{"types": record.get("types", {}), "scalars": record.get("scalars", []),
+                                        "raw_layouts": record.get("raw_layouts", {})}])[0]
+        parse_spec({**data, "specializations": [entry]})
+    except KspecError as exc:
+        report.not_captured.append((f"{data.get('kind')} kernel {data.get('name')!r} built at {where}", str(exc)))
+        return None
+    return _content_id(data), _Kernel(data, module, where), entry
+
+
+def _raw_kernel(record: dict[str, Any], module: str, where: str, report: CaptureReport) -> tuple[str, _Kernel, str | None] | None:
+    """A raw module's kernel (checked when its file is written, once the functions asked of it are known) and the
+    function this record looked up, if any."""
+    label = str(record.get("label") or "raw_module")
+    what = f"raw module {label!r} built at {where}"
+    if record.get("backend", "nvrtc") != "nvrtc":
+        report.not_captured.append((what, f"compiled with backend={record.get('backend')!r}; a capture serves "
+                                          "NVRTC builds (kspec build compiles with NVRTC)"))
+        return None
+    code = record.get("code")
+    if not isinstance(code, str) or not code.strip():
+        report.not_captured.append((what, "no source code (a module loaded from a binary file is shipped as it is)"))
+        return None
+    expressions = [str(e) for e in record.get("name_expressions") or []]
+    data: dict[str, Any] = {"kind": "raw", "name": label if _NAME_RE.fullmatch(label) else "raw_module", "source": code,
+                            "kernels": [e for e in expressions if _NAME_RE.fullmatch(e)]}
+    templates = [e for e in expressions if not _NAME_RE.fullmatch(e)]
+    if templates:
+        data["name_expressions"] = templates
+    if record.get("options"):
+        data["options"] = list(record["options"])
+    if record.get("translate_cucomplex"):
+        data["translate_cucomplex"] = True
+    function = record.get("function")
+    return _content_id({**data, "source_text": code}), _Kernel(data, module, where), function if isinstance(function, str) else None
+
+
+def _add_function(kernel: _Kernel, function: str | None) -> None:
+    """A function looked up in a raw module: listed in ``kernels`` (a plain name; a template-id is among its name
+    expressions already, or the module could not have given it)."""
+    if function is not None and _NAME_RE.fullmatch(function):
+        functions = kernel.data.setdefault("kernels", [])
+        if function not in functions:
+            functions.append(function)
+
+
+def _name(kernels: dict[str, _Kernel]) -> None:
+    """Unique names across the output: kept where they are, ``name_2``... for a later kernel of another code."""
+    taken: set[str] = set()
+    for kernel in kernels.values():
+        name = kernel.data["name"]
+        if name not in taken:
+            taken.add(name)
+            continue
+        base = kernel.data.get("cuda_name") or name  # the name in C++, which cuda_name keeps
+        n = 2
+        while f"{base}_{n}" in taken:
+            n += 1
+        kernel.data["name"] = f"{base}_{n}"
+        taken.add(kernel.data["name"])
+        if kernel.data["kind"] != "raw":
+            kernel.data["cuda_name"] = base
+
+
+def _file_text(module: str, members: list[_Kernel], report: CaptureReport) -> str:
+    parts = [HEADER.format(module=module), f"schema = {SCHEMA_VERSION}\n"]
+    for kernel in sorted(members, key=lambda k: k.data["name"]):
+        data = {**kernel.data, "doc": f"built at {kernel.site}"}
+        if data["kind"] == "raw":
+            data["kernels"] = sorted(data.get("kernels", []))
+            if not data["kernels"]:
+                del data["kernels"]
+            if not data.get("kernels") and not data.get("name_expressions"):
+                report.not_captured.append((f"raw module {data['name']!r} built at {kernel.site}",
+                                            "no function of it was looked up (a spec lists the kernels it exposes)"))
+                continue
+        entries = sorted(kernel.specializations, key=lambda e: json.dumps(e, sort_keys=True))
+        try:
+            parse_spec({**data, **({"specializations": entries} if entries else {})})  # a merge of valid sets is valid
+            block = dumps_toml([parse_spec(data)]).split("\n", 1)[1].lstrip("\n")
+        except KspecError as exc:
+            report.not_captured.append((f"kernel {data['name']!r} built at {kernel.site}", str(exc)))
+            continue
+        parts.append(f"\n# {kernel.site}\n" + _with_specializations(block, entries))
+    return "".join(parts)
+
+
+def _with_specializations(block: str, entries: list[dict[str, Any]]) -> str:
+    """A kernel's TOML block with its specializations as one inline table per line (a diff shows a new call as
+    one line), placed with the kernel's own keys, before any sub-table (``[kernel.grad]``, ``[kernel.launch]``)."""
+    if not entries:
+        return block
+    lines = "".join(f"    {_inline(entry)},\n" for entry in entries)
+    text = f"specializations = [\n{lines}]\n"
+    at = block.find("\n[kernel.")
+    return block + text if at < 0 else block[: at + 1] + text + block[at + 1 :]
+
+
+def _inline(value: Any) -> str:
+    """A TOML inline value of a specialization entry (tables, lists, str, int, bool)."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {_inline(v)}" for k, v in value.items()) + " }" if value else "{}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_inline(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return json.dumps(str(value))  # a JSON string is a TOML basic string for these values (names, dtypes)
+
+
+def _key(name: str) -> str:
+    return name if _NAME_RE.fullmatch(name) else json.dumps(name)
+
+
+def _captured_file(path: Path) -> bool:
+    try:
+        with path.open(encoding="utf-8") as f:
+            return f.readline().startswith("# Captured by `kspec capture`")
+    except OSError:
+        return False
+
+
+def _module_of_header(path: Path) -> str:
+    with path.open(encoding="utf-8") as f:
+        match = re.search(r"code of module (\S+) built", f.readline())
+    return match.group(1) if match else path.stem
+
+
+def _file_stem(module: str) -> str:
+    return re.sub(r"[^\w.-]", "_", module) or "__main__"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
