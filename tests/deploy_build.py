@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import shutil
+import site
 import subprocess
 import sys
 import tomllib
@@ -73,3 +74,42 @@ def one(directory: Path, pattern: str) -> Path:
     found = sorted(directory.glob(pattern))
     assert len(found) == 1, found
     return found[0]
+
+
+def make_venv(path: Path) -> Path:
+    """A venv that sees this environment's packages (kspec's dependencies, hatchling, pip) and installs into
+    itself, and nothing of the interpreter it is based on: no ``--system-site-packages``, which would let it
+    borrow what that interpreter happens to have (on a machine prepared by hand, NVIDIA's wheels) and pass
+    where a user's venv fails. A ``.pth`` file adds this environment's site directories after the new venv's
+    own (so what it installs wins). That is enough for imports, not for NVIDIA's wheels: cuda.pathfinder
+    finds libnvrtc and the CUDA headers by file path under the interpreter's own site directories
+    (``site.getsitepackages()``), never through sys.path, so the venv gets them as an install would put
+    them, as links to this environment's copies."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    python = path / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    assert python.exists()
+    own = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                              check=True, capture_output=True, text=True).stdout.strip())  # fmt: skip
+    outer = [d for d in (*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else []))
+             if Path(d).is_dir()]  # fmt: skip
+    (own / "_outer_environment.pth").write_text("".join(f"{d}\n" for d in outer))
+    _link_nvidia_wheels(outer, own)
+    return python
+
+
+def _link_nvidia_wheels(outer: list[str], own: Path) -> None:
+    """Links ``own/nvidia/<part>`` to each ``nvidia/<part>`` of the outer site directories (the first one wins,
+    as on sys.path): the layout that installing the nvrtc extra's wheels into the venv would give. Nothing
+    when this environment has none (NVRTC then comes from the system, for the venv as for this process)."""
+    for directory in outer:
+        for part in sorted(Path(directory, "nvidia").glob("*")):
+            link = own / "nvidia" / part.name
+            if part.name != "__pycache__" and not link.exists():
+                link.parent.mkdir(exist_ok=True)
+                link.symlink_to(part, target_is_directory=part.is_dir())
+
+
+def pip_install(python: Path, env: dict[str, str], *args: str) -> None:
+    proc = subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", "install", "--no-deps", *args],
+                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr

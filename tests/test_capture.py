@@ -84,11 +84,11 @@ def test_capture_writes_one_spec_file_per_module_with_every_specialization(captu
     tmp = captured["dir"]
     assert "5 kernels in 1 changed spec files (5 new kernels, 5 new specializations" in captured["run"].stdout
     files = sorted(p.name for p in (tmp / "specs").iterdir())
-    assert files == ["__main__.toml"]
-    text = (tmp / "specs" / "__main__.toml").read_text()
+    assert files == ["main.toml"]
+    text = (tmp / "specs" / "main.toml").read_text()
     assert text.startswith("# Captured by `kspec capture`: the kernels that the code of module __main__ built")
     assert "# program.py:5\n[[kernel]]" in text and 'doc = "built at program.py:5"' in text
-    specs = {s.name: s for s in load_file(tmp / "specs" / "__main__.toml")}
+    specs = {s.name: s for s in load_file(tmp / "specs" / "main.toml")}
     assert set(specs) == {"combine", "combine_2", "total", "scale", "raw_module"}
     assert specs["raw_module"].kernels == ("half", "twice")  # the functions the program looked up
     # the second kernel named "combine" keeps its C++ name and so its content key
@@ -106,18 +106,18 @@ def test_rerun_merges_and_prune_drops_what_a_run_no_longer_builds(captured, tmp_
     (tmp_path / "program.py").write_text(PROGRAM)
     cmd = [sys.executable, "-m", "kspec", "capture", "-o", str(out), "--", sys.executable, "program.py"]
     _run(cmd, tmp_path, env)
-    first = (out / "__main__.toml").read_text()
+    first = (out / "main.toml").read_text()
     again = _run(cmd, tmp_path, env)
-    assert "0 new kernels, 0 new specializations" in again.stdout and (out / "__main__.toml").read_text() == first
+    assert "0 new kernels, 0 new specializations" in again.stdout and (out / "main.toml").read_text() == first
     # the program's code changes: a new kernel is added beside the old one, --prune then drops the old one
     (tmp_path / "program.py").write_text(PROGRAM.replace("z = x - y", "z = y - x"))
     merged = _run(cmd, tmp_path, env)
     assert "1 new kernels" in merged.stdout
-    names = {s.name: s.operation for s in load_file(out / "__main__.toml") if s.name.startswith("combine")}
+    names = {s.name: s.operation for s in load_file(out / "main.toml") if s.name.startswith("combine")}
     assert sorted(names.values()) == ["z = x + y * SCALE", "z = x - y", "z = y - x"]
     pruned = _run([*cmd[:6], "--prune", *cmd[6:]], tmp_path, env)
     assert "1 pruned" in pruned.stdout
-    names = {s.name: s.operation for s in load_file(out / "__main__.toml") if s.name.startswith("combine")}
+    names = {s.name: s.operation for s in load_file(out / "main.toml") if s.name.startswith("combine")}
     assert sorted(names.values()) == ["z = x + y * SCALE", "z = y - x"]
 
 
@@ -215,7 +215,7 @@ def test_what_cannot_be_a_spec_is_reported_not_written(tmp_path):
     ]
     (records / "records-1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines) + '{"kind": "elem')  # a cut line
     report = write_captured(records, tmp_path / "out")
-    assert report.kernels == 1 and [p.name for p in report.files] == ["lib.filters.toml"]
+    assert report.kernels == 1 and [p.name for p in report.files] == ["lib_filters.toml"]
     whys = dict(report.not_captured)
     assert any("backend='nvcc'" in why for why in whys.values()), whys
     assert any("float128" in why for why in whys.values()), whys

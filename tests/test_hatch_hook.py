@@ -9,7 +9,6 @@ Nothing is written into the repository: every build works on a copy of examples/
 from __future__ import annotations
 
 import json
-import os
 import re
 import site
 import subprocess
@@ -27,7 +26,9 @@ pytest.importorskip("hatchling", reason="the build hook's tests need hatchling (
 from kspec import CompileError, KspecValueError, SpecError  # noqa: E402
 from kspec.hatch import COMMAND, BuildHookError, HookOptions, KspecBuildHook  # noqa: E402
 
-from deploy_build import NO_NVRTC, ROOT, build, build_env, copy_example, entry_point_shim, one  # noqa: E402
+from deploy_build import (  # noqa: E402
+    NO_NVRTC, ROOT, build, build_env, copy_example, entry_point_shim, make_venv, one, pip_install,
+)
 
 PREFIX = "tool.hatch.build.hooks.kspec"
 PACKAGE = "deploy_example/kernels"
@@ -265,43 +266,7 @@ def test_skip_env_ships_typed_modules_without_binaries(tmp_path: Path, env: dict
 # -- installs --------------------------------------------------------------------------------------------------
 
 
-def _venv(path: Path) -> Path:
-    """A venv that sees this environment's packages (kspec's dependencies, hatchling, pip) and installs into
-    itself, and nothing of the interpreter it is based on: no ``--system-site-packages``, which would let it
-    borrow what that interpreter happens to have (on a machine prepared by hand, NVIDIA's wheels) and pass
-    where a user's venv fails. A ``.pth`` file adds this environment's site directories after the new venv's
-    own (so what it installs wins). That is enough for imports, not for NVIDIA's wheels: cuda.pathfinder
-    finds libnvrtc and the CUDA headers by file path under the interpreter's own site directories
-    (``site.getsitepackages()``), never through sys.path, so the venv gets them as an install would put
-    them, as links to this environment's copies."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
-    python = path / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    assert python.exists()
-    own = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                              check=True, capture_output=True, text=True).stdout.strip())  # fmt: skip
-    outer = [d for d in (*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else []))
-             if Path(d).is_dir()]  # fmt: skip
-    (own / "_outer_environment.pth").write_text("".join(f"{d}\n" for d in outer))
-    _link_nvidia_wheels(outer, own)
-    return python
-
-
-def _link_nvidia_wheels(outer: list[str], own: Path) -> None:
-    """Links ``own/nvidia/<part>`` to each ``nvidia/<part>`` of the outer site directories (the first one wins,
-    as on sys.path): the layout that installing the nvrtc extra's wheels into the venv would give. Nothing
-    when this environment has none (NVRTC then comes from the system, for the venv as for this process)."""
-    for directory in outer:
-        for part in sorted(Path(directory, "nvidia").glob("*")):
-            link = own / "nvidia" / part.name
-            if part.name != "__pycache__" and not link.exists():
-                link.parent.mkdir(exist_ok=True)
-                link.symlink_to(part, target_is_directory=part.is_dir())
-
-
-def _pip(python: Path, env: dict[str, str], *args: str) -> None:
-    proc = subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", "install", "--no-deps", *args],
-                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+_venv, _pip = make_venv, pip_install  # kept in deploy_build.py: test_capture_wheel.py installs wheels too
 
 
 _IMPORT_CHECK = NO_NVRTC + r'''

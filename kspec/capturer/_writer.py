@@ -11,6 +11,7 @@ changed and its old kernels are gone). What cannot be a spec is reported with th
 from __future__ import annotations
 
 import json
+import keyword
 import os
 import re
 import tempfile
@@ -89,13 +90,13 @@ def write_captured(records: str | os.PathLike[str], out: str | os.PathLike[str],
     by_module: dict[str, list[_Kernel]] = {}
     for kernel in kernels.values():
         by_module.setdefault(kernel.module, []).append(kernel)
-    stems = {_file_stem(module) for module in by_module}
+    stems = _stems(sorted(by_module))
     for path in out_dir.glob(f"*{_SUFFIX}"):  # a module none of whose kernels remain
-        if path.stem not in stems and _captured_file(path):
+        if path.stem not in stems.values() and _captured_file(path):
             path.unlink()
             report.files.append(path)
     for module, members in sorted(by_module.items()):
-        path = out_dir / f"{_file_stem(module)}{_SUFFIX}"
+        path = out_dir / f"{stems[module]}{_SUFFIX}"
         text = _file_text(module, members, report)
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             _write_atomic(path, text)
@@ -264,8 +265,27 @@ def _module_of_header(path: Path) -> str:
     return match.group(1) if match else path.stem
 
 
+def _stems(modules: list[str]) -> dict[str, str]:
+    """Each module's file stem, distinct (a second module with the same stem gets ``_2``...)."""
+    stems: dict[str, str] = {}
+    taken: set[str] = set()
+    for module in modules:
+        stem = base = _file_stem(module)
+        n = 2
+        while stem in taken:
+            stem, n = f"{base}_{n}", n + 1
+        stems[module] = stem
+        taken.add(stem)
+    return stems
+
+
 def _file_stem(module: str) -> str:
-    return re.sub(r"[^\w.-]", "_", module) or "__main__"
+    """A spec file's stem for a module: a Python module name of its own, as ``kspec generate`` needs
+    (``cupyx.scipy.ndimage._filters_core`` -> ``cupyx_scipy_ndimage_filters_core``, ``__main__`` -> ``main``)."""
+    stem = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9]", "_", module)).strip("_")
+    if not stem or stem[0].isdigit() or keyword.iskeyword(stem) or stem == "kspec":
+        stem = f"captured_{stem}"
+    return stem
 
 
 def _write_atomic(path: Path, text: str) -> None:
