@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -29,6 +30,19 @@ def test_default_is_one_summary_line(cache, tmp_path, capsys):
     assert len(lines) == 1, lines
     assert lines[0].startswith("5/5 modules built for sm_80 in ") and lines[0].endswith(f"wrote {out / MANIFEST_NAME}")
     assert "┃" not in lines[0]
+    assert re.search(r", 0 failed, [\d.]+ (KB|MB) \([\d.]+ (KB|bytes) a module\); wrote ", lines[0]), lines[0]
+
+
+def test_a_log_gets_progress_lines(cache, tmp_path, monkeypatch, capsys):
+    """stderr a file or a pipe (CI, nohup): no bar, but a line every few seconds (here: after every module)."""
+    from kspec.build import _progress
+
+    monkeypatch.setattr(_progress, "LINE_EVERY_S", 0.0)
+    assert main(["build", str(RAW), "--arch", "sm_80", "-o", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.startswith("kspec: compiling ")]
+    assert [line.split(" modules")[0] for line in lines] == [f"kspec: compiling {k}/5" for k in range(1, 5)], captured.err
+    assert len(captured.out.splitlines()) == 1  # the summary line alone on stdout
 
 
 def test_verbose_prints_the_table_then_the_summary(cache, capsys):

@@ -72,6 +72,18 @@ def test_the_tests_run_checked_by_default():
     assert os.environ.get("KSPEC_CHECKED") == "1"  # tests/conftest.py, unless a run set it otherwise
 
 
+@pytest.mark.parametrize(("value", "checked"), [(None, True), ("", True), ("1", True), ("on", True), ("0", False),
+                                                 ("off", False), ("false", False), ("no", False)])
+def test_checked_mode_is_the_default_unless_turned_off(monkeypatch, value, checked):
+    from kspec.runtime import _host_checked
+
+    if value is None:
+        monkeypatch.delenv("KSPEC_CHECKED", raising=False)
+    else:
+        monkeypatch.setenv("KSPEC_CHECKED", value)
+    assert _host_checked._from_environment() is checked
+
+
 def test_a_write_a_thousand_elements_past_a_small_array_is_a_fault_and_the_process_goes_on():
     a = np.arange(4, dtype=np.float32)
     kernel = kspec.RawKernel(SMALL_WRITE, "small_write")
@@ -82,6 +94,7 @@ def test_a_write_a_thousand_elements_past_a_small_array_is_a_fault_and_the_proce
     assert re.search(_where(0, 0), text), text
     assert f"{a.ctypes.data + 4000:#x}" in text, text  # the address the kernel meant, not the staging copy's
     assert f"3984 bytes past the end of argument 0 (16 bytes at {a.ctypes.data:#x})" in text, text
+    assert "element 1000 of its 4 float32 elements" in text, text  # the index the kernel wrote, in its terms
     assert a.tolist() == [0.0, 1.0, 2.0, 3.0]  # the array is whole
     y = np.zeros(64, dtype=np.float32)
     kspec.RawKernel(SCALE, "scale")((2,), (32,), (np.ones(64, dtype=np.float32), y, np.int32(64)))

@@ -48,9 +48,22 @@ def test_launch_without_a_device_raises_no_device_error():
         kernel((1,), (1,), (3,))
     err = info.value  # no traceback from inside the bindings attached
     assert err.__cause__ is None and (err.__context__ is None or err.__suppress_context__)
+    assert "KSPEC_DEVICE=cpu" in str(err) and "kspec.use_device('cpu')" in str(err)  # where to go without a GPU
     with pytest.raises(kspec.NoDeviceError):
         kspec.zeros(3)
     assert kspec.runtime.device_count() == 0
+
+
+@pytest.mark.skipif(why_no_device() is None, reason="a CUDA device is present: this checks the machine without one")
+def test_numpy_arrays_on_the_gpu_device_point_to_the_cpu_device(monkeypatch):
+    """A new user's first call without a GPU: NumPy arrays given to a kernel on the default (GPU) device; the error
+    says how to copy them to a GPU and how to run on NumPy arrays instead."""
+    monkeypatch.delenv("KSPEC_DEVICE", raising=False)
+    kernel = kspec.ElementwiseKernel("float32 x", "float32 y", "y = 2 * x", "twice_first_hour")
+    with kspec.use_device("cuda"):
+        with pytest.raises(TypeError, match="host memory") as info:
+            kernel(np.arange(3, dtype=np.float32))
+    assert "KSPEC_DEVICE=cpu" in str(info.value) and "kspec.use_device('cpu')" in str(info.value)
 
 
 class _FailingDriver:

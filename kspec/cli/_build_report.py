@@ -18,16 +18,27 @@ JSON_FORMAT_VERSION = 1  # bump when a key of `kspec build --json` changes meani
 
 
 def summary_line(results: Sequence[BuildResult], archs: Sequence[str], wall: float, skipped: int) -> str:
-    """``38/38 modules built for sm_80 in 10.35 s (0 from the cache), 0 failed``; skipped kernels counted."""
+    """``38/38 modules built for sm_80 in 10.35 s (0 from the cache), 0 failed, 4.1 MB (108 KB a module)``; skipped
+    kernels counted."""
     failed = sum(not r.ok for r in results)
     hits = sum(r.cache_hit for r in results)
+    sizes = [len(r.program.binary) for r in results if r.ok and r.program is not None]
     line = (
         f"{len(results) - failed}/{len(results)} modules built for {','.join(archs)} "
         f"in {wall:.2f} s ({hits} from the cache), {failed} failed"
     )
+    if sizes:
+        line += f", {_size(sum(sizes))} ({_size(sum(sizes) // len(sizes))} a module)"
     if skipped:
         line += f", {skipped} {'kernel' if skipped == 1 else 'kernels'} left to a first-call compile"
     return line
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
 
 
 def print_table(results: Sequence[BuildResult], file: TextIO | None = None) -> None:

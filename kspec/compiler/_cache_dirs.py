@@ -31,7 +31,8 @@ def scan(directory: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     magic: the directory may be shared with other files (``KSPEC_CACHE_DIR=~/work``), and nothing else is
     counted or removed. A directory that does not exist is empty; one that cannot be listed is a problem, and
     so is anything named like an entry that is not a regular file (a directory, a link, a FIFO: kspec writes
-    none, so it leaves them, and says so) or that cannot be read (nothing shows that kspec wrote it)."""
+    none, so it leaves them, and says so), that cannot be read, or that does not start with the magic (nothing
+    shows that kspec wrote it: an empty or garbage file where a binary was)."""
     try:
         names = list(directory.iterdir())
     except FileNotFoundError:
@@ -56,6 +57,9 @@ def scan(directory: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
         try:
             if starts_with_magic(path, empty_ok=False):
                 entries.append(path)
+            else:  # empty, cut short or overwritten: named like an entry, but nothing shows kspec wrote it
+                problems.append((path, "named like a kspec entry but does not start with kspec's magic (empty, "
+                                       "damaged, or another tool's file); it was left: remove it by hand"))
         except FileNotFoundError:
             continue
         except OSError as exc:  # another user's entry of mode 0o600 in a shared directory, say

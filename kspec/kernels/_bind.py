@@ -201,7 +201,8 @@ def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool, kind: str |
         if kind == HOST:
             what = (
                 f"a {type(obj).__module__}.{type(obj).__name__} in host memory; copy it to the device first "
-                "(kspec.asarray(x), cupy.asarray(x) or torch.as_tensor(x, device='cuda'))"
+                "(kspec.asarray(x), cupy.asarray(x) or torch.as_tensor(x, device='cuda')), or, to run on NumPy arrays "
+                "(no GPU needed), use kspec's CPU device: KSPEC_DEVICE=cpu or kspec.use_device('cpu')"
             )
         elif is_output and is_scalar(obj):
             what = f"a scalar {type(obj).__name__}"

@@ -21,7 +21,8 @@ _failure: str | None = None  # why the driver is unusable, remembered so every l
 _device_count = 0
 
 _COMPILE_HINT = (
-    "Launching needs an NVIDIA GPU and its driver; compiling does not (`kspec build`, "
+    "Launching needs an NVIDIA GPU and its driver; without one, kernels run on kspec's CPU device: set "
+    "KSPEC_DEVICE=cpu or call kspec.use_device('cpu') (NumPy arrays in and out). Compiling needs no GPU (`kspec build`, "
     "RawModule.compile(arch='sm_90'), kspec.compiler all work on a machine without one)."
 )
 

@@ -1,7 +1,7 @@
 """The CPU device's checked mode: argument buffers placed against inaccessible guard pages.
 
 Unchecked, a kernel that writes a few elements past a NumPy array writes into the Python heap: no fault, a
-corrupted process. Checked (``KSPEC_CHECKED=1`` or ``with kspec.checked():``), every buffer a launch can reach
+corrupted process. Checked (the default; ``KSPEC_CHECKED=0`` or ``kspec.checked(False)`` turns it off), every buffer a launch can reach
 ends flush against a page with no access, so the first byte past its end faults, and the fault becomes a
 :class:`kspec.KernelFaultError` (kspec/runtime/_host_fault.py says where). A page of slack before a buffer
 holds a known byte pattern, checked after the launch: a write just before a buffer's start is found then (the
@@ -33,7 +33,9 @@ _MAP_FAILED = ctypes.c_void_p(-1).value
 
 
 def _from_environment() -> bool:
-    return os.environ.get(CHECKED_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+    """On unless ``KSPEC_CHECKED`` turns it off: a new user's out-of-bounds write is an error, not a corrupted
+    process (the cost, a copy of each NumPy argument of a raw or jit kernel per launch: docs/guide/cpu-device.md)."""
+    return os.environ.get(CHECKED_ENV, "").strip().lower() not in ("0", "false", "no", "off")
 
 
 state = [_from_environment()]  # read on every CPU-device launch (one list index)

@@ -35,31 +35,45 @@ def argument_pointers(params: int, param_sizes: Sequence[int] | None) -> list[tu
     return found
 
 
-def nearest_argument(address: int, pointers: Sequence[tuple[int, int]],
-                     size_of: Callable[[int], int | None]) -> str:  # fmt: skip
+def nearest_argument(address: int, pointers: Sequence[tuple[int, int]], size_of: Callable[[int], int | None],
+                     elements: dict[int, tuple[int, str]] | None = None) -> str:  # fmt: skip
     """'N bytes past the end of argument I (S bytes at 0x...)' for the argument buffer nearest ``address``;
     ``size_of(pointer)`` is a buffer's size when the device allocated it, else None (then the distance is
-    from the buffer's start). '' when there is no pointer argument."""
+    from the buffer's start). ``elements``: (itemsize, dtype) of the NumPy arrays the launch was given, by address:
+    the element the kernel reached is named too (``element 1000 of its 4 float32 elements``). '' when there is no
+    pointer argument."""
     best: tuple[int, str] | None = None
     for index, start in pointers:
         size = size_of(start)
-        if size is not None:
-            where = f"argument {index} ({size} bytes at {start:#x})"
-            if address < start:
-                distance, text = start - address, f"{start - address} bytes before the start of {where}"
-            elif address < start + size:
-                distance, text = 0, f"byte {address - start} of {where}"
-            else:
-                gap = address - (start + size)
-                distance, text = gap, f"{gap} bytes past the end of {where}" if gap else f"just past the end of {where}"
-        else:
-            offset = address - start
-            distance = abs(offset)
-            side = "after" if offset >= 0 else "before"
-            text = f"{abs(offset)} bytes {side} the start of argument {index} (at {start:#x}, size unknown to the device)"
+        text = _nearest_text(address, index, start, size)
+        element = (elements or {}).get(start)
+        if element is not None and size is not None:
+            itemsize, dtype = element
+            text += f": element {(address - start) // itemsize} of its {size // itemsize} {dtype} elements"
+        distance = _distance(address, start, size)
         if best is None or distance < best[0]:
             best = (distance, text)
     return best[1] if best else ""
+
+
+def _distance(address: int, start: int, size: int | None) -> int:
+    if size is None:
+        return abs(address - start)
+    return start - address if address < start else max(0, address - (start + size))
+
+
+def _nearest_text(address: int, index: int, start: int, size: int | None) -> str:
+    if size is not None:
+        where = f"argument {index} ({size} bytes at {start:#x})"
+        if address < start:
+            return f"{start - address} bytes before the start of {where}"
+        if address < start + size:
+            return f"byte {address - start} of {where}"
+        gap = address - (start + size)
+        return f"{gap} bytes past the end of {where}" if gap else f"just past the end of {where}"
+    offset = address - start
+    side = "after" if offset >= 0 else "before"
+    return f"{abs(offset)} bytes {side} the start of argument {index} (at {start:#x}, size unknown to the device)"
 
 
 _FAULT_SIGNAL, _FAULT_BOUNDS, _FAULT_UNSUPPORTED = 5, 1, 3  # entry.h's fault codes
@@ -67,7 +81,8 @@ UNKNOWN_ADDRESS = (1 << 64) - 1  # signals.cc: a fault whose address the CPU doe
 
 
 def fault_error(fn: Any, code: int, message: str, fault_address: int, params: int,
-                size_of: Callable[[int], int | None], staging: Any = None, written: Sequence[int] = ()) -> Exception:  # fmt: skip
+                size_of: Callable[[int], int | None], staging: Any = None, written: Sequence[int] = (),
+                elements: dict[int, tuple[int, str]] | None = None) -> Exception:  # fmt: skip
     """The exception for a host launch that returned fault ``code`` (entry.h), or (code 0) whose checked
     launch found ``written``: addresses written in the slack before a buffer."""
     sizes = staging.sizes if staging is not None else {}
@@ -78,7 +93,7 @@ def fault_error(fn: Any, code: int, message: str, fault_address: int, params: in
 
     pointers = argument_pointers(params, fn.param_sizes)
     if not code:
-        near = nearest_argument(written[0], pointers, size)
+        near = nearest_argument(written[0], pointers, size, elements)
         return KernelFaultError(f"kernel {fn.name!r}: checked mode found a write {near} after the launch (the "
                                 "slack before each buffer is checked when the kernel ends; which block and "
                                 "thread wrote it is not known)")  # fmt: skip
@@ -91,7 +106,7 @@ def fault_error(fn: Any, code: int, message: str, fault_address: int, params: in
             if meant != fault_address:
                 message = message.replace(hex(fault_address), hex(meant))
                 fault_address = meant
-        near = nearest_argument(fault_address, pointers, size)
+        near = nearest_argument(fault_address, pointers, size, elements)
         return KernelFaultError(f"{message}: {near}" if near else message)
     if code == _FAULT_BOUNDS:
         return KernelIndexError(message)
@@ -108,7 +123,7 @@ def run_launch(fn: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
     if not _host_checked.state[0] or fn.param_sizes is None:
         code, message, fault_address = fn.launch(grid, block, shared, threads, params)
         if code:
-            raise fault_error(fn, code, message, fault_address, params, size_of)
+            raise fault_error(fn, code, message, fault_address, params, size_of, elements=_elements(arrays))
         return
     staging = _host_checked.Staging(params, fn.param_sizes, arrays, own_region)
     try:
@@ -116,4 +131,9 @@ def run_launch(fn: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
     finally:
         written = staging.finish()
     if code or written:
-        raise fault_error(fn, code, message, fault_address, params, size_of, staging, written)
+        raise fault_error(fn, code, message, fault_address, params, size_of, staging, written, _elements(arrays))
+
+
+def _elements(arrays: Sequence[Any]) -> dict[int, tuple[int, str]]:
+    """(itemsize, dtype name) of each NumPy argument, by address: to name the element a fault reached."""
+    return {a.ctypes.data: (a.itemsize, a.dtype.name) for a in arrays if hasattr(a, "ctypes") and a.itemsize}
