@@ -336,12 +336,12 @@ def test_cli_info_and_clear(cache_dir, capsys):
 @pytest.mark.parametrize("content", [b"", b"garbage"], ids=["empty", "garbage"])
 def test_cli_clear_reports_an_entry_it_cannot_recognise(cache_dir, capsys, content):
     """An empty or garbage file where a binary was: clear removes the real entries, names that file and why it
-    was left, and exits 1 (nothing shows kspec wrote it); the cache then misses it, as before."""
+    was left (nothing shows kspec wrote it: in a shared directory it may be a user's), and succeeds."""
     _compile()
     compile_cached('extern "C" __global__ void k3(int* a) { a[0] = 3; }', name="k3")
     damaged = _entries(cache_dir)[0]
     damaged.write_bytes(content)
-    assert kspec_main(["cache", "clear"]) == 1
+    assert kspec_main(["cache", "clear"]) == 0
     out = capsys.readouterr()
     text = out.out + out.err
     assert "removed 1 entry" in text and damaged.name in text and "does not start with kspec's magic" in text

@@ -364,3 +364,19 @@ def test_a_source_made_on_a_miss_only() -> None:
         compile_cached(lambda: 3, source_key="made v2", **args)  # type: ignore[arg-type, return-value]
     with pytest.raises(kspec.KspecTypeError, match="not both"):
         cache_key(text, source_key="x")
+
+
+def test_a_slow_compile_says_so_once(monkeypatch, capsys):
+    """A compile running past SLOW_COMPILE_S prints one line naming the kernel and arch; a quick one prints none."""
+    from kspec.compiler import _compile as compile_module
+
+    compile_source('extern "C" __global__ void quick(int* a) { a[0] = 1; }', name="quick", options=CompileOptions(arch="sm_90"))
+    assert "still compiling" not in capsys.readouterr().err
+    monkeypatch.setattr(compile_module, "SLOW_COMPILE_S", 0.0)
+    compile_source('extern "C" __global__ void slowish(int* a) { a[0] = 2; }', name="slowish",
+                   options=CompileOptions(arch="sm_90"))
+    import time
+
+    time.sleep(0.05)  # the timer thread's line
+    err = capsys.readouterr().err
+    assert err.count("kspec: still compiling kernel 'slowish' for sm_90") == 1, err

@@ -66,7 +66,7 @@ def write_captured(records: str | os.PathLike[str], out: str | os.PathLike[str],
     report = CaptureReport()
     kernels = _existing(out_dir, report)
     before = {k: len(v.specializations) for k, v in kernels.items()}
-    for record in read_records(records):
+    for record in read_records(Path(records)):
         made = _kernel_of(record, report)
         if made is None:
             continue

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .._memo import split_dirs
-from ..compiler import BinaryCache, default_cache
+from ..compiler import NOT_AN_ENTRY, BinaryCache, default_cache
 from ._common import directory_problem, error
 
 
@@ -160,9 +160,13 @@ def _clear(args: argparse.Namespace) -> int:
     print(f"removed {removed} {'entry' if removed == 1 else 'entries'} from {where}")
     # One line per path left behind, with the OS's reason or what the file is; any of them fails the command,
     # so a script that clears before a clean rebuild does not go on with stale entries in place.
+    failed = [(path, why) for path, why in report.failed if why != NOT_AN_ENTRY]
     for path, why in report.failed:
+        if why == NOT_AN_ENTRY:  # a user's file in a shared directory, or a damaged entry: said, not a failure
+            print(f"left {path}: {why}")
+    for path, why in failed:
         error(f"could not remove {path}: {why}")
-    return 1 if report.failed else 0
+    return 1 if failed else 0
 
 
 def _human(size: int) -> str:

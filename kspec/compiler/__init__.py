@@ -13,6 +13,7 @@ from .._lazy import lazy_getattr
 # each name loads its module on first access.
 _LAZY = {
     "BinaryCache": "_cache", "CacheInfo": "_cache", "ClearReport": "_cache_clear", "default_cache": "_cache",
+    "NOT_AN_ENTRY": "_cache_dirs",
     "compile_cached": "_compile", "compile_source": "_compile",
     "include_dirs": "_includes",
     "TEMPLATE_VERSION": "_key", "cache_key": "_key", "environment_key": "_key",
@@ -63,6 +64,7 @@ __all__ = [
     "BinaryCache",
     "CacheInfo",
     "ClearReport",
+    "NOT_AN_ENTRY",
     "CompileOptions",
     "CompiledProgram",
     "cache_key",

@@ -26,6 +26,11 @@ def writable(directory: Path) -> bool:
     return os.path.isdir(existing) and os.access(existing, os.W_OK | os.X_OK)
 
 
+# Why a file named like an entry was left: said, but not a failure (the directory may be shared: it may be a user's)
+NOT_AN_ENTRY = ("named like a kspec entry but does not start with kspec's magic (empty, damaged, or another tool's "
+                "file); it was left: remove it by hand if it is a damaged entry")
+
+
 def scan(directory: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     """(entry files, problems) of one directory. Entry files are named ``<key>.kbin`` and start with kspec's
     magic: the directory may be shared with other files (``KSPEC_CACHE_DIR=~/work``), and nothing else is
@@ -58,8 +63,7 @@ def scan(directory: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
             if starts_with_magic(path, empty_ok=False):
                 entries.append(path)
             else:  # empty, cut short or overwritten: named like an entry, but nothing shows kspec wrote it
-                problems.append((path, "named like a kspec entry but does not start with kspec's magic (empty, "
-                                       "damaged, or another tool's file); it was left: remove it by hand"))
+                problems.append((path, NOT_AN_ENTRY))
         except FileNotFoundError:
             continue
         except OSError as exc:  # another user's entry of mode 0o600 in a shared directory, say

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -107,11 +109,14 @@ def compile_source(
     version = nvrtc_version()
 
     start = time.perf_counter()
+    notice = _slow_compile_notice(name, arch, len(source))
     try:
         output = run_nvrtc(source, f"{name}.cu", args, names, ptx=options.is_ptx)
         error, log = output.error, output.log
     except NvrtcCallError as exc:
         output, error, log = None, str(exc), ""
+    finally:
+        notice.cancel()
     compile_ms = (time.perf_counter() - start) * 1e3
 
     dump_note = _dump_note(source, name, error)
@@ -130,6 +135,24 @@ def compile_source(
         nvrtc_version=version,
         compile_ms=compile_ms,
     )
+
+
+SLOW_COMPILE_S = 30.0  # a compile still running after this long says so on stderr, once
+
+
+def _slow_compile_notice(name: str, arch: str, source_bytes: int) -> threading.Timer:
+    """A timer that prints one line if this compile runs past :data:`SLOW_COMPILE_S` (a 50,000-term operation
+    compiles for minutes: a user should see that it is working, and on what); cancelled when the compile ends."""
+
+    def say() -> None:
+        print(f"kspec: still compiling kernel {name!r} for {arch} after {SLOW_COMPILE_S:.0f} s "
+              f"({source_bytes / 1e3:.0f} KB of source); NVRTC is working, large kernels can take minutes",
+              file=sys.stderr, flush=True)
+
+    timer = threading.Timer(SLOW_COMPILE_S, say)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def _dump_note(source: str, name: str, error: str) -> str:

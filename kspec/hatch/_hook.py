@@ -195,6 +195,7 @@ class KspecBuildHook(BuildHookInterface[BuilderConfig]):
     PLUGIN_NAME = "kspec"
     _staging: tempfile.TemporaryDirectory[str] | None = None  # removed in finalize, or at exit if the build failed
     _marker: Path | None  # the py.typed written next to the staging directory; set in initialize
+    _registration: Path | None  # the binaries registration written next to the staging directory; set in initialize
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if self.target_name != "wheel":  # an sdist ships the spec files; its wheel compiles them
