@@ -200,10 +200,10 @@ def _capture(out: str, only: str) -> int:
     does for a program)."""
     import tempfile
 
-    from kspec.capturer import write_captured
+    from kspec.capturer import recording_environment, write_captured
 
     records = tempfile.mkdtemp()
-    env = {**os.environ, "KSPEC_CAPTURE_DIR": records, "KSPEC_CALL_RECORDS": "0"}
+    env = {**os.environ, **recording_environment(records)}
     subprocess.run([sys.executable, __file__, "--child", "kspec", "--reps", "1", "--only", only], env=env, check=True,
                    stdout=subprocess.DEVNULL)
     print(f"captured: {write_captured(records, out).summary()}")

@@ -226,9 +226,9 @@ def test_recorder_records_constructor_site_and_stops(tmp_path):
     try:
         k = kspec.ElementwiseKernel("T x", "T y", "y = x + 7", "plus_seven_recorded")
         spec = k.spec
-        from kspec.kernels import _spec_kernel  # the memo a call fills: specialize as a call would
+        from kspec.kernels import _specialization_memo  # the memo a call fills: specialize as a call would
 
-        _spec_kernel.specialization_of(spec, k._key, {"T": "float32"}, frozenset())
+        _specialization_memo.specialization_of(spec, k._key, {"T": "float32"}, frozenset())
     finally:
         recorder.stop()
     with warnings.catch_warnings():
@@ -237,7 +237,7 @@ def test_recorder_records_constructor_site_and_stops(tmp_path):
     assert record["spec"]["name"] == "plus_seven_recorded" and record["types"] == {"T": "float32"}
     assert record["site"]["file"].endswith("test_capture.py") and record["site"]["module"] == __name__
     after = kspec.ElementwiseKernel("T x", "T y", "y = x + 8", "plus_eight_recorded")
-    _spec_kernel.specialization_of(after.spec, after._key, {"T": "float32"}, frozenset())
+    _specialization_memo.specialization_of(after.spec, after._key, {"T": "float32"}, frozenset())
     assert "plus_eight" not in recorder.path.read_text()  # stopped: no more records
 
 

@@ -44,10 +44,11 @@ def _capture_build_serve(tmp: Path, program: str, *, no_cupy: bool) -> tuple[str
     _run([sys.executable, "-m", "kspec", "build", "specs", "-o", "build", "--arch", _arch()], tmp, env)
     (tmp / "serve.py").write_text(SERVE)
     serve_env = _env(KSPEC_COMPILE="never", KSPEC_BINARIES=str(tmp / "build"), KSPEC_CACHE_DIR=str(tmp / "empty-cache"),
-                     KSPEC_MEMO_DIR=str(tmp / "memo"), **({} if no_cupy else {"KSPEC_CUPY": "1"}))
+                     KSPEC_MEMO_DIR=str(tmp / "memo"))
     if not no_cupy:  # the switch as python -m kspec.cupy arms it, in the serving process too
-        startup = REPO / "kspec" / "_startup"
-        serve_env["PYTHONPATH"] = os.pathsep.join([str(startup), serve_env["PYTHONPATH"]])
+        from kspec.cupy import launch_environment
+
+        launch_environment(serve_env)
     served = _run([sys.executable, "serve.py"], tmp, serve_env)
     return captured, served, (tmp / "specs").as_posix()
 

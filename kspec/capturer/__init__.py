@@ -17,9 +17,11 @@ from .._lazy import lazy_getattr
 
 _LAZY = {
     "CAPTURE_ENV": "_recorder", "Recorder": "_recorder", "record_from_environment": "_recorder",
+    "recording_environment": "_recorder",
     "CaptureReport": "_writer", "write_captured": "_writer", "read_records": "_records",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
-__all__ = ["CAPTURE_ENV", "CaptureReport", "Recorder", "read_records", "record_from_environment", "write_captured"]
+__all__ = ["CAPTURE_ENV", "CaptureReport", "Recorder", "read_records", "record_from_environment",
+           "recording_environment", "write_captured"]

@@ -126,3 +126,10 @@ def record_from_environment() -> Recorder | None:
     _recorder = Recorder(directory).start()
     atexit.register(_recorder.stop)
     return _recorder
+
+
+def recording_environment(records: str | os.PathLike[str]) -> dict[str, str]:
+    """What a process records into ``records`` with: the directory, and call records off (a call a record serves
+    plans nothing, so its specialization would not be seen). The start-up hook must be on its path too
+    (``kspec.cupy.launch_environment``), unless the process starts the recorder itself."""
+    return {CAPTURE_ENV: os.fspath(records), "KSPEC_CALL_RECORDS": "0"}

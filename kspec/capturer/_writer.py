@@ -124,7 +124,7 @@ def _existing(out_dir: Path, report: CaptureReport) -> dict[str, _Kernel]:
             data = spec.to_data()
             entries = [dict(e) for e in data.pop("specializations", [])]
             doc = data.pop("doc", "")
-            key = _content_id({**data, "source_text": data.get("source", "")} if data.get("kind") == "raw" else data)
+            key = _content_id(data)
             kernels[key] = _Kernel(data, module, doc.removeprefix("built at "), entries)
     return kernels
 
@@ -170,7 +170,7 @@ def _raw_kernel(record: dict[str, Any], module: str, where: str, report: Capture
     if record.get("translate_cucomplex"):
         data["translate_cucomplex"] = True
     function = record.get("function")
-    return _content_id({**data, "source_text": code}), _Kernel(data, module, where), function if isinstance(function, str) else None
+    return _content_id(data), _Kernel(data, module, where), function if isinstance(function, str) else None
 
 
 def _add_function(kernel: _Kernel, function: str | None) -> None:

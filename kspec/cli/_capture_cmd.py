@@ -30,7 +30,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..capturer import CAPTURE_ENV, write_captured
+    from ..capturer import recording_environment, write_captured
+    from ..cupy import launch_environment
 
     command = list(args.command)
     if command[:1] == ["--"]:
@@ -49,13 +50,8 @@ def run(args: argparse.Namespace) -> int:
         error("no command to run: kspec capture -o DIR -- python script.py (or -- python -m pytest ...)")
         return 2
     with tempfile.TemporaryDirectory(prefix="kspec-capture-") as records:
-        env = dict(os.environ)
-        env[CAPTURE_ENV] = records
-        env["KSPEC_CALL_RECORDS"] = "0"
-        startup = Path(__file__).resolve().parents[1] / "_startup"
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(startup), env.get("PYTHONPATH", "")]))
-        if not args.no_cupy:
-            env["KSPEC_CUPY"] = "1"
+        env = {**os.environ, **recording_environment(records)}
+        launch_environment(env, swap=not args.no_cupy)  # the start-up hook starts the recorder in every process
         try:
             status = subprocess.call(command, env=env)
         except OSError as exc:

@@ -21,10 +21,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ._hook import STARTUP_DIR, launch_environment
 from ._hook import install as swap_on_import
 from ._swap import CONSTRUCTORS, disable, enable, is_enabled
 
-__all__ = ["CONSTRUCTORS", "disable", "enable", "enabled", "is_enabled", "swap_on_import"]
+__all__ = ["CONSTRUCTORS", "STARTUP_DIR", "disable", "enable", "enabled", "is_enabled", "launch_environment",
+           "swap_on_import"]
 
 
 @contextmanager

@@ -8,7 +8,7 @@ import os
 import runpy
 import sys
 
-from ._hook import ENV, install
+from ._hook import install, launch_environment
 
 _USAGE = "usage: python -m kspec.cupy [-m MODULE | SCRIPT] [ARGS...]"
 
@@ -17,10 +17,7 @@ def main(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help") or (argv[0] == "-m" and len(argv) < 2):
         print(_USAGE + "\n\n" + (__doc__ or "").strip(), file=sys.stderr if not argv else sys.stdout)
         raise SystemExit(0 if argv else 2)
-    startup = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_startup")
-    os.environ[ENV] = "1"
-    path = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = startup + (os.pathsep + path if path else "")
+    launch_environment(os.environ)
     install()
     if argv[0] == "-m":
         sys.argv = argv[1:]

@@ -11,11 +11,25 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import os
 import sys
+from collections.abc import MutableMapping
 from types import ModuleType
 from typing import Any
 
 ENV = "KSPEC_CUPY"  # "1": processes started by `python -m kspec.cupy` (and their children) swap on import
+# kspec/_startup/sitecustomize.py: first on PYTHONPATH, it runs at start-up in every Python process started so
+STARTUP_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_startup")
+
+
+def launch_environment(env: MutableMapping[str, str], *, swap: bool = True) -> None:
+    """Set in ``env`` what the processes started with it need for the start-up hook to run (its directory first on
+    ``PYTHONPATH``) and, with ``swap``, to put kspec under CuPy (``KSPEC_CUPY=1``): what ``python -m kspec.cupy``
+    and ``kspec capture`` give the programs they run."""
+    if swap:
+        env[ENV] = "1"
+    path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = STARTUP_DIR + (os.pathsep + path if path else "")
 
 
 class _SwapOnImport(importlib.abc.MetaPathFinder):

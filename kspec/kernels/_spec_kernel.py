@@ -15,13 +15,14 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from .._errors import InvalidNameError, KspecTypeError, ReservedNameError, SpecError, about_kernel
-from ..render import Specialization, specialize  # lazy: no Jinja
+from ..render import Specialization  # lazy: no Jinja
 from ..runtime import DeviceArray, get_device, stream_handle
 from ._arguments import MISS
 from ._recorded import RecordedCalls, spec_digest
 from ._callpath import CallPath
 from ..compiler import compile_program, rendered_module
 from ._observe import notify, observers
+from ._specialization_memo import raw_layouts_of, specialization_of
 from ._ctor_memo import SPEC_KERNELS, UNKEYED
 from ._loaded import interface_of, loaded_kernel
 from ._kernel_attrs import KernelAttributes
@@ -32,27 +33,6 @@ if TYPE_CHECKING:  # the serving path never imports the spec models, the rendere
     from ..spec import ElementwiseSpec, ReductionSpec
     from ._array_spec import ArraySpec, LaunchPlan
     from ._bind import Bound
-
-
-RawLayouts = tuple[tuple[str, tuple[int, bool]], ...]  # raw parameter -> (ndim, c_contiguous), in order
-_specializations: dict[tuple[str, tuple[tuple[str, str], ...], frozenset[str], RawLayouts], Specialization] = {}
-
-
-def specialization_of(spec: ElementwiseSpec | ReductionSpec, spec_key: str, types: dict[str, str],
-                      scalars: frozenset[str], raw_layouts: RawLayouts = ()) -> Specialization:  # fmt: skip
-    """The memoised Specialization of ``spec`` (identified by ``spec_key``) for a binding."""
-    key = (spec_key, tuple(types.items()), scalars, raw_layouts)
-    found = _specializations.get(key)
-    if found is None:
-        found = _specializations[key] = specialize(spec, types, scalars=scalars, raw_layouts=dict(raw_layouts))
-        if observers:  # kspec capture (kspec/kernels/_observe.py)
-            notify("specialized", spec, spec_key, dict(types), scalars, raw_layouts)
-    return found
-
-
-def raw_layouts_of(bound: Bound) -> RawLayouts:
-    """Each raw array argument's (ndim, C-contiguous), as CuPy keys its kernels (``CArray<T, ndim, c_contiguous>``)."""
-    return tuple((name, (len(a.info.shape), bool(a.info.is_c_contiguous))) for name, a in bound.arrays.items() if a.param.raw)
 
 
 class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
