@@ -57,6 +57,30 @@ FAKE = {
         def transpile():  # CuPy's own machinery reads its own builtins (cupy.vectorize uses it)
             return rawkernel, threadIdx
     """,
+    # CuPy's kernel cache: a backend object behind a module attribute, and its entries' format
+    "cupy/cuda/__init__.py": "",
+    "cupy/cuda/_compiler_cache.py": """
+        import os
+        class DiskKernelCacheBackend:
+            def __init__(self, cache_dir=None):
+                self._cache_dir = cache_dir or os.environ.get("CUPY_CACHE_DIR", os.path.expanduser("~/.cupy/kernel_cache"))
+    """,
+    "cupy/cuda/compiler.py": """
+        from cupy.cuda._compiler_cache import DiskKernelCacheBackend
+        class CompileException(Exception):
+            def __init__(self, msg, source, name, options, backend="nvrtc"):
+                self._msg, self.source, self.name, self.options, self.backend = msg, source, name, options, backend
+                super().__init__()
+        _kernel_cache_backend = DiskKernelCacheBackend()
+        def _encode_cache_payload(names, cubin):
+            return ("NE|" + ",".join(names) + "|").encode() + cubin
+        def _decode_cache_payload(payload, count):
+            if not payload.startswith(b"NE|"):
+                return None
+            names, cubin = payload[3:].split(b"|", 1)
+            names = names.decode().split(",") if names else []
+            return (names, cubin) if len(names) == count else None
+    """,
     "touchy.py": "raise RuntimeError('a lazy module was loaded by reading it')",
     "thirdparty.py": """
         from cupy import ElementwiseKernel, RawKernel, fuse
@@ -134,6 +158,84 @@ def test_enable_rebinds_every_home_and_disable_restores(fake_cupy: Path) -> None
         with kspec.cupy.enabled():
             assert cupy.RawModule is kspec.RawModule
         assert cupy.RawModule is originals["RawModule"]
+        print("ok")
+    """)
+    assert out.stdout.strip() == "ok"
+
+
+def test_raw_modules_follow_cupys_kernel_cache(fake_cupy: Path) -> None:
+    """Where a program pointed CuPy's kernel cache (a backend of its own, another directory), kspec's raw modules
+    are kept there too, in CuPy's entry format; CuPy's default directory is left alone; ``cupy._util.clear_memo()``
+    also forgets kspec's constructor calls."""
+    out = run(fake_cupy, """
+        import cupy, cupy.cuda.compiler as compiler
+        import kspec, kspec.cupy
+        from kspec import kernels
+        from kspec.kernels import _ctor_memo
+        class Backend:
+            def __init__(self):
+                self.saved = {}
+            def load(self, name):
+                return self.saved.get(name)
+            def save(self, name, payload, source):
+                self.saved[name] = payload
+        kspec.cupy.enable()
+        assert kernels.module_cache() is None, "CuPy's default directory: kspec's cache is the only one"
+        backend = compiler._kernel_cache_backend = Backend()
+        cache = kernels.module_cache()
+        cache.save("k1", "sm_90", b"BIN", {"b<int>": "_Zb", "a<int>": "_Za"}, "source")
+        ((name, payload),) = backend.saved.items()
+        assert name == "kspec_k1_sm_90.cubin", name
+        assert compiler._decode_cache_payload(payload, 2) == (["_Za", "_Zb"], b"BIN"), "names in sorted order"
+        assert cache.load("k1", "sm_90", ("b<int>", "a<int>")) == (b"BIN", {"a<int>": "_Za", "b<int>": "_Zb"})
+        assert cache.load("k1", "sm_90", ("a<int>",)) is None, "another set of names is a miss"
+        backend.saved[name] = b"BIN"
+        assert cache.load("k1", "sm_90", ("b<int>", "a<int>")) is None, "a bare binary is not read as names"
+        cache.save("k2", "sm_90", b"PLAIN", {}, "source")
+        assert cache.load("k2", "sm_90", ()) == (b"PLAIN", {})
+        assert cache.load("k2", "host", ()) is None, "the CPU device's binaries are kspec's only"
+        compiler._kernel_cache_backend = compiler.DiskKernelCacheBackend("/tmp/elsewhere")
+        assert kernels.module_cache() is not None, "another directory takes part"
+        cupy.RawModule(code='extern "C" __global__ void f() {}')
+        assert len(_ctor_memo.RAW_MODULES) > 0
+        cupy._util.clear_memo()
+        assert len(_ctor_memo.RAW_MODULES) == 0 and cupy._util.cleared == [1, 1]
+        kspec.cupy.disable()
+        assert kernels.module_cache() is None and not hasattr(cupy._util.clear_memo, "__wrapped__")
+        print("ok")
+    """)
+    assert out.stdout.strip() == "ok"
+
+
+def test_failed_compiles_are_cupys_compile_exception_while_enabled(fake_cupy: Path) -> None:
+    """Code written for CuPy that catches CuPy's CompileException to fall back (cuCIM's filters) catches kspec's
+    failed compiles while the switch is on; kspec's own handlers still see a CompileError."""
+    from device_arrays import host_compiler_missing
+
+    if host_compiler_missing():
+        pytest.skip(host_compiler_missing())
+    out = run(fake_cupy, """
+        import numpy as np
+        import cupy, cupy.cuda.compiler as compiler
+        import kspec, kspec.cupy
+        kspec.use_device("cpu")
+        def build_and_call(tag):
+            k = kspec.ElementwiseKernel("float32 x", "float32 y", "y = no_such_function(x)", "broken_" + tag)
+            k(np.ones(4, np.float32), np.empty(4, np.float32))
+        kspec.cupy.enable()
+        try:
+            build_and_call("a")
+            raise AssertionError("compiled")
+        except compiler.CompileException as exc:
+            assert isinstance(exc, kspec.CompileError) and "no_such_function" in exc.log
+            assert exc.name == exc.kernel and "no_such_function" in str(exc) and exc.backend == "nvrtc"
+        kspec.cupy.disable()
+        try:
+            build_and_call("b")
+        except compiler.CompileException:
+            raise AssertionError("CuPy's class after disable()")
+        except kspec.CompileError as exc:
+            assert type(exc) is kspec.CompileError
         print("ok")
     """)
     assert out.stdout.strip() == "ok"

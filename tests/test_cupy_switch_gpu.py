@@ -82,3 +82,42 @@ def test_channelizer_polyfills_beside_cuda_workaround(cp: Any) -> None:
     kspec.cupy.enable()
     got = cupyx.signal.channelize_poly(x, h, 8)
     cp.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_raw_modules_kept_where_a_program_points_cupys_cache(cp: Any, tmp_path: Any) -> None:
+    """A program that points CuPy's kernel cache at a directory of its own finds kspec's raw modules there, in
+    CuPy's entry format (the mangled names first): built once, loaded from it after ``cupy._util.clear_memo()``,
+    rebuilt and saved again where an entry is only a bare binary."""
+    import os
+
+    from cupy import _util
+    from cupy.cuda import _compiler_cache, compiler
+
+    class Counting(_compiler_cache.DiskKernelCacheBackend):
+        saves = 0
+
+        def save(self, name: str, cubin: bytes, source: str) -> None:
+            self.saves += 1
+            super().save(name, cubin, source)
+
+    code = "template <typename T> __global__ void fill_with(T* y, T v) { y[threadIdx.x] = v; }"
+    names = ["fill_with<float>", "fill_with<double>"]
+    original = compiler._kernel_cache_backend
+    backend = compiler._kernel_cache_backend = Counting(str(tmp_path))
+    try:
+        kspec.cupy.enable()
+        for round in range(3):
+            mod = cp.RawModule(code=code, name_expressions=names, options=("-DKSPEC_CACHE_BRIDGE_TEST",))
+            y = cp.zeros(32, dtype=np.float64)
+            mod.get_function("fill_with<double>")((1,), (32,), (y, np.float64(round + 0.5)))
+            assert (y.get() == round + 0.5).all()
+            assert backend.saves == (1 if round < 2 else 2), (round, backend.saves)
+            (entry,) = [f for f in os.listdir(tmp_path) if f.endswith(".cubin")]
+            stored = (tmp_path / entry).read_bytes()[_compiler_cache._hash_length :]
+            mangled, binary = compiler._decode_cache_payload(stored, 2)
+            assert all(m.startswith("_Z") for m in mangled)
+            if round == 1:  # an entry as a CuPy predating name-expression entries wrote it: a bare binary
+                (tmp_path / entry).write_bytes(_compiler_cache._hash_hexdigest(binary).encode("ascii") + binary)
+            _util.clear_memo()
+    finally:
+        compiler._kernel_cache_backend = original

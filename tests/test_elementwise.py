@@ -969,14 +969,24 @@ def test_repeated_torch_calls_allocate_c_contiguous_outputs() -> None:
     np.testing.assert_array_equal(z.cpu().numpy(), (a + 1).cpu().numpy())
 
 
+EARLY_ENDS = {
+    "return": "if (x < 0) { y = -1; return; }",
+    "break": "if (x < 0) { y = -1; break; }",  # cuCIM's Canny: `// return out` then `break;`
+    "continue and a comment saying return": "if (x < 0) { y = -1; continue; }  // return",
+}
+
+
+@pytest.mark.parametrize("ending", list(EARLY_ENDS))
 @pytest.mark.parametrize(
     "layout", ["contiguous", "transposed", "small planes transposed", "broadcast row", "transposed output"]
 )
-def test_a_return_in_the_body_ends_only_its_element(xp, layout):
-    """CuPy runs a thread per element, where `return` ends that element's body (cupyx.scipy.ndimage's binary
-    erosion returns early); kspec's GPU threads and host chunks take several elements each, over every path:
-    the vector and chunked strided paths, the tiled one, the contiguous one."""
-    k = kspec.ElementwiseKernel("T x, T b", "T y", "if (x < 0) { y = -1; return; }\ny = x * 2 + b;", "early_return")
+def test_a_return_in_the_body_ends_only_its_element(xp, layout, ending):
+    """CuPy runs a thread per element, where `return` (or `break` / `continue`: its grid-stride loop) ends that
+    element's body (cupyx.scipy.ndimage's binary erosion returns early, cuCIM's Canny breaks); kspec's GPU threads
+    and host chunks take several elements each, over every path: the vector and chunked strided paths, the tiled
+    one, the contiguous one."""
+    body = EARLY_ENDS[ending] + "\nfor (int j = 0; j < 3; ++j) { if (j == 1) break; }\ny = x * 2 + b;"
+    k = kspec.ElementwiseKernel("T x, T b", "T y", body, "early_" + ending.split()[0])
     rng = np.random.default_rng(31)
     shape = {"small planes transposed": (4096, 8, 12)}.get(layout, (700, 900))
     a = rng.standard_normal(shape).astype(np.float32)

@@ -3,9 +3,19 @@ compiler's (kspec/compiler/_host.py): what failed, the compiler's log, the optio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .._errors import CompileError, about_kernel
+
+# Which class a failed compile raises: CompileError, or a subclass an adapter gives (kspec.cupy's is also CuPy's
+# CompileException, so code written for CuPy that catches a compile failure to fall back still catches it).
+_error_types: list[Callable[[], type[CompileError]]] = []
+
+
+def set_compile_error_type(provider: Callable[[], type[CompileError]] | None) -> None:
+    """Failed compiles raise ``provider()`` (a CompileError subclass taking its arguments) from now on; None: the
+    plain CompileError again."""
+    _error_types[:] = [provider] if provider is not None else []
 
 
 def number_lines(source: str) -> str:
@@ -32,4 +42,5 @@ def compile_failure(tool: str, log_name: str, name: str, arch: str, error: str, 
     ]
     if dump_note:
         parts.append(dump_note)
-    return CompileError("\n".join(parts), kernel=name, log=log, source=source)
+    error_type = _error_types[0]() if _error_types else CompileError
+    return error_type("\n".join(parts), kernel=name, log=log, source=source)

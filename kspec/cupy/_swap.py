@@ -104,6 +104,7 @@ def enable(*, import_cupy: bool = True) -> None:
             import cupy._core  # noqa: F401  (binds cupy too)
             import cupyx.jit  # noqa: F401
         _rebind(_constructor_table())
+        _join_cupy_machinery()
         _state["enabled"] = True
         if "cupyx.jit" in sys.modules and hasattr(sys.modules["cupyx.jit"], "rawkernel"):
             swap_jit()
@@ -124,9 +125,39 @@ def _rebind(table: dict[int, tuple[Any, Any]]) -> None:
         _saved.append((module, name, original))
 
 
+def _join_cupy_machinery() -> None:
+    """What CuPy's own machinery does around kernels, done for kspec's: failed compiles are CuPy's CompileException
+    too (kspec/cupy/_compile_error.py); raw modules are kept in CuPy's kernel cache too where a program pointed it
+    (kspec/cupy/_cache_bridge.py); ``cupy._util.clear_memo()`` -- which makes CuPy look its kernels up again --
+    also forgets kspec's constructor calls, so the next identical call loads its module again, as CuPy's would."""
+    from .. import kernels
+    from ._cache_bridge import CupyKernelCache
+    from ._compile_error import compile_error_type
+
+    kernels.set_module_cache(CupyKernelCache())
+    kernels.set_compile_error_type(compile_error_type)
+    util = sys.modules.get("cupy._util")
+    clear = getattr(util, "clear_memo", None)
+    if util is None or not callable(clear):
+        return
+
+    def clear_memo(*args: Any, **kwargs: Any) -> Any:
+        kernels.clear_constructor_memos()
+        return clear(*args, **kwargs)
+
+    clear_memo.__wrapped__ = clear  # type: ignore[attr-defined]
+    setattr(util, "clear_memo", clear_memo)  # noqa: B010  (a module of CuPy's: mypy knows no attributes of it)
+    _saved.append((util, "clear_memo", clear))
+
+
 def disable() -> None:
     """Put back every binding :func:`enable` changed (names rebound since then by other code are left as they are)."""
     with _lock:
+        if _state["enabled"]:
+            from .. import kernels
+
+            kernels.set_module_cache(None)
+            kernels.set_compile_error_type(None)
         while _saved:
             module, name, original = _saved.pop()
             setattr(module, name, original)
@@ -138,6 +169,7 @@ def disable() -> None:
 def _forget_built_kernels() -> None:
     util = sys.modules.get("cupy._util")
     clear = getattr(util, "clear_memo", None)
+    clear = getattr(clear, "__wrapped__", clear)  # CuPy's own: kspec's constructor calls stay remembered
     if callable(clear):
         clear()
 
@@ -145,4 +177,3 @@ def _forget_built_kernels() -> None:
 def is_enabled() -> bool:
     """Whether CuPy's constructors are kspec's now (:func:`enable` ran and :func:`disable` did not since)."""
     return _state["enabled"]
-

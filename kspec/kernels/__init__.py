@@ -16,6 +16,10 @@ _LAZY = {
     "refuse_traced": "_frameworks", "traced_by": "_frameworks",
     # not in __all__: kspec.torch gives RawKernel's launch-state classes to Dynamo (kspec/torch/_compile.py)
     "watch_raw_kernel_classes": "_raw",
+    # not in __all__: kspec.cupy keeps raw modules in CuPy's kernel cache too, follows its memo clearing and makes
+    # failed compiles CuPy's CompileException too
+    "ModuleCache": "_module_cache", "set_module_cache": "_module_cache", "module_cache": "_module_cache", "clear_constructor_memos": "_ctor_memo",
+    "set_compile_error_type": "_compile_errors",
 }
 
 

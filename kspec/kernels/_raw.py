@@ -39,6 +39,7 @@ from ..runtime import DeviceGlobal, Launcher, get_device
 from ._raw_attributes import FUNCTION_ATTRIBUTES, FunctionAttribute, read_attribute, write_attribute
 from ._raw_build import RawBuild
 from ._ctor_memo import RAW_MODULES
+from ._module_cache import module_cache
 from ._raw_code import RawCode
 
 
@@ -176,7 +177,9 @@ class RawModule(RawCode):
     def get_function(self, name: str) -> RawKernel:
         """The kernel ``name`` (a plain name, or one of ``name_expressions``) as a RawKernel.
 
-        Lazy: nothing is compiled or looked up until the kernel is first used.
+        Lazy: nothing is compiled or looked up until the kernel is first used -- except where a ModuleCache takes
+        part (kspec/kernels/_module_cache.py: under the ``kspec.cupy`` switch, a program that pointed CuPy's kernel
+        cache elsewhere), which expects the module compiled, loaded and kept there, as CuPy's get_function does.
         """
         kernels = self._kernels
         kernel = kernels.get(name) if type(name) is str else None
@@ -190,6 +193,8 @@ class RawModule(RawCode):
         kernel_class = build.plain_classes.get(name) or build.launch_state(name, (), RawKernel)[0]
         kernel = kernels[name] = object.__new__(kernel_class)
         kernel._owner = weakref.ref(self)
+        if module_cache() is not None:  # CuPy's cache pointed elsewhere: it holds the module once this returns
+            build.function(get_device().id, name)
         return kernel
 
     def get_global(self, name: str) -> DeviceGlobal:

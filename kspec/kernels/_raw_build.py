@@ -25,6 +25,7 @@ from .._errors import KspecValueError, NvrtcNotFoundError
 from ..compiler import record_load  # the compile log (a leaf module)
 from ..runtime import Device, Launcher, LoadedModule
 from ._frameworks import refuse_traced
+from ._module_cache import module_cache
 from ._raw_attributes import write_attribute
 from ._observe import notify, observers
 from ._stores import content_store, registered_binaries
@@ -43,6 +44,8 @@ class RawBuild:
         self.label = label  # the compile log's name for what this module compiles
         self.binaries, self.binary_key = binaries, binary_key  # a BinaryStore serving this source (kspec.load)
         self.programs: dict[str, Any] = {}
+        self.cached_names: dict[str, dict[str, str]] = {}  # arch -> lowered names of a binary a ModuleCache held
+        self._content_key = ""
         self.loaded: dict[tuple[Overrides, int], LoadedModule] = {}
         self.launch_states: dict[tuple[str, Overrides], Any] = {}  # (kernel, attribute set) -> RawKernel's state
         self.plain_classes: dict[str, type] = {}  # kernel -> the class of its state without attributes set
@@ -117,17 +120,22 @@ class RawBuild:
             self.programs[arch] = program
         return program
 
+    def content_key(self) -> str:
+        """The key a ``kspec build`` of a raw spec of the same code files its binary under."""
+        if not self._content_key:
+            from ..render import raw_module_key
+
+            assert self.code is not None
+            self._content_key = raw_module_key(self.code, self.options, self.name_expressions, self.translate_cucomplex)
+        return self._content_key
+
     def _find_by_content(self) -> None:
-        """A registered store's binary of this code (kspec/kernels/_stores.py), found by the content key a
-        ``kspec build`` of a raw spec of the same code files it under; once per build."""
+        """A registered store's binary of this code (kspec/kernels/_stores.py), found by its content key; once
+        per build."""
         if self.binary_key or not registered_binaries():
             return
-        from ..render import raw_module_key
-
-        assert self.code is not None
-        key = raw_module_key(self.code, self.options, self.name_expressions, self.translate_cucomplex)
-        self.binary_key = key
-        self.binaries = content_store(key)
+        self.binary_key = self.content_key()
+        self.binaries = content_store(self.binary_key)
 
     def stored(self, arch: str) -> Any:
         return self.binaries.find(self.binary_key, arch) if self.binaries is not None else None
@@ -149,12 +157,22 @@ class RawBuild:
         stored = self.stored(device.arch)
         if stored is not None:
             return stored.read(), True
+        cache = module_cache() if self.code is not None and self.backend == "nvrtc" else None
+        if cache is not None:  # a cache the program pointed CuPy's kernel cache to (kspec/kernels/_module_cache.py)
+            found = cache.load(self.content_key(), device.arch, self.name_expressions)
+            if found is not None:
+                self.cached_names[device.arch] = found[1]
+                return found[0], True
         try:
-            return self.program(device.arch).binary, False
+            program = self.program(device.arch)
         except NvrtcNotFoundError as exc:
             if self.binaries is None:
                 raise
             raise self.binaries.missing(f"module {self.label!r}", self.binary_key, device.arch, exc) from None
+        if cache is not None:
+            assert self.code is not None
+            cache.save(self.content_key(), device.arch, program.binary, program.lowered_names, self.code)
+        return program.binary, False
 
     # -- loading -----------------------------------------------------------------------------------------
 
@@ -182,6 +200,9 @@ class RawBuild:
             stored = self.stored(arch)
             if stored is not None and name in stored.lowered_names:
                 return str(stored.lowered_names[name])
+            cached = self.cached_names.get(arch)
+            if cached is not None and name in cached:
+                return cached[name]
             return str(self.program(arch).lowered_names[name])  # a binary built without this name: compile
         return name
 

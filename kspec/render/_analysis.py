@@ -46,18 +46,23 @@ def is_write_only(operation: str, name: str) -> bool:
     return found
 
 
-_RETURN = r"\breturn\b"
+_RETURN = re.compile(r"\breturn\b")
+_BREAK = re.compile(r"\b(?:break|continue)\b")
 
 
 def element_body(operation: str) -> str:
-    """An elementwise body as the templates place it: as written, or, where it says ``return``, inside a lambda
-    called on the spot, so that ``return`` ends this element's body and no more. CuPy runs a thread per
-    element, where a ``return`` (cupyx.scipy.ndimage's binary erosion: ``if (...) { y = ...; return; }``) ends
-    only that element; kspec's threads and host chunks take several elements each, which a bare ``return``
-    would skip."""
-    if not re.search(_RETURN, operation):
-        return operation
-    return f"[&]() {{\n{operation};\n}}()"
+    """An elementwise body as the templates place it, so that ``return``, ``break`` and ``continue`` end this
+    element's body and no more. CuPy runs a thread per element inside a grid-stride loop, where each ends only
+    that element (cupyx.scipy.ndimage's binary erosion: ``if (...) { y = ...; return; }``; cuCIM's Canny
+    non-maximum suppression: ``if (...) { break; }``); kspec's threads and host chunks take several elements
+    each, which a bare one would skip. So a body that says ``break`` or ``continue`` goes inside
+    ``do { } while (0)`` and one that says ``return`` inside a lambda called on the spot; others as written
+    (the words are looked for anywhere, comments included: a needless wrapper costs nothing)."""
+    if _BREAK.search(operation):
+        operation = f"do {{\n{operation};\n}} while (0)"
+    if _RETURN.search(operation):
+        operation = f"[&]() {{\n{operation};\n}}()"
+    return operation
 
 
 # Type names whose device header a kernel needs even when no parameter has that dtype (a preamble that
