@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Third-party libraries written against CuPy's kernel APIs, their own test suites, with kspec under CuPy
-# (`python -m kspec.cupy`, issue [RC2]'s switch) or with CuPy itself, on the GPU machine:
+# (`python -m kspec.cupy`, issue [RC2]'s switch; modes kspec, capture, served as in benchmarks/_suite_modes.sh) or
+# with CuPy itself, on the GPU machine:
 #   LIB_WHEELS=DIR SIGPY_TESTS=DIR bash .device/run.sh bash benchmarks/library_suites.sh kspec "cucim:1500:150:1 sigpy:0:200:1"
 # LIB_WHEELS holds the libraries' wheels and the dependencies the machine lacks (installed without dependencies,
 # outside the image, into $LIB_SITE); SIGPY_TESTS is the tests/ folder of sigpy's repository (its wheel has none;
@@ -16,10 +17,9 @@ if [ ! -d "$site" ]; then
 fi
 export PYTHONPATH="$site:$peer:$root${PYTHONPATH:+:$PYTHONPATH}"
 unset KSPEC_PEER  # the peer's plugin only samples; the switch is kspec.cupy's
-case $mode in
-  kspec) launch=(python3 -m kspec.cupy -m pytest);;
-  *) launch=(python3 -m pytest);;
-esac
+# shellcheck source=benchmarks/_suite_modes.sh
+. "$root/benchmarks/_suite_modes.sh"
+suite_mode "$mode" "$root"
 for spec in $specs; do
   IFS=: read -r lib n seconds seed <<<"$spec"
   case $lib in
@@ -29,7 +29,8 @@ for spec in $specs; do
   esac
   log=$res/$mode-$lib-s$seed.log
   # shellcheck disable=SC2086  # $files is a list of paths
-  (cd "$where" && PEER_SAMPLE=$n PEER_SEED=$seed timeout "$seconds" "${launch[@]}" -v -p kspec_alias -p no:cacheprovider \
+  (cd "$where" && PEER_SAMPLE=$n PEER_SEED=$seed timeout "$seconds" "${launch[@]}" -v -p kspec_alias "${plugins[@]}" -p no:cacheprovider \
      -n "${PEER_JOBS:-15}" --timeout="${PEER_TEST_TIMEOUT:-120}" $files >"$log" 2>&1)
+  if [ "$mode" = capture ]; then capture_merge; fi
   echo "$mode $lib sample=$n seed=$seed: $(grep -cE ' PASSED ' "$log") passed, $(grep -cE ' (FAILED|ERROR) ' "$log") failed, $(tail -1 "$log" | cut -c1-120)"
 done

@@ -15,21 +15,10 @@ mode=$1; specs=$2
 root=$PWD; peer=$root/.device/peer; res=${RESULTS:-/tmp/res}; mkdir -p "$res"
 export PYTHONPATH="$peer:$root/benchmarks:$peer/cupy-tests/tests:$root${PYTHONPATH:+:$PYTHONPATH}"
 unset KSPEC_PEER  # the peer's own alias plugin then only samples; the switch is kspec.cupy's
-plugins=(-p kspec_alias -p _corpus_recorder)
-case $mode in
-  kspec) launch=(python3 -m kspec.cupy -m pytest); unset KSPEC_CORPUS;;
-  # kspec capture (issue [CAP]): the kernels the run builds, as spec files in $CAPTURE_OUT (merged run after run)
-  # (recorded as `kspec capture` does, into $res/records, and merged after the run: a run the time limit cuts keeps them)
-  capture) launch=(python3 -m kspec.cupy -m pytest); unset KSPEC_CORPUS
-     export KSPEC_CAPTURE_DIR=$res/records KSPEC_CALL_RECORDS=0;;
-  # served: kspec under CuPy from a build of captured specs only ($CAPTURE_BUILD): KSPEC_COMPILE=never, kspec's NVRTC
-  # blocked, empty cache; each worker logs its kernel loads to $KSPEC_SERVED_LOG (benchmarks/served_summary.py)
-  served) launch=(python3 -m kspec.cupy -m pytest); unset KSPEC_CORPUS
-     export KSPEC_COMPILE=never KSPEC_BINARIES=${CAPTURE_BUILD:?set CAPTURE_BUILD} KSPEC_CACHE_DIR=$(mktemp -d) \
-            KSPEC_MEMO_DIR=$(mktemp -d) KSPEC_SERVED_LOG=${KSPEC_SERVED_LOG:-$res/served-log}
-     export PYTHONPATH="$PYTHONPATH:$root/benchmarks/_no_nvrtc"; plugins+=(-p _compile_log_plugin);;
-  *) launch=(python3 -m pytest);;
-esac
+# shellcheck source=benchmarks/_suite_modes.sh
+. "$root/benchmarks/_suite_modes.sh"
+suite_mode "$mode" "$root"
+plugins=(-p kspec_alias -p _corpus_recorder "${plugins[@]}")
 for spec in $specs; do
   IFS=: read -r group n seconds seed <<<"$spec"
   case $group in
@@ -48,6 +37,6 @@ for spec in $specs; do
   # shellcheck disable=SC2086  # $files is a list of paths
   (cd "$peer/cupy-tests/tests" && PEER_SAMPLE=$n PEER_SEED=$seed timeout "$seconds" "${launch[@]}" -v "${plugins[@]}" \
      -p no:cacheprovider -n "${PEER_JOBS:-15}" --timeout="${PEER_TEST_TIMEOUT:-120}" -k "not nvcc and not jitify" $files >"$log" 2>&1)
-  if [ "$mode" = capture ]; then python3 -m kspec capture --records "$KSPEC_CAPTURE_DIR" -o "${CAPTURE_OUT:-$res/captured}"; fi
+  if [ "$mode" = capture ]; then capture_merge; fi
   echo "$mode $group sample=$n seed=$seed: $(grep -cE ' PASSED ' "$log") passed, $(grep -cE ' (FAILED|ERROR) ' "$log") failed, $(tail -1 "$log" | cut -c1-120)"
 done

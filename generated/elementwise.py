@@ -150,7 +150,7 @@ _SPECS: list[dict[str, Any]] = [
 _KERNELS = load_specs(_SPECS, binaries=Path(__file__).resolve().parent / "_binaries")
 
 
-def _outputs(kernel: str, **outputs: Any) -> tuple[Any, ...]:
+def _outputs(kernel: str, /, **outputs: Any) -> tuple[Any, ...]:
     """The outputs to pass on: all of them, or none (then the kernel allocates them)."""
     missing = [name for name, value in outputs.items() if value is None]
     if not missing:

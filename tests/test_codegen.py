@@ -92,14 +92,37 @@ def test_invalid_spec_reports_every_error(tmp_path: Path) -> None:
     assert not (tmp_path / "gen").exists()
 
 
-def test_python_keyword_parameter_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_parameters_python_cannot_name_get_an_underscore(tmp_path: Path, on_cpu_device: None) -> None:
+    """Kernels written for CuPy name parameters ``in``, ``lambda`` or ``size`` (kspec capture writes them as they
+    are): their Python names take a trailing underscore, the docstring names the kernel's, and a call passes them by
+    position as before; ``outputs`` and ``kernel`` (names the generated body and helper use) too."""
     spec = tmp_path / "kw.toml"
     spec.write_text(
-        'schema = 1\n[[kernel]]\nkind = "elementwise"\nname = "k"\nin_params = "float32 lambda"\n'
-        'out_params = "float32 y"\noperation = "y = lambda"\n'
+        'schema = 1\n[[kernel]]\nkind = "elementwise"\nname = "k"\n'
+        'in_params = "float32 lambda, float32 in, int32 size, float32 outputs"\n'
+        'out_params = "float32 kernel, float32 result"\noperation = "kernel = lambda + in * size; result = outputs"\n'
     )
-    assert main(["generate", str(spec), "-o", str(tmp_path / "gen")]) == 1
-    assert "Python keyword" in capsys.readouterr().out
+    assert main(["generate", str(spec), "-o", str(tmp_path / "gen")]) == 0
+    source = (tmp_path / "gen" / "kw.py").read_text()
+    fn = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "k")
+    assert _kinds(fn) == (["lambda_", "in_", "size_", "outputs_", "kernel", "result_"], ["size", "block_size", "stream"])
+    assert "size_ (the kernel's 'size'): int32 (input)." in (ast.get_docstring(fn) or "")
+    sys.path.insert(0, str(tmp_path / "gen"))
+    try:
+        import kw  # type: ignore[import-not-found]
+
+        import numpy as np
+
+        x = np.arange(4, dtype=np.float32)
+        made, copied = kw.k(x, x, 3, x + 1)
+        np.testing.assert_array_equal(np.asarray(made), x + 3 * x)
+        np.testing.assert_array_equal(np.asarray(copied), x + 1)
+        kernel, result = np.empty(4, np.float32), np.empty(4, np.float32)
+        kw.k(x, x, 2, x, kernel=kernel, result_=result)
+        np.testing.assert_array_equal(kernel, 3 * x)
+    finally:
+        sys.path.remove(str(tmp_path / "gen"))
+        sys.modules.pop("kw", None)
 
 
 @pytest.mark.parametrize("name", ["__init__.py", "elementwise.py", "reduction.py", "raw.py"])

@@ -19,13 +19,23 @@ ANY_SCALAR = "bool | int | float | complex"
 MODULE_NAMES = frozenset({"Any", "Path", "CudaArray", "load_specs", "_SPECS", "_KERNELS", "_outputs", "annotations"})
 
 
+# Names a typed function's body uses itself (kspec/codegen/_emit.py): a parameter must not rebind them.
+BODY_NAMES = frozenset({"outputs", "result"})
+
+
 @dataclass(frozen=True)
 class ApiParam:
-    name: str
+    name: str  # the Python name: the spec's, or with "_" appended where that cannot be a Python parameter
     annotation: str  # Python annotation of the argument
     declared: str  # the declared type as the spec writes it ("float32", "T", "raw T")
     default: str | None = None  # source text of the default, None when required
     keyword_only: bool = False
+    spec_name: str = ""  # the spec's name where the Python name differs
+
+    @property
+    def described(self) -> str:
+        """The name as the docstring gives it."""
+        return f"{self.name} (the kernel's {self.spec_name!r})" if self.spec_name else self.name
 
 
 @dataclass(frozen=True)
@@ -66,11 +76,31 @@ def _input_annotation(p: Param) -> str:
     return f"{ARRAY} | {dtypes.BY_NAME[p.type].python_type.__name__}"
 
 
+def _renamed(p: Param, py: dict[str, str]) -> str:
+    return "" if py[p.name] == p.name else p.name
+
+
 def _check_name(name: str, *, what: str, spec: AnySpec, taken: frozenset[str] = frozenset()) -> None:
     if keyword.iskeyword(name):
         raise SpecError(f"{what} {name!r} is a Python keyword: the typed API cannot use it", kernel=spec.name, file=spec.origin)
     if name in taken:
         raise SpecError(f"{what} {name!r} clashes with a name of the typed API", kernel=spec.name, file=spec.origin)
+
+
+def _python_names(spec: AnySpec, reserved: frozenset[str]) -> dict[str, str]:
+    """Each parameter's Python name: its own, or with ``_`` appended while it is a Python keyword, a launch option
+    (``size``), a name of the module or the function body, or another parameter's name. Kernels written for CuPy
+    name parameters ``in`` or ``size`` (the arguments are passed by position, so the Python name is free)."""
+    taken = set(p.name for p in spec.params) | reserved | MODULE_NAMES | BODY_NAMES
+    names: dict[str, str] = {}
+    for p in spec.params:
+        name = p.name
+        if keyword.iskeyword(name) or name in reserved or name in MODULE_NAMES or name in BODY_NAMES:
+            while name in taken or keyword.iskeyword(name):
+                name += "_"
+            taken.add(name)
+        names[p.name] = name
+    return names
 
 
 def _instantiations(spec: ElementwiseSpec | ReductionSpec) -> tuple[str, ...]:
@@ -98,11 +128,12 @@ def api_of(spec: AnySpec) -> Api:
             ApiParam("keepdims", "bool", "", "False", True),
         )
     options += (ApiParam("stream", "Any", "", "None", True),)
-    reserved = frozenset(o.name for o in options)
-    for p in spec.params:
-        _check_name(p.name, what="parameter name", spec=spec, taken=reserved)
-    inputs = tuple(ApiParam(p.name, _input_annotation(p), _declared(p)) for p in spec.in_params)
-    outputs = tuple(ApiParam(p.name, f"{ARRAY} | None", _declared(p), "None") for p in spec.out_params)
+    py = _python_names(spec, frozenset(o.name for o in options))
+
+    inputs = tuple(ApiParam(py[p.name], _input_annotation(p), _declared(p), spec_name=_renamed(p, py))
+                   for p in spec.in_params)
+    outputs = tuple(ApiParam(py[p.name], f"{ARRAY} | None", _declared(p), "None", spec_name=_renamed(p, py))
+                    for p in spec.out_params)
     no_return = isinstance(spec, ElementwiseSpec) and spec.no_return
     as_tuple = len(outputs) > 1 or (isinstance(spec, ElementwiseSpec) and spec.return_tuple)
     returns = "None" if no_return else (f"tuple[{ARRAY}, ...]" if as_tuple else ARRAY)

@@ -76,7 +76,7 @@ def checked_source(text: str, *, what: str) -> str:
 
 
 _OUTPUTS_HELPER = [
-    "def _outputs(kernel: str, **outputs: Any) -> tuple[Any, ...]:",
+    "def _outputs(kernel: str, /, **outputs: Any) -> tuple[Any, ...]:",
     '    """The outputs to pass on: all of them, or none (then the kernel allocates them)."""',
     "    missing = [name for name, value in outputs.items() if value is None]",
     "    if not missing:",
@@ -114,9 +114,9 @@ def _emit_function(api: ApiFunction) -> list[str]:
     doc[0] = body + '"""' + doc[0].lstrip()
     doc += ["", body + "Args:"]
     for p in api.inputs:
-        doc += _doc_lines(f"{p.name}: {p.declared} (input).", body + "    ")
+        doc += _doc_lines(f"{p.described}: {p.declared} (input).", body + "    ")
     for p in api.outputs:
-        doc += _doc_lines(f"{p.name}: {p.declared} (output); allocated when not given (give all outputs or none).", body + "    ")
+        doc += _doc_lines(f"{p.described}: {p.declared} (output); allocated when not given (give all outputs or none).", body + "    ")
     for p in api.options:
         doc.append(f"{body}    {p.name}: {_OPTION_DOCS[p.name]}")
     doc += ["", body + "Declared instantiations (precompiled by ``kspec build``):"]
