@@ -43,7 +43,7 @@ from ._errors import (
     UnknownDtypeError,
 )
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "AxisError",

@@ -1,4 +1,4 @@
-"""The CuPy layout reads' gatekeeping without CuPy (kspec/runtime/_fastcall_c/05_cupy_layout.cc): types whose
+"""The CuPy layout reads' gatekeeping without CuPy (kspec/_fastcall_c/05_cupy_layout.cc): types whose
 sizes differ from CuPy's declarations and a C API of another signature are refused, registered types' plain
 fields are read at the declared offsets, nothing follows a pointer before the probe confirms, and the stream
 comes from the C API only for CuPy's own ``get_current_stream``. The layout on a real CuPy:

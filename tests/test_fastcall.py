@@ -1,4 +1,4 @@
-"""The compiled call path (kspec/runtime/_fastcall_c/, kspec/kernels/_launch_native.py), without a GPU.
+"""The compiled call path (kspec/_fastcall_c/, kspec/kernels/_launch_native.py), without a GPU.
 
 Each launch test runs the same description through the generated Python launch (the reference) and the
 compiled one, with a recorder standing in for the driver: the recorder reads the parameter bytes the launch

@@ -35,7 +35,7 @@ TOOLS_MAY_NOT_IMPORT = {"runtime", "kernels"}
 # kspec.grad for the backward kernels their autograd calls (issue [AD])
 BINDINGS = {"torch": {"kernels", "fuse", "grad", "runtime"}, "cupy": {"kernels", "fuse", "jit"}}
 # the shared leaves (kspec/<name>.py) that any layer may import; they import no package
-LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing", "_torch_watch", "_tuning", "_plan_tuning", "_raw_names"}
+LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing", "_torch_watch", "_tuning", "_plan_tuning", "_raw_names", "_version", "_fastcall_source"}
 # kspec/__init__.py and kspec/__main__.py sit above every layer (the public front door and the CLI entry), and
 # kspec/_warm.py (kspec.warm: the runtime's default arch and the build tools' compile pool, together)
 # and kspec/_startup/sitecustomize.py (run at start-up in processes `python -m kspec.cupy` and `kspec capture` start:
@@ -139,6 +139,19 @@ def test_no_import_of_another_packages_private_module():
             if imp.target[1] != owner and _is_private_module(imp.target) and not imp.type_checking:
                 bad.append(imp)
     assert not bad, f"import these from the package's __init__ instead: {bad}"
+
+
+def test_no_layer_imports_through_the_front_door():
+    """A package or leaf never imports a name that kspec/__init__.py defines or re-exports (``from .. import
+    __version__`` was one): the front door sits above every layer, so that import runs back up."""
+    bad = []
+    for file in _files():
+        if _owner(file) in TOP:
+            continue
+        for imp in _imports(file)[0]:
+            if len(imp.target) == 2 and _module_of(imp.target) == "kspec":
+                bad.append(imp)
+    assert not bad, f"import these from the leaf or package that defines them: {bad}"
 
 
 def _module_of(target: tuple[str, ...]) -> str:

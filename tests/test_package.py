@@ -52,6 +52,6 @@ def test_wheel_ships_licence_typing_marker_and_templates(tmp_path):
     assert "kspec/_templates/include/kspec/ufunc.cuh" in names
     assert "kspec/_templates/reduction/_macros.cu.j2" in names  # the reduction template's entries and macros
     assert "kspec/jax/_handler.cc" in names  # kspec.jax builds its XLA FFI handler from it at run time
-    assert "kspec/runtime/_fastcall_c/90_module.cc" in names  # the compiled call path, built from its files at run time
+    assert "kspec/_fastcall_c/90_module.cc" in names  # the compiled call path, built from its files at run time
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "License-Expression: MIT" in metadata and "Classifier: Typing :: Typed" in metadata

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from .._atomic import write_atomic
 from .._errors import BuildOutputError
 from .._manifest import BINARY_SUFFIXES as _BINARY_SUFFIXES

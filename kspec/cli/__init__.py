@@ -13,7 +13,7 @@ _COMMANDS = (_validate_cmd, _show_cmd, _generate_cmd, _build_cmd, _warm_cmd, _tu
 
 
 def make_parser() -> argparse.ArgumentParser:
-    from .. import __version__
+    from .._version import __version__
 
     parser = argparse.ArgumentParser(prog="kspec", description="CUDA kernels declared as data.")
     parser.add_argument("--version", action="version", version=f"kspec {__version__}")

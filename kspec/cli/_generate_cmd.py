@@ -10,7 +10,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from .. import __version__
+from .._version import __version__
 from ..codegen import generate, sync_files
 from ._common import add_spec_paths, directory_problem, error, spec_files_or_report
 

@@ -1,5 +1,6 @@
 """A CPython extension module built by the host compiler and kept in the binary cache: kspec's compiled call
-path (kspec/runtime/_fastcall_c/, loaded by kspec/runtime/_fastcall.py).
+path (its source kspec/_fastcall_c/, read by the leaf kspec/_fastcall_source.py; loaded by
+kspec/runtime/_fastcall.py).
 
 Every process that launches a spec kernel looks it up, so a warm process must find it cheaply: its key is the
 source and the interpreter it is built for (version, ABI, platform), not the compiler or the Python headers,
@@ -15,22 +16,11 @@ import os
 import sys
 
 from .._digest import sha256
+from .._fastcall_source import call_path_source  # the source is a shared leaf's: runtime loads what this builds
 from ._program import CompiledProgram
 
 HOST_EXTENSION_FORMAT = 1  # bump when what an extension entry holds changes meaning
 CALL_PATH_NAME = "kspec_fastcall"
-
-
-def call_path_source() -> str:
-    """The compiled call path's C++ source: the files of kspec/runtime/_fastcall_c/ in name order, one
-    translation unit (``#line`` keeps a compiler's messages naming each file)."""
-    directory = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runtime", "_fastcall_c")
-    parts = []
-    for name in sorted(os.listdir(directory)):
-        if name.endswith((".h", ".cc")):
-            with open(os.path.join(directory, name), encoding="utf-8") as f:
-                parts.append(f'#line 1 "{name}"\n' + f.read())
-    return "\n".join(parts)
 
 
 def interpreter_identity() -> str:

@@ -51,7 +51,7 @@ class VariantProgram(NamedTuple):
 
 def variant_program(specialization: Specialization, arch: str, expressions: tuple[str, ...] | None = None) -> VariantProgram:
     """The program of ``expressions`` (default: every variant) of ``specialization`` for ``arch``."""
-    from .. import __version__
+    from .._version import __version__
     from .._resources import renderer_digest
     from ._options import CompileOptions
 

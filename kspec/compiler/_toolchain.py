@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .._digest import sha256
-from .. import __version__
+from .._version import __version__
 from .._memo import memoized, path_stamp, store
 
 _ENV = ("CUDA_PATH", "CUDA_HOME", "LD_LIBRARY_PATH", "CONDA_PREFIX", "PATH")

@@ -35,7 +35,7 @@ from typing import Any
 from hatchling.builders.config import BuilderConfig
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-from .. import __version__
+from .._version import __version__
 from .._errors import BuildHookError, CompileError, KspecValueError, SpecError, SpecErrorGroup
 from ..build import (
     BINARY_SUFFIXES,

@@ -82,7 +82,7 @@ def cai_entry(a: Any) -> tuple[tuple[Any, ...], int, Any] | None:
         return None
 
 
-# The compiled dispatcher's argument kinds (kspec/runtime/_fastcall_c/'s enum Kind): the same reads as READS.
+# The compiled dispatcher's argument kinds (kspec/_fastcall_c/'s enum Kind): the same reads as READS.
 # `__cuda_array_interface__` inputs (7) only in a one-device process, as cai_entry reads them.
 _NATIVE_KINDS: dict[tuple[str | None, bool], int] = {
     (CUPY, False): 1, (TORCH, False): 2, (KSPEC, False): 3, (HOST, False): 4, (CAI, False): 7,

@@ -64,7 +64,7 @@ def records_enabled() -> bool:
 def _environment(device_id: int) -> str:
     """What every plan on a device reads besides the kernel and the call, as one digest (once per process and
     device: a device's arch and SM count never change)."""
-    from .. import __version__
+    from .._version import __version__
     from .._memo import tree_digest
     from .._resources import renderer_digest
     from ..compiler import environment_key

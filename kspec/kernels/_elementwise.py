@@ -140,7 +140,7 @@ _native_call: list[Any] = []  # [the compiled __call__], once installed (asked a
 
 
 def _install_native_call() -> None:
-    """``ElementwiseKernel.__call__`` in C (kspec/runtime/_fastcall_c/'s KernelCall: ``k(*args)`` and
+    """``ElementwiseKernel.__call__`` in C (kspec/_fastcall_c/'s KernelCall: ``k(*args)`` and
     ``k(*args, stream=s)`` straight to the dispatcher, every other call to :func:`_python_call`) where the
     compiled call path is loaded; decided on the first call planned after it is (a cold cache builds it)."""
     fastcall = fastcall_module()

@@ -1,4 +1,4 @@
-"""A prepared call's launch on the compiled call path (kspec/runtime/_fastcall_c/'s ``FastLaunch``).
+"""A prepared call's launch on the compiled call path (kspec/_fastcall_c/'s ``FastLaunch``).
 
 The same launch :func:`._launch_code.make_launch` writes as Python source, given to C as data: per step its
 function, grid, block, the frame's static bytes and slot offsets, where each pointer comes from (an argument,

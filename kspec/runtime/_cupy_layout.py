@@ -4,7 +4,7 @@ A call's key reads of a CuPy array (``shape``, ``strides``, ``dtype``, ``data.pt
 kspec's host cost above the C floor: ``shape`` and ``strides`` build a list and a tuple from a C++ vector on
 every read. Cython modules that ``cimport cupy`` read those fields from the object, at the offsets
 ``cupy/_core/core.pxd`` and ``cupy/cuda/memory.pxd`` declare, and take the current stream from
-``cupy_backends``' C API. The compiled call path (kspec/runtime/_fastcall_c/05_cupy_layout.cc) does the same
+``cupy_backends``' C API. The compiled call path (kspec/_fastcall_c/05_cupy_layout.cc) does the same
 once this module has checked, per process, that the installed CuPy is laid out as it declares: both types'
 ``tp_basicsize`` (what Cython checks at import) and the C API's signature; on probe arrays (views, offsets, a
 0-d array) first every field that leads nowhere (size, flags, the dtype's, data's and base's addresses), and
@@ -23,7 +23,7 @@ _lock = threading.Lock()
 _decided: list[bool] = []
 _FAKE_ADDRESS = 0x7F0000000000  # the probes' memory: never dereferenced, nothing is launched on it
 _FAKE_STREAM = 0x7F0000001000
-PROBING, ON = 2, 3  # kspec/runtime/_fastcall_c/05_cupy_layout.cc's stages
+PROBING, ON = 2, 3  # kspec/_fastcall_c/05_cupy_layout.cc's stages
 
 
 def prepare_cupy_layout() -> bool:

@@ -138,7 +138,7 @@ def _give_up(why: str) -> None:
 
     _state["module"] = None
     warnings.warn(f"kspec calls take the Python path (about 1 us more per call than the compiled one): "
-                  f"kspec/runtime/_fastcall_c/: {why}", PerformanceWarning, stacklevel=2)  # fmt: skip
+                  f"kspec/_fastcall_c/: {why}", PerformanceWarning, stacklevel=2)  # fmt: skip
 
 
 _loaded_module: list[ModuleType] = []  # a process loads the extension once (its types are compared by identity)

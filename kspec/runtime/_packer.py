@@ -309,7 +309,7 @@ _RAW_KINDS = {_interop.CUPY: 1, _interop.TORCH: 2, _interop.KSPEC: 3, "none": 4,
 
 def _native_call(fastcall: Any, launcher: PackerOwner, specs: list[_Arg], types: tuple[type, ...], library: str | None,
                  resolve: Callable[[int, int], Any], packer: Any) -> Any:  # fmt: skip
-    """The packer's method in C (kspec/runtime/_fastcall_c/'s RawCall) for the calling thread, or None where an
+    """The packer's method in C (kspec/_fastcall_c/'s RawCall) for the calling thread, or None where an
     argument needs what only the Python packer does (CAI and DLPack inputs, complex and bfloat16 values)."""
     kinds = [_RAW_KINDS.get(spec.kind) for spec in specs]
     if None in kinds or any(spec.kind in ("int", "scalar") and len(spec.fmt) != 1 for spec in specs):

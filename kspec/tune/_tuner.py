@@ -248,6 +248,6 @@ def _arguments(args: Sequence[str], shape: Mapping[str, int]) -> list[Any]:
 
 
 def _version() -> str:
-    from .. import __version__
+    from .._version import __version__
 
     return __version__
