@@ -127,6 +127,14 @@ def test_nvrtc_version_and_supported_archs():
     assert set(DEFAULT_ARCHS) <= set(supported_archs())
 
 
+def test_default_archs_are_one_cubin_per_major_version():
+    """A CUBIN runs on its major version's later minors (the stores pick it: tests/test_binaries.py), so the
+    default build makes one per major, the lowest minor of each the supported GPUs (sm_80 and up) start at."""
+    majors = [int(a[3:-1]) for a in DEFAULT_ARCHS]
+    assert len(set(majors)) == len(majors) and all(a.endswith("0") for a in DEFAULT_ARCHS)
+    assert {"sm_80", "sm_90"} <= set(DEFAULT_ARCHS)
+
+
 def test_import_does_not_load_nvrtc():
     code = "import sys, kspec, kspec.compiler; assert 'cuda.bindings.nvrtc' not in sys.modules, 'loaded'"
     env = {**os.environ, "PYTHONPATH": str(REPO)}

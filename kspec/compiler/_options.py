@@ -13,9 +13,12 @@ from ._arch import check_arch
 
 # Architectures `kspec build` and the build hook compile CUBINs for. Only targets NVRTC 13.0 (the GPU
 # machine's) accepts: its nvrtcGetSupportedArchs() is sm_75 80 86 87 88 89 90 100 103 110 120 121 (13.5 adds
-# sm_107; CUDA 13 dropped everything below sm_75). A CUBIN for sm_80 also runs on sm_86/sm_89, but building
-# each lets NVRTC tune for it. Filter with `supported_archs()` at build time: another NVRTC may differ.
-DEFAULT_ARCHS: tuple[str, ...] = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
+# sm_107; CUDA 13 dropped everything below sm_75). One CUBIN per major version: an sm_80 CUBIN runs on sm_86
+# and sm_89 (the binary stores pick the highest minor not above the device's, kspec/kernels/_binaries.py), so
+# building those two as well cost a third of the main job's time and bytes (issue [N2]) for ptxas's scheduling
+# of the same code; `--arch sm_80,sm_86,...` still builds them. Filter with `supported_archs()` at build time:
+# another NVRTC may differ.
+DEFAULT_ARCHS: tuple[str, ...] = ("sm_80", "sm_90", "sm_100", "sm_120")
 
 # A build stops a kernel's compile after this long (kspec build --compile-timeout, KSPEC_COMPILE_TIMEOUT, the
 # hook's compile-timeout): a CUB-heavy kernel compiles in seconds, so ten minutes means a runaway expression
