@@ -1,4 +1,4 @@
-"""The planner's tuning space (issue [AT]): what ``kspec tune`` may vary for elementwise and reduction kernels.
+"""The planner's tuning space: what ``kspec tune`` may vary for elementwise and reduction kernels.
 
 These kernels declare no space: theirs is kspec's own planner's choices, the same for every kernel (the
 knobs below). A spec gives only the calls to tune for, ``tune.cases``; ``kspec tune`` times every distinct

@@ -1,4 +1,4 @@
-"""Tuning spaces and tuning records (issue [AT]): the one leaf module every layer reads them through.
+"""Tuning spaces and tuning records: the one leaf module every layer reads them through.
 
 A raw spec's ``tune`` table declares what may vary (its ``params``), which choices are allowed
 (``constraints``), what the choice depends on (``key``: int arguments of the kernel) and how a choice

@@ -30,3 +30,14 @@ def test_ruff() -> None:
     done = _run("ruff", "check", "--no-cache", "--output-format", "concise", ".", timeout=120)
     if done.returncode != 0:
         pytest.fail(f"ruff (pyproject.toml [tool.ruff]) failed:\n{done.stdout}{done.stderr}", pytrace=False)
+
+
+def test_code_says_why_in_words_not_issue_tags() -> None:
+    """A comment or docstring of kspec/ explains itself: an issue tag ("issue [AD]") means something only to a
+    reader of the CHANGELOG."""
+    import re
+
+    tag = re.compile(r"\b[Ii]ssues? \[[A-Z][A-Z0-9]*\]")
+    found = [f"{path.relative_to(REPO)}:{n}" for path in sorted((REPO / "kspec").rglob("*.py"))
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if tag.search(line)]  # fmt: skip
+    assert not found, f"say it in words: {found}"

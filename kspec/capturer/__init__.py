@@ -1,4 +1,4 @@
-"""kspec capture: what a program's constructor calls build, recorded and written as spec files (issue [CAP]).
+"""kspec capture: what a program's constructor calls build, recorded and written as spec files.
 
 A front end like fuse and jit: it produces specs and reuses everything below them. ``kspec capture -o DIR --
 COMMAND`` runs a program (a test run, a script) with kspec under CuPy (kspec.cupy's switch) and a

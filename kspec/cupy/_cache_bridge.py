@@ -1,4 +1,4 @@
-"""CuPy's kernel cache, as a second home for the raw modules kspec builds under the switch (issue [RC2]).
+"""CuPy's kernel cache, as a second home for the raw modules kspec builds under the switch.
 
 A program may point CuPy's kernel cache elsewhere (``cupy.cuda.compiler._set_kernel_cache_backend``: CuPy's own
 CI stores kernels in a cloud bucket this way; tests patch it with a temporary directory) and expects the raw

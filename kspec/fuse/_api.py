@@ -219,7 +219,7 @@ class FusedFunction:
         """The kernels a call with such arguments runs, as data (:class:`ProgramForm`: each step's spec, where its
         inputs come from, the node ids it produces, a reduction's axis; how the result is assembled; the
         arguments bound to positions); None where a step updates an argument in place or reads a view of one.
-        Arrays may be :class:`kspec.ArraySpec` stand-ins. kspec.grad differentiates it (issue [AD])."""
+        Arrays may be :class:`kspec.ArraySpec` stand-ins. kspec.grad differentiates it."""
         args = self._bind(args, kwargs) if kwargs or len(args) < self._nparams else args
         return self._program(self._types(args, {})).form(args)
 

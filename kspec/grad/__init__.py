@@ -1,4 +1,4 @@
-"""Gradients of kspec kernels (issue [AD]): the backward kernel an elementwise spec's ``grad`` table declares,
+"""Gradients of kspec kernels: the backward kernel an elementwise spec's ``grad`` table declares,
 and :func:`vjp`, which runs a kernel and gives the function from its outputs' gradients to its inputs'.
 
 A front end over the kernels layer, as kspec.fuse is: it makes specs and runs them through kspec.kernels; it owns

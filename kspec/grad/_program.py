@@ -1,4 +1,4 @@
-"""Reverse mode over a fused function's kernels (issue [AD]).
+"""Reverse mode over a fused function's kernels.
 
 A fused call runs one or a few kernels (:meth:`kspec.fuse.FusedFunction.program_form`): elementwise ones and
 reductions, values passed between them by node id. Each kernel's spec gets ``grad = "auto"`` (its backward derived

@@ -1,4 +1,4 @@
-"""A backward whose gradients come summed to their inputs' shapes (issue [AD]).
+"""A backward whose gradients come summed to their inputs' shapes.
 
 :class:`SummedBackward` runs a spec kernel's backward and returns every input's gradient in that input's shape.
 Where inputs are broadcast (a bias over the rows of an activation), their gradients are summed in the backward's

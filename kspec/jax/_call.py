@@ -92,7 +92,7 @@ class JaxKernel:
 
     def _differentiable(self, traced: Callable[..., Any], layout: tuple[Static | None, ...],
                         keywords: tuple[tuple[str, Any], ...]) -> Callable[..., Any]:  # fmt: skip
-        """``traced`` with its derivative (issue [AD]): a spec's ``grad``; for a fused function that is one
+        """``traced`` with its derivative: a spec's ``grad``; for a fused function that is one
         elementwise kernel for these arguments, that kernel with ``grad = "auto"``; else kspec's error."""
         from ..fuse import FusedFunction
 
@@ -112,7 +112,7 @@ class JaxKernel:
 
 
 def _backward_of(kernel: Any) -> Any:
-    """The backward kernel of a kernel whose spec declares gradients (issue [AD]), else None."""
+    """The backward kernel of a kernel whose spec declares gradients, else None."""
     spec = getattr(kernel, "spec", None) if callable(getattr(kernel, "backward_kernel", None)) else None
     if spec is None or getattr(spec, "grad", None) is None:
         return None

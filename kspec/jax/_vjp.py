@@ -1,4 +1,4 @@
-"""A kspec call that JAX can differentiate (issue [AD]): ``jax.custom_vjp`` over the traced call, whose backward is
+"""A kspec call that JAX can differentiate: ``jax.custom_vjp`` over the traced call, whose backward is
 the kernel's backward kernel (its spec's ``grad`` table, kspec/spec/_backward.py) run through kspec.jax too.
 
 The backward reads the forward's arguments (static scalars back in their places), its outputs and their

@@ -13,7 +13,7 @@ when it holds few files (a program's own kernels), so that later kernels' first 
 
 A first call whose signature the record holds loads those binaries and makes the prepared call from the
 description: no spec binding, specialization, plan, interface or cache-key computation, at most one file
-read (issue [Q]'s "second kernel": benchmarks/second_kernel.py). A constructor call whose exact arguments have a record
+read (the "second kernel" case: benchmarks/second_kernel.py). A constructor call whose exact arguments have a record
 was checked in an earlier process: its spec is built when something needs it, which a recorded call never
 does. Anything missing (the file, the signature) or damaged (a CRC-32 covers the file) is a miss: the call
 plans as it would without records, and its signature is added. A record is a memo, never an authority:
@@ -253,7 +253,7 @@ def _read_directory(directory: str, device_id: int) -> None:
     """The first lookup in an environment's records directory: where it holds at most READ_AHEAD files (a
     program's own kernels), read them all now, so that the first call of each later kernel of the process
     finds its record in memory instead of opening a file then (the read, the decode, and the first run of
-    that code in the process: issue [Q]'s second kernel). Keeps the names it read in ``_listed`` (a file
+    that code in the process: the second-kernel case). Keeps the names it read in ``_listed`` (a file
     another process writes later is not seen: a memo), or None where there were too many (each kernel then
     reads its own file)."""
     try:

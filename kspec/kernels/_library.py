@@ -38,7 +38,7 @@ def callable_of(spec: AnySpec, binaries: BinaryStore | None = None) -> Any:
     assert isinstance(spec, RawSpec)
     if spec.is_binary:
         return RawModule(path=spec.resolved_path())
-    if spec.tune is not None:  # a tuning space: each call runs its record's config (issue [AT])
+    if spec.tune is not None:  # a tuning space: each call runs its record's config
         from ._plan_records import records_for
         from ._tuned import TunedKernel
 

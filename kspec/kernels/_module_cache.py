@@ -1,4 +1,4 @@
-"""A second place a raw module's compiled binary is kept: a cache another library owns (issue [RC2]).
+"""A second place a raw module's compiled binary is kept: a cache another library owns.
 
 kspec's binary cache serves every kernel; code written for CuPy may also have pointed CuPy's own kernel cache
 somewhere (``cupy.cuda.compiler._set_kernel_cache_backend``: a shared bucket for CI runners, a temporary

@@ -1,6 +1,6 @@
 """The launch of an elementwise plan: which of the module's entry points runs the loop, with what block and
-grid width, by the planner's rules or by the knobs a tuning record gives the call's layout (issue [AT]:
-kspec/_plan_tuning.py names the knobs, kspec/kernels/_plan_records.py looks them up).
+grid width, by the planner's rules or by the knobs a tuning record gives the call's layout
+(kspec/_plan_tuning.py names the knobs, kspec/kernels/_plan_records.py looks them up).
 
 Pure Python and driver-free, like the plan (:mod:`._plan`), which calls it once per call signature.
 """

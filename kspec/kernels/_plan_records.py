@@ -1,4 +1,4 @@
-"""A spec kernel's tuned planner knobs (issue [AT]): the record entry a call's layout label is looked up in.
+"""A spec kernel's tuned planner knobs: the record entry a call's layout label is looked up in.
 
 An elementwise or reduction kernel served from a build output reads that output's ``tuning.json``; one loaded
 from a spec file reads the record beside it (:func:`records_for`, which tuned raw kernels read theirs with

@@ -85,7 +85,7 @@ class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
 
     def _build_spec(self, texts: dict[str, Any], fields: dict[str, Any], grad: Any = None) -> Any:
         """The spec of a constructor call: its text arguments must be str (TypeError naming the argument).
-        ``grad``: the constructor's ``grad=`` (issue [AD]; the spec model checks it, the plain path does not take it).
+        ``grad``: the constructor's ``grad=`` (the spec model checks it, the plain path does not take it).
 
         A plain spec when kspec.spec proves the fields valid without Pydantic (a cold first call then imports
         none; ``spec`` validates it lazily), else the model, which raises the SpecError."""

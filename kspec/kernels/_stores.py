@@ -1,4 +1,4 @@
-"""The binary stores a kernel finds its binary in by content, when it has no store of its own (issue [CAP]).
+"""The binary stores a kernel finds its binary in by content, when it has no store of its own.
 
 A CuPy-style constructor call (``ElementwiseKernel(...)``, ``RawModule(code=...)``), a ``kspec.load`` of spec
 files without ``binaries=``, anything the ``kspec.cupy`` switch builds: each specialization has a content key

@@ -1,4 +1,4 @@
-"""A raw kernel with a tuning space (issue [AT]): each call runs the config its tuning record gives its key.
+"""A raw kernel with a tuning space: each call runs the config its tuning record gives its key.
 
 The record (kspec/_tuning.py) was written by ``kspec tune`` and shipped beside the binaries (``kspec build``
 copies the winners into its output) or beside the spec file. A call reads its key (int arguments named by

@@ -2,7 +2,7 @@
 
 Fields that name, document, schedule or list builds of a kernel never change the code NVRTC sees, so two tables
 that differ only in them share one key: a CuPy-style constructor call then finds the binary a spec file's build
-of the same code filed (issue [CAP]: a captured kernel is served by content), and a spec's doc comment or tuning
+of the same code filed (a captured kernel is served by content), and a spec's doc comment or tuning
 cases can be edited without a rebuild.
 
 - typed kernels (elementwise, reduction): without ``doc``, ``tune``, ``instantiations``, ``specializations``;

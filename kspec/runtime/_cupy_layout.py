@@ -1,4 +1,4 @@
-"""CuPy arrays and streams read from C the way CuPy's own Cython code reads them (issue [Q]).
+"""CuPy arrays and streams read from C the way CuPy's own Cython code reads them.
 
 A call's key reads of a CuPy array (``shape``, ``strides``, ``dtype``, ``data.ptr``) are about a quarter of
 kspec's host cost above the C floor: ``shape`` and ``strides`` build a list and a tuple from a C++ vector on

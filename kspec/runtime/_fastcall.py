@@ -1,4 +1,4 @@
-"""The compiled call path: a spec kernel's dispatcher and prepared launch in C (issue [Q]).
+"""The compiled call path: a spec kernel's dispatcher and prepared launch in C.
 
 A call that hits a prepared signature runs the same steps in Python (kspec/kernels/_arguments.py's generated
 dispatcher, kspec/kernels/_launch_code.py's generated launch) or, with this module's extension, in C:

@@ -1,4 +1,4 @@
-"""The ``grad`` table of an elementwise spec (issue [AD]): which inputs have a gradient, and its expression.
+"""The ``grad`` table of an elementwise spec: which inputs have a gradient, and its expression.
 
 ``grad = {x = "grad_z * 2 * x"}`` declares the gradient of input ``x`` as an expression, written like
 ``operation``, over the kernel's inputs, its outputs and each output's incoming gradient ``grad_<output>``.

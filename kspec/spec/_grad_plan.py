@@ -1,4 +1,4 @@
-"""What ``kspec build`` precompiles for specs with gradients (issue [AD]): each one's backward kernel (and its
+"""What ``kspec build`` precompiles for specs with gradients: each one's backward kernel (and its
 ``shared`` variant where inputs share a gradient), its row-sum variants (one broadcast input's gradient summed in
 the backward's pass), and the sums that fold a broadcast input's gradient to its shape, one reduction per floating
 dtype the backwards write.

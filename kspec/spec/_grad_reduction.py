@@ -1,4 +1,4 @@
-"""The gradient of a reduction spec (issue [AD]): a table written like an elementwise kernel's, or ``"auto"`` for
+"""The gradient of a reduction spec: a table written like an elementwise kernel's, or ``"auto"`` for
 a sum.
 
 A reduction ``y = post(reduce(map(x)))`` has, per input element, the gradient of the output it went into. The

@@ -54,7 +54,7 @@ class _TypedKernelSpec(_KernelSpec, PlaceholderRules):
     # Inputs that calls pass as numbers (by value), e.g. the scalars of a kspec.fuse kernel: `kspec build`
     # precompiles that specialization rather than guessing.
     scalars: tuple[StrictStr, ...] = ()
-    # The calls `kspec tune` times the planner's choices for (issue [AT]: kspec/_plan_tuning.py); not part of
+    # The calls `kspec tune` times the planner's choices for (kspec/_plan_tuning.py); not part of
     # the code, so not of a binary's content key (kspec.render.specialize leaves it out).
     tune: dict[str, Any] | None = None
 
@@ -126,7 +126,7 @@ class ElementwiseSpec(_TypedKernelSpec):
     after_loop: StrictStr = ""
     no_return: StrictBool = False
     return_tuple: StrictBool = False
-    # Issue [AD]: input name -> its gradient, an expression of the inputs, the outputs and the outputs' incoming
+    # input name -> its gradient, an expression of the inputs, the outputs and the outputs' incoming
     # gradients grad_<output> (kspec/spec/_grad.py); kspec.grad renders the backward kernel from it.
     grad: dict[StrictStr, StrictStr] | Literal["auto"] | None = None
 
@@ -180,7 +180,7 @@ class ReductionSpec(_TypedKernelSpec):
     post_map_expr: StrictStr
     identity: StrictStr | None = None
     reduce_type: StrictStr | None = None
-    # Issue [AD]: input name -> its gradient (an expression of the inputs, the output and grad_<output>, both
+    # input name -> its gradient (an expression of the inputs, the output and grad_<output>, both
     # broadcast back along the reduced axes), or "auto" for a sum (kspec/spec/_grad_reduction.py).
     grad: dict[StrictStr, StrictStr] | Literal["auto"] | None = None
 

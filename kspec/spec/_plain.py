@@ -66,7 +66,7 @@ class PlainSpec(PlaceholderRules):
         self.grad: str | dict[str, str] | None = table.get("grad")  # checked when the module was generated
 
     def backward_spec(self, shared: bool = False) -> Any:
-        """The backward kernel's spec (issue [AD]): derived by the spec model, so a gradient imports Pydantic."""
+        """The backward kernel's spec: derived by the spec model, so a gradient imports Pydantic."""
         return self.validated().backward_spec(shared)
 
     def row_sum_spec(self, summed: tuple[str, ...]) -> Any:

@@ -94,7 +94,7 @@ class RawSpec(_KernelSpec):
     translate_cucomplex: StrictBool = False
     launch: LaunchDefaults = LaunchDefaults()
     attributes: KernelAttributes = KernelAttributes()
-    # the tuning space (issue [AT]): kspec/_tuning.py gives its fields and rules; kspec tune times it
+    # the tuning space: kspec/_tuning.py gives its fields and rules; kspec tune times it
     tune: dict[str, Any] | None = None
 
     @field_validator("kernels")

@@ -1,4 +1,4 @@
-"""The row-sum variant of a backward kernel (issue [AD]): broadcast inputs' gradients summed in the same pass.
+"""The row-sum variant of a backward kernel: broadcast inputs' gradients summed in the same pass.
 
 A bias added to an activation's input gets the column sum of the input's gradient: as a second kernel that is
 one more read of a full-size array (half a copy: ~20% of a bias-GELU training step). This variant computes the

@@ -3,7 +3,7 @@
 ``instantiations`` name placeholder bindings (a list value means every choice); each ``specializations`` entry
 names one module exactly as a call specializes it: its placeholder binding, the inputs passed as numbers, and
 each raw array's rank and C-contiguity (the CuPy-style constructors compile per raw layout, as CuPy does). A
-``kspec capture`` writes them (issue [CAP]), so that a build holds the binary of every call it recorded::
+``kspec capture`` writes them, so that a build holds the binary of every call it recorded::
 
     specializations = [
         {types = {T = "float32"}, scalars = ["cval"], raw_layouts = {w = [1, true]}},

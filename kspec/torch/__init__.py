@@ -75,7 +75,7 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
         if found is not None:
             return found
         call = _fused_call(kernel, op_name, signature) if kind == "fused" else kernel
-        backward_of = _gradient_rule(kernel, kind, op_name, signature)  # issue [AD]: kspec/torch/_autograd.py
+        backward_of = _gradient_rule(kernel, kind, op_name, signature)  # kspec/torch/_autograd.py
         planner = kernel.output_specs
         if isinstance(backward_of, _grads.FusedRule):
             planner = _preparing(kernel.output_specs, backward_of)

@@ -1,4 +1,4 @@
-"""Autograd for kspec ops (issue [AD]).
+"""Autograd for kspec ops.
 
 A kspec op's backward asks the op's gradient rule (kspec/torch/_backward_of.py: a spec kernel's backward kernel,
 or a fused function's kernels in reverse) for one gradient per argument, computed with kspec ops (registered like

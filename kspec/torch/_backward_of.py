@@ -1,4 +1,4 @@
-"""Where a kspec op's gradients come from (issue [AD]): the gradient rule kspec/torch/_autograd.py calls.
+"""Where a kspec op's gradients come from: the gradient rule kspec/torch/_autograd.py calls.
 
 - A spec kernel with a ``grad`` table (or ``"auto"``): its backward kernel's op, on the call's own arguments; a
   reduction's output and gradient are viewed with the reduced axes kept (extent 1), so that the backward kernel,

@@ -1,4 +1,4 @@
-"""Eager calls of kspec ops without PyTorch's dispatcher (issues [AD], [Q]).
+"""Eager calls of kspec ops without PyTorch's dispatcher.
 
 An op called by name (``torch.ops.kspec.<name>``) goes through the dispatcher: with autograd, its ``Autograd``
 kernel calls back into Python, which applies an ``autograd.Function`` that redispatches below autograd, which

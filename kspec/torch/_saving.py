@@ -1,4 +1,4 @@
-"""A fused function's forward that keeps what its backward reads (issue [AD]).
+"""A fused function's forward that keeps what its backward reads.
 
 A fused function of several kernels passes values between them (an exponential, then its row sums, then the
 quotient). Its backward reads those values; recomputing them means running the forward kernels again (their

@@ -1,4 +1,4 @@
-"""``kspec tune`` (issue [AT]): time a tuned raw spec's configs, or the planner's knobs on an elementwise or
+"""``kspec tune``: time a tuned raw spec's configs, or the planner's knobs on an elementwise or
 reduction spec's ``tune.cases`` (:mod:`._planner`), on a GPU and write the spec file's tuning record.
 
 A tool layer beside ``kspec.build``: it launches (it needs a GPU and the runtime), and what it writes is data
