@@ -6,13 +6,14 @@ spells a C type or an item size.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
 import numpy as np
 
-Kind = Literal["b", "i", "u", "f", "c"]
-Header = Literal["fp16", "bf16", "complex"]
+Kind = Literal["b", "i", "u", "f", "c", "V"]
+Header = Literal["fp16", "bf16", "complex", "void"]
 
 
 class DType(NamedTuple):
@@ -32,7 +33,7 @@ class DType(NamedTuple):
     @property
     def python_type(self) -> type:
         """The Python scalar type a value of this dtype reads back as (for type hints)."""
-        return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[self.kind]
+        return {"b": bool, "i": int, "u": int, "f": float, "c": complex, "V": bytes}[self.kind]
 
 
 _TABLE: tuple[DType, ...] = (
@@ -53,9 +54,37 @@ _TABLE: tuple[DType, ...] = (
     DType("complex128", "complex<double>", "c", 16, "complex"),
 )
 
-BY_NAME: dict[str, DType] = {d.name: d for d in _TABLE}
+_VOID = re.compile(r"void([1-9][0-9]*)")
+
+
+def _void_row(name: str) -> DType | None:
+    """An unstructured void dtype (NumPy's ``V3``, named ``void24``: a blob of bytes), as CuPy gives it to kernels:
+    ``cupy::UnstructuredVoid<3>`` (cupy/unstructured_void.cuh). Structured dtypes (with fields) are not kernel
+    types in kspec."""
+    match = _VOID.fullmatch(name)
+    if match is None or int(match.group(1)) % 8:
+        return None
+    size = int(match.group(1)) // 8
+    return DType(name, f"cupy::UnstructuredVoid<{size}>", "V", size, "void")
+
+
+class _Table(dict[str, DType]):
+    """The table by name; an unstructured void dtype's row is made on first use (any size is one)."""
+
+    def __missing__(self, name: str) -> DType:
+        row = _void_row(name) if isinstance(name, str) else None
+        if row is None:
+            raise KeyError(name)
+        self[name] = row
+        return row
+
+    def __contains__(self, name: object) -> bool:
+        return dict.__contains__(self, name) or (isinstance(name, str) and _void_row(name) is not None)
+
+
+BY_NAME: dict[str, DType] = _Table({d.name: d for d in _TABLE})
 BY_C_TYPE: dict[str, DType] = {d.c_type: d for d in _TABLE}
-NAMES: tuple[str, ...] = tuple(BY_NAME)
+NAMES: tuple[str, ...] = tuple(d.name for d in _TABLE)
 
 
 def _numpy_dtype(name: str) -> np.dtype | None:
@@ -84,11 +113,16 @@ def canonical_name(type_name: str) -> str | None:
         return type_name
     if is_placeholder(type_name):
         return None
+    if type_name.startswith("V") and type_name[1:].isdigit():  # NumPy's V3 is void24
+        type_name = f"void{8 * int(type_name[1:])}"
+        return type_name if type_name in BY_NAME else None
     try:
-        name = np.dtype(type_name).name
+        dt = np.dtype(type_name)
     except (TypeError, ValueError, SyntaxError):  # "thrust::pair<float, int>" reads as a struct format
         return None
-    return name if name in BY_NAME else None
+    if dt.kind == "V" and (dt.fields is not None or dt.subdtype is not None):  # "float, int": a structured dtype
+        return None
+    return dt.name if dt.name in BY_NAME else None
 
 
 def lookup(type_name: str) -> DType:
@@ -100,10 +134,13 @@ def lookup(type_name: str) -> DType:
 
 
 def from_numpy(dtype: object) -> DType:
-    """The row for a NumPy dtype (or anything ``np.dtype`` accepts); ``KeyError`` if unsupported."""
+    """The row for a NumPy dtype (or anything ``np.dtype`` accepts); ``KeyError`` if unsupported (a structured
+    dtype among them: its fields are not a kernel type here)."""
     dt = np.dtype(dtype)  # type: ignore[call-overload]
     if dt.name == "bfloat16":
         return BY_NAME["bfloat16"]
+    if dt.kind == "V" and (dt.fields is not None or dt.subdtype is not None):
+        raise KeyError(str(dt))
     return lookup(dt.name)
 
 

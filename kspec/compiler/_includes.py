@@ -18,6 +18,7 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     # reported under this need (kspec/render/_analysis.py)
     "complex": ("cccl", "cudart"),
     "cub": ("cccl", "cudart"),
+    "void": (),  # cupy/unstructured_void.cuh: kspec's own header, on the include path anyway
 }
 
 _PACKAGES = {"cudart": "nvidia-cuda-runtime", "cccl": "nvidia-cuda-cccl"}

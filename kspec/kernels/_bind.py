@@ -228,7 +228,7 @@ def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool, kind: str |
             about_kernel(
                 kernel,
                 f"{role} {param.name} has dtype {info.dtype}, which kspec kernels do not take "
-                f"(supported: {', '.join(dtypes.NAMES)})",
+                f"(supported: {', '.join(dtypes.NAMES)} and unstructured void V<n>)",
             )
         ) from None
     return ArrayArg(param, info, name, obj)

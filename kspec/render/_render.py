@@ -144,7 +144,7 @@ def _common_context(s: Specialization) -> dict[str, Any]:
         "kind": s.kind,
         "key": s.key,
         "binding": binding,
-        "need_macros": [f"KSPEC_NEED_{need.upper()}" for need in ("fp16", "bf16", "complex") if need in s.needs],
+        "need_macros": [f"KSPEC_NEED_{need.upper()}" for need in ("fp16", "bf16", "complex", "void") if need in s.needs],
         # the code names cuda::std: <cupy/cuda_workaround.h> is then CuPy's, CCCL's names (KSPEC_CUDA_STD)
         "cuda_std": uses_cuda_std(_code_texts(s.spec)),
         "extra_includes": [],

@@ -195,6 +195,8 @@ class Specialization(Record):
             return 1
         if self.kind == "elementwise" and any(op.raw for op in self.operands):
             return 1  # the body gathers through raw arrays: one element per thread (kspec/kernels/_plan.py)
+        if any(op.itemsize & (op.itemsize - 1) for op in moved):
+            return 1  # an unstructured void of 3 or 5 bytes: a vector of them has no alignment to load it by
         return max(1, VECTOR_BYTES // max(op.itemsize for op in moved))
 
     @property

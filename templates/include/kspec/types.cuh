@@ -16,3 +16,7 @@
 #if defined(KSPEC_NEED_COMPLEX)
 #include <kspec/complex.cuh>
 #endif
+
+#if defined(KSPEC_NEED_VOID)
+#include <cupy/unstructured_void.cuh>
+#endif
