@@ -297,6 +297,11 @@ class PerformanceWarning(UserWarning):
     """kspec does something more slowly than it could, once per process; the message says why and what to install."""
 
 
+class UninitializedOutputWarning(UserWarning):
+    """An elementwise kernel with an empty operation allocated its outputs and wrote nothing to them: they come
+    back uninitialised (as CuPy returns them)."""
+
+
 class BinaryWarning(UserWarning):
     """A precompiled binary does not match its manifest's sha256; kspec compiles the kernel instead."""
 

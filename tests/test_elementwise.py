@@ -12,6 +12,7 @@ only: a raw argument indexed out of bounds raises ``kspec.KernelIndexError``.
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -999,3 +1000,19 @@ def test_a_return_in_the_body_ends_only_its_element(xp, layout, ending):
     k(x, bias, y)
     ref = np.where(a < 0, np.float32(-1), a * 2 + b)
     np.testing.assert_array_equal(xp.asnumpy(y), ref)
+
+
+def test_an_empty_operation_warns_when_it_allocated_its_outputs(xp):
+    """CuPy accepts an empty operation and returns the outputs it allocated as they were (uninitialised); kspec
+    does too, and says so: a warning naming the kernel and the outputs. Outputs the caller passed are left as
+    they were, which is no surprise: no warning."""
+    k = kspec.ElementwiseKernel("T x", "T y, T z", "", "does_nothing")
+    x = xp.arange(6, dtype=np.float32)
+    with pytest.warns(kspec.UninitializedOutputWarning, match=r"does_nothing.*\(y, z\) come back uninitialised"):
+        y, z = k(x)
+    assert y.shape == z.shape == (6,)
+    given = xp.full(6, 7, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        k(x, given, given)
+    np.testing.assert_array_equal(xp.asnumpy(given), np.full(6, 7, np.float32))

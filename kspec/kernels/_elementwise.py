@@ -112,6 +112,9 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
         if not _native_call:
             _install_native_call()
         size, block_size = extra if extra is not None else (None, None)
+        spec = self._spec
+        if len(args) <= len(spec.in_params) and spec.out_params and not spec.operation.strip():
+            _warn_empty_operation(spec)  # a plan is made once per signature: this is not the call path
         return prepare_elementwise(self, args, stream, size, block_size)
 
     def _call_keywords(self, extra: Any) -> dict[str, Any]:
@@ -147,3 +150,14 @@ def _install_native_call() -> None:
     if fastcall is not None:
         _native_call.append(fastcall.kernel_call(_python_call, MISS))
         ElementwiseKernel.__call__ = _native_call[0]  # type: ignore[method-assign]
+
+
+def _warn_empty_operation(spec: Any) -> None:
+    import warnings
+
+    from .._errors import UninitializedOutputWarning, about_kernel
+
+    names = ", ".join(p.name for p in spec.out_params)
+    warnings.warn(about_kernel(spec.name, f"its operation is empty, so the outputs it allocated ({names}) come back "
+                               "uninitialised (as CuPy returns them); give an operation, or pass the outputs"),
+                  UninitializedOutputWarning, stacklevel=5)  # fmt: skip
