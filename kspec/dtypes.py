@@ -79,7 +79,8 @@ class _Table(dict[str, DType]):
         return row
 
     def __contains__(self, name: object) -> bool:
-        return dict.__contains__(self, name) or (isinstance(name, str) and _void_row(name) is not None)
+        return dict.__contains__(self, name) or (isinstance(name, str) and _VOID.fullmatch(name) is not None
+                                                 and int(name[4:]) % 8 == 0)
 
 
 BY_NAME: dict[str, DType] = _Table({d.name: d for d in _TABLE})
@@ -113,9 +114,6 @@ def canonical_name(type_name: str) -> str | None:
         return type_name
     if is_placeholder(type_name):
         return None
-    if type_name.startswith("V") and type_name[1:].isdigit():  # NumPy's V3 is void24
-        type_name = f"void{8 * int(type_name[1:])}"
-        return type_name if type_name in BY_NAME else None
     try:
         dt = np.dtype(type_name)
     except (TypeError, ValueError, SyntaxError):  # "thrust::pair<float, int>" reads as a struct format

@@ -11,8 +11,6 @@ imported from here: the switch may be armed inside CuPy's own import); until the
 from __future__ import annotations
 
 import sys
-from typing import Any
-
 from .._errors import CompileError
 
 _made: dict[int, type[CompileError]] = {}  # id(CuPy's CompileException) -> the class joining both
@@ -43,9 +41,6 @@ def _join(cupy_type: type[Exception]) -> type[CompileError]:
 
         def __repr__(self) -> str:
             return f"{type(self).__name__}({self.kernel!r})"
-
-        def __reduce__(self) -> Any:
-            return CompileError.__reduce__(self)
 
     CupyCompileError.__module__ = __name__
     return CupyCompileError

@@ -177,9 +177,7 @@ class RawModule(RawCode):
     def get_function(self, name: str) -> RawKernel:
         """The kernel ``name`` (a plain name, or one of ``name_expressions``) as a RawKernel.
 
-        Lazy: nothing is compiled or looked up until the kernel is first used -- except where a ModuleCache takes
-        part (kspec/kernels/_module_cache.py: under the ``kspec.cupy`` switch, a program that pointed CuPy's kernel
-        cache elsewhere), which expects the module compiled, loaded and kept there, as CuPy's get_function does.
+        Lazy: nothing is compiled or looked up until the kernel is first used (or now, for a ModuleCache).
         """
         kernels = self._kernels
         kernel = kernels.get(name) if type(name) is str else None
