@@ -2,12 +2,16 @@
 ``../shared/peer/kspec_alias.py`` does) against CuPy itself, in the same run.
 
     python3 benchmarks/cupyx_scipy.py [--procs 3] [--reps 20] [--only NAME,...] [--cold] [--captured BUILD]
+                                      [--cupy-cold] [--profile DIR]
     python3 benchmarks/cupyx_scipy.py --capture SPECS_DIR     # record the kernels the functions build (kspec capture)
 
 ``--cold``: every process starts with empty caches (kspec's and CuPy's). ``--captured BUILD`` adds a third mode,
 *served*: kspec's constructors, served from a ``kspec build`` of captured specs (``--capture``, then ``kspec build
 SPECS_DIR -o BUILD``) with kspec's NVRTC blocked, ``KSPEC_COMPILE=never`` and an empty kspec cache, CuPy's own
 cache as the machine has it (its ufuncs and routines are CuPy's): the first call of a deployed program.
+``--cupy-cold`` adds one CuPy process with an empty CuPy cache (CuPy's first call on a fresh machine);
+without ``--cold`` one unrecorded process of each of kspec and CuPy runs first, so that the other columns' first
+calls are warm ones (caches filled). ``--profile DIR`` writes a cProfile summary of each first call to DIR.
 
 Each mode runs in fresh processes, alternating kspec, cupy, kspec, cupy, ... (``--procs`` of each), so that
 neither takes all the warm machine state. In each process every function runs once (compiling or loading its
@@ -98,10 +102,7 @@ def child(mode: str, reps: int, only: list[str]) -> None:
         try:
             inputs = [make(k) for k in range(3)]
             cp.cuda.Device().synchronize()
-            t0 = time.perf_counter()
-            fn(inputs[0])
-            cp.cuda.Device().synchronize()
-            first = time.perf_counter() - t0
+            first = _first_call(mode, name, lambda fn=fn, a=inputs[0]: (fn(a), cp.cuda.Device().synchronize()))
             for k in range(3):  # warm: every input set once
                 fn(inputs[k])
             device, host = [], []
@@ -120,15 +121,42 @@ def child(mode: str, reps: int, only: list[str]) -> None:
     print(json.dumps(results))
 
 
+def _first_call(mode: str, name: str, call: Callable[[], Any]) -> float:
+    """Seconds of the first call; under ``KSPEC_BENCH_PROFILE`` (a directory) also its profile, as text."""
+    where = os.environ.get("KSPEC_BENCH_PROFILE")
+    if not where:
+        t0 = time.perf_counter()
+        call()
+        return time.perf_counter() - t0
+    import cProfile
+    import io
+    import pstats
+
+    profile = cProfile.Profile()
+    t0 = time.perf_counter()
+    profile.runcall(call)
+    seconds = time.perf_counter() - t0
+    text = io.StringIO()
+    stats = pstats.Stats(profile, stream=text)
+    stats.sort_stats("cumulative").print_stats(40)
+    stats.sort_stats("tottime").print_stats(25)
+    slug = "".join(c if c.isalnum() else "_" for c in name.split(" ")[0])
+    with open(os.path.join(where, f"{mode}-{slug}-{os.getpid()}.txt"), "w") as out:
+        out.write(f"{name}: first call {seconds * 1e3:.1f} ms (profiled)\n{text.getvalue()}")
+    return seconds
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--procs", type=int, default=3)
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--only", default="")
-    parser.add_argument("--child", choices=("kspec", "cupy", "served"))
+    parser.add_argument("--child", choices=("kspec", "cupy", "served", "cupy-cold"))
     parser.add_argument("--cold", action="store_true", help="empty kspec and CuPy caches in every process")
     parser.add_argument("--captured", default="", help="a kspec build of captured specs: adds the served mode")
     parser.add_argument("--capture", default="", help="record the functions' kernels as spec files in this directory")
+    parser.add_argument("--cupy-cold", action="store_true", help="add CuPy's first calls with an empty CuPy cache")
+    parser.add_argument("--profile", default="", help="write a profile of every first call to this directory")
     parser.add_argument("--log", default="", help="append each process's raw results (JSON lines) to this file")
     args = parser.parse_args()
     only = [o for o in args.only.split(",") if o]
@@ -138,23 +166,40 @@ def main() -> int:
     if args.capture:
         return _capture(args.capture, args.only)
     modes = ("kspec", "cupy", "served") if args.captured else ("kspec", "cupy")
-    runs: dict[str, list[dict]] = {mode: [] for mode in modes}
-    for _ in range(args.procs):
-        for mode in modes:
-            cmd = [sys.executable, __file__, "--child", mode, "--reps", str(args.reps), "--only", args.only]
-            done = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(mode, args.cold, args.captured))
-            if done.returncode != 0:
-                print(f"{mode} process failed:\n{done.stderr[-2000:]}", file=sys.stderr)
-                continue
+    runs: dict[str, list[dict]] = {mode: [] for mode in (*modes, "cupy-cold")}
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
+
+    def run(mode: str, record: bool = True) -> None:
+        cmd = [sys.executable, __file__, "--child", mode, "--reps", str(args.reps if record else 1), "--only", args.only]
+        env = _child_env(mode, args.cold, args.captured)
+        if args.profile and record:
+            env["KSPEC_BENCH_PROFILE"] = args.profile
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if done.returncode != 0:
+            print(f"{mode} process failed:\n{done.stderr[-2000:]}", file=sys.stderr)
+            return
+        if record:
             runs[mode].append(json.loads(done.stdout.strip().splitlines()[-1]))
             if args.log:
                 with open(args.log, "a") as log:
                     log.write(json.dumps({"mode": mode, "results": runs[mode][-1]}) + "\n")
+
+    _write_bytecode()
+    if args.cupy_cold:
+        run("cupy-cold")
+    if not args.cold:  # fill the machine's caches, so that the measured first calls are warm ones
+        run("kspec", record=False)
+        run("cupy", record=False)
+    for _ in range(args.procs):
+        for mode in modes:
+            run(mode)
     names = list(dict.fromkeys(n for r in runs["kspec"] + runs["cupy"] for n in r))
-    cold = "cold, empty caches" if args.cold else "caches as the machine has them"
+    cold = "cold, empty caches" if args.cold else "warm caches"
     served = " / served from the captured build" if args.captured else ""
+    cupy_cold = "CuPy cold / " if args.cupy_cold else ""
     print(f"| function | CuPy device ms | kspec device ms | ratio | CuPy host ms | kspec host ms | ratio | first call ms "
-          f"CuPy / kspec ({cold}){served} |")
+          f"{cupy_cold}CuPy / kspec ({cold}){served} |")
     print("|---|---|---|---|---|---|---|---|")
     for name in names:
         row = {}
@@ -172,7 +217,10 @@ def main() -> int:
                   f"{row['kspec'] if isinstance(row['kspec'], str) else '%.3f' % row['kspec'][0]} | | | | | |")
             continue
         c, k = row["cupy"], row["kspec"]
-        firsts = f"{c[2]:.0f} / {k[2]:.0f}"
+        firsts = f"{c[2]:.1f} / {k[2]:.1f}"
+        if args.cupy_cold:
+            got = [r[name] for r in runs["cupy-cold"] if name in r and "first" in r[name]]
+            firsts = (f"{got[0]['first'] * 1e3:.0f}" if got else "missing") + " / " + firsts
         if args.captured:
             got = [r[name] for r in runs["served"] if name in r]
             firsts += " / " + (f"{statistics.median(g['first'] for g in got) * 1e3:.1f}" if got and all("first" in g for g in got)
@@ -182,13 +230,24 @@ def main() -> int:
     return 0
 
 
+def _write_bytecode() -> None:
+    """kspec's modules compiled to bytecode, as a pip-installed kspec has them: otherwise, where
+    PYTHONDONTWRITEBYTECODE is set (the GPU machine), every process compiles kspec's sources again, and the
+    first-call column measures Python's compiler (CuPy's installed modules come with their bytecode)."""
+    import kspec
+
+    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.dirname(kspec.__file__)], check=False,
+                   env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
+
+
 def _child_env(mode: str, cold: bool, captured: str) -> dict[str, str]:
     import tempfile
 
     env = os.environ.copy()
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # the bytecode _write_bytecode wrote is read, and kept current
     if cold or mode == "served":  # a fresh machine's kspec: nothing cached, nothing memoized
         env["KSPEC_CACHE_DIR"], env["KSPEC_MEMO_DIR"] = tempfile.mkdtemp(), tempfile.mkdtemp()
-    if cold and mode != "served":
+    if (cold and mode != "served") or mode == "cupy-cold":
         env["CUPY_CACHE_DIR"] = tempfile.mkdtemp()
     if mode == "served":
         env.update(KSPEC_BINARIES=captured, KSPEC_COMPILE="never")

@@ -259,3 +259,26 @@ def test_without_nvrtc_or_its_memo_records_are_off_and_calls_run(memo, monkeypat
     k = _axpy()
     assert np.array_equal(k(kspec.asarray(x), kspec.asarray(y)).get(), 2 * x + y)
     assert _call_records._state["unavailable"] and not list(memo.rglob("*.kcr"))
+
+
+def test_without_nvrtc_the_environment_hashes_no_source_tree(memo, monkeypatch):
+    """The records' environment asks for the compiler's key before digesting kspec's own trees: a served process
+    without NVRTC gives up at once instead of reading and hashing the planner's and the spec layer's files first
+    (a few ms of its first call on a fresh machine)."""
+    from kspec import NvrtcNotFoundError, compiler
+    from kspec import _memo
+
+    def no_nvrtc(arch):
+        raise NvrtcNotFoundError("kspec needs cuda.bindings.nvrtc to compile kernels")
+
+    def hashed(root):
+        raise AssertionError(f"hashed {root} although the environment cannot be named")
+
+    monkeypatch.setattr(compiler, "environment_key", no_nvrtc)
+    monkeypatch.setattr(_memo, "tree_digest", hashed)
+    _call_records._environment.cache_clear()
+    try:
+        with pytest.raises(NvrtcNotFoundError):
+            _call_records._environment(kspec.runtime.current_device_id())
+    finally:
+        _call_records._environment.cache_clear()

@@ -9,9 +9,12 @@ python -m kspec capture -o captured -- python app.py
 python -m kspec validate captured
 # 2. a wheel of them (the hatch hook compiles each captured specialization for sm_80 and sm_90)
 python -m build --wheel --no-isolation --outdir dist .
-# 3. a fresh venv with the wheel; app.py served from it, nothing compiled
-python -m venv --system-site-packages venv
-venv/bin/python -m pip install --no-deps --force-reinstall dist/cupyx_kernels-0.1.0-py3-none-any.whl
+# 3. a fresh venv with the wheel; app.py served from it, nothing compiled. The venv sees this environment's
+#    packages (CuPy) through a .pth file: --system-site-packages would not, where this environment is a venv itself
+rm -rf venv && python -m venv --without-pip venv
+python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
+  >"$(venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/outer-environment.pth"
+python -m pip install -q --no-deps --prefix venv dist/cupyx_kernels-0.1.0-py3-none-any.whl  # into the venv's scheme
 export KSPEC_COMPILE=never KSPEC_CACHE_DIR=$(mktemp -d) KSPEC_MEMO_DIR=$(mktemp -d)
 venv/bin/python -c "import kspec; print('registered:', [str(s.directory) for s in kspec.registered_binaries()])"
 venv/bin/python -c "

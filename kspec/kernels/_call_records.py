@@ -71,12 +71,13 @@ def _environment(device_id: int) -> str:
 
     device = get_device(device_id)
     arch, sm_count = device.arch, device.multiprocessor_count
+    compiler = environment_key(arch)  # first: without NVRTC it raises, and a served process hashes no trees
     here = os.path.dirname(os.path.abspath(__file__))
     planner = tree_digest(here)  # this package: binding and planning
     specs = tree_digest(os.path.join(os.path.dirname(here), "spec"))  # what a constructor call checks
     interpreter = f"{sys.implementation.cache_tag} marshal {marshal.version}"  # the file's data format
     text = (f"{RECORD_FORMAT} {__version__} {interpreter} {planner} {specs} {renderer_digest()} "
-            f"{environment_key(arch)} {arch} {sm_count}")
+            f"{compiler} {arch} {sm_count}")
     return sha256_hex(text.encode())
 
 
