@@ -326,11 +326,11 @@ def test_launch_reads_the_default_stream_where_the_library_keeps_it() -> None:
     assert seen == [3] and rec.launches[-1][8] == ("stream", 0x51)
 
 
-# -- generated code across processes (kspec/kernels/_generated.py) -------------------------------------------
+# -- generated code across processes (kspec/_generated_code.py) -------------------------------------------
 
 
 def test_generated_code_is_compiled_once_and_loaded_by_the_next_process(tmp_path, monkeypatch):
-    from kspec.kernels import _generated
+    from kspec import _generated_code as _generated
 
     monkeypatch.setenv("KSPEC_MEMO_DIR", str(tmp_path))
     monkeypatch.setattr(_generated, "_code", {})
@@ -348,7 +348,7 @@ def test_generated_code_is_compiled_once_and_loaded_by_the_next_process(tmp_path
 
 
 def test_a_damaged_code_file_is_compiled_again_and_replaced(tmp_path, monkeypatch):
-    from kspec.kernels import _generated
+    from kspec import _generated_code as _generated
 
     monkeypatch.setenv("KSPEC_MEMO_DIR", str(tmp_path))
     monkeypatch.setattr(_generated, "_code", {})
@@ -363,7 +363,7 @@ def test_a_damaged_code_file_is_compiled_again_and_replaced(tmp_path, monkeypatc
 
 
 def test_an_unwritable_memo_directory_still_compiles(tmp_path, monkeypatch):
-    from kspec.kernels import _generated
+    from kspec import _generated_code as _generated
 
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")

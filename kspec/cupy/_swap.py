@@ -109,6 +109,9 @@ def enable(*, import_cupy: bool = True) -> None:
         if "cupyx.jit" in sys.modules and hasattr(sys.modules["cupyx.jit"], "rawkernel"):
             swap_jit()
         _forget_built_kernels()
+    from ..kernels import preload_call_path
+
+    preload_call_path()  # what the first kernel call would load, loaded at the program's start as CuPy's is
 
 
 def swap_jit() -> None:

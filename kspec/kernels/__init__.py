@@ -20,6 +20,8 @@ _LAZY = {
     # failed compiles CuPy's CompileException too
     "ModuleCache": "_module_cache", "set_module_cache": "_module_cache", "module_cache": "_module_cache", "clear_constructor_memos": "_ctor_memo",
     "set_compile_error_type": "_compile_errors",
+    # not in __all__: kspec.cupy's enable() loads what the first kernel call would
+    "preload_call_path": "_preload",
 }
 
 

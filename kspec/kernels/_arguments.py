@@ -31,7 +31,7 @@ import numpy as np
 from ..runtime import (CAI, CUPY, HOST, KSPEC, TORCH, accepts_kind, current_device_id, fastcall_module,
                        initialized_device_count, is_texture_type, kind_of, prepare_cupy_layout, protocol_library,
                        protocol_library_of)
-from ._generated import compiled
+from .._generated_code import compiled
 
 MISS: Any = object()  # "not served here": the caller plans the call
 MAX_ENTRIES = 256  # prepared calls per argument-type tuple; past it the table starts over (calls stay correct)

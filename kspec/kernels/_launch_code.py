@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from ._frame import Frame
-from ._generated import compiled
+from .._generated_code import compiled
 
 
 class Step(NamedTuple):

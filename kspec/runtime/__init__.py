@@ -16,7 +16,7 @@ from ._host_checked import checked
 from ._device import Device, activate_if_several, current_device_id, device_count, get_device
 from ._allocate import allocate_like, allocator_like
 from ._devicearray import DeviceArray, asarray, device_array_from_pointer, empty, zeros
-from ._driver import check as check_driver, cuda_version, driver_description, driver_release, describe as describe_driver_error, driver as cuda_driver, initialized_device_count, why_no_device, why_no_gpu
+from ._driver import check as check_driver, cuda_version, driver_description, driver_release, describe as describe_driver_error, driver as cuda_driver, import_bindings as import_driver_bindings, initialized_device_count, why_no_device, why_no_gpu
 from ._export import EXPORTED, export_array, export_outputs
 from ._fastcall import call_path_choice, direct_launch_address, fastcall_module, reset_call_path
 from ._cupy_layout import forget_cupy_layout, prepare_cupy_layout

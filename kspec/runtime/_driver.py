@@ -68,6 +68,17 @@ def _init() -> ModuleType:
     return cu
 
 
+def import_bindings() -> None:
+    """Import ``cuda.bindings.driver`` now, without initialising CUDA (no ``cuInit``: a process that forks later
+    keeps usable children), so that the first launch does not pay for it (16-18 ms on an H200 host). Nothing
+    happens where the bindings are missing: the first launch then says so."""
+    if _driver is None and _failure is None:
+        try:
+            import cuda.bindings.driver  # noqa: F401
+        except ImportError:
+            pass
+
+
 def _driver_version(cu: Any) -> str:
     version = cuda_version(cu)
     return f" ({version})" if version else ""

@@ -39,6 +39,7 @@ from ._launch_args import (
     dim3,
 )
 from ._stream import cu_stream, default_stream_getter, order_after, stream_handle
+from .._generated_code import compiled
 
 
 class PackerOwner(Protocol):
@@ -352,8 +353,7 @@ def _compile_packer(
     ns["_get_ident"] = threading.get_ident
     ns["_kind"] = _device_kind
     source = "\n".join(guard) + "\n\n" + "\n".join(body) + "\n"
-    code = compile(source, f"<kspec launch of {launcher.name}>", "exec")
-    exec(code, ns)
+    exec(compiled(source, "raw-kernel launch"), ns)  # the same source for every kernel of one signature: compiled once
     packer = ns["method"]
     packer.body = ns["body"]
     packer.thread = thread

@@ -1,8 +1,9 @@
 """The call path's generated code, compiled once: kept per process, and on disk across processes.
 
-The dispatchers (:mod:`._arguments`) and launches (:mod:`._launch_code`) are Python source generated per
-call structure. Compiling one costs 0.1-0.3 ms, most of what a kernel served from a binary adds to its first
-call. So compiled code is kept in memory by source, and marshalled under ``memo_dir()/callpath/`` (named by
+The kernels layer's dispatchers and launches (kspec/kernels/_arguments.py, _launch_code.py) and the runtime's
+raw-kernel packers (kspec/runtime/_packer.py) are Python source generated per call structure. Compiling one
+costs 0.1-1 ms, much of what a kernel served from a binary adds to its first call. A leaf, so that both layers
+use it (the runtime may not import the kernels layer). So compiled code is kept in memory by source, and marshalled under ``memo_dir()/callpath/`` (named by
 the digest of the interpreter's version and the source), where a new process loads it in tens of
 microseconds instead. A file that cannot be read, loaded or written is ignored and the code is compiled;
 files are written whole (temporary file, then rename), as the interpreter's own ``.pyc`` files are.
@@ -14,8 +15,8 @@ import marshal
 import sys
 from types import CodeType
 
-from .._digest import sha256_hex
-from .._memo import memo_dir
+from ._digest import sha256_hex
+from ._memo import memo_dir
 
 # marshal's format and the bytecode belong to one interpreter build
 _INTERPRETER = f"{sys.implementation.cache_tag} {sys.version}\n"
@@ -42,7 +43,7 @@ def _load_or_compile(source: str, what: str) -> CodeType:
         pass
     code = compile(source, f"<kspec call path: {what}>", "exec")
     try:
-        from .._atomic import write_atomic  # only when writing: tempfile stays out of a warm process
+        from ._atomic import write_atomic  # only when writing: tempfile stays out of a warm process
 
         write_atomic(path, marshal.dumps(code))
     except OSError:
