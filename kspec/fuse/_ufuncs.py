@@ -51,8 +51,7 @@ def canonical(name: str) -> str:
 
 def _aliases() -> dict[str, str]:
     out = {}
-    for attr in dir(np):
-        obj = getattr(np, attr, None)
+    for attr, obj in vars(np).items():  # not dir()+getattr: that imports NumPy's lazy submodules (f2py, ma, ...: ~80 ms)
         if isinstance(obj, np.ufunc) and obj.__name__ in SUPPORTED and attr != obj.__name__:
             out[attr] = obj.__name__
     return out
