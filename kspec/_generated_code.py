@@ -2,10 +2,10 @@
 
 The kernels layer's dispatchers and launches (kspec/kernels/_arguments.py, _launch_code.py) and the runtime's
 raw-kernel packers (kspec/runtime/_packer.py) are Python source generated per call structure. Compiling one
-costs 0.1-1 ms, much of what a kernel served from a binary adds to its first call. A leaf, so that both layers
-use it (the runtime may not import the kernels layer). So compiled code is kept in memory by source, and marshalled under ``memo_dir()/callpath/`` (named by
-the digest of the interpreter's version and the source), where a new process loads it in tens of
-microseconds instead. A file that cannot be read, loaded or written is ignored and the code is compiled;
+costs 0.1-1 ms, much of what a kernel served from a binary adds to its first call. So compiled code is kept in
+memory by source, and marshalled under ``memo_dir()/callpath/`` (named by the digest of the interpreter's
+version and the source), where a new process loads it in tens of microseconds instead. A leaf: both layers use
+it, and the runtime may not import the kernels layer. A file that cannot be read, loaded or written is ignored and the code is compiled;
 files are written whole (temporary file, then rename), as the interpreter's own ``.pyc`` files are.
 """
 

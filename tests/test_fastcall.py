@@ -413,6 +413,19 @@ def test_a_cold_cache_builds_the_call_path_in_a_child_process(tmp_path: Any) -> 
                        KSPEC_COMPILE="never") == "True"  # fmt: skip
 
 
+def test_loading_ahead_never_builds_it(tmp_path: Any) -> None:
+    """What kspec.cupy's enable() does at a program's start (kspec/kernels/_preload.py): from a cold cache it
+    starts no thread and no child process (the program may fork next) and leaves the choice to the first call,
+    which builds it as before; from a warm cache it loads it."""
+    cache = str(tmp_path / "cache")
+    ahead = ("import threading; from kspec.kernels import preload_call_path; from kspec.runtime import _fastcall; "
+             "preload_call_path(); print(threading.active_count(), sorted(_fastcall._state))")  # fmt: skip
+    assert _in_process(ahead, cache) == "1 []"
+    first = "from kspec.runtime import fastcall_module as f; print(f(wait=True) is not None)"
+    assert _in_process(first, cache) == "True"  # the first call built it
+    assert _in_process(ahead, cache) == "1 ['module']"
+
+
 def test_call_path_choice_is_checked() -> None:
     code = "import kspec.runtime as r; r.fastcall_module()"
     done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "KSPEC_CALL_PATH": "fast"},

@@ -3,9 +3,9 @@ program's start, the point where CuPy does its own loading (CuPy's first kernel 
 
 Without it the first call of a served process pays ~35 ms once (an H200 host, a fresh machine): the CUDA driver
 bindings' import (16-18 ms), the templates' and renderer's digests (read and hashed where the memo is empty), the
-compiled call path's lookup, the installed binary stores' discovery. Nothing here initialises CUDA (a program
-that forks after ``enable()`` keeps usable children) or compiles anything; a part that fails is left to the
-first call, which reports it as it would have.
+compiled call path's lookup, the installed binary stores' discovery. Nothing here initialises CUDA, starts a
+thread or a child process (a program that forks after ``enable()`` keeps usable children) or compiles anything;
+a part that fails is left to the first call, which reports it as it would have.
 """
 
 from __future__ import annotations
@@ -18,8 +18,14 @@ def preload_call_path() -> None:
     from ._stores import registered_binaries
 
     runtime.import_driver_bindings()
-    for step in (templates_digest, renderer_digest, registered_binaries, runtime.fastcall_module):
+    for step in (templates_digest, renderer_digest, registered_binaries, _cached_call_path):
         try:
             step()
         except Exception:  # noqa: BLE001  # the first call meets the same failure and reports it
             pass
+
+
+def _cached_call_path() -> None:
+    from .. import runtime
+
+    runtime.fastcall_module(build=False)  # from the cache only: a cold cache builds it at the first call, as before

@@ -10,8 +10,9 @@ binary cache (and NVRTC), such a kernel looks the key up in these stores, in thi
 3. installed packages: a wheel built by kspec's hatch hook installs ``<prefix>/share/kspec/binaries/<name>.json``
    naming its ``_binaries`` directory (found on ``sys.path``), for ``sys.prefix`` and the user base.
 
-Discovery runs once per process, on the first lookup (or at ``kspec.cupy.enable()``, which loads ahead): an environment read and a directory check per prefix, no
-``importlib.metadata`` (34 ms to import) and no package import. A damaged registration or store warns
+Discovery runs once per process, on the first lookup (or at ``kspec.cupy.enable()``, which loads ahead): an
+environment read and a directory check per prefix, no ``importlib.metadata`` (34 ms to import) and no package
+import. A damaged registration or store warns
 (:class:`kspec.BinaryWarning`) and is skipped: a kernel then compiles as it would without it.
 """
 

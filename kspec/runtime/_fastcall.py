@@ -44,12 +44,14 @@ def call_path_choice() -> str:
     return value
 
 
-def fastcall_module(wait: bool = False) -> ModuleType | None:
+def fastcall_module(wait: bool = False, *, build: bool = True) -> ModuleType | None:
     """The extension (``fast_launch``, ``dispatcher``), or None where calls take the Python path.
 
     From a warm cache it is loaded on the first call. On a cold one a child process builds it and calls take
     the Python path until it is loaded (no call waits for the host compiler; under ``KSPEC_COMPILE=never``
-    nothing is built); ``wait``: wait for that build (tests)."""
+    nothing is built); ``wait``: wait for that build (tests). ``build=False`` loads it from the cache only and
+    otherwise leaves the decision to the next call (kspec.cupy's ``enable()``: no thread or child process at a
+    program's start, which may fork)."""
     if "module" in _state:
         return _state["module"]  # type: ignore[return-value]
     with _lock:
@@ -57,7 +59,7 @@ def fastcall_module(wait: bool = False) -> ModuleType | None:
             if call_path_choice() == "python":
                 _state["module"] = None
             else:
-                _start()
+                _start(build)
         building = _state.get("building")
     if wait and isinstance(building, threading.Thread):
         building.join()
@@ -75,8 +77,8 @@ def reset_call_path() -> None:
         _state.clear()
 
 
-def _start() -> None:
-    """Load the extension from the cache now, or have it built (under ``_lock``)."""
+def _start(build: bool = True) -> None:
+    """Load the extension from the cache now, or have it built (under ``_lock``; ``build=False``: only load)."""
     from .._errors import KspecError
     from ..compiler import cached_call_path, call_path_source
 
@@ -92,6 +94,8 @@ def _start() -> None:
         except (OSError, ImportError) as exc:
             _give_up(f"loading it failed: {exc}")
         return
+    if not build:
+        return  # undecided: the first prepared call looks again, and builds
     from ..compiler import current_policy
 
     if current_policy() == "never":  # no compile at run time; `kspec warm` builds it ahead
