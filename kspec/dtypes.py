@@ -57,30 +57,31 @@ _TABLE: tuple[DType, ...] = (
 _VOID = re.compile(r"void([1-9][0-9]*)")
 
 
-def _void_row(name: str) -> DType | None:
-    """An unstructured void dtype (NumPy's ``V3``, named ``void24``: a blob of bytes), as CuPy gives it to kernels:
-    ``cupy::UnstructuredVoid<3>`` (cupy/unstructured_void.cuh). Structured dtypes (with fields) are not kernel
-    types in kspec."""
-    match = _VOID.fullmatch(name)
-    if match is None or int(match.group(1)) % 8:
-        return None
-    size = int(match.group(1)) // 8
-    return DType(name, f"cupy::UnstructuredVoid<{size}>", "V", size, "void")
+def _void_size(name: object) -> int | None:
+    """The byte size of an unstructured void dtype's name (NumPy's ``V3`` is named ``void24``: a blob of bytes),
+    else None."""
+    match = _VOID.fullmatch(name) if isinstance(name, str) else None
+    return int(match.group(1)) // 8 if match is not None and int(match.group(1)) % 8 == 0 else None
+
+
+def _structured(dt: np.dtype) -> bool:
+    """A void dtype with fields or a subarray: not a kernel type in kspec (only unstructured ones are)."""
+    return dt.kind == "V" and (dt.fields is not None or dt.subdtype is not None)
 
 
 class _Table(dict[str, DType]):
-    """The table by name; an unstructured void dtype's row is made on first use (any size is one)."""
+    """The table by name; an unstructured void dtype's row is made on first use (any size is one), as CuPy gives
+    it to kernels: ``cupy::UnstructuredVoid<N>`` (cupy/unstructured_void.cuh)."""
 
     def __missing__(self, name: str) -> DType:
-        row = _void_row(name) if isinstance(name, str) else None
-        if row is None:
+        size = _void_size(name)
+        if size is None:
             raise KeyError(name)
-        self[name] = row
+        row = self[name] = DType(name, f"cupy::UnstructuredVoid<{size}>", "V", size, "void")
         return row
 
     def __contains__(self, name: object) -> bool:
-        return dict.__contains__(self, name) or (isinstance(name, str) and _VOID.fullmatch(name) is not None
-                                                 and int(name[4:]) % 8 == 0)
+        return dict.__contains__(self, name) or _void_size(name) is not None
 
 
 BY_NAME: dict[str, DType] = _Table({d.name: d for d in _TABLE})
@@ -118,7 +119,7 @@ def canonical_name(type_name: str) -> str | None:
         dt = np.dtype(type_name)
     except (TypeError, ValueError, SyntaxError):  # "thrust::pair<float, int>" reads as a struct format
         return None
-    if dt.kind == "V" and (dt.fields is not None or dt.subdtype is not None):  # "float, int": a structured dtype
+    if _structured(dt):  # "float, int" parses as one
         return None
     return dt.name if dt.name in BY_NAME else None
 
@@ -137,7 +138,7 @@ def from_numpy(dtype: object) -> DType:
     dt = np.dtype(dtype)  # type: ignore[call-overload]
     if dt.name == "bfloat16":
         return BY_NAME["bfloat16"]
-    if dt.kind == "V" and (dt.fields is not None or dt.subdtype is not None):
+    if _structured(dt):
         raise KeyError(str(dt))
     return lookup(dt.name)
 

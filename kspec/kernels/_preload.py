@@ -10,6 +10,8 @@ a part that fails is left to the first call, which reports it as it would have.
 
 from __future__ import annotations
 
+import functools
+
 
 def preload_call_path() -> None:
     """Import and look up, once, what every first kernel call needs (see the module docstring)."""
@@ -18,14 +20,11 @@ def preload_call_path() -> None:
     from ._stores import registered_binaries
 
     runtime.import_driver_bindings()
-    for step in (templates_digest, renderer_digest, registered_binaries, _cached_call_path):
+    # the call path from the cache only: a cold cache builds it at the first call, as before
+    cached_call_path = functools.partial(runtime.fastcall_module, build=False)
+    for step in (templates_digest, renderer_digest, registered_binaries, cached_call_path):
         try:
             step()
         except Exception:  # noqa: BLE001  # the first call meets the same failure and reports it
             pass
 
-
-def _cached_call_path() -> None:
-    from .. import runtime
-
-    runtime.fastcall_module(build=False)  # from the cache only: a cold cache builds it at the first call, as before

@@ -12,8 +12,8 @@ binary cache (and NVRTC), such a kernel looks the key up in these stores, in thi
 
 Discovery runs once per process, on the first lookup (or at ``kspec.cupy.enable()``, which loads ahead): an
 environment read and a directory check per prefix, no ``importlib.metadata`` (34 ms to import) and no package
-import. A damaged registration or store warns
-(:class:`kspec.BinaryWarning`) and is skipped: a kernel then compiles as it would without it.
+import. A damaged registration or store warns (:class:`kspec.BinaryWarning`) and is skipped: a kernel then
+compiles as it would without it.
 """
 
 from __future__ import annotations
