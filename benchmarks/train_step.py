@@ -6,11 +6,13 @@ The step: ``y = gelu_tanh(x + b)`` on an (N, M) float32 ``x`` with an (M,) bias,
 
 - PyTorch eager: ``F.gelu(x + b, approximate="tanh")``;
 - Inductor: the same forward in ``torch.compile(fullgraph=True)`` (AOTAutograd compiles its backward);
-- kspec op, eager / compiled: ``kspec.torch.register`` of an ElementwiseKernel with ``grad = "auto"`` (its backward
-  kernel derived from the operation), called eagerly and inside ``torch.compile``;
-- kspec bare, compiled: the kernel called directly inside ``torch.compile`` (no ``register``);
-- kspec fused: the same function as a ``kspec.fuse`` function (its backward derived from the traced kernel), its
-  registered op eagerly and a bare call inside ``torch.compile``.
+- kspec bare / op, eager / compiled: an ElementwiseKernel with ``grad = "auto"`` (its backward kernel derived from
+  the operation) called directly (autograd records a bare eager call through the kernel's op) and through
+  ``kspec.torch.register``, eagerly and inside ``torch.compile``;
+- kspec fused bare / op, eager / compiled: the same function as a ``kspec.fuse`` function (its backward derived
+  from the traced kernel), the same four ways.
+
+Every contender is built in the one process, as a program that uses them side by side would.
 
 The floor: the step must read ``x`` and write ``y``, then read ``g`` and ``x`` and write ``x``'s gradient: five
 arrays of N*M floats, 2.5 times a device-to-device copy of ``x`` (``y.copy_(x)``), timed here; ``b``'s gradient
@@ -75,11 +77,14 @@ def contenders(torch: Any) -> dict[str, Callable[[Any, Any, Any], Any]]:
     return {
         "PyTorch eager": step_of(torch_gelu),
         "Inductor (torch.compile)": step_of(compiled(torch_gelu)),
+        "kspec bare call, eager": step_of(kernel),
         "kspec op, eager": step_of(op),
-        "kspec op, torch.compile": step_of(compiled(lambda x, b: op(x, b))),
         "kspec bare call, torch.compile": step_of(compiled(lambda x, b: kernel(x, b))),
+        "kspec op, torch.compile": step_of(compiled(lambda x, b: op(x, b))),
+        "kspec fused bare, eager": step_of(fused_bias_gelu),
         "kspec fused op, eager": step_of(fused_op),
-        "kspec fused, torch.compile": step_of(compiled(lambda x, b: fused_bias_gelu(x, b))),
+        "kspec fused bare, torch.compile": step_of(compiled(lambda x, b: fused_bias_gelu(x, b))),
+        "kspec fused op, torch.compile": step_of(compiled(lambda x, b: fused_op(x, b))),
     }
 
 
@@ -107,6 +112,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="also list each contender's GPU kernels (torch.profiler)")
+    parser.add_argument("--host-profile", type=int, default=0, metavar="N",
+                        help="also list, per contender, the N functions where its host time goes (cProfile)")
     options = parser.parse_args()
     n, m = options.shape
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -138,18 +145,41 @@ def main() -> None:
     # than its kernels (these machines' host speed varies between starts), the events time the host instead
     kernels = {name: sum(us for _, us in kernel_times(torch, lambda step=step: step(x, b, g), 20)) / 1000 for name, step in steps.items()}
     inductor = statistics.median(samples["Inductor (torch.compile)"])
-    print(f"| {'contender':<32} | {'ms / step':>9} | {'/ floor':>7} | {'/ Inductor':>10} | {'GPU ms':>7} | {'/ floor':>7} | {'host ms':>7} |")
-    print(f"|{'-' * 34}|{'-' * 11}|{'-' * 9}|{'-' * 12}|{'-' * 9}|{'-' * 9}|{'-' * 9}|")
+    print(f"| {'contender':<33} | {'ms / step':>9} | {'/ floor':>7} | {'/ Inductor':>10} | {'GPU ms':>7} | {'/ floor':>7} | {'host ms':>7} |")
+    print(f"|{'-' * 35}|{'-' * 11}|{'-' * 9}|{'-' * 12}|{'-' * 9}|{'-' * 9}|{'-' * 9}|")
     for name, got in samples.items():
         ms = statistics.median(got)
         versus = ms / inductor
         host = statistics.median(hosts[name])
-        print(f"| {name:<32} | {ms:9.4f} | {ms / floor:7.2f} | {versus:10.2f} | {kernels[name]:7.4f} | {kernels[name] / floor:7.2f} | {host:7.4f} |")
+        print(f"| {name:<33} | {ms:9.4f} | {ms / floor:7.2f} | {versus:10.2f} | {kernels[name]:7.4f} | {kernels[name] / floor:7.2f} | {host:7.4f} |")
     if options.profile:
         for name, step in steps.items():
             print(f"\n{name}: GPU kernels per step (us, torch.profiler over 20 steps)")
             for kernel, us in kernel_times(torch, lambda step=step: step(x, b, g), 20):
                 print(f"  {us:9.1f}  {kernel[:110]}")
+    if options.host_profile:
+        for name, step in steps.items():
+            print(f"\n{name}: host time per step by function (us, own time, cProfile over 50 steps)")
+            for where, us in host_times(torch, lambda step=step: step(x, b, g), 50, options.host_profile):
+                print(f"  {us:9.2f}  {where[:110]}")
+
+
+def host_times(torch: Any, fn: Callable[[], Any], steps: int, top: int) -> list[tuple[str, float]]:
+    """The ``top`` functions by own host time per step (cProfile's overhead inflates each call alike)."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    torch.cuda.synchronize()
+    profiler.enable()
+    for _ in range(steps):
+        fn()
+    profiler.disable()
+    torch.cuda.synchronize()
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    rows = [(f"{Path(file).name}:{line} {func} x{calls / steps:g}", own * 1e6 / steps)
+            for (file, line, func), (_, calls, own, _, _) in stats.items()]  # fmt: skip
+    return sorted(rows, key=lambda row: -row[1])[:top]
 
 
 def kernel_times(torch: Any, fn: Callable[[], Any], steps: int) -> list[tuple[str, float]]:

@@ -1,8 +1,8 @@
 """Eager calls of registered ops without the dispatcher (kspec/torch/_eager.py): on plain tensors the callable
 ``register`` returns runs the kernel directly and records the op's own backward through a plain
 ``torch.autograd.Function``, with the results and gradients of the operator ``torch.ops.kspec.<name>``; every other
-call (meta or fake tensors, a dispatch mode, a tensor subclass, arguments the schema refuses, a kernel without
-gradients under autograd) takes the operator. On kspec's CPU device with CPU tensors; skipped without PyTorch."""
+call (meta or fake tensors, a dispatch mode, a tensor subclass, arguments the schema refuses) takes the
+operator. A kernel without gradients records a backward that raises, naming it. On kspec's CPU device with CPU tensors; skipped without PyTorch."""
 
 from __future__ import annotations
 
@@ -93,9 +93,15 @@ def test_a_tensor_subclass_takes_the_operator(on_cpu_device):
     torch.testing.assert_close(y.as_subclass(torch.Tensor), op(x, b).detach())
 
 
-def test_a_kernel_without_gradients_takes_pytorchs_fallback_under_autograd(on_cpu_device):
+def test_a_kernel_without_gradients_records_a_backward_that_names_it(on_cpu_device):
     op = kt.register(PLAIN)
     x, b = _inputs(7)
     y = op(x, b)
     torch.testing.assert_close(y.detach(), (x * b).detach())  # the forward runs
-    assert type(y.grad_fn) is type(op.overload(x, b).grad_fn)  # the operator's: what PyTorch does without a backward
+    assert y.requires_grad  # never a silently detached output
+    with pytest.raises(kspec.KspecError, match="kernel 'eager_no_grad' has no gradients") as caught:
+        y.sum().backward()
+    assert isinstance(caught.value, NotImplementedError)
+    assert x.grad is None and b.grad is None
+    with torch.no_grad():
+        assert not op(x, b).requires_grad

@@ -25,7 +25,7 @@ typedef int (*cu_launch_t)(void*, unsigned, unsigned, unsigned, unsigned, unsign
 
 static PyObject *S_cai, *S_mask, *S_version, *S_typestr, *S_stream_key, *S_shape, *S_strides, *S_dtype, *S_data, *S_ptr, *S_stride, *S_get_device, *S_data_ptr,
     *S_kshape, *S_kstrides, *S_kdtype, *S_kptr, *S_kdevice, *S_device_id, *S_flags, *S_writeable, *S_ctypes,
-    *S_launch, *S_stream, *S_extra;
+    *S_launch, *S_stream, *S_extra, *S_requires_grad, *S_torch, *S_is_grad_enabled;
 
 // Every type here keeps its objects GC-visible and frees what it owns in its tp_clear, so one dealloc serves
 // them all; a cleared instance refuses calls (each call checks what its clear empties).

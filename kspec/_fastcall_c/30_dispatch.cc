@@ -140,6 +140,34 @@ error:
     return got;
 }
 
+// Whether PyTorch's autograd records a call on tensor `a`: it requires grad and grad mode is on. Such a call
+// takes the miss path, which hands it to kspec.torch (kspec/kernels/_frameworks.py's recorded_by). 1: records;
+// 0: no; -1: an error. torch.is_grad_enabled is looked up the first time a tensor requires grad.
+static PyObject* grad_mode_on = NULL;
+
+static int torch_records(PyObject* a) {
+    PyObject* requires = PyObject_GetAttr(a, S_requires_grad);
+    if (!requires) return -1;
+    int needs = requires == Py_True;
+    Py_DECREF(requires);
+    if (!needs) return 0;
+    if (!grad_mode_on) {
+        PyObject* torch = PyImport_GetModule(S_torch);  // imported: `a` is one of its tensors
+        if (!torch) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "kspec fastcall: a tensor without torch");
+            return -1;
+        }
+        grad_mode_on = PyObject_GetAttr(torch, S_is_grad_enabled);
+        Py_DECREF(torch);
+        if (!grad_mode_on) return -1;
+    }
+    PyObject* on = PyObject_CallNoArgs(grad_mode_on);
+    if (!on) return -1;
+    int records = on == Py_True;
+    Py_DECREF(on);
+    return records;
+}
+
 // Append an argument's key items to `key` from `*at` and read its pointer (the reads of
 // kspec/kernels/_arguments.py's READS). 1: a key; 0: the call cannot be keyed (MISS); -1: an error.
 static int read_argument(Dispatch* self, PyObject* a, int kind, PyObject* key, Py_ssize_t* at, uint64_t* ptr,
@@ -179,13 +207,16 @@ static int read_argument(Dispatch* self, PyObject* a, int kind, PyObject* key, P
                 Py_DECREF(m);
             }
             break;
-        case TORCH:
+        case TORCH: {
+            int records = torch_records(a);
+            if (records != 0) return records < 0 ? -1 : 0;  // recorded: the miss path hands it on
             items[0] = PyObject_GetAttr(a, S_shape);
             items[1] = PyObject_CallMethodNoArgs(a, S_stride);
             items[2] = PyObject_GetAttr(a, S_dtype);
             items[3] = PyObject_CallMethodNoArgs(a, S_get_device);
             p = PyObject_CallMethodNoArgs(a, S_data_ptr);
             break;
+        }
         case KSPEC:
         case KSPEC_SEVERAL:
             items[0] = PyObject_GetAttr(a, S_kshape);

@@ -35,6 +35,7 @@ PyMODINIT_FUNC PyInit_kspec_fastcall(void) {
         {&S_is_cuda, "is_cuda"},    {&S_host_active, "host_active"}, {&S_shared_mem, "shared_mem"},
         {&S_calls, "_calls"},       {&S_call, "call"},         {&S_miss, "miss"},
         {&S_mask, "mask"},          {&S_version, "version"},   {&S_typestr, "typestr"},  {&S_stream_key, "stream"},
+        {&S_requires_grad, "requires_grad"}, {&S_torch, "torch"}, {&S_is_grad_enabled, "is_grad_enabled"},
     };
     for (auto& n : names)
         if (!(*n.slot = PyUnicode_InternFromString(n.text))) return NULL;

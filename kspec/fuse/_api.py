@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,15 @@ from . import _rules
 from ._program import ArgType, Program, ProgramForm, check_name, trace
 
 _PY_SCALARS = (bool, int, float, complex)
+_modules = sys.modules
+
+
+@functools.cache
+def _recorded_by() -> Callable[[tuple[Any, ...]], Any]:
+    """The kernels layer's test for calls whose gradients a framework records (imported on first need)."""
+    from ..kernels import recorded_by
+
+    return recorded_by
 _PASSED_AS_IS = (bool, int, float, complex, type(None))  # keyed by type alone
 _DEVICE, _HOST, _TORCH, _NP_SCALAR, _AS_IS, _OTHER = range(6)
 _kinds: dict[type, int] = dict.fromkeys(_PASSED_AS_IS, _AS_IS)
@@ -121,6 +131,10 @@ class FusedFunction:
                 return result
         if kwargs or len(args) < self._nparams:
             args = self._bind(args, kwargs)
+        if "torch" in _modules:  # tensors that require grad: PyTorch's autograd records the call (kspec.torch)
+            recorder = _recorded_by()(args)
+            if recorder is not None:
+                return recorder.call(self, args, {})
         key = _signature(args)
         run = self._by_key.get(key)
         if run is None:

@@ -13,7 +13,7 @@ _LAZY = {
     "observe_builds": "_observe", "BuildObserver": "_observe", "ArraySpec": "_array_spec", "LaunchPlan": "_array_spec",
     "LaunchStep": "_array_spec", "TunedKernel": "_tuned",
     # not in __all__: the hand-off to framework adapters for fuse and jit (kspec/kernels/_frameworks.py)
-    "refuse_traced": "_frameworks", "traced_by": "_frameworks",
+    "refuse_traced": "_frameworks", "traced_by": "_frameworks", "recorded_by": "_frameworks",
     # not in __all__: kspec.torch gives RawKernel's launch-state classes to Dynamo (kspec/torch/_compile.py)
     "watch_raw_kernel_classes": "_raw",
     # not in __all__: kspec.cupy keeps raw modules in CuPy's kernel cache too, follows its memo clearing and makes

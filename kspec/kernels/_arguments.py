@@ -42,7 +42,9 @@ SCALAR_TYPES = (bool, int, float, complex)
 READS: dict[str, tuple[str, str, str]] = {
     CUPY: ("m{i} = a{i}.data", "a{i}.shape, a{i}.strides, a{i}.dtype, m{i}.device_id", "m{i}.ptr"),
     # get_device() also tells a host tensor (-1) from a device one: read on a one-device machine too
-    TORCH: ("", "a{i}.shape, a{i}.stride(), a{i}.dtype, a{i}.get_device()", "a{i}.data_ptr()"),
+    # a tensor that requires grad under grad mode: autograd records the call (the miss path hands it to kspec.torch)
+    TORCH: ("if a{i}.requires_grad and grad_on(): return {miss}", "a{i}.shape, a{i}.stride(), a{i}.dtype, a{i}.get_device()",
+            "a{i}.data_ptr()"),
     # DeviceArray's slots: the per-call hot path (allow-listed in tests/test_layers.py)
     KSPEC: ("", "a{i}._shape, a{i}._strides, a{i}._dtype, a{i}._device_id", "a{i}._ptr"),
     # NumPy arrays are device arrays on the CPU device only: checked per call (the device may change)
@@ -209,6 +211,6 @@ def _recipe(types: tuple[type, ...], several_devices: bool) -> tuple[Callable[..
               + "    return dispatch, read\n")  # fmt: skip
     ns: dict[str, Any] = {f"T{i}": tp for i, tp in enumerate(types)}
     ns.update(MISS=MISS, cai_entry=cai_entry, host_ok=accepts_kind, HOST=HOST, current_device=current_device_id,
-              modules=sys.modules)  # fmt: skip
+              modules=sys.modules, grad_on=getattr(sys.modules.get("torch"), "is_grad_enabled", None))  # fmt: skip
     exec(compiled(source, "dispatcher"), ns)
     return ns["make"], native_kinds(types, several_devices)

@@ -14,7 +14,9 @@ it through the same :attr:`PreparedCall.launch` a repeated call runs. A call tha
 another framework traces its arguments (JAX's tracers under ``jax.jit``) goes to that framework's adapter
 instead (:mod:`._frameworks`): found only after the planner failed, so no call that plans pays for it. So does
 an eager call on that framework's concrete arrays alone (JAX arrays: one cached XLA dispatch, where a launch on
-their memory costs a DLPack round trip), found on a miss, which such calls always take.
+their memory costs a DLPack round trip), found on a miss, which such calls always take, and a call whose
+gradients a framework records (PyTorch tensors that require grad, under grad mode: the dispatchers send those
+to the miss too).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 from .._lazy import imports_settled, settle_imports
 from ..runtime import current_stream, initialized_device_count, open_stream_blocks
 from ._arguments import MAX_ENTRIES, MISS, Dispatcher, make_dispatcher
-from ._frameworks import Framework, concrete_by, traced_by
+from ._frameworks import Framework, concrete_by, recorded_by, traced_by
 from ._prepared import PreparedCall
 
 Planner = Callable[[tuple[Any, ...], object, Any], tuple[PreparedCall, tuple[int, ...]]]
@@ -63,6 +65,10 @@ class CallPath:
         """A call the dispatcher did not serve: find or plan its prepared call, keep it, launch it."""
         if not imports_settled[0]:  # the process's first call: its lazy imports are done (kspec/_lazy.py)
             settle_imports()
+        if self._hand_off is not None:  # tensors that require grad: their framework's autograd records the call
+            recorder = recorded_by(args)
+            if recorder is not None:
+                return self._hand_off(recorder, args, stream, extra, False)
         given = stream  # as the call gave it: what a signature holds (a call without arrays keys its type)
         types = tuple(map(type, args))
         if self._hand_off is not None and stream is None and not open_stream_blocks[0]:
@@ -128,6 +134,10 @@ class CallPath:
 
     def once(self, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
         """Plan and launch a call whose keyword values cannot be part of a signature."""
+        if self._hand_off is not None:
+            recorder = recorded_by(args)
+            if recorder is not None:
+                return self._hand_off(recorder, args, stream, extra, False)
         if stream is None and open_stream_blocks[0]:
             stream = current_stream()
         found = self._planned(args, stream, extra)

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 
+_adapters: dict[str, Any] = {}  # adapter module name -> the module, imported on its first call
+
+
 @dataclass(frozen=True)
 class Framework:
     """One framework that traces kernel calls.
@@ -62,7 +65,10 @@ class Framework:
 
     def call(self, kernel: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         """``kernel(*args, **kwargs)`` run by the adapter."""
-        return importlib.import_module(self.adapter).call(kernel, *args, **kwargs)
+        adapter = _adapters.get(self.adapter)
+        if adapter is None:
+            adapter = _adapters[self.adapter] = importlib.import_module(self.adapter)
+        return adapter.call(kernel, *args, **kwargs)
 
     def refusal(self, what: str, name: str, args: Iterable[Any]) -> Exception:
         """The adapter's error for a kernel it cannot run on these tracers."""
@@ -77,6 +83,28 @@ FRAMEWORKS: tuple[Framework, ...] = (
 )
 
 _PLAIN = (bool, int, float, complex)
+
+# The adapter that records gradients of eager calls on PyTorch tensors (kspec.torch): its ``call`` runs a kernel
+# as the op ``kspec.torch.register`` defines, inside the op's autograd
+TORCH_AUTOGRAD = Framework("torch", (("torch._subclasses.fake_tensor", "FakeTensor"),), "kspec.torch",
+                           (("torch", "Tensor"),), ("torch",))  # fmt: skip
+
+
+def recorded_by(args: Iterable[Any]) -> Framework | None:
+    """The framework whose autograd records this eager call: PyTorch's where an argument is a tensor that
+    requires grad and grad mode is on (the call then runs as its registered op, which records the backward, or
+    says on backward that the kernel has none). Asked where a call already goes slow (a call path's miss: the
+    dispatchers send such calls there), never imports PyTorch."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    tensor = getattr(torch, "Tensor", None)
+    if not isinstance(tensor, type):  # torch half-imported
+        return None
+    for arg in args:
+        if isinstance(arg, tensor) and getattr(arg, "requires_grad", False):
+            return TORCH_AUTOGRAD if torch.is_grad_enabled() else None
+    return None
 
 
 def concrete_by(args: Iterable[Any]) -> Framework | None:

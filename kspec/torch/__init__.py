@@ -7,7 +7,9 @@ it as one operator (no graph break) with outputs from the kernel's own planning 
 ``kspec.torch.register_module(generated.elementwise)`` registers every elementwise and reduction kernel of a
 generated module (or a :class:`kspec.KernelLibrary`). CUDA tensors launch the kernel on PyTorch's current
 stream; CPU tensors run it on kspec's CPU device (``KSPEC_DEVICE=cpu``). Kernels whose spec declares gradients
-(``grad``) and fused functions get autograd; other spec kernels have none (docs/guide/pytorch.md).
+(``grad``) and fused functions get autograd; other spec kernels have none: their outputs' backward raises an
+error naming the kernel (docs/guide/gradients.md). A kernel called bare on tensors that require grad runs as
+its op too (:func:`call`), eagerly as inside ``torch.compile``.
 
 PyTorch is imported when something is registered, never by ``import kspec``.
 """
@@ -29,10 +31,11 @@ from . import _ops
 from ._autograd import add_autograd
 from ._compile import install as _install
 from ._eager import eager_op
+from ._recording import call as _recorded_call, refusal  # noqa: F401 - refusal: read by name (kernels/_frameworks.py)
 from ._saving import SINGLE as _SINGLE, SUFFIX as _SAVING, define_saving
 from ._schema import fused_signature, spec_kernel_signature
 
-__all__ = ["register", "register_module"]
+__all__ = ["call", "register", "register_module"]
 
 
 def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | None = None, returns: int = 1) -> Any:
@@ -94,6 +97,15 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
             op = _reduction_op(op)
         _ops.remember(op_name, kernel, signature, op)
     return op
+
+
+def call(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+    """``kernel(*args, **kwargs)`` as the op :func:`register` defines for it, with the call's numbers as its
+    scalars: what a bare eager call on tensors that require grad (grad mode on) runs, so that autograd records
+    it (a kernel without gradients gives outputs whose backward raises an error naming it). Outputs given to
+    write into and ``stream=`` are refused there, as PyTorch refuses ``out=`` arguments that autograd would
+    have to record."""
+    return _recorded_call(register, kernel, *args, **kwargs)
 
 
 def _content_digest(kernel: Any, kind: str, signature: Any) -> str:

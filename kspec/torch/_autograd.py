@@ -103,3 +103,20 @@ def eager_function(name: str, gradients: GradientRule, returns_tuple: bool) -> A
 
     members = {"forward": staticmethod(forward), "backward": staticmethod(backward)}
     return type(f"kspec_{name}_eager", (torch.autograd.Function,), members)
+
+
+def no_gradients(name: str) -> GradientRule:
+    """The rule of an op whose kernel has no gradients: asked for one, it raises an error naming the kernel
+    (PyTorch's convention for operators without a derivative), where PyTorch's fallback for an op without
+    autograd would warn and leave the inputs without gradients."""
+    from .._errors import KspecNotImplementedError
+
+    def raises(args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any],
+               needed: Sequence[bool]) -> Sequence[Any]:  # fmt: skip
+        raise KspecNotImplementedError(
+            f"kspec.torch: kernel '{name}' has no gradients, and a backward through it was asked for: declare "
+            "them in its spec (grad = \"auto\" derives them from its operation, or a table per input), or call "
+            "it under torch.no_grad() or on detached tensors where none should flow"
+        )
+
+    return raises

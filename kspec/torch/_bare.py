@@ -15,45 +15,51 @@ from .._errors import KspecNotImplementedError, KspecTypeError, KspecValueError
 _NUMBERS = (bool, int, float, complex)
 
 
-def resolve(register: Any, kernel: Any, values: list[Any], named: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """(the OpOverload to call with the call's positional arguments, its keyword arguments); ``register`` is
-    kspec.torch.register."""
+INSIDE_COMPILE = "inside torch.compile"
+
+
+def resolve(register: Any, kernel: Any, values: list[Any], named: dict[str, Any],
+            where: str = INSIDE_COMPILE) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+    """(the registered callable to call with the call's positional arguments, its keyword arguments: its
+    ``overload`` is the op that tracing calls); ``register`` is kspec.torch.register. ``where`` names the calls
+    that take this route, for the errors (``inside torch.compile``)."""
     from ..fuse import FusedFunction
     from ..kernels import ReductionKernel
 
     if isinstance(kernel, FusedFunction):
         function = f"fused function {kernel.kernel_name!r}"
         if named:
-            raise KspecTypeError(f"kspec.torch: {function}: pass its arguments positionally inside torch.compile")
-        scalars = _scalars(function, _fused_names(kernel, len(values)), values)
-        return register(kernel, scalars=scalars, returns=_fused_returns(kernel, values)).overload, {}
+            raise KspecTypeError(f"kspec.torch: {function}: pass its arguments positionally {where}")
+        scalars = _scalars(function, _fused_names(kernel, len(values)), values, where)
+        return register(kernel, scalars=scalars, returns=_fused_returns(kernel, values)), {}
     what = f"kernel '{kernel.name}'"
     names = [p.name for p in kernel.in_params]
     stream = named.pop("stream", None)
     if stream is not None:
-        raise KspecValueError(f"kspec.torch: {what}: stream= inside torch.compile; the op runs on PyTorch's current stream (torch.cuda.stream(s))")
+        raise KspecValueError(f"kspec.torch: {what}: stream= {where}; the op runs on PyTorch's current stream (torch.cuda.stream(s))")
     if len(values) != len(names):
         raise KspecNotImplementedError(
-            f"kspec.torch: {what} takes {len(names)} input(s) inside torch.compile and returns new tensors; got "
-            f"{len(values)} arguments (outputs given to write into are not supported there)"
+            f"kspec.torch: {what} takes {len(names)} input(s) {where} and returns new tensors; got "
+            f"{len(values)} arguments (outputs given to write into are not supported there: autograd cannot record "
+            "a kernel writing into given arrays, as for PyTorch's out= arguments)"
         )
-    scalars = _scalars(what, names, values)
+    scalars = _scalars(what, names, values, where)
     if isinstance(kernel, ReductionKernel):
         if named.pop("out", None) is not None:
-            raise KspecNotImplementedError(f"kspec.torch: {what}: out= inside torch.compile; use the returned tensor")
+            raise KspecNotImplementedError(f"kspec.torch: {what}: out= {where}; use the returned tensor")
         axis, keepdims = named.pop("axis", None), named.pop("keepdims", False)
         _no_more(what, named)
         if isinstance(axis, int):
             axis = [axis]
         elif axis is not None:
             axis = list(axis)
-        return register(kernel, scalars=scalars).overload, {"axis": axis, "keepdims": bool(keepdims)}
+        return register(kernel, scalars=scalars), {"axis": axis, "keepdims": bool(keepdims)}
     if named.pop("block_size", None) is not None:
-        raise KspecNotImplementedError(f"kspec.torch: {what}: block_size= inside torch.compile; leave it to the kernel's default")
+        raise KspecNotImplementedError(f"kspec.torch: {what}: block_size= {where}; leave it to the kernel's default")
     size = named.pop("size", None)
     _no_more(what, named)
     keywords = {"size": size} if size is not None else {}
-    return register(kernel, scalars=scalars).overload, keywords
+    return register(kernel, scalars=scalars), keywords
 
 
 def _no_more(what: str, named: dict[str, Any]) -> None:
@@ -61,7 +67,7 @@ def _no_more(what: str, named: dict[str, Any]) -> None:
         raise KspecTypeError(f"kspec.torch: {what}: unexpected keyword argument {next(iter(named))!r}")
 
 
-def _scalars(what: str, names: list[str], values: list[Any]) -> list[str]:
+def _scalars(what: str, names: list[str], values: list[Any], where: str) -> list[str]:
     """The inputs given as numbers (the op's scalars); every other must be a tensor."""
     import torch
 
@@ -71,7 +77,7 @@ def _scalars(what: str, names: list[str], values: list[Any]) -> list[str]:
             scalars.append(name)
         elif not isinstance(value, torch.Tensor):
             raise KspecTypeError(
-                f"kspec.torch: {what}: {name}: inside torch.compile an input is a tensor or a Python number, got "
+                f"kspec.torch: {what}: {name}: {where} an input is a tensor or a Python number, got "
                 f"{type(value).__name__}"
             )
     return scalars

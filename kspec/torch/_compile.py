@@ -208,9 +208,10 @@ def _call(tx: Any, kernel: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     values = [_value(a) for a in args]
     named = {k: _value(v) for k, v in kwargs.items()}
     try:
-        op, call_kwargs = _bare.resolve(_register[0], kernel, values, named)
+        registered, call_kwargs = _bare.resolve(_register[0], kernel, values, named)
     except KspecError as exc:
         raise _error(str(exc)) from None
+    op = registered.overload
     build = VariableTracker.build
     op_kwargs = {name: build(tx, value) for name, value in call_kwargs.items()}
     return build(tx, op).call_function(tx, list(args), op_kwargs)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ._autograd import Forward, GradientRule, eager_function
+from ._autograd import Forward, GradientRule, eager_function, no_gradients
 from ._schema import OpSignature
 
 _NUMBERS = (int, float, bool, complex)
@@ -25,8 +25,8 @@ def eager_op(name: str, overload: Any, signature: OpSignature, plain: tuple[Call
              recorded: tuple[Forward, Forward] | None, gradients: GradientRule | None) -> Callable[..., Any]:  # fmt: skip
     """The callable for op ``name``. ``plain``: its implementations on CUDA and on host tensors (the dispatcher's
     CUDA and CPU kernels); ``recorded``: the same where autograd records (their outputs, and the values the
-    backward reads besides them); ``gradients``: its gradient rule (None: the op has no autograd of its own, and
-    calls that autograd records go through the dispatcher, whose fallback says so on backward)."""
+    backward reads besides them); ``gradients``: its gradient rule (None: the kernel has none, and the outputs of
+    calls that autograd records raise an error naming it on backward)."""
     import torch
 
     is_compiling = torch.compiler.is_compiling
@@ -36,7 +36,7 @@ def eager_op(name: str, overload: Any, signature: OpSignature, plain: tuple[Call
     plain_types = (torch.Tensor, torch.nn.Parameter)
     tensor_at = tuple(n not in signature.scalars for n in signature.inputs)
     count = len(tensor_at)
-    function = eager_function(name, gradients, signature.returns_tuple) if gradients is not None else None
+    function = eager_function(name, gradients if gradients is not None else no_gradients(name), signature.returns_tuple)
     on_cuda, on_cpu = plain
     recording = recorded or (spec_forward(on_cuda), spec_forward(on_cpu))
 
@@ -60,8 +60,6 @@ def eager_op(name: str, overload: Any, signature: OpSignature, plain: tuple[Call
         if not (cuda or cpu):
             return overload(*args, **kwargs)
         if records and grad_enabled():
-            if function is None:
-                return overload(*args, **kwargs)  # no gradients: PyTorch's fallback, which raises on backward
             return function.apply(recording[0] if cuda else recording[1], kwargs, *args)
         return (on_cuda if cuda else on_cpu)(*args, **kwargs)
 

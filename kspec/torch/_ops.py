@@ -11,8 +11,10 @@ Each is defined with ``torch.library.Library.define`` and given three implementa
 
 ``Library.define`` + ``impl`` rather than ``torch.library.custom_op``: the dispatcher calls the kernel with no
 Python layer in between, where ``custom_op`` adds its autograd and aliasing checks in Python on every call
-(1.1 against 3.9 us per call on the CPU machine: benchmarks/torch_register.py). So no autograd: calling an op on
-tensors that require grad gives results that do not require grad (PyTorch warns on backward).
+(1.1 against 3.9 us per call on the CPU machine: benchmarks/torch_register.py). Autograd is added where the
+kernel has gradients (kspec/torch/_autograd.py); called by name on tensors that require grad, an op without it
+gives results that do not require grad (PyTorch warns on backward), while the callable register returns
+records an error for the backward (kspec/torch/_eager.py).
 
 A spec kernel's op also has an out variant, ``torch.ops.kspec.<name>.out`` (the inputs, then the outputs it
 writes; returns nothing), and a rule that decomposes the functional op into ``torch.empty`` + the out variant
@@ -107,7 +109,7 @@ def define(kernel: Any, name: str, signature: OpSignature, planner: Any, call: A
     lib.define(f"{name}{signature.schema}")
     outputs = _outputs(name, planner, signature)
     torch.library.register_fake(f"{NAMESPACE}::{name}", _fake(outputs, signature), lib=lib)
-    lib.impl(name, call, "CUDA")
+    lib.impl(name, _unrecorded(call), "CUDA")
     lib.impl(name, on_cpu_device(name, call), "CPU")
     packet = getattr(torch.ops.kspec, name)
     if signature.out_schema is not None and hasattr(torch.library, "register_torch_dispatch"):
@@ -126,6 +128,23 @@ def define(kernel: Any, name: str, signature: OpSignature, planner: Any, call: A
 
 def remember(name: str, kernel: Any, signature: OpSignature, op: Any) -> None:
     _ops[name] = (kernel, signature, op)
+
+
+def _unrecorded(call: Any) -> Any:
+    """``call`` as the dispatcher's CUDA kernel: run with grad mode off where it is on (PyTorch's fallback for
+    an op without autograd calls it so), or the kernel's call would see tensors that require grad and hand
+    itself back to the op (kspec/torch/_recording.py)."""
+    import torch
+
+    grad_enabled, no_grad = torch.is_grad_enabled, torch.no_grad
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if grad_enabled():
+            with no_grad():
+                return call(*args, **kwargs)
+        return call(*args, **kwargs)
+
+    return run
 
 
 def _outputs(name: str, planner: Any, signature: OpSignature) -> Any:
