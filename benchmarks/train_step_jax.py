@@ -3,8 +3,8 @@ kernel with gradients (bare call and ``kspec.jax.call``; the spec kernel and the
 ``jax.nn.gelu``, beside the traffic floor (2.5 copies of ``x``) measured in the same run, and the gradients
 checked against XLA's.
 
-The step: the vector-Jacobian product of ``y = gelu_tanh(x + b)`` for an incoming gradient ``g`` (both
-gradients: ``x``'s and the bias's). Times are wall milliseconds per step over ``--reps`` steps issued back to
+The step: ``y = gelu_tanh(x + b)`` and its vector-Jacobian product for an incoming gradient ``g`` (both
+gradients: ``x``'s and the bias's), returning all three, as PyTorch's step computes ``y`` and both gradients. Times are wall milliseconds per step over ``--reps`` steps issued back to
 back and synchronised once (the device's time where it is the bound), medians of ``--rounds`` rounds that
 alternate the contenders. Usage::
 
@@ -43,8 +43,8 @@ def contenders() -> dict[str, Callable[..., Any]]:
 
     def step_of(forward: Callable[[Any, Any], Any]) -> Any:
         def step(x: Any, b: Any, g: Any) -> Any:
-            _, back = jax.vjp(forward, x, b)
-            return back(g)
+            y, back = jax.vjp(forward, x, b)
+            return (y, *back(g))  # y too: a training step reads its loss (else XLA drops its own forward)
 
         return jax.jit(step)
 

@@ -200,8 +200,9 @@ def layouts_key(args: Sequence[Any]) -> tuple[Any, ...] | None:
     key: list[Any] = []
     for a in args:
         stride = getattr(a, "stride", None)
-        if callable(stride):  # a torch.Tensor (a fake one's sizes may be symbolic: unhashable, caught below)
-            key.append((a.shape, stride(), a.dtype, a.device))
+        if callable(stride):  # a torch.Tensor (a fake one's sizes may be symbolic: unhashable, caught below);
+            # its device as an index and its type (a FakeTensor's differs): `.device` makes an object per read
+            key.append((type(a), a.shape, stride(), a.dtype, a.get_device()))
         elif isinstance(a, (int, float, complex)):
             key.append((type(a), a))
         else:
