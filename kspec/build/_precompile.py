@@ -18,6 +18,7 @@ from .._errors import KspecError, SpecError
 from ..compiler import BinaryCache, CompiledProgram, CompileOptions, cache_key, compile_cached, default_cache, register_counts
 from ..render import RenderedModule, render, render_raw, specialize
 from ..spec import AnySpec, RawSpec, layouts_of, with_backwards
+from ._front_end import SharedFrontEnd, archs_by_module
 from ._worker import STACK_BYTES
 from ._workers import DEFAULT_COMPILE_TIMEOUT_S, ISOLATED, CompilePool
 
@@ -80,6 +81,7 @@ class BuildResult(UnitOutcome):
     source_sha256: str = ""
     key: str = ""  # the specialization's content key (what a BinaryStore finds the binary by)
     registers: dict[str, int] = field(default_factory=dict)  # lowered name -> registers per thread
+    linked: bool = False  # made by nvJitLink from the module's PTX, compiled once for every arch (_front_end.py)
 
     @property
     def max_registers(self) -> int | None:
@@ -204,6 +206,7 @@ def precompile(
             except KspecError as exc:
                 rendered[k] = exc
     store = cache if cache is not None else default_cache()
+    front_end = SharedFrontEnd(archs_by_module(units))  # a module's PTX once, linked per arch where it may
 
     def build(unit: BuildUnit, pool: CompilePool | None) -> BuildResult:
         result = BuildResult(unit)
@@ -215,21 +218,28 @@ def precompile(
             result.key = key
             result.source_sha256 = hashlib.sha256(module.source.encode()).hexdigest()
             try:
-                program, hit = cached_compile(
-                    store, pool, name=unit.spec.name, source=module.source,
-                    options=CompileOptions(arch=unit.arch, extra=nvrtc_options),
-                    name_expressions=tuple(module.name_expressions), needs=tuple(module.needs),
+                program, hit, linked = front_end.compile(
+                    cached_compile, store, pool, unit.memo_key, unit.arch, name=unit.spec.name, source=module.source,
+                    extra=tuple(nvrtc_options), name_expressions=tuple(module.name_expressions),
+                    needs=tuple(module.needs),
                 )
             except KspecError as exc:
                 result.error = exc
             else:
-                result.program, result.cache_hit = program, hit
+                result.program, result.cache_hit, result.linked = program, hit, linked
                 result.registers = register_counts(program.binary)
         if on_result is not None:
             on_result(result)
         return result
 
-    return run_parallel(units, build, jobs=jobs, timeout=timeout, isolate=isolate)
+    # arch by arch: a module's units then run apart, so that its first unit's PTX compile (which the others
+    # wait for) overlaps other modules' compiles rather than idling a worker; results in the units' order
+    order = sorted(range(len(units)), key=lambda i: (units[i].arch, i))
+    results = run_parallel([units[i] for i in order], build, jobs=jobs, timeout=timeout, isolate=isolate)
+    ordered: list[BuildResult] = [results[0]] * len(units) if units else []
+    for position, result in zip(order, results):
+        ordered[position] = result
+    return ordered
 
 
 _Item = TypeVar("_Item")

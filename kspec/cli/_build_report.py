@@ -22,10 +22,12 @@ def summary_line(results: Sequence[BuildResult], archs: Sequence[str], wall: flo
     kernels counted."""
     failed = sum(not r.ok for r in results)
     hits = sum(r.cache_hit for r in results)
+    linked = sum(r.linked for r in results)
     sizes = [len(r.program.binary) for r in results if r.ok and r.program is not None]
     line = (
         f"{len(results) - failed}/{len(results)} modules built for {','.join(archs)} "
-        f"in {wall:.2f} s ({hits} from the cache), {failed} failed"
+        f"in {wall:.2f} s ({hits} from the cache{f', {linked} linked from one PTX a module' if linked else ''}), "
+        f"{failed} failed"
     )
     if sizes:
         line += f", {_size(sum(sizes))} ({_size(sum(sizes) // len(sizes))} a module)"
@@ -94,6 +96,7 @@ def json_report(
         "modules_built": len(results) - failed,
         "modules_failed": failed,
         "cache_hits": sum(r.cache_hit for r in results),
+        "modules_linked": sum(r.linked for r in results),
         "manifest": manifest,
         "error": error,
         "modules": [_module(r) for r in sorted(results, key=lambda r: (r.unit.spec.name, r.unit.label, r.unit.arch))],
@@ -110,6 +113,7 @@ def _module(r: BuildResult) -> dict[str, Any]:
         "arch": r.unit.arch,
         "ok": r.ok,
         "cache_hit": r.cache_hit,
+        "linked": r.linked,
         "compile_ms": None if r.program is None or r.cache_hit else round(r.program.compile_ms, 1),
         "registers": r.max_registers,
         "key": r.key or None,
