@@ -58,7 +58,8 @@ def main() -> None:
         cases.append(("l2norm float32 axis=1", lambda lib: lib["l2norm"](m, axis=1), m.nbytes))
         cases.append(("l2norm float32 axis=0", lambda lib: lib["l2norm"](m, axis=0), m.nbytes))
         h = m.astype("float16")
-        cases.append(("sum_of_squares float16 all", lambda lib: lib["sum_of_squares"](h), h.nbytes))
+        total = cp.empty((), dtype=np.float32)  # its accumulator type is bound by the output alone
+        cases.append(("sum_of_squares float16 all", lambda lib: lib["sum_of_squares"](h, total), h.nbytes))
         src = cp.empty(n, dtype=np.float32)
         dst = cp.empty_like(src)
         samples: dict[str, list[float]] = {}
