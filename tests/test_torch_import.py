@@ -11,4 +11,4 @@ def test_importing_kspec_torch_imports_no_torch():
     code = "import sys, kspec.torch; assert 'torch' not in sys.modules, 'torch imported'; print(kspec.torch.__all__)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "['register', 'register_module']"
+    assert done.stdout.strip() == "['call', 'register', 'register_module']"

@@ -23,6 +23,9 @@ from ._program import ArgType, Program, ProgramForm, check_name, trace
 
 _PY_SCALARS = (bool, int, float, complex)
 _modules = sys.modules
+_PASSED_AS_IS = (bool, int, float, complex, type(None))  # keyed by type alone
+_DEVICE, _HOST, _TORCH, _NP_SCALAR, _AS_IS, _OTHER = range(6)
+_kinds: dict[type, int] = dict.fromkeys(_PASSED_AS_IS, _AS_IS)
 
 
 @functools.cache
@@ -31,9 +34,6 @@ def _recorded_by() -> Callable[[tuple[Any, ...]], Any]:
     from ..kernels import recorded_by
 
     return recorded_by
-_PASSED_AS_IS = (bool, int, float, complex, type(None))  # keyed by type alone
-_DEVICE, _HOST, _TORCH, _NP_SCALAR, _AS_IS, _OTHER = range(6)
-_kinds: dict[type, int] = dict.fromkeys(_PASSED_AS_IS, _AS_IS)
 
 
 def _kind(tp: type, obj: Any) -> int:
