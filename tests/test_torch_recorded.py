@@ -90,3 +90,10 @@ def test_under_no_grad_a_call_is_not_recorded(on_cpu_device):
         y = kt.call(ACT, x, b)  # the op's plain call: grad mode off
     assert not y.requires_grad
     torch.testing.assert_close(y, act_reference(x, b).detach())
+
+
+def test_a_plain_call_on_cpu_tensors_points_to_numpy_and_register(on_cpu_device):
+    x, b = _inputs(8)
+    with pytest.raises(kspec.KspecTypeError, match=r"t\.numpy\(\) shares the tensor's memory.*kspec\.torch\.register"):
+        ACT(x.detach(), b.detach())  # no grad: not recorded, so the kernel's own launch path reads the tensors
+    torch.testing.assert_close(kt.register(ACT)(x.detach(), b.detach()), act_reference(x, b).detach())

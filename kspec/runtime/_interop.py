@@ -213,7 +213,16 @@ def array_info(obj: object, *, param: str | None = None, stream: int | None = No
         t: Any = obj
         device_id = t.get_device()
         if device_id < 0:
-            raise KspecTypeError(f"{_where(param)}a PyTorch tensor on {t.device} (host memory); move it with .cuda()")
+            if _device_kind.host_active:  # kspec's CPU device takes NumPy arrays; kspec.torch's ops take tensors
+                raise KspecTypeError(
+                    f"{_where(param)}a PyTorch tensor on {t.device}: kspec's CPU device runs kernels on NumPy arrays "
+                    "(t.numpy() shares the tensor's memory), or call the kernel through kspec.torch.register(kernel), "
+                    "whose op runs CPU tensors on the CPU device"
+                )
+            raise KspecTypeError(
+                f"{_where(param)}a PyTorch tensor on {t.device} (host memory); move it with .cuda(), or run on kspec's "
+                "CPU device (kspec.use_device('cpu')) through kspec.torch.register(kernel)"
+            )
         dtype = torch_dtype_to_numpy(t.dtype)
         strides = tuple(s * dtype.itemsize for s in t.stride())
         return ArrayInfo(t.data_ptr(), tuple(t.shape), strides, dtype, device_id, TORCH, False, obj)
