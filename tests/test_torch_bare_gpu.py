@@ -10,15 +10,14 @@ torch = pytest.importorskip("torch")
 import kspec  # noqa: E402
 import kspec.jit  # noqa: E402,F401  # before Dynamo loads: then Dynamo knows its kernels
 from torch_bare_cases import bare_model, bare_reference  # noqa: E402
-from torch_cases import fresh_compiles, unique_graphs  # noqa: E402
+from torch_cases import fresh_compiles, skip_without_cuda, unique_graphs  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo():
-    if not torch.cuda.is_available():
-        pytest.skip("PyTorch sees no CUDA device")
+    skip_without_cuda()
     with fresh_compiles():
         yield
 

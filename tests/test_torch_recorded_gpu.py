@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 
 import kspec  # noqa: E402
 import kspec.torch as kt  # noqa: E402
+from torch_cases import skip_without_cuda  # noqa: E402
 from torch_recorded_cases import ACT, PLAIN, SUMSQ, act_reference, fused_act, grads  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -19,8 +20,7 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture(autouse=True)
 def _cuda():
-    if not torch.cuda.is_available():
-        pytest.skip("PyTorch sees no CUDA device")
+    skip_without_cuda()
 
 
 @pytest.fixture(params=["compiled", "python"])

@@ -8,6 +8,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 import kspec
 
 add_kernel = kspec.ElementwiseKernel("T x, T y", "T z", "z = x + y", "torch_add")
@@ -95,3 +97,11 @@ def opcheck_cases(device: str) -> list[tuple[str, Any, tuple[Any, ...], dict[str
         ("reduction", kt.register(sum_kernel).overload, (x,), {"axis": [1], "keepdims": True}),
         ("fused", kt.register(fused_stats, returns=2).overload, (x, y), {}),
     ]
+
+
+def skip_without_cuda() -> None:
+    """Skip the calling test or fixture where PyTorch sees no CUDA device."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA device")

@@ -236,10 +236,8 @@ def precompile(
     # wait for) overlaps other modules' compiles rather than idling a worker; results in the units' order
     order = sorted(range(len(units)), key=lambda i: (units[i].arch, i))
     results = run_parallel([units[i] for i in order], build, jobs=jobs, timeout=timeout, isolate=isolate)
-    ordered: list[BuildResult] = [results[0]] * len(units) if units else []
-    for position, result in zip(order, results):
-        ordered[position] = result
-    return ordered
+    by_position = dict(zip(order, results))
+    return [by_position[i] for i in range(len(units))]
 
 
 _Item = TypeVar("_Item")

@@ -65,10 +65,9 @@ class CallPath:
         """A call the dispatcher did not serve: find or plan its prepared call, keep it, launch it."""
         if not imports_settled[0]:  # the process's first call: its lazy imports are done (kspec/_lazy.py)
             settle_imports()
-        if self._hand_off is not None:  # tensors that require grad: their framework's autograd records the call
-            recorder = recorded_by(args)
-            if recorder is not None:
-                return self._hand_off(recorder, args, stream, extra, False)
+        recorded = self._recorded(args, stream, extra)
+        if recorded is not MISS:
+            return recorded
         given = stream  # as the call gave it: what a signature holds (a call without arrays keys its type)
         types = tuple(map(type, args))
         if self._hand_off is not None and stream is None and not open_stream_blocks[0]:
@@ -116,6 +115,14 @@ class CallPath:
             prepared.order_producers(producers, stream)
         return prepared.launch(args, stream, *pointers)
 
+    def _recorded(self, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
+        """The call run by the framework whose autograd records it (tensors that require grad), or MISS."""
+        if self._hand_off is not None:
+            recorder = recorded_by(args)
+            if recorder is not None:
+                return self._hand_off(recorder, args, stream, extra, False)
+        return MISS
+
     def _dispatcher(self, types: tuple[type, ...]) -> Dispatcher | None:
         """The dispatcher of an argument-type tuple, made and kept (None: no signature describes them)."""
         if len(self._by_types) >= MAX_ENTRIES:
@@ -134,10 +141,9 @@ class CallPath:
 
     def once(self, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
         """Plan and launch a call whose keyword values cannot be part of a signature."""
-        if self._hand_off is not None:
-            recorder = recorded_by(args)
-            if recorder is not None:
-                return self._hand_off(recorder, args, stream, extra, False)
+        recorded = self._recorded(args, stream, extra)
+        if recorded is not MISS:
+            return recorded
         if stream is None and open_stream_blocks[0]:
             stream = current_stream()
         found = self._planned(args, stream, extra)

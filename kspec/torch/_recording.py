@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._errors import KspecTypeError, KspecValueError
+from .._errors import KspecTypeError, KspecValueError, kernel_label
 from ..fuse import FusedFunction
 from ._bare import resolve
 
@@ -32,7 +32,7 @@ def call(register: Any, kernel: Any, *args: Any, **kwargs: Any) -> Any:
         )
     if kwargs:
         kwargs.pop("stream", None)
-    fused = type(kernel) is FusedFunction or isinstance(kernel, FusedFunction)
+    fused = isinstance(kernel, FusedFunction)
     key: tuple[Any, ...] = (id(kernel), tuple(map(type, args)), tuple(kwargs))
     if fused:
         key += tuple((a.dtype, a.dim()) for a in args if hasattr(a, "requires_grad"))
@@ -61,8 +61,7 @@ def _no_outputs_given(kernel: Any, args: tuple[Any, ...], fused: bool) -> None:
 
 
 def _label(kernel: Any) -> str:
-    name = getattr(kernel, "kernel_name", None) or getattr(kernel, "name", "?")
-    return f"kernel '{name}'"
+    return kernel_label(str(getattr(kernel, "kernel_name", None) or getattr(kernel, "name", "?")))
 
 
 def refusal(what: str, name: str, args: tuple[Any, ...]) -> Exception:
