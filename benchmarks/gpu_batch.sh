@@ -2,8 +2,8 @@
 # One device call's worth of GPU work (the device tool returns at most 8 files, so logs go into one tarball):
 #   bash .device/run.sh bash benchmarks/gpu_batch.sh [STEP ...]
 # Steps (default: tests train jax): tests (the GPU test suite, 12 workers, then the stream-order file alone),
-# train (benchmarks/train_step.py), jax (benchmarks/jax_jit.py at 4096 elements: eager and jitted host cost),
-# cupyx (benchmarks/cupyx_scipy.py, 5 processes per mode), layouts (benchmarks/layout_sweep.py, 4 cases per class,
+# train (benchmarks/kernels/train_step.py), jax (benchmarks/host/jax_jit.py at 4096 elements: eager and jitted host cost),
+# cupyx (benchmarks/clients/cupyx_scipy.py, 5 processes per mode), layouts (benchmarks/kernels/layout_sweep.py, 4 cases per class,
 # dtype and rank). Each step prints its summary; logs land in
 # $OUT/gpu_batch.tar.gz (or /tmp/gpu_batch without $OUT). A step's time limit keeps one call under 10 minutes.
 set -u
@@ -22,16 +22,16 @@ for step in $steps; do
       timeout 60 python3 -m pytest -q -p no:cacheprovider tests/test_stream_order_gpu.py >"$logs/stream.log" 2>&1
       echo "stream order rc=$?: $(tail -1 "$logs/stream.log")" ;;
     train)
-      timeout 150 python3 benchmarks/train_step.py --reps 50 --rounds 3 >"$logs/train.log" 2>&1
+      timeout 150 python3 benchmarks/kernels/train_step.py --reps 50 --rounds 3 >"$logs/train.log" 2>&1
       echo "train rc=$? $((SECONDS - start)) s"; tail -12 "$logs/train.log" ;;
     jax)
-      timeout 120 python3 benchmarks/jax_jit.py --sizes 4096 --chain 1 --calls 2000 --repeat 9 >"$logs/jax.log" 2>&1
+      timeout 120 python3 benchmarks/host/jax_jit.py --sizes 4096 --chain 1 --calls 2000 --repeat 9 >"$logs/jax.log" 2>&1
       echo "jax rc=$? $((SECONDS - start)) s"; tail -10 "$logs/jax.log" ;;
     cupyx)
-      timeout 280 python3 benchmarks/cupyx_scipy.py --procs 5 --reps 20 --log "$logs/cupyx.jsonl" >"$logs/cupyx.log" 2>&1
+      timeout 280 python3 benchmarks/clients/cupyx_scipy.py --procs 5 --reps 20 --log "$logs/cupyx.jsonl" >"$logs/cupyx.log" 2>&1
       echo "cupyx rc=$? $((SECONDS - start)) s"; tail -14 "$logs/cupyx.log" ;;
     layouts)
-      timeout 480 python3 benchmarks/layout_sweep.py --cases 4 --reps 15 >"$logs/layouts.log" 2>&1
+      timeout 480 python3 benchmarks/kernels/layout_sweep.py --cases 4 --reps 15 >"$logs/layouts.log" 2>&1
       echo "layouts rc=$? $((SECONDS - start)) s"; grep -A40 "cases: kspec" "$logs/layouts.log" | head -40 ;;
     *) echo "unknown step $step (tests, train, jax, cupyx, layouts)" ;;
   esac

@@ -38,8 +38,8 @@ def content_problem(suffix: str, head: bytes) -> str | None:
 
 def host_symbol(expression: str, kind: str = "entry") -> str:
     """The exported symbol of a name expression in a CPU-device module: its entry (``kind="entry"``) or its
-    parameter sizes (``"sizes"``). The host compiler writes it (kspec/compiler/_host.py), the host driver
-    looks it up (kspec/runtime/_host_driver.py)."""
+    parameter sizes (``"sizes"``). The host compiler writes it (kspec/compiler/host/_compiler.py), the host driver
+    looks it up (kspec/runtime/host/_driver.py)."""
     from ._digest import sha256_hex
 
     return f"kspec_{kind}_" + sha256_hex(expression.encode())[:16]

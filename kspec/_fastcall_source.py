@@ -1,5 +1,5 @@
 """The compiled call path's C++ source (kspec/_fastcall_c/): data shared by the layer that builds it (the
-compiler's host extension, kspec/compiler/_host_extension.py) and the one that loads and calls it (the runtime,
+compiler's host extension, kspec/compiler/host/_extension.py) and the one that loads and calls it (the runtime,
 kspec/runtime/_fastcall.py), so it sits beside both as a leaf rather than inside either."""
 
 from __future__ import annotations

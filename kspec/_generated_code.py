@@ -1,6 +1,6 @@
 """The call path's generated code, compiled once: kept per process, and on disk across processes.
 
-The kernels layer's dispatchers and launches (kspec/kernels/_arguments.py, _launch_code.py) and the runtime's
+The kernels layer's dispatchers and launches (kspec/kernels/callpath/_signature.py, _launch_code.py) and the runtime's
 raw-kernel packers (kspec/runtime/_packer.py) are Python source generated per call structure. Compiling one
 costs 0.1-1 ms, much of what a kernel served from a binary adds to its first call. So compiled code is kept in
 memory by source, and marshalled under ``memo_dir()/callpath/`` (named by the digest of the interpreter's

@@ -38,7 +38,7 @@ def settle_imports() -> None:
     lazily): collect the collector's two young generations, so that the long-lived objects of those imports
     (modules, functions, classes: thousands) move to the oldest generation in the call that imported them.
     Left young, they make whichever later call triggers the next generation-1 collection pay a pass over them:
-    1.0-1.5 ms landed in the second kernel's first call (benchmarks/second_kernel.py; an eagerly imported
+    1.0-1.5 ms landed in the second kernel's first call (benchmarks/host/second_kernel.py; an eagerly imported
     library pays it at import). Called as the first call starts, not as it ends: the call's own work then
     runs after it, and the next kernel's call does not start on the caches the collection went through.
     Nothing when the program turned the collector off."""

@@ -80,7 +80,7 @@ def manifest_document(version: str, entries: list[dict[str, Any]]) -> dict[str, 
     return {"kspec_manifest": MANIFEST_VERSION, "kspec_version": version, "entries": entries}
 
 
-# A wheel's registration of its build output for lookup by content (read by kspec/kernels/_stores.py):
+# A wheel's registration of its build output for lookup by content (read by kspec/kernels/binaries/_stores.py):
 # the hatch hook installs <prefix>/share/kspec/binaries/<distribution>.json naming the directory, relative to the
 # sys.path entry the package is installed in.
 REGISTRATION_DIR = ("share", "kspec", "binaries")

@@ -23,7 +23,7 @@ from ._digest import sha256_hex
 from ._tuning import TuningError, bucket
 
 # Knob -> its candidate values. Elementwise: threads per block (the tiled entry keeps its 256), resident
-# blocks of 256 threads per SM that the grid-stride paths aim at (kspec/kernels/_plan.py's
+# blocks of 256 threads per SM that the grid-stride paths aim at (kspec/kernels/planning/_plan.py's
 # CONTIG_BLOCKS_PER_SM), and the tiled entry's tile width (0: no tiles, the strided entry). Reduction: the block
 # the strategy starts from, the blocks per SM a split aims at (BLOCKS_PER_SM), the slab entry allowed, and the
 # cols entry taken from 8 contiguous outputs (0: those layouts take the rows entry).

@@ -44,7 +44,7 @@ def templates_digest() -> str:
 def renderer_digest() -> str:
     """sha256 over kspec's rendering code (``kspec/render/``), memoized on disk like the templates': with the
     specialization key (which covers the spec, its binding and the templates) it determines a rendered
-    kernel's source, so a compile cache hit can be found without rendering (kspec/kernels/_loaded.py)."""
+    kernel's source, so a compile cache hit can be found without rendering (kspec/kernels/binaries/_loaded.py)."""
     from ._memo import tree_digest
 
     return tree_digest(str(_PACKAGE_DIR / "render"))

@@ -32,7 +32,7 @@ def pytest_configure(config: pytest.Config) -> None:
         import tempfile
 
         os.environ["KSPEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="kspec-test-cache-")
-    # ... and keep their memos (call records among them: kspec/kernels/_call_records.py) apart from the user's and
+    # ... and keep their memos (call records among them: kspec/kernels/records/_call_store.py) apart from the user's and
     # from earlier runs': a kernel's first call in a test is the session's, whatever ran on this machine before.
     if "KSPEC_MEMO_DIR" not in os.environ:
         import tempfile
@@ -80,10 +80,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 @pytest.fixture(autouse=True)
 def _constructor_calls_forgotten():
     """Each test starts as a process where no CuPy-style constructor ran yet: an identical constructor call
-    shares the state an earlier one built (kspec/kernels/_ctor_memo.py), and tests that check a kernel's first
+    shares the state an earlier one built (kspec/kernels/records/_constructor_memo.py), and tests that check a kernel's first
     call (what it compiles, loads or plans, often through a fake driver) must get a kernel of their own.
     Objects made before (module-level kernels) keep their state."""
-    memo = sys.modules.get("kspec.kernels._ctor_memo")
+    memo = sys.modules.get("kspec.kernels.records._constructor_memo")
     if memo is not None:
         memo.clear_constructor_memos()
     yield

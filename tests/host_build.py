@@ -1,7 +1,7 @@
 """Build and run CUDA C++ on kspec's CPU device in tests, through the product's own path: the source goes to
 ``kspec.compiler.compile_source`` with ``CompileOptions(arch="host")`` (the source scan, the appended entries,
 the precompiled prelude and the flags are kspec's), and the shared object is loaded and launched by kspec's
-host driver (kspec/runtime/_host_driver.py). The one thing added here: :meth:`HostModule.launch` calls an
+host driver (kspec/runtime/host/_driver.py). The one thing added here: :meth:`HostModule.launch` calls an
 entry directly with the driver's launch/fault structures, for tests that check the raw fault code (1 index,
 2 trap/assert, 3 unsupported at run time, 4 C++ exception) rather than the exception a user sees."""
 
@@ -16,8 +16,8 @@ import pytest
 
 from kspec import HostCompilerNotFoundError
 from kspec.compiler import CompileOptions, compile_source
-from kspec.compiler._host import host_compiler
-from kspec.runtime._host_driver import HostDriver, HostFunction
+from kspec.compiler.host import host_compiler
+from kspec.runtime.host import HostDriver, HostFunction
 
 # What test sources put before a plain function that Python calls through ctypes (not a kernel).
 EXPORT = '#define EXPORT extern "C" __attribute__((visibility("default")))\n'

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 
 from host_build import HostModule, build as build_host
-from kspec.kernels._bind import bind
-from kspec.kernels._frame import Frame
-from kspec.kernels._plan import frame_values as elementwise_static, plan_elementwise
-from kspec.kernels._plan_reduction import plan_reduction
-from kspec.kernels._reduction_strategy import pass_frame_values as reduction_static, reduction_strategy
+from kspec.kernels.planning._binding import bind
+from kspec.kernels.callpath._frame import Frame
+from kspec.kernels.planning._plan import frame_values as elementwise_static, plan_elementwise
+from kspec.kernels.planning._reduction_plan import plan_reduction
+from kspec.kernels.planning._reduction_strategy import pass_frame_values as reduction_static, reduction_strategy
 from kspec.render import RenderedModule, render_host
 from kspec.runtime._devicearray import DeviceArray
 

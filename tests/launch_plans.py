@@ -34,7 +34,7 @@ def launch_plan(plan: kspec.LaunchPlan, inputs: Sequence[int], outputs: Sequence
 def host_function(handle: int) -> Any:
     """The CPU device's function object of a LaunchStep's handle (the entry's address): the loaded kernels
     hold it."""
-    from kspec.kernels import _loaded
+    from kspec.kernels.binaries import _loaded
 
     for loaded in list(_loaded._loaded.values()):
         for fn in loaded.functions.values():

@@ -26,7 +26,7 @@ from kspec.compiler import (
     compile_cached,
     default_cache,
 )
-from kspec.compiler import _cache_stats, _entry
+from kspec.compiler.cache import _entry, _stats as _cache_stats
 from kspec.compiler import _compile as compile_module
 
 REPO = Path(__file__).resolve().parents[1]

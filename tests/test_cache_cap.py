@@ -18,8 +18,8 @@ import pytest
 from kspec import CacheWarning, KspecValueError
 from kspec.cli import main as kspec_main
 from kspec.compiler import BinaryCache, CompiledProgram
-from kspec.compiler import _cache_stats
-from kspec.compiler._cache_stats import DEFAULT_MAX_BYTES, max_bytes_from_env, parse_size, read_stats
+from kspec.compiler.cache import _stats as _cache_stats
+from kspec.compiler.cache._stats import DEFAULT_MAX_BYTES, max_bytes_from_env, parse_size, read_stats
 
 REPO = Path(__file__).resolve().parents[1]
 ENTRY = 1000  # bytes of binary per made-up entry (the entry file adds a header of ~200 bytes)

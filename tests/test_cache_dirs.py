@@ -19,7 +19,7 @@ import kspec
 from kspec import _memo
 from kspec.cli import main as kspec_main
 from kspec.compiler import BinaryCache, CompiledProgram, cache_key, compile_cached, default_cache
-from kspec.compiler import _cache_dirs, _cache_stats, _entry
+from kspec.compiler.cache import _dirs as _cache_dirs, _entry, _stats as _cache_stats
 from kspec.compiler import _compile as compile_module
 
 REPO = Path(__file__).resolve().parents[1]
@@ -159,7 +159,7 @@ def test_nonexistent_first_directory_is_created_by_the_first_write(tmp_path, mon
 
 def test_a_failed_write_moves_to_the_next_directory_without_a_warning(tmp_path, monkeypatch):
     first, second = tmp_path / "first", tmp_path / "second"
-    from kspec.compiler import _cache
+    from kspec.compiler.cache import _store as _cache
 
     real = _cache.write_atomic
 
@@ -317,7 +317,7 @@ for round in range(6):
 READER = PAYLOAD + """
 import json, os, sys, time
 from kspec.compiler import BinaryCache
-from kspec.compiler._entry import decode_entry
+from kspec.compiler.cache import decode_entry
 directory, go, stop, writers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 keys = ["shared0", "shared1", "shared2"] + [f"own{w}{s}" for w in range(writers) for s in "ab"]
 while not os.path.exists(go):

@@ -1,4 +1,4 @@
-"""The call path of spec kernels (kspec/kernels/_callpath.py, _arguments.py, _launch_code.py), without a GPU:
+"""The call path of spec kernels (kspec/kernels/callpath/_call_path.py, _signature.py, _launch_code.py), without a GPU:
 the generated launch packs the bytes the planner's frames expect, dispatchers miss on anything they were not
 made for, and a call is planned once per signature and launched by the same function every time."""
 
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import kspec
-from kspec.kernels._arguments import MISS, make_dispatcher
-from kspec.kernels._callpath import CallPath
-from kspec.kernels._launch_code import Output, Scalar, Step, make_launch, pointer_runs
+from kspec.kernels.callpath._signature import MISS, make_dispatcher
+from kspec.kernels.callpath._call_path import CallPath
+from kspec.kernels.callpath._launch_code import Output, Scalar, Step, make_launch, pointer_runs
 
 
 @pytest.fixture(autouse=True)
@@ -35,7 +35,7 @@ def test_pointer_runs_group_adjacent_slots() -> None:
 
 
 class _Frame:
-    """Stands in for kspec.kernels._frame.Frame: slot offsets by name, one buffer."""
+    """Stands in for kspec.kernels.callpath._frame.Frame: slot offsets by name, one buffer."""
 
     def __init__(self, pointers: dict[str, int], scalars: dict[str, int], size: int = 64, address: int = 4242) -> None:
         self.pointers, self.scalars = pointers, scalars
@@ -191,7 +191,7 @@ def test_launch_uses_the_thread_buffer_once_made() -> None:
     assert frame.buf.raw == b"\0" * 64  # the fallback buffer() was not needed
 
 
-# -- dispatchers (kspec/kernels/_arguments.py) --------------------------------------------------------------
+# -- dispatchers (kspec/kernels/callpath/_signature.py) --------------------------------------------------------------
 
 
 class _Prepared:
@@ -212,7 +212,7 @@ def host_device():
 
 
 def _no_array_key(stream: object = None) -> tuple:
-    """What a call without arrays adds to its signature on the CPU device (kspec/kernels/_arguments.py)."""
+    """What a call without arrays adds to its signature on the CPU device (kspec/kernels/callpath/_signature.py)."""
     return (-1, type(stream), "cupy" in sys.modules)
 
 
@@ -252,7 +252,7 @@ def test_unknown_types_are_read_through_the_array_interface_per_call() -> None:
     assert d.dispatch((object(),)) is MISS and d.read((object(),)) is None
 
 
-# -- the call path (kspec/kernels/_callpath.py) --------------------------------------------------------------
+# -- the call path (kspec/kernels/callpath/_call_path.py) --------------------------------------------------------------
 
 
 class _PlannedCall:

@@ -1,4 +1,4 @@
-"""Call records (kspec/kernels/_call_records.py, _call_restore.py): a planned call kept on disk, so that a kernel's
+"""Call records (kspec/kernels/records/_call_store.py, _call_restore.py): a planned call kept on disk, so that a kernel's
 first call in a later process binds and plans nothing. On the CPU device (the same layers as a GPU's); a process
 is a fresh interpreter in the first test and, elsewhere, this one with its per-process tables emptied. The GPU's
 own: tests/test_call_records_gpu.py."""
@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 
 import kspec
-from kspec.kernels import _call_records, _call_restore, _loaded, _planner, _planner_reduction
-from kspec.kernels._ctor_memo import clear_constructor_memos
+from kspec.kernels.records import _call_store, _call_restore
+from kspec.kernels.binaries import _loaded
+from kspec.kernels.planning import _planner, _reduction_planner
+from kspec.kernels.records._constructor_memo import clear_constructor_memos
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -33,8 +35,8 @@ def memo(tmp_path, monkeypatch, on_cpu_device):
 
 def _new_process(monkeypatch):
     """What a new process starts without: records read, modules loaded, constructor calls remembered."""
-    monkeypatch.setattr(_call_records, "_files", {})
-    monkeypatch.setattr(_call_records, "_listed", {})
+    monkeypatch.setattr(_call_store, "_files", {})
+    monkeypatch.setattr(_call_store, "_listed", {})
     monkeypatch.setattr(_loaded, "_loaded", {})
     monkeypatch.setattr(_loaded, "_by_cache_key", {})
     clear_constructor_memos()
@@ -45,7 +47,7 @@ def _no_planning(monkeypatch):
         raise AssertionError("planned a call its record holds")
 
     monkeypatch.setattr(_planner, "prepare_elementwise", refuse)
-    monkeypatch.setattr(_planner_reduction, "prepare_reduction", refuse)
+    monkeypatch.setattr(_reduction_planner, "prepare_reduction", refuse)
 
 
 def _axpy():
@@ -64,13 +66,13 @@ def test_a_recorded_call_is_served_in_the_next_process_without_binding_or_planni
         import sys
         import numpy as np
         import kspec
-        from kspec.kernels import _planner, _planner_reduction
+        from kspec.kernels.planning import _planner, _reduction_planner
         x = kspec.asarray(np.arange(1000, dtype=np.float32)); y = kspec.asarray(np.ones(1000, np.float32))
         first = sys.argv[1] == "first"
         if not first:
             def refuse(*a, **k):
                 raise AssertionError("planned")
-            _planner.prepare_elementwise = _planner_reduction.prepare_reduction = refuse
+            _planner.prepare_elementwise = _reduction_planner.prepare_reduction = refuse
         k = kspec.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = 2 * x + y", "records_sub")
         r = kspec.ReductionKernel("float32 x", "float32 y", "x * x", "a + b", "y = a", "0", "records_sub_sq")
         lazy = "_spec" not in k.__dict__ and "_spec" not in r.__dict__
@@ -105,7 +107,7 @@ def test_a_record_serves_the_call_it_holds_and_a_new_signature_plans_and_is_adde
     x2, y2 = _arrays(77)  # another shape: planned here, and recorded beside the first
     assert np.allclose(k(kspec.asarray(x2), kspec.asarray(y2)).get(), 2 * x2 + y2)
     (path,) = memo.rglob("*.kcr")
-    assert len(_call_records._decoded(path.read_bytes(), -1)["signatures"]) == 2
+    assert len(_call_store._decoded(path.read_bytes(), -1)["signatures"]) == 2
 
 
 def test_outputs_given_scalars_and_reductions_are_restored_as_planned(memo, monkeypatch):
@@ -152,13 +154,13 @@ def test_a_description_rebuilds_the_same_launch(memo):
 def _reads(monkeypatch):
     """The record files the process opens, in order."""
     opened = []
-    read = _call_records._read
+    read = _call_store._read
 
     def counted(path, device_id):
         opened.append(os.path.basename(path))
         return read(path, device_id)
 
-    monkeypatch.setattr(_call_records, "_read", counted)
+    monkeypatch.setattr(_call_store, "_read", counted)
     return opened
 
 
@@ -174,7 +176,7 @@ def test_the_first_lookup_reads_a_few_files_ahead_and_later_kernels_open_none(me
     files = sorted(p.name for p in memo.rglob("*.kcr"))
     assert len(files) == 3 and len({p.parent for p in memo.rglob("*.kcr")}) == 1  # one environment's directory
     _new_process(monkeypatch)
-    monkeypatch.setattr(_call_records, "READ_AHEAD", read_ahead)
+    monkeypatch.setattr(_call_store, "READ_AHEAD", read_ahead)
     opened = _reads(monkeypatch)
     with monkeypatch.context() as patched:
         _no_planning(patched)
@@ -201,7 +203,7 @@ def test_a_damaged_or_foreign_record_file_is_a_miss_and_planning_rewrites_it(mem
         k = _axpy()
         assert "_spec" in k.__dict__  # no record: built and checked now
         assert np.array_equal(k(kspec.asarray(x), kspec.asarray(y)).get(), 2 * x + y)
-        assert _call_records._decoded(path.read_bytes(), -1) is not None  # planning wrote it whole again
+        assert _call_store._decoded(path.read_bytes(), -1) is not None  # planning wrote it whole again
 
 
 def test_records_off_tuned_kernels_and_bad_arguments(memo, monkeypatch, tmp_path):
@@ -237,11 +239,11 @@ def test_a_first_load_from_a_record_inside_a_capture_raises(memo, monkeypatch):
 
 def test_signature_text_spells_what_means_the_same_in_every_process():
     types = (np.ndarray, int)
-    text = _call_records.signature_text(types, (None, (4, 5), (20, 4), np.dtype("float32"), np.dtype(">f4")))
+    text = _call_store.signature_text(types, (None, (4, 5), (20, 4), np.dtype("float32"), np.dtype(">f4")))
     assert text == ("numpy.ndarray,builtins.int|None|(4, 5)|(20, 4)|numpy:<f4:[('', '<f4')]|"
                     "numpy:>f4:[('', '>f4')]")
-    assert _call_records.signature_text(types, ((1, 2), object())) is None  # no spelling: not recorded
-    assert _call_records.signature_text(types, ((kspec.DeviceArray, "x"),)) == (
+    assert _call_store.signature_text(types, ((1, 2), object())) is None  # no spelling: not recorded
+    assert _call_store.signature_text(types, ((kspec.DeviceArray, "x"),)) == (
         "numpy.ndarray,builtins.int|(kspec.runtime._devicearray.DeviceArray,'x')")
 
 
@@ -253,12 +255,12 @@ def test_without_nvrtc_or_its_memo_records_are_off_and_calls_run(memo, monkeypat
     def no_nvrtc(device_id):
         raise NvrtcNotFoundError("kspec needs cuda.bindings.nvrtc to compile kernels")
 
-    monkeypatch.setattr(_call_records, "_environment", no_nvrtc)
-    monkeypatch.setitem(_call_records._state, "unavailable", False)
+    monkeypatch.setattr(_call_store, "_environment", no_nvrtc)
+    monkeypatch.setitem(_call_store._state, "unavailable", False)
     x, y = _arrays()
     k = _axpy()
     assert np.array_equal(k(kspec.asarray(x), kspec.asarray(y)).get(), 2 * x + y)
-    assert _call_records._state["unavailable"] and not list(memo.rglob("*.kcr"))
+    assert _call_store._state["unavailable"] and not list(memo.rglob("*.kcr"))
 
 
 def test_without_nvrtc_the_environment_hashes_no_source_tree(memo, monkeypatch):
@@ -276,9 +278,9 @@ def test_without_nvrtc_the_environment_hashes_no_source_tree(memo, monkeypatch):
 
     monkeypatch.setattr(compiler, "environment_key", no_nvrtc)
     monkeypatch.setattr(_memo, "tree_digest", hashed)
-    _call_records._environment.cache_clear()
+    _call_store._environment.cache_clear()
     try:
         with pytest.raises(NvrtcNotFoundError):
-            _call_records._environment(kspec.runtime.current_device_id())
+            _call_store._environment(kspec.runtime.current_device_id())
     finally:
-        _call_records._environment.cache_clear()
+        _call_store._environment.cache_clear()

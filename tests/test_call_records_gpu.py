@@ -1,4 +1,4 @@
-"""Call records on a GPU (kspec/kernels/_call_records.py): a process plans and records calls on CuPy, PyTorch and
+"""Call records on a GPU (kspec/kernels/records/_call_store.py): a process plans and records calls on CuPy, PyTorch and
 kspec arrays; the next finds them, plans nothing and computes the same (outputs allocated and given, scalars,
 split reductions, a stream). The CPU device's tests: tests/test_call_records.py."""
 
@@ -18,7 +18,7 @@ SCRIPT = textwrap.dedent('''
     import sys
     import numpy as np
     import kspec
-    from kspec.kernels import _planner, _planner_reduction
+    from kspec.kernels.planning import _planner, _reduction_planner
     first = sys.argv[1] == "first"
     rng = np.random.default_rng(5)
     host = rng.standard_normal((300, 517), dtype=np.float32)
@@ -37,7 +37,7 @@ SCRIPT = textwrap.dedent('''
     if not first:
         def refuse(*a, **k):
             raise AssertionError("planned a recorded call")
-        _planner.prepare_elementwise = _planner_reduction.prepare_reduction = refuse
+        _planner.prepare_elementwise = _reduction_planner.prepare_reduction = refuse
     axpy = kspec.ElementwiseKernel("float32 x, float32 y, float32 a", "float32 z", "z = a * x + y", "rec_gpu_axpy")
     rows = kspec.ReductionKernel("float32 x", "float32 y", "x * x", "a + b", "y = sqrt(a)", "0", "rec_gpu_norm")
     assert ("_spec" not in axpy.__dict__) != first

@@ -1,5 +1,5 @@
 """Graph capture without a GPU: ``kspec.capture`` on kspec's CPU device (its driver records what a capturing
-stream is given and replays it, kspec/runtime/_host_graph.py), and the first-call rule through the fake
+stream is given and replays it, kspec/runtime/host/_graph.py), and the first-call rule through the fake
 driver (tests/fake_driver.py), where a test marks a stream as capturing. The same calls on a GPU, under
 kspec's, CuPy's and PyTorch's capture: tests/test_capture_gpu.py."""
 
@@ -13,8 +13,8 @@ from device_arrays import ArrayLibrary
 from fake_driver import fake_array
 
 import kspec
-from kspec.kernels import _loaded
-from kspec.runtime import _host_driver
+from kspec.kernels.binaries import _loaded
+from kspec.runtime.host import _driver as _host_driver
 
 fake = launch_cpu.fake  # noqa: F811  (the fixture: the fake driver)
 

@@ -1,5 +1,5 @@
-"""The counting behind the client-suite figures: benchmarks/client_compare.py over several runs of one selection,
-and benchmarks/_corpus_recorder.py's compile statistics."""
+"""The counting behind the client-suite figures: benchmarks/clients/client_compare.py over several runs of one selection,
+and benchmarks/helpers/_corpus_recorder.py's compile statistics."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_bench_{Path(name).name}", BENCHMARKS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -30,7 +30,7 @@ def _log(path: Path, outcomes: dict[str, str], errors: dict[str, str] | None = N
 
 
 def test_compare_counts_each_mode_over_the_union_of_its_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    compare = _load("client_compare")
+    compare = _load("clients/client_compare")
     one, two = tmp_path / "one", tmp_path / "two"
     # CuPy's first run reached a and b, its second c; kspec reached a, b, c in its first run and failed c.
     _log(one / "cupy-signal-s1.log", {"t::a": "PASSED", "t::b": "PASSED"})
@@ -44,7 +44,7 @@ def test_compare_counts_each_mode_over_the_union_of_its_runs(tmp_path: Path, cap
 
 
 def test_compare_reports_an_outcome_that_differs_between_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    compare = _load("client_compare")
+    compare = _load("clients/client_compare")
     one, two = tmp_path / "one", tmp_path / "two"
     _log(one / "cupy-ndimage-s2.log", {"t::a": "PASSED"})
     _log(two / "cupy-ndimage-s2.log", {"t::a": "PASSED"})
@@ -57,7 +57,7 @@ def test_compare_reports_an_outcome_that_differs_between_runs(tmp_path: Path, ca
 
 
 def test_compile_stats_are_summed_per_mode(tmp_path: Path) -> None:
-    recorder = _load("_corpus_recorder")
+    recorder = _load("helpers/_corpus_recorder")
     for pid, (mode, compiles, seconds) in enumerate([("cupy", 3, 1.5), ("cupy", 2, 0.5), ("kspec", 4, 0.4)]):
         (tmp_path / f"compile-{mode}-{pid}.json").write_text(json.dumps({"mode": mode, "compiles": compiles, "seconds": seconds}))
     (tmp_path / "compile-cupy-9.json.tmp").write_text("{not json")  # a write cut short is not read
@@ -65,7 +65,7 @@ def test_compile_stats_are_summed_per_mode(tmp_path: Path) -> None:
 
 
 def test_compile_stats_file_is_replaced_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    recorder = _load("_corpus_recorder")
+    recorder = _load("helpers/_corpus_recorder")
     monkeypatch.setattr(recorder, "_STATS", str(tmp_path))
     monkeypatch.setattr(recorder, "_KSPEC", False)
     monkeypatch.setattr(recorder, "_cupy_compiles", [7, 2.5])

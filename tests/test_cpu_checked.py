@@ -75,7 +75,7 @@ def test_the_tests_run_checked_by_default():
 @pytest.mark.parametrize(("value", "checked"), [(None, True), ("", True), ("1", True), ("on", True), ("0", False),
                                                  ("off", False), ("false", False), ("no", False)])
 def test_checked_mode_is_the_default_unless_turned_off(monkeypatch, value, checked):
-    from kspec.runtime import _host_checked
+    from kspec.runtime.host import _checked as _host_checked
 
     if value is None:
         monkeypatch.delenv("KSPEC_CHECKED", raising=False)
@@ -210,7 +210,7 @@ def test_a_read_only_array_is_not_copied_back():
 
 
 def test_checked_is_a_switch_and_a_context_manager():
-    from kspec.runtime._host_checked import state
+    from kspec.runtime.host import state
 
     with kspec.checked(False):
         assert state[0] is False

@@ -104,7 +104,7 @@ def test_numpy_arrays_are_refused_off_the_cpu_device():
 
 
 def test_the_host_driver_refuses_gpu_machine_code_and_textures():
-    from kspec.runtime._host_driver import HostDriver
+    from kspec.runtime.host import HostDriver
 
     driver = HostDriver()
     cubin = b"\x7fELF" + bytes(14) + (190).to_bytes(2, "little") + bytes(40)
@@ -119,7 +119,7 @@ def test_host_builds_have_their_own_cache_key(monkeypatch):
 
     source = 'extern "C" __global__ void k(float* x) { x[0] = 1; }'
     monkeypatch.setenv("KSPEC_HOST_CXX", sys.executable)  # any executable: the key names it, nothing runs
-    from kspec.compiler import _host
+    from kspec.compiler.host import _compiler as _host
 
     _host.host_compiler.cache_clear()
     try:
@@ -133,7 +133,7 @@ def test_host_builds_have_their_own_cache_key(monkeypatch):
 
 
 def test_a_missing_host_compiler_is_a_clear_error(monkeypatch):
-    from kspec.compiler import _host
+    from kspec.compiler.host import _compiler as _host
 
     monkeypatch.setenv("KSPEC_HOST_CXX", "/nonexistent/c++")
     _host.host_compiler.cache_clear()

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import kspec
-from kspec.kernels._bind import bind
-from kspec.kernels._bind import texture_handles as _texture_handles
-from kspec.kernels._plan import plan_elementwise
+from kspec.kernels.planning._binding import bind
+from kspec.kernels.planning._binding import texture_handles as _texture_handles
+from kspec.kernels.planning._plan import plan_elementwise
 from kspec.runtime import Stream, current_stream
 from kspec.runtime._devicearray import DeviceArray
 from kspec.spec import parse_spec

@@ -6,7 +6,7 @@
 - Arguments: CuPy's scalar conversion for kernels of the CuPy-style constructors (a float for an integer
   parameter, a scalar for a raw parameter), the typed path's stricter rules for kernels of spec files.
 - Outputs of a call without any array: the library ``library_without_arrays`` picks.
-- Identical constructor calls share what the first one built (kspec/kernels/_ctor_memo.py); a RawKernel's
+- Identical constructor calls share what the first one built (kspec/kernels/records/_constructor_memo.py); a RawKernel's
   function attributes stay on the kernel that set them.
 
 Launches run on kspec's CPU device (``xp``: and with CuPy arrays on a GPU, where the test takes ``xp``).
@@ -24,8 +24,8 @@ import pytest
 
 import kspec
 from kspec import ArraySpec
-from kspec.kernels._bind import bind, library_without_arrays, scalar_bytes
-from kspec.kernels._ctor_memo import SPEC_KERNELS, ConstructorMemo
+from kspec.kernels.planning._binding import bind, library_without_arrays, scalar_bytes
+from kspec.kernels.records._constructor_memo import SPEC_KERNELS, ConstructorMemo
 from kspec.render import specialize
 from kspec.spec import ElementwiseSpec
 
@@ -260,7 +260,7 @@ def test_a_call_without_arrays_on_the_cpu_device_returns_a_kspec_array(on_cpu_de
 
 
 def test_a_call_without_arrays_keys_the_device_and_where_outputs_go(on_cpu_device, monkeypatch):
-    from kspec.kernels._arguments import make_dispatcher
+    from kspec.kernels.callpath._signature import make_dispatcher
 
     for arg_types, args in (((float,), (1.5,)), ((), ())):  # scalars only; a kernel without inputs
         keys, pointers, _ = make_dispatcher(arg_types, False, [0], lambda: None).read(args, None)

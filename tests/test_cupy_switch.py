@@ -171,7 +171,7 @@ def test_raw_modules_follow_cupys_kernel_cache(fake_cupy: Path) -> None:
         import cupy, cupy.cuda.compiler as compiler
         import kspec, kspec.cupy
         from kspec import kernels
-        from kspec.kernels import _ctor_memo
+        from kspec.kernels.records import _constructor_memo
         class Backend:
             def __init__(self):
                 self.saved = {}
@@ -197,9 +197,9 @@ def test_raw_modules_follow_cupys_kernel_cache(fake_cupy: Path) -> None:
         compiler._kernel_cache_backend = compiler.DiskKernelCacheBackend("/tmp/elsewhere")
         assert kernels.module_cache() is not None, "another directory takes part"
         cupy.RawModule(code='extern "C" __global__ void f() {}')
-        assert len(_ctor_memo.RAW_MODULES) > 0
+        assert len(_constructor_memo.RAW_MODULES) > 0
         cupy._util.clear_memo()
-        assert len(_ctor_memo.RAW_MODULES) == 0 and cupy._util.cleared == [1, 1]
+        assert len(_constructor_memo.RAW_MODULES) == 0 and cupy._util.cleared == [1, 1]
         kspec.cupy.disable()
         assert kernels.module_cache() is None and not hasattr(cupy._util.clear_memo, "__wrapped__")
         print("ok")
@@ -253,7 +253,7 @@ def test_modules_imported_after_enable_get_kspecs_names(fake_cupy: Path) -> None
 
 
 def test_launcher_swaps_where_a_module_name_is_blocked(fake_cupy: Path) -> None:
-    """A program may block a module (``sys.modules[name] = None``, as benchmarks/_no_nvrtc does with kspec's NVRTC):
+    """A program may block a module (``sys.modules[name] = None``, as benchmarks/helpers/_no_nvrtc does with kspec's NVRTC):
     the swap on CuPy's import, before cupyx.jit is imported, reads past it."""
     out = run(fake_cupy, """
         import sys

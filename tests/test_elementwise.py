@@ -864,7 +864,7 @@ def test_pickled_kernel_runs(xp):
     np.testing.assert_array_equal(xp.asnumpy(fresh(xp.arange(4, dtype=np.int16))), [0, 2, 4, 6])
 
 
-# -- repeated calls take the prepared path (kspec/kernels/_prepared.py) ------------------------------------
+# -- repeated calls take the prepared path (kspec/kernels/callpath/_prepared.py) ------------------------------------
 
 
 def test_repeated_calls_with_one_signature_use_each_calls_data(xp):
@@ -902,7 +902,7 @@ def test_repeated_reductions_with_one_signature(xp):
 
 
 def test_repeated_calls_through_the_fast_path_match_the_full_path(xp) -> None:
-    """The call path (kspec/kernels/_callpath.py): repeats of a signature skip the planner; every variation of the
+    """The call path (kspec/kernels/callpath/_call_path.py): repeats of a signature skip the planner; every variation of the
     arguments (shape, strides, dtype, scalar type, outputs given or not) stays correct."""
     k = kspec.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "sqd_fast_path")
     xs = np.arange(20, dtype=np.float32)

@@ -1,4 +1,4 @@
-"""The compiled call path (kspec/_fastcall_c/, kspec/kernels/_launch_native.py), without a GPU.
+"""The compiled call path (kspec/_fastcall_c/, kspec/kernels/callpath/_launch_native.py), without a GPU.
 
 Each launch test runs the same description through the generated Python launch (the reference) and the
 compiled one, with a recorder standing in for the driver: the recorder reads the parameter bytes the launch
@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 
 import kspec
-from kspec.kernels._arguments import MISS
-from kspec.kernels._launch_code import Output, Scalar, Step, make_launch
-from kspec.kernels._launch_native import native_launch
-from kspec.kernels._prepared import scalar_packer
+from kspec.kernels.callpath._signature import MISS
+from kspec.kernels.callpath._launch_code import Output, Scalar, Step, make_launch
+from kspec.kernels.callpath._launch_native import native_launch
+from kspec.kernels.callpath._prepared import scalar_packer
 from kspec.runtime import fastcall_module, reset_call_path
 
 
@@ -236,7 +236,7 @@ def test_scalars_pack_as_the_python_launch_packs_them(dtype: str, fastcall: Any)
         outcomes = []
         for path in ("python", "c"):
             rec = _Recorder([_Frame({}, {"a": 0})])
-            from kspec.kernels._prepared import fast_format
+            from kspec.kernels.callpath._prepared import fast_format
 
             value_type = type(value)
             scalars = [Scalar(0, "a", fast_format(dtype, value_type), scalar_packer("k", "a", dtype, value_type))]
@@ -313,10 +313,10 @@ class _Ordered(_Prepared):
 
 
 def test_dispatcher_of_interface_arrays_keys_as_cai_entry(fastcall: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kspec.kernels import _arguments
-    from kspec.kernels._arguments import cai_entry
+    from kspec.kernels.callpath import _signature
+    from kspec.kernels.callpath._signature import cai_entry
 
-    monkeypatch.setattr(_arguments, "initialized_device_count", lambda: 1)  # cai_entry keys in a one-device process
+    monkeypatch.setattr(_signature, "initialized_device_count", lambda: 1)  # cai_entry keys in a one-device process
 
     table: dict = {}
     dispatch = fastcall.dispatcher((_Interface,), (7,), table, [0], lambda: None, lambda k: True, "host", MISS)
@@ -407,7 +407,7 @@ def test_a_cold_cache_builds_the_call_path_in_a_child_process(tmp_path: Any) -> 
     assert _in_process(never, cache, KSPEC_COMPILE="never") == "None"
     assert not list((tmp_path / "cache").glob("*.kbin"))
     first = ("import sys; from kspec.runtime import fastcall_module as f; m = f(wait=True); "
-             "print(m is not None, 'kspec.compiler._host' in sys.modules)")  # fmt: skip
+             "print(m is not None, 'kspec.compiler.host._compiler' in sys.modules)")  # fmt: skip
     assert _in_process(first, cache) == "True False"
     assert _in_process("from kspec.runtime import fastcall_module as f; print(f() is not None)", cache,
                        KSPEC_COMPILE="never") == "True"  # fmt: skip
@@ -456,7 +456,7 @@ class _DriverLaunch:
 def test_prepared_launch_from_c_writes_what_the_driver_reads(monkeypatch: pytest.MonkeyPatch, fastcall: Any) -> None:
     """A GPU's launch (the CUfunction and stream as ints, cuLaunchKernel called from C) on the same description
     as test_launch_packs_pointers_scalars_and_allocations."""
-    import kspec.kernels._launch_native as native
+    import kspec.kernels.callpath._launch_native as native
 
     driver = _DriverLaunch(64)
     monkeypatch.setattr(native, "direct_launch_address", lambda launch: driver.address)

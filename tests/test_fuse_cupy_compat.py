@@ -53,7 +53,7 @@ def test_axis_error_keeps_its_message_and_fields_through_pickle():
 
 
 def test_reduction_kernel_axis_error_is_numpy_axis_error():
-    from kspec.kernels._plan_reduction import normalize_axis
+    from kspec.kernels.planning._reduction_plan import normalize_axis
 
     with pytest.raises(np.exceptions.AxisError, match=r"axis -3 is out of bounds for array of dimension 2: kernel 'r'"):
         normalize_axis("r", -3, 2)

@@ -1,7 +1,7 @@
 """kspec's CPU device, execution model: raw CUDA C++ and kspec.jit output compiled by kspec.compiler's host
 path, loaded by kspec's host driver (tests/host_build.py) and run as a grid on the host: blocks on OS workers, threads in
 turn or as fibers meeting at __syncthreads and warp operations, atomics, faults; and the source scan
-(kspec/compiler/_host_scan.py). CPU only; skipped without a host C++ compiler."""
+(kspec/compiler/host/_scan.py). CPU only; skipped without a host C++ compiler."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import host_build as H
 import kspec
 import jit_kernels as K
 from kspec import jit
-from kspec.compiler._host_scan import scan_host_source
+from kspec.compiler.host import scan_host_source
 
 pytestmark = H.requires_host_cxx
 
@@ -600,7 +600,7 @@ def test_scan_of_the_sync_module() -> None:
 
 def test_host_compile_keeps_defines_includes_and_target_options() -> None:
     from kspec.compiler import CompileOptions
-    from kspec.compiler._host import host_args
+    from kspec.compiler.host._compiler import host_args
 
     extra = ("-DA=1", "-U", "B", "-I/x", "-mno-f16c", "-m64", "-maxrregcount=32", "--use_fast_math")
     args, ignored = host_args(CompileOptions(arch="host", extra=extra))

@@ -1,6 +1,6 @@
 """The host templates (templates/host/*.cpp.j2, kspec.render.render_host) on kspec's CPU device, without a GPU:
 rendered host modules are compiled and launched through kspec's CPU device (kspec.compiler's host path, the
-host driver), and calls run through the kernels' own planner (kspec/kernels/_plan.py, _plan_reduction.py) and parameter frames (_frame.py) with NumPy
+host driver), and calls run through the kernels' own planner (kspec/kernels/planning/_plan.py, _reduction_plan.py) and parameter frames (_frame.py) with NumPy
 arrays standing in for device arrays (tests/host_loops_support.py). Results are compared with NumPy.
 """
 
@@ -147,7 +147,7 @@ def test_runtime_rank_loop():
 
 def test_64_bit_index_entries(monkeypatch):
     """The int64 entries (loops past 2**31 on the GPU), reached by lowering the planner's 32-bit limit."""
-    import kspec.kernels._plan as plan_module
+    import kspec.kernels.planning._plan as plan_module
 
     monkeypatch.setattr(plan_module, "INT32_LIMIT", 1000)
     x, y = _rand((40, 1, 30), "float64"), _rand((1, 25, 30), "float64")

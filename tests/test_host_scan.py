@@ -1,4 +1,4 @@
-"""The CPU device's source scan (kspec/compiler/_host_scan.py): the plain kernels of a CUDA C++ source,
+"""The CPU device's source scan (kspec/compiler/host/_scan.py): the plain kernels of a CUDA C++ source,
 whether it synchronises (fibers on the host), what it refuses with kspec.HostUnsupportedError, and the
 rewrite of extern __shared__ arrays. Pure Python: no compiler needed."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import kspec
-from kspec.compiler._host_scan import scan_host_source
+from kspec.compiler.host import scan_host_source
 
 
 def test_scan_finds_plain_kernels_and_sync() -> None:

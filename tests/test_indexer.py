@@ -14,9 +14,9 @@ import pytest
 
 import kspec
 from kspec.compiler import CompileOptions, compile_source
-from kspec.kernels._bind import bind
-from kspec.kernels._plan import plan_elementwise
-from kspec.kernels._plan_indexed import c_contiguous, cupy_loop_dims
+from kspec.kernels.planning._binding import bind
+from kspec.kernels.planning._plan import plan_elementwise
+from kspec.kernels.planning._indexed_loop import c_contiguous, cupy_loop_dims
 from kspec.render import VariantKey, render, render_host, specialize
 from kspec.render._analysis import indexer_use, reduction_indexer_names
 from kspec.render._variants import DYNAMIC_NDIM, elementwise_variants, indexed_variants

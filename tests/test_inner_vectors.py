@@ -14,8 +14,8 @@ import pytest
 import kspec
 from device_arrays import random_values
 
-from kspec.kernels._bind import bind
-from kspec.kernels._plan import plan_elementwise
+from kspec.kernels.planning._binding import bind
+from kspec.kernels.planning._plan import plan_elementwise
 
 AXPY = kspec.ElementwiseKernel("T x, T y", "T z", "z = x * y + x", "inner_vec_axpy")
 ACCUMULATE = kspec.ElementwiseKernel("T x, T y", "T z", "z = z + x * y", "inner_vec_accumulate")

@@ -9,12 +9,12 @@ import pytest
 
 import kspec
 from kspec.compiler import rendered_module
-from kspec.kernels._bind import bind, scalar_bytes
-from kspec.kernels._frame import Frame
-from kspec.kernels._arguments import make_dispatcher
-from kspec.kernels._plan import broadcast_strides, frame_values, merge_dims, plan_elementwise
-from kspec.kernels._plan_reduction import normalize_axis, plan_reduction
-from kspec.kernels._reduction_strategy import cols_tile_width, pass_frame_values, reduction_strategy
+from kspec.kernels.planning._binding import bind, scalar_bytes
+from kspec.kernels.callpath._frame import Frame
+from kspec.kernels.callpath._signature import make_dispatcher
+from kspec.kernels.planning._plan import broadcast_strides, frame_values, merge_dims, plan_elementwise
+from kspec.kernels.planning._reduction_plan import normalize_axis, plan_reduction
+from kspec.kernels.planning._reduction_strategy import cols_tile_width, pass_frame_values, reduction_strategy
 from kspec.render import VariantKey
 from kspec.runtime._devicearray import DeviceArray
 
@@ -294,7 +294,7 @@ def test_reduction_inputs_broadcast_together():
     assert plan.in_strides["w"] == ((0,), (4,)) and plan.out_shape == (4,)
 
 
-# -- repeated calls (kspec/kernels/_arguments.py, _prepared.py) ----------------------------------------------
+# -- repeated calls (kspec/kernels/callpath/_signature.py, _prepared.py) ----------------------------------------------
 
 
 def signature(args, several_devices=False):
@@ -320,7 +320,7 @@ def test_signature_reads_shapes_strides_dtypes_devices_and_scalar_types():
 
 
 def test_scalar_packers_fall_back_to_the_full_conversion():
-    from kspec.kernels._prepared import scalar_packer
+    from kspec.kernels.callpath._prepared import scalar_packer
 
     to_int8 = scalar_packer("k", "coef", "int8", int)
     assert to_int8(-5) == np.int8(-5).tobytes()
@@ -482,7 +482,7 @@ def test_batched_transposes_tile_the_two_inner_dims(sqd):
 
 
 def test_staged_rule():
-    from kspec.kernels._plan_entry import staged
+    from kspec.kernels.planning._entry_point import staged
 
     assert staged([4, 4000])  # outermost first: stride 4 along dim 1, 4000 along dim 0 (a transposed view)
     assert not staged([4000, 4])  # C order
@@ -532,7 +532,7 @@ def test_a_rows_split_makes_at_most_one_wave(ssq):
 
 
 def test_split_final_merges_few_partials_with_a_group_of_lanes_per_output(ssq):
-    from kspec.kernels._reduction_passes import final_group
+    from kspec.kernels.planning._reduction_passes import final_group
 
     assert [final_group(n) for n in (1, 2, 3, 5, 16, 32, 33, 528)] == [1, 2, 4, 8, 16, 32, 0, 0]
     # 256 rows split in two: 256 outputs * 2 lanes / 256 threads = 2 blocks (a block per output: 256)

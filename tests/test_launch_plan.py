@@ -241,7 +241,7 @@ def test_output_specs_starts_no_driver_and_compiles_nothing():
         assert f.output_specs(a, a) == (ArraySpec((32,), "float32"),)
         imported = [m for m in ("cuda.bindings.driver", "cuda.bindings.nvrtc") if m in sys.modules]
         assert not imported, imported
-        from kspec.kernels import _loaded
+        from kspec.kernels.binaries import _loaded
         from kspec.runtime import _driver
         assert not _loaded._loaded and _driver._driver is None and _driver._failure is None
         print("ok")

@@ -42,6 +42,13 @@ LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt"
 # it arms the CuPy switch and capture's recorder)
 TOP = {"__init__", "__main__", "_warm", "_startup"}
 
+# the rooms of a package that grew several concerns, low to high: a room imports only lower rooms of its package
+# (through their __init__) and never the package's own modules, which sit above all its rooms; no module outside a
+# room imports the room's private modules (docs/architecture.md, "Rooms")
+ROOMS = {
+    "kernels": ["binaries", "callpath", "planning", "records", "raw"],
+}
+
 # (file, "Name.attr"): private reads across packages that stay, with the reason
 ALLOWED_PRIVATE_READS = {
     # no public DeviceArray constructor takes strides; _stand_in wraps a NumPy array's shape and strides
@@ -50,9 +57,9 @@ ALLOWED_PRIVATE_READS = {
 # Reads of a private attribute of an *instance* are not seen by the parse above; the known ones stay on
 # purpose, on the per-call hot path, where a property would cost a call per argument:
 HOT_PATH_PRIVATE_READS = {
-    ("kernels/_arguments.py", "a{i}._shape, a{i}._strides, a{i}._dtype, a{i}._device_id"),  # READS: DeviceArray slots
-    ("kernels/_arguments.py", "a{i}._ptr"),  # READS: the pointer
-    ("kernels/_prepared.py", "obj._ptr"),  # pointer_of(): each output of a prepared call
+    ("kernels/callpath/_signature.py", "a{i}._shape, a{i}._strides, a{i}._dtype, a{i}._device_id"),  # READS: DeviceArray slots
+    ("kernels/callpath/_signature.py", "a{i}._ptr"),  # READS: the pointer
+    ("kernels/callpath/_prepared.py", "obj._ptr"),  # pointer_of(): each output of a prepared call
 }
 
 
@@ -114,6 +121,15 @@ def _owner(file: Path) -> str:
     """The package (``runtime``) or leaf (``dtypes``) a file belongs to."""
     parts = file.relative_to(KSPEC).with_suffix("").parts
     return parts[0]
+
+
+def _unit(parts: tuple[str, ...]) -> str:
+    """What a private name is private to: a room (``kernels/planning``) or else a package or leaf (``runtime``)."""
+    if len(parts) < 2:
+        return "__init__"  # kspec/__init__.py
+    if len(parts) > 2 and parts[2] in ROOMS.get(parts[1], ()):
+        return f"{parts[1]}/{parts[2]}"
+    return parts[1]
 
 
 def _is_private_module(target: tuple[str, ...]) -> bool:
@@ -231,10 +247,11 @@ def test_bindings_use_only_kernels_fuse_and_runtime():
 
 
 def test_no_private_reads_across_packages():
+    """Nor across the rooms of a package."""
     bad = []
     for file in _files():
-        owner = _owner(file)
-        bound = {name: target for name, target in _imports(file)[1].items() if len(target) > 1 and target[1] != owner}
+        owner = _unit(_module_parts(file))
+        bound = {name: target for name, target in _imports(file)[1].items() if len(target) > 1 and _unit(target) != owner}
         if not bound:
             continue
         for node in ast.walk(ast.parse(file.read_text(), str(file))):
@@ -264,8 +281,8 @@ def test_allowed_private_reads_still_exist(allowed):
 @pytest.mark.parametrize(
     ("header", "macro", "module", "name"),
     [
-        ("indexer.cuh", "KSPEC_EW_UNROLL", "kspec.kernels._plan", "EW_UNROLL"),
-        ("reduce.cuh", "KSPEC_REDUCE_UNROLL", "kspec.kernels._reduction_strategy", "REDUCE_UNROLL"),
+        ("indexer.cuh", "KSPEC_EW_UNROLL", "kspec.kernels.planning._plan", "EW_UNROLL"),
+        ("reduce.cuh", "KSPEC_REDUCE_UNROLL", "kspec.kernels.planning._reduction_strategy", "REDUCE_UNROLL"),
     ],
 )
 def test_planner_unroll_matches_the_device_header(header, macro, module, name):
@@ -296,3 +313,75 @@ def test_each_rule_is_defined_once():
     for pattern in (r"^TEMPLATE_VERSION = ", r"^def templates_digest\(", r"^MAX_ENTRIES = ", r'\+= b"\\0"'):
         where = [f for f, text in sources.items() if re.search(pattern, text, re.MULTILINE)]
         assert len(where) <= 1, f"{pattern!r} is defined in {where}"
+
+
+def _room(parts: tuple[str, ...]) -> tuple[str, str | None] | None:
+    """(package, room) of a module's dotted parts inside a package with rooms (room None: the package's own
+    modules and its __init__), else None."""
+    if len(parts) < 2 or parts[1] not in ROOMS:
+        return None
+    room = parts[2] if len(parts) > 2 and parts[2] in ROOMS[parts[1]] else None
+    return parts[1], room
+
+
+def room_violation(importer: tuple[str, ...], target: str) -> str | None:
+    """Why module ``importer`` (dotted parts) may not import kspec module ``target``, by the rooms' rules, or None."""
+    target_parts = tuple(target.split("."))
+    mine, theirs = _room(importer), _room(target_parts)
+    if theirs is None or theirs[1] is None and (mine is None or mine[1] is None):
+        return None  # not inside a room, or a package's own modules among themselves
+    package, room = theirs
+    if room is not None and len(target_parts) > 3 and mine != theirs:
+        return f"imports the private module {target} of room {package}/{room}: import from kspec.{package}.{room}"
+    if mine is None or mine[0] != package or mine[1] is None:
+        return None  # another layer (the layer rules judge it), or the package's own modules using a room
+    order = ROOMS[package]
+    if room is None:
+        return f"room {package}/{mine[1]} imports {target}, which sits above every room of {package}"
+    if order.index(room) > order.index(mine[1]):
+        return f"room {package}/{mine[1]} imports the higher room {package}/{room} ({' < '.join(order)})"
+    return None
+
+
+def test_rooms_import_only_downwards_and_through_their_init():
+    bad = []
+    for file in _files():
+        importer = _module_parts(file)
+        for imp in _imports(file)[0]:
+            why = room_violation(importer, _module_of(imp.target))
+            if why is not None and not imp.type_checking:
+                bad.append(f"{imp}: {why}")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_room_rules_find_planted_imports():
+    """Each rule fails an import planted against it."""
+    assert "higher room" in room_violation(("kspec", "kernels", "binaries", "_loaded"), "kspec.kernels.planning")
+    assert "above every room" in room_violation(("kspec", "kernels", "planning", "_plan"), "kspec.kernels._elementwise")
+    assert "above every room" in room_violation(("kspec", "kernels", "callpath", "_frame"), "kspec.kernels")
+    assert "private module" in room_violation(("kspec", "kernels", "_elementwise"), "kspec.kernels.planning._plan")
+    assert "private module" in room_violation(("kspec", "fuse", "_api"), "kspec.kernels.callpath._prepared")
+    assert room_violation(("kspec", "kernels", "planning", "_plan"), "kspec.kernels.callpath") is None
+    assert room_violation(("kspec", "kernels", "_elementwise"), "kspec.kernels.planning") is None
+    assert room_violation(("kspec", "kernels", "planning", "_planner"), "kspec.kernels.planning._plan") is None
+
+
+def test_every_room_exists_and_has_a_curated_init():
+    for package, rooms in ROOMS.items():
+        for room in rooms:
+            init = KSPEC / package / room / "__init__.py"
+            assert init.is_file(), f"kspec/{package}/{room}/ is in ROOMS but has no __init__.py"
+            assert "__all__" in init.read_text(), f"{init}: a room's __init__ names what it exports"
+        found = {p.name for p in (KSPEC / package).iterdir() if (p / "__init__.py").is_file()}
+        assert found == set(rooms), f"kspec/{package}/'s subpackages {sorted(found)} are not ROOMS' {rooms}"
+
+
+def test_the_planner_reads_no_private_attribute_of_a_kernel():
+    """The planner reads a kernel through kspec.kernels.planning.PlannedKernel, by name (issue [H2])."""
+    bad = []
+    for file in sorted((KSPEC / "kernels" / "planning").glob("*.py")):
+        for node in ast.walk(ast.parse(file.read_text(), str(file))):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "kernel"
+                    and node.attr.startswith("_")):
+                bad.append(f"{file.relative_to(KSPEC.parent)}:{node.lineno}: kernel.{node.attr}")
+    assert not bad, f"the planner reads private attributes of a kernel (add them to PlannedKernel): {bad}"

@@ -14,8 +14,8 @@ import pytest
 
 import kspec
 from device_arrays import random_values
-from kspec.kernels._bind import bind
-from kspec.kernels._plan import plan_elementwise
+from kspec.kernels.planning._binding import bind
+from kspec.kernels.planning._plan import plan_elementwise
 
 SQD = kspec.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "perm_sqd")
 PERMUTATIONS = [p for p in itertools.permutations(range(4)) if p != (0, 1, 2, 3)]

@@ -1,4 +1,4 @@
-"""A second cache a raw module's binary is kept in (kspec/kernels/_module_cache.py), on the CPU device: a module
+"""A second cache a raw module's binary is kept in (kspec/kernels/raw/_module_cache.py), on the CPU device: a module
 built from code reads it before compiling and writes to it what it did not find there; an entry it cannot use is
 rebuilt and saved again; an inactive cache is never read. (kspec.cupy installs one over CuPy's kernel cache:
 tests/test_cupy_switch.py and tests/test_cupy_switch_gpu.py.)"""

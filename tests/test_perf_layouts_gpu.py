@@ -3,7 +3,7 @@ outputs, mixed layouts, sizes that are not multiples of the tile, 3-d loops, bod
 or use ``i``) and the two-pass reduction over reduced axes that do not merge (4-d over (1, 3), (0, 2),
 (1, 2, 3), keepdims, no identity).
 
-Every call checks which plan it took (kspec.kernels._plan), so that a silent fallback to another entry
+Every call checks which plan it took (kspec.kernels.planning._plan), so that a silent fallback to another entry
 cannot make these tests pass without testing the new code. Outputs are poisoned with NaN first.
 """
 
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import kspec
-from kspec.kernels._bind import bind
-from kspec.kernels._plan import plan_elementwise
-from kspec.kernels._plan_reduction import plan_reduction
-from kspec.kernels._reduction_strategy import reduction_strategy
+from kspec.kernels.planning._binding import bind
+from kspec.kernels.planning._plan import plan_elementwise
+from kspec.kernels.planning._reduction_plan import plan_reduction
+from kspec.kernels.planning._reduction_strategy import reduction_strategy
 
 pytestmark = pytest.mark.gpu
 
@@ -54,7 +54,7 @@ def _poisoned(cp, shape, dtype, order="C"):
 @pytest.mark.parametrize("shape", [(64, 64), (1000, 777), (33, 65), (17, 1031), (2049, 40)])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
 def test_transposed_input_against_a_contiguous_one(cp, sqd, shape, dtype, monkeypatch):
-    import kspec.kernels._plan_entry as plan_module
+    import kspec.kernels.planning._entry_point as plan_module
 
     monkeypatch.setattr(plan_module, "TILED_MIN_FILL", 0.0)  # (33, 65) of float16 fills a quarter of its one step
     rng = _rng(1)
@@ -221,7 +221,7 @@ def test_short_dims_in_tiles(cp, sqd, shape, dtype, widths, monkeypatch):
     in tiles 16 wide along it (dim 0 short) or 16 high (dim 1 short); planes of at most one tile, several to a
     step (consecutive along dim 2, never past its end: (5, 7, 20, 16)), extents that straddle tiles. Every case
     takes the tiled entry here, however few of a step's slots it fills (the plan's threshold set to 0)."""
-    import kspec.kernels._plan_entry as plan_module
+    import kspec.kernels.planning._entry_point as plan_module
 
     monkeypatch.setattr(plan_module, "TILED_MIN_FILL", 0.0)
     width = widths[{1: 0, 2: 0, 4: 1, 8: 2}[np.dtype(dtype).itemsize]]
@@ -303,7 +303,7 @@ def test_l2norm_of_4d_over_axes(cp, l2norm, axis, keepdims):
 def _cols_lanes(kernel, x, axis):
     """The vector width of the cols entry the plan takes for ``x`` on this device, counting 32 resident blocks
     per SM (the most any holds), so that a width > 1 here is the width of every real plan."""
-    from kspec.kernels._prepared import sm_count
+    from kspec.kernels.callpath._prepared import sm_count
 
     bound = bind(kernel.spec, (x,), None)
     plan = plan_reduction(kernel.spec, bound, kernel._specializer, axis=axis)
@@ -384,9 +384,9 @@ def test_axes_1_3_without_identity_and_with_a_float16_input(cp):
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
 def test_short_reduced_rows_give_each_warp_its_own_columns(cp, l2norm, shape, axis, dtype):
     """One reduced dim of at most 32 elements, the kept outputs adjacent (cols): each warp of a full block takes its
-    own 32 outputs (kspec/kernels/_reduction_strategy.py, _short_cols); a row of 33 keeps the warps splitting it.
+    own 32 outputs (kspec/kernels/planning/_reduction_strategy.py, _short_cols); a row of 33 keeps the warps splitting it.
     Partial tiles (33 x 70 outputs), keepdims, and a max without identity too."""
-    from kspec.kernels._reduction_strategy import reduction_strategy
+    from kspec.kernels.planning._reduction_strategy import reduction_strategy
 
     rng = _rng(12)
     a = rng.standard_normal(shape).astype(dtype)
@@ -414,7 +414,7 @@ def test_short_reduced_rows_of_narrow_types_take_vector_lanes(cp, shape, axis, d
     """One short reduced dim of a 1- or 2-byte type: lanes of VEC adjacent outputs (cols.cu.j2's short vector
     path) where the innermost kept dim is a multiple of VEC and everything is 16-byte aligned; an array one
     element into its buffer, or kept dims of 12 / 17, take the scalar lanes; partial tiles either way."""
-    from kspec.kernels._reduction_strategy import reduction_strategy
+    from kspec.kernels.planning._reduction_strategy import reduction_strategy
 
     ksum = kspec.ReductionKernel("T x", "float32 y", "float(x)", "a + b", "y = a", "0", "sum_short_narrow",
                                  reduce_type="float")
@@ -436,10 +436,10 @@ def test_short_reduced_rows_of_narrow_types_take_vector_lanes(cp, shape, axis, d
 @pytest.mark.parametrize("offset", [0, 1])
 def test_one_reduced_dim_of_float16_takes_vectorised_lanes(cp, l2norm, shape, axis, offset):
     """float16 inputs over one reduced dim, the outputs adjacent: the runtime-rank cols entry's vectorised lanes,
-    the dim walked as (R, 1) (kspec/kernels/_reduction_strategy.py, _with_outer_unit_dim); an array starting one
+    the dim walked as (R, 1) (kspec/kernels/planning/_reduction_strategy.py, _with_outer_unit_dim); an array starting one
     element into its buffer (the plan cannot see that) fails the entry's alignment test there and takes its
     scalar lanes, with the same results."""
-    from kspec.kernels._reduction_strategy import reduction_strategy
+    from kspec.kernels.planning._reduction_strategy import reduction_strategy
 
     rng = _rng(13)
     size = int(np.prod(shape))

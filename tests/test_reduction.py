@@ -538,7 +538,7 @@ def test_zero_size_with_identity(xp):
 def test_repeated_calls_key_every_keyword_and_keep_every_check(xp):
     """The call path keys a reduction by its arguments' signature and its keyword values: repeats with other
     axes, keepdims, out= or a two-pass split give their own results, and the checks of a first call still
-    run on a repeat (kspec/kernels/_callpath.py)."""
+    run on a repeat (kspec/kernels/callpath/_call_path.py)."""
     k = kspec.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "repeat_keys")
     rng = np.random.default_rng(312)
     h = rng.uniform(0.5, 2.0, (6, 4, 5))

@@ -1,4 +1,4 @@
-"""The slab strategy (kspec/kernels/_reduction_slab.py): its canonical shapes address the plan's elements, the
+"""The slab strategy (kspec/kernels/planning/_reduction_slab.py): its canonical shapes address the plan's elements, the
 layouts it takes and declines, and its results on both devices (the ``xp`` fixture: NumPy on kspec's CPU
 device, CuPy on a GPU, where the slab entry itself runs)."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kspec
-from kspec.kernels._reduction_strategy import reduction_strategy
+from kspec.kernels.planning._reduction_strategy import reduction_strategy
 
 from test_kernel_plan import H200_SMS, fake, rplan
 

@@ -12,7 +12,9 @@ from fake_driver import fake_array
 from test_generic_arrays import DL, Cai
 
 import kspec
-from kspec.kernels import _loaded, _planner, _prepared
+from kspec.kernels.binaries import _loaded
+from kspec.kernels.planning import _planner
+from kspec.kernels.callpath import _prepared
 from test_kernel_plan import signature
 from kspec.runtime import _driver
 

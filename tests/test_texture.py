@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kspec
-from kspec.kernels._bind import texture_handles
+from kspec.kernels.planning._binding import texture_handles
 from kspec.runtime import (
     CUDAArray,
     ChannelFormatDescriptor,

@@ -1,12 +1,12 @@
 // kspec's compiled call path (issue [Q]): a spec kernel's dispatcher and prepared launch, a kernel class's
 // __call__ and a raw kernel's call, in C. What every file of this directory shares.
 //
-// The Python path (kspec/kernels/_arguments.py's generated dispatcher, kspec/kernels/_launch_code.py's generated
+// The Python path (kspec/kernels/callpath/_signature.py's generated dispatcher, kspec/kernels/callpath/_launch_code.py's generated
 // launch, kspec/runtime/_packer.py's raw packers) does the same work and stays the fallback: where this module
 // cannot be built, under KSPEC_CALL_PATH=python, and for what a description does not cover. Both take the same
 // descriptions, made by the kernels layer; nothing here decides what a description does not say.
 //
-// The files are one translation unit, concatenated in name order (kspec/compiler/_host_extension.py) and built by
+// The files are one translation unit, concatenated in name order (kspec/compiler/host/_extension.py) and built by
 // kspec's host compiler as a CPython extension module (kspec/runtime/_fastcall.py loads it). Every Python object
 // an instance reads is owned by its `keep` tuple; the C structs hold borrowed pointers into it.
 #define PY_SSIZE_T_CLEAN

@@ -1,4 +1,4 @@
-// A prepared launch's description (kspec/kernels/_launch_native.py makes it): parsed once into C structs.
+// A prepared launch's description (kspec/kernels/callpath/_launch_native.py makes it): parsed once into C structs.
 
 struct PtrWrite {
     Py_ssize_t offset;
@@ -119,7 +119,7 @@ static PyObject* FastLaunch_vectorcall(PyObject* self, PyObject* const* argv, si
 static PyTypeObject* FastLaunchType;
 static PyTypeObject* DispatchType;
 
-// fast_launch(steps, outputs, result, consts): see kspec/kernels/_launch_native.py, which makes the description.
+// fast_launch(steps, outputs, result, consts): see kspec/kernels/callpath/_launch_native.py, which makes the description.
 static PyObject* make_fast_launch(PyObject* module, PyObject* args) {
     PyObject *steps, *outputs, *result, *consts;
     if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyTuple_Type, &steps, &PyTuple_Type, &outputs, &PyTuple_Type, &result,

@@ -172,7 +172,7 @@ static int launch_step(FastLaunch* self, int j, void** params, uint64_t handle, 
     return 0;
 }
 
-// One call: stream, parameters, outputs, workspace, launches, result (kspec/kernels/_launch_code.py's order).
+// One call: stream, parameters, outputs, workspace, launches, result (kspec/kernels/callpath/_launch_code.py's order).
 static PyObject* run_launch(FastLaunch* self, PyObject* args, PyObject* stream, const uint64_t* ptrs) {
     if (!self->steps) return cleared("launch");
     PyObject *handle_obj = NULL, *result = NULL, *ws = NULL;

@@ -1,4 +1,4 @@
-// The dispatcher of one argument-type tuple: reads the key and pointers (kspec/kernels/_arguments.py's READS), finds
+// The dispatcher of one argument-type tuple: reads the key and pointers (kspec/kernels/callpath/_signature.py's READS), finds
 // the prepared call and runs its launch.
 
 // CUPY_LAYOUT(_SEVERAL): a CuPy type whose key attributes are _ndarray_base's, read through its layout
@@ -67,7 +67,7 @@ static PyObject* make_dispatch(PyObject* module, PyObject* args) {
     return (PyObject*)self;
 }
 
-// An array known only by its __cuda_array_interface__ (kspec/kernels/_arguments.py's cai_entry, in C): its
+// An array known only by its __cuda_array_interface__ (kspec/kernels/callpath/_signature.py's cai_entry, in C): its
 // key (type, shape, typestr, strides, read-only), pointer and producer stream. 1: read; 0: the call plans
 // (what binding refuses or explains: no dict, a mask, an old version, a malformed entry); -1: an error.
 static int read_cai(PyObject* a, PyObject** key, uint64_t* ptr, PyObject** producer) {
@@ -141,7 +141,7 @@ error:
 }
 
 // Whether PyTorch's autograd records a call on tensor `a`: it requires grad and grad mode is on. Such a call
-// takes the miss path, which hands it to kspec.torch (kspec/kernels/_frameworks.py's recorded_by). 1: records;
+// takes the miss path, which hands it to kspec.torch (kspec/kernels/callpath/_frameworks.py's recorded_by). 1: records;
 // 0: no; -1: an error. torch.is_grad_enabled is looked up the first time a tensor requires grad.
 static PyObject* grad_mode_on = NULL;
 
@@ -169,7 +169,7 @@ static int torch_records(PyObject* a) {
 }
 
 // Append an argument's key items to `key` from `*at` and read its pointer (the reads of
-// kspec/kernels/_arguments.py's READS). 1: a key; 0: the call cannot be keyed (MISS); -1: an error.
+// kspec/kernels/callpath/_signature.py's READS). 1: a key; 0: the call cannot be keyed (MISS); -1: an error.
 static int read_argument(Dispatch* self, PyObject* a, int kind, PyObject* key, Py_ssize_t* at, uint64_t* ptr,
                          PyObject** producer) {
     PyObject *p = NULL, *m = NULL;

@@ -2,11 +2,11 @@
 
 A front end like fuse and jit: it produces specs and reuses everything below them. ``kspec capture -o DIR --
 COMMAND`` runs a program (a test run, a script) with kspec under CuPy (kspec.cupy's switch) and a
-:class:`Recorder` observing the kernels (kspec/kernels/_observe.py) in every Python process it starts; each
+:class:`Recorder` observing the kernels (kspec/kernels/records/_observers.py) in every Python process it starts; each
 process appends what it built to a records file. :func:`write_captured` then merges the records into spec files,
 one per source module that built the kernels, which ``kspec validate``, ``generate``, ``build`` and the hatch hook
 take like any spec file. A build of them serves the same constructor calls in a later process by content
-(kspec/kernels/_stores.py), without NVRTC.
+(kspec/kernels/binaries/_stores.py), without NVRTC.
 
 The recorder needs the kernels layer; the writer only the spec layer (the CLI imports the writer alone).
 """

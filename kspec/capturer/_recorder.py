@@ -1,4 +1,4 @@
-"""The recorder: a build observer (kspec/kernels/_observe.py) that appends what kernels build to a records file."""
+"""The recorder: a build observer (kspec/kernels/records/_observers.py) that appends what kernels build to a records file."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _warm_call_path(quiet: bool) -> int:
-    """kspec's compiled call path for this interpreter, into the same cache (kspec/compiler/_host_extension.py):
+    """kspec's compiled call path for this interpreter, into the same cache (kspec/compiler/host/_extension.py):
     a deployed process then finds it, also under KSPEC_COMPILE=never. Without a host compiler or Python's
     headers calls take the Python path: a note, not a failure."""
     from ..compiler import build_call_path

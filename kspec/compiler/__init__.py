@@ -2,6 +2,9 @@
 
 Works with no GPU and no driver (only ``cuda.bindings.nvrtc`` is used, and imported on first compile, so
 ``import kspec.compiler`` succeeds without NVRTC installed).
+
+The binary cache is the subpackage ``kspec.compiler.cache``, the CPU device's host C++ compiler
+``kspec.compiler.host``; their public names are importable from here, as the others are.
 """
 
 from __future__ import annotations
@@ -12,8 +15,8 @@ from .._lazy import lazy_getattr
 # Lazy exports: a process serving cached kernels needs the key and the cache, never the NVRTC binding;
 # each name loads its module on first access.
 _LAZY = {
-    "BinaryCache": "_cache", "CacheInfo": "_cache", "ClearReport": "_cache_clear", "default_cache": "_cache",
-    "NOT_AN_ENTRY": "_cache_dirs",
+    "BinaryCache": "cache", "CacheInfo": "cache", "ClearReport": "cache", "default_cache": "cache",
+    "NOT_AN_ENTRY": "cache",
     "compile_cached": "_compile", "compile_source": "_compile",
     "include_dirs": "_includes",
     "TEMPLATE_VERSION": "_key", "cache_key": "_key", "environment_key": "_key",
@@ -25,11 +28,11 @@ _LAZY = {
     "register_counts": "_cubin",
     "link_available": "_link", "link_ptx": "_link", "one_front_end": "_link",
     "CompiledProgram": "_program",
-    "HOST_ARCH": "_arch", "HostCompiler": "_host", "host_compiler": "_host", "HOST_MARCH_ENV": "_host",
-    "portable_host_march": "_host",
-    "compile_host_library": "_host_library", "host_library_key": "_host_library",
-    "build_call_path": "_host_extension", "cached_call_path": "_host_extension", "call_path_source": "_host_extension",
-    "host_extension_key": "_host_extension",
+    "HOST_ARCH": "_arch", "HostCompiler": "host", "host_compiler": "host", "HOST_MARCH_ENV": "host",
+    "portable_host_march": "host",
+    "compile_host_library": "host", "host_library_key": "host",
+    "build_call_path": "host", "cached_call_path": "host", "call_path_source": "host",
+    "host_extension_key": "host",
     "CompileRequest": "_policy", "compile_policy": "_policy", "current_policy": "_policy",
     "explicit_compiles": "_policy", "POLICY_ENV": "_policy",
     "compile_log": "_log", "clear_compile_log": "_log", "record_load": "_log", "LOG_ENV": "_log",

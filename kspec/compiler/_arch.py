@@ -11,7 +11,7 @@ from .._errors import KspecValueError
 _ARCH_RE = re.compile(r"(sm|compute)_(\d{2,3})([af]?)")
 
 
-HOST_ARCH = "host"  # the CPU device: a shared object from the host C++ compiler (kspec/compiler/_host.py)
+HOST_ARCH = "host"  # the CPU device: a shared object from the host C++ compiler (kspec/compiler/host/_compiler.py)
 
 
 def check_arch(arch: object, *, param: str = "arch") -> str:

@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING
 
 from .._digest import sha256_hex
 from .._errors import CompileError, KspecTypeError, KspecValueError, about_kernel
-from ._cache import BinaryCache, default_cache
+from .cache import ENTRY_SUFFIX, BinaryCache, default_cache
 from ._failure import compile_failure, indent
 from ._includes import include_dirs, kspec_include_dir
-from ._entry import ENTRY_SUFFIX
 from ._key import cache_key, check_name_expressions
 from ._log import record_load
 from ._policy import CompileRequest, check_compile
@@ -98,7 +97,7 @@ def compile_source(
     names = check_name_expressions(name_expressions)
     _check_backend(backend)
     if options.effective_arch == HOST_ARCH:  # the CPU device: the host C++ compiler, whatever the backend
-        from ._host import compile_host
+        from .host import compile_host
 
         return compile_host(source, name, options, names)
     if backend == "nvcc":

@@ -1,5 +1,5 @@
 """The one shape of a failed compile's error, NVRTC's, nvcc's (kspec/compiler/_compile.py) or the host
-compiler's (kspec/compiler/_host.py): what failed, the compiler's log, the options and the numbered source."""
+compiler's (kspec/compiler/host/_compiler.py): what failed, the compiler's log, the options and the numbered source."""
 
 from __future__ import annotations
 

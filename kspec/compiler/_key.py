@@ -9,7 +9,7 @@ from .._digest import sha256
 from .._errors import KspecTypeError
 from .._memo import tree_digest
 from .._resources import TEMPLATE_VERSION
-from ._entry import ENTRY_FORMAT_VERSION
+from .cache import ENTRY_FORMAT_VERSION
 from ._includes import include_dirs, kspec_include_dir
 from ._toolchain import toolchain
 from ._arch import HOST_ARCH
@@ -66,7 +66,7 @@ def cache_key(
         raise KspecTypeError("cache_key: give the source or its source_key, not both")
     host = options.effective_arch == HOST_ARCH
     if host:  # the CPU device: the host compiler and CPU stand for NVRTC and the CUDA headers
-        from ._host import host_key_parts
+        from .host import host_key_parts
 
         parts = host_key_parts(options)
     elif backend == "nvcc":
@@ -108,7 +108,7 @@ def environment_key(arch: str) -> str:
     once per process: a record that names a binary by its cache key is stale when this changes."""
     options = CompileOptions(arch=arch)
     if arch == HOST_ARCH:
-        from ._host import host_key_parts
+        from .host import host_key_parts
 
         parts = host_key_parts(options)
     else:

@@ -14,7 +14,7 @@ from ._arch import check_arch
 # Architectures `kspec build` and the build hook compile CUBINs for. Only targets NVRTC 13.0 (the GPU
 # machine's) accepts: its nvrtcGetSupportedArchs() is sm_75 80 86 87 88 89 90 100 103 110 120 121 (13.5 adds
 # sm_107; CUDA 13 dropped everything below sm_75). One CUBIN per major version: an sm_80 CUBIN runs on sm_86
-# and sm_89 (the binary stores pick the highest minor not above the device's, kspec/kernels/_binaries.py), so
+# and sm_89 (the binary stores pick the highest minor not above the device's, kspec/kernels/binaries/_precompiled.py), so
 # building those two as well cost a third of the main job's time and bytes for ptxas's scheduling
 # of the same code; `--arch sm_80,sm_86,...` still builds them. Filter with `supported_archs()` at build time:
 # another NVRTC may differ.

@@ -2,7 +2,7 @@
 
 ``RawModule(code=...)`` and ``RawKernel(code, name)`` compile their module whole, behind the binary cache, with
 the source after kspec's raw template (``raw_source``), the user's options, their name expressions and the
-header packages the source includes (kspec/kernels/_raw_code.py). ``kspec warm`` makes the same programs for
+header packages the source includes (kspec/kernels/raw/_code.py). ``kspec warm`` makes the same programs for
 the raw specs of spec files (kspec/build/_warm.py), so the entries it writes are the ones a raw kernel's
 first call looks up. Both go through :func:`raw_program`; which name expressions the kernel object of a raw
 spec compiles with is :func:`raw_spec_expressions`. Imports nothing heavy at module level (the serving

@@ -1,7 +1,7 @@
 """A specialization's launch variants compiled as run time compiles them: one program (one binary-cache
 entry) per variant's name expression, keyed by the specialization key and the renderer's digest.
 
-The one definition of those programs: a kernel's first call (kspec/kernels/_loaded.py), its ``compile()``
+The one definition of those programs: a kernel's first call (kspec/kernels/binaries/_loaded.py), its ``compile()``
 and ``kspec warm`` (kspec/build/_warm.py) all go through :func:`variant_program`, so what warming writes
 is exactly what a call looks up. Imports nothing heavy at module level (the serving path imports it).
 """
@@ -105,7 +105,7 @@ def compile_program(specialization: Specialization, arch: str, binaries: Any = N
 def cached_binary(key: str) -> bytes | None:
     """The binary the process's binary cache keeps under ``key`` (a :class:`ProgramImage`'s), or None where
     it has none (evicted, damaged, another cache directory): a read, never a compile."""
-    from ._cache import default_cache
+    from .cache import default_cache
 
     program = default_cache().get(key)
     return None if program is None else program.binary

@@ -3,7 +3,7 @@
 A program may point CuPy's kernel cache elsewhere (``cupy.cuda.compiler._set_kernel_cache_backend``: CuPy's own
 CI stores kernels in a cloud bucket this way; tests patch it with a temporary directory) and expects the raw
 modules it builds to be found and kept there. While it is pointed anywhere but CuPy's default directory, the
-switch gives kspec's raw modules this adapter (kspec/kernels/_module_cache.py): an entry is read and written in
+switch gives kspec's raw modules this adapter (kspec/kernels/raw/_module_cache.py): an entry is read and written in
 CuPy's own format -- the binary, preceded by the mangled name of each name expression in the order of their
 sorted spellings (CuPy's ``_encode_cache_payload``) -- under a name made of kspec's content key and the
 architecture. CuPy's backend is looked up at every module load, so a backend set or patched later is the one

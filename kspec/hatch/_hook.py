@@ -241,7 +241,7 @@ class KspecBuildHook(BuildHookInterface[BuilderConfig]):
     def _register_binaries(self, binaries: str, build_data: dict[str, Any]) -> None:
         """Install ``<prefix>/share/kspec/binaries/<distribution>.json`` naming the wheel's binaries (shared data),
         so that a constructor call of the same code in any program finds them by content
-        (kspec/kernels/_stores.py), not only the generated modules."""
+        (kspec/kernels/binaries/_stores.py), not only the generated modules."""
         assert self._staging is not None
         name = re.sub(r"[^A-Za-z0-9.]+", "_", self.metadata.name).lower()
         registration = Path(self._staging.name).parent / f"{Path(self._staging.name).name}-{name}.json"

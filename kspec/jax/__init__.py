@@ -7,7 +7,7 @@ the binary loaded then) and runs as an XLA FFI custom call (``jax.ffi``) from th
 trip, nothing planned or read per call of the jitted function. See docs/guide/jax.md.
 
 A kernel called directly on JAX tracers (inside ``jax.jit`` / ``jax.vmap``) comes here too, through the kernels
-layer's hand-off (kspec/kernels/_frameworks.py): :func:`call` for what kspec.jax runs, :func:`refusal`'s error
+layer's hand-off (kspec/kernels/callpath/_frameworks.py): :func:`call` for what kspec.jax runs, :func:`refusal`'s error
 for what it does not (raw kernels).
 
 Importing this package does not import JAX; the first call does.

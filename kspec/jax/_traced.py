@@ -1,4 +1,4 @@
-"""Bare kernel calls on JAX tracers: the kernels layer's hand-off lands here (kspec/kernels/_frameworks.py).
+"""Bare kernel calls on JAX tracers: the kernels layer's hand-off lands here (kspec/kernels/callpath/_frameworks.py).
 
 An ElementwiseKernel, a ReductionKernel or a fused function called on tracers runs as ``kspec.jax.call``; what
 kspec.jax cannot express (raw kernels, kspec.jit: they declare no outputs to plan) gets :func:`refusal`'s

@@ -2,12 +2,12 @@
 
 ``kspec.ElementwiseKernel('float32 x, float32 y', 'float32 z', 'z = (x - y) * (x - y)', 'squared_diff')``
 builds the same :class:`kspec.spec.ElementwiseSpec` a spec file holds. A call binds its arguments
-(:mod:`._bind`), plans the launch (:mod:`._plan`) and prepares it once per signature (:mod:`._planner`);
-every call runs through :mod:`._callpath`. A constructor call binds by CuPy's rules (scalars converted as
+(:mod:`.planning._binding`), plans the launch (:mod:`.planning._plan`) and prepares it once per signature (:mod:`.planning._planner`);
+every call runs through :mod:`.callpath._call_path`. A constructor call binds by CuPy's rules (scalars converted as
 CuPy converts them); a kernel of a spec file takes the typed path, which refuses a float for an integer
 parameter. Where kspec differs from CuPy, it is clearer: an unbound placeholder names itself, C++ keywords
 as names are refused at construction; ``size=`` with non-raw arrays is an error as in CuPy. An identical
-constructor call adopts what the first one built (:mod:`._ctor_memo`).
+constructor call adopts what the first one built (:mod:`.records._constructor_memo`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 
 from .._args import flag, options_tuple
 from . import _spec_kernel
+from ._planner_view import PlannerView
 from ._spec_kernel import grad_key
 from ..runtime import fastcall_module
-from ._arguments import MISS
-from ._planner import elementwise_steps, plan_elementwise_call, prepare_elementwise
-from ._prepared import PreparedCall
+from .callpath import MISS, PreparedCall
+from .planning import elementwise_steps, plan_elementwise_call, prepare_elementwise
 
 
 class ElementwiseKernel(_spec_kernel.SpecKernel):
@@ -50,7 +50,7 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
                            options if type(options) is not list else tuple(options), loop_prep, after_loop,
                            grad_key(grad))
                           if type(reduce_dims) is bool and type(no_return) is bool and type(return_tuple) is bool else None)
-        if key is None:  # built before: kspec/kernels/_ctor_memo.py
+        if key is None:  # built before: kspec/kernels/records/_constructor_memo.py
             return
 
         def build() -> Any:  # the spec, checked: now, or on first need (kspec/kernels/_spec_kernel.py's _built)
@@ -76,7 +76,7 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
         return bool(self._spec.return_tuple)
 
     def __call__(self, *args: Any, size: object = None, block_size: object = None, stream: object = None, **kwargs: Any) -> Any:
-        calls = self._calls  # the call path: kspec/kernels/_callpath.py
+        calls = self._calls  # the call path: kspec/kernels/callpath/_call_path.py
         if size is None and block_size is None and not kwargs:
             result = calls.call(args, stream)
             return result if result is not MISS else calls.miss(args, stream, None)
@@ -115,7 +115,7 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
         spec = self._spec
         if len(args) <= len(spec.in_params) and spec.out_params and not spec.operation.strip():
             _warn_empty_operation(spec)  # a plan is made once per signature: this is not the call path
-        return prepare_elementwise(self, args, stream, size, block_size)
+        return prepare_elementwise(PlannerView(self), args, stream, size, block_size)
 
     def _call_keywords(self, extra: Any) -> dict[str, Any]:
         size, block_size = extra if extra is not None else (None, None)
@@ -126,11 +126,11 @@ class ElementwiseKernel(_spec_kernel.SpecKernel):
         size, block_size = kwargs.pop("size", None), kwargs.pop("block_size", None)
         if kwargs:
             self._split_args(args, kwargs, "size= and block_size= here")  # raises
-        bound, plan, _textures = plan_elementwise_call(self, args, None, size, block_size, abstract=True, launch=launch)
+        bound, plan, _textures = plan_elementwise_call(PlannerView(self), args, None, size, block_size, abstract=True, launch=launch)
         return bound, plan.shape, plan
 
     def _abstract_steps(self, plan: Any, device_id: int) -> tuple[list[Any], int]:
-        return elementwise_steps(self, plan, device_id, None), 0
+        return elementwise_steps(PlannerView(self), plan, device_id, None), 0
 
 
 def _plain(value: object) -> bool:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import KspecTypeError, KspecValueError
 from ..spec import plain_spec
-from ._binaries import BinaryStore, binary_store
-from ._raw_table import raw_callable, raw_kernel_of_table
+from .binaries import BinaryStore, binary_store
+from .raw import raw_callable, raw_kernel_of_table
 
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ def callable_of(spec: AnySpec, binaries: BinaryStore | None = None) -> Any:
     from ..render import specialize
     from ..spec import ElementwiseSpec, RawSpec, ReductionSpec
     from ._elementwise import ElementwiseKernel
-    from ._raw import RawModule
+    from .raw import RawModule
     from ._reduction import ReductionKernel
 
     if isinstance(spec, ElementwiseSpec):
@@ -39,8 +39,8 @@ def callable_of(spec: AnySpec, binaries: BinaryStore | None = None) -> Any:
     if spec.is_binary:
         return RawModule(path=spec.resolved_path())
     if spec.tune is not None:  # a tuning space: each call runs its record's config
-        from ._plan_records import records_for
-        from ._tuned import TunedKernel
+        from .planning import records_for
+        from .raw import TunedKernel
 
         return TunedKernel(spec.tuned_table(), binaries, records_for(binaries, spec.origin))
     return raw_callable(spec.read_source(), tuple(spec.kernels), tuple(spec.name_expressions), binaries,
@@ -166,7 +166,7 @@ def load_specs(specs: Iterable[Mapping[str, Any]], *, binaries: str | os.PathLik
     return KernelLibrary._of_kernels(kernels, found)
 
 
-_KIND_MODULES = {"elementwise": "._elementwise", "reduction": "._reduction", "raw": "._raw"}
+_KIND_MODULES = {"elementwise": "._elementwise", "reduction": "._reduction", "raw": ".raw._module"}
 
 
 class _Deferred:
@@ -200,7 +200,7 @@ def _served(table: dict[str, Any], binaries: BinaryStore | None) -> Any:
 _RAW_FIELDS = {"kind": str, "name": str, "doc": str, "source": str, "kernels": list, "name_expressions": list,
                "options": list, "translate_cucomplex": bool, "cooperative": bool,
                "launch": dict, "attributes": dict,  # launch and attributes: data callable_of does not use either
-               "tune": dict}  # a tuning space: a TunedKernel (kspec/kernels/_tuned.py)
+               "tune": dict}  # a tuning space: a TunedKernel (kspec/kernels/raw/_tuned.py)
 
 
 class _PlainRaw:
@@ -220,8 +220,8 @@ class _PlainRaw:
     def make_kernel(self) -> Any:
         """What :func:`callable_of` makes of the table (the key: kspec.render.specialize of the same table)."""
         if "tune" in self._table:
-            from ._plan_records import records_for
-            from ._tuned import TunedKernel
+            from .planning import records_for
+            from .raw import TunedKernel
 
             return TunedKernel(self._table, self._binaries, records_for(self._binaries, None))
         return raw_kernel_of_table(self._table, self._binaries)

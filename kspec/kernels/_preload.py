@@ -17,7 +17,7 @@ def preload_call_path() -> None:
     """Import and look up, once, what every first kernel call needs (see the module docstring)."""
     from .. import runtime
     from .._resources import renderer_digest, templates_digest
-    from ._stores import registered_binaries
+    from .binaries import registered_binaries
 
     runtime.import_driver_bindings()
     # the call path from the cache only: a cold cache builds it at the first call, as before

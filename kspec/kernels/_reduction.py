@@ -2,10 +2,10 @@
 
 ``kspec.ReductionKernel('T x', 'T y', 'x * x', 'a + b', 'y = sqrt(a)', '0', 'l2norm')`` builds the same
 :class:`kspec.spec.ReductionSpec` a spec file holds. A call binds its arguments, plans the reduction
-(:func:`kspec.kernels._plan_reduction.plan_reduction`), picks a strategy for the shape (a group of lanes per row,
+(:func:`kspec.kernels.planning._reduction_plan.plan_reduction`), picks a strategy for the shape (a group of lanes per row,
 a block per row, column-wise for an outer reduced axis, or a two-pass split for long rows and few outputs;
-no atomics, so results do not depend on timing), once per signature (:mod:`._planner`); every call
-runs through :mod:`._callpath`. Several outputs come back as a tuple
+no atomics, so results do not depend on timing), once per signature (:mod:`.planning._planner`); every call
+runs through :mod:`.callpath._call_path`. Several outputs come back as a tuple
 (CuPy returns only the first).
 """
 
@@ -17,12 +17,11 @@ from typing import Any
 from .._args import flag, options_tuple
 from .._errors import KspecValueError, about_kernel
 from . import _spec_kernel
+from ._planner_view import PlannerView
 from ._spec_kernel import grad_key
-from ._arguments import MISS
+from .callpath import MISS, PreparedCall
 from ._elementwise import ElementwiseKernel
-from ._array_spec import ArraySpec
-from ._planner_reduction import plan_reduction_call, prepare_reduction, reduction_steps
-from ._prepared import PreparedCall
+from .planning import ArraySpec, plan_reduction_call, prepare_reduction, reduction_steps
 
 
 class ReductionKernel(_spec_kernel.SpecKernel):
@@ -51,7 +50,7 @@ class ReductionKernel(_spec_kernel.SpecKernel):
                            name, reduce_type, reduce_dims, preamble, options if type(options) is not list else tuple(options),
                            grad_key(grad))
                           if type(reduce_dims) is bool else None)
-        if key is None:  # built before: kspec/kernels/_ctor_memo.py
+        if key is None:  # built before: kspec/kernels/records/_constructor_memo.py
             return
 
         def build() -> Any:  # the spec, checked: now, or on first need (kspec/kernels/_spec_kernel.py's _built)
@@ -105,7 +104,7 @@ class ReductionKernel(_spec_kernel.SpecKernel):
             args = self._with_out(args, out)
         if kwargs:
             self._split_args(args, kwargs, "axis=, keepdims=, out= and stream=")  # raises: CuPy takes no others
-        calls = self._calls  # the call path: kspec/kernels/_callpath.py
+        calls = self._calls  # the call path: kspec/kernels/callpath/_call_path.py
         if axis is None or type(axis) is int:
             extra: Any = (axis, True if keepdims else False)
         elif isinstance(axis, (list, tuple)) and all(type(a) is int for a in axis):
@@ -130,7 +129,7 @@ class ReductionKernel(_spec_kernel.SpecKernel):
 
     def _plan_call(self, args: tuple[Any, ...], stream: object, extra: Any) -> tuple[PreparedCall, tuple[int, ...]]:
         axis, keepdims = extra
-        return prepare_reduction(self, args, stream, axis, keepdims)
+        return prepare_reduction(PlannerView(self), args, stream, axis, keepdims)
 
     def _call_keywords(self, extra: Any) -> dict[str, Any]:
         axis, keepdims = extra  # out= is among the arguments already (_with_out)
@@ -143,8 +142,8 @@ class ReductionKernel(_spec_kernel.SpecKernel):
             args = self._with_out(args, out)
         if kwargs:
             self._split_args(args, kwargs, "axis=, keepdims= and out= here")  # raises
-        bound, plan = plan_reduction_call(self, args, None, axis, True if keepdims else False, abstract=True)
+        bound, plan = plan_reduction_call(PlannerView(self), args, None, axis, True if keepdims else False, abstract=True)
         return bound, plan.out_shape, plan
 
     def _abstract_steps(self, plan: Any, device_id: int) -> tuple[list[Any], int]:
-        return reduction_steps(self, plan, device_id, None)
+        return reduction_steps(PlannerView(self), plan, device_id, None)

@@ -2,7 +2,7 @@
 
 One rendered module per specialization (spec + placeholder binding + scalar inputs) serves every call
 shape; it is rendered once per process and its variants are compiled and loaded per device as calls need
-them (kspec/kernels/_loaded.py). The tables are module-level, so two kernel objects with equal specs share
+them (kspec/kernels/binaries/_loaded.py). The tables are module-level, so two kernel objects with equal specs share
 everything.
 """
 
@@ -17,26 +17,22 @@ import numpy as np
 from .._errors import InvalidNameError, KspecTypeError, ReservedNameError, SpecError, about_kernel
 from ..render import Specialization  # lazy: no Jinja
 from ..runtime import DeviceArray, get_device, stream_handle
-from ._arguments import MISS
-from ._recorded import RecordedCalls, spec_digest
-from ._callpath import CallPath
+from .callpath import CallPath, MISS, RESULT_NONE, RESULT_ONE, RESULT_TUPLE
+from .records import notify, observers, raw_layouts_of, RecordedCalls, spec_digest, SPEC_KERNELS, specialization_of, UNKEYED
 from ..compiler import compile_program, rendered_module
-from ._observe import notify, observers
-from ._specialization_memo import raw_layouts_of, specialization_of
-from ._ctor_memo import SPEC_KERNELS, UNKEYED
-from ._loaded import interface_of, loaded_kernel
-from ._kernel_attrs import KernelAttributes
-from ._launch_code import RESULT_NONE, RESULT_ONE, RESULT_TUPLE
-from ._plan_records import PlanTuned
+from .binaries import interface_of, loaded_kernel
+from ._cupy_attributes import KernelAttributes
+from ._planner_view import PlannerView
+from .planning import PlanTuned
 
 if TYPE_CHECKING:  # the serving path never imports the spec models, the renderer or the compiler
     from ..spec import ElementwiseSpec, ReductionSpec
-    from ._array_spec import ArraySpec, LaunchPlan
-    from ._bind import Bound
+    from .planning import ArraySpec, LaunchPlan
+    from .planning import Bound
 
 
 class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
-    """Base of ElementwiseKernel and ReductionKernel: a spec, CuPy's attributes (kspec/kernels/_kernel_attrs.py),
+    """Base of ElementwiseKernel and ReductionKernel: a spec, CuPy's attributes (kspec/kernels/_cupy_attributes.py),
     arity, pickling, streams.
 
     Subclasses set ``SPEC`` (the spec model class) and implement ``__call__`` (through ``self._calls``) and
@@ -45,13 +41,13 @@ class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
 
     SPEC: type[ElementwiseSpec] | type[ReductionSpec]  # a SpecClass: the model is imported on first access
     KIND: str  # "elementwise" or "reduction"
-    # CuPy's argument rules (kspec/kernels/_bind.py): kernels from the CuPy-style constructors bind as CuPy
+    # CuPy's argument rules (kspec/kernels/planning/_binding.py): kernels from the CuPy-style constructors bind as CuPy
     # does; those of spec files, generated modules and kspec.fuse keep the typed path's stricter rules.
     _cupy_rules = False
     _SHARED = ("_binaries", "_spec", "_key", "_nin", "_nout", "_calls", "_cupy_rules", "_used")  # what _adopt takes
 
     def _adopt(self, arguments: tuple[Any, ...] | None) -> Any:
-        """Take the state an identical constructor call built (kspec/kernels/_ctor_memo.py): None when done,
+        """Take the state an identical constructor call built (kspec/kernels/records/_constructor_memo.py): None when done,
         else the key under which :meth:`_built` remembers this call (``UNKEYED`` for arguments that cannot
         be one, or None given)."""
         key, state = SPEC_KERNELS.find(arguments)
@@ -63,7 +59,7 @@ class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
     def _built(self, key: Any, build: Callable[[], Any]) -> None:
         """Set up a constructor call's kernel (CuPy's rules) and remember it for identical calls. ``build``
         makes (and checks) its spec: now, unless an earlier process recorded calls of these exact arguments
-        (kspec/kernels/_call_records.py), which proves them valid; then on first need (:meth:`__getattr__`),
+        (kspec/kernels/records/_call_store.py), which proves them valid; then on first need (:meth:`__getattr__`),
         and a call the record holds never needs it."""
         records = self._constructor_records(key)
         arity = records.arity_of() if records is not None else None
@@ -127,7 +123,7 @@ class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
         return kernel
 
     def _setup(self, spec: Any, binaries: Any = None) -> None:
-        from ._binaries import binary_store
+        from .binaries import binary_store
 
         self._binaries = binary_store(binaries)
         self._spec = spec
@@ -137,16 +133,16 @@ class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
         self._start_calls()
 
     def _start_calls(self) -> None:
-        # every call goes through it (kspec/kernels/_callpath.py); a call record may serve a first call
+        # every call goes through it (kspec/kernels/callpath/_call_path.py); a call record may serve a first call
         self._calls = CallPath(self._plan_call, self._traced_call, (self._recall, self._remember))
         self._used: dict[Any, Specialization | None] = {}  # the specializations calls used (_cached_codes)
 
     def _plan_call(self, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
-        """The kernel's planner: ``(PreparedCall, pointers)`` of a call (kspec/kernels/_planner.py)."""
+        """The kernel's planner: ``(PreparedCall, pointers)`` of a call (kspec/kernels/planning/_planner.py)."""
         raise NotImplementedError
 
     def _traced_call(self, framework: Any, args: tuple[Any, ...], stream: object, extra: Any, concrete: bool) -> Any:
-        """A call on another framework's tracers, or eagerly on its arrays (``concrete``; kspec/kernels/_frameworks.py):
+        """A call on another framework's tracers, or eagerly on its arrays (``concrete``; kspec/kernels/callpath/_frameworks.py):
         its adapter runs it with the keywords the call gave (``extra`` as the call path holds them), e.g.
         ``kspec.jax.call(self, ...)``. A concrete call with a launch size, or with outputs given that are not all
         the framework's arrays (a NumPy ``out`` keeps CuPy's in-place contract), is left to the launch path (MISS).
@@ -167,7 +163,7 @@ class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
         raise NotImplementedError
 
     def _result_items(self, nargs: int) -> tuple[int, tuple[int, ...]]:
-        """What a prepared call's launch returns (kspec/kernels/_launch_code.py's :data:`Result`), for ``nargs``
+        """What a prepared call's launch returns (kspec/kernels/callpath/_launch_code.py's :data:`Result`), for ``nargs``
         arguments: the outputs given as arguments, else the allocated ones (in the outputs' order); one output
         as itself (unless ``return_tuple``), several as a tuple; None with ``no_return``."""
         if getattr(self._spec, "no_return", False):
@@ -262,12 +258,12 @@ class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
         array's rank and contiguity, as their code differs by them. Read-only."""
         used = self._used
         for key, found in list(used.items()):
-            if found is None:  # a call record's: made now (kspec/kernels/_call_records.py)
+            if found is None:  # a call record's: made now (kspec/kernels/records/_call_store.py)
                 types, scalars, layouts = key
                 used[key] = specialization_of(self._spec, self._key, dict(types), scalars, layouts)
         return MappingProxyType(used)
 
-    # -- planning a call of arrays without memory (torch.compile, jax.jit): kspec/kernels/_launch_plan.py ---
+    # -- planning a call of arrays without memory (torch.compile, jax.jit): kspec/kernels/planning/_abstract_plan.py ---
 
     def output_specs(self, *args: Any, **kwargs: Any) -> tuple[ArraySpec, ...]:
         """The outputs of a call, one :class:`ArraySpec` per output parameter in order (a given output as
@@ -275,19 +271,19 @@ class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
         stay values, their Python type counting as in a call), ``kwargs`` the call's keywords but ``stream``.
         The call's binding and planning, with its errors; compiles, loads and allocates nothing, and needs
         no GPU."""
-        from ._launch_plan import output_specs_of
+        from .planning import output_specs_of
 
         bound, out_shape, _plan = self._abstract_plan(args, dict(kwargs), launch=False)
-        return output_specs_of(self, bound, out_shape)
+        return output_specs_of(PlannerView(self), bound, out_shape)
 
     def plan_launch(self, *args: Any, **kwargs: Any) -> LaunchPlan:
         """What a call with these arguments (as for :meth:`output_specs`) launches: the :class:`LaunchPlan`,
         its binary compiled or loaded for the ArraySpecs' device as a call would; launches and allocates
         nothing."""
-        from ._launch_plan import launch_plan_of
+        from .planning import launch_plan_of
 
         bound, out_shape, plan = self._abstract_plan(args, dict(kwargs), launch=True)
-        return launch_plan_of(self, bound, out_shape, plan)
+        return launch_plan_of(PlannerView(self), bound, out_shape, plan)
 
     def _abstract_plan(self, args: tuple[Any, ...], kwargs: dict[str, Any],
                        launch: bool) -> tuple[Any, tuple[int, ...], Any]:  # fmt: skip
@@ -303,7 +299,7 @@ class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
     def specialization(self, *args: Any) -> Specialization:
         """The specialization a call with ``args`` uses (inputs, or inputs and outputs). NumPy arrays stand in
         for device arrays (only dtype and ndim are read), so this needs no GPU; scalars are scalars."""
-        from ._bind import bind, texture_handles
+        from .planning import bind, texture_handles
 
         args, textures = texture_handles(tuple(_stand_in(a) for a in args), self._spec)
         inputs, outputs = self._split_args(args, {}, "")

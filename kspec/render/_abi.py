@@ -47,7 +47,7 @@ stride that is a multiple of 16 bytes), falling back to scalar loads. Any pointe
 variant. The one choice is the runtime-rank ``cols``: v = vec (lanes of vec adjacent outputs, where the
 layout allows) or v = 1 (scalar lanes), below.
 
-Elementwise, indexed modules: ``strided`` over the dims CuPy's kernel would see (kspec/kernels/_plan_indexed.py),
+Elementwise, indexed modules: ``strided`` over the dims CuPy's kernel would see (kspec/kernels/planning/_indexed_loop.py),
 with the static NDIM when there is one for them; one element per thread. Other modules, after merging dims
 (``reduce_dims``): ``contig`` when every non-raw array operand (inputs that
 are not scalars, and outputs) is C-contiguous over the loop shape (no broadcasting). Otherwise ``strided``

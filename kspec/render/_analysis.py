@@ -92,7 +92,7 @@ def needs_of_raw_source(source: str, translate_cucomplex: bool = False) -> set[s
     """Header packages a raw CUDA source needs, from its #includes, as the compiler's ``needs`` names.
 
     The one rule for raw sources, whether they come from a spec file (kspec/render/_specialize.py) or from
-    ``RawKernel(code)`` / ``RawModule(code=...)`` (kspec/kernels/_raw.py). CCCL headers (``cuda/...``),
+    ``RawKernel(code)`` / ``RawModule(code=...)`` (kspec/kernels/raw/_module.py). CCCL headers (``cuda/...``),
     CuPy's headers, kspec's complex header and ``cuComplex`` need "complex", which names CCCL: the ``cuda/``
     headers and cupy/cuda_workaround.h (<cuda/std/cstdint>; all of CCCL's std headers under
     :func:`uses_cuda_std`) include it, kspec's complex header no longer does. ``translate_cucomplex`` needs
@@ -156,7 +156,7 @@ class IndexerUse(NamedTuple):
     indexed: bool  # `_ind.get()`, `_ind.set()` or a `_raw_<operand>` view: the loop's dims matter
     views: tuple[str, ...]  # the array operands whose `_raw_<name>` view it names
     sized: bool  # `_ind.size()` (a ptrdiff_t, CuPy's type; so `i` is declared with that type too)
-    flat: bool = True  # names `i`: the loop must run its elements in C order (kspec/kernels/_plan.py)
+    flat: bool = True  # names `i`: the loop must run its elements in C order (kspec/kernels/planning/_plan.py)
 
 
 NO_INDEXER = IndexerUse(False, (), False, False)  # reductions, and bodies that use none of it

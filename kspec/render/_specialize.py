@@ -194,7 +194,7 @@ class Specialization(Record):
         if not moved or any(op.non_const and not op.is_output for op in moved):
             return 1
         if self.kind == "elementwise" and any(op.raw for op in self.operands):
-            return 1  # the body gathers through raw arrays: one element per thread (kspec/kernels/_plan.py)
+            return 1  # the body gathers through raw arrays: one element per thread (kspec/kernels/planning/_plan.py)
         if any(op.itemsize & (op.itemsize - 1) for op in moved):
             return 1  # an unstructured void of 3 or 5 bytes: a vector of them has no alignment to load it by
         return max(1, VECTOR_BYTES // max(op.itemsize for op in moved))

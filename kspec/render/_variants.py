@@ -30,7 +30,7 @@ aligned, checked inside):
                                 in memory (``axis=0`` of a C-contiguous matrix); R = 0 comes with v = 1 and
                                 v = V (32 x V outputs per block where the layout allows)
 ``<name>__slab<int, 0, v>``     C-contiguous layouts of two reduced dims in the planner's canonical form
-                                (kspec/kernels/_reduction_slab.py): a block per tile and chunk, 32-bit
+                                (kspec/kernels/planning/_reduction_slab.py): a block per tile and chunk, 32-bit
 ``<name>__split_final<I>``      pass 2 of the split reduction: partials -> outputs (no atomics)
 ``<name>__slab_final<int>``     pass 2 of the slab's split: its partials, chunk-major, -> outputs
 ==============================  ==========================================================================
@@ -214,7 +214,7 @@ def reduction_variants(vec: int) -> tuple[VariantKey, ...]:
     needs more registers, which cost the one-dim case a quarter of its bandwidth when it served both. With
     ``vec`` > 1 the runtime-rank one comes twice: scalar lanes (VEC = 1: its vectorised branch compiles out)
     and lanes of VEC adjacent outputs, which the planner takes only where their tiles fill the device
-    (kspec/kernels/_reduction_strategy.py, ``_cols_launch``). The slab entry is 32-bit: C-contiguous layouts
+    (kspec/kernels/planning/_reduction_strategy.py, ``_cols_launch``). The slab entry is 32-bit: C-contiguous layouts
     below 2**31 elements, where the 64-bit index arithmetic was a large part of a block's fixed cost; so is
     slab_final, the second pass of its split."""
     wide_cols = (VariantKey("cols", "int64", DYNAMIC_NDIM, vec),) if vec > 1 else ()

@@ -12,7 +12,7 @@ array library (CuPy's or PyTorch's), else to the legacy default stream. ``with s
 from __future__ import annotations
 
 from ._device_kind import HOST_DEVICE_ID, device_kind, use_device
-from ._host_checked import checked
+from .host import checked
 from ._device import Device, activate_if_several, current_device_id, device_count, get_device
 from ._allocate import allocate_like, allocator_like
 from ._devicearray import DeviceArray, asarray, device_array_from_pointer, empty, zeros
@@ -68,7 +68,7 @@ _LAZY = {
     "ChannelFormatDescriptor": "_channelformat", "CUDAArray": "_cudaarray", "DeviceGlobal": "_device_global",
     "dim3": "_launch_args", "Launcher": "_launcher", "ResourceDescriptor": "_texture", "SurfaceObject": "_texture",
     "TextureDescriptor": "_texture", "TextureObject": "_texture", "Graph": "_graph", "capture": "_graph",
-    "worker_threads": "_host_driver",
+    "worker_threads": "host",
 }
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 

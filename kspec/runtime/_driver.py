@@ -131,9 +131,9 @@ def driver_description() -> str:
 def driver() -> ModuleType:
     """The driver of the device kernels run on now: ``cuda.bindings.driver``, initialised (a
     :class:`NoDeviceError` when there is no usable GPU), or on the CPU device (``kspec.use_device("cpu")``,
-    ``KSPEC_DEVICE=cpu``) the host driver that answers the same calls (kspec/runtime/_host_driver.py)."""
+    ``KSPEC_DEVICE=cpu``) the host driver that answers the same calls (kspec/runtime/host/_driver.py)."""
     if _device_kind.decide():
-        from ._host_driver import host_driver
+        from .host import host_driver
 
         return host_driver()  # type: ignore[return-value]  # the same calls, answered on the host
     return cuda_driver()
@@ -142,7 +142,7 @@ def driver() -> ModuleType:
 def driver_for(device_id: int) -> ModuleType:
     """The driver owning ``device_id``'s memory and modules, whichever device is active now."""
     if device_id == _device_kind.HOST_DEVICE_ID:
-        from ._host_driver import host_driver
+        from .host import host_driver
 
         return host_driver()  # type: ignore[return-value]
     return cuda_driver()

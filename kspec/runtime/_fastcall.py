@@ -1,7 +1,7 @@
 """The compiled call path: a spec kernel's dispatcher and prepared launch in C.
 
-A call that hits a prepared signature runs the same steps in Python (kspec/kernels/_arguments.py's generated
-dispatcher, kspec/kernels/_launch_code.py's generated launch) or, with this module's extension, in C:
+A call that hits a prepared signature runs the same steps in Python (kspec/kernels/callpath/_signature.py's generated
+dispatcher, kspec/kernels/callpath/_launch_code.py's generated launch) or, with this module's extension, in C:
 ``_fastcall_c/`` (one translation unit of several files), built once by kspec's host compiler into a CPython extension and kept in the binary cache
 (as the JAX FFI handler and the CPU device's fault guard are). What the C code does is described by the
 kernels layer, which keeps the Python path for what C does not take (outputs exported to another framework)

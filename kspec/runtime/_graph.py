@@ -8,7 +8,7 @@ Why the driver's stream capture (``cuStreamBeginCapture`` ... ``cuGraphLaunch``,
 not cuda.core's ``GraphBuilder``: kspec launches through cuda.bindings on any stream handle (its own
 :class:`Stream`, CuPy's, PyTorch's, a raw int), and the driver captures exactly those; a GraphBuilder captures
 on streams cuda.core makes or wraps, and importing cuda.core costs ~300 ms that a serving process must not
-pay. The driver calls are few, and the CPU device's driver (kspec/runtime/_host_graph.py) answers the same
+pay. The driver calls are few, and the CPU device's driver (kspec/runtime/host/_graph.py) answers the same
 ones, so tests without a GPU run the same code.
 
 Why thread-local capture mode by default: it refuses the calls a capture cannot record (a synchronisation, a

@@ -47,7 +47,7 @@ class Launcher:
     checks its thread and argument types itself and falls back to :meth:`launch` for anything else.
 
     ``vet(args)``, when given, sees the arguments of each new signature first and may raise (the kernels layer
-    refuses another framework's tracers there, kspec/kernels/_frameworks.py): never on a known signature.
+    refuses another framework's tracers there, kspec/kernels/callpath/_frameworks.py): never on a known signature.
     """
 
     def __init__(

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from . import _device_kind, _driver, _fastcall, _host_checked, _interop, _launch
+from . import _device_kind, _driver, _fastcall, _interop, _launch
 from ._device_kind import HOST_DEVICE_ID
 from . import _stream as _stream_module
 from ._device import Device, current_device_id
@@ -39,6 +39,7 @@ from ._launch_args import (
     dim3,
 )
 from ._stream import cu_stream, default_stream_getter, order_after, stream_handle
+from .host import note as checked_note, state as checked_state  # the CPU device's checked mode
 from .._generated_code import compiled
 
 
@@ -234,10 +235,10 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
     else:
         w(f"    dev = {HOST_DEVICE_ID if host else 0}")
 
-    # NumPy arguments on the CPU device: a checked launch copies them next to guard pages (_host_checked.py)
+    # NumPy arguments on the CPU device: a checked launch copies them next to guard pages (host/_checked.py)
     host_arrays = [f"a{i}" for i, spec in enumerate(specs) if spec.kind == _interop.HOST]
     if host and host_arrays:
-        ns["_checked"], ns["_note"] = _host_checked.state, _host_checked.note
+        ns["_checked"], ns["_note"] = checked_state, checked_note
         w(f"    if _checked[0]: _note(({', '.join(host_arrays)},))")
 
     # 2. stream

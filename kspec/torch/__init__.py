@@ -31,7 +31,7 @@ from . import _ops
 from ._autograd import add_autograd
 from ._compile import install as _install
 from ._eager import eager_op
-from ._recording import call as _recorded_call, refusal  # noqa: F401 - refusal: read by name (kernels/_frameworks.py)
+from ._recording import call as _recorded_call, refusal  # noqa: F401 - refusal: read by name (kernels/callpath/_frameworks.py)
 from ._saving import SINGLE as _SINGLE, SUFFIX as _SAVING, define_saving
 from ._schema import fused_signature, spec_kernel_signature
 

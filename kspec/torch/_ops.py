@@ -11,7 +11,7 @@ Each is defined with ``torch.library.Library.define`` and given three implementa
 
 ``Library.define`` + ``impl`` rather than ``torch.library.custom_op``: the dispatcher calls the kernel with no
 Python layer in between, where ``custom_op`` adds its autograd and aliasing checks in Python on every call
-(1.1 against 3.9 us per call on the CPU machine: benchmarks/torch_register.py). Autograd is added where the
+(1.1 against 3.9 us per call on the CPU machine: benchmarks/host/torch_register.py). Autograd is added where the
 kernel has gradients (kspec/torch/_autograd.py); called by name on tensors that require grad, an op without it
 gives results that do not require grad (PyTorch warns on backward), while the callable register returns
 records an error for the backward (kspec/torch/_eager.py).

@@ -1,6 +1,6 @@
 """Bare eager kernel calls that autograd records: ``kernel(x, b)`` on tensors that require grad.
 
-The kernels layer sends such a call here (kspec/kernels/_frameworks.py's ``recorded_by``: a tensor that requires
+The kernels layer sends such a call here (kspec/kernels/callpath/_frameworks.py's ``recorded_by``: a tensor that requires
 grad, grad mode on), and it runs as the op :func:`kspec.torch.register` defines for the kernel with the call's
 numbers as scalars, the op a bare call inside ``torch.compile`` traces as (:mod:`._bare`): its eager path records
 the backward (a spec's ``grad``, a fused function's derived one) or, for a kernel without gradients, an output

@@ -1,6 +1,6 @@
 // kspec's CPU device: hardware faults (SIGSEGV, SIGBUS, SIGFPE) in kernel code become errors, not a dead
 // process. A support library, built once by the host compiler and loaded by the runtime
-// (kspec/runtime/_host_signals.py); host modules reach it through the function pointers of each launch
+// (kspec/runtime/host/_signals.py); host modules reach it through the function pointers of each launch
 // (kspec_host_launch in entry.h), so that no module includes <signal.h> (its POSIX names would clash with
 // names in device code) and one handler serves every module.
 //

@@ -1,0 +1,44 @@
+"""What runs on every call of a spec kernel: the signature read from the arguments (generated dispatchers, or
+the compiled call path), the prepared call and its generated or native launch, parameter frames, scalar
+packing, and the hand-off of calls traced or recorded by another framework.
+
+A room of :mod:`kspec.kernels`: the rest of the layer uses it through the names below, which load their
+module on first access (a process serving only elementwise kernels never loads the reduction planner).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_getattr
+
+if TYPE_CHECKING:  # what mypy reads; at run time each name loads its module on first access
+    from ._call_path import CallPath
+    from ._frame import Frame
+    from ._frameworks import recorded_by, refuse_traced, traced_by
+    from ._launch_code import RESULT_NONE, RESULT_ONE, RESULT_TUPLE, Step
+    from ._prepared import CallLayout, PreparedCall, sm_count
+    from ._scalars import scalar_bytes
+    from ._signature import MISS
+
+_LAZY = {
+    "CallLayout": "_prepared",
+    "CallPath": "_call_path",
+    "Frame": "_frame",
+    "MISS": "_signature",
+    "PreparedCall": "_prepared",
+    "RESULT_NONE": "_launch_code",
+    "RESULT_ONE": "_launch_code",
+    "RESULT_TUPLE": "_launch_code",
+    "Step": "_launch_code",
+    "recorded_by": "_frameworks",
+    "refuse_traced": "_frameworks",
+    "scalar_bytes": "_scalars",
+    "sm_count": "_prepared",
+    "traced_by": "_frameworks",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
+
+__all__ = ["CallLayout", "CallPath", "Frame", "MISS", "PreparedCall", "RESULT_NONE", "RESULT_ONE", "RESULT_TUPLE",
+    "Step", "recorded_by", "refuse_traced", "scalar_bytes", "sm_count", "traced_by"]

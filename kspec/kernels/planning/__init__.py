@@ -1,0 +1,50 @@
+"""A call nobody prepared yet, planned: arguments bound to parameters (every check and error of a call), the
+launch plan (layouts, variant, grid and block), reductions' plans and strategies, plans for ArraySpecs, the
+tuned planner knobs, and the prepared call the planner makes. What the planner needs of a kernel is
+:class:`PlannedKernel`.
+
+A room of :mod:`kspec.kernels`: the rest of the layer uses it through the names below, which load their
+module on first access (a process serving only elementwise kernels never loads the reduction planner).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_getattr
+
+if TYPE_CHECKING:  # what mypy reads; at run time each name loads its module on first access
+    from ._abstract_plan import launch_plan_of, output_specs_of
+    from ._array_spec import ArraySpec, LaunchPlan, LaunchStep
+    from ._binding import Bound, bind, texture_handles
+    from ._planner import elementwise_steps, plan_elementwise_call, prepare_elementwise
+    from ._protocol import PlannedKernel
+    from ._reduction_planner import plan_reduction_call, prepare_reduction, reduction_steps
+    from ._tuned_knobs import PlanTuned, printing, records_for
+
+_LAZY = {
+    "ArraySpec": "_array_spec",
+    "Bound": "_binding",
+    "LaunchPlan": "_array_spec",
+    "LaunchStep": "_array_spec",
+    "PlanTuned": "_tuned_knobs",
+    "PlannedKernel": "_protocol",
+    "bind": "_binding",
+    "elementwise_steps": "_planner",
+    "launch_plan_of": "_abstract_plan",
+    "output_specs_of": "_abstract_plan",
+    "plan_elementwise_call": "_planner",
+    "plan_reduction_call": "_reduction_planner",
+    "prepare_elementwise": "_planner",
+    "prepare_reduction": "_reduction_planner",
+    "printing": "_tuned_knobs",
+    "records_for": "_tuned_knobs",
+    "reduction_steps": "_reduction_planner",
+    "texture_handles": "_binding",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
+
+__all__ = ["ArraySpec", "Bound", "LaunchPlan", "LaunchStep", "PlanTuned", "PlannedKernel", "bind",
+    "elementwise_steps", "launch_plan_of", "output_specs_of", "plan_elementwise_call", "plan_reduction_call",
+    "prepare_elementwise", "prepare_reduction", "printing", "records_for", "reduction_steps", "texture_handles"]

@@ -1,0 +1,376 @@
+"""The strategy of a ReductionKernel call: which entry points run, with what grid, block and workspace, for a
+:class:`~kspec.kernels.planning._reduction_plan.ReductionPlan` on a device with a given number of SMs; and each pass's
+part of its launch's parameter frame. Pure Python and driver-free, like the plan."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Callable, NamedTuple
+
+from ...render import COLS_MAX_WARPS, COLS_SHORT_ROWS, COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, VariantKey
+from ._plan import DEFAULT_BLOCK, INT32_LIMIT, MAX_GRID, raw_view_values
+from ._reduction_plan import ReductionPlan
+from ._reduction_passes import Pass, PassShape, Strategy, acc_bytes_at_most, final_pass
+from ._reduction_slab import slab_strategy
+
+
+# Shape classes (kspec/render/_abi.py describes the entries):
+SHORT_ROW = 32  # rows of at most this many vectors: a power-of-two group of lanes (<= a warp) per row
+SPLIT_MIN_ROW = 16384  # rows at least this long are split over several blocks when the outputs are few
+BLOCKS_PER_SM = 4  # the grid a reduction aims at, in resident blocks per SM
+REDUCE_UNROLL = 4  # loads a lane issues before using them (KSPEC_REDUCE_UNROLL of reduce.cuh)
+WARPS_PER_SM = 64  # resident warps per SM on sm_80..sm_90 (2048 threads): what the cols grid aims to fill
+
+
+def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | None = None,
+                       max_threads: Callable[[VariantKey], int] | None = None,
+                       resident: Callable[[VariantKey, int], int] | None = None, slab: bool = True,
+                       knobs: Mapping[str, int] | None = None) -> Strategy:
+    """Pick the entry points, grid and block for ``plan`` on a device with ``sm_count`` SMs; ``max_threads``
+    tells a loaded entry's largest block (its registers decide), for the entries that may launch more than
+    256 threads, and ``resident(variant, threads)`` how many blocks of that many threads an SM holds at once
+    (the cols split sizes its grid to one wave of them). ``slab=False`` leaves out the slab entry
+    (:mod:`._reduction_slab`), which takes the C-contiguous layouts of two reduced dims that fit it. ``knobs``:
+    a tuning record's choices for the layout (kspec/_plan_tuning.py): ``block`` (the block it starts from where
+    ``block_size`` is not given), ``per_sm`` (the blocks per SM a split aims at), ``slab`` and ``cols`` (0: that
+    entry is not taken)."""
+    if plan.out_size == 0:
+        return Strategy((), kind="none")
+    variants = plan.specialization.variants
+    vec = plan.specialization.vec
+    rows_variant = next(v for v in variants if v.entry == "rows" and v.ndim == plan.rndim)
+    knobs = knobs or {}
+    block = block_size or knobs.get("block", DEFAULT_BLOCK)
+    block = max(32, block // 32 * 32)
+    blocks_per_sm = knobs.get("per_sm", BLOCKS_PER_SM)
+    target_blocks = sm_count * blocks_per_sm
+    red = plan.red_size
+
+    if slab and knobs.get("slab", 1) and block_size is None and (slabbed := slab_strategy(plan, sm_count)) is not None:
+        return slabbed
+    if plan.inner_rows:
+        return _inner(plan, sm_count, block, rows_variant=next(v for v in variants if v.entry == "rows" and v.ndim == 1))
+    group = _row_group(plan, vec, sm_count)
+
+    # the cols entry from 8 contiguous outputs: a tile of 32 lanes with 8 or 16 at work, its rows split over the
+    # device, beat a split of the rows entry over rows strided by the kept dim (8 or 16 float32 outputs of
+    # 2^25 elements: 0.25 -> 0.70 of copy; 8 float64 0.43 -> 0.62; H200, benchmarks/NOTES.md v29)
+    if plan.contiguous_cols and plan.out_size >= COLS_MIN_OUTPUTS and red >= 2 and knobs.get("cols", 1):
+        return _cols(plan, sm_count, block, block_size is not None, max_threads, resident)
+
+    if red >= SPLIT_MIN_ROW and plan.out_size < target_blocks:
+        # at most one wave: BLOCKS_PER_SM per SM, fewer where the entry's registers allow fewer, and rounded
+        # down (256 rows of 65536, axes (1, 3) of (16, 1024, 16, 64): 768 blocks of a runtime-rank rows entry
+        # that an SM holds 4 of ran at 0.66 of copy, 512 at 0.82, H200)
+        per_sm, threads = blocks_per_sm, block
+        if plan.rndim != 1 and block_size is None:
+            # rows over two reduced dims: the same threads per SM in blocks of ROWS_WALK_BLOCK (the 18 sweep
+            # shapes with this plan, H200: mean 0.900 -> 0.923 of copy, 512 rows of 32768 over (1, 3) or (0, 3)
+            # 0.93 -> 1.04; none lost more than 0.005)
+            per_sm, threads = blocks_per_sm * block // ROWS_WALK_BLOCK, ROWS_WALK_BLOCK
+        if resident is not None and (held := resident(rows_variant, threads)) > 0:
+            per_sm = min(per_sm, held)
+        nchunks_wanted = max(2, per_sm * sm_count // plan.out_size)
+        chunk = -(-red // nchunks_wanted)
+        chunk = max(chunk, threads * vec)  # at least one full block-wide vector sweep per chunk
+        chunk = -(-chunk // vec) * vec
+        nchunks = -(-red // chunk)
+        if nchunks > 1:
+            final = next(v for v in variants if v.entry == "split_final")
+            segments = plan.out_size * nchunks
+            first = Pass(rows_variant, min(segments, MAX_GRID), threads, group=threads, nchunks=nchunks, chunk=chunk)
+            second = final_pass(final, plan.out_size, block, nchunks, chunk)
+            return Strategy((first, second), workspace_items=segments, kind="split")
+
+    if (plan.rndim != 1 and group is None and block_size is None and "block" not in knobs
+            and _group_for_row(red, vec, block) == block):  # fmt: skip
+        block = group = ROWS_WALK_BLOCK_SHORT if -(-plan.red[0] // vec) <= SHORT_INNER_VECTORS else ROWS_WALK_BLOCK
+    return Strategy((_rows_pass(rows_variant, plan.out_size, red, vec, block, sm_count, group=group),), kind="rows")
+
+
+def _row_group(plan: ReductionPlan, vec: int, sm_count: int) -> int | None:
+    """Two reduced dims whose inner one is at most 32 vectors long (axes (1, 3) of (1024, 16, 256, 16)),
+    with outputs enough to fill the device that way: a group of exactly that many lanes, each lane walking
+    the outer reduced dim at one position of the inner row, so that a warp reads the rows of adjacent
+    outputs, adjacent in memory, whole instead of 64-byte pieces of rows far apart (see
+    benchmarks/kernels/layouts.py --sweep); None: :func:`_rows_pass` sizes the group by the row length."""
+    if len(plan.red) != 2 or plan.red[0] % vec:
+        return None
+    lanes = plan.red[0] // vec
+    if lanes > 32 or lanes & (lanes - 1) or plan.out_size * lanes < sm_count * ROW_GROUP_MIN_WARPS * 32:
+        return None
+    return lanes
+
+
+def _rows_pass(variant: VariantKey, out_size: int, red: int, vec: int, block: int, sm_count: int,
+               group: int | None = None, **extra: object) -> Pass:
+    """A ``rows`` launch over ``out_size`` rows of ``red`` elements: the group size for the row length,
+    unless ``group`` is given."""
+    if group is None:
+        group = _group_for_row(red, vec, block, out_size, sm_count)
+    per_block = block // group
+    grid = max(1, min(-(-out_size // per_block), sm_count * 32, MAX_GRID))
+    return Pass(variant, grid, block, group=group, chunk=red, **extra)  # type: ignore[arg-type]
+
+
+def _group_for_row(red: int, vec: int, block: int, out_size: int = 0, sm_count: int = 0) -> int:
+    """Lanes per row of ``red`` elements: a power of two up to a warp for short rows, a block for long ones;
+    rows of at most 4096 elements a warp, or a block where ``out_size`` rows are too few (see below; without
+    ``out_size`` and ``sm_count``, a warp)."""
+    vectors = -(-max(red, 1) // vec)
+    if vectors <= SHORT_ROW * REDUCE_UNROLL:
+        # a group small enough that each lane has REDUCE_UNROLL vectors in flight (rows of 16 float32: one
+        # lane per row, four 16-byte loads; adjacent lanes read adjacent rows, so warps stay coalesced;
+        # rows of 256 float32: 16 lanes, four loads each)
+        group = 1
+        while group * REDUCE_UNROLL < vectors:
+            group *= 2
+        return group
+    if red > 4096:
+        return block
+    # a warp per row leaves each lane `rounds` rounds of loads, one after another; with fewer rows than SMs x
+    # rounds they are not hidden, and a block per row reads its row in one round (graph replays, H200, float32
+    # sums: 1 row of 4096 4.54 -> 2.36 us, 528 rows of 4096 5.21 -> 3.82; 528 rows of 1024 3.01 -> 3.29, kept a
+    # warp; .device/exp/p3_small.py)
+    rounds = vectors // (32 * REDUCE_UNROLL)
+    return block if out_size < sm_count * rounds else 32
+
+
+# A block per row over two reduced dims (a row is pieces far apart: axes (0, 3) of (1024, 64, 16, 16)) takes
+# 128 threads, or 64 where the pieces are at most 4 vectors long, not DEFAULT_BLOCK (256). On the 112 shapes of
+# the layouts.py sweep that take this plan (H200), worst / mean fraction of copy: inner pieces of 16 float32,
+# 256 threads 0.751 / 0.815, 128 0.768 / 0.831, 64 0.835 / 0.850; longer pieces, 256 threads 0.845 / 1.01,
+# 128 0.878 / 1.01, 64 0.863 / 1.00.
+ROWS_WALK_BLOCK = 128
+ROWS_WALK_BLOCK_SHORT = 64
+SHORT_INNER_VECTORS = 4
+ROW_GROUP_MIN_WARPS = 12  # warps per SM a group of the inner row's length must give: ~25 KB of loads in flight
+COLS_MIN_CHUNK = 16  # reduced elements per warp of a cols split block, at least: 4 rounds of 4 loads each
+COLS_MIN_OUTPUTS = 8  # contiguous outputs that take the cols entry, at least (reduction_strategy)
+# the runtime-rank cols entry's block, at most, in warps: its registers do not allow 1024 threads everywhere
+COLS_RUNTIME_RANK_WARPS = 16
+
+
+def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
+          max_threads: Callable[[VariantKey], int] | None,
+          resident: Callable[[VariantKey, int], int] | None) -> Strategy:
+    """32 adjacent outputs per block, the warps of a block splitting their rows; when the tiles of 32
+    outputs are fewer than half the blocks the device holds at once, the rows split over several blocks too
+    (a workspace of partials and ``split_final``): axes (0, 2) of a (1024, 16, 32, 16) array has 8 tiles of
+    32k elements. The split makes one wave: as many segments as fit the SMs together, never a few more (a
+    second wave of 16 blocks after 528 took as long as the first: (128, 32, 1024, 32) at 0.62 of copy
+    against 0.81, H200)."""
+    red = plan.red_size
+    if plan.rndim == 1 and red <= COLS_SHORT_ROWS:
+        return _short_cols(plan, block, max_threads)
+    if plan.rndim == 1 and _narrow_inputs(plan):  # vectorised lanes of the runtime-rank entry, the dim as (R, 1)
+        view = _with_outer_unit_dim(plan)
+        wide = _cols_launch(view, sm_count, block, block_given, max_threads, resident)
+        if wide.variant.vec > 1:
+            shape = PassShape(view.out_size, view.red_size, view.kept, view.red, view.in_strides, view.out_strides)
+            grid = min(wide.tiles, MAX_GRID)
+            return Strategy((Pass(wide.variant, grid, 32 * wide.warps, chunk=red, shape=shape),), kind="cols")
+    cols, tiles, warps, slots = _cols_launch(plan, sm_count, block, block_given, max_threads, resident)
+    threads = 32 * warps
+    if 2 * tiles <= slots:
+        nchunks = slots // tiles
+        chunk = max(-(-red // nchunks), COLS_MIN_CHUNK * warps)
+        nchunks = -(-red // chunk)
+        if nchunks > 1:
+            final = next(v for v in plan.specialization.variants if v.entry == "split_final")
+            first = Pass(cols, min(tiles * nchunks, MAX_GRID), threads, nchunks=nchunks, chunk=chunk)
+            second = final_pass(final, plan.out_size, block, nchunks, chunk)
+            return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
+    return Strategy((Pass(cols, min(tiles, MAX_GRID), threads, chunk=red),), kind="cols")
+
+
+def _narrow_inputs(plan: ReductionPlan) -> bool:
+    """Whether every array input is at most 2 bytes wide: scalar cols lanes move 64 bytes (or 32) per warp load
+    there, where 4-byte ones already run at the copy limit on one reduced dim (axis=0 of a float32 matrix: 1.0)."""
+    sizes = [op.itemsize for op in plan.specialization.operands if op.is_array and not op.is_output]
+    return bool(sizes) and max(sizes) <= 2
+
+
+def _with_outer_unit_dim(plan: ReductionPlan) -> ReductionPlan:
+    """A one-reduced-dim plan as the runtime-rank entries see two reduced dims: (R, 1), the outer one of stride 0.
+    The vectorised cols lanes (VEC adjacent outputs per lane, one 16-byte load each) exist only there: a 2-byte
+    type's warp load moves 64 bytes on scalar lanes (axis 1 of a float16 (1024, 64, 2048) array: 0.49 of copy,
+    H100)."""
+    return plan._replace(
+        rndim=DYNAMIC_NDIM,
+        red=(plan.red[0], 1),
+        in_strides={n: (kept, (red[0], 0)) for n, (kept, red) in plan.in_strides.items()},
+    )
+
+
+def _short_cols(plan: ReductionPlan, block: int, max_threads: Callable[[VariantKey], int] | None) -> Strategy:
+    """One reduced dim of at most COLS_SHORT_ROWS elements: the runtime-rank cols entry gives each warp a tile of
+    32 outputs (cols.cu.j2 takes that path for such rows, unsplit; the one-dim entry has no registers for it), so
+    blocks are full-sized and nothing is split. Before, a row of 8 made blocks of one warp (rows split over warps:
+    nothing to split), 32 of them per SM: axis 0 of a float32 (8, 32, 2048, 32) array ran at 0.61 of copy, 0.75
+    now (H100; 0.95 in the one-dim entry, whose long rows then lost 4-6% to spilled registers). Inputs of 1 or 2
+    bytes whose innermost kept dim is contiguous and a multiple of the module's vector take the vectorised
+    instantiation: VEC adjacent outputs per lane, tiles of 32 * VEC (cols.cu.j2 checks alignment and otherwise
+    runs the scalar lanes, a tile's warp then covering a fraction of it)."""
+    runtime = [v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == DYNAMIC_NDIM]
+    cols = next(v for v in runtime if v.vec == 1)
+    wide = next((v for v in runtime if v.vec > 1), None)
+    if wide is not None and _narrow_inputs(plan) and plan.contiguous_cols and plan.kept[0] % wide.vec == 0:
+        cols = wide
+    warps = max(1, block // 32)
+    if max_threads is not None and (most := max_threads(cols)) > 0:
+        warps = min(warps, max(1, most // 32))
+    tiles = -(-plan.out_size // (32 * cols.vec))
+    return Strategy((Pass(cols, max(1, min(-(-tiles // warps), MAX_GRID)), 32 * warps, chunk=plan.red_size),), kind="cols")
+
+
+class ColsLaunch(NamedTuple):
+    """A cols entry and how it would run: its tiles (:func:`cols_tile_width`), warps per block, and the blocks
+    of that size the device holds at once."""
+
+    variant: VariantKey
+    tiles: int
+    warps: int
+    slots: int
+
+
+def _cols_launch(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
+                 max_threads: Callable[[VariantKey], int] | None,
+                 resident: Callable[[VariantKey, int], int] | None) -> ColsLaunch:
+    """The cols entry for ``plan``: lanes of VEC adjacent outputs (``cols<I, 0, VEC>``) only where the layout
+    allows them (:func:`cols_vectorised`) and their own plan needs no split (tiles at least half the resident
+    blocks, :func:`_cols`'s test); else scalar lanes (``cols<I, R, 1>``), split when their tiles are few. A
+    vectorised block ends with VEC rounds of its warps' combine, and a split adds its partials and a second
+    pass: where the vectorised tiles were few enough to split, that cost more than the vector loads saved
+    (L2 norm, float32, fraction of copy bandwidth on an H200, graph replays; scalar -> vectorised: axes
+    (0, 2) of (16, 256, 16, 256), 512 tiles of 128 outputs, 4 warps, ~2100 resident blocks: 0.61 -> 0.24;
+    (64, 32, 16, 512), 128 tiles: 0.62 -> 0.43; (16, 16, 256, 1024), 128 tiles: 0.84 -> 0.74), while every
+    layout whose vectorised tiles ran unsplit gained or held ((16, 256, 64, 256), 512 tiles of 16 warps on
+    528 slots: 0.78 -> 0.87; (32, 128, 32, 1024): 0.84 -> 0.98; (16, 256, 16, 1024): 0.72 -> 0.86)."""
+    entries = [v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == plan.rndim]
+    for wide in entries:
+        # the vectorised entry's own block cap and occupancy decide (asking them loads it: a first call whose
+        # layout allows vectors but has few outputs compiles both entries when nothing is precompiled)
+        if wide.vec > 1 and cols_vectorised(plan, wide.vec):
+            launch = _cols_shape(plan, wide, sm_count, block, block_given, max_threads, resident)
+            if 2 * launch.tiles > launch.slots:
+                return launch
+    scalar = next(v for v in entries if v.vec == 1)
+    return _cols_shape(plan, scalar, sm_count, block, block_given, max_threads, resident)
+
+
+def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int, block_given: bool,
+                max_threads: Callable[[VariantKey], int] | None,
+                resident: Callable[[VariantKey, int], int] | None) -> ColsLaunch:
+    """How entry ``cols`` would run ``plan``: its tiles, warps per block and the blocks the device holds."""
+    red = plan.red_size
+    tiles = -(-plan.out_size // cols_tile_width(plan, cols.vec))
+    cap = COLS_MAX_WARPS if acc_bytes_at_most(plan) <= COLS_WIDE_ACC else COLS_WIDE_WARPS
+    if plan.rndim != 1:
+        cap = min(cap, COLS_RUNTIME_RANK_WARPS)
+    if max_threads is not None and (most := max_threads(cols)) > 0:
+        cap = min(cap, max(1, most // 32))
+    if block_given:
+        warps = block // 32
+    else:
+        # 32 outputs per block: with few outputs, more warps per block split each row so that one wave
+        # fills the device (axis=0 of a 16384^2 matrix: 512 blocks of 8 warps fill half of an H200; of
+        # 16 warps, 4 per SM, all of it)
+        warps = max(block // 32, WARPS_PER_SM // -(-min(tiles, MAX_GRID) // sm_count))
+    # rows a warp walks at least: 2 rounds of loads (one reduced dim), 16 with several (their walk's setup
+    # costs more: axes (0, 2) of (16, 1024, 16, 1024), rows of 256, ran at 0.70 of copy on 8 warps, 0.77 on 4)
+    per_warp = 2 if plan.rndim == 1 else 16
+    warps = max(1, min(cap, warps, -(-red // (per_warp * REDUCE_UNROLL))))
+    per_sm = resident(cols, 32 * warps) if resident is not None else 0
+    if per_sm <= 0:
+        per_sm = max(1, WARPS_PER_SM // warps)
+    return ColsLaunch(cols, tiles, warps, per_sm * sm_count)
+
+
+def cols_tile_width(plan: ReductionPlan, vec: int) -> int:
+    """Outputs per tile of the cols entry of vector width ``vec`` (its VariantKey's): 32, or (runtime rank)
+    the innermost kept extent when it is a power of two below 32 and the innermost reduced dim lies right
+    outside it in every input: the templates' cols entry applies the same rule and shares each warp between
+    that many outputs and 32 / width reduced positions. Where the entry loads ``vec`` adjacent outputs per
+    lane (:func:`cols_vectorised`), the same rule in vectors: ``vec`` times as many outputs; ``cols<I, R, 1>``
+    never does. (Pointers the plan cannot see may keep the entry on its scalar lanes: it then walks more
+    tiles than the grid was sized for, correct but slower.)"""
+    if cols_vectorised(plan, vec):
+        lanes = plan.kept[0] // vec
+        if lanes < 32 and not lanes & (lanes - 1) and all(red[0] == plan.kept[0] * kept[0] for kept, red in plan.in_strides.values()):
+            return lanes * vec
+        return 32 * vec
+    width = plan.kept[0] if plan.kept else 32
+    if plan.rndim == 1 or width >= 32 or width & (width - 1):
+        return 32
+    if all(red[0] == width * kept[0] for kept, red in plan.in_strides.values()):
+        return width
+    return 32
+
+
+def cols_vectorised(plan: ReductionPlan, vec: int) -> bool:
+    """Whether the runtime-rank cols entry of vector width ``vec`` takes its vectorised lanes for ``plan``
+    (given 16-byte aligned pointers): the template's test on the strides and extents, as the plan knows them
+    (contiguous_cols: the innermost kept stride is the item size in every input)."""
+    if vec <= 1 or plan.rndim == 1 or len(plan.red) != 2 or not plan.contiguous_cols or plan.kept[0] % vec:
+        return False
+    if plan.red_size >= INT32_LIMIT:  # the template's test: it walks the two dims in 32-bit positions
+        return False
+    return all(
+        all(k % 16 == 0 for k in kept[1:]) and red[0] % 16 == 0 and red[1] % 16 == 0
+        for kept, red in plan.in_strides.values()
+    )
+
+
+def _inner(plan: ReductionPlan, sm_count: int, block: int, rows_variant: VariantKey) -> Strategy:
+    """Reduced dims that do not merge (axes (1, 3) of a 4-d array), in two passes without per-element index
+    arithmetic (the runtime-rank rows entry unravels every element with 64-bit divisions: 0.23 of copy).
+
+    Pass 1 is ``rows`` with one reduced dim, the innermost (contiguous: vector loads): its "outputs" are the
+    rows of that dim, with the outer reduced dims as the innermost kept dims, so that row ``o * R + s``
+    (output o, s over the R outer reduced positions) writes partial ``o * R + s``: the split workspace layout
+    with nchunks = R. Pass 2 is ``split_final``, which merges each output's R partials and applies post_map.
+    """
+    outer = plan.red[1:]  # the outer reduced extents, innermost first
+    nchunks = math.prod(outer)
+    pass1_shape = PassShape(
+        out_size=plan.out_size * nchunks,
+        red_size=plan.red[0],
+        kept=outer + plan.kept,
+        red=plan.red[:1],
+        in_strides={n: (red[1:] + kept, red[:1]) for n, (kept, red) in plan.in_strides.items()},
+        # outputs are not written by pass 1, but its kept offsets cover them: zero along the reduced dims
+        out_strides={n: (0,) * len(outer) + kept for n, kept in plan.out_strides.items()},
+    )
+    vec = plan.specialization.vec
+    first = _rows_pass(rows_variant, pass1_shape.out_size, plan.red[0], vec, block, sm_count, shape=pass1_shape)
+    final = next(v for v in plan.specialization.variants if v.entry == "split_final")
+    second = final_pass(final, plan.out_size, block, nchunks, plan.red[0])
+    return Strategy((first, second), workspace_items=pass1_shape.out_size, kind="inner")
+
+
+def pass_frame_values(plan: ReductionPlan, step: Pass) -> dict[str, Any]:
+    """One pass's part of its launch's parameter frame (kspec/kernels/callpath/_frame.py): everything that is not a
+    pointer or a scalar value."""
+    final = step.variant.entry in ("split_final", "slab_final")
+    shape = step.shape or plan  # pass 1 of the "inner" strategy has a shape of its own
+    static: dict[str, Any] = {
+        "_reduce_shape": {
+            "out_size": shape.out_size,
+            "red_size": shape.red_size,
+            "kept_extent": shape.kept,
+            "red_extent": shape.red if not final else (shape.red_size,),
+            "kept_ndim": len(shape.kept),
+            "red_ndim": len(shape.red) if not final else 1,
+        },
+        "_group": step.group,
+        "_workspace": {"nchunks": step.nchunks, "chunk": step.chunk},
+    }
+    for name, (kept, red) in shape.in_strides.items():
+        static[name] = {"kept_stride": kept, "red_stride": red}
+    for name, kept in shape.out_strides.items():
+        static[name] = {"stride": kept}
+    for name, layout in plan.raw.items():
+        static[name] = raw_view_values(layout)
+    return static

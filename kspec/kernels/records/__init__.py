@@ -1,0 +1,38 @@
+"""What is remembered of calls and constructions: call records kept on disk between processes and restored,
+memos of identical constructor calls and of specializations, and the observers told of every build.
+
+A room of :mod:`kspec.kernels`: the rest of the layer uses it through the names below, which load their
+module on first access (a process serving only elementwise kernels never loads the reduction planner).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_getattr
+
+if TYPE_CHECKING:  # what mypy reads; at run time each name loads its module on first access
+    from ._constructor_memo import RAW_MODULES, SPEC_KERNELS, UNKEYED, clear_constructor_memos
+    from ._kernel_records import RecordedCalls, spec_digest
+    from ._observers import BuildObserver, notify, observe_builds, observers
+    from ._specialization_memo import raw_layouts_of, specialization_of
+
+_LAZY = {
+    "BuildObserver": "_observers",
+    "RAW_MODULES": "_constructor_memo",
+    "RecordedCalls": "_kernel_records",
+    "SPEC_KERNELS": "_constructor_memo",
+    "UNKEYED": "_constructor_memo",
+    "clear_constructor_memos": "_constructor_memo",
+    "notify": "_observers",
+    "observe_builds": "_observers",
+    "observers": "_observers",
+    "raw_layouts_of": "_specialization_memo",
+    "spec_digest": "_kernel_records",
+    "specialization_of": "_specialization_memo",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
+
+__all__ = ["BuildObserver", "RAW_MODULES", "RecordedCalls", "SPEC_KERNELS", "UNKEYED", "clear_constructor_memos",
+    "notify", "observe_builds", "observers", "raw_layouts_of", "spec_digest", "specialization_of"]
