@@ -16,10 +16,10 @@ for step in $steps; do
   case $step in
     tests)
       timeout 300 python3 -m pytest -m gpu -q -n 12 --dist loadfile -p no:cacheprovider \
-        --deselect tests/test_stream_order_gpu.py >"$logs/tests.log" 2>&1
+        --deselect tests/kernels_tests/test_stream_order_gpu.py >"$logs/tests.log" 2>&1
       echo "tests rc=$? $((SECONDS - start)) s: $(tail -1 "$logs/tests.log")"
       grep -E "^(FAILED|ERROR)" "$logs/tests.log" | head -20
-      timeout 60 python3 -m pytest -q -p no:cacheprovider tests/test_stream_order_gpu.py >"$logs/stream.log" 2>&1
+      timeout 60 python3 -m pytest -q -p no:cacheprovider tests/kernels_tests/test_stream_order_gpu.py >"$logs/stream.log" 2>&1
       echo "stream order rc=$?: $(tail -1 "$logs/stream.log")" ;;
     train)
       timeout 150 python3 benchmarks/kernels/train_step.py --reps 50 --rounds 3 >"$logs/train.log" 2>&1

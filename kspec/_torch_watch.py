@@ -24,7 +24,7 @@ _watched: set[str] = set()  # the modules whose loading the finder waits for
 
 
 def _teach() -> None:
-    try:  # by name: this leaf imports nothing of kspec's at module level (tests/test_layers.py)
+    try:  # by name: this leaf imports nothing of kspec's at module level (tests/project_tests/test_layers.py)
         importlib.import_module("kspec.torch")._install_compile_hook()
     except Exception:  # noqa: BLE001  # a PyTorch kspec cannot teach: bare calls stay as they were, register serves
         pass

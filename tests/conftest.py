@@ -108,12 +108,12 @@ def _device_0_current_after_gpu_tests(request: pytest.FixtureRequest):
 
 @pytest.fixture(params=[pytest.param("cpu", id="cpu"), pytest.param("cuda", id="cuda", marks=pytest.mark.gpu)])
 def xp(request: pytest.FixtureRequest):
-    """The array library of the device the test runs on (tests/device_arrays.py): NumPy on kspec's CPU
+    """The array library of the device the test runs on (tests/helpers/device_arrays.py): NumPy on kspec's CPU
     device, CuPy on a GPU. Kernel tests take it so that CI (no GPU) checks kernel results too."""
     if request.param == "cuda":
         yield pytest.importorskip("cupy")
         return
-    from device_arrays import HostArrays
+    from helpers.device_arrays import HostArrays
 
     request.getfixturevalue("on_cpu_device")
     yield HostArrays()
@@ -122,7 +122,7 @@ def xp(request: pytest.FixtureRequest):
 @pytest.fixture(scope="module")
 def needs_host_compiler() -> None:
     """Skips the module without a host C++ compiler (``pytestmark = pytest.mark.usefixtures(...)``)."""
-    from device_arrays import host_compiler_missing
+    from helpers.device_arrays import host_compiler_missing
 
     reason = host_compiler_missing()
     if reason is not None:
@@ -132,7 +132,7 @@ def needs_host_compiler() -> None:
 @pytest.fixture
 def on_cpu_device():
     """Inside ``kspec.use_device("cpu")``; skipped without a host C++ compiler."""
-    from device_arrays import host_compiler_missing
+    from helpers.device_arrays import host_compiler_missing
 
     reason = host_compiler_missing()
     if reason is not None:

@@ -65,7 +65,7 @@ sync()
 """ + _TIMED
 
 # --fake-gpu: kspec's GPU path (sm_90 binaries: NVRTC fills the cache in the untimed round) up to a fake
-# libcuda (tests/fake_driver.py, which accepts any module and launch): a CPU machine's view of a GPU load
+# libcuda (tests/helpers/fake_driver.py, which accepts any module and launch): a CPU machine's view of a GPU load
 FAKE_GPU = """
 import json, sys, time
 import numpy as np

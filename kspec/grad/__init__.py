@@ -25,5 +25,5 @@ from ._sums import by_input, kept_shape, shared_for, sum_to_shape
 from ._vjp import vjp
 
 # ``__all__`` is the user-facing API (docs/reference/grad.md); the other names imported above are kspec.grad's
-# interface to kspec.torch and kspec.jax, which import them from here (tests/test_layers.py).
+# interface to kspec.torch and kspec.jax, which import them from here (tests/project_tests/test_layers.py).
 __all__ = ["CustomVJP", "backward_spec", "custom_vjp", "vjp"]

@@ -359,7 +359,7 @@ class SpecClass:
 def _stand_in(obj: Any) -> Any:
     """A NumPy array as a pointer-less kspec array of its dtype and shape (for source/compile only)."""
     if isinstance(obj, np.ndarray):
-        # DeviceArray's private constructor: no public one takes strides (allow-listed in tests/test_layers.py)
+        # DeviceArray's private constructor: no public one takes strides (allow-listed in tests/project_tests/test_layers.py)
         return DeviceArray._wrap(0, obj.shape, obj.dtype, 0, None, strides=obj.strides)
     return obj
 

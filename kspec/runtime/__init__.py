@@ -74,7 +74,7 @@ __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 # ``__all__`` is the user-facing API (docs/reference/runtime.md). The other names imported above are the
 # runtime's interface to the layers above it (kspec.kernels): they import from here, never from a private
-# module (tests/test_layers.py), and docs/architecture.md lists them.
+# module (tests/project_tests/test_layers.py), and docs/architecture.md lists them.
 
 __all__ = [
     "Allocation",

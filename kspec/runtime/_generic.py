@@ -3,7 +3,7 @@ or ``__cuda_array_interface__`` and is not CuPy, PyTorch or kspec (those have di
 
 cuda.core is imported on the first such read, never by ``import kspec`` nor on the CuPy / PyTorch / kspec
 paths: the import costs ~260 ms, which a process serving precompiled kernels on CuPy arrays should not pay
-(tests/test_serving_imports.py). A view costs ~4 us per read on an H100, where kspec's own ctypes DLPack
+(tests/kernels_tests/test_serving_imports.py). A view costs ~4 us per read on an H100, where kspec's own ctypes DLPack
 parser took ~18 us and its CAI reader ~7 us.
 
 What cuda.core 1.2 does, which the callers rely on:

@@ -45,7 +45,7 @@ def check_identifier(name: object, *, what: str, field: str) -> str:
 # libcu++ <cuda/std/complex>, kspec's own headers, CuPy's that kspec provides: M_PI, CUPY_FOR, CUPY_TYPE_*):
 # a parameter of that name is rewritten by the
 # preprocessor and fails to compile far from its cause. Found by compiling a probe that includes all of
-# them (tests/test_hostile_specs.py repeats the probe and checks this rule still covers what it finds).
+# them (tests/spec_tests/test_hostile_specs.py repeats the probe and checks this rule still covers what it finds).
 _MACRO_PATTERN = re.compile(
     r"(?:NV|CCCL|KSPEC|LIBCUDACXX|CUDART|CUDA|CUPY|CU)_\w*|cuda[A-Z]\w*"
     r"|U?INT\w*_(?:MAX|MIN|C)|(?:FLT|DBL|LDBL|FP)_\w+"

@@ -55,7 +55,7 @@ def pointer_of(obj: Any) -> int:
         return int(obj.data_ptr())
     if kind == HOST:
         return int(obj.ctypes.data)
-    return int(obj._ptr)  # DeviceArray's slot: per call, for each output (allow-listed in tests/test_layers.py)
+    return int(obj._ptr)  # DeviceArray's slot: per call, for each output (allow-listed in tests/project_tests/test_layers.py)
 
 
 _FAST_FORMATS = {

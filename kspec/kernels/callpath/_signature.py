@@ -45,7 +45,7 @@ READS: dict[str, tuple[str, str, str]] = {
     # a tensor that requires grad under grad mode: autograd records the call (the miss path hands it to kspec.torch)
     TORCH: ("if a{i}.requires_grad and grad_on(): return {miss}", "a{i}.shape, a{i}.stride(), a{i}.dtype, a{i}.get_device()",
             "a{i}.data_ptr()"),
-    # DeviceArray's slots: the per-call hot path (allow-listed in tests/test_layers.py)
+    # DeviceArray's slots: the per-call hot path (allow-listed in tests/project_tests/test_layers.py)
     KSPEC: ("", "a{i}._shape, a{i}._strides, a{i}._dtype, a{i}._device_id", "a{i}._ptr"),
     # NumPy arrays are device arrays on the CPU device only: checked per call (the device may change)
     HOST: ("if not host_ok(HOST): return {miss}", "a{i}.shape, a{i}.strides, a{i}.dtype, a{i}.flags.writeable",

@@ -27,7 +27,7 @@ struct conditional<false, T, F> {
 // and the overloads that test this must never take a class type.
 // `value` is an enumerator, not a static data member: NVRTC makes every static data member a kernel's code
 // instantiates a device global (constexpr or not, used or not), and a module with globals loads several times
-// slower (tests/test_device_globals.py). The same holds for the compile-time constants of every kspec header.
+// slower (tests/render_tests/test_device_globals.py). The same holds for the compile-time constants of every kspec header.
 template <class T>
 struct is_builtin_arithmetic {
   enum : bool { value = false };

@@ -1,0 +1,77 @@
+"""The counting behind the client-suite figures: benchmarks/clients/client_compare.py over several runs of one selection,
+and benchmarks/helpers/_corpus_recorder.py's compile statistics."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_bench_{Path(name).name}", BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _log(path: Path, outcomes: dict[str, str], errors: dict[str, str] | None = None) -> None:
+    lines = [f"[gw0] [ 10%] {outcome} {test} " for test, outcome in outcomes.items()]
+    lines += [f"FAILED {test} - {message}" for test, message in (errors or {}).items()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_compare_counts_each_mode_over_the_union_of_its_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    compare = _load("clients/client_compare")
+    one, two = tmp_path / "one", tmp_path / "two"
+    # CuPy's first run reached a and b, its second c; kspec reached a, b, c in its first run and failed c.
+    _log(one / "cupy-signal-s1.log", {"t::a": "PASSED", "t::b": "PASSED"})
+    _log(two / "cupy-signal-s1.log", {"t::c": "PASSED", "t::d": "PASSED"})
+    _log(one / "kspec-signal-s1.log", {"t::a": "PASSED", "t::b": "PASSED", "t::c": "FAILED"}, {"t::c": "boom 12"})
+    _log(two / "kspec-signal-s1.log", {"t::a": "PASSED"})
+    assert compare.main([str(one), str(two)]) == 0
+    out = capsys.readouterr().out
+    assert "| signal | s1 | 2 / 2 | 3 | 3 | 2 | 66.7% |" in out
+    assert "boom N" in out and "t::c" in out
+
+
+def test_compare_reports_an_outcome_that_differs_between_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    compare = _load("clients/client_compare")
+    one, two = tmp_path / "one", tmp_path / "two"
+    _log(one / "cupy-ndimage-s2.log", {"t::a": "PASSED"})
+    _log(two / "cupy-ndimage-s2.log", {"t::a": "PASSED"})
+    _log(one / "kspec-ndimage-s2.log", {"t::a": "PASSED"})
+    _log(two / "kspec-ndimage-s2.log", {"t::a": "FAILED"})
+    compare.main([str(one), str(two)])
+    out = capsys.readouterr().out
+    assert "kspec t::a" in out  # listed, and counted as failing
+    assert "| ndimage | s2 | 2 / 2 | 1 | 1 | 0 | 0.0% |" in out
+
+
+def test_compile_stats_are_summed_per_mode(tmp_path: Path) -> None:
+    recorder = _load("helpers/_corpus_recorder")
+    for pid, (mode, compiles, seconds) in enumerate([("cupy", 3, 1.5), ("cupy", 2, 0.5), ("kspec", 4, 0.4)]):
+        (tmp_path / f"compile-{mode}-{pid}.json").write_text(json.dumps({"mode": mode, "compiles": compiles, "seconds": seconds}))
+    (tmp_path / "compile-cupy-9.json.tmp").write_text("{not json")  # a write cut short is not read
+    assert recorder.summarize(str(tmp_path)) == {"cupy": (2, 5, 2.0), "kspec": (1, 4, 0.4)}
+
+
+def test_compile_stats_file_is_replaced_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = _load("helpers/_corpus_recorder")
+    monkeypatch.setattr(recorder, "_STATS", str(tmp_path))
+    monkeypatch.setattr(recorder, "_KSPEC", False)
+    monkeypatch.setattr(recorder, "_cupy_compiles", [7, 2.5])
+    recorder.pytest_runtest_logfinish("t::a", ("t", 1, "a"))
+    monkeypatch.setattr(recorder, "_cupy_compiles", [8, 3.0])
+    recorder.pytest_runtest_logfinish("t::b", ("t", 2, "b"))
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == [f"compile-cupy-{os.getpid()}.json"]
+    assert recorder.summarize(str(tmp_path)) == {"cupy": (1, 8, 3.0)}
