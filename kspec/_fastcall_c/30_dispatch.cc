@@ -141,7 +141,7 @@ error:
 }
 
 // Whether PyTorch's autograd records a call on tensor `a`: it requires grad and grad mode is on. Such a call
-// takes the miss path, which hands it to kspec.torch (kspec/kernels/callpath/_frameworks.py's recorded_by). 1: records;
+// takes the miss path, which hands it to kspec.torch (kspec/kernels/callpath/_frameworks.py's run_by_torch). 1: records;
 // 0: no; -1: an error. torch.is_grad_enabled is looked up the first time a tensor requires grad.
 static PyObject* grad_mode_on = NULL;
 

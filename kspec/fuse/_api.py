@@ -29,11 +29,12 @@ _kinds: dict[type, int] = dict.fromkeys(_PASSED_AS_IS, _AS_IS)
 
 
 @functools.cache
-def _recorded_by() -> Callable[[tuple[Any, ...]], Any]:
-    """The kernels layer's test for calls whose gradients a framework records (imported on first need)."""
-    from ..kernels import recorded_by
+def _run_by_torch() -> Callable[[tuple[Any, ...]], Any]:
+    """The kernels layer's test for calls kspec.torch runs: tensors that require grad, CPU tensors on the CPU
+    device (imported on first need)."""
+    from ..kernels import run_by_torch
 
-    return recorded_by
+    return run_by_torch
 
 
 def _kind(tp: type, obj: Any) -> int:
@@ -131,8 +132,8 @@ class FusedFunction:
                 return result
         if kwargs or len(args) < self._nparams:
             args = self._bind(args, kwargs)
-        if "torch" in _modules:  # tensors that require grad: PyTorch's autograd records the call (kspec.torch)
-            recorder = _recorded_by()(args)
+        if "torch" in _modules:  # tensors that require grad (autograd records the call), CPU tensors on the CPU device
+            recorder = _run_by_torch()(args)
             if recorder is not None:
                 return recorder.call(self, args, {})
         key = _signature(args)

@@ -13,7 +13,7 @@ _LAZY = {
     "observe_builds": "records", "BuildObserver": "records", "ArraySpec": "planning", "LaunchPlan": "planning",
     "LaunchStep": "planning", "TunedKernel": "raw",
     # not in __all__: the hand-off to framework adapters for fuse and jit (kspec/kernels/callpath/_frameworks.py)
-    "refuse_traced": "callpath", "traced_by": "callpath", "recorded_by": "callpath",
+    "refuse_traced": "callpath", "traced_by": "callpath", "run_by_torch": "callpath",
     # not in __all__: kspec.torch gives RawKernel's launch-state classes to Dynamo (kspec/torch/_compile.py)
     "watch_raw_kernel_classes": "raw",
     # not in __all__: kspec.cupy keeps raw modules in CuPy's kernel cache too, follows its memo clearing and makes

@@ -18,7 +18,9 @@ from .._errors import InvalidNameError, KspecTypeError, ReservedNameError, SpecE
 from ..render import Specialization  # lazy: no Jinja
 from ..runtime import DeviceArray, get_device, stream_handle
 from .callpath import CallPath, MISS, RESULT_NONE, RESULT_ONE, RESULT_TUPLE
-from .records import notify, observers, raw_layouts_of, RecordedCalls, spec_digest, SPEC_KERNELS, specialization_of, UNKEYED
+from .records import (
+    notify, observers, raw_layouts_of, RecordedCalls, spec_digest, SPEC_KERNELS, specialization_of, UNKEYED,
+)
 from ..compiler import compile_program, rendered_module
 from .binaries import interface_of, loaded_kernel
 from ._cupy_attributes import KernelAttributes
@@ -27,8 +29,7 @@ from .planning import PlanTuned
 
 if TYPE_CHECKING:  # the serving path never imports the spec models, the renderer or the compiler
     from ..spec import ElementwiseSpec, ReductionSpec
-    from .planning import ArraySpec, LaunchPlan
-    from .planning import Bound
+    from .planning import ArraySpec, Bound, LaunchPlan
 
 
 class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):

@@ -213,11 +213,11 @@ def array_info(obj: object, *, param: str | None = None, stream: int | None = No
         t: Any = obj
         device_id = t.get_device()
         if device_id < 0:
-            if _device_kind.host_active:  # kspec's CPU device takes NumPy arrays; kspec.torch's ops take tensors
+            if _device_kind.host_active:  # kspec's CPU device takes NumPy arrays (kspec.torch runs kernel calls on
+                # CPU tensors through their views: this is a tensor that reached the launch path some other way)
                 raise KspecTypeError(
-                    f"{_where(param)}a PyTorch tensor on {t.device}: kspec's CPU device runs kernels on NumPy arrays "
-                    "(t.numpy() shares the tensor's memory), or call the kernel through kspec.torch.register(kernel), "
-                    "whose op runs CPU tensors on the CPU device"
+                    f"{_where(param)}a PyTorch tensor on {t.device}: kspec's CPU device runs kernels on NumPy arrays: "
+                    "pass t.numpy() (it shares the tensor's memory)"
                 )
             raise KspecTypeError(
                 f"{_where(param)}a PyTorch tensor on {t.device} (host memory); move it with .cuda(), or run on kspec's "

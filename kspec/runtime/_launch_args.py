@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import KspecOverflowError, KspecTypeError, KspecValueError, about_kernel, kernel_label
-from . import _generic, _interop
+from . import _device_kind, _generic, _interop
 
 # -- grid / block ----------------------------------------------------------------------------------------
 
@@ -212,6 +212,10 @@ def _mismatched_devices(kernel: str, args: Sequence[Any]) -> Exception:
 
 
 def _host_tensor(kernel: str, position: int, tensor: Any) -> Exception:
+    if _device_kind.host_active:  # a raw kernel on kspec's CPU device takes NumPy arrays
+        return KspecTypeError(about_kernel(
+            kernel, f"args[{position}] is a PyTorch tensor on {tensor.device}: a raw kernel on kspec's CPU device takes "
+            "NumPy arrays; pass t.numpy() (it shares the tensor's memory, so the kernel writes into the tensor)"))
     return KspecTypeError(
         about_kernel(kernel, f"args[{position}] is a PyTorch tensor on {tensor.device} (host memory); move it to the GPU with .cuda()")
     )

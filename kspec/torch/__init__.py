@@ -58,6 +58,12 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
     arguments again returns the same callable. Register outside the code you compile (at import, or when
     building the model): Dynamo does not trace defining an op.
     """
+    return _register(kernel, name, scalars, returns)
+
+
+def _register(kernel: Any, name: str | None, scalars: Sequence[str] | None, returns: int, quiet: bool = False) -> Any:
+    """:func:`register`; ``quiet``: an op named by its content says nothing (a bare eager call's: its caller has no
+    name= to pass, and eager calls never look an op up by name)."""
     if isinstance(kernel, ReductionKernel):
         kind, signature = "reduction", spec_kernel_signature(kernel, "reduction", scalars)
     elif isinstance(kernel, ElementwiseKernel):
@@ -74,7 +80,8 @@ def register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | N
         )
     default = kernel.kernel_name if kind == "fused" else kernel.name  # a SummedBackward's: its backward's + _summed
     with _ops.lock:
-        op_name, found = _ops.op_name(kernel, name, default, signature, lambda: _content_digest(kernel, kind, signature))
+        op_name, found = _ops.op_name(kernel, name, default, signature, lambda: _content_digest(kernel, kind, signature),
+                                      quiet)
         if found is not None:
             return found
         call = _fused_call(kernel, op_name, signature) if kind == "fused" else kernel
@@ -104,8 +111,14 @@ def call(kernel: Any, *args: Any, **kwargs: Any) -> Any:
     scalars: what a bare eager call on tensors that require grad (grad mode on) runs, so that autograd records
     it (a kernel without gradients gives outputs whose backward raises an error naming it). Outputs given to
     write into and ``stream=`` are refused there, as PyTorch refuses ``out=`` arguments that autograd would
-    have to record."""
-    return _recorded_call(register, kernel, *args, **kwargs)
+    have to record. On kspec's CPU device, a call on CPU tensors with nothing to record runs on their memory
+    (NumPy views) and returns tensors, a given output as the tensor given."""
+    return _recorded_call(_quiet_register, kernel, *args, **kwargs)
+
+
+def _quiet_register(kernel: Any, name: str | None = None, *, scalars: Sequence[str] | None = None,
+                    returns: int = 1) -> Any:  # fmt: skip
+    return _register(kernel, name, scalars, returns, quiet=True)
 
 
 def _content_digest(kernel: Any, kind: str, signature: Any) -> str:

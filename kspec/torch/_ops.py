@@ -68,11 +68,12 @@ def _lib() -> Any:
 
 
 def op_name(kernel: Any, name: str | None, default: str, signature: OpSignature,
-            content: Callable[[], str]) -> tuple[str, Any | None]:  # fmt: skip
+            content: Callable[[], str], quiet: bool = False) -> tuple[str, Any | None]:  # fmt: skip
     """(the op's name, the callable already registered for this kernel and signature, or None). A name given
     and taken by another kernel is an error. Where the ``default`` name is another kernel's, the op is named
     ``<default>__<content()>`` (what it runs and its schema: the same name in every process, where a number
-    counted registrations) and a warning says so: the plain name still goes to whichever registers first."""
+    counted registrations) and a warning says so (unless ``quiet``): the plain name still goes to whichever
+    registers first."""
     explicit = name is not None
     base = name if name is not None else default
     if not isinstance(base, str) or not base.isidentifier():
@@ -88,11 +89,13 @@ def op_name(kernel: Any, name: str | None, default: str, signature: OpSignature,
     entry = _ops.get(candidate)
     if entry is not None and entry[1] == signature:  # the same content under another kernel object: the same op
         return candidate, entry[2]
+    if quiet:
+        return candidate, None
     warnings.warn(
         f"kspec.torch.register: op {NAMESPACE}::{base} is another kernel's (or this kernel's with other scalars); "
         f"this one is {NAMESPACE}::{candidate}, named by its content. Which kernel holds the plain name depends "
         "on the order of registration, and a compiled graph from Inductor's on-disk caches calls ops by name: "
-        "pass name= to each to make them stable", UserWarning, stacklevel=4,
+        "pass name= to each to make them stable", UserWarning, stacklevel=5,
     )
     return candidate, None
 

@@ -1,11 +1,15 @@
 """Bare eager kernel calls that autograd records: ``kernel(x, b)`` on tensors that require grad.
 
-The kernels layer sends such a call here (kspec/kernels/callpath/_frameworks.py's ``recorded_by``: a tensor that requires
+The kernels layer sends such a call here (kspec/kernels/callpath/_frameworks.py's ``run_by_torch``: a tensor that requires
 grad, grad mode on), and it runs as the op :func:`kspec.torch.register` defines for the kernel with the call's
 numbers as scalars, the op a bare call inside ``torch.compile`` traces as (:mod:`._bare`): its eager path records
 the backward (a spec's ``grad``, a fused function's derived one) or, for a kernel without gradients, an output
 whose backward raises an error naming the kernel. The op for a kernel and the kinds of its arguments is looked
 up once; later calls pay a dictionary lookup on top of the registered callable.
+
+On kspec's CPU device a call on CPU tensors comes here too, with or without grad: where nothing is recorded the
+kernel runs on NumPy views of the tensors' memory (``t.numpy()``: no copy) and its results come back as tensors
+(a given output as the tensor given), as code written for CuPy's arrays runs on PyTorch's.
 """
 
 from __future__ import annotations
@@ -24,7 +28,10 @@ _registered: dict[tuple[Any, ...], tuple[Any, Any]] = {}
 
 
 def call(register: Any, kernel: Any, *args: Any, **kwargs: Any) -> Any:
-    """``kernel(*args, **kwargs)`` run as its registered op, so that autograd records it."""
+    """``kernel(*args, **kwargs)`` run as its registered op, so that autograd records it; on CPU tensors with
+    nothing to record (kspec's CPU device), run on their memory."""
+    if not _records(args):
+        return _on_host_memory(kernel, args, kwargs)
     if kwargs and kwargs.get("stream") is not None:
         raise KspecValueError(
             f"kspec.torch: {_label(kernel)}: stream= {WITH_GRAD}: autograd records the kernel on PyTorch's current "
@@ -44,6 +51,48 @@ def call(register: Any, kernel: Any, *args: Any, **kwargs: Any) -> Any:
             _registered.clear()
         found = _registered[key] = (kernel, registered)
     return found[1](*args, **kwargs)
+
+
+def _records(args: tuple[Any, ...]) -> bool:
+    """Whether autograd records a call on these arguments: a tensor among them requires grad, grad mode on."""
+    import torch
+
+    return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+
+
+def _on_host_memory(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The call on NumPy views of the CPU tensors' memory, its results as tensors: a given output comes back as the
+    tensor given (the kernel wrote into its memory), a new one as a tensor over the array's memory."""
+    import torch
+
+    given: dict[int, Any] = {}
+
+    def view(a: Any) -> Any:
+        if not isinstance(a, torch.Tensor):
+            return a
+        if not a.is_cpu:
+            raise KspecTypeError(f"kspec.torch: {_label(kernel)}: a {a.device} tensor among CPU tensors on kspec's CPU "
+                                 "device: pass every tensor on the CPU")  # fmt: skip
+        try:
+            array = a.detach().numpy()
+        except TypeError as exc:  # a dtype NumPy lacks (bfloat16 without ml_dtypes), a conjugate or neg view
+            raise KspecTypeError(f"kspec.torch: {_label(kernel)}: a CPU tensor of {a.dtype} has no NumPy view for "
+                                 f"kspec's CPU device: {exc}") from None  # fmt: skip
+        given[id(array)] = a
+        return array
+
+    arrays = [view(a) for a in args]
+    made = kernel(*arrays, **kwargs)
+
+    def tensor(r: Any) -> Any:
+        if isinstance(r, tuple):
+            return tuple(tensor(x) for x in r)
+        found = given.get(id(r))
+        if found is not None:
+            return found
+        return torch.from_numpy(r) if type(r).__module__ == "numpy" and hasattr(r, "dtype") else r
+
+    return tensor(made)
 
 
 def _no_outputs_given(kernel: Any, args: tuple[Any, ...], fused: bool) -> None:

@@ -92,8 +92,61 @@ def test_under_no_grad_a_call_is_not_recorded(on_cpu_device):
     torch.testing.assert_close(y, act_reference(x, b).detach())
 
 
-def test_a_plain_call_on_cpu_tensors_points_to_numpy_and_register(on_cpu_device):
+def test_a_plain_call_on_cpu_tensors_runs_on_their_memory(on_cpu_device):
+    """Nothing to record (no tensor requires grad, or grad mode off): the kernel runs on NumPy views of the
+    tensors and gives tensors back, a given output as the tensor given."""
     x, b = _inputs(8)
-    with pytest.raises(kspec.KspecTypeError, match=r"t\.numpy\(\) shares the tensor's memory.*kspec\.torch\.register"):
-        ACT(x.detach(), b.detach())  # no grad: not recorded, so the kernel's own launch path reads the tensors
-    torch.testing.assert_close(kt.register(ACT)(x.detach(), b.detach()), act_reference(x, b).detach())
+    xd, bd = x.detach(), b.detach()
+    y = ACT(xd, bd)
+    assert isinstance(y, torch.Tensor) and not y.requires_grad
+    torch.testing.assert_close(y, act_reference(xd, bd))
+    out = torch.empty_like(xd)
+    assert ACT(xd, bd, out) is out
+    torch.testing.assert_close(out, act_reference(xd, bd))
+    torch.testing.assert_close(fused_act(xd, bd), act_reference(xd, bd))
+    torch.testing.assert_close(SUMSQ(xd, axis=1), (xd * xd).sum(1))
+    torch.testing.assert_close(SCALE(xd, 2.0), xd * 2.0)
+    with torch.no_grad():  # tensors that require grad, grad mode off
+        y = ACT(x, b)
+    assert not y.requires_grad
+    torch.testing.assert_close(y, act_reference(xd, bd))
+    assert xd.grad is None and x.grad is None
+
+
+def test_a_cpu_tensor_numpy_cannot_view_is_a_typed_error(on_cpu_device):
+    x = torch.ones((3, 2), dtype=torch.bfloat16)
+    try:
+        x.numpy()
+    except TypeError:
+        with pytest.raises(kspec.KspecTypeError, match=r"recorded_act.*no NumPy view"):
+            ACT(x, x)
+    else:  # a NumPy with bfloat16 (ml_dtypes): the call runs
+        pytest.skip("this NumPy views bfloat16 tensors")
+
+
+def test_a_number_after_a_tensor_registers_a_second_op_quietly(on_cpu_device):
+    """A bare call decides the op by its arguments' kinds: the same kernel with a number where a tensor was is
+    another op, named by its content, and nothing warns (a bare call has no name= to pass)."""
+    import warnings
+
+    x, b = _inputs(9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y1 = ACT(x, b)
+        y2 = ACT(x, 0.5)
+    torch.testing.assert_close(y2, act_reference(x, torch.tensor(0.5, dtype=x.dtype)))
+    g1, = grads(y1.sum(), (x,))
+    g2, = grads(y2.sum(), (x,))
+    v1, v2 = (x + b).detach(), (x + 0.5).detach()
+    for got, v in ((g1, v1), (g2, v2)):  # d/dv v tanh(v) = tanh(v) + v (1 - tanh(v)^2)
+        torch.testing.assert_close(got, torch.tanh(v) + v * (1 - torch.tanh(v) ** 2))
+
+
+def test_a_raw_kernel_given_a_cpu_tensor_on_the_cpu_device_names_numpy(on_cpu_device):
+    double = kspec.RawKernel(r'extern "C" __global__ void dbl(float* x, int n) {'
+                             r" int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2; }", "dbl")
+    x = torch.ones(8)
+    with pytest.raises(kspec.KspecTypeError, match=r"kernel 'dbl': args\[0\] is a PyTorch tensor on cpu: .*t\.numpy\(\)"):
+        double((1,), (8,), (x, 8))
+    double((1,), (8,), (x.numpy(), 8))  # the view the message names: the kernel writes into the tensor
+    torch.testing.assert_close(x, torch.full((8,), 2.0))

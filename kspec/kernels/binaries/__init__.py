@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 from ..._lazy import lazy_getattr
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads its module on first access
-    from ._function_attributes import FUNCTION_ATTRIBUTES, FunctionAttribute, read_attribute, resident_blocks, write_attribute
+    from ._function_attributes import (
+        FUNCTION_ATTRIBUTES, FunctionAttribute, read_attribute, resident_blocks, write_attribute,
+    )
     from ._loaded import LoadedKernel, cached_function, interface_of, loaded_kernel, module_loaded
     from ._precompiled import BinaryStore, binary_store
     from ._stores import content_store, register_binaries, registered_binaries

@@ -15,7 +15,7 @@ from ..._lazy import lazy_getattr
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads its module on first access
     from ._call_path import CallPath
     from ._frame import Frame
-    from ._frameworks import recorded_by, refuse_traced, traced_by
+    from ._frameworks import refuse_traced, run_by_torch, traced_by
     from ._launch_code import RESULT_NONE, RESULT_ONE, RESULT_TUPLE, Step
     from ._prepared import CallLayout, PreparedCall, sm_count
     from ._scalars import scalar_bytes
@@ -31,7 +31,7 @@ _LAZY = {
     "RESULT_ONE": "_launch_code",
     "RESULT_TUPLE": "_launch_code",
     "Step": "_launch_code",
-    "recorded_by": "_frameworks",
+    "run_by_torch": "_frameworks",
     "refuse_traced": "_frameworks",
     "scalar_bytes": "_scalars",
     "sm_count": "_prepared",
@@ -41,4 +41,4 @@ _LAZY = {
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __all__ = ["CallLayout", "CallPath", "Frame", "MISS", "PreparedCall", "RESULT_NONE", "RESULT_ONE", "RESULT_TUPLE",
-    "Step", "recorded_by", "refuse_traced", "scalar_bytes", "sm_count", "traced_by"]
+    "Step", "refuse_traced", "run_by_torch", "scalar_bytes", "sm_count", "traced_by"]

@@ -27,7 +27,7 @@ from typing import Any
 from ..._lazy import imports_settled, settle_imports
 from ...runtime import current_stream, initialized_device_count, open_stream_blocks
 from ._signature import MAX_ENTRIES, MISS, Dispatcher, make_dispatcher
-from ._frameworks import Framework, concrete_by, recorded_by, traced_by
+from ._frameworks import Framework, concrete_by, run_by_torch, traced_by
 from ._prepared import PreparedCall
 
 Planner = Callable[[tuple[Any, ...], object, Any], tuple[PreparedCall, tuple[int, ...]]]
@@ -116,9 +116,10 @@ class CallPath:
         return prepared.launch(args, stream, *pointers)
 
     def _recorded(self, args: tuple[Any, ...], stream: object, extra: Any) -> Any:
-        """The call run by the framework whose autograd records it (tensors that require grad), or MISS."""
+        """The call as kspec.torch runs it (tensors that require grad: autograd records it; CPU tensors on the CPU
+        device), or MISS."""
         if self._hand_off is not None:
-            recorder = recorded_by(args)
+            recorder = run_by_torch(args)
             if recorder is not None:
                 return self._hand_off(recorder, args, stream, extra, False)
         return MISS

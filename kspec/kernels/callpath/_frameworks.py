@@ -84,16 +84,17 @@ FRAMEWORKS: tuple[Framework, ...] = (
 
 _PLAIN = (bool, int, float, complex)
 
-# The adapter that records gradients of eager calls on PyTorch tensors (kspec.torch): its ``call`` runs a kernel
-# as the op ``kspec.torch.register`` defines, inside the op's autograd
+# The adapter of eager calls on PyTorch tensors that kspec.torch runs (run_by_torch): its ``call`` runs a kernel as
+# the op ``kspec.torch.register`` defines, inside the op's autograd, or on CPU tensors' memory on kspec's CPU device
 TORCH_AUTOGRAD = Framework("torch", (("torch._subclasses.fake_tensor", "FakeTensor"),), "kspec.torch",
                            (("torch", "Tensor"),), ("torch",))  # fmt: skip
 
 
-def recorded_by(args: Iterable[Any]) -> Framework | None:
-    """The framework whose autograd records this eager call: PyTorch's where an argument is a tensor that
-    requires grad and grad mode is on (the call then runs as its registered op, which records the backward, or
-    says on backward that the kernel has none). Asked where a call already goes slow (a call path's miss: the
+def run_by_torch(args: Iterable[Any]) -> Framework | None:
+    """PyTorch's framework (kspec.torch) where it runs this eager call: where an argument is a tensor that requires
+    grad and grad mode is on (the call runs as its registered op, whose autograd records the backward, or says on
+    backward that the kernel has none), and, on kspec's CPU device, where an argument is a CPU tensor (kspec.torch
+    runs the kernel on the tensors' memory). Asked where a call already goes slow (a call path's miss: the
     dispatchers send such calls there), never imports PyTorch."""
     torch = sys.modules.get("torch")
     if torch is None:
@@ -101,10 +102,17 @@ def recorded_by(args: Iterable[Any]) -> Framework | None:
     tensor = getattr(torch, "Tensor", None)
     if not isinstance(tensor, type):  # torch half-imported
         return None
+    on_host = None
     for arg in args:
-        if isinstance(arg, tensor) and getattr(arg, "requires_grad", False):
-            return TORCH_AUTOGRAD if torch.is_grad_enabled() else None
-    return None
+        if not isinstance(arg, tensor):
+            continue
+        if getattr(arg, "requires_grad", False) and torch.is_grad_enabled():
+            return TORCH_AUTOGRAD
+        if on_host is None and getattr(arg, "is_cpu", False):
+            from ...runtime import device_kind
+
+            on_host = device_kind() == "cpu"
+    return TORCH_AUTOGRAD if on_host else None
 
 
 def concrete_by(args: Iterable[Any]) -> Framework | None:
