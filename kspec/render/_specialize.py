@@ -208,10 +208,17 @@ class Specialization(Record):
         return (
             self.kind == "elementwise"
             and not self.indexed
+            and not self.contiguous_calls
             and bool(arrays)
             and not any(op.non_const and not op.is_output for op in arrays)
             and tile_bytes([op.itemsize for op in arrays]) <= TILE_SMEM_LIMIT
         )
+
+    @property
+    def contiguous_calls(self) -> bool:
+        """Whether the spec says its calls pass C-contiguous arrays (``layouts = "contiguous"``): the module holds
+        no tiled entry and one strided entry (:func:`elementwise_variants`)."""
+        return getattr(self.spec, "layouts", "any") == "contiguous"
 
     @property
     def tile_span(self) -> int:
@@ -222,7 +229,7 @@ class Specialization(Record):
     def variants(self) -> tuple[VariantKey, ...]:
         """Every launch variant the rendered module holds (none for a raw module)."""
         if self.kind == "elementwise":
-            return indexed_variants() if self.indexed else elementwise_variants(self.vec, self.tiled)
+            return indexed_variants() if self.indexed else elementwise_variants(self.vec, self.tiled, self.contiguous_calls)
         if self.kind == "reduction":
             return reduction_variants(self.vec)
         return ()

@@ -169,7 +169,7 @@ def tiled_variant(extents: Sequence[int], span: int) -> VariantKey:
 
 
 @lru_cache(maxsize=None)  # the same few tuples for every kernel: made once, not per call
-def elementwise_variants(vec: int, tiled: bool = False) -> tuple[VariantKey, ...]:
+def elementwise_variants(vec: int, tiled: bool = False, contiguous: bool = False) -> tuple[VariantKey, ...]:
     """The instantiations of an elementwise module, trimmed for NVRTC time.
 
     Every instantiation costs ~10 ms of NVRTC time however small it is, and the float32 module must
@@ -179,8 +179,12 @@ def elementwise_variants(vec: int, tiled: bool = False) -> tuple[VariantKey, ...
     common strided case) and a runtime rank; a 64-bit runtime-rank fallback for launches beyond 2**31.
     The templates take any (IndexT, NDIM, VEC); only this list is compiled. ``tiled`` adds the tiled entry
     (32-bit, runtime rank: its per-element work does not depend on the rank, so one instantiation serves
-    2-d and n-d loops) for modules that can hold it (see :attr:`Specialization.variants`).
+    2-d and n-d loops) for modules that can hold it (see :attr:`Specialization.variants`). ``contiguous`` (a
+    spec's ``layouts = "contiguous"``: its calls pass C-contiguous arrays): the contiguous entry and the 64-bit
+    runtime-rank strided one only, which serves any other layout correctly.
     """
+    if contiguous:
+        return (VariantKey("contig", "int64", 0, vec), VariantKey("strided", "int64", DYNAMIC_NDIM, 1))
     variants = (
         VariantKey("contig", "int64", 0, vec),
         VariantKey("strided", "int32", 2, 1),

@@ -126,6 +126,10 @@ class ElementwiseSpec(_TypedKernelSpec):
     after_loop: StrictStr = ""
     no_return: StrictBool = False
     return_tuple: StrictBool = False
+    # The array layouts its calls pass: "any", or "contiguous" (C-contiguous arrays, as kspec.grad's row-sum
+    # variants always get): its module then holds the contiguous entry and one general strided entry (a call with
+    # other layouts still runs, more slowly) instead of every strided and tiled one: a tenth of the bytes.
+    layouts: Literal["any", "contiguous"] = "any"
     # input name -> its gradient, an expression of the inputs, the outputs and the outputs' incoming
     # gradients grad_<output> (kspec/spec/_grad.py); kspec.grad renders the backward kernel from it.
     grad: dict[StrictStr, StrictStr] | Literal["auto"] | None = None

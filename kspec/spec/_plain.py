@@ -23,7 +23,7 @@ _COMMON_DEFAULTS: dict[str, Any] = {"in_params": (), "out_params": (), "name": N
                                     "preamble": "", "reduce_dims": True, "cupy_headers": False, "grad": None}
 FIELD_DEFAULTS: dict[str, dict[str, Any]] = {
     "elementwise": {**_COMMON_DEFAULTS, "operation": None, "loop_prep": "", "after_loop": "", "no_return": False,
-                    "return_tuple": False},
+                    "return_tuple": False, "layouts": "any"},
     "reduction": {**_COMMON_DEFAULTS, "map_expr": None, "reduce_expr": None, "post_map_expr": None, "identity": None,
                   "reduce_type": None},
 }
@@ -100,6 +100,7 @@ class PlainElementwiseSpec(PlainSpec):
         self.after_loop: str = table.get("after_loop", "")
         self.no_return: bool = table.get("no_return", False)
         self.return_tuple: bool = table.get("return_tuple", False)
+        self.layouts: str = table.get("layouts", "any")
 
 
 class PlainReductionSpec(PlainSpec):
@@ -145,7 +146,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "name": str, "doc": str, "preamble": str, "reduce_dims": bool, "cupy_headers": bool, "operation": str, "loop_prep": str,
     "after_loop": str, "no_return": bool, "return_tuple": bool, "map_expr": str, "reduce_expr": str,
     "post_map_expr": str, "identity": (str, type(None)), "reduce_type": (str, type(None)), "grad": (str, dict),
-    "cuda_name": str,
+    "cuda_name": str, "layouts": str,
 }
 
 
@@ -159,6 +160,8 @@ def plain_spec(table: Mapping[str, Any]) -> PlainSpec | None:
     if fields is None or not set(table) <= fields or not all(name in table for name in REQUIRED & fields):
         return None
     if not all(isinstance(table[k], t) for k, t in _TYPES.items() if k in table):
+        return None
+    if table.get("layouts", "any") not in ("any", "contiguous"):
         return None
     options, scalars = table.get("options", []), table.get("scalars", [])
     if not (isinstance(options, list) and isinstance(scalars, list) and all(isinstance(o, str) for o in [*options, *scalars])):

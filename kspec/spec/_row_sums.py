@@ -82,6 +82,7 @@ def row_sum_spec(backward: Any, summed: Sequence[str], elementwise: type) -> Any
         cupy_headers=backward.cupy_headers,
         instantiations=_instantiations(backward.instantiations, (*in_params, *out_params)),
         scalars=[*(n for n in backward.scalars), *(p.name for p in (*sizes, *strides))],
+        layouts="contiguous",  # its loop arrays are the partials kspec.grad allocates: C-contiguous, always
     )
 
 

@@ -259,6 +259,22 @@ def test_broadcast(xp, xshape, yshape):
     check(xp.asnumpy(out), want, "float32")
 
 
+def test_contiguous_layouts_still_run_any_layout(xp):
+    """A spec that says its calls pass C-contiguous arrays (``layouts = "contiguous"``: no tiled entry, one
+    strided one) still gives the right result for a transposed, a broadcast and a strided operand."""
+    from kspec.spec import ElementwiseSpec
+
+    rng = np.random.default_rng(142)
+    k = kspec.ElementwiseKernel.from_spec(ElementwiseSpec(
+        name="contig_only", in_params="T x, T y", out_params="T z", operation="z = x * 2 + y", layouts="contiguous"))
+    hx, hy = rand(rng, (64, 48), np.float32), rand(rng, (48,), np.float32)
+    check(xp.asnumpy(k(xp.asarray(hx), xp.asarray(hy))), hx * 2 + hy, "float32")  # the contiguous entry
+    x_t = xp.asarray(np.ascontiguousarray(hx.T)).T  # transposed
+    check(xp.asnumpy(k(x_t, xp.asarray(hy))), hx * 2 + hy, "float32")
+    wide = xp.asarray(rand(rng, (64, 96), np.float32))
+    check(xp.asnumpy(k(wide[:, ::2], xp.asarray(hy))), xp.asnumpy(wide)[:, ::2] * 2 + hy, "float32")
+
+
 def test_output_broadcasts_with_the_inputs(xp):
     # NumPy rules over inputs and outputs together: the given output's shape sets the loop shape
     rng = np.random.default_rng(141)

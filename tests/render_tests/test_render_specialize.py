@@ -246,3 +246,37 @@ def test_specialize_rejects_other_objects():
         specialize("z = x")  # type: ignore[arg-type]
     with pytest.raises(kspec.KspecTypeError, match="mapping"):
         specialize(GENERIC, ["T"])  # type: ignore[arg-type]
+
+
+def test_contiguous_layouts_keep_the_contiguous_entry_and_one_general_strided_one():
+    """``layouts = "contiguous"``: no tiled entry, one strided entry (64-bit, runtime rank: it serves any layout),
+    the same contiguous entry; the field is part of the spec, so of the key."""
+    fields = dict(name="cscale", in_params="T x", out_params="T y", operation="y = x * 3")
+    contiguous = specialize(ElementwiseSpec(**fields, layouts="contiguous"), {"T": "float32"})
+    anything = specialize(ElementwiseSpec(**fields), {"T": "float32"})
+    assert contiguous.variants == (VariantKey("contig", "int64", 0, 4), VariantKey("strided", "int64", 0, 1))
+    assert not contiguous.tiled and anything.tiled
+    assert {v.entry for v in anything.variants} == {"contig", "strided", "tiled"} and len(anything.variants) == 7
+    assert contiguous.key != anything.key
+    assert len(contiguous.name_expressions) == 2
+
+
+def test_layouts_is_checked_and_kept_by_the_plain_reader():
+    from kspec import SpecError
+    from kspec.spec import plain_spec
+
+    with pytest.raises(SpecError, match="layouts"):
+        ElementwiseSpec(name="k", in_params="T x", out_params="T y", operation="y = x", layouts="transposed")
+    spec = ElementwiseSpec(name="k", in_params="T x", out_params="T y", operation="y = x", layouts="contiguous")
+    table = spec.to_data()
+    assert table["layouts"] == "contiguous"
+    assert "layouts" not in ElementwiseSpec(name="k", in_params="T x", out_params="T y", operation="y = x").to_data()
+    assert plain_spec(table).layouts == "contiguous"
+    assert plain_spec({**table, "layouts": "transposed"}) is None  # not what to_data() writes: validated instead
+
+
+def test_the_row_sum_variant_is_built_for_contiguous_calls():
+    spec = ElementwiseSpec(name="bias_act", in_params="T x, T b", out_params="T y", operation="y = x * b + x", grad="auto")
+    variant = spec.row_sum_spec(("b",))
+    assert variant.layouts == "contiguous"
+    assert not specialize(variant, {"T": "float32"}).tiled
