@@ -385,3 +385,41 @@ def test_the_planner_reads_no_private_attribute_of_a_kernel():
                     and node.attr.startswith("_")):
                 bad.append(f"{file.relative_to(KSPEC.parent)}:{node.lineno}: kernel.{node.attr}")
     assert not bad, f"the planner reads private attributes of a kernel (add them to PlannedKernel): {bad}"
+
+
+def _subpackages() -> list[tuple[str, ...]]:
+    """Every package inside a layer package (``('kspec', 'compiler', 'cache')``, the rooms of kspec/kernels)."""
+    return sorted(_module_parts(p) for p in KSPEC.glob("*/*/__init__.py"))
+
+
+def subpackage_violation(importer: tuple[str, ...], target: str) -> str | None:
+    """Why ``importer`` may not import ``target``: a private module of a subpackage it is not in (a subpackage is
+    used through its ``__init__``, as a package is), or None."""
+    parts = tuple(target.split("."))
+    if len(parts) < 4 or not parts[3].startswith("_") or parts[3].startswith("__"):
+        return None
+    home = parts[:3]
+    if home not in _SUBPACKAGES or importer[:3] == home:
+        return None
+    return f"imports the private module {target} of {'/'.join(home[1:])}: import it from {'.'.join(home)}"
+
+
+_SUBPACKAGES = set(_subpackages())
+
+
+def test_subpackages_are_used_through_their_init():
+    """kspec/compiler/cache/, kspec/compiler/host/, kspec/runtime/host/ and the rooms of kspec/kernels: no module
+    outside one imports its private modules (tests may)."""
+    bad = []
+    for file in _files():
+        importer = _module_parts(file)
+        for imp in _imports(file)[0]:
+            why = subpackage_violation(importer, _module_of(imp.target))
+            if why is not None and not imp.type_checking:
+                bad.append(f"{imp}: {why}")
+    assert not bad, "\n".join(bad)
+    assert ("kspec", "compiler", "cache") in _SUBPACKAGES and ("kspec", "runtime", "host") in _SUBPACKAGES
+    assert "private module" in subpackage_violation(("kspec", "compiler", "_compile"), "kspec.compiler.cache._store")
+    assert "private module" in subpackage_violation(("kspec", "runtime", "_packer"), "kspec.runtime.host._checked")
+    assert subpackage_violation(("kspec", "compiler", "cache", "_stats"), "kspec.compiler.cache._store") is None
+    assert subpackage_violation(("kspec", "compiler", "_compile"), "kspec.compiler.cache") is None
