@@ -2,8 +2,9 @@
 the binary stores found by content, a specialization's module loaded on a device, and a loaded function's
 attributes (registers, block limits).
 
-A room of :mod:`kspec.kernels`: the rest of the layer uses it through the names below, which load their
-module on first access (a process serving only elementwise kernels never loads the reduction planner).
+A room of :mod:`kspec.kernels`: the rest of the layer uses it through the names below, each loading its module on
+first access, so a process loads only what its calls use (one serving elementwise kernels never loads the reduction
+planner); a room imports only the rooms below it (docs/architecture.md, "Rooms").
 """
 
 from __future__ import annotations

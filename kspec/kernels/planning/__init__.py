@@ -3,8 +3,9 @@ launch plan (layouts, variant, grid and block), reductions' plans and strategies
 tuned planner knobs, and the prepared call the planner makes. What the planner needs of a kernel is
 :class:`PlannedKernel`.
 
-A room of :mod:`kspec.kernels`: the rest of the layer uses it through the names below, which load their
-module on first access (a process serving only elementwise kernels never loads the reduction planner).
+A room of :mod:`kspec.kernels`: the rest of the layer uses it through the names below, each loading its module on
+first access, so a process loads only what its calls use (one serving elementwise kernels never loads the reduction
+planner); a room imports only the rooms below it (docs/architecture.md, "Rooms").
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """RawModule and RawKernel (CuPy's raw CUDA kernels): their constructor arguments, the build identical
 constructions share, raw spec tables, tuned raw kernels and a second cache another library owns.
 
-A room of :mod:`kspec.kernels`: the rest of the layer uses it through the names below, which load their
-module on first access (a process serving only elementwise kernels never loads the reduction planner).
+A room of :mod:`kspec.kernels`: the rest of the layer uses it through the names below, each loading its module on
+first access, so a process loads only what its calls use (one serving elementwise kernels never loads the reduction
+planner); a room imports only the rooms below it (docs/architecture.md, "Rooms").
 """
 
 from __future__ import annotations

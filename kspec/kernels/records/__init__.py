@@ -1,8 +1,9 @@
 """What is remembered of calls and constructions: call records kept on disk between processes and restored,
 memos of identical constructor calls and of specializations, and the observers told of every build.
 
-A room of :mod:`kspec.kernels`: the rest of the layer uses it through the names below, which load their
-module on first access (a process serving only elementwise kernels never loads the reduction planner).
+A room of :mod:`kspec.kernels`: the rest of the layer uses it through the names below, each loading its module on
+first access, so a process loads only what its calls use (one serving elementwise kernels never loads the reduction
+planner); a room imports only the rooms below it (docs/architecture.md, "Rooms").
 """
 
 from __future__ import annotations
