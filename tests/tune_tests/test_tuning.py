@@ -260,3 +260,24 @@ def test_the_record_names_the_driver_release():
     assert driver_release(text) == "580.159.04"
     assert driver_release("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n") == "550.54.15"
     assert driver_release("") == "" and driver_release("no module here\n") == ""
+
+
+def test_a_tuned_call_keeps_its_launch_per_key(on_cpu_device, monkeypatch):
+    """A call whose key values were seen launches with one lookup (the config and its grid, block and shared memory
+    worked out once); other values in the same bucket get their own grid; results are the transpose each time."""
+    import numpy as np
+
+    import kspec
+
+    kernel = kspec.load(REPO / "specs" / "tuned.toml").transpose_tiled
+    worked_out = []
+    launch_config = kernel.launch_config
+    monkeypatch.setattr(kernel, "launch_config", lambda config, key: worked_out.append(tuple(key)) or launch_config(config, key))
+    rng = np.random.default_rng(0)
+    for n, m in ((64, 48), (64, 48), (63, 47), (64, 48)):  # (63, 47): the bucket of (64, 48), another grid
+        src = rng.standard_normal((n, m)).astype(np.float32)
+        dst = np.zeros((m, n), np.float32)
+        kernel(src, dst, np.int32(n), np.int32(m))
+        np.testing.assert_array_equal(dst, src.T)
+    assert worked_out == [(64, 48), (63, 47)]
+    assert len(kernel.choices()) == 1  # one bucket: the config was chosen once

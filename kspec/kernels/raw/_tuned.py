@@ -32,6 +32,9 @@ from ..planning import printing
 from ._spec_table import raw_kernel_of_table
 
 
+_KEPT_LAUNCHES = 1024  # launches kept per tuned kernel
+
+
 class TunedKernel:
     """``kernel(*args, stream=None)``: ``args`` in the order of the space's ``args``."""
 
@@ -52,6 +55,9 @@ class TunedKernel:
         self._lock = threading.Lock()
         self._kernels: dict[str, Any] = {}  # config label -> its raw kernel
         self._chosen: dict[tuple[int, tuple[int, ...]], tuple[dict[str, int], str, Any]] = {}  # (device, bucket)
+        # (device, key values) -> (raw kernel, grid, block, shared memory): a call whose key values were seen
+        # launches with one lookup (the bucket, the config and its expressions were worked out the first time)
+        self._launches: dict[tuple[int, tuple[int, ...]], tuple[Any, tuple[int, ...], tuple[int, ...], int]] = {}
         self._log: list[tuple[str, str, dict[str, int], str]] = []
 
     @property
@@ -108,7 +114,16 @@ class TunedKernel:
             if int(value) <= 0:
                 raise KspecValueError(about_kernel(self.name, f"argument {name} must be positive, got {int(value)}"))
             key_values.append(int(value))
-        where = (current_device_id(), bucket(key_values))
+        device = current_device_id()
+        launch = self._launches.get((device, tuple(key_values)))
+        if launch is None:
+            launch = self._launch_for(device, key_values)
+        kernel, grid, block, shared = launch
+        kernel(grid, block, args, shared_mem=shared, stream=stream)
+
+    def _launch_for(self, device: int, key_values: list[int]) -> tuple[Any, tuple[int, ...], tuple[int, ...], int]:
+        """The launch of a call with these key values on ``device`` (its config chosen once per bucket), kept."""
+        where = (device, bucket(key_values))
         chosen = self._chosen.get(where)
         if chosen is None:  # once per device and bucket: the arch is asked only here
             arch = get_device(where[0]).arch
@@ -120,7 +135,10 @@ class TunedKernel:
                       file=sys.stderr, flush=True)  # fmt: skip
         config, _, kernel = chosen
         grid, block, shared = self.launch_config(config, key_values)
-        kernel(grid, block, args, shared_mem=shared, stream=stream)
+        if len(self._launches) >= _KEPT_LAUNCHES:  # a program cycling through sizes: start over (still correct)
+            self._launches.clear()
+        launch = self._launches[(device, tuple(key_values))] = (kernel, grid, block, shared)
+        return launch
 
     def choices(self) -> list[tuple[str, str, dict[str, int], str]]:
         """Each (arch, bucket, config, source) this object chose, in order: source ``record``, ``record, nearest
