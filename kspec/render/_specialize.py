@@ -216,8 +216,7 @@ class Specialization(Record):
 
     @property
     def contiguous_calls(self) -> bool:
-        """Whether the spec says its calls pass C-contiguous arrays (``layouts = "contiguous"``): the module holds
-        no tiled entry and one strided entry (:func:`elementwise_variants`)."""
+        """The spec's ``layouts = "contiguous"``: no tiled entry, one strided one (:func:`elementwise_variants`)."""
         return getattr(self.spec, "layouts", "any") == "contiguous"
 
     @property

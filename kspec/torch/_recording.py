@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .._errors import KspecTypeError, KspecValueError, kernel_label
 from ..fuse import FusedFunction
 from ._bare import resolve
@@ -90,7 +92,7 @@ def _on_host_memory(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
         found = given.get(id(r))
         if found is not None:
             return found
-        return torch.from_numpy(r) if type(r).__module__ == "numpy" and hasattr(r, "dtype") else r
+        return torch.from_numpy(r) if isinstance(r, np.ndarray) else r
 
     return tensor(made)
 

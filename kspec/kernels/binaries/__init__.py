@@ -13,13 +13,20 @@ from typing import TYPE_CHECKING
 
 from ..._lazy import lazy_getattr
 
-if TYPE_CHECKING:  # what mypy reads; at run time each name loads its module on first access
+if TYPE_CHECKING:  # what mypy reads (explicit re-exports); at run time each name loads its module on first access
     from ._function_attributes import (
-        FUNCTION_ATTRIBUTES, FunctionAttribute, read_attribute, resident_blocks, write_attribute,
+        FUNCTION_ATTRIBUTES as FUNCTION_ATTRIBUTES, FunctionAttribute as FunctionAttribute,
+        read_attribute as read_attribute, resident_blocks as resident_blocks, write_attribute as write_attribute,
     )
-    from ._loaded import LoadedKernel, cached_function, interface_of, loaded_kernel, module_loaded
-    from ._precompiled import BinaryStore, binary_store
-    from ._stores import content_store, register_binaries, registered_binaries
+    from ._loaded import (
+        LoadedKernel as LoadedKernel, cached_function as cached_function, interface_of as interface_of,
+        loaded_kernel as loaded_kernel, module_loaded as module_loaded,
+    )
+    from ._precompiled import BinaryStore as BinaryStore, binary_store as binary_store
+    from ._stores import (
+        content_store as content_store, register_binaries as register_binaries,
+        registered_binaries as registered_binaries,
+    )
 
 _LAZY = {
     "BinaryStore": "_precompiled",
@@ -41,6 +48,4 @@ _LAZY = {
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
-__all__ = ["BinaryStore", "FUNCTION_ATTRIBUTES", "FunctionAttribute", "LoadedKernel", "binary_store",
-    "cached_function", "content_store", "interface_of", "loaded_kernel", "module_loaded", "read_attribute",
-    "register_binaries", "registered_binaries", "resident_blocks", "write_attribute"]
+__all__ = sorted(_LAZY)

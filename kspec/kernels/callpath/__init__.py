@@ -13,14 +13,16 @@ from typing import TYPE_CHECKING
 
 from ..._lazy import lazy_getattr
 
-if TYPE_CHECKING:  # what mypy reads; at run time each name loads its module on first access
-    from ._call_path import CallPath
-    from ._frame import Frame
-    from ._frameworks import refuse_traced, run_by_torch, traced_by
-    from ._launch_code import RESULT_NONE, RESULT_ONE, RESULT_TUPLE, Step
-    from ._prepared import CallLayout, PreparedCall, sm_count
-    from ._scalars import scalar_bytes
-    from ._signature import MISS
+if TYPE_CHECKING:  # what mypy reads (explicit re-exports); at run time each name loads its module on first access
+    from ._call_path import CallPath as CallPath
+    from ._frame import Frame as Frame
+    from ._frameworks import refuse_traced as refuse_traced, run_by_torch as run_by_torch, traced_by as traced_by
+    from ._launch_code import (
+        RESULT_NONE as RESULT_NONE, RESULT_ONE as RESULT_ONE, RESULT_TUPLE as RESULT_TUPLE, Step as Step,
+    )
+    from ._prepared import CallLayout as CallLayout, PreparedCall as PreparedCall, sm_count as sm_count
+    from ._scalars import scalar_bytes as scalar_bytes
+    from ._signature import MISS as MISS
 
 _LAZY = {
     "CallLayout": "_prepared",
@@ -41,5 +43,4 @@ _LAZY = {
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
-__all__ = ["CallLayout", "CallPath", "Frame", "MISS", "PreparedCall", "RESULT_NONE", "RESULT_ONE", "RESULT_TUPLE",
-    "Step", "refuse_traced", "run_by_torch", "scalar_bytes", "sm_count", "traced_by"]
+__all__ = sorted(_LAZY)

@@ -14,14 +14,20 @@ from typing import TYPE_CHECKING
 
 from ..._lazy import lazy_getattr
 
-if TYPE_CHECKING:  # what mypy reads; at run time each name loads its module on first access
-    from ._abstract_plan import launch_plan_of, output_specs_of
-    from ._array_spec import ArraySpec, LaunchPlan, LaunchStep
-    from ._binding import Bound, bind, texture_handles
-    from ._planner import elementwise_steps, plan_elementwise_call, prepare_elementwise
-    from ._protocol import PlannedKernel
-    from ._reduction_planner import plan_reduction_call, prepare_reduction, reduction_steps
-    from ._tuned_knobs import PlanTuned, printing, records_for
+if TYPE_CHECKING:  # what mypy reads (explicit re-exports); at run time each name loads its module on first access
+    from ._abstract_plan import launch_plan_of as launch_plan_of, output_specs_of as output_specs_of
+    from ._array_spec import ArraySpec as ArraySpec, LaunchPlan as LaunchPlan, LaunchStep as LaunchStep
+    from ._binding import Bound as Bound, bind as bind, texture_handles as texture_handles
+    from ._planner import (
+        elementwise_steps as elementwise_steps, plan_elementwise_call as plan_elementwise_call,
+        prepare_elementwise as prepare_elementwise,
+    )
+    from ._protocol import PlannedKernel as PlannedKernel
+    from ._reduction_planner import (
+        plan_reduction_call as plan_reduction_call, prepare_reduction as prepare_reduction,
+        reduction_steps as reduction_steps,
+    )
+    from ._tuned_knobs import PlanTuned as PlanTuned, printing as printing, records_for as records_for
 
 _LAZY = {
     "ArraySpec": "_array_spec",
@@ -46,6 +52,4 @@ _LAZY = {
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
-__all__ = ["ArraySpec", "Bound", "LaunchPlan", "LaunchStep", "PlanTuned", "PlannedKernel", "bind",
-    "elementwise_steps", "launch_plan_of", "output_specs_of", "plan_elementwise_call", "plan_reduction_call",
-    "prepare_elementwise", "prepare_reduction", "printing", "records_for", "reduction_steps", "texture_handles"]
+__all__ = sorted(_LAZY)

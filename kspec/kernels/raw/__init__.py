@@ -12,11 +12,16 @@ from typing import TYPE_CHECKING
 
 from ..._lazy import lazy_getattr
 
-if TYPE_CHECKING:  # what mypy reads; at run time each name loads its module on first access
-    from ._module import DeviceGlobal, RawKernel, RawModule, watch_raw_kernel_classes
-    from ._module_cache import ModuleCache, module_cache, set_module_cache
-    from ._spec_table import raw_callable, raw_kernel_of_table
-    from ._tuned import TunedKernel
+if TYPE_CHECKING:  # what mypy reads (explicit re-exports); at run time each name loads its module on first access
+    from ._module import (
+        DeviceGlobal as DeviceGlobal, RawKernel as RawKernel, RawModule as RawModule,
+        watch_raw_kernel_classes as watch_raw_kernel_classes,
+    )
+    from ._module_cache import (
+        ModuleCache as ModuleCache, module_cache as module_cache, set_module_cache as set_module_cache,
+    )
+    from ._spec_table import raw_callable as raw_callable, raw_kernel_of_table as raw_kernel_of_table
+    from ._tuned import TunedKernel as TunedKernel
 
 _LAZY = {
     "DeviceGlobal": "_module",
@@ -33,5 +38,4 @@ _LAZY = {
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
-__all__ = ["DeviceGlobal", "ModuleCache", "RawKernel", "RawModule", "TunedKernel", "module_cache", "raw_callable",
-    "raw_kernel_of_table", "set_module_cache", "watch_raw_kernel_classes"]
+__all__ = sorted(_LAZY)

@@ -114,21 +114,23 @@ class TunedKernel:
             if int(value) <= 0:
                 raise KspecValueError(about_kernel(self.name, f"argument {name} must be positive, got {int(value)}"))
             key_values.append(int(value))
-        device = current_device_id()
-        launch = self._launches.get((device, tuple(key_values)))
+        where = (current_device_id(), tuple(key_values))
+        launch = self._launches.get(where)
         if launch is None:
-            launch = self._launch_for(device, key_values)
+            launch = self._launch_for(where)
         kernel, grid, block, shared = launch
         kernel(grid, block, args, shared_mem=shared, stream=stream)
 
-    def _launch_for(self, device: int, key_values: list[int]) -> tuple[Any, tuple[int, ...], tuple[int, ...], int]:
-        """The launch of a call with these key values on ``device`` (its config chosen once per bucket), kept."""
-        where = (device, bucket(key_values))
-        chosen = self._chosen.get(where)
+    def _launch_for(self, where: tuple[int, tuple[int, ...]]) -> tuple[Any, tuple[int, ...], tuple[int, ...], int]:
+        """The launch of a call on device ``where[0]`` with key values ``where[1]`` (its config chosen once per
+        bucket), kept."""
+        device, key_values = where
+        in_bucket = (device, bucket(key_values))
+        chosen = self._chosen.get(in_bucket)
         if chosen is None:  # once per device and bucket: the arch is asked only here
-            arch = get_device(where[0]).arch
+            arch = get_device(device).arch
             config, source = self.config_for(key_values, arch)
-            chosen = self._chosen[where] = (config, source, self.kernel_for(config))
+            chosen = self._chosen[in_bucket] = (config, source, self.kernel_for(config))
             self._log.append((arch, bucket_label(self._key, key_values), config, source))
             if printing():
                 print(f"kspec tune: {self.name} [{self._log[-1][1]}] {arch}: {config_label(config)} ({source})",
@@ -137,7 +139,7 @@ class TunedKernel:
         grid, block, shared = self.launch_config(config, key_values)
         if len(self._launches) >= _KEPT_LAUNCHES:  # a program cycling through sizes: start over (still correct)
             self._launches.clear()
-        launch = self._launches[(device, tuple(key_values))] = (kernel, grid, block, shared)
+        launch = self._launches[where] = (kernel, grid, block, shared)
         return launch
 
     def choices(self) -> list[tuple[str, str, dict[str, int], str]]:

@@ -12,11 +12,16 @@ from typing import TYPE_CHECKING
 
 from ..._lazy import lazy_getattr
 
-if TYPE_CHECKING:  # what mypy reads; at run time each name loads its module on first access
-    from ._constructor_memo import RAW_MODULES, SPEC_KERNELS, UNKEYED, clear_constructor_memos
-    from ._kernel_records import RecordedCalls, spec_digest
-    from ._observers import BuildObserver, notify, observe_builds, observers
-    from ._specialization_memo import raw_layouts_of, specialization_of
+if TYPE_CHECKING:  # what mypy reads (explicit re-exports); at run time each name loads its module on first access
+    from ._constructor_memo import (
+        RAW_MODULES as RAW_MODULES, SPEC_KERNELS as SPEC_KERNELS, UNKEYED as UNKEYED,
+        clear_constructor_memos as clear_constructor_memos,
+    )
+    from ._kernel_records import RecordedCalls as RecordedCalls, spec_digest as spec_digest
+    from ._observers import (
+        BuildObserver as BuildObserver, notify as notify, observe_builds as observe_builds, observers as observers,
+    )
+    from ._specialization_memo import raw_layouts_of as raw_layouts_of, specialization_of as specialization_of
 
 _LAZY = {
     "BuildObserver": "_observers",
@@ -35,5 +40,4 @@ _LAZY = {
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
-__all__ = ["BuildObserver", "RAW_MODULES", "RecordedCalls", "SPEC_KERNELS", "UNKEYED", "clear_constructor_memos",
-    "notify", "observe_builds", "observers", "raw_layouts_of", "spec_digest", "specialization_of"]
+__all__ = sorted(_LAZY)
