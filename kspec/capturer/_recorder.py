@@ -63,12 +63,15 @@ class Recorder:
 
     def raw_function(self, build: Any, name: str) -> None:
         key = (id(build), name)
+        if build.binaries is not None:  # a spec's kernel, served by its own binaries: a spec already
+            return
         if key not in self._functions:  # once per module and name
             self._functions.add(key)
             self._write({**self._raw(build), "function": name})
 
     def raw_loaded(self, build: Any) -> None:
-        self._write(self._raw(build))
+        if build.binaries is None:  # (a build with binaries of its own is a spec file's: see raw_function)
+            self._write(self._raw(build))
 
     def _raw(self, build: Any) -> dict[str, Any]:
         return {
@@ -98,8 +101,8 @@ def call_site() -> dict[str, Any]:
             "line": frame.f_lineno}
 
 
-def _skipped(filename: str) -> bool:
-    return filename.startswith(_KSPEC_DIR) or filename.startswith("<frozen ") or _IMPORTLIB in filename or filename.endswith(_RUNPY)
+def _skipped(filename: str) -> bool:  # kspec's own frames, its generated code ("<kspec ...>") and the import machinery
+    return filename.startswith(_KSPEC_DIR) or filename.startswith(("<frozen ", "<kspec")) or _IMPORTLIB in filename or filename.endswith(_RUNPY)
 
 
 def _relative(filename: str) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._digest import sha256_hex
-from .._errors import CompileError, KspecTypeError, KspecValueError, about_kernel
+from .._errors import CompileError, KspecTypeError, KspecValueError, NvrtcNotFoundError, about_kernel
 from .cache import ENTRY_SUFFIX, BinaryCache, default_cache
 from ._failure import compile_failure, indent
 from ._includes import include_dirs, kspec_include_dir
@@ -265,8 +265,15 @@ def compile_keyed(
         cache = default_cache()
     needs = tuple(needs) if not isinstance(needs, str) else (needs,)
     _check_backend(backend)
-    key = cache_key(None if callable(source) else source, options=options, name_expressions=name_expressions,
-                    needs=needs, backend=backend, source_key=source_key)
+    try:
+        key = cache_key(None if callable(source) else source, options=options, name_expressions=name_expressions,
+                        needs=needs, backend=backend, source_key=source_key)
+    except NvrtcNotFoundError:
+        # no NVRTC: the cache cannot be read either (its keys name the compiler), so this is a run-time compile,
+        # and under `never` the policy's error (naming the kernel and what would build it) is the one to give
+        if request is not None:
+            check_compile(request, options.effective_arch, "", "no binary for it, and no NVRTC to key the binary cache")
+        raise
     program = cache.get(key)
     text = source if isinstance(source, str) else None
     if program is not None:

@@ -245,7 +245,7 @@ class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
         files keep one module for every raw layout, so that a wheel's precompiled binaries serve every call."""
         layouts = raw_layouts_of(bound) if self._cupy_rules else ()
         scalars = frozenset(bound.scalars)
-        found = specialization_of(self._spec, self._key, bound.types, scalars, layouts)
+        found = specialization_of(self._spec, self._key, bound.types, scalars, layouts, self._binaries is not None)
         key = (tuple(bound.types.items()), scalars, layouts)
         if used:
             self._used[key] = found
@@ -261,7 +261,8 @@ class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
         for key, found in list(used.items()):
             if found is None:  # a call record's: made now (kspec/kernels/records/_call_store.py)
                 types, scalars, layouts = key
-                used[key] = specialization_of(self._spec, self._key, dict(types), scalars, layouts)
+                used[key] = specialization_of(self._spec, self._key, dict(types), scalars, layouts,
+                                              self._binaries is not None)
         return MappingProxyType(used)
 
     # -- planning a call of arrays without memory (torch.compile, jax.jit): kspec/kernels/planning/_abstract_plan.py ---

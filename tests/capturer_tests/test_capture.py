@@ -241,6 +241,49 @@ def test_recorder_records_constructor_site_and_stops(tmp_path):
     assert "plus_eight" not in recorder.path.read_text()  # stopped: no more records
 
 
+def test_a_generated_modules_kernels_served_by_their_binaries_are_not_captured(tmp_path, on_cpu_device):
+    # a generated module's kernels (load_specs with binaries=) are specs already: capturing them again would add a
+    # second copy of each to the captured specs, a raw one named after kspec's launch code as its site
+    import numpy as np
+
+    from kspec.kernels import load_specs
+
+    (tmp_path / "k.toml").write_text(textwrap.dedent("""\
+        schema = 1
+        [[kernel]]
+        kind = "raw"
+        name = "triple_captured"
+        kernels = ["triple_captured"]
+        source = '''
+        extern "C" __global__ void triple_captured(float* y, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] *= 3; }
+        '''
+        [[kernel]]
+        kind = "elementwise"
+        name = "plus_one_captured"
+        in_params = "T x"
+        out_params = "T y"
+        operation = "y = x + 1"
+        instantiations = [{T = ["float32"]}]
+        """))
+    _run([sys.executable, "-m", "kspec", "build", "k.toml", "-o", "out", "--arch", "host", "-q"], tmp_path, _env(tmp_path))
+    library = load_specs([spec.to_data() for spec in load_file(tmp_path / "k.toml")], binaries=tmp_path / "out")
+    recorder = Recorder(tmp_path / "records").start()
+    try:
+        y = np.ones(4, dtype=np.float32)  # the CPU device's arrays: NumPy's
+        library.triple_captured((1,), (4,), (y, np.int32(4)))
+        plus = library.plus_one_captured(y)
+        mine = kspec.RawKernel('extern "C" __global__ void mine_captured(float* y) { y[0] = 1; }', "mine_captured")
+        mine((1,), (1,), (y,))
+    finally:
+        recorder.stop()
+    assert y.tolist() == [1.0, 3.0, 3.0, 3.0] and plus.tolist() == [4.0, 4.0, 4.0, 4.0]
+    assert {e.source for e in kspec.compile_log() if e.kernel.endswith("_captured") and "mine" not in e.kernel} == {"binary"}
+    lines = [json.loads(line) for line in recorder.path.read_text().splitlines()]
+    assert lines and all(line["kind"] == "raw" and "mine_captured" in line["code"] for line in lines), lines
+    assert all(line["site"]["file"].endswith("test_capture.py") for line in lines), lines  # the constructor's site
+
+
 # -- the stores a kernel finds its binary in by content ----------------------------------------------------
 
 

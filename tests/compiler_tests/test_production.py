@@ -127,6 +127,25 @@ def test_never_raises_before_compiling_and_names_kernel_types_arch_and_advice(on
     assert BinaryCache(os.environ["KSPEC_CACHE_DIR"]).info().entries == 0
 
 
+def test_never_without_nvrtc_is_the_policys_error_not_a_missing_compiler(monkeypatch):
+    # a worker with no NVRTC serving precompiled kernels: a kernel it lacks is a forbidden compile, named as such
+    from kspec.compiler import _key
+
+    def missing() -> tuple[int, int]:
+        raise kspec.NvrtcNotFoundError("NVRTC could not be loaded (blocked)")
+
+    monkeypatch.setattr(_key, "nvrtc_version", missing)
+    _no_compiling(monkeypatch)
+    name = _unique("no_nvrtc")
+    request = CompileRequest(name, "T=float32; variant contiguous", False)
+    source = 'extern "C" __global__ void k() {}'
+    with kspec.compile_policy("never"), pytest.raises(kspec.CompileForbiddenError, match="no NVRTC to key") as caught:
+        compile_cached(source, name=name, options=CompileOptions(arch="sm_90"), request=request)
+    assert caught.value.kernel == name
+    with pytest.raises(kspec.NvrtcNotFoundError):  # allowed to compile: then the compiler is what is missing
+        compile_cached(source, name=name, options=CompileOptions(arch="sm_90"), request=request)
+
+
 def test_never_names_scalar_inputs(on_cpu_device, monkeypatch):
     name = _unique("never_scale")
     kernel = kspec.ElementwiseKernel("T x, T a", "T z", "z = x * a", name)

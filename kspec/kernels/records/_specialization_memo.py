@@ -18,13 +18,14 @@ _specializations: dict[tuple[str, tuple[tuple[str, str], ...], frozenset[str], R
 
 
 def specialization_of(spec: ElementwiseSpec | ReductionSpec, spec_key: str, types: dict[str, str],
-                      scalars: frozenset[str], raw_layouts: RawLayouts = ()) -> Specialization:  # fmt: skip
-    """The memoised Specialization of ``spec`` (identified by ``spec_key``) for a binding."""
+                      scalars: frozenset[str], raw_layouts: RawLayouts = (), described: bool = False) -> Specialization:  # fmt: skip
+    """The memoised Specialization of ``spec`` (identified by ``spec_key``) for a binding. ``described``: the
+    kernel is a spec file's, served by binaries of its own (a generated module's): kspec capture leaves it out."""
     key = (spec_key, tuple(types.items()), scalars, raw_layouts)
     found = _specializations.get(key)
     if found is None:
         found = _specializations[key] = specialize(spec, types, scalars=scalars, raw_layouts=dict(raw_layouts))
-        if observers:  # kspec capture
+        if observers and not described:  # kspec capture
             notify("specialized", spec, spec_key, dict(types), scalars, raw_layouts)
     return found
 
