@@ -10,6 +10,8 @@
 # core, fusejit, client, cupyx, cupy (CuPy's whole library: always sample). Every test's outcome is a line of the
 # -v log, read even when the time limit cuts a run short; logs go to ${RESULTS:-/tmp/res}. Count them with
 # `python3 benchmarks/clients/client_compare.py RESULTS` (it pairs cupy-GROUP-sSEED.log with kspec-GROUP-sSEED.log).
+# PEER_SHARD=K/N runs every Nth test from the Kth (benchmarks/helpers/_shard.py: a whole group over N calls);
+# PEER_GPUS=G spreads the PEER_JOBS xdist workers over G GPUs (CUDA_VISIBLE_DEVICES per worker).
 set -u
 mode=$1; specs=$2
 root=$PWD; peer=$root/.device/peer; res=${RESULTS:-/tmp/res}; mkdir -p "$res"
@@ -18,7 +20,12 @@ unset KSPEC_PEER  # the peer's own alias plugin then only samples; the switch is
 # shellcheck source=benchmarks/helpers/_suite_modes.sh
 . "$root/benchmarks/helpers/_suite_modes.sh"
 suite_mode "$mode" "$root"
-plugins=(-p kspec_alias -p _corpus_recorder "${plugins[@]}")
+plugins=(-p kspec_alias -p _corpus_recorder -p _shard "${plugins[@]}")
+workers=(-n "${PEER_JOBS:-15}")
+if [ "${PEER_GPUS:-1}" -gt 1 ]; then  # xdist's gateway specs: N*popen//env:... per GPU
+  workers=(--dist load)
+  for ((g = 0; g < PEER_GPUS; g++)); do workers+=(--tx "$(( ${PEER_JOBS:-15} / PEER_GPUS ))*popen//env:CUDA_VISIBLE_DEVICES=$g"); done
+fi
 for spec in $specs; do
   IFS=: read -r group n seconds seed <<<"$spec"
   case $group in
@@ -33,10 +40,10 @@ for spec in $specs; do
     cupy) files="$(cd "$peer/cupy-tests/tests" && ls -d cupy_tests/*_tests | grep -v -e cuda_tests -e io_tests)";;
     *) echo "unknown group $group (core, fusejit, client, cupyx, cupy)"; continue;;
   esac
-  log=$res/$mode-$group-s$seed.log
+  log=$res/$mode-$group-s$seed${PEER_SHARD:+-shard${PEER_SHARD/\//of}}.log
   # shellcheck disable=SC2086  # $files is a list of paths
   (cd "$peer/cupy-tests/tests" && PEER_SAMPLE=$n PEER_SEED=$seed timeout "$seconds" "${launch[@]}" -v "${plugins[@]}" \
-     -p no:cacheprovider -n "${PEER_JOBS:-15}" --timeout="${PEER_TEST_TIMEOUT:-120}" -k "not nvcc and not jitify" $files >"$log" 2>&1)
+     -p no:cacheprovider "${workers[@]}" --timeout="${PEER_TEST_TIMEOUT:-120}" -k "not nvcc and not jitify" $files >"$log" 2>&1)
   if [ "$mode" = capture ]; then capture_merge; fi
   echo "$mode $group sample=$n seed=$seed: $(grep -cE ' PASSED ' "$log") passed, $(grep -cE ' (FAILED|ERROR) ' "$log") failed, $(tail -1 "$log" | cut -c1-120)"
 done

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import importlib
 import math
 import os
@@ -178,51 +179,146 @@ def task_stream_summary(stream: list[dict[str, Any]]) -> dict[str, Any]:
     return workers
 
 
-def cluster(gpus: int, kernels_dir: Path, threads: int = 1) -> Any:
+# A worker preload (Python text: Dask runs it as the worker starts, before any task): every function of the NVRTC
+# binding kspec compiles with raises from then on, so kspec has no compiler there, as on an image without NVRTC.
+# The module itself stays importable (cuda.core and numba.cuda import it, and Dask imports those to move CuPy
+# arrays); CuPy's own NVRTC binding is CuPy's and stays.
+NO_NVRTC = """\
+try:
+    import cuda.bindings.nvrtc as nvrtc
+except ImportError:  # no binding: nothing to block
+    nvrtc = None
+
+def _blocked(*args, **kwargs):
+    raise RuntimeError("NVRTC is blocked on this worker")
+
+for _name in dir(nvrtc) if nvrtc is not None else ():
+    _fn = getattr(nvrtc, _name)
+    if _name.startswith("nvrtc") and callable(_fn) and not isinstance(_fn, type):
+        setattr(nvrtc, _name, _blocked)
+"""
+
+
+def cluster(gpus: int, kernels_dir: Path, threads: int = 1, served: str | os.PathLike[str] | None = None,
+            by_value: tuple[Any, ...] = (), co_assign: bool = False) -> Any:
     """A distributed cluster with one worker process per GPU (``CUDA_VISIBLE_DEVICES`` per worker, as dask-cuda
-    sets it). This module's tasks travel by value (cloudpickle), so workers need only kspec installed and
-    ``kernels_dir`` (what ``prepare`` wrote) readable."""
+    sets it). This module's tasks (and those of the modules in ``by_value``) travel by value (cloudpickle), so
+    workers need only kspec installed and ``kernels_dir`` (what ``prepare`` wrote) readable.
+
+    ``served``: a ``kspec build`` output (of spec files ``kspec capture`` wrote, say) that workers load every
+    kernel from, besides the typed module's own binaries: they run with ``KSPEC_COMPILE=never`` (a kernel
+    without a binary is an error, never a compile), empty kspec caches, and kspec's NVRTC blocked before
+    anything else runs in them (:data:`NO_NVRTC`), as on workers that have none installed.
+
+    ``co_assign``: the scheduler hands each worker a contiguous run of the graph's first tasks (Dask's
+    ``worker-saturation: inf``) instead of one task at a time to whichever worker is free: neighbouring chunks
+    then share a worker, so a stencil's halos cross workers only where two runs meet (the stencil pipeline on
+    4 H200s had 111 halo transfers a worker with queuing, each waiting for the source GPU's queue)."""
+    import tempfile
+
     import cloudpickle
     from distributed import Nanny, Scheduler, SpecCluster
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    for module in (sys.modules[__name__], *by_value):
+        cloudpickle.register_pickle_by_value(module)
     env = {"DASK_KERNELS_DIR": str(kernels_dir)}
-    workers = {
-        f"gpu{k}": {"cls": Nanny, "options": {"nthreads": threads, "env": {**env, "CUDA_VISIBLE_DEVICES": str(k)}}}
-        for k in range(gpus)
-    }
-    return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}, workers=workers)
+    if served is not None:
+        env.update(KSPEC_BINARIES=str(Path(served).resolve()), KSPEC_COMPILE="never")
+    workers = {}
+    for k in range(gpus):
+        own = dict(env, CUDA_VISIBLE_DEVICES=str(k))
+        if served is not None:  # nothing from an earlier run's cache or call records
+            own.update(KSPEC_CACHE_DIR=tempfile.mkdtemp(), KSPEC_MEMO_DIR=tempfile.mkdtemp())
+        # memory_limit=0: Dask counts a chunk's bytes as the worker's memory whatever holds them; with its default
+        # limit (the host's memory over its cores: 8 GB a worker on a 64-core host) it spilled CuPy chunks to
+        # disk, a device-to-host copy and a write per chunk (4 s a 2 GiB chunk). The chunks live on the GPU.
+        options = {"nthreads": threads, "env": own, "memory_limit": 0,
+                   "preload": [NO_NVRTC] if served is not None else []}
+        workers[f"gpu{k}"] = {"cls": Nanny, "options": options}
+    import dask
+
+    saturation = float("inf") if co_assign else dask.config.get("distributed.scheduler.worker-saturation")
+    with dask.config.set({"distributed.scheduler.worker-saturation": saturation}):  # read as the scheduler starts
+        return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}, workers=workers)
+
+
+def start_workers(client: Any, gpus: int) -> None:
+    """Wait for the cluster's workers."""
+    client.wait_for_workers(gpus)
+
+
+def kernel_loads() -> dict[str, Any]:
+    """Run on a worker (``client.run``): its kspec kernel loads by source (``binary``: a build output;
+    ``cache``: kspec's disk cache; ``compiled``: NVRTC), the names of the kernels it compiled, and whether
+    NVRTC answers there."""
+    try:
+        from cuda.bindings import nvrtc
+
+        nvrtc.nvrtcVersion()
+        answer = "available"
+    except ImportError:
+        answer = "not installed"
+    except RuntimeError:
+        answer = "blocked"
+    if "kspec" not in sys.modules:
+        return {"loads": {}, "compiled": [], "nvrtc": answer}
+    import kspec
+
+    events = kspec.compile_log()
+    counts = collections.Counter(e.source for e in events)
+    return {"loads": dict(counts), "compiled": sorted({e.kernel for e in events if e.source == "compiled"}),
+            "nvrtc": answer}
+
+
+def print_workers(workers: dict[str, Any], loads: dict[str, Any] | None = None) -> None:
+    """Per worker: the last timed run's task stream, then its kernel loads (:func:`kernel_loads`)."""
+    for name, w in sorted(workers.items()):
+        print(f"  worker {name}: {w['tasks']} tasks computing {w['compute_s']:.3f} s of {w['span_s']:.3f} s; "
+              f"{w['transfers']} transfers in, {w['transfer_s']:.3f} s, {w['transfer_bytes'] / 2**20:.1f} MiB")
+    for address, found in sorted((loads or {}).items()):
+        print(f"  kernel loads on {address}: {found['loads']}, NVRTC {found['nvrtc']}"
+              + (f", compiled {found['compiled']}" if found["compiled"] else ""))
 
 
 def run(
     gpus: int, gib: float, chunk_mib: int, workdir: Path, use_cupy: bool = False, repeats: int = 3, threads: int = 1,
-    split_every: int | None = None,
+    split_every: int | None = None, served: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """Build, run and time the pipeline over ``gib`` GiB of float32 (x and y together): the median of
+    """Start a cluster of ``gpus`` workers and time the pipeline on it (:func:`run_on`); ``loads``: each
+    worker's kernel loads (:func:`kernel_loads`)."""
+    from distributed import Client
+
+    with cluster(gpus, workdir, threads, served) as c, Client(c) as client:
+        start_workers(client, gpus)
+        result = run_on(client, gib, chunk_mib, use_cupy, repeats, split_every)
+        result["loads"] = client.run(kernel_loads)
+    return result
+
+
+def run_on(client: Any, gib: float, chunk_mib: int, use_cupy: bool = False, repeats: int = 3,
+           split_every: int | None = None) -> dict[str, Any]:
+    """Time the pipeline over ``gib`` GiB of float32 (x and y together) on a running cluster: the median of
     ``repeats`` runs after a warm-up; checks the result. ``workers``: the last run's task stream by worker."""
+    import cupy as cp
     import dask.array as da
-    from distributed import Client, get_task_stream
+    from distributed import get_task_stream
 
     n = int(gib * 2**30 / 4 / 2)
     chunk = chunk_mib * 2**20 // 4
     n -= n % chunk
-    with cluster(gpus, workdir, threads) as c, Client(c) as client:
-        client.wait_for_workers(gpus)
-        import cupy as cp
-
-        meta = cp.empty((0,), dtype="float32")
-        x = da.map_blocks(random_chunk, chunks=((chunk,) * (n // chunk),), dtype="float32", meta=meta, seed=1)
-        y = da.map_blocks(random_chunk, chunks=((chunk,) * (n // chunk),), dtype="float32", meta=meta, seed=2)
-        norm = pipeline(x, y, use_cupy, split_every)
-        float(norm.compute())  # warm-up: compiles or loads once per worker
-        times = []
-        for _ in range(repeats):  # the median of several runs of the whole graph
-            with get_task_stream(client) as stream:
-                start = time.perf_counter()
-                value = float(norm.compute())
-                times.append(time.perf_counter() - start)
-        seconds = sorted(times)[len(times) // 2]
-        ntasks = len(norm.__dask_graph__())
+    meta = cp.empty((0,), dtype="float32")
+    x = da.map_blocks(random_chunk, chunks=((chunk,) * (n // chunk),), dtype="float32", meta=meta, seed=1)
+    y = da.map_blocks(random_chunk, chunks=((chunk,) * (n // chunk),), dtype="float32", meta=meta, seed=2)
+    norm = pipeline(x, y, use_cupy, split_every)
+    float(norm.compute())  # warm-up: compiles or loads once per worker
+    times = []
+    for _ in range(repeats):  # the median of several runs of the whole graph
+        with get_task_stream(client) as stream:
+            start = time.perf_counter()
+            value = float(norm.compute())
+            times.append(time.perf_counter() - start)
+    seconds = sorted(times)[len(times) // 2]
+    ntasks = len(norm.__dask_graph__())
     # the same numbers in NumPy: chunks are reproducible from their seeds (checked on one chunk's worth)
     expected = _expected_norm(n, chunk)
     assert math.isclose(value, expected, rel_tol=1e-3), (value, expected)
@@ -232,15 +328,23 @@ def run(
             "us_per_task": seconds / ntasks * 1e6, "workers": task_stream_summary(stream.data)}
 
 
+@functools.lru_cache(maxsize=8)
 def _expected_norm(n: int, chunk: int) -> float:
+    """The norm recomputed chunk by chunk on this process's GPU in float64 (once per size: a run of several
+    cluster sizes checks each against it), in slices so that the check's memory stays a few chunks' worth."""
     import cupy as cp
 
     total = 0.0
+    step = 2**27
     for k in range(n // chunk):
-        x = cp.random.default_rng(1 + k).random(chunk, dtype="float32").astype("float64")
-        y = cp.random.default_rng(2 + k).random(chunk, dtype="float32").astype("float64")
-        z = 2.0 * (0.5 * (x - y)) + x
-        total += float((z * z).sum())
+        x32 = cp.random.default_rng(1 + k).random(chunk, dtype="float32")
+        y32 = cp.random.default_rng(2 + k).random(chunk, dtype="float32")
+        for at in range(0, chunk, step):
+            x, y = x32[at : at + step].astype("float64"), y32[at : at + step].astype("float64")
+            z = 2.0 * (0.5 * (x - y)) + x
+            total += float((z * z).sum())
+        del x32, y32
+    cp.get_default_memory_pool().free_all_blocks()  # the workers on this GPU need it
     return math.sqrt(total)
 
 
@@ -255,21 +359,22 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of the graph (the median is shown)")
     parser.add_argument("--threads", type=int, default=1, help="threads per worker process")
     parser.add_argument("--split-every", type=int, default=None, help="partials combined per reduction tree node (default: all in one)")
+    parser.add_argument("--served", default=None, help="a kspec build output: workers load every kernel from it "
+                        "and the typed module's binaries, with KSPEC_COMPILE=never and kspec's NVRTC blocked")
     args = parser.parse_args()
     import kspec
 
     with tempfile.TemporaryDirectory() as tmp:
         workdir = prepare(tmp, archs=kspec.get_device().arch)  # this machine's GPUs only: a quicker build
         os.environ["DASK_KERNELS_DIR"] = str(workdir)
-        result = run(args.gpus, args.gib, args.chunk_mib, workdir, args.cupy, args.repeats, args.threads, args.split_every)
+        result = run(args.gpus, args.gib, args.chunk_mib, workdir, args.cupy, args.repeats, args.threads, args.split_every,
+                     args.served)
     # with tiny chunks (--gib 0.0625 --chunk-mib 1) the device work is negligible: seconds per task is then
     # Dask's and the kernel call's overhead per task
     print(f"{'cupy' if args.cupy else 'kspec'} on {args.gpus} GPU(s): {args.gib:g} GiB in {result['seconds']:.3f} s, "
           f"{result['gbps']:.0f} GB/s, {result['tasks']} tasks ({result['us_per_task']:.0f} us per task), "
           f"norm {result['norm']:.6g}")
-    for name, w in sorted(result["workers"].items()):  # the last timed run, as the task stream saw it
-        print(f"  worker {name}: {w['tasks']} tasks computing {w['compute_s']:.3f} s of {w['span_s']:.3f} s; "
-              f"{w['transfers']} transfers in, {w['transfer_s']:.3f} s, {w['transfer_bytes'] / 2**20:.1f} MiB")
+    print_workers(result["workers"], result["loads"])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""kspec kernels inside Dask (examples/dask): on a local cluster of processes without a GPU, the graph is built
-and shipped, the kernels arrive intact on the workers (specs pickled, the generated module imported there
-with its binaries), and a task fails with kspec's NoDeviceError, not a pickling error."""
+"""kspec kernels inside Dask (examples/dask): on a local cluster of processes without a GPU, the graphs (the
+elementwise pipeline, the stencil pipeline's map_overlap) are built and shipped, the kernels arrive intact on the
+workers (specs pickled, the generated module imported there with its binaries), a task fails with kspec's
+NoDeviceError, not a pickling error, and a served cluster's workers have no NVRTC and refuse to compile."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ sys.path.insert(0, str(REPO / "examples" / "dask"))
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 pipeline = pytest.importorskip("pipeline")
+stencil = pytest.importorskip("stencil")
+scaling = pytest.importorskip("scaling")
 
 
 def _on_worker_spec(kernel):  # runs on a worker: what arrived
@@ -42,7 +45,7 @@ def test_kernels_arrive_intact_on_the_workers(client):
     axpy = pipeline.axpy_kernel()
     name, data = client.submit(_on_worker_spec, axpy, pure=False).result()
     assert name == "ElementwiseKernel" and data == axpy.spec.to_data()
-    assert client.submit(_on_worker_typed, pure=False).result() == (["scaled_diff", "sum_of_squares"], True)
+    assert client.submit(_on_worker_typed, pure=False).result() == (["laplace_nearest", "scaled_diff", "sum_of_squares"], True)
 
 
 def test_every_task_function_pickles_by_value(client):
@@ -50,13 +53,75 @@ def test_every_task_function_pickles_by_value(client):
     import cloudpickle
 
     for task in (pipeline.step_kspec, pipeline.step_cupy, pipeline.partial_kspec, pipeline.partial_cupy,
-                 pipeline.combine, pipeline.random_chunk, pipeline.throttled):
+                 pipeline.combine, pipeline.random_chunk, pipeline.throttled, pipeline.kernel_loads,
+                 stencil.laplace_spec, stencil.laplace_ndimage):
         assert callable(cloudpickle.loads(cloudpickle.dumps(task)))
 
 
+def _without_a_gpu():
+    from kspec.runtime import device_count
+
+    if device_count() > 0:
+        pytest.skip("the machine has a GPU: tests/examples_tests/test_dask_gpu.py runs the graphs there")
+
+
 def test_a_task_without_a_gpu_fails_with_no_device_error(client):
+    _without_a_gpu()
     x = da.from_array(np.arange(16, dtype=np.float32), chunks=4)
     norm = pipeline.pipeline(x, x + 1)
     assert len(norm.__dask_graph__()) > 8  # map_blocks per chunk, then the reduction's tree
     with pytest.raises(kspec.NoDeviceError):
         client.compute(norm).result()
+
+
+def test_the_stencil_graph_exchanges_halos_then_fails_without_a_gpu(client):
+    _without_a_gpu()
+    v = da.from_array(np.arange(4 * 3 * 5, dtype=np.float32).reshape(4, 3, 5), chunks=(2, 3, 5))
+    graph = stencil.energy(v, "spec")
+    names = {key[0] if isinstance(key, tuple) else key for key in graph.__dask_graph__()}
+    assert any(name.startswith("overlap") or "getitem" in name for name in names), names  # the halo planes
+    with pytest.raises(kspec.NoDeviceError):
+        client.compute(graph).result()
+
+
+def _worker_policy():  # runs on a worker
+    import os
+
+    return os.environ.get("KSPEC_COMPILE"), os.environ.get("KSPEC_BINARIES"), os.environ.get("KSPEC_CACHE_DIR")
+
+
+def test_served_workers_have_no_nvrtc_and_never_compile(tmp_path):
+    workdir = pipeline.prepare(tmp_path / "k", archs="sm_90")
+    served = tmp_path / "build"
+    served.mkdir()
+    with pipeline.cluster(2, workdir, served=served) as cluster, distributed.Client(cluster) as c:
+        pipeline.start_workers(c, 2)
+        assert {found["nvrtc"] for found in c.run(pipeline.kernel_loads).values()} == {"blocked"}
+        # the binding stays importable: cuda.core and numba.cuda import it, and Dask imports those to move CuPy arrays
+        assert set(c.run(lambda: __import__("cuda.bindings.nvrtc").__name__).values()) == {"cuda"}
+        policies = list(c.run(_worker_policy).values())
+        assert {p[:2] for p in policies} == {("never", str(served.resolve()))}
+        assert len({p[2] for p in policies}) == 2  # an empty kspec cache each
+        loads = c.run(pipeline.kernel_loads)
+        assert all(found["compiled"] == [] for found in loads.values())
+
+
+def test_the_scaling_table_reads_rows_and_reports_failures(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    lines = [{"row": "stencil, kspec spec kernel", "gpus": g, "seconds": 4.0 / g, "gbps": 100.0 * g} for g in (1, 2, 4)]
+    lines.append({"row": "stencil, cupyx.scipy.ndimage (CuPy)", "gpus": 1, "error": "CompileForbiddenError: x"})
+    lines.append({"gpus": 1, "loads": {}})
+    rows.write_text("".join(__import__("json").dumps(line) + "\n" for line in lines))
+    text = scaling.table([rows])
+    assert "| stencil, kspec spec kernel | 4.000 s, 100 GB/s | 2.000 s, 200 GB/s | 1.000 s, 400 GB/s | **2.00x** | **4.00x** |" in text
+    assert "CompileForbiddenError" in text
+
+
+def test_a_co_assigning_cluster_hands_out_runs_of_tasks(tmp_path):
+    import math
+
+    workdir = pipeline.prepare(tmp_path / "k", archs="sm_90")
+    for co_assign, expected in ((True, math.inf), (False, None)):
+        with pipeline.cluster(1, workdir, co_assign=co_assign) as cluster, distributed.Client(cluster) as c:
+            saturation = c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.WORKER_SATURATION)
+        assert saturation == expected if expected is not None else math.isfinite(saturation)

@@ -1,0 +1,145 @@
+"""The scaling table of examples/dask: both pipelines on clusters of 1, 2 and 4 GPUs of one machine.
+
+``python scaling.py --gpus 1,2,4 [--served BUILD] --out rows.jsonl`` runs, on each cluster size, the
+elementwise + reduction pipeline (pipeline.py) and the stencil pipeline (stencil.py). Which kernels: under
+``python -m kspec.cupy`` kspec's: the pipeline's spec kernels, the stencil's spec kernel, and cupyx.scipy.ndimage's
+Laplacian served by kspec; without the switch, CuPy's: the pipeline's ``--cupy`` kernels and ndimage's
+Laplacian as CuPy builds it. ``--served BUILD``: the workers load every kernel from the typed module's binaries
+and BUILD (a ``kspec build`` of what ``kspec capture`` recorded of this script), compile nothing, and have no
+NVRTC. ``python scaling.py --table rows.jsonl ...`` prints the markdown table of README.md from such files.
+``scaling.sh`` does the whole sequence (capture, build, the kspec rows, the CuPy rows, the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pipeline  # noqa: E402
+import stencil  # noqa: E402
+
+
+def switched() -> bool:
+    """Whether CuPy's kernel constructors are kspec's in this process and the workers it starts
+    (``python -m kspec.cupy`` sets ``KSPEC_CUPY=1`` for both)."""
+    return os.environ.get("KSPEC_CUPY") == "1"
+
+
+def workloads(kspec_kernels: bool, pipeline_gib: float, stencil_gib: float, pipeline_chunk: int | None = None,
+              stencil_chunk: int | None = None) -> list[tuple[str, Any, bool]]:
+    """(row name, function of a client) for the kernels this process runs; chunk sizes in MiB (see below)."""
+    # chunks: 128 of x (4 GiB each at 1 TiB: 8 GiB chunks, README.md's best on 2 H200s, leave an 80 GB H100
+    # too little room) and 256 of the volume (2 GiB at 512 GiB); the same counts at smaller sizes
+    pipeline_chunk = pipeline_chunk or int(min(4096, max(1, pipeline_gib * 4)))
+    stencil_chunk = stencil_chunk or int(min(2048, max(8, stencil_gib * 4)))
+
+    def elementwise(use_cupy: bool) -> Any:
+        return lambda client, repeats: pipeline.run_on(client, pipeline_gib, pipeline_chunk, use_cupy, repeats)
+
+    def stencil_run(kernels: str) -> Any:
+        return lambda client, repeats: stencil.run_on(client, stencil_gib, stencil_chunk, kernels, repeats)
+
+    if kspec_kernels:  # (row, work, whether it runs on a co-assigning cluster: see pipeline.cluster)
+        return [("pipeline, kspec spec kernels", elementwise(False), False),
+                ("stencil, kspec spec kernel", stencil_run("spec"), True),
+                ("stencil, cupyx.scipy.ndimage under kspec", stencil_run("ndimage"), True)]
+    return [("pipeline, CuPy kernels", elementwise(True), False),
+            ("stencil, cupyx.scipy.ndimage (CuPy)", stencil_run("ndimage"), True)]
+
+
+def measure(gpu_counts: list[int], served: str | None, pipeline_gib: float, stencil_gib: float, repeats: int,
+            out: Path | None, chunks: tuple[int | None, int | None] = (None, None)) -> None:
+    """Every workload on a cluster of each size; a JSON line per row (printed, and appended to ``out``)."""
+    import kspec
+    from distributed import Client
+
+    if served is not None and not switched():
+        raise SystemExit("--served serves kspec's kernels: run this under python -m kspec.cupy")
+    device = kspec.get_device()
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = pipeline.prepare(tmp, archs=device.arch)
+        os.environ["DASK_KERNELS_DIR"] = str(workdir)
+        for gpus in gpu_counts:
+            rows = workloads(switched(), pipeline_gib, stencil_gib, *chunks)
+            for co_assign in (False, True):  # the pipeline as Dask schedules it; the stencil's chunks in runs
+                mine = [(name, work) for name, work, co in rows if co is co_assign]
+                with pipeline.cluster(gpus, workdir, served=served, by_value=(stencil, sys.modules[__name__]),
+                                      co_assign=co_assign) as c, Client(c) as client:
+                    pipeline.start_workers(client, gpus)
+                    for name, work in mine:
+                        row: dict[str, Any] = {"row": name, "gpus": gpus, "device": device.name,
+                                               "served": served is not None}
+                        try:
+                            result = work(client, repeats)
+                            row.update(seconds=result["seconds"], gbps=result["gbps"], tasks=result["tasks"],
+                                       gib=result.get("gib", pipeline_gib))
+                            pipeline.print_workers(result["workers"])
+                        except Exception as error:  # a row that fails is reported, and the others still run
+                            row["error"] = f"{type(error).__name__}: {error}"[:500]
+                            traceback.print_exc()
+                        _emit(row, out)
+                    loads = client.run(pipeline.kernel_loads)
+                    pipeline.print_workers({}, loads)
+                    _emit({"gpus": gpus, "co_assign": co_assign, "loads": loads}, out, show=False)
+
+
+def _emit(row: dict[str, Any], out: Path | None, show: bool = True) -> None:
+    if show:
+        print(json.dumps(row), flush=True)
+    if out is not None:
+        with out.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def table(files: list[Path]) -> str:
+    """The markdown table of the rows in ``files``: seconds and GB/s per cluster size, and the speed-up of the
+    largest cluster over one GPU."""
+    rows: dict[str, dict[int, dict[str, Any]]] = {}
+    for file in files:
+        for line in file.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if "row" in row:
+                rows.setdefault(row["row"], {})[row["gpus"]] = row
+    counts = sorted({g for by in rows.values() for g in by})
+    head = "| pipeline, kernels | " + " | ".join(f"{g} GPU{'s' if g > 1 else ''}" for g in counts)
+    head += " | " + " | ".join(f"{g} / 1" for g in counts if g > 1) + " |"
+    lines = [head, "|" + "---|" * (1 + 2 * len(counts) - 1)]
+    for name, by in rows.items():
+        cells = []
+        for g in counts:
+            r = by.get(g, {})
+            cells.append(f"{r['seconds']:.3f} s, {r['gbps']:.0f} GB/s" if "seconds" in r else r.get("error", "")[:40])
+        base = by.get(1, {}).get("seconds")
+        ratios = [f"**{base / by[g]['seconds']:.2f}x**" if base and "seconds" in by.get(g, {}) else "" for g in counts if g > 1]
+        lines.append(f"| {name} | " + " | ".join(cells + ratios) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpus", default="1,2,4", help="cluster sizes, comma-separated")
+    parser.add_argument("--served", default=None, help="a kspec build output the workers load every kernel from")
+    parser.add_argument("--pipeline-gib", type=float, default=1024.0)
+    parser.add_argument("--stencil-gib", type=float, default=512.0)
+    parser.add_argument("--pipeline-chunk-mib", type=int, default=None, help="default: 1/128 of x, at most 4096")
+    parser.add_argument("--stencil-chunk-mib", type=int, default=None, help="default: 1/256 of it, at most 2048")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=None, help="append each row as a JSON line here")
+    parser.add_argument("--table", type=Path, nargs="+", default=None, help="print the table of these files instead")
+    args = parser.parse_args()
+    if args.table:
+        print(table(args.table))
+        return
+    measure([int(g) for g in args.gpus.split(",")], args.served, args.pipeline_gib, args.stencil_gib, args.repeats,
+            args.out, (args.pipeline_chunk_mib, args.stencil_chunk_mib))
+
+
+if __name__ == "__main__":
+    main()

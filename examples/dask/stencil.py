@@ -1,0 +1,171 @@
+"""A stencil pipeline on Dask: a 3-d volume in chunks, a Laplacian applied with ``dask.array.map_overlap`` (each
+chunk gets its neighbours' edge planes: the halo), then a reduction: the energy sqrt(sum(laplace(v)^2)).
+
+Two ways to write the kernel, on the same graph:
+
+- ``--kernels spec``: the raw kernel ``laplace_nearest`` of specs.toml, from the typed module that
+  ``pipeline.prepare`` generates and compiles (workers load its binaries), and the ``sum_of_squares`` reduction;
+- ``--kernels ndimage``: ``cupyx.scipy.ndimage.laplace(chunk, mode="nearest")`` and a CuPy ``ReductionKernel``:
+  CuPy's own kernels, or kspec's when the program runs under ``python -m kspec.cupy`` (the switch reaches the
+  workers: they are processes the program starts).
+
+The volume is chunked along its first axis only, so a halo is two planes; ``boundary="nearest"`` pads the volume's
+own first and last planes as ndimage's ``mode="nearest"`` does, and the kernel replicates the edges of the other
+axes: the result is ``ndimage.laplace(volume, mode="nearest")`` of the whole volume.
+
+``python examples/dask/stencil.py --gpus N --gib G [--kernels spec|ndimage] [--served BUILD]``; see
+``scaling.py`` for the table of 1, 2 and 4 GPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pipeline  # noqa: E402  (the cluster, the chunks, the throttle and the reductions' pieces are shared)
+
+PLANE = (1024, 1024)  # (ny, nx) of the volume: a plane is 4 MiB of float32, the halo a chunk exchanges per side
+ZSTEP = 32  # planes a thread of laplace_nearest walks
+
+
+def laplace_spec(block: Any) -> Any:
+    """The Laplacian of one padded chunk with the spec kernel (one pass: each element read about once)."""
+    import numpy as np
+
+    kernel = pipeline.typed_kernels().laplace_nearest
+    block = pipeline.on_device(block)  # NumPy chunks (the CPU tests) become kspec arrays: no GPU, NoDeviceError
+    import cupy as cp
+
+    out = cp.empty_like(block)
+    nz, ny, nx = block.shape
+    grid = ((nx + 31) // 32, (ny + 7) // 8, (nz + ZSTEP - 1) // ZSTEP)
+    kernel(grid, (32, 8, 1), (block, out, np.int32(nz), np.int32(ny), np.int32(nx), np.int32(ZSTEP)))
+    return out
+
+
+def laplace_ndimage(block: Any) -> Any:
+    """The same Laplacian with cupyx.scipy.ndimage (one correlate pass per axis, summed)."""
+    from cupyx.scipy import ndimage
+
+    return ndimage.laplace(block, mode="nearest")
+
+
+def volume(gib: float, chunk_mib: int, seed: int = 1) -> Any:
+    """A (nz, *PLANE) float32 Dask array of random chunks made on the workers' GPUs, chunked along axis 0."""
+    import cupy as cp
+    import dask.array as da
+
+    plane_bytes = PLANE[0] * PLANE[1] * 4
+    depth = max(2, chunk_mib * 2**20 // plane_bytes)  # planes per chunk: at least 2, the halo's depth is 1
+    nz = max(depth, int(gib * 2**30 // plane_bytes) // depth * depth)
+    meta = cp.empty((0, 0, 0), dtype="float32")
+    return da.map_blocks(pipeline.random_chunk, chunks=((depth,) * (nz // depth), (PLANE[0],), (PLANE[1],)),
+                         dtype="float32", meta=meta, seed=seed)
+
+
+def energy(v: Any, kernels: str = "spec") -> Any:
+    """The graph: the Laplacian through map_overlap (depth 1 along axis 0), then sqrt of the sum of its squares
+    as one tree reduction (all partials in one combine: see pipeline.pipeline)."""
+    import dask.array as da
+
+    step = laplace_spec if kernels == "spec" else laplace_ndimage
+    lap = da.map_overlap(step, v, depth={0: 1, 1: 0, 2: 0}, boundary={0: "nearest", 1: "none", 2: "none"},
+                         dtype=v.dtype, meta=v._meta)
+    partial = pipeline.partial_kspec if kernels == "spec" else pipeline.partial_cupy
+    total = da.reduction(lap, partial, pipeline.combine, dtype="float32", meta=v._meta.astype("float32"),
+                         split_every=max(2, lap.npartitions))
+    return da.sqrt(total)
+
+
+@functools.lru_cache(maxsize=8)
+def expected_energy(chunks: int, depth: int, seed: int = 1) -> float:
+    """The energy recomputed chunk by chunk on this process's GPU, in float64 (once per size): each chunk
+    regenerated from its seed with its neighbours' edge planes (the volume's own edges replicated),
+    ndimage.laplace over slabs of it, interiors kept."""
+    import cupy as cp
+    from cupyx.scipy import ndimage
+
+    def chunk(k: int) -> Any:
+        return cp.random.default_rng(seed + k).random((depth, *PLANE), dtype="float32")
+
+    total = 0.0
+    slab = 64  # planes of float64 at a time: the check's memory stays a few chunks' worth
+    for k in range(chunks):
+        mid = chunk(k)
+        lo = chunk(k - 1)[-1:].copy() if k > 0 else mid[:1]
+        hi = chunk(k + 1)[:1].copy() if k + 1 < chunks else mid[-1:]
+        padded = cp.concatenate([lo, mid, hi])
+        for z in range(1, depth + 1, slab):  # output planes z .. z+slab-1 of the padded chunk
+            piece = padded[z - 1 : min(z + slab, depth + 1) + 1].astype("float64")
+            lap = ndimage.laplace(piece, mode="nearest")[1:-1]
+            total += float((lap * lap).sum())
+        del mid, lo, hi, padded
+    cp.get_default_memory_pool().free_all_blocks()  # the workers on this GPU need it
+    return math.sqrt(total)
+
+
+def run_on(client: Any, gib: float, chunk_mib: int, kernels: str = "spec", repeats: int = 3,
+           check: bool = True) -> dict[str, Any]:
+    """Time the graph on a running cluster: the median of ``repeats`` runs after a warm-up, checked against
+    :func:`expected_energy` (relative 1e-3: float32 sums against a float64 recomputation; with chunks of
+    two planes, as the GPU tests run it, a wrong halo moves the energy by far more)."""
+    from distributed import get_task_stream
+
+    v = volume(gib, chunk_mib)
+    result = energy(v, kernels)
+    float(result.compute())  # warm-up: loads (or compiles) each worker's kernels once
+    times = []
+    for _ in range(repeats):
+        with get_task_stream(client) as stream:
+            start = time.perf_counter()
+            value = float(result.compute())
+            times.append(time.perf_counter() - start)
+    seconds = sorted(times)[len(times) // 2]
+    if check:
+        expected = expected_energy(v.numblocks[0], v.chunks[0][0])
+        assert math.isclose(value, expected, rel_tol=1e-3), (value, expected)
+    # bytes through device memory per element: the chunk written (random) and read into the padded copy
+    # map_overlap concatenates, that copy written and read by the kernel, the result written and read
+    moved = 6 * v.size * 4
+    return {"seconds": seconds, "gbps": moved / seconds / 1e9, "gib": v.nbytes / 2**30, "energy": value,
+            "tasks": len(result.__dask_graph__()), "workers": pipeline.task_stream_summary(stream.data)}
+
+
+def main() -> None:
+    import tempfile
+
+    from distributed import Client
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpus", type=int, default=1)
+    parser.add_argument("--gib", type=float, default=16.0, help="GiB of float32 volume")
+    parser.add_argument("--chunk-mib", type=int, default=1024)
+    parser.add_argument("--kernels", choices=("spec", "ndimage"), default="spec")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--served", default=None, help="a kspec build output: workers load every kernel from it "
+                        "and the typed module's binaries, with KSPEC_COMPILE=never and kspec's NVRTC blocked")
+    args = parser.parse_args()
+    import kspec
+
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = pipeline.prepare(tmp, archs=kspec.get_device().arch)
+        os.environ["DASK_KERNELS_DIR"] = str(workdir)
+        with pipeline.cluster(args.gpus, workdir, served=args.served, by_value=(sys.modules[__name__],)) as c, \
+                Client(c) as client:
+            pipeline.start_workers(client, args.gpus)
+            r = run_on(client, args.gib, args.chunk_mib, args.kernels, args.repeats)
+            loads = client.run(pipeline.kernel_loads)
+    print(f"{args.kernels} on {args.gpus} GPU(s): {r['gib']:g} GiB volume in {r['seconds']:.3f} s, {r['gbps']:.0f} GB/s, "
+          f"{r['tasks']} tasks, energy {r['energy']:.6g}")
+    pipeline.print_workers(r["workers"], loads)
+
+
+if __name__ == "__main__":
+    main()
