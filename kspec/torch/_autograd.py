@@ -8,7 +8,8 @@ shape (``sum_to_size``: the axes it was broadcast along). Scalars and arguments 
 Two front doors share that: ``torch.library.register_autograd`` on ``kspec::<name>`` (:func:`add_autograd`: what
 ``torch.compile`` traces, and ``torch.ops.kspec.<name>`` called by name), and a plain ``torch.autograd.Function``
 (:func:`eager_function`) that eager calls take without the dispatcher (kspec/torch/_eager.py). Both save the same
-values (:func:`save`) and run the same backward (:func:`gradients_of`).
+values (:func:`save`) and run the same backward (:func:`gradients_of`). An eager forward also hands its backward
+what it already worked out for the call (a fused function's program): the rule then does not look it up again.
 """
 
 from __future__ import annotations
@@ -21,20 +22,24 @@ from ..grad import sum_to_shape
 NAMESPACE = "kspec"
 
 # (positional arguments, keyword-only arguments, outputs, the outputs' gradients, whether each positional argument
-# needs its gradient) -> one gradient (or None) per positional argument
-GradientRule = Callable[[Sequence[Any], Mapping[str, Any], Sequence[Any], Sequence[Any], Sequence[bool]], Sequence[Any]]
+# needs its gradient, what the forward found for the call (a Forward's third item; None: look it up)) -> one
+# gradient (or None) per positional argument
+GradientRule = Callable[[Sequence[Any], Mapping[str, Any], Sequence[Any], Sequence[Any], Sequence[bool], Any],
+                        Sequence[Any]]
 
-# (the op's positional arguments, its keyword arguments) -> (its outputs, the values its backward reads besides them)
-Forward = Callable[[Sequence[Any], Mapping[str, Any]], tuple[tuple[Any, ...], Sequence[Any]]]
+# (the op's positional arguments, its keyword arguments) -> (its outputs, the values its backward reads besides them,
+# what the rule would look up again for the call: a fused function's program, or None)
+Forward = Callable[[Sequence[Any], Mapping[str, Any]], tuple[tuple[Any, ...], Sequence[Any], Any]]
 
 
 def save(ctx: Any, inputs: Sequence[Any], outputs: Sequence[Any], keywords: Mapping[str, Any] | None,
-         kept: Sequence[Any] = ()) -> None:  # fmt: skip
+         kept: Sequence[Any] = (), found: Any = None) -> None:  # fmt: skip
     """Keep what the backward reads: the tensor inputs, the outputs (``kept`` after them: values between a fused
-    function's kernels), the numbers and keywords."""
+    function's kernels), the numbers and keywords, and what the forward ``found`` for the rule."""
     import torch
 
     ctx.kspec_keywords = dict(keywords or {})
+    ctx.kspec_found = found
     ctx.kspec_grads = len(outputs)  # the outputs with gradients: not the kept values
     ctx.save_for_backward(*[a for a in inputs if isinstance(a, torch.Tensor)], *outputs, *kept)
     ctx.kspec_layout = [None if isinstance(a, torch.Tensor) else a for a in inputs]
@@ -52,11 +57,12 @@ def gradients_of(ctx: Any, grads: Sequence[Any], needed: Sequence[bool], gradien
     args = [next(tensors) if value is None else value for value in ctx.kspec_layout]
     grads = tuple(g if g is not None else torch.zeros_like(o) for g, o in zip(grads, outputs))
     # kspec's backward kernels give grad * f'(z) (JAX's convention for complex values); PyTorch's is
-    # grad * conj(f'(z)) = conj(conj(grad) * f'(z)): the same kernels, conjugated on the way in and out
-    complex_values = any(t.is_complex() for t in (*outputs, *[a for a in args if isinstance(a, torch.Tensor)]))
+    # grad * conj(f'(z)) = conj(conj(grad) * f'(z)): the same kernels, conjugated on the way in and out. The saved
+    # tensors are the tensor arguments and the outputs
+    complex_values = any(t.is_complex() for t in saved)
     if complex_values:
         grads = tuple(torch.conj_physical(g) if g.is_complex() else g for g in grads)
-    made = gradients(args, ctx.kspec_keywords, outputs, grads, needed)
+    made = gradients(args, ctx.kspec_keywords, outputs, grads, needed, ctx.kspec_found)
     result: list[Any] = []
     for k, (arg, grad) in enumerate(zip(args, made)):
         if grad is None or not needed[k] or not isinstance(arg, torch.Tensor):
@@ -94,8 +100,8 @@ def eager_function(name: str, gradients: GradientRule, returns_tuple: bool) -> A
     import torch
 
     def forward(ctx: Any, run: Forward, keywords: Mapping[str, Any], *args: Any) -> Any:
-        outputs, kept = run(args, keywords)
-        save(ctx, args, outputs, keywords, kept)
+        outputs, kept, found = run(args, keywords)
+        save(ctx, args, outputs, keywords, kept, found)
         return outputs if returns_tuple else outputs[0]
 
     def backward(ctx: Any, *grads: Any) -> tuple[Any, ...]:
@@ -112,7 +118,7 @@ def no_gradients(name: str) -> GradientRule:
     from .._errors import KspecNotImplementedError
 
     def raises(args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any],
-               needed: Sequence[bool]) -> Sequence[Any]:  # fmt: skip
+               needed: Sequence[bool], found: Any = None) -> Sequence[Any]:  # fmt: skip
         raise KspecNotImplementedError(
             f"kspec.torch: kernel '{name}' has no gradients, and a backward through it was asked for: declare "
             "them in its spec (grad = \"auto\" derives them from its operation, or a table per input), or call "

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..grad import (
+    DiffProgram,
     DiffStep,
     broadcast_gradients,
     by_input,
@@ -56,7 +57,7 @@ def of_spec_kernel(kernel: Any, op: str, params: Sequence[str], scalars: Sequenc
     summed_op = register(summed_backward(kernel), f"{op}__backward_summed", scalars=sorted(scalars))
 
     def gradients(args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any],
-                  needed: Sequence[bool]) -> list[Any]:  # fmt: skip
+                  needed: Sequence[bool], found: Any = None) -> list[Any]:  # fmt: skip
         inputs = args[: len(params)]
         if reduction:
             kept = kept_shape([tuple(getattr(a, "shape", ())) for a in inputs], keywords.get("axis"))
@@ -83,7 +84,7 @@ class FusedRule:
         self.fused, self.op, self.register = fused, op, register
         self._programs: dict[tuple[Any, ...], Any] = {}
         self._by_layout: dict[tuple[Any, ...], Any] = {}  # the same programs by the tensors' layouts (kspec.grad)
-        self._kept: dict[int, tuple[Any, list[int]]] = {}  # id(program) -> (the program, its saved_nodes)
+        self._kept: dict[int, _Known] = {}  # id(program) -> what its backwards read (the program kept: its id stays)
         self._ops: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # (id(kernel), scalars) -> (kernel, its op)
 
     def program(self, args: Sequence[Any]) -> Any:
@@ -115,12 +116,15 @@ class FusedRule:
         ``saved_nodes``), found once per program: every forward that autograd records asks."""
         if program is None:
             return []
+        return self._known(program).kept
+
+    def _known(self, program: Any) -> _Known:
         found = self._kept.get(id(program))
-        if found is None or found[0] is not program:
+        if found is None or found.program is not program:
             if len(self._kept) >= _KEPT:
                 del self._kept[next(iter(self._kept))]
-            found = self._kept[id(program)] = (program, saved_nodes(program))
-        return found[1]
+            found = self._kept[id(program)] = _Known(program, saved_nodes(program), result_nodes(program), {})
+        return found
 
     def prepare(self, stand_ins: Sequence[Any]) -> None:
         """Register the ops a backward of a call with such arguments runs (nothing where there is none)."""
@@ -136,17 +140,33 @@ class FusedRule:
                 ops.backward_op(step, variant, inputs)
 
     def __call__(self, args: Sequence[Any], keywords: Mapping[str, Any], outputs: Sequence[Any], grads: Sequence[Any],
-                 needed: Sequence[bool] = ()) -> list[Any]:  # fmt: skip
-        found = self.program(args)
-        program = found._replace(args=tuple(args))
-        returned = result_nodes(program)
-        saved = {node: out for node, out in zip(returned, outputs) if node is not None}
+                 needed: Sequence[bool] = (), found: Any = None) -> list[Any]:  # fmt: skip
+        """The gradients; ``found``: the program an eager forward ran (:meth:`program` of the same arguments)."""
+        known = self._known(found if found is not None else self.program(args))
+        steps, results, returns_tuple, _ = known.program
+        program = DiffProgram(steps, results, returns_tuple, tuple(args))  # _replace costs ~3x this
+        saved = {node: out for node, out in zip(known.returned, outputs) if node is not None}
         # the values between kernels the saving op kept (kspec/torch/_saving.py); a forward kernel runs again only
         # for what is in neither
-        saved.update(zip(self.kept(found), outputs[len(returned):]))
-        ops = _Ops(self.register, self.op, self._ops, tuple(needed) or None)
+        saved.update(zip(known.kept, outputs[len(known.returned):]))
+        wanted = tuple(needed) or None
+        chosen = known.chosen.get(wanted)
+        if chosen is None:
+            chosen = known.chosen[wanted] = {}
+        ops = _Ops(self.register, self.op, self._ops, wanted, chosen)
         values = run_forward(program, ops.forward, saved)
         return run_backward(program, values, grads, ops, ops.needed)
+
+
+class _Known(NamedTuple):
+    """What every backward of one program reads, found once per program."""
+
+    program: DiffProgram
+    kept: list[int]  # the nodes a saving forward keeps (kspec/torch/_saving.py's saved_nodes)
+    returned: list[int | None]  # the node of each returned item (kspec.grad's result_nodes)
+    # per ``needed``: id(step) -> its backward's choice (_Ops.backward); the choice reads the inputs' shapes, and a
+    # program is made for (and found by) its arguments' shapes
+    chosen: dict[tuple[bool, ...] | None, dict[int, tuple[Any, dict[str, str], tuple[int, ...] | None]]]
 
 
 _KEYABLE = (ArraySpec, int, float, complex, bool)  # stand-ins a program is kept by (a traced scalar is not)
@@ -168,9 +188,10 @@ class _Ops:
     """The reverse pass on tensors, through kspec ops (what AOTAutograd can trace), named after the forward op."""
 
     def __init__(self, register: Any, prefix: str, known: dict[tuple[Any, ...], tuple[Any, Any]],
-                 needed: tuple[bool, ...] | None = None) -> None:  # fmt: skip
+                 needed: tuple[bool, ...] | None = None, chosen: dict[int, Any] | None = None) -> None:  # fmt: skip
         self.register, self.prefix, self.known = register, prefix, known
         self.needed = needed  # per argument of the fused function: whether its gradient is asked (None: all)
+        self.chosen = chosen  # id(step) -> what backward chose for it (_Known.chosen): None, choose every time
 
     def _op(self, kernel: Any, params: Sequence[str], inputs: Sequence[Any]) -> Any:
         """``kernel``'s op, named by the forward op and the kernel's spec (the same in every process); the inputs
@@ -200,9 +221,23 @@ class _Ops:
         return self.forward_op(step, inputs)(*inputs, **step.kwargs)
 
     def backward(self, step: DiffStep, inputs: list[Any], outputs: list[Any], grads: list[Any]) -> Sequence[Any]:
+        choice = self.chosen.get(id(step)) if self.chosen is not None else None
+        if choice is None:
+            choice = self._choose(step, inputs)
+            if self.chosen is not None:
+                self.chosen[id(step)] = choice
+        op, shared, kept = choice
+        if kept is not None:
+            outputs, grads = [o.reshape(kept) for o in outputs], [g.reshape(kept) for g in grads]
+        found = by_input(step.names, op(*inputs, *outputs, *grads), shared)
+        return [found[name] for name in step.names]
+
+    def _choose(self, step: DiffStep, inputs: list[Any]) -> tuple[Any, dict[str, str], tuple[int, ...] | None]:
+        """(the step's backward op for these inputs' shapes and :attr:`needed`, the gradients it takes from an
+        earlier input's, a reduction's output shape with its reduced axes kept)."""
+        kept = None
         if step.reduction:
             kept = kept_shape([tuple(getattr(a, "shape", ())) for a in inputs], step.kwargs.get("axis"))
-            outputs, grads = [o.reshape(kept) for o in outputs], [g.reshape(kept) for g in grads]
         wanted = [p for p, (kind, k) in zip(step.params, step.inputs)
                   if p in step.names and (kind != "arg" or self.needed is None or self.needed[k])]  # fmt: skip
         shared = {}
@@ -211,9 +246,7 @@ class _Ops:
         else:  # nothing broadcast is asked for: a frozen bias's gradient from the input's (dropped after), no sum
             shared = shared_for(step.kernel.spec, inputs) if broadcast_gradients(step.names, step.params, inputs) else {}
             variant = "shared" if shared else "plain"
-        made = self.backward_op(step, variant, inputs)(*inputs, *outputs, *grads)
-        found = by_input(step.names, made, shared)
-        return [found[name] for name in step.names]
+        return self.backward_op(step, variant, inputs), shared, kept
 
     def reduce_to(self, grad: Any, like: Any) -> Any:
         return sum_to_shape(grad, like)

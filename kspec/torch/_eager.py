@@ -69,10 +69,11 @@ def eager_op(name: str, overload: Any, signature: OpSignature, plain: tuple[Call
 
 
 def spec_forward(call: Callable[..., Any]) -> Forward:
-    """A :data:`Forward` of an implementation that returns the outputs (one, or a tuple) and keeps nothing."""
+    """A :data:`Forward` of an implementation that returns the outputs (one, or a tuple), keeps nothing and finds
+    nothing for the backward."""
 
-    def run(args: Sequence[Any], keywords: Mapping[str, Any]) -> tuple[tuple[Any, ...], Sequence[Any]]:
+    def run(args: Sequence[Any], keywords: Mapping[str, Any]) -> tuple[tuple[Any, ...], Sequence[Any], Any]:
         result = call(*args, **keywords)
-        return (result if isinstance(result, tuple) else (result,)), ()
+        return (result if isinstance(result, tuple) else (result,)), (), None
 
     return run

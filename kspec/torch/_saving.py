@@ -68,7 +68,8 @@ def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, pl
             kept = [empty_like_spec(values[node], device) for node in nodes]
         return (*results, kept)
 
-    def run(args: Sequence[Any], to_host: bool) -> Any:
+    def run(args: Sequence[Any], to_host: bool) -> tuple[tuple[Any, ...], list[Any], Any]:
+        """(the results, the values kept, the program: None where it has no backward)."""
         program = program_of(args)
         nodes = rule.kept(program)
         arrays = tuple(host_arrays(args) if to_host else args)  # the CPU device takes NumPy arrays
@@ -79,18 +80,20 @@ def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, pl
             on_arrays = program._replace(args=arrays)
             values = run_forward(on_arrays, lambda step, inputs: step.kernel(*inputs, **step.kwargs))
             result = assemble(on_arrays, values)
-        results = list(result) if isinstance(result, tuple) else [result]
+        results = result if isinstance(result, tuple) else (result,)
         kept = [values[node] for node in nodes]
         if to_host:
-            results, kept = [torch.from_numpy(r) for r in results], [torch.from_numpy(v) for v in kept]
-        return (*results, kept)
+            results, kept = tuple(torch.from_numpy(r) for r in results), [torch.from_numpy(v) for v in kept]
+        return results, kept, program
 
     def on_cuda(*args: Any) -> Any:
-        return run(args, False)
+        results, kept, _ = run(args, False)
+        return (*results, kept)
 
     def on_cpu(*args: Any) -> Any:
         check_cpu_device(saving)
-        return run(args, True)
+        results, kept, _ = run(args, True)
+        return (*results, kept)
 
     torch.library.register_fake(f"{NAMESPACE}::{saving}", fake, lib=lib)
     lib.impl(saving, on_cuda, "CUDA")
@@ -109,12 +112,15 @@ def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, pl
 
     lib.impl(name, route, "Autograd")
 
-    def recorded(implementation: Any) -> Any:  # kspec/torch/_eager.py: the same forward, without the dispatcher
-        def forward(args: Sequence[Any], keywords: Any) -> tuple[tuple[Any, ...], Sequence[Any]]:
-            made = implementation(*args)
-            return tuple(made[:-1]), made[-1]
+    def recorded(to_host: bool) -> Any:  # kspec/torch/_eager.py: the same forward, without the dispatcher; its
+        # program goes to the backward (the rule's, found again there otherwise)
+
+        def forward(args: Sequence[Any], keywords: Any) -> tuple[tuple[Any, ...], Sequence[Any], Any]:
+            if to_host:
+                check_cpu_device(saving)
+            return run(args, to_host)
 
         return forward
 
-    return saving_op, (recorded(on_cuda), recorded(on_cpu))
+    return saving_op, (recorded(False), recorded(True))
 

@@ -306,3 +306,29 @@ def test_a_fused_function_sums_a_broadcast_input_only_when_its_gradient_is_asked
     (gx_only,) = torch.autograd.grad(op(x, b.detach()).sum(), (x,))  # a frozen bias
     assert summing == []  # the shared backward: x's gradient alone, nothing summed
     torch.testing.assert_close(gx_only, want)
+
+
+def test_an_eager_fused_backward_reuses_its_forwards_program_and_choices(on_cpu_device, monkeypatch):
+    from kspec.torch import _backward_of
+
+    @kspec.fuse
+    def shifted_again(x, b):
+        v = x + b
+        return v * np.tanh(v)
+
+    looked, chose = [], []
+    program, choose = _backward_of.FusedRule.program, _backward_of._Ops._choose
+    monkeypatch.setattr(_backward_of.FusedRule, "program", lambda self, args: looked.append(1) or program(self, args))
+    monkeypatch.setattr(_backward_of._Ops, "_choose",
+                        lambda self, step, inputs: chose.append(1) or choose(self, step, inputs))  # fmt: skip
+    op = kt.register(shifted_again)
+    x = torch.randn((40, 7), dtype=torch.float64, requires_grad=True)
+    b = torch.randn(7, dtype=torch.float64, requires_grad=True)
+    v = (x + b).detach()
+    want = torch.tanh(v) + v * (1 - torch.tanh(v) ** 2)
+    for _ in range(3):
+        gx, gb = torch.autograd.grad(op(x, b).sum(), (x, b))
+        torch.testing.assert_close(gx, want)
+        torch.testing.assert_close(gb, want.sum(0))
+    assert len(looked) == 3  # once a step, in the forward: its backward takes the program from it
+    assert len(chose) == 1  # the backward's op chosen once for the program and the gradients asked
