@@ -62,9 +62,9 @@ class Recorder:
         })  # fmt: skip
 
     def raw_function(self, build: Any, name: str) -> None:
-        key = (id(build), name)
         if build.binaries is not None:  # a spec's kernel, served by its own binaries: a spec already
             return
+        key = (id(build), name)
         if key not in self._functions:  # once per module and name
             self._functions.add(key)
             self._write({**self._raw(build), "function": name})
@@ -101,8 +101,10 @@ def call_site() -> dict[str, Any]:
             "line": frame.f_lineno}
 
 
-def _skipped(filename: str) -> bool:  # kspec's own frames, its generated code ("<kspec ...>") and the import machinery
-    return filename.startswith(_KSPEC_DIR) or filename.startswith(("<frozen ", "<kspec")) or _IMPORTLIB in filename or filename.endswith(_RUNPY)
+def _skipped(filename: str) -> bool:
+    """kspec's own frames, the code it generates (``<kspec ...>``) and the import machinery: never a site."""
+    return (filename.startswith((_KSPEC_DIR, "<frozen ", "<kspec")) or _IMPORTLIB in filename
+            or filename.endswith(_RUNPY))
 
 
 def _relative(filename: str) -> str:
