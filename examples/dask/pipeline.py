@@ -301,7 +301,6 @@ def run_on(client: Any, gib: float, chunk_mib: int, use_cupy: bool = False, repe
     ``repeats`` runs after a warm-up; checks the result. ``workers``: the last run's task stream by worker."""
     import cupy as cp
     import dask.array as da
-    from distributed import get_task_stream
 
     n = int(gib * 2**30 / 4 / 2)
     chunk = chunk_mib * 2**20 // 4
@@ -310,14 +309,7 @@ def run_on(client: Any, gib: float, chunk_mib: int, use_cupy: bool = False, repe
     x = da.map_blocks(random_chunk, chunks=((chunk,) * (n // chunk),), dtype="float32", meta=meta, seed=1)
     y = da.map_blocks(random_chunk, chunks=((chunk,) * (n // chunk),), dtype="float32", meta=meta, seed=2)
     norm = pipeline(x, y, use_cupy, split_every)
-    float(norm.compute())  # warm-up: compiles or loads once per worker
-    times = []
-    for _ in range(repeats):  # the median of several runs of the whole graph
-        with get_task_stream(client) as stream:
-            start = time.perf_counter()
-            value = float(norm.compute())
-            times.append(time.perf_counter() - start)
-    seconds = sorted(times)[len(times) // 2]
+    value, seconds, stream = timed(client, norm, repeats)
     ntasks = len(norm.__dask_graph__())
     # the same numbers in NumPy: chunks are reproducible from their seeds (checked on one chunk's worth)
     expected = _expected_norm(n, chunk)
@@ -325,7 +317,22 @@ def run_on(client: Any, gib: float, chunk_mib: int, use_cupy: bool = False, repe
     # bytes through device memory per element pair: x, y written (random), read; d written, read; z written, read
     moved = 9 * n * 4
     return {"seconds": seconds, "gbps": moved / seconds / 1e9, "tasks": ntasks, "norm": value,
-            "us_per_task": seconds / ntasks * 1e6, "workers": task_stream_summary(stream.data)}
+            "us_per_task": seconds / ntasks * 1e6, "workers": task_stream_summary(stream)}
+
+
+def timed(client: Any, graph: Any, repeats: int) -> tuple[float, float, list[dict[str, Any]]]:
+    """(the graph's value as a float, the median seconds of ``repeats`` runs of the whole graph after a warm-up
+    that loads or compiles each worker's kernels once, the last run's task stream)."""
+    from distributed import get_task_stream
+
+    float(graph.compute())
+    times = []
+    for _ in range(repeats):
+        with get_task_stream(client) as stream:
+            start = time.perf_counter()
+            value = float(graph.compute())
+            times.append(time.perf_counter() - start)
+    return value, sorted(times)[len(times) // 2], stream.data
 
 
 @functools.lru_cache(maxsize=8)

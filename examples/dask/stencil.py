@@ -24,7 +24,6 @@ import functools
 import math
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -116,18 +115,10 @@ def run_on(client: Any, gib: float, chunk_mib: int, kernels: str = "spec", repea
     """Time the graph on a running cluster: the median of ``repeats`` runs after a warm-up, checked against
     :func:`expected_energy` (relative 1e-3: float32 sums against a float64 recomputation; with chunks of
     two planes, as the GPU tests run it, a wrong halo moves the energy by far more)."""
-    from distributed import get_task_stream
 
     v = volume(gib, chunk_mib)
     result = energy(v, kernels)
-    float(result.compute())  # warm-up: loads (or compiles) each worker's kernels once
-    times = []
-    for _ in range(repeats):
-        with get_task_stream(client) as stream:
-            start = time.perf_counter()
-            value = float(result.compute())
-            times.append(time.perf_counter() - start)
-    seconds = sorted(times)[len(times) // 2]
+    value, seconds, stream = pipeline.timed(client, result, repeats)
     if check:
         expected = expected_energy(v.numblocks[0], v.chunks[0][0])
         assert math.isclose(value, expected, rel_tol=1e-3), (value, expected)
@@ -135,7 +126,7 @@ def run_on(client: Any, gib: float, chunk_mib: int, kernels: str = "spec", repea
     # map_overlap concatenates, that copy written and read by the kernel, the result written and read
     moved = 6 * v.size * 4
     return {"seconds": seconds, "gbps": moved / seconds / 1e9, "gib": v.nbytes / 2**30, "energy": value,
-            "tasks": len(result.__dask_graph__()), "workers": pipeline.task_stream_summary(stream.data)}
+            "tasks": len(result.__dask_graph__()), "workers": pipeline.task_stream_summary(stream)}
 
 
 def main() -> None:

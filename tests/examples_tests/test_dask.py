@@ -125,3 +125,11 @@ def test_a_co_assigning_cluster_hands_out_runs_of_tasks(tmp_path):
         with pipeline.cluster(1, workdir, co_assign=co_assign) as cluster, distributed.Client(cluster) as c:
             saturation = c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.WORKER_SATURATION)
         assert saturation == expected if expected is not None else math.isfinite(saturation)
+
+
+def test_timed_runs_the_graph_and_keeps_the_last_task_stream(client):
+    # the timing both pipelines share (pipeline.timed): warm-up, the median of the runs, the last run's stream
+    graph = da.ones((64,), chunks=16).sum()
+    value, seconds, stream = pipeline.timed(client, graph, 3)
+    assert value == 64.0 and seconds > 0
+    assert {t["worker"] for t in stream} and pipeline.task_stream_summary(stream)
