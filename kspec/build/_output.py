@@ -25,6 +25,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from .._atomic import write_atomic
 from .._errors import BuildOutputError
 from .._manifest import BINARY_SUFFIXES as _BINARY_SUFFIXES
 from .._manifest import INTERFACE_SUFFIX, MANIFEST_NAME, confined_file, manifest_document, read_manifest
+from ..spec import variant_text
 from ._precompile import BuildResult, BuildUnit
 
 # A path component kspec derives from a name stays this short (file systems allow 255 bytes); a longer
@@ -65,7 +67,8 @@ def interface_path(unit: BuildUnit, data: bytes) -> str | None:
     architectures), relative to the output directory; None for a raw kernel (its launches need none)."""
     if unit.spec.KIND == "raw":
         return None
-    label = unit.label if unit.label != "-" else "default"
+    module = replace(unit, variant=None).label  # the module's: one interface for all of its variants' binaries
+    label = module if module != "-" else "default"
     return f"{kernel_dir(unit)}/{_component(label)}.{_digest(data)}{INTERFACE_SUFFIX}"
 
 
@@ -97,6 +100,8 @@ def manifest_entry(result: BuildResult, interface: str | None = None) -> dict[st
         "nvrtc_version": list(program.nvrtc_version),
         "registers": result.registers,
         **({"interface": interface} if interface is not None else {}),
+        # one launch variant's program (a captured specialization's `variants`): its entry point alone
+        **({"variant": variant_text(unit.variant)} if unit.variant is not None else {}),
     }
 
 
@@ -164,14 +169,14 @@ def write_output(results: Sequence[BuildResult], out_dir: str | os.PathLike[str]
     previous = read_manifest(out, any_version=True)
     _remove_leftovers(out)
     entries = []
-    interfaces: dict[tuple[int, tuple[tuple[str, str], ...], frozenset[str]], str] = {}
+    interfaces: dict[tuple[Any, ...], str] = {}  # a module's (BuildUnit.memo_key) interface file
     try:
         for result in results:  # new names beside the old files: the previous manifest still reads whole
             if result.program is None:
                 continue
             _write_if_changed(out / binary_path(result), result.program.binary)
             unit = result.unit
-            which = (id(unit.spec), tuple(unit.types.items()), unit.scalars)
+            which = unit.memo_key
             if unit.spec.KIND != "raw" and which not in interfaces:
                 data = _interface_json(result)
                 rel = interface_path(unit, data)

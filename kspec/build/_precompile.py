@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from typing import TypeVar
 
-from .._errors import KspecError, SpecError
-from ..compiler import BinaryCache, CompiledProgram, CompileOptions, cache_key, compile_cached, default_cache, register_counts
-from ..render import RenderedModule, render, render_raw, specialize
-from ..spec import AnySpec, RawSpec, layouts_of, with_backwards
+from .._errors import InstantiationError, KspecError, SpecError
+from ..compiler import (BinaryCache, CompiledProgram, CompileOptions, cache_key, compile_cached, default_cache,
+                        register_counts, variant_program)
+from ..render import RenderedModule, VariantKey, render, render_raw, specialize
+from ..spec import AnySpec, RawSpec, layouts_of, variant_text, variants_of, with_backwards
 from ._front_end import SharedFrontEnd, archs_by_module
 from ._worker import STACK_BYTES
 from ._workers import DEFAULT_COMPILE_TIMEOUT_S, ISOLATED, CompilePool
@@ -37,6 +38,9 @@ class BuildUnit:
     # a config of a tuned raw spec: (the tuned kernel's name, its record entry for this arch or None, the
     # record's facts of that arch: device, driver...), which the output's tuning.json carries
     tuning: tuple[str, Mapping[str, Any] | None, Mapping[str, Any]] | None = field(default=None, compare=False)
+    # one launch variant (entry, index, ndim, vec) of a captured specialization's `variants`: compiled alone, as
+    # a first call compiles it (kspec.compiler.variant_program); None: the whole module
+    variant: tuple[str, str, int, int] | None = None
 
     @property
     def label(self) -> str:
@@ -47,6 +51,8 @@ class BuildUnit:
             text += ("+" if text else "") + "scalars=" + "-".join(sorted(self.scalars))
         if self.raw_layouts:
             text += ("+" if text else "") + "raw=" + "-".join(f"{n}:{d}{'c' if c else 's'}" for n, (d, c) in self.raw_layouts)
+        if self.variant is not None:
+            text += ("+" if text else "") + "variant=" + "-".join(map(str, self.variant))
         return text or "-"
 
     @property
@@ -122,8 +128,8 @@ def plan_build(specs: Iterable[AnySpec], archs: Sequence[str]) -> BuildPlan:
         if not isinstance(spec, RawSpec):
             units.extend(
                 BuildUnit(spec, dict(entry.get("types", {})), arch, frozenset(entry.get("scalars", ())),
-                          layouts_of(entry), tuning.get(arch))
-                for entry in spec.specializations for arch in archs
+                          layouts_of(entry), tuning.get(arch), variant)
+                for entry in spec.specializations for variant in (variants_of(entry) or (None,)) for arch in archs
             )  # fmt: skip
     return BuildPlan(units, skipped)
 
@@ -214,15 +220,19 @@ def precompile(
         if isinstance(entry, KspecError):
             result.error = entry
         else:
-            module, key, nvrtc_options = entry
+            module, key, nvrtc_options, specialization = entry
             result.key = key
             result.source_sha256 = hashlib.sha256(module.source.encode()).hexdigest()
             try:
-                program, hit, linked = front_end.compile(
-                    cached_compile, store, pool, unit.memo_key, unit.arch, name=unit.spec.name, source=module.source,
-                    extra=tuple(nvrtc_options), name_expressions=tuple(module.name_expressions),
-                    needs=tuple(module.needs),
-                )
+                if unit.variant is not None:
+                    program, hit = _variant_compile(unit, module, specialization, store, pool)
+                    linked = False
+                else:
+                    program, hit, linked = front_end.compile(
+                        cached_compile, store, pool, unit.memo_key, unit.arch, name=unit.spec.name, source=module.source,
+                        extra=tuple(nvrtc_options), name_expressions=tuple(module.name_expressions),
+                        needs=tuple(module.needs),
+                    )
             except KspecError as exc:
                 result.error = exc
             else:
@@ -293,14 +303,31 @@ def cached_compile(cache: BinaryCache, pool: CompilePool | None, *, name: str, s
     return program, False
 
 
-# A unit's rendered module, its specialization key and the NVRTC options it compiles with.
-_Rendered = tuple[RenderedModule, str, tuple[str, ...]]
+# A unit's rendered module, its specialization key, the NVRTC options it compiles with and its specialization
+# (None for a raw module).
+_Rendered = tuple[RenderedModule, str, tuple[str, ...], Any]
 
 
 def _render(unit: BuildUnit) -> _Rendered:
     if isinstance(unit.spec, RawSpec):
         module = render_raw(unit.spec)
-        return module, module.key, tuple(unit.spec.options)
+        return module, module.key, tuple(unit.spec.options), None
     specialization = specialize(unit.spec, unit.types, scalars=unit.scalars, raw_layouts=dict(unit.raw_layouts))
     # the options a lazily compiled call would use (Specialization.nvrtc_options), so both build alike
-    return render(specialization), specialization.key, specialization.nvrtc_options
+    return render(specialization), specialization.key, specialization.nvrtc_options, specialization
+
+
+def _variant_compile(unit: BuildUnit, module: RenderedModule, specialization: Any, cache: BinaryCache,
+                     pool: CompilePool | None) -> tuple[CompiledProgram, bool]:  # fmt: skip
+    """One captured launch variant compiled as a first call compiles it: the program of
+    ``kspec.compiler.variant_program``, under its binary-cache key (a build after a capture finds it cached)."""
+    assert unit.variant is not None and specialization is not None
+    variant = VariantKey(*unit.variant)
+    if variant not in specialization.variants:
+        known = ", ".join(variant_text((v.entry, v.index, v.ndim, v.vec)) for v in specialization.variants)
+        raise InstantiationError(f"{variant_text(unit.variant)} is not a launch variant of this specialization's "
+                                 f"module (it has: {known})", file=unit.spec.origin, kernel=unit.spec.name,
+                                 field="specializations.variants")
+    program = variant_program(specialization, unit.arch, (specialization.name_expression(variant),))
+    return cached_compile(cache, pool, name=program.name, source=lambda: module.source, source_key=program.source_key,
+                          options=program.options, name_expressions=program.name_expressions, needs=program.needs)

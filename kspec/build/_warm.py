@@ -17,7 +17,7 @@ from typing import Any
 
 from .._errors import KspecError, KspecTypeError, KspecValueError
 from ..compiler import BinaryCache, RawProgram, default_cache, raw_program, raw_spec_expressions, variant_program
-from ..render import Specialization, module_interface, specialize
+from ..render import Specialization, VariantKey, module_interface, specialize
 from ..spec import AnySpec, RawSpec
 from ._precompile import BuildUnit, UnitOutcome, cached_compile, plan_build, run_parallel
 from ._progress import BuildProgress
@@ -88,6 +88,12 @@ def plan_warm(specs: Iterable[AnySpec], archs: Sequence[str]) -> WarmPlan:
             units.append(WarmUnit(unit.spec, unit.types, unit.scalars, unit.arch, None, problem=found))
             continue
         specialization, expressions = found
+        if unit.variant is not None:  # a captured variant: its entry point alone, as the build compiles it
+            try:
+                expressions = (specialization.name_expression(VariantKey(*unit.variant)),)
+            except KspecError as exc:
+                units.append(WarmUnit(unit.spec, unit.types, unit.scalars, unit.arch, None, problem=exc))
+                continue
         units.extend(WarmUnit(unit.spec, unit.types, unit.scalars, unit.arch, specialization, e) for e in expressions)
     return WarmPlan(units, skipped)
 

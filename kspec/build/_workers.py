@@ -40,6 +40,7 @@ class _Worker:
         root = str(Path(__file__).resolve().parents[2])  # where `import kspec` finds this kspec
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
         self.stderr = tempfile.TemporaryFile()
+        self._killing = threading.Lock()
         self.process = subprocess.Popen(
             [sys.executable, "-m", WORKER_MODULE],
             stdin=subprocess.PIPE,
@@ -70,19 +71,23 @@ class _Worker:
         return reply
 
     def kill(self) -> str:
-        """Stop the worker; what ended it, for the message (its signal, exit status and stderr's end)."""
-        if self.process.poll() is None:
-            self.process.kill()
-        code = self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-        self.stderr.seek(0)
-        tail = self.stderr.read()[-2000:].decode("utf-8", "replace").strip()
-        self.stderr.close()
+        """Stop the worker; what ended it, for the message (its signal, exit status and stderr's end). Twice is
+        harmless: a pool closing on an interrupt and the build thread that saw the worker end both call it."""
+        with self._killing:
+            if self.process.poll() is None:
+                self.process.kill()
+            code = self.process.wait()
+            for stream in (self.process.stdin, self.process.stdout):
+                if stream is not None:
+                    try:
+                        stream.close()
+                    except OSError:
+                        pass
+            tail = ""
+            if not self.stderr.closed:
+                self.stderr.seek(0)
+                tail = self.stderr.read()[-2000:].decode("utf-8", "replace").strip()
+                self.stderr.close()
         if code < 0:
             try:
                 how = f"killed by {signal.Signals(-code).name}"

@@ -29,6 +29,7 @@ class Recorder:
         self._lock = threading.Lock()
         self._sites: dict[Any, dict[str, Any]] = {}  # a constructed kernel's token -> where it was built
         self._functions: set[tuple[int, str]] = set()  # (raw module, function name) already recorded
+        self._specializations: set[str] = set()  # content keys of the specializations recorded
         self._stop: Any = None
 
     def start(self) -> Recorder:
@@ -52,14 +53,19 @@ class Recorder:
         self._sites[token if isinstance(token, str) else id(token)] = call_site()
 
     def specialized(self, spec: Any, spec_key: str, types: dict[str, str], scalars: frozenset[str],
-                    raw_layouts: tuple[tuple[str, tuple[int, bool]], ...]) -> None:  # fmt: skip
+                    raw_layouts: tuple[tuple[str, tuple[int, bool]], ...], key: str) -> None:  # fmt: skip
         if getattr(spec, "origin", None) is not None:  # a spec file's kernel is a spec already
             return
+        self._specializations.add(key)
         self._write({
             "kind": spec.KIND, "spec": spec.to_data(), "types": dict(types), "scalars": sorted(scalars),
-            "raw_layouts": {name: [ndim, c] for name, (ndim, c) in raw_layouts},
+            "raw_layouts": {name: [ndim, c] for name, (ndim, c) in raw_layouts}, "key": key,
             "site": self._sites.get(spec_key) or call_site(),
         })  # fmt: skip
+
+    def variant_loaded(self, key: str, variant: str) -> None:
+        if key in self._specializations:  # one this recorder wrote (not a spec file's or a generated module's)
+            self._write({"kind": "variant", "key": key, "variant": variant})
 
     def raw_function(self, build: Any, name: str) -> None:
         if build.binaries is not None:  # a spec's kernel, served by its own binaries: a spec already

@@ -1,9 +1,13 @@
 """The records a capture writes: one JSON object per line, per process, in the capture's records directory.
 
-Two kinds of line. A typed kernel's specialization::
+Three kinds of line. A typed kernel's specialization::
 
     {"kind": "elementwise" | "reduction", "spec": <to_data()>, "types": {...}, "scalars": [...],
-     "raw_layouts": {"name": [ndim, c_contiguous]}, "site": {...}}
+     "raw_layouts": {"name": [ndim, c_contiguous]}, "key": "<its content key>", "site": {...}}
+
+a launch variant of one that a call loaded (after its specialization's line, in the same file)::
+
+    {"kind": "variant", "key": "<the specialization's content key>", "variant": "entry/index/ndim/vec"}
 
 and a raw module of source code loaded::
 

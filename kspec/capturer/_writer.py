@@ -22,7 +22,7 @@ from typing import Any
 from .._digest import sha256_hex
 from .._errors import KspecError
 from ..render import content_data
-from ..spec import SCHEMA_VERSION, dumps_toml, parse_spec, parse_specializations, read_file
+from ..spec import SCHEMA_VERSION, dumps_toml, parse_spec, parse_specializations, parse_variant, read_file, variant_text
 from ._records import read_records
 
 HEADER = ("# Captured by `kspec capture`: the kernels that the code of module {module} built, as spec files.\n"
@@ -38,6 +38,7 @@ class _Kernel:
     site: str
     specializations: list[dict[str, Any]] = field(default_factory=list)
     seen: bool = False  # recorded by this run
+    fresh: set[int] = field(default_factory=set)  # ids of the entries this run added: their variants are its
 
 
 @dataclass
@@ -66,7 +67,11 @@ def write_captured(records: str | os.PathLike[str], out: str | os.PathLike[str],
     report = CaptureReport()
     kernels = _existing(out_dir, report)
     before = {k: len(v.specializations) for k, v in kernels.items()}
+    by_key: dict[str, tuple[_Kernel, dict[str, Any]]] = {}  # a specialization's content key -> its kernel and entry
     for record in read_records(Path(records)):
+        if record["kind"] == "variant":
+            _add_variant(by_key.get(str(record.get("key"))), record.get("variant"))
+            continue
         made = _kernel_of(record, report)
         if made is None:
             continue
@@ -76,8 +81,10 @@ def write_captured(records: str | os.PathLike[str], out: str | os.PathLike[str],
         if found.data["kind"] == "raw":
             for function in (*kernel.data.get("kernels", ()), entry):
                 _add_function(found, function)
-        elif entry is not None and entry not in found.specializations:
-            found.specializations.append(entry)
+        elif entry is not None:
+            kept = _merged(found, entry)
+            if isinstance(record.get("key"), str):
+                by_key[record["key"]] = (found, kept)
     if prune:
         gone = [k for k, v in kernels.items() if not v.seen]
         report.pruned = len(gone)
@@ -171,6 +178,31 @@ def _raw_kernel(record: dict[str, Any], module: str, where: str, report: Capture
         data["translate_cucomplex"] = True
     function = record.get("function")
     return _content_id(data), _Kernel(data, module, where), function if isinstance(function, str) else None
+
+
+def _merged(kernel: _Kernel, entry: dict[str, Any]) -> dict[str, Any]:
+    """The kernel's entry for ``entry``'s specialization (types, scalars, raw layouts), added where it has none."""
+    same = {k: v for k, v in entry.items() if k != "variants"}
+    for kept in kernel.specializations:
+        if {k: v for k, v in kept.items() if k != "variants"} == same:
+            return kept
+    kernel.specializations.append(same)
+    kernel.fresh.add(id(same))
+    return same
+
+
+def _add_variant(found: tuple[_Kernel, dict[str, Any]] | None, variant: object) -> None:
+    """A launch variant a call loaded, added to its specialization's ``variants``; an entry an earlier run wrote
+    without them stays whole (every variant is built for it)."""
+    if found is None:
+        return
+    kernel, entry = found
+    try:
+        text = variant_text(parse_variant(variant))
+    except KspecError:  # a damaged line
+        return
+    if "variants" in entry or id(entry) in kernel.fresh:
+        entry["variants"] = sorted({*entry.get("variants", ()), text})
 
 
 def _add_function(kernel: _Kernel, function: str | None) -> None:

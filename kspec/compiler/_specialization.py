@@ -87,7 +87,9 @@ def compile_program(specialization: Specialization, arch: str, binaries: Any = N
     program = variant_program(specialization, arch, expressions)
     names = program.name_expressions
     label = specialization_label(specialization, names[0] if len(names) == 1 else None)
-    request = CompileRequest(program.name, label, binaries is not None and bool(binaries.archs(specialization.key)),
+    # binaries for other archs only: a store of captured variants that lacks this one has this arch
+    archs = binaries.archs(specialization.key) if binaries is not None else []
+    request = CompileRequest(program.name, label, bool(archs) and arch not in archs,
                              lambda target: build_advice(specialization, target))
     try:
         compiled, _hit, key = compile_keyed(

@@ -131,6 +131,13 @@ class VariantKey(OrderedRecord):
     def index_c_type(self) -> str:
         return INDEX_C_TYPES[self.index]
 
+    @property
+    def text(self) -> str:
+        """``entry/index/ndim/vec``, as a spec file's ``variants`` and a build's manifest spell it."""
+        from ..spec import variant_text  # the one spelling (kspec/spec/_specializations.py)
+
+        return variant_text(self._values)
+
 
 TILED_VARIANTS = tuple(VariantKey("tiled", "int32", DYNAMIC_NDIM, width) for width in TILE_WIDTHS)
 

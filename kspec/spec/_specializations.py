@@ -6,8 +6,14 @@ each raw array's rank and C-contiguity (the CuPy-style constructors compile per 
 ``kspec capture`` writes them, so that a build holds the binary of every call it recorded::
 
     specializations = [
-        {types = {T = "float32"}, scalars = ["cval"], raw_layouts = {w = [1, true]}},
+        {types = {T = "float32"}, scalars = ["cval"], raw_layouts = {w = [1, true]}, variants = ["contig/int64/0/4"]},
     ]
+
+``variants`` (what a capture saw its calls launch: ``entry/index/ndim/vec``, a launch variant of the rendered
+module) makes the build compile those entry points alone, each as its own program: the programs a first call
+compiles, under the same binary-cache keys, so a build after a capture on the same machine finds them cached,
+and a fraction of the module's NVRTC time otherwise. Without it the build compiles the whole module (every
+variant). A call that needs a variant the build lacks compiles it, or is refused under ``KSPEC_COMPILE=never``.
 
 Not part of a binary's content key: they say what to build, not what the code is.
 """
@@ -21,8 +27,14 @@ from .. import dtypes
 from .._errors import InstantiationError
 from ._rules import check_type_name
 
-Specialization = dict[str, Any]  # {"types": {letter: dtype}, "scalars": [...], "raw_layouts": {name: [ndim, c]}}
-_KEYS = ("types", "scalars", "raw_layouts")
+Specialization = dict[str, Any]  # {"types": {letter: dtype}, "scalars": [...], "raw_layouts": {name: [ndim, c]},
+#                                   "variants": ["entry/index/ndim/vec", ...]}
+_KEYS = ("types", "scalars", "raw_layouts", "variants")
+# the rendered modules' launch entries and index types (kspec/render/_variants.py's Entry and IndexType: a test
+# keeps the two in step; the spec layer does not import the renderer)
+VARIANT_ENTRIES = ("contig", "strided", "tiled", "rows", "cols", "slab", "split_final", "slab_final")
+VARIANT_INDEX_TYPES = ("int32", "int64")
+Variant = tuple[str, str, int, int]  # (entry, index type, ndim, vec): a kspec.render.VariantKey's fields
 MAX_RAW_NDIM = 64  # what a spec file may say; the renderer checks the kernel's own limit when it builds
 
 
@@ -78,7 +90,37 @@ def _entry(k: int, entry: object) -> Specialization:
         out["scalars"] = sorted(set(scalars))
     if checked:
         out["raw_layouts"] = dict(sorted(checked.items()))
+    variants = entry.get("variants")
+    if variants is not None:
+        if isinstance(variants, str) or not isinstance(variants, Sequence) or not variants:
+            raise InstantiationError(f"variants must be a non-empty list like ['contig/int64/0/4'], got {variants!r}",
+                                     field=f"{field}.variants")
+        out["variants"] = sorted({variant_text(parse_variant(v, field=f"{field}.variants")) for v in variants})
     return out
+
+
+def parse_variant(text: object, *, field: str = "variants") -> Variant:
+    """``entry/index/ndim/vec`` (``contig/int64/0/4``) as its fields; an InstantiationError naming ``field``
+    otherwise."""
+    parts = text.split("/") if isinstance(text, str) else []
+    ok = (len(parts) == 4 and parts[0] in VARIANT_ENTRIES and parts[1] in VARIANT_INDEX_TYPES
+          and all(p.isdigit() and len(p) <= 3 for p in parts[2:]))
+    if not ok:
+        raise InstantiationError(f"{text!r} is not a launch variant: expected entry/index/ndim/vec with entry one of "
+                                 f"{', '.join(VARIANT_ENTRIES)} and index int32 or int64 (like 'contig/int64/0/4')",
+                                 field=field)
+    return parts[0], parts[1], int(parts[2]), int(parts[3])
+
+
+def variant_text(variant: Sequence[Any]) -> str:
+    """A launch variant's fields (entry, index type, ndim, vec) as a spec file spells them."""
+    entry, index, ndim, vec = variant
+    return f"{entry}/{index}/{ndim}/{vec}"
+
+
+def variants_of(entry: Specialization) -> tuple[Variant, ...]:
+    """An entry's ``variants`` as fields, () where it names none (the build compiles every variant)."""
+    return tuple(parse_variant(v) for v in entry.get("variants", ()))
 
 
 def check_specializations(entries: Sequence[Specialization], placeholders: Sequence[str], inputs: Sequence[str],

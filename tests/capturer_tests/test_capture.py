@@ -93,11 +93,15 @@ def test_capture_writes_one_spec_file_per_module_with_every_specialization(captu
     assert specs["raw_module"].kernels == ("half", "twice")  # the functions the program looked up
     # the second kernel named "combine" keeps its C++ name and so its content key
     assert specs["combine_2"].cuda_name == "combine" and specs["combine_2"].operation == "z = x - y"
+    # each with the launch variants its calls loaded (contiguous arrays: the vectorised contiguous entry)
     assert [dict(e) for e in specs["combine"].specializations] == [
-        {"types": {"T": "float32"}, "scalars": ["y"]}, {"types": {"T": "float32"}}, {"types": {"T": "float64"}}]
+        {"types": {"T": "float32"}, "scalars": ["y"], "variants": ["contig/int64/0/4"]},
+        {"types": {"T": "float32"}, "variants": ["contig/int64/0/4"]},
+        {"types": {"T": "float64"}, "variants": ["contig/int64/0/2"]}]
+    assert [dict(e) for e in specs["total"].specializations] == [{"types": {"T": "float32"}, "variants": ["rows/int64/1/4"]}]
     assert isinstance(specs["scale"], RawSpec) and specs["scale"].kernels == ("scale",)
     # one line per call signature: a diff shows a new one as one line
-    assert '    { types = { T = "float32" }, scalars = ["y"] },\n' in text
+    assert '    { types = { T = "float32" }, scalars = ["y"], variants = ["contig/int64/0/4"] },\n' in text
 
 
 def test_rerun_merges_and_prune_drops_what_a_run_no_longer_builds(captured, tmp_path):
@@ -137,6 +141,10 @@ def test_captured_build_serves_a_fresh_process_without_compiler(captured, tmp_pa
     assert lines[0] == captured["expected"]
     log = eval(lines[1])  # noqa: S307 - our own program's printed list
     assert log and {source for _, source in log} == {"binary"}, log
+    # the typed kernels' binaries are the captured launch variants, each its own program
+    manifest = json.loads((tmp / "build" / "manifest.json").read_text())
+    assert sorted(e.get("variant", "-") for e in manifest["entries"] if e["kind"] != "raw") == [
+        "contig/int64/0/2", "contig/int64/0/4", "contig/int64/0/4", "contig/int64/0/4", "rows/int64/1/4"]
     assert {kernel for kernel, _ in log} == {"combine", "total", "scale", "raw_module"}
     # a call the capture never saw is refused by name under never
     (tmp / "unseen.py").write_text(SERVE.replace('exec(open("program.py").read())', textwrap.dedent('''
@@ -145,9 +153,15 @@ def test_captured_build_serves_a_fresh_process_without_compiler(captured, tmp_pa
         try:
             k(kspec.asarray(np.arange(3, dtype=np.int16)), kspec.asarray(np.arange(3, dtype=np.int16)))
         except kspec.CompileForbiddenError as exc:
-            print("refused:", "combine" in str(exc))''')))
+            print("refused:", "combine" in str(exc))
+        # captured types, but a layout the capture never passed (a broadcast row): the strided entry point
+        x = kspec.asarray(np.arange(16, dtype=np.float32).reshape(4, 4))
+        try:
+            k(x, kspec.asarray(np.ones((1, 4), np.float32)))
+        except kspec.CompileForbiddenError as exc:
+            print("layout refused:", "variant combine__strided" in str(exc))''')))
     refused = _run([sys.executable, "unseen.py"], tmp, serve_env)
-    assert "refused: True" in refused.stdout, refused.stdout
+    assert "refused: True" in refused.stdout and "layout refused: True" in refused.stdout, refused.stdout
 
 
 # -- content keys ------------------------------------------------------------------------------------------
@@ -188,6 +202,10 @@ def test_raw_module_key_is_the_raw_specs():
     ([{"types": {"T": "float32"}, "raw_layouts": {"w": [2, "yes"]}}], "specializations[0].raw_layouts",
      "expected [ndim, c_contiguous]"),
     ({"types": {"T": "float32"}}, "specializations", "must be a list"),
+    ([{"types": {"T": "float32"}, "variants": ["fast/int64/0/1"]}], "specializations[0].variants",
+     "'fast/int64/0/1' is not a launch variant"),
+    ([{"types": {"T": "float32"}, "variants": ["contig/int16/0/1"]}], "specializations[0].variants", "int32 or int64"),
+    ([{"types": {"T": "float32"}, "variants": "contig/int64/0/4"}], "specializations[0].variants", "non-empty list"),
 ])
 def test_specializations_errors_name_the_entry(entries, field, words):
     with pytest.raises(InstantiationError) as info:

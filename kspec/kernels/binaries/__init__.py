@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # what mypy reads (explicit re-exports); at run time each nam
     )
     from ._loaded import (
         LoadedKernel as LoadedKernel, cached_function as cached_function, interface_of as interface_of,
-        loaded_kernel as loaded_kernel, module_loaded as module_loaded,
+        loaded_kernel as loaded_kernel, module_loaded as module_loaded, on_variant_loaded as on_variant_loaded,
     )
     from ._precompiled import BinaryStore as BinaryStore, binary_store as binary_store
     from ._stores import (
@@ -39,6 +39,7 @@ _LAZY = {
     "interface_of": "_loaded",
     "loaded_kernel": "_loaded",
     "module_loaded": "_loaded",
+    "on_variant_loaded": "_loaded",
     "read_attribute": "_function_attributes",
     "register_binaries": "_stores",
     "registered_binaries": "_stores",

@@ -27,6 +27,16 @@ _loaded: dict[tuple[str, int], LoadedKernel] = {}
 # (binary-cache key, device) -> its module: a variant's module loaded once per process, whether a plan or a call
 # record (kspec/kernels/records/_call_store.py) asked for it first
 _by_cache_key: dict[tuple[str, int], LoadedModule] = {}
+# told (specialization key, variant text) of each launch variant loaded on its own: how kspec capture learns which
+# entry points a call used (kspec/kernels/records/_observers.py forwards it); empty unless a capture watches
+_variant_hooks: list[Callable[[str, str], None]] = []
+
+
+def on_variant_loaded(hook: Callable[[str, str], None]) -> None:
+    """Call ``hook(specialization_key, "entry/index/ndim/vec")`` for each launch variant a kernel loads on its own
+    (compiled, cached or a variant binary) from now on; a whole precompiled module's variants are not told."""
+    if hook not in _variant_hooks:
+        _variant_hooks.append(hook)
 
 
 def interface_of(specialization: Specialization) -> ModuleInterface:
@@ -90,15 +100,36 @@ class LoadedKernel:
             with _lock:
                 found = self._modules.get(variant)
                 if found is None:
-                    expression = self.interface.variants[variant]
-                    image = compile_program(self.specialization, self.device.arch, self.binaries, (expression,))
-                    module = _by_cache_key.get((image.cache_key, self.device.id))
-                    if module is None:
-                        module = LoadedModule(image.binary, self.device, what=kernel_label(self.interface.name))
-                        _by_cache_key[(image.cache_key, self.device.id)] = module
-                    self._cache_keys[variant] = image.cache_key
-                    found = self._modules[variant] = (module, dict(image.lowered_names))
+                    found = self._modules[variant] = self._stored_variant(variant) or self._compiled_variant(variant)
+                    for hook in _variant_hooks:
+                        hook(self.specialization.key, variant.text)
         return found
+
+    def _stored_variant(self, variant: VariantKey) -> tuple[LoadedModule, Mapping[str, str]] | None:
+        """``variant``'s binary where the store holds it alone (a build of a captured specialization's
+        ``variants``), loaded; None otherwise."""
+        if self.binaries is None:
+            return None
+        stored = self.binaries.find_variant(self.specialization.key, variant.text, self.device.arch)
+        if stored is None:
+            return None
+        start = time.perf_counter()
+        expression = self.interface.variants[variant]
+        module = LoadedModule(stored.read(), self.device, what=kernel_label(self.interface.name, stored.path))
+        record_load(self.interface.name, specialization_label(self.specialization, expression), self.device.arch,
+                    "binary", (time.perf_counter() - start) * 1e3)
+        return module, dict(stored.lowered_names)
+
+    def _compiled_variant(self, variant: VariantKey) -> tuple[LoadedModule, Mapping[str, str]]:
+        """``variant``'s own program, from the binary cache or compiled (the compile policy applies)."""
+        expression = self.interface.variants[variant]
+        image = compile_program(self.specialization, self.device.arch, self.binaries, (expression,))
+        module = _by_cache_key.get((image.cache_key, self.device.id))
+        if module is None:
+            module = LoadedModule(image.binary, self.device, what=kernel_label(self.interface.name))
+            _by_cache_key[(image.cache_key, self.device.id)] = module
+        self._cache_keys[variant] = image.cache_key
+        return module, dict(image.lowered_names)
 
 
 def module_loaded(cache_key: str, device_id: int) -> bool:

@@ -72,6 +72,9 @@ class BinaryStore:
                 "(write one with kspec build -o DIR)"
             )
         self._by_key: dict[str, list[StoredBinary]] = {}
+        # one launch variant's binaries (a captured specialization's `variants`): (key, "entry/index/ndim/vec")
+        self._by_variant: dict[tuple[str, str], list[StoredBinary]] = {}
+        self._variant_archs: dict[str, set[str]] = {}  # key -> the archs some variant of it was built for
         self._verified: dict[Path, StoredBinary | None] = {}
         entries = manifest.get("entries")
         if not isinstance(entries, list):
@@ -81,7 +84,14 @@ class BinaryStore:
         self._interfaces: dict[str, Any] = {}
         for k, entry in enumerate(entries):
             key, binary = self._entry(k, entry)
-            self._by_key.setdefault(key, []).append(binary)
+            variant = entry.get("variant")
+            if variant is None:
+                self._by_key.setdefault(key, []).append(binary)
+            elif isinstance(variant, str) and variant:
+                self._by_variant.setdefault((key, variant), []).append(binary)
+                self._variant_archs.setdefault(key, set()).add(binary.arch)
+            else:
+                raise self._damaged(f"entry {k}: 'variant' is not a launch variant's name")
 
     def _damaged(self, why: str) -> KspecValueError:
         return KspecValueError(f"binaries: {str(self.directory / MANIFEST_NAME)!r} is damaged: {why}; rebuild it with kspec build")
@@ -149,25 +159,34 @@ class BinaryStore:
         return found
 
     def has(self, key: str) -> bool:
-        """Whether the store lists a binary of the specialization ``key`` (for any architecture)."""
-        return key in self._by_key
+        """Whether the store lists a binary of the specialization ``key`` (for any architecture), whole or of
+        some of its launch variants."""
+        return key in self._by_key or key in self._variant_archs
 
     def archs(self, key: str) -> list[str]:
         """The architectures the store has for a specialization (for error messages)."""
-        return sorted({b.arch for b in self._by_key.get(key, [])})
+        return sorted({b.arch for b in self._by_key.get(key, [])} | self._variant_archs.get(key, set()))
 
     def find(self, key: str, device_arch: str) -> StoredBinary | None:
-        """The best binary of a specialization for a device (see the module docstring) whose bytes match the
-        manifest, or None."""
+        """The best binary of a specialization's whole module for a device (see the module docstring) whose
+        bytes match the manifest, or None."""
+        return self._best(self._by_key.get(key, []), device_arch)
+
+    def find_variant(self, key: str, variant: str, device_arch: str) -> StoredBinary | None:
+        """The best binary of one launch variant (``entry/index/ndim/vec``) of a specialization for a device,
+        built alone from a captured specialization's ``variants``, or None."""
+        return self._best(self._by_variant.get((key, variant), []), device_arch) if self._by_variant else None
+
+    def _best(self, candidates: list[StoredBinary], device_arch: str) -> StoredBinary | None:
         if device_arch == _HOST[1]:  # the CPU device: its host module, if the build made one
-            hosts = [b for b in self._by_key.get(key, []) if (b.format, b.arch) == _HOST]
+            hosts = [b for b in candidates if (b.format, b.arch) == _HOST]
             return next((v for v in map(self._verify, hosts) if v is not None), None)
         device = arch_version(device_arch)
         if device is None:
             return None
         cubins: list[tuple[int, StoredBinary]] = []
         ptxs: list[tuple[tuple[int, int], StoredBinary]] = []
-        for binary in self._by_key.get(key, []):
+        for binary in candidates:
             number = arch_version(binary.arch)
             if number is None:  # a host module (checked when the manifest was read)
                 continue
@@ -228,7 +247,7 @@ class BinaryStore:
         )
 
     def __repr__(self) -> str:
-        return f"<kspec.BinaryStore {str(self.directory)!r}: {len(self._by_key)} specializations>"
+        return f"<kspec.BinaryStore {str(self.directory)!r}: {len(self._by_key.keys() | self._variant_archs.keys())} specializations>"
 
 
 def _check_directory(directory: Path) -> None:

@@ -1,10 +1,11 @@
 """Observers of what kernels build: how a front end such as ``kspec capture`` learns of every kernel a program
 constructs and every specialization its calls compile or load, without a branch in the callers.
 
-The kernels notify here at four points, each once per thing (never per call): a constructor call that builds
+The kernels notify here at five points, each once per thing (never per call): a constructor call that builds
 a kernel (not one that adopts an identical earlier call's), a specialization of an elementwise or reduction spec
-made for the first time in the process, a raw module loaded for the first time, and a function looked up in one (once per kernel object). With no observer (the normal
-case) each point costs one truthiness test of a list.
+made for the first time in the process, a launch variant of one loaded on its own, a raw module loaded for the
+first time, and a function looked up in one (once per kernel object). With no observer (the normal case) each
+point costs one truthiness test of a list.
 """
 
 from __future__ import annotations
@@ -22,8 +23,13 @@ class BuildObserver(Protocol):
         for an elementwise or reduction kernel, the raw module's build object for a raw one)."""
 
     def specialized(self, spec: Any, spec_key: str, types: dict[str, str], scalars: frozenset[str],
-                    raw_layouts: tuple[tuple[str, tuple[int, bool]], ...]) -> None:  # fmt: skip
-        """A spec was specialized for the first time (a call is about to compile or load it)."""
+                    raw_layouts: tuple[tuple[str, tuple[int, bool]], ...], key: str) -> None:  # fmt: skip
+        """A spec was specialized for the first time (a call is about to compile or load it); ``key``: the
+        specialization's content key, which :meth:`variant_loaded` names it by."""
+
+    def variant_loaded(self, key: str, variant: str) -> None:
+        """A launch variant (``entry/index/ndim/vec``) of the specialization ``key`` was loaded on its own: a
+        call launches it."""
 
     def raw_function(self, build: Any, name: str) -> None:
         """A function of a raw module was looked up by ``name`` (a kernel name or name expression)."""
@@ -41,6 +47,9 @@ def observe_builds(observer: BuildObserver) -> Callable[[], None]:
     """Notify ``observer`` of what kernels build from now on; returns the function that stops it."""
     with _lock:
         observers.append(observer)
+    from ..binaries import on_variant_loaded
+
+    on_variant_loaded(_variant_loaded)  # once per process: the binaries room tells of variants from then on
 
     def stop() -> None:
         with _lock:
@@ -54,3 +63,8 @@ def notify(event: str, *args: Any) -> None:
     """Call ``event`` on every observer (an observer's exception propagates: a capture must not lose records)."""
     for observer in list(observers):
         getattr(observer, event)(*args)
+
+
+def _variant_loaded(key: str, variant: str) -> None:
+    if observers:
+        notify("variant_loaded", key, variant)

@@ -26,7 +26,7 @@ def specialization_of(spec: ElementwiseSpec | ReductionSpec, spec_key: str, type
     if found is None:
         found = _specializations[key] = specialize(spec, types, scalars=scalars, raw_layouts=dict(raw_layouts))
         if observers and not described:  # kspec capture
-            notify("specialized", spec, spec_key, dict(types), scalars, raw_layouts)
+            notify("specialized", spec, spec_key, dict(types), scalars, raw_layouts, found.key)
     return found
 
 

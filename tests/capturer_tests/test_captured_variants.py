@@ -1,0 +1,125 @@
+"""Captured launch variants: a capture writes the entry points its calls loaded (a specialization's ``variants``);
+a build compiles those alone, each as the program a first call compiles (the same binary-cache key), the store
+serves them one by one, and re-running a capture merges them. No GPU: NVRTC compiles for sm_90 here."""
+
+from __future__ import annotations
+
+import json
+import typing
+
+import pytest
+
+import kspec
+from kspec import InstantiationError, KspecValueError
+from kspec.build import plan_build, plan_warm, precompile, write_output
+from kspec.capturer import Recorder, write_captured
+from kspec.compiler import cache_key, compile_program, variant_program
+from kspec.kernels import BinaryStore
+from kspec.render import VariantKey, specialize
+from kspec.spec import VARIANT_ENTRIES, VARIANT_INDEX_TYPES, load_file, parse_spec, parse_variant
+
+SPEC = {"kind": "elementwise", "name": "axpy_v", "in_params": "T a, T x, T y", "out_params": "T z",
+        "operation": "z = a * x + y"}
+
+
+def _spec(variants: list[str] | None = None):
+    entry = {"types": {"T": "float32"}, **({"variants": variants} if variants else {})}
+    return parse_spec({**SPEC, "specializations": [entry]})
+
+
+def test_the_spec_spelling_covers_the_renderers_variants():
+    from kspec.render import _variants  # the Literal types the spec layer mirrors without importing render
+
+    assert set(VARIANT_ENTRIES) == set(typing.get_args(_variants.Entry))
+    assert set(VARIANT_INDEX_TYPES) == set(typing.get_args(_variants.IndexType))
+    reduction = parse_spec({"kind": "reduction", "name": "sum_v", "in_params": "T x", "out_params": "T y",
+                            "map_expr": "x", "reduce_expr": "a + b", "post_map_expr": "y = a", "identity": "0"})
+    for specialization in (specialize(_spec(), {"T": "float32"}), specialize(reduction, {"T": "float16"})):
+        for variant in specialization.variants:
+            assert VariantKey(*parse_variant(variant.text)) == variant
+
+
+def test_build_compiles_each_captured_variant_under_the_first_calls_cache_key(tmp_path, monkeypatch):
+    """A first call's program (kspec.compiler.compile_program, what a kernel without binaries compiles) is in the
+    cache; the build of the captured spec finds it there, and its manifest names the variant."""
+    monkeypatch.setenv("KSPEC_CACHE_DIR", str(tmp_path / "cache"))
+    spec = _spec(["contig/int64/0/4", "strided/int32/2/1"])
+    specialization = specialize(spec, {"T": "float32"})
+    contig = specialization.name_expression(VariantKey("contig", "int64", 0, 4))
+    first_call = compile_program(specialization, "sm_90", None, (contig,))
+    program = variant_program(specialization, "sm_90", (contig,))
+    assert first_call.cache_key == cache_key(source_key=program.source_key, options=program.options,
+                                             name_expressions=program.name_expressions, needs=program.needs)
+    plan = plan_build([spec], ["sm_90"])
+    assert [u.variant for u in plan.units] == [("contig", "int64", 0, 4), ("strided", "int32", 2, 1)]
+    results = precompile(plan.units, jobs=1, isolate=False)
+    assert [r.error for r in results] == [None, None]
+    assert [r.cache_hit for r in results] == [True, False]  # the second variant was never called: compiled now
+    assert list(results[0].program.lowered_names) == [contig]  # the entry point alone
+    assert results[0].program.binary == first_call.binary
+    write_output(results, tmp_path / "build")
+    entries = json.loads((tmp_path / "build" / "manifest.json").read_text())["entries"]
+    assert sorted(e["variant"] for e in entries) == ["contig/int64/0/4", "strided/int32/2/1"]
+    assert len({e["interface"] for e in entries}) == 1  # one launch interface for the module's variants
+
+    store = BinaryStore(tmp_path / "build")
+    key = specialization.key
+    assert store.has(key) and store.archs(key) == ["sm_90"]
+    assert store.find(key, "sm_90") is None  # no whole module
+    found = store.find_variant(key, "contig/int64/0/4", "sm_90")
+    assert found is not None and found.read() and list(found.lowered_names) == [contig]
+    assert store.find_variant(key, "contig/int64/0/4", "sm_80") is None
+    assert store.find_variant(key, "tiled/int32/0/8", "sm_90") is None
+    # kspec warm compiles the same programs: one unit per captured variant
+    warm = plan_warm([spec], ["sm_90"])
+    assert [u.expression for u in warm.units] == [contig, specialization.name_expression(VariantKey("strided", "int32", 2, 1))]
+
+
+def test_a_variant_the_module_lacks_fails_its_unit_by_name():
+    spec = _spec(["tiled/int32/0/8", "contig/int64/0/4"])  # float32 tiles are 16, 32 or 64 wide
+    (unit,) = [u for u in plan_build([spec], ["sm_90"]).units if u.variant[0] == "tiled"]
+    (result,) = precompile([unit], jobs=1, isolate=False)
+    error = result.error
+    assert isinstance(error, InstantiationError) and error.field == "specializations.variants"
+    assert "'tiled/int32/0/8'" not in str(error) and "tiled/int32/0/8 is not a launch variant" in str(error)
+    assert "contig/int64/0/4" in str(error)  # what the module has
+
+
+def test_a_manifests_variant_must_be_a_name(tmp_path):
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "a.sm_90.0123456789abcdef.cubin").write_bytes(b"x")
+    entry = {"specialization_key": "k1", "file": "k/a.sm_90.0123456789abcdef.cubin", "format": "cubin",
+             "arch": "sm_90", "sha256": "0" * 64, "lowered_names": {}, "variant": 3}
+    (tmp_path / "manifest.json").write_text(json.dumps({"kspec_manifest": 2, "kspec_version": "0", "entries": [entry]}))
+    with pytest.raises(KspecValueError, match="'variant' is not a launch variant's name"):
+        BinaryStore(tmp_path)
+
+
+def _record(directory, kernel, variants_by_types):
+    """What a process's recorder writes for ``kernel``'s calls: each binding's specialization, then the variants
+    its calls loaded."""
+    recorder = Recorder(directory)
+    for types, variants in variants_by_types:
+        specialization = specialize(kernel.spec, types)
+        recorder.specialized(kernel.spec, "digest", dict(types), frozenset(), (), specialization.key)
+        for variant in variants:
+            recorder.variant_loaded(specialization.key, variant)
+    recorder.variant_loaded("not-recorded", "contig/int64/0/1")  # a specialization it did not write: ignored
+    recorder.stop()
+
+
+def test_capture_merges_variants_and_keeps_an_earlier_whole_entry_whole(tmp_path):
+    kernel = kspec.ElementwiseKernel("T x", "T y", "y = x * 2", "twice_v")
+    f32, f64 = {"T": "float32"}, {"T": "float64"}
+    _record(tmp_path / "r1", kernel, [(f32, ["contig/int64/0/4"]), (f64, [])])
+    write_captured(tmp_path / "r1", tmp_path / "out")
+    (spec,) = load_file(next((tmp_path / "out").glob("*.toml")))
+    assert [dict(e) for e in spec.specializations] == [
+        {"types": f32, "variants": ["contig/int64/0/4"]}, {"types": f64}]  # float64: no variant seen (whole)
+    _record(tmp_path / "r2", kernel, [(f32, ["strided/int32/2/1", "contig/int64/0/4"]), (f64, ["contig/int64/0/2"])])
+    report = write_captured(tmp_path / "r2", tmp_path / "out")
+    (spec,) = load_file(next((tmp_path / "out").glob("*.toml")))
+    assert report.new_specializations == 0
+    assert [dict(e) for e in spec.specializations] == [
+        {"types": f32, "variants": ["contig/int64/0/4", "strided/int32/2/1"]},  # the union of both runs
+        {"types": f64}]  # written whole by the first run: every variant is built, a later run narrows nothing
