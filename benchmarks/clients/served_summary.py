@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 
-def main(directory: str) -> None:
+def served_loads(directory: str | Path) -> tuple[collections.Counter[str], list[dict[str, str]]]:
+    """(kernel loads by source, the records of tests that failed on a forbidden compile) of a served run's logs."""
     sources: collections.Counter[str] = collections.Counter()
     forbidden: list[dict[str, str]] = []
     for path in sorted(Path(directory).glob("*.jsonl")):
@@ -23,6 +24,11 @@ def main(directory: str) -> None:
                 forbidden.append(record)
             else:
                 sources[record["source"]] += 1
+    return sources, forbidden
+
+
+def main(directory: str) -> None:
+    sources, forbidden = served_loads(directory)
     print("kernel loads by source: " + ", ".join(f"{s} {n}" for s, n in sorted(sources.items())) if sources else "no kernel loads")
     print(f"tests failed on a forbidden compile: {len(forbidden)}")
     for record in forbidden:

@@ -75,3 +75,23 @@ def test_compile_stats_file_is_replaced_whole(tmp_path: Path, monkeypatch: pytes
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == [f"compile-cupy-{os.getpid()}.json"]
     assert recorder.summarize(str(tmp_path)) == {"cupy": (1, 8, 3.0)}
+
+
+def test_shard_table_counts_what_the_served_run_passed_of_the_captures_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = _load("clients/shard_table")
+    for k, served in ((0, {"t::a": "PASSED", "t::b": "FAILED", "t::c": "PASSED"}), (1, {"t::d": "PASSED"})):
+        shard = tmp_path / f"client-{k}-of-3"
+        _log(shard / "capture-client-s1-shard0of3.log", {"t::a": "PASSED", "t::b": "PASSED", "t::c": "FAILED"} if k == 0
+             else {"t::d": "PASSED"})
+        _log(shard / "served-client-s1-shard0of3.log", served)
+        (shard / "served-log").mkdir()
+        (shard / "served-log" / "w.jsonl").write_text(
+            '{"source": "binary"}\n{"source": "binary"}\n{"source": "compiled"}\n{"forbidden": "t::b", "message": "no"}\n')
+        (shard / "build.json").write_text(json.dumps({"modules_built": 10, "cache_hits": 9}))
+        (shard / "times.json").write_text(json.dumps({"capture_s": 5, "build_s": 1, "served_s": 4, "build_bytes": 2_500_000,
+                                                      "kernels": 7}))
+    table.main(str(tmp_path))
+    out = capsys.readouterr().out
+    # shard 0: 3 tests, 2 captured passes, the served run passed 2 (one of them a test the capture failed)
+    assert "| client | 0/3 | 3 | 2 | 2 | 1 | 2 | 1 | 1 | 7 | 10 | 9 | 1 | 2.5 | 5 | 4 |" in out
+    assert "| **client** | 2 of 3 | 4 | 3 | 3 | 2 | 4 | 2 | 2 | 14 | 20 | 18 | 2 | 5 | 10 | 8 |" in out
