@@ -22,12 +22,12 @@ for k in $shards; do
   python3 -m kspec validate "$out/captured" | tail -1
   start=$SECONDS
   python3 -m kspec build "$out/captured" -o "$out/build" --arch "${ARCH:-sm_90}" --json >"$out/build.json" 2>"$out/build.err"
-  built=$((SECONDS - start)); bytes=$(du -sb "$out/build" | cut -f1)
-  kernels=$(cat "$out"/captured/*.toml | grep -c '^\[\[kernel\]\]')
+  built=$((SECONDS - start)); bytes=$(du -sb "$out/build" 2>/dev/null | cut -f1)
+  kernels=$(cat "$out"/captured/*.toml 2>/dev/null | grep -c '^\[\[kernel\]\]')
   start=$SECONDS
   RESULTS=$out CAPTURE_BUILD=$out/build KSPEC_SERVED_LOG=$out/served-log \
     bash "$root/benchmarks/clients/peer_groups.sh" served "$group:0:$t_served:1" | tail -1
-  echo "{\"capture_s\": $captured, \"build_s\": $built, \"served_s\": $((SECONDS - start)), \"build_bytes\": $bytes, \"kernels\": $kernels}" >"$out/times.json"
+  echo "{\"capture_s\": $captured, \"build_s\": $built, \"served_s\": $((SECONDS - start)), \"build_bytes\": ${bytes:-0}, \"kernels\": $kernels}" >"$out/times.json"
   tar czf "$out/captured.tgz" -C "$out" captured && rm -rf "$out/captured" "$out/build"
   python3 "$root/benchmarks/clients/shard_table.py" "$res" | tail -3
 done
