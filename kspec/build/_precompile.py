@@ -17,7 +17,7 @@ from typing import TypeVar
 from .._errors import InstantiationError, KspecError, SpecError
 from ..compiler import (BinaryCache, CompiledProgram, CompileOptions, cache_key, compile_cached, default_cache,
                         register_counts, variant_program)
-from ..render import RenderedModule, VariantKey, render, render_raw, specialize
+from ..render import RenderedModule, Specialization, VariantKey, render, render_raw, specialize
 from ..spec import AnySpec, RawSpec, layouts_of, variant_text, variants_of, with_backwards
 from ._front_end import SharedFrontEnd, archs_by_module
 from ._worker import STACK_BYTES
@@ -305,7 +305,7 @@ def cached_compile(cache: BinaryCache, pool: CompilePool | None, *, name: str, s
 
 # A unit's rendered module, its specialization key, the NVRTC options it compiles with and its specialization
 # (None for a raw module).
-_Rendered = tuple[RenderedModule, str, tuple[str, ...], Any]
+_Rendered = tuple[RenderedModule, str, tuple[str, ...], "Specialization | None"]
 
 
 def _render(unit: BuildUnit) -> _Rendered:
@@ -317,14 +317,14 @@ def _render(unit: BuildUnit) -> _Rendered:
     return render(specialization), specialization.key, specialization.nvrtc_options, specialization
 
 
-def _variant_compile(unit: BuildUnit, module: RenderedModule, specialization: Any, cache: BinaryCache,
+def _variant_compile(unit: BuildUnit, module: RenderedModule, specialization: Specialization | None, cache: BinaryCache,
                      pool: CompilePool | None) -> tuple[CompiledProgram, bool]:  # fmt: skip
     """One captured launch variant compiled as a first call compiles it: the program of
     ``kspec.compiler.variant_program``, under its binary-cache key (a build after a capture finds it cached)."""
     assert unit.variant is not None and specialization is not None
     variant = VariantKey(*unit.variant)
     if variant not in specialization.variants:
-        known = ", ".join(variant_text((v.entry, v.index, v.ndim, v.vec)) for v in specialization.variants)
+        known = ", ".join(v.text for v in specialization.variants)
         raise InstantiationError(f"{variant_text(unit.variant)} is not a launch variant of this specialization's "
                                  f"module (it has: {known})", file=unit.spec.origin, kernel=unit.spec.name,
                                  field="specializations.variants")

@@ -81,7 +81,7 @@ def test_a_variant_the_module_lacks_fails_its_unit_by_name():
     (result,) = precompile([unit], jobs=1, isolate=False)
     error = result.error
     assert isinstance(error, InstantiationError) and error.field == "specializations.variants"
-    assert "'tiled/int32/0/8'" not in str(error) and "tiled/int32/0/8 is not a launch variant" in str(error)
+    assert "tiled/int32/0/8 is not a launch variant" in str(error)
     assert "contig/int64/0/4" in str(error)  # what the module has
 
 
