@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import typing
+import warnings
 
 import pytest
 
@@ -123,3 +124,22 @@ def test_capture_merges_variants_and_keeps_an_earlier_whole_entry_whole(tmp_path
     assert [dict(e) for e in spec.specializations] == [
         {"types": f32, "variants": ["contig/int64/0/4", "strided/int32/2/1"]},  # the union of both runs
         {"types": f64}]  # written whole by the first run: every variant is built, a later run narrows nothing
+
+
+def test_specializations_differing_in_raw_layouts_keep_their_own_interfaces(tmp_path, monkeypatch):
+    """Two captured raw layouts of one kernel and binding are two modules: each manifest entry names its own launch
+    interface, which the store decodes as that specialization's (it used to be the first one's for both)."""
+    monkeypatch.setenv("KSPEC_CACHE_DIR", str(tmp_path / "cache"))
+    spec = parse_spec({"kind": "elementwise", "name": "gather_v", "in_params": "raw T w, T x", "out_params": "T z",
+                       "operation": "z = w[0] + x",
+                       "specializations": [{"types": {"T": "float32"}, "raw_layouts": {"w": [1, True]}},
+                                           {"types": {"T": "float32"}, "raw_layouts": {"w": [2, True]}}]})
+    results = precompile(plan_build([spec], ["sm_90"]).units, jobs=1, isolate=False)
+    assert [r.error for r in results] == [None, None] and results[0].key != results[1].key
+    write_output(results, tmp_path / "build")
+    entries = json.loads((tmp_path / "build" / "manifest.json").read_text())["entries"]
+    assert len({e["interface"] for e in entries}) == 2
+    store = BinaryStore(tmp_path / "build")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a mismatched interface file warns
+        assert all(store.interface(r.key).key == r.key for r in results)
