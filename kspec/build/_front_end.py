@@ -22,7 +22,7 @@ Compile = Callable[..., tuple[CompiledProgram, bool]]
 
 
 class SharedFrontEnd:
-    """Per module (a build unit's ``memo_key``): its PTX arch, or None, and its PTX once compiled."""
+    """Per program (a build unit's ``program_key``): its PTX arch, or None, and its PTX once compiled."""
 
     def __init__(self, archs_by_module: dict[Any, set[str]]) -> None:
         self._archs = archs_by_module
@@ -32,17 +32,22 @@ class SharedFrontEnd:
 
     def compile(self, compile: Compile, cache: BinaryCache, pool: Any, module_key: Any, arch: str, *, name: str,
                 source: str, extra: tuple[str, ...], name_expressions: tuple[str, ...],
-                needs: tuple[str, ...]) -> tuple[CompiledProgram, bool, bool]:  # fmt: skip
-        """The unit's program, whether the cache had it, whether it was linked from the module's PTX."""
+                needs: tuple[str, ...], source_key: str | None = None) -> tuple[CompiledProgram, bool, bool]:  # fmt: skip
+        """The unit's program, whether the cache had it, whether it was linked from the module's PTX.
+        ``source_key``: the string that determines ``source`` (a first call's program of one launch variant,
+        kspec.compiler.variant_program), which keys the cache instead of the text, as for that call."""
         options = CompileOptions(arch=arch, extra=extra)
         common = {"name": name, "source": source, "name_expressions": name_expressions, "needs": needs}
+        if source_key is not None:
+            common.update(source=lambda: source, source_key=source_key)
         with self._locks[module_key]:
             if module_key not in self._ptx_arch:
                 self._ptx_arch[module_key] = one_front_end(source, sorted(self._archs[module_key]), extra)
         ptx_arch = self._ptx_arch[module_key]
         if ptx_arch is None:
             return (*compile(cache, pool, options=options, **common), False)
-        key = cache_key(source, options=options, name_expressions=name_expressions, needs=needs)
+        key = cache_key(None if source_key is not None else source, options=options, name_expressions=name_expressions,
+                        needs=needs, source_key=source_key)
         found = cache.get(key)
         if found is not None:
             return found, True, False
@@ -72,8 +77,9 @@ class SharedFrontEnd:
 
 
 def archs_by_module(units: Sequence[Any]) -> dict[Any, set[str]]:
-    """Each module's archs in the build (units sharing a ``memo_key`` share a module)."""
+    """Each program's archs in the build (units sharing a ``program_key`` share a program: a module, or one of its
+    captured launch variants)."""
     found: dict[Any, set[str]] = {}
     for unit in units:
-        found.setdefault(unit.memo_key, set()).add(unit.arch)
+        found.setdefault(unit.program_key, set()).add(unit.arch)
     return found

@@ -60,6 +60,12 @@ class BuildUnit:
         """What decides the unit's module, whatever the arch: render (and warm) once per such key."""
         return (id(self.spec), tuple(self.types.items()), self.scalars, self.raw_layouts)
 
+    @property
+    def program_key(self) -> tuple[Any, ...]:
+        """What decides the unit's program, whatever the arch: its module, and its launch variant if one alone
+        (the build's PTX is shared among the archs of one program)."""
+        return (*self.memo_key, self.variant)
+
 
 class UnitOutcome:
     """What ``kspec build`` and ``kspec warm`` report of one unit of work: its ``unit`` (a spec, an
@@ -225,12 +231,11 @@ def precompile(
             result.source_sha256 = hashlib.sha256(module.source.encode()).hexdigest()
             try:
                 if unit.variant is not None:
-                    program, hit = _variant_compile(unit, module, specialization, store, pool)
-                    linked = False
+                    program, hit, linked = _variant_compile(unit, module, specialization, store, pool, front_end)
                 else:
                     program, hit, linked = front_end.compile(
-                        cached_compile, store, pool, unit.memo_key, unit.arch, name=unit.spec.name, source=module.source,
-                        extra=tuple(nvrtc_options), name_expressions=tuple(module.name_expressions),
+                        cached_compile, store, pool, unit.program_key, unit.arch, name=unit.spec.name,
+                        source=module.source, extra=tuple(nvrtc_options), name_expressions=tuple(module.name_expressions),
                         needs=tuple(module.needs),
                     )
             except KspecError as exc:
@@ -318,9 +323,10 @@ def _render(unit: BuildUnit) -> _Rendered:
 
 
 def _variant_compile(unit: BuildUnit, module: RenderedModule, specialization: Specialization | None, cache: BinaryCache,
-                     pool: CompilePool | None) -> tuple[CompiledProgram, bool]:  # fmt: skip
+                     pool: CompilePool | None, front_end: SharedFrontEnd) -> tuple[CompiledProgram, bool, bool]:  # fmt: skip
     """One captured launch variant compiled as a first call compiles it: the program of
-    ``kspec.compiler.variant_program``, under its binary-cache key (a build after a capture finds it cached)."""
+    ``kspec.compiler.variant_program``, under its binary-cache key (a build after a capture finds it cached); for
+    several archs, its PTX once and a link per arch where the module allows (as for whole modules)."""
     assert unit.variant is not None and specialization is not None
     variant = VariantKey(*unit.variant)
     if variant not in specialization.variants:
@@ -329,5 +335,6 @@ def _variant_compile(unit: BuildUnit, module: RenderedModule, specialization: Sp
                                  f"module (it has: {known})", file=unit.spec.origin, kernel=unit.spec.name,
                                  field="specializations.variants")
     program = variant_program(specialization, unit.arch, (specialization.name_expression(variant),))
-    return cached_compile(cache, pool, name=program.name, source=lambda: module.source, source_key=program.source_key,
-                          options=program.options, name_expressions=program.name_expressions, needs=program.needs)
+    return front_end.compile(cached_compile, cache, pool, unit.program_key, unit.arch, name=program.name,
+                             source=module.source, extra=program.options.extra, name_expressions=program.name_expressions,
+                             needs=program.needs, source_key=program.source_key)

@@ -14,7 +14,7 @@ import kspec
 from kspec import InstantiationError, KspecValueError
 from kspec.build import plan_build, plan_warm, precompile, write_output
 from kspec.capturer import Recorder, write_captured
-from kspec.compiler import cache_key, compile_program, variant_program
+from kspec.compiler import cache_key, compile_program, default_cache, link_available, variant_program
 from kspec.kernels import BinaryStore
 from kspec.render import VariantKey, specialize
 from kspec.spec import VARIANT_ENTRIES, VARIANT_INDEX_TYPES, load_file, parse_spec, parse_variant
@@ -143,3 +143,19 @@ def test_specializations_differing_in_raw_layouts_keep_their_own_interfaces(tmp_
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a mismatched interface file warns
         assert all(store.interface(r.key).key == r.key for r in results)
+
+
+@pytest.mark.skipif(not link_available(), reason="nvJitLink is not installed (kspec[nvrtc] brings it)")
+def test_a_variant_built_for_several_archs_is_compiled_once_and_linked_under_each_first_calls_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("KSPEC_CACHE_DIR", str(tmp_path / "cache"))
+    spec = _spec(["contig/int64/0/4"])
+    results = precompile(plan_build([spec], ["sm_80", "sm_90"]).units, jobs=2, isolate=False)
+    assert [(r.unit.arch, r.error, r.linked) for r in results] == [("sm_80", None, True), ("sm_90", None, True)]
+    specialization = specialize(spec, {"T": "float32"})
+    expression = specialization.name_expression(VariantKey("contig", "int64", 0, 4))
+    for result in results:  # what a first call on that arch looks up
+        program = variant_program(specialization, result.unit.arch, (expression,))
+        key = cache_key(source_key=program.source_key, options=program.options,
+                        name_expressions=program.name_expressions, needs=program.needs)
+        assert default_cache().get(key).binary == result.program.binary
+        assert list(result.program.lowered_names) == [expression]
