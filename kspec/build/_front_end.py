@@ -37,7 +37,7 @@ class SharedFrontEnd:
         ``source_key``: the string that determines ``source`` (a first call's program of one launch variant,
         kspec.compiler.variant_program), which keys the cache instead of the text, as for that call."""
         options = CompileOptions(arch=arch, extra=extra)
-        common = {"name": name, "source": source, "name_expressions": name_expressions, "needs": needs}
+        common: dict[str, Any] = {"name": name, "source": source, "name_expressions": name_expressions, "needs": needs}
         if source_key is not None:
             common.update(source=lambda: source, source_key=source_key)
         with self._locks[module_key]:
