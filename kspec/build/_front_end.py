@@ -30,7 +30,7 @@ class SharedFrontEnd:
         self._ptx: dict[Any, CompiledProgram | KspecError] = {}
         self._locks: dict[Any, threading.Lock] = {k: threading.Lock() for k in archs_by_module}
 
-    def compile(self, compile: Compile, cache: BinaryCache, pool: Any, module_key: Any, arch: str, *, name: str,
+    def compile(self, compile: Compile, cache: BinaryCache, pool: Any, program_key: Any, arch: str, *, name: str,
                 source: str, extra: tuple[str, ...], name_expressions: tuple[str, ...],
                 needs: tuple[str, ...], source_key: str | None = None) -> tuple[CompiledProgram, bool, bool]:  # fmt: skip
         """The unit's program, whether the cache had it, whether it was linked from the module's PTX.
@@ -40,10 +40,10 @@ class SharedFrontEnd:
         common: dict[str, Any] = {"name": name, "source": source, "name_expressions": name_expressions, "needs": needs}
         if source_key is not None:
             common.update(source=lambda: source, source_key=source_key)
-        with self._locks[module_key]:
-            if module_key not in self._ptx_arch:
-                self._ptx_arch[module_key] = one_front_end(source, sorted(self._archs[module_key]), extra)
-        ptx_arch = self._ptx_arch[module_key]
+        with self._locks[program_key]:
+            if program_key not in self._ptx_arch:
+                self._ptx_arch[program_key] = one_front_end(source, sorted(self._archs[program_key]), extra)
+        ptx_arch = self._ptx_arch[program_key]
         if ptx_arch is None:
             return (*compile(cache, pool, options=options, **common), False)
         key = cache_key(None if source_key is not None else source, options=options, name_expressions=name_expressions,
@@ -51,7 +51,7 @@ class SharedFrontEnd:
         found = cache.get(key)
         if found is not None:
             return found, True, False
-        ptx = self._shared_ptx(compile, cache, pool, module_key, CompileOptions(arch=ptx_arch, extra=extra), common)
+        ptx = self._shared_ptx(compile, cache, pool, program_key, CompileOptions(arch=ptx_arch, extra=extra), common)
         if isinstance(ptx, CompileTimeoutError):
             raise ptx  # the source's front end ran past the limit: per arch it would, once per arch
         if isinstance(ptx, KspecError):  # e.g. an intrinsic of a newer arch: each arch's own compile says
@@ -63,16 +63,16 @@ class SharedFrontEnd:
         cache.put(key, program, kernel=name)
         return program, False, True
 
-    def _shared_ptx(self, compile: Compile, cache: BinaryCache, pool: Any, module_key: Any, options: CompileOptions,
+    def _shared_ptx(self, compile: Compile, cache: BinaryCache, pool: Any, program_key: Any, options: CompileOptions,
                     common: dict[str, Any]) -> CompiledProgram | KspecError:  # fmt: skip
-        with self._locks[module_key]:  # the module's other units wait for the first one's PTX
-            found = self._ptx.get(module_key)
+        with self._locks[program_key]:  # the program's other units wait for the first one's PTX
+            found = self._ptx.get(program_key)
             if found is None:
                 try:
                     found, _ = compile(cache, pool, options=options, **common)
                 except KspecError as exc:
                     found = exc
-                self._ptx[module_key] = found
+                self._ptx[program_key] = found
             return found
 
 
