@@ -33,7 +33,7 @@ from .._version import __version__
 from .._atomic import write_atomic
 from .._errors import BuildOutputError
 from .._manifest import BINARY_SUFFIXES as _BINARY_SUFFIXES
-from .._manifest import INTERFACE_SUFFIX, MANIFEST_NAME, confined_file, manifest_document, read_manifest
+from .._manifest import INTERFACE_SUFFIX, MANIFEST_NAME, confined_file, manifest_bytes, read_manifest
 from ..spec import variant_text
 from ._precompile import BuildResult, BuildUnit
 
@@ -186,10 +186,9 @@ def write_output(results: Sequence[BuildResult], out_dir: str | os.PathLike[str]
             entries.append(manifest_entry(result, interfaces.get(which)))
     except OSError as exc:
         raise BuildOutputError(f"output {str(out)!r}: cannot write a binary: {exc}") from None
-    manifest = manifest_document(__version__, entries)
     path = out / MANIFEST_NAME
     try:
-        _write_if_changed(path, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+        _write_if_changed(path, manifest_bytes(__version__, entries))
     except OSError as exc:  # the old manifest stays, with every file it lists
         raise BuildOutputError(f"output {str(out)!r}: cannot write {MANIFEST_NAME}: {exc}") from None
     _write_tuning(results, out)

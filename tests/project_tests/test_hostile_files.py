@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import kspec
+from kspec._manifest import read_index
 from kspec.build import MANIFEST_NAME, plan_build, precompile, read_manifest, write_output
 from kspec.cli import main
 from kspec.compiler import BinaryCache, compile_cached
@@ -169,6 +170,8 @@ def test_manifest_records_each_binarys_sha256(results, tmp_path):
     assert manifest["kspec_manifest"] == 2
     for e in manifest["entries"]:
         assert e["sha256"] == hashlib.sha256((tmp_path / e["file"]).read_bytes()).hexdigest()
+    index = read_index(tmp_path)  # and an index, by which a served process reads only the keys it looks up
+    assert index is not None and index.count == len({e["specialization_key"] for e in manifest["entries"]}) > 1
 
 
 def _key(name: str) -> str:

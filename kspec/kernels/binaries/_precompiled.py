@@ -7,7 +7,9 @@ it), else nothing, and the caller compiles with NVRTC. NVRTC is never imported w
 
 The manifest is data from disk, so it is checked before anything is served: every entry must be whole,
 its file must lie under the directory (no ``..``, no absolute path), and a binary is served only when its
-bytes match the manifest's sha256. A file that does not (truncated, rewritten), or that is missing, is a miss
+bytes match the manifest's sha256. A manifest kspec wrote is read and checked a bucket of keys at a time, on
+the first lookup of a key in it (kspec/_manifest.py's index: a served process reads what it calls of a large
+build's, not 45 MB); any other is read and checked whole when the store opens. A file that does not (truncated, rewritten), or that is missing, is a miss
 with a :class:`kspec.BinaryWarning` naming it, once per process: the kernel compiles instead. (A build
 killed before its manifest leaves the previous manifest and its binaries whole: see kspec.build._output.)
 """
@@ -28,7 +30,9 @@ from ..._manifest import (
     INTERFACE_SUFFIX,
     MANIFEST_NAME,
     MANIFEST_VERSION,
+    ManifestIndex,
     lexically_confined,
+    read_index,
     read_manifest,
     resolves_inside,
 )
@@ -55,15 +59,43 @@ class StoredBinary(NamedTuple):
         return loadable_image(self.data if self.data is not None else self.path.read_bytes(), self.format)
 
 
+# a checked manifest entry: (specialization key, binary, launch interface file, launch variant)
+_Entry = tuple[str, StoredBinary, Path | None, str | None]
+
+
 class BinaryStore:
     """The binaries of one ``kspec build`` output directory, by specialization key."""
 
-    def __init__(self, directory: str | os.PathLike[str], *, manifest: dict[str, Any] | None = None) -> None:
-        """``manifest``: the directory's manifest when the caller has just read it (it is read once)."""
+    def __init__(
+        self, directory: str | os.PathLike[str], *, manifest: dict[str, Any] | None = None, index: ManifestIndex | None = None
+    ) -> None:
+        """``manifest`` or ``index``: the directory's manifest, or its index, when the caller has just read it (it is
+        read once)."""
         if not isinstance(directory, (str, os.PathLike)):
             raise KspecTypeError(f"binaries: expected a directory path, got {type(directory).__name__}")
         self.directory = Path(directory)
         _check_directory(self.directory)
+        self._by_key: dict[str, list[StoredBinary]] = {}
+        # one launch variant's binaries (a captured specialization's `variants`): (key, "entry/index/ndim/vec")
+        self._by_variant: dict[tuple[str, str], list[StoredBinary]] = {}
+        self._variant_archs: dict[str, set[str]] = {}  # key -> the archs some variant of it was built for
+        self._verified: dict[Path, StoredBinary | None] = {}
+        # launch interfaces the build stored beside the binaries (kspec/_manifest.py): read on first use, per key
+        self._interface_files: dict[str, Path] = {}
+        self._interfaces: dict[str, Any] = {}
+        # a manifest kspec wrote is read a bucket of keys at a time, each checked when first looked up (a served
+        # process reads the few it calls of a large build's); any other is read and checked whole, here
+        self._index: ManifestIndex | None = None
+        self._read_buckets: set[str] = set()
+        self._lock = threading.Lock()
+        if manifest is None or manifest.get("kspec_manifest") != MANIFEST_VERSION:
+            index = index if index is not None else read_index(self.directory)
+            if index is not None and index.version == MANIFEST_VERSION:
+                self._index = index
+                return
+        self._add_all(manifest)
+
+    def _add_all(self, manifest: dict[str, Any] | None) -> None:
         if manifest is None or manifest.get("kspec_manifest") != MANIFEST_VERSION:
             manifest = read_manifest(self.directory)
         if manifest is None:
@@ -71,32 +103,50 @@ class BinaryStore:
                 f"binaries: {str(self.directory)!r} has no kspec {MANIFEST_NAME} of version {MANIFEST_VERSION} "
                 "(write one with kspec build -o DIR)"
             )
-        self._by_key: dict[str, list[StoredBinary]] = {}
-        # one launch variant's binaries (a captured specialization's `variants`): (key, "entry/index/ndim/vec")
-        self._by_variant: dict[tuple[str, str], list[StoredBinary]] = {}
-        self._variant_archs: dict[str, set[str]] = {}  # key -> the archs some variant of it was built for
-        self._verified: dict[Path, StoredBinary | None] = {}
         entries = manifest.get("entries")
         if not isinstance(entries, list):
             raise self._damaged("'entries' is not a list")
-        # launch interfaces the build stored beside the binaries (kspec/_manifest.py): read on first use, per key
-        self._interface_files: dict[str, Path] = {}
-        self._interfaces: dict[str, Any] = {}
-        for k, entry in enumerate(entries):
-            key, binary = self._entry(k, entry)
-            variant = entry.get("variant")
+        self._add([self._entry(k, entry) for k, entry in enumerate(entries)])
+
+    def _add(self, entries: list[_Entry]) -> None:
+        for key, binary, interface, variant in entries:
+            if interface is not None:
+                self._interface_files.setdefault(key, interface)
             if variant is None:
                 self._by_key.setdefault(key, []).append(binary)
-            elif isinstance(variant, str) and variant:
+            else:
                 self._by_variant.setdefault((key, variant), []).append(binary)
                 self._variant_archs.setdefault(key, set()).add(binary.arch)
-            else:
-                raise self._damaged(f"entry {k}: 'variant' is not a launch variant's name")
+
+    def _read(self, key: str) -> None:
+        """Read and check the manifest's entries of the bucket ``key`` falls in, once (an indexed manifest)."""
+        index = self._index
+        if index is None or index.bucket(key) in self._read_buckets:
+            return
+        with self._lock:
+            if self._index is None or index.bucket(key) in self._read_buckets:
+                return
+            bucket = index.bucket(key)
+            found = index.entries(bucket)
+            try:
+                checked = None if found is None else [self._entry(k, entry) for k, entry in enumerate(found)]
+            except KspecValueError:
+                checked = None
+            if checked is None:  # the file is not what its index says: read and check it whole, or say why not
+                for table in (self._by_key, self._by_variant, self._variant_archs, self._interface_files):
+                    table.clear()
+                self._read_buckets.clear()
+                self._add_all(None)  # a damaged manifest raises here, and again at the next lookup
+                self._index = None
+                return
+            self._add(checked)
+            self._read_buckets.add(bucket)
 
     def _damaged(self, why: str) -> KspecValueError:
         return KspecValueError(f"binaries: {str(self.directory / MANIFEST_NAME)!r} is damaged: {why}; rebuild it with kspec build")
 
-    def _entry(self, k: int, entry: object) -> tuple[str, StoredBinary]:
+    def _entry(self, k: int, entry: object) -> _Entry:
+        """One manifest entry checked: its key, binary, launch interface file and launch variant."""
         if not isinstance(entry, dict):
             raise self._damaged(f"entry {k} is not a table")
         fields = {"specialization_key": str, "file": str, "format": str, "arch": str, "sha256": str, "lowered_names": dict}
@@ -114,20 +164,24 @@ class BinaryStore:
         path = lexically_confined(self.directory, entry["file"])  # links are checked when it is read (_verify)
         if path is None:
             raise self._damaged(f"entry {k}: file {entry['file']!r} is not a relative path inside the directory")
-        key = entry["specialization_key"]
+        interface = None
         if "interface" in entry:
             interface = lexically_confined(self.directory, entry["interface"], (INTERFACE_SUFFIX,))
             if interface is None:
                 raise self._damaged(f"entry {k}: interface {entry['interface']!r} is not a relative path to a "
                                     f"*{INTERFACE_SUFFIX} file inside the directory")
-            self._interface_files.setdefault(key, interface)
-        return key, StoredBinary(path, entry["format"], entry["arch"], dict(names), entry["sha256"])
+        variant = entry.get("variant")
+        if variant is not None and not (isinstance(variant, str) and variant):
+            raise self._damaged(f"entry {k}: 'variant' is not a launch variant's name")
+        binary = StoredBinary(path, entry["format"], entry["arch"], dict(names), entry["sha256"])
+        return entry["specialization_key"], binary, interface, variant
 
     def interface(self, key: str) -> Any:
         """The launch interface (:class:`kspec.render.ModuleInterface`) the build stored for a specialization,
         or None (an older manifest, a missing file, or data this kspec does not read): the caller derives it
         then. A file that is there but does not decode to this specialization's interface warns."""
         if key not in self._interfaces:
+            self._read(key)
             self._interfaces[key] = self._read_interface(key)
         return self._interfaces[key]
 
@@ -161,20 +215,24 @@ class BinaryStore:
     def has(self, key: str) -> bool:
         """Whether the store lists a binary of the specialization ``key`` (for any architecture), whole or of
         some of its launch variants."""
+        self._read(key)
         return key in self._by_key or key in self._variant_archs
 
     def archs(self, key: str) -> list[str]:
         """The architectures the store has for a specialization (for error messages)."""
+        self._read(key)
         return sorted({b.arch for b in self._by_key.get(key, [])} | self._variant_archs.get(key, set()))
 
     def find(self, key: str, device_arch: str) -> StoredBinary | None:
         """The best binary of a specialization's whole module for a device (see the module docstring) whose
         bytes match the manifest, or None."""
+        self._read(key)
         return self._best(self._by_key.get(key, []), device_arch)
 
     def find_variant(self, key: str, variant: str, device_arch: str) -> StoredBinary | None:
         """The best binary of one launch variant (``entry/index/ndim/vec``) of a specialization for a device,
         built alone from a captured specialization's ``variants``, or None."""
+        self._read(key)
         return self._best(self._by_variant.get((key, variant), []), device_arch) if self._by_variant else None
 
     def _best(self, candidates: list[StoredBinary], device_arch: str) -> StoredBinary | None:
@@ -247,7 +305,8 @@ class BinaryStore:
         )
 
     def __repr__(self) -> str:
-        return f"<kspec.BinaryStore {str(self.directory)!r}: {len(self._by_key.keys() | self._variant_archs.keys())} specializations>"
+        count = self._index.count if self._index is not None else len(self._by_key.keys() | self._variant_archs.keys())
+        return f"<kspec.BinaryStore {str(self.directory)!r}: {count} specializations>"
 
 
 def _check_directory(directory: Path) -> None:
@@ -269,11 +328,12 @@ def binary_store(binaries: Any, *, optional: bool = False) -> BinaryStore | None
         return binaries
     if not isinstance(binaries, (str, os.PathLike)):
         raise KspecTypeError(f"binaries: expected a directory path, got {type(binaries).__name__}")
-    other = None
+    other = index = None
     if optional:
         if not (Path(binaries) / MANIFEST_NAME).exists():
             return None
-        other = read_manifest(binaries, any_version=True)
+        index = read_index(binaries)  # a manifest kspec wrote says its version at its head: not read whole
+        other = {"kspec_manifest": index.version} if index is not None else read_manifest(binaries, any_version=True)
         if other is not None and other.get("kspec_manifest") != MANIFEST_VERSION:
             # a package built by another kspec: its kernels still work, compiled on first call
             warnings.warn(
@@ -283,5 +343,5 @@ def binary_store(binaries: Any, *, optional: bool = False) -> BinaryStore | None
                 stacklevel=3,
             )
             return None
-    return BinaryStore(binaries, manifest=other)
+    return BinaryStore(binaries, manifest=other if index is None else None, index=index)
 

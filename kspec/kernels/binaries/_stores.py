@@ -53,13 +53,19 @@ def registered_binaries() -> tuple[BinaryStore, ...]:
 
 
 def content_store(key: str) -> BinaryStore | None:
-    """The first store that has a binary filed under ``key`` (for any architecture), or None."""
-    for store in _registered:
-        if store.has(key):
-            return store
-    for store in _discovered_stores():
-        if store.has(key):
-            return store
+    """The first store that has a binary filed under ``key`` (for any architecture), or None. A store whose
+    manifest turns out damaged where this key is filed (a large build's is checked a part at a time) warns and
+    is no longer read."""
+    for stores in (_registered, _discovered_stores()):
+        for store in tuple(stores):  # a copy: a damaged store is dropped from the list
+            try:
+                if store.has(key):
+                    return store
+            except KspecError as exc:
+                _warn(f"{exc}; not serving binaries from it")
+                with _lock:
+                    if store in stores:
+                        stores.remove(store)
     return None
 
 
