@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .._digest import sha256_hex
-from .._errors import KspecError
+from .._errors import KspecError, KspecValueError
 from ..render import content_data
 from ..spec import SCHEMA_VERSION, dumps_toml, parse_spec, parse_specializations, parse_variant, read_file, variant_text
 from ._records import read_records
@@ -29,6 +29,10 @@ HEADER = ("# Captured by `kspec capture`: the kernels that the code of module {m
           "# Re-running kspec capture merges into this file (--prune drops kernels a run no longer builds).\n")
 _SUFFIX = ".toml"
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class CaptureMergeError(KspecValueError):
+    """A directory given to :func:`merge_captured` that is not one of captured spec files."""
 
 
 @dataclass
@@ -85,6 +89,43 @@ def write_captured(records: str | os.PathLike[str], out: str | os.PathLike[str],
             kept = _merged(found, entry)
             if isinstance(record.get("key"), str):
                 by_key[record["key"]] = (found, kept)
+    return _write(kernels, before, out_dir, report, prune)
+
+
+def merge_captured(sources: list[str | os.PathLike[str]], out: str | os.PathLike[str]) -> CaptureReport:
+    """Merge the captured spec files of the directories ``sources`` (other captures' outputs: the shards of a test
+    run captured on several machines, say) into those of directory ``out``. Kernels are matched by content, as
+    records are: their specializations are united, and a specialization's launch variants too, except that one
+    written without them (every variant built) stays so."""
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = CaptureReport()
+    kernels = _existing(out_dir, report)
+    before = {k: len(v.specializations) for k, v in kernels.items()}
+    for source in sources:
+        if not Path(source).is_dir():
+            raise CaptureMergeError(f"merge: {str(source)!r} is not a directory of captured spec files")
+        for key, kernel in _existing(Path(source), report).items():
+            found = kernels.setdefault(key, kernel)
+            if found is kernel:
+                continue
+            if found.data["kind"] == "raw":
+                for function in kernel.data.get("kernels", ()):
+                    _add_function(found, function)
+            for entry in kernel.specializations:
+                same = _without_variants(entry)
+                kept = next((e for e in found.specializations if _without_variants(e) == same), None)
+                if kept is None:
+                    found.specializations.append(entry)
+                elif "variants" in kept and "variants" in entry:
+                    kept["variants"] = sorted({*kept["variants"], *entry["variants"]})
+                else:  # built whole on either side: whole
+                    kept.pop("variants", None)
+    return _write(kernels, before, out_dir, report, prune=False)
+
+
+def _write(kernels: dict[str, _Kernel], before: dict[str, int], out_dir: Path, report: CaptureReport, prune: bool) -> CaptureReport:
+    """The merged kernels written, a file per module (``prune``: without the kernels no record held)."""
     if prune:
         gone = [k for k, v in kernels.items() if not v.seen]
         report.pruned = len(gone)
@@ -180,11 +221,16 @@ def _raw_kernel(record: dict[str, Any], module: str, where: str, report: Capture
     return _content_id(data), _Kernel(data, module, where), function if isinstance(function, str) else None
 
 
+def _without_variants(entry: dict[str, Any]) -> dict[str, Any]:
+    """A specialization entry's identity: its types, scalars and raw layouts."""
+    return {k: v for k, v in entry.items() if k != "variants"}
+
+
 def _merged(kernel: _Kernel, entry: dict[str, Any]) -> dict[str, Any]:
     """The kernel's entry for ``entry``'s specialization (types, scalars, raw layouts), added where it has none."""
-    same = {k: v for k, v in entry.items() if k != "variants"}
+    same = _without_variants(entry)
     for kept in kernel.specializations:
-        if {k: v for k, v in kept.items() if k != "variants"} == same:
+        if _without_variants(kept) == same:
             return kept
     kernel.specializations.append(same)
     kernel.fresh.add(id(same))

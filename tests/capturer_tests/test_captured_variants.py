@@ -13,7 +13,7 @@ import pytest
 import kspec
 from kspec import InstantiationError, KspecValueError
 from kspec.build import plan_build, plan_warm, precompile, write_output
-from kspec.capturer import Recorder, write_captured
+from kspec.capturer import CaptureMergeError, Recorder, merge_captured, write_captured
 from kspec.compiler import cache_key, compile_program, default_cache, link_available, variant_program
 from kspec.kernels import BinaryStore
 from kspec.render import VariantKey, specialize
@@ -159,3 +159,45 @@ def test_a_variant_built_for_several_archs_is_compiled_once_and_linked_under_eac
                         name_expressions=program.name_expressions, needs=program.needs)
         assert default_cache().get(key).binary == result.program.binary
         assert list(result.program.lowered_names) == [expression]
+
+
+def test_merging_captures_of_shards_unites_kernels_specializations_and_variants(tmp_path):
+    """Two captures (a test run's shards on two machines) merged into a third directory: what either built, the
+    variants of a specialization both saw united, one written whole by either side whole; merging again is a no-op."""
+    twice = kspec.ElementwiseKernel("T x", "T y", "y = x * 2", "twice_m")
+    thrice = kspec.ElementwiseKernel("T x", "T y", "y = x * 3", "thrice_m")
+    f16, f32, f64 = {"T": "float16"}, {"T": "float32"}, {"T": "float64"}
+    _record(tmp_path / "r1", twice, [(f32, ["contig/int64/0/4"]), (f64, [])])
+    _record(tmp_path / "r2", twice, [(f32, ["strided/int32/2/1"]), (f64, ["contig/int64/0/2"]), (f16, ["contig/int32/0/8"])])
+    _record(tmp_path / "r3", thrice, [(f32, ["contig/int64/0/4"])])
+    write_captured(tmp_path / "r1", tmp_path / "shard1")
+    write_captured(tmp_path / "r2", tmp_path / "shard2")
+    write_captured(tmp_path / "r3", tmp_path / "shard2")
+    report = merge_captured([tmp_path / "shard1", tmp_path / "shard2"], tmp_path / "all")
+    assert (report.kernels, report.new_kernels, report.new_specializations) == (2, 2, 4)
+    specs = {s.name: s for s in load_file(next((tmp_path / "all").glob("*.toml")))}
+    assert [dict(e) for e in specs["twice_m"].specializations] == [
+        {"types": f16, "variants": ["contig/int32/0/8"]},
+        {"types": f32, "variants": ["contig/int64/0/4", "strided/int32/2/1"]},
+        {"types": f64}]  # whole in shard 1: stays whole
+    assert [dict(e) for e in specs["thrice_m"].specializations] == [{"types": f32, "variants": ["contig/int64/0/4"]}]
+    text = {p.name: p.read_text() for p in (tmp_path / "all").glob("*.toml")}
+    again = merge_captured([tmp_path / "shard2", tmp_path / "shard1"], tmp_path / "all")
+    assert (again.new_kernels, again.new_specializations, again.files) == (0, 0, [])
+    assert {p.name: p.read_text() for p in (tmp_path / "all").glob("*.toml")} == text
+    with pytest.raises(CaptureMergeError, match="'nowhere' is not a directory of captured spec files"):
+        merge_captured(["nowhere"], tmp_path / "all")
+
+
+def test_kspec_capture_merge_on_the_command_line(tmp_path, capsys):
+    from kspec.cli import main
+
+    kernel = kspec.ElementwiseKernel("T x", "T y", "y = x * 4", "four_m")
+    _record(tmp_path / "r1", kernel, [({"T": "float32"}, ["contig/int64/0/4"])])
+    write_captured(tmp_path / "r1", tmp_path / "shard")
+    assert main(["capture", "-o", str(tmp_path / "all"), "--merge", str(tmp_path / "shard")]) == 0
+    assert "1 kernels in 1 changed spec files (1 new kernels, 1 new specializations" in capsys.readouterr().out
+    assert main(["capture", "-o", str(tmp_path / "all"), "--merge", str(tmp_path / "shard"), "--prune"]) == 2
+    assert "--merge runs nothing and prunes nothing" in capsys.readouterr().err
+    assert main(["capture", "-o", str(tmp_path / "all"), "--merge", str(tmp_path / "none")]) == 2
+    assert "is not a directory of captured spec files" in capsys.readouterr().err
