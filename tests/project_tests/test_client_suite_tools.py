@@ -95,3 +95,11 @@ def test_shard_table_counts_what_the_served_run_passed_of_the_captures_passes(tm
     # shard 0: 3 tests, 2 captured passes, the served run passed 2 (one of them a test the capture failed)
     assert "| client | 0/3 | 3 | 2 | 2 | 1 | 2 | 1 | 1 | 7 | 10 | 9 | 1 | 2.5 | 5 | 4 |" in out
     assert "| **client** | 2 of 3 | 4 | 3 | 3 | 2 | 4 | 2 | 2 | 14 | 20 | 18 | 2 | 5 | 10 | 8 |" in out
+
+
+def test_shard_table_says_what_shards_of_several_sizes_cover() -> None:
+    coverage = _load("clients/shard_table").coverage
+    assert coverage([(0, 5), (1, 5), (2, 10), (7, 10)]) == "3 of 5"  # 2/5 run as 2/10 and 7/10
+    assert coverage([(0, 5), (1, 5), (2, 5), (3, 5), (4, 10), (9, 10)]) == "whole"
+    assert coverage([(2, 5), (2, 10)]) == "1 of 5 (overlapping)"
+    assert coverage([(1, 3)]) == "1 of 3"
