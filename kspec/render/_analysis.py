@@ -157,12 +157,18 @@ class IndexerUse(NamedTuple):
     views: tuple[str, ...]  # the array operands whose `_raw_<name>` view it names
     sized: bool  # `_ind.size()` (a ptrdiff_t, CuPy's type; so `i` is declared with that type too)
     flat: bool = True  # names `i`: the loop must run its elements in C order (kspec/kernels/planning/_plan.py)
+    # `loop_prep` / `after_loop` code: what it declares lives per thread, and a body may change it (cupyx.signal's
+    # parzen window adds to it). CuPy launches a thread per element, so each element starts from loop_prep's
+    # state; a body with such code runs one element per thread here too (no vectors, tiles or chunks).
+    thread_state: bool = False
 
 
 NO_INDEXER = IndexerUse(False, (), False, False)  # reductions, and bodies that use none of it
 
 
-def indexer_use(texts: Iterable[str], array_names: Iterable[str], preamble: str = "") -> IndexerUse:
+def indexer_use(
+    texts: Iterable[str], array_names: Iterable[str], preamble: str = "", per_thread: Iterable[str] = ()
+) -> IndexerUse:
     """What kernel code (operation, loop_prep, after_loop) uses of CuPy's indexer; ``array_names``: the non-raw
     array operands (a ``_raw_<name>`` of another name is the code's own), in the order ``views`` keeps.
     ``flat``: the code or the preamble (whose macros the code may expand) names ``i``; a body that does not may
@@ -172,9 +178,10 @@ def indexer_use(texts: Iterable[str], array_names: Iterable[str], preamble: str 
     entry, with the loop's dims as CuPy's kernel sees them); ``indexed`` or ``sized`` declares ``i`` a
     ptrdiff_t, as CuPy does, so that ``i`` and ``_ind.size()`` mix as they do there. A mention in a comment
     counts: "yes" is always correct, only slower. A body that mentions none of them renders as if this did not
-    exist.
+    exist. ``per_thread``: the code run once per thread (loop_prep, after_loop), part of the code too.
     """
-    texts = list(texts)
+    per_thread = [text for text in per_thread if text.strip()]
+    texts = [*texts, *per_thread]
     named: set[str] = set()
     for text in texts:
         named.update(re.findall(_RAW_VIEW, text))
@@ -182,7 +189,7 @@ def indexer_use(texts: Iterable[str], array_names: Iterable[str], preamble: str 
     indexed = bool(views) or any(re.search(_LOOP_INDEX, text) for text in texts)
     sized = any(re.search(_LOOP_SIZE, text) for text in texts)
     flat = indexed or any(re.search(_FLAT_INDEX, text) for text in [*texts, preamble])
-    return IndexerUse(indexed, views, sized, flat)
+    return IndexerUse(indexed, views, sized, flat, bool(per_thread))
 
 
 # What a ReductionKernel's code could name of CuPy's reduction indexer and that kspec does not provide: the n-d

@@ -187,14 +187,14 @@ class Specialization(Record):
         outputs; reductions: array inputs), so that one moves 16 bytes and the others fewer. No vector
         variant when an array input is ``_non_const``: the body could write it through its reference, and
         a vector copy in registers would lose that write.
-        None either for an elementwise body with raw operands: it gathers through them, and one element per
-        thread keeps more of those loads in flight (the planner launches a thread per element).
+        None either for an elementwise body with raw operands (it gathers through them, and one element per
+        thread keeps more of those loads in flight) or with state per thread (``IndexerUse.thread_state``).
         """
         moved = [op for op in self.operands if op.is_array and (self.kind == "elementwise" or not op.is_output)]
         if not moved or any(op.non_const and not op.is_output for op in moved):
             return 1
-        if self.kind == "elementwise" and any(op.raw for op in self.operands):
-            return 1  # the body gathers through raw arrays: one element per thread (kspec/kernels/planning/_plan.py)
+        if self.kind == "elementwise" and (self.indexer.thread_state or any(op.raw for op in self.operands)):
+            return 1  # state per thread, or gathers through raw arrays: one element per thread (kspec/kernels/planning)
         if any(op.itemsize & (op.itemsize - 1) for op in moved):
             return 1  # an unstructured void of 3 or 5 bytes: a vector of them has no alignment to load it by
         return max(1, VECTOR_BYTES // max(op.itemsize for op in moved))
@@ -203,12 +203,12 @@ class Specialization(Record):
     def tiled(self) -> bool:
         """Whether the elementwise module holds the tiled entry: it has array operands, none of its array
         inputs is ``_non_const`` (the entry copies inputs to registers and tiles, where a write through the
-        body's reference would be lost), and one tile per array operand fits in static shared memory."""
+        body's reference would be lost), it keeps no state per thread, and one tile per array operand fits in
+        static shared memory."""
         arrays = [op for op in self.operands if op.is_array]
         return (
             self.kind == "elementwise"
-            and not self.indexed
-            and not self.contiguous_calls
+            and not (self.indexed or self.contiguous_calls or self.indexer.thread_state)
             and bool(arrays)
             and not any(op.non_const and not op.is_output for op in arrays)
             and tile_bytes([op.itemsize for op in arrays]) <= TILE_SMEM_LIMIT
@@ -302,7 +302,7 @@ def specialize(
     indexer = NO_INDEXER
     if spec.KIND == "elementwise":
         arrays = [op.name for op in operands if op.is_array]
-        indexer = indexer_use([spec.operation, spec.loop_prep, spec.after_loop], arrays, spec.preamble or "")
+        indexer = indexer_use([spec.operation], arrays, spec.preamble or "", (spec.loop_prep, spec.after_loop))
     return Specialization(
         spec=spec,
         types=MappingProxyType(binding),

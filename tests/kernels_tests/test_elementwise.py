@@ -654,6 +654,20 @@ def test_loop_prep_and_after_loop(xp, layout):
     assert int(visits[0]) == h.size
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_what_loop_prep_declares_is_each_elements_own(xp, layout):
+    # CuPy launches a thread per element, so a body that changes what loop_prep declared (cupyx.scipy.signal's
+    # parzen window adds 0.5 to it) starts from loop_prep's value at every element: kspec gives such bodies a
+    # thread per element too (no vectors, tiles or chunks), and the CPU device runs loop_prep at each element
+    rng = np.random.default_rng(196)
+    k = ew("T x", "T y", "shift += T(1); y = x + shift", "shifted_state", loop_prep="T shift = T(0)")
+    h = rand(rng, (300, 211), np.float64)
+    x = xp.asarray(h) if layout == "contiguous" else xp.asarray(np.ascontiguousarray(h.T)).T
+    check(xp.asnumpy(k(x)), h + 1, "float64")
+    window = ew("", "float64 w", "s += 0.5; w = s + i", "stateful_window", loop_prep="double s = 0")
+    check(xp.asnumpy(window(xp.empty(4099, np.float64))), np.arange(4099) + 0.5, "float64")
+
+
 def test_options_define_a_macro(xp):
     k = ew("T x", "T y", "y = x * SCALE", "scaled", options=("-DSCALE=3",))
     x = xp.arange(10, dtype=np.int32)

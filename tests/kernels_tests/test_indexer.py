@@ -83,7 +83,14 @@ def _compile(module, name_expressions=None, extra=()):
     ],
 )
 def test_indexer_use(texts, expected):
-    assert tuple(indexer_use(texts, ["a", "b", "y"])) == expected
+    assert tuple(indexer_use(texts, ["a", "b", "y"])) == (*expected, False)
+
+
+def test_indexer_use_sees_state_per_thread_in_loop_prep_and_after_loop():
+    assert indexer_use(["y = x"], ["y"], "", ["int calls = 0", ""]).thread_state
+    assert indexer_use(["y = x"], ["y"], "", ["", "atomicAdd(p, 1)"]).thread_state
+    assert not indexer_use(["y = x"], ["y"], "", ["", "  "]).thread_state
+    assert indexer_use(["y = x"], ["y"], "", ["ptrdiff_t k = _ind.get()[0]"]) == (True, (), False, True, True)
 
 
 def test_indexer_use_keeps_the_operands_order():

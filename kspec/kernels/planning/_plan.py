@@ -191,7 +191,7 @@ class ElementwisePlan(NamedTuple):
     raw: Mapping[str, RawLayout] = _NONE
     block: int = DEFAULT_BLOCK
     inner_dense: bool = False  # strided: every operand's innermost stride is its item size or 0
-    own_indexing: bool = False  # contig: raw operands (the body indexes memory itself): a thread per element
+    own_indexing: bool = False  # contig: raw operands (the body indexes memory itself) or state per thread: a thread per element
     per_sm: int = GRID_STRIDE_BLOCKS_PER_SM  # blocks of 256 threads per SM the grid-stride paths aim at; 0: none
 
     def grid(self, sm_count: int) -> int:
@@ -219,9 +219,9 @@ class ElementwisePlan(NamedTuple):
             # the layout allows, which needs a grid that leaves each thread several elements
             return max(1, min(chunks, resident))
         chunked = self.variant.ndim > 0 or (self.variant.index == "int32" and len(self.extents) <= 4)
-        # the indexed entry takes one element per thread; so do bodies that gather through raw operands (below:
-        # the strided entry runs no chunks on a grid of a thread per element)
-        if chunked and not self.specialization.indexed and not self.raw:
+        # the indexed entry takes one element per thread; so do bodies that gather through raw operands or keep
+        # state per thread (below: the strided entry runs no chunks on a grid of a thread per element)
+        if chunked and not self.specialization.indexed and not self.raw and not self.specialization.indexer.thread_state:
             # an operand strided along the inner dim (a transposed input): a block per chunk of EW_UNROLL elements
             # a thread (kspec::GridWalk), the blocks in flight over one window of the loop as with one element per
             # thread, which keeps the threads that share a memory sector running together (a grid capped to the
@@ -307,7 +307,8 @@ def plan_elementwise(
             contig = next(v for v in variants if v.entry == "contig")
             chosen = contig_choice(contig, block, block_size is not None, max(itemsizes.values(), default=1), total, tuning)
             return ElementwisePlan(specialization, shape, total, allocate, contig, raw=raw, block=chosen.block,
-                                   own_indexing=bool(raw) or not operands, per_sm=chosen.per_sm)  # fmt: skip
+                                   own_indexing=bool(raw) or not operands or specialization.indexer.thread_state,
+                                   per_sm=chosen.per_sm)  # fmt: skip
         if spec.reduce_dims:
             extents, merged = merge_dims(shape, [operands[n] for n in names])
             if not specialization.indexer.flat:  # the body does not name `i`: any order of its elements will do
@@ -328,7 +329,9 @@ def plan_elementwise(
         wanted = []
     wanted.append(VariantKey("strided", "int64", DYNAMIC_NDIM, 1))
     # the indexed entry loads one element per thread at a time: one thread per element
-    inner_dense = not indexed and all(s[-1] in (0, itemsizes[n]) for n, s in zip(names, merged) if s)
+    inner_dense = not indexed and not specialization.indexer.thread_state and all(
+        s[-1] in (0, itemsizes[n]) for n, s in zip(names, merged) if s
+    )
     # a transposed operand: tiles through shared memory (the tiled entry needs blocks of TILE_THREADS)
     chosen = strided_choice(specialization, extents, merged, next(v for v in wanted if v in variants), block,
                             block_size is not None, fits32, indexed, inner_dense, max(itemsizes.values(), default=1), tuning)  # fmt: skip
