@@ -34,7 +34,6 @@ from .._atomic import write_atomic
 from .._errors import BuildOutputError
 from .._manifest import BINARY_SUFFIXES as _BINARY_SUFFIXES
 from .._manifest import INTERFACE_SUFFIX, MANIFEST_NAME, confined_file, manifest_bytes, read_manifest
-from ..spec import variant_text
 from ._precompile import BuildResult, BuildUnit
 
 # A path component kspec derives from a name stays this short (file systems allow 255 bytes); a longer
@@ -101,7 +100,7 @@ def manifest_entry(result: BuildResult, interface: str | None = None) -> dict[st
         "registers": result.registers,
         **({"interface": interface} if interface is not None else {}),
         # one launch variant's program (a captured specialization's `variants`): its entry point alone
-        **({"variant": variant_text(unit.variant)} if unit.variant is not None else {}),
+        **({"variant": result.variant} if result.variant is not None else {}),
     }
 
 

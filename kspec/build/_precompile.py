@@ -17,7 +17,7 @@ from typing import TypeVar
 from .._errors import InstantiationError, KspecError, SpecError
 from ..compiler import (BinaryCache, CompiledProgram, CompileOptions, cache_key, compile_cached, default_cache,
                         register_counts, variant_program)
-from ..render import RenderedModule, Specialization, VariantKey, render, render_raw, specialize
+from ..render import RenderedModule, Specialization, VariantKey, module_variant, render, render_raw, specialize
 from ..spec import AnySpec, RawSpec, layouts_of, variant_text, variants_of, with_backwards
 from ._front_end import SharedFrontEnd, archs_by_module
 from ._worker import STACK_BYTES
@@ -94,6 +94,7 @@ class BuildResult(UnitOutcome):
     key: str = ""  # the specialization's content key (what a BinaryStore finds the binary by)
     registers: dict[str, int] = field(default_factory=dict)  # lowered name -> registers per thread
     linked: bool = False  # made by nvJitLink from the module's PTX, compiled once for every arch (_front_end.py)
+    variant: str | None = None  # the launch variant built, for a captured one (``entry/index/ndim/vec``)
 
     @property
     def max_registers(self) -> int | None:
@@ -231,7 +232,8 @@ def precompile(
             result.source_sha256 = hashlib.sha256(module.source.encode()).hexdigest()
             try:
                 if unit.variant is not None:
-                    program, hit, linked = _variant_compile(unit, module, specialization, store, pool, front_end)
+                    built, program, hit, linked = _variant_compile(unit, module, specialization, store, pool, front_end)
+                    result.variant = built.text
                 else:
                     program, hit, linked = front_end.compile(
                         cached_compile, store, pool, unit.program_key, unit.arch, name=unit.spec.name,
@@ -323,18 +325,27 @@ def _render(unit: BuildUnit) -> _Rendered:
 
 
 def _variant_compile(unit: BuildUnit, module: RenderedModule, specialization: Specialization | None, cache: BinaryCache,
-                     pool: CompilePool | None, front_end: SharedFrontEnd) -> tuple[CompiledProgram, bool, bool]:  # fmt: skip
+                     pool: CompilePool | None, front_end: SharedFrontEnd) -> tuple[VariantKey, CompiledProgram, bool, bool]:  # fmt: skip
     """One captured launch variant compiled as a first call compiles it: the program of
     ``kspec.compiler.variant_program``, under its binary-cache key (a build after a capture finds it cached); for
-    several archs, its PTX once and a link per arch where the module allows (as for whole modules)."""
+    several archs, its PTX once and a link per arch where the module allows (as for whole modules). Returns the
+    variant built too (:func:`built_variant`)."""
     assert unit.variant is not None and specialization is not None
-    variant = VariantKey(*unit.variant)
-    if variant not in specialization.variants:
+    variant = built_variant(unit, specialization)
+    program = variant_program(specialization, unit.arch, (specialization.name_expression(variant),))
+    return variant, *front_end.compile(cached_compile, cache, pool, unit.program_key, unit.arch, name=program.name,
+                             source=module.source, extra=program.options.extra, name_expressions=program.name_expressions,
+                             needs=program.needs, source_key=program.source_key)
+
+
+def built_variant(unit: BuildUnit, specialization: Specialization) -> VariantKey:
+    """The module's launch variant a unit's captured variant names (kspec.render.module_variant: another vector
+    width where the module now has one), or InstantiationError naming the spec field."""
+    assert unit.variant is not None
+    variant = module_variant(specialization.variants, VariantKey(*unit.variant))
+    if variant is None:
         known = ", ".join(v.text for v in specialization.variants)
         raise InstantiationError(f"{variant_text(unit.variant)} is not a launch variant of this specialization's "
                                  f"module (it has: {known})", file=unit.spec.origin, kernel=unit.spec.name,
                                  field="specializations.variants")
-    program = variant_program(specialization, unit.arch, (specialization.name_expression(variant),))
-    return front_end.compile(cached_compile, cache, pool, unit.program_key, unit.arch, name=program.name,
-                             source=module.source, extra=program.options.extra, name_expressions=program.name_expressions,
-                             needs=program.needs, source_key=program.source_key)
+    return variant

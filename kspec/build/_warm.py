@@ -17,9 +17,9 @@ from typing import Any
 
 from .._errors import KspecError, KspecTypeError, KspecValueError
 from ..compiler import BinaryCache, RawProgram, default_cache, raw_program, raw_spec_expressions, variant_program
-from ..render import Specialization, VariantKey, module_interface, specialize
+from ..render import Specialization, module_interface, specialize
 from ..spec import AnySpec, RawSpec
-from ._precompile import BuildUnit, UnitOutcome, cached_compile, plan_build, run_parallel
+from ._precompile import BuildUnit, UnitOutcome, built_variant, cached_compile, plan_build, run_parallel
 from ._progress import BuildProgress
 from ._workers import DEFAULT_COMPILE_TIMEOUT_S, CompilePool
 
@@ -90,7 +90,7 @@ def plan_warm(specs: Iterable[AnySpec], archs: Sequence[str]) -> WarmPlan:
         specialization, expressions = found
         if unit.variant is not None:  # a captured variant: its entry point alone, as the build compiles it
             try:
-                expressions = (specialization.name_expression(VariantKey(*unit.variant)),)
+                expressions = (specialization.name_expression(built_variant(unit, specialization)),)
             except KspecError as exc:
                 units.append(WarmUnit(unit.spec, unit.types, unit.scalars, unit.arch, None, problem=exc))
                 continue

@@ -28,7 +28,7 @@ _LAZY = {
     "raw_module_key": "_content", "content_data": "_content",
     "DYNAMIC_NDIM": "_variants", "INDEX_C_TYPES": "_variants", "MAX_NDIM": "_variants",
     "VECTOR_BYTES": "_variants", "VariantKey": "_variants", "TILED_VARIANTS": "_variants",
-    "tiled_variant": "_variants", "tiled_layout": "_variants",
+    "tiled_variant": "_variants", "tiled_layout": "_variants", "module_variant": "_variants",
 }
 
 
@@ -64,6 +64,7 @@ __all__ = [
     "VariantKey",
     "make_environment",
     "module_interface",
+    "module_variant",
     "raw_source",
     "render",
     "render_host",

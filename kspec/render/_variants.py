@@ -241,6 +241,16 @@ def reduction_variants(vec: int) -> tuple[VariantKey, ...]:
     )
 
 
+def module_variant(variants: Sequence[VariantKey], captured: VariantKey) -> VariantKey | None:
+    """The variant of a module (its ``variants``) that a captured launch variant names: itself, else the one of the
+    same entry, index type and rank, another vector width (a capture by a kspec whose module had other vectors for
+    this kernel: what a call takes now), else None. A tiled variant's width is its tile's, which a call picks by
+    its extents: only itself."""
+    if captured in variants or captured.entry == "tiled":
+        return captured if captured in variants else None
+    return next((v for v in variants if (v.entry, v.index, v.ndim) == (captured.entry, captured.index, captured.ndim)), None)
+
+
 def name_expression(kernel: str, variant: VariantKey) -> str:
     """The NVRTC name expression of ``variant`` in the module of kernel ``kernel``."""
     it = variant.index_c_type

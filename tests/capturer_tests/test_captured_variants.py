@@ -201,3 +201,24 @@ def test_kspec_capture_merge_on_the_command_line(tmp_path, capsys):
     assert "--merge runs nothing and prunes nothing" in capsys.readouterr().err
     assert main(["capture", "-o", str(tmp_path / "all"), "--merge", str(tmp_path / "none")]) == 2
     assert "is not a directory of captured spec files" in capsys.readouterr().err
+
+
+def test_a_variant_captured_with_another_vector_width_builds_the_modules_own(tmp_path, monkeypatch):
+    """A capture by a kspec whose module vectorised this kernel differently (a body with loop_prep state got vectors
+    of 2 float64 before it got a thread per element): the build compiles the module's variant of the same entry,
+    index and rank, and the manifest names that one, which is what a call now looks up; warm does the same."""
+    monkeypatch.setenv("KSPEC_CACHE_DIR", str(tmp_path / "cache"))
+    spec = parse_spec({"kind": "elementwise", "name": "stateful_v", "out_params": "float64 w",
+                       "operation": "s += 0.5; w = s", "loop_prep": "double s = 0",
+                       "specializations": [{"variants": ["contig/int64/0/2", "strided/int32/2/1"]}]})
+    specialization = specialize(spec, {})
+    assert specialization.vec == 1
+    results = precompile(plan_build([spec], ["sm_90"]).units, jobs=1, isolate=False)
+    assert [r.error for r in results] == [None, None]
+    assert [r.variant for r in results] == ["contig/int64/0/1", "strided/int32/2/1"]
+    write_output(results, tmp_path / "build")
+    store = BinaryStore(tmp_path / "build")
+    assert store.find_variant(specialization.key, "contig/int64/0/1", "sm_90") is not None
+    assert store.find_variant(specialization.key, "contig/int64/0/2", "sm_90") is None
+    contig = specialization.name_expression(VariantKey("contig", "int64", 0, 1))
+    assert [u.expression for u in plan_warm([spec], ["sm_90"]).units][0] == contig
