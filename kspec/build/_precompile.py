@@ -333,9 +333,11 @@ def _variant_compile(unit: BuildUnit, module: RenderedModule, specialization: Sp
     assert unit.variant is not None and specialization is not None
     variant = built_variant(unit, specialization)
     program = variant_program(specialization, unit.arch, (specialization.name_expression(variant),))
-    return variant, *front_end.compile(cached_compile, cache, pool, unit.program_key, unit.arch, name=program.name,
-                             source=module.source, extra=program.options.extra, name_expressions=program.name_expressions,
-                             needs=program.needs, source_key=program.source_key)
+    compiled = front_end.compile(cached_compile, cache, pool, unit.program_key, unit.arch, name=program.name,
+                                 source=module.source, extra=program.options.extra,
+                                 name_expressions=program.name_expressions, needs=program.needs,
+                                 source_key=program.source_key)
+    return (variant, *compiled)
 
 
 def built_variant(unit: BuildUnit, specialization: Specialization) -> VariantKey:

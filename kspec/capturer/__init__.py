@@ -4,9 +4,10 @@ A front end like fuse and jit: it produces specs and reuses everything below the
 COMMAND`` runs a program (a test run, a script) with kspec under CuPy (kspec.cupy's switch) and a
 :class:`Recorder` observing the kernels (kspec/kernels/records/_observers.py) in every Python process it starts; each
 process appends what it built to a records file. :func:`write_captured` then merges the records into spec files,
-one per source module that built the kernels (:func:`merge_captured` unites the outputs of several captures), which ``kspec validate``, ``generate``, ``build`` and the hatch hook
-take like any spec file. A build of them serves the same constructor calls in a later process by content
-(kspec/kernels/binaries/_stores.py), without NVRTC.
+one per source module that built the kernels (:func:`merge_captured` unites the outputs of several captures),
+which ``kspec validate``, ``generate``, ``build`` and the hatch hook take like any spec file. A build of them
+serves the same constructor calls in a later process by content (kspec/kernels/binaries/_stores.py), without
+NVRTC.
 
 The recorder needs the kernels layer; the writer only the spec layer (the CLI imports the writer alone).
 """
