@@ -231,3 +231,25 @@ def test_mypy_rejects_unknown_keyword(tmp_path: Path) -> None:
     proc = _mypy(tmp_path, bad)
     assert proc.returncode == 1
     assert 'Unexpected keyword argument "bogus"' in proc.stdout
+
+
+def test_the_package_imports_each_module_on_first_use() -> None:
+    """``import generated.elementwise`` imports that module alone (a served process pays for the kernels it calls);
+    the others come on attribute access or ``from generated import ...``; an unknown name is an AttributeError."""
+    code = (
+        "import sys, generated.elementwise\n"
+        "assert not {'generated.raw', 'generated.reduction', 'generated.tuned'} & set(sys.modules), sorted(sys.modules)\n"
+        "import generated\n"
+        "assert generated.raw.__name__ == 'generated.raw' and 'generated.raw' in sys.modules\n"
+        "from generated import reduction\n"
+        "assert sorted(dir(generated)) == ['elementwise', 'raw', 'reduction', 'tuned']\n"
+        "try:\n"
+        "    generated.nothing\n"
+        "except AttributeError as exc:\n"
+        "    assert 'nothing' in str(exc)\n"
+        "else:\n"
+        "    raise SystemExit('no AttributeError')\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
