@@ -113,8 +113,7 @@ def merge_captured(sources: list[str | os.PathLike[str]], out: str | os.PathLike
                 for function in kernel.data.get("kernels", ()):
                     _add_function(found, function)
             for entry in kernel.specializations:
-                same = _without_variants(entry)
-                kept = next((e for e in found.specializations if _without_variants(e) == same), None)
+                kept = _entry_of(found, entry)
                 if kept is None:
                     found.specializations.append(entry)
                 elif "variants" in kept and "variants" in entry:
@@ -226,12 +225,18 @@ def _without_variants(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k != "variants"}
 
 
-def _merged(kernel: _Kernel, entry: dict[str, Any]) -> dict[str, Any]:
-    """The kernel's entry for ``entry``'s specialization (types, scalars, raw layouts), added where it has none."""
+def _entry_of(kernel: _Kernel, entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The kernel's entry for ``entry``'s specialization (types, scalars, raw layouts), or None."""
     same = _without_variants(entry)
-    for kept in kernel.specializations:
-        if _without_variants(kept) == same:
-            return kept
+    return next((kept for kept in kernel.specializations if _without_variants(kept) == same), None)
+
+
+def _merged(kernel: _Kernel, entry: dict[str, Any]) -> dict[str, Any]:
+    """The kernel's entry for ``entry``'s specialization, added where it has none."""
+    kept = _entry_of(kernel, entry)
+    if kept is not None:
+        return kept
+    same = _without_variants(entry)
     kernel.specializations.append(same)
     kernel.fresh.add(id(same))
     return same

@@ -121,12 +121,14 @@ class BinaryStore:
     def _read(self, key: str) -> None:
         """Read and check the manifest's entries of the bucket ``key`` falls in, once (an indexed manifest)."""
         index = self._index
-        if index is None or index.bucket(key) in self._read_buckets:
+        if index is None:
+            return
+        bucket = index.bucket(key)
+        if bucket in self._read_buckets:
             return
         with self._lock:
-            if self._index is None or index.bucket(key) in self._read_buckets:
+            if self._index is None or bucket in self._read_buckets:
                 return
-            bucket = index.bucket(key)
             found = index.entries(bucket)
             try:
                 checked = None if found is None else [self._entry(k, entry) for k, entry in enumerate(found)]
