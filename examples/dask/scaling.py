@@ -36,19 +36,21 @@ def workloads(kspec_kernels: bool, pipeline_gib: float, stencil_gib: float, pipe
               stencil_chunk: int | None = None) -> list[tuple[str, Any, bool]]:
     """(row name, function of a client) for the kernels this process runs; chunk sizes in MiB (see below)."""
     # chunks: 128 of x (4 GiB each at 1 TiB: 8 GiB chunks, README.md's best on 2 H200s, leave an 80 GB H100
-    # too little room) and 256 of the volume (2 GiB at 512 GiB); the same counts at smaller sizes
+    # too little room) and 128 of the volume (4 GiB at 512 GiB: a chunk's GPU time then exceeds what Dask's
+    # scheduler spends on its tasks even on four GPUs); the same counts at smaller sizes
     pipeline_chunk = pipeline_chunk or int(min(4096, max(1, pipeline_gib * 4)))
-    stencil_chunk = stencil_chunk or int(min(2048, max(8, stencil_gib * 4)))
+    stencil_chunk = stencil_chunk or int(min(4096, max(8, stencil_gib * 8)))
 
     def elementwise(use_cupy: bool) -> Any:
         return lambda client, repeats: pipeline.run_on(client, pipeline_gib, pipeline_chunk, use_cupy, repeats)
 
-    def stencil_run(kernels: str) -> Any:
-        return lambda client, repeats: stencil.run_on(client, stencil_gib, stencil_chunk, kernels, repeats)
+    def stencil_run(kernels: str, graph: str = "halo") -> Any:
+        return lambda client, repeats: stencil.run_on(client, stencil_gib, stencil_chunk, kernels, repeats, graph=graph)
 
     if kspec_kernels:  # (row, work, whether it runs on a co-assigning cluster: see pipeline.cluster)
         return [("pipeline, kspec spec kernels", elementwise(False), False),
                 ("stencil, kspec spec kernel", stencil_run("spec"), True),
+                ("stencil as map_overlap, kspec spec kernel", stencil_run("spec", "overlap"), True),
                 ("stencil, cupyx.scipy.ndimage under kspec", stencil_run("ndimage"), True)]
     return [("pipeline, CuPy kernels", elementwise(True), False),
             ("stencil, cupyx.scipy.ndimage (CuPy)", stencil_run("ndimage"), True)]
@@ -129,7 +131,7 @@ def main() -> None:
     parser.add_argument("--pipeline-gib", type=float, default=1024.0)
     parser.add_argument("--stencil-gib", type=float, default=512.0)
     parser.add_argument("--pipeline-chunk-mib", type=int, default=None, help="default: 1/128 of x, at most 4096")
-    parser.add_argument("--stencil-chunk-mib", type=int, default=None, help="default: 1/256 of it, at most 2048")
+    parser.add_argument("--stencil-chunk-mib", type=int, default=None, help="default: 1/128 of it, at most 4096")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None, help="append each row as a JSON line here")
     parser.add_argument("--table", type=Path, nargs="+", default=None, help="print the table of these files instead")

@@ -16,7 +16,7 @@ out=${OUT_DIR:-$PWD/dask-scaling}
 gpus=${GPUS:-1,2,4}
 py=${PYTHON:-python3}
 rm -rf "$out" && mkdir -p "$out"
-pchunk=${PIPELINE_CHUNK_MIB:-4096} schunk=${STENCIL_CHUNK_MIB:-2048}
+pchunk=${PIPELINE_CHUNK_MIB:-4096} schunk=${STENCIL_CHUNK_MIB:-4096}
 chunks=(--pipeline-chunk-mib "$pchunk" --stencil-chunk-mib "$schunk")
 "$py" -m kspec capture -o "$out/captured" -- "$py" "$here/scaling.py" --gpus 1 --repeats 1 "${chunks[@]}" \
   --pipeline-gib "$(awk "BEGIN {print $pchunk * 4 / 1024}")" --stencil-gib "$(awk "BEGIN {print $schunk * 2 / 1024}")" \

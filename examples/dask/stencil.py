@@ -1,20 +1,30 @@
-"""A stencil pipeline on Dask: a 3-d volume in chunks, a Laplacian applied with ``dask.array.map_overlap`` (each
-chunk gets its neighbours' edge planes: the halo), then a reduction: the energy sqrt(sum(laplace(v)^2)).
+"""A stencil pipeline on Dask: a 3-d volume in chunks, a Laplacian with halos exchanged between chunks, then a
+reduction: the energy sqrt(sum(laplace(v)^2)).
 
-Two ways to write the kernel, on the same graph:
+Two ways to write the kernel:
 
-- ``--kernels spec``: the raw kernel ``laplace_nearest`` of specs.toml, from the typed module that
+- ``--kernels spec``: the raw kernel ``laplace_halo`` of specs.toml, from the typed module that
   ``pipeline.prepare`` generates and compiles (workers load its binaries), and the ``sum_of_squares`` reduction;
 - ``--kernels ndimage``: ``cupyx.scipy.ndimage.laplace(chunk, mode="nearest")`` and a CuPy ``ReductionKernel``:
   CuPy's own kernels, or kspec's when the program runs under ``python -m kspec.cupy`` (the switch reaches the
   workers: they are processes the program starts).
 
-The volume is chunked along its first axis only, so a halo is two planes; ``boundary="nearest"`` pads the volume's
-own first and last planes as ndimage's ``mode="nearest"`` does, and the kernel replicates the edges of the other
-axes: the result is ``ndimage.laplace(volume, mode="nearest")`` of the whole volume.
+And two ways to write the graph (``--graph``):
 
-``python examples/dask/stencil.py --gpus N --gib G [--kernels spec|ndimage] [--served BUILD]``; see
-``scaling.py`` for the table of 1, 2 and 4 GPUs.
+- ``overlap``: ``dask.array.map_overlap`` (each chunk padded with its neighbours' edge planes), then
+  ``dask.array.reduction``: about 8 tasks a chunk once Dask has optimised the graph (the chunk, the slices of
+  the planes, their concatenation, the kernel fused with the trim, the partial sum, ...);
+- ``halo`` (the default): the same exchange as three tasks a chunk: the chunk, its two edge planes (a small
+  array a neighbour fetches), and the kernel with its partial sum, which reads the neighbours' planes where they
+  are (``laplace_halo`` takes them as arguments; ndimage's path concatenates them on the GPU). Dask's scheduler
+  spends about half a millisecond a task, which on four GPUs is more than a chunk's GPU time (README.md).
+
+The volume is chunked along its first axis only, so a halo is two planes; the volume's own first and last
+planes are replicated beyond its ends, as ndimage's ``mode="nearest"`` does, and the kernel replicates the edges
+of the other axes: the result is ``ndimage.laplace(volume, mode="nearest")`` of the whole volume.
+
+``python examples/dask/stencil.py --gpus N --gib G [--kernels spec|ndimage] [--graph halo|overlap] [--served
+BUILD]``; see ``scaling.py`` for the table of 1, 2 and 4 GPUs.
 """
 
 from __future__ import annotations
@@ -31,21 +41,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pipeline  # noqa: E402  (the cluster, the chunks, the throttle and the reductions' pieces are shared)
 
 PLANE = (1024, 1024)  # (ny, nx) of the volume: a plane is 4 MiB of float32, the halo a chunk exchanges per side
-ZSTEP = 32  # planes a thread of laplace_nearest walks
+ZSTEP = 32  # planes a thread of laplace_halo walks
+GRAPHS = ("halo", "overlap")
 
 
-def laplace_spec(block: Any) -> Any:
-    """The Laplacian of one padded chunk with the spec kernel (one pass: each element read about once)."""
+def laplace_spec(block: Any, lo: Any = None, hi: Any = None) -> Any:
+    """The Laplacian of one chunk with the spec kernel (one pass: each element read about once), ``lo`` and ``hi``
+    the planes beyond its ends (default: its own first and last, replicated)."""
     import numpy as np
 
-    kernel = pipeline.typed_kernels().laplace_nearest
+    kernel = pipeline.typed_kernels().laplace_halo
     block = pipeline.on_device(block)  # NumPy chunks (the CPU tests) become kspec arrays: no GPU, NoDeviceError
     import cupy as cp
 
     out = cp.empty_like(block)
     nz, ny, nx = block.shape
+    lo = block[0] if lo is None else lo
+    hi = block[nz - 1] if hi is None else hi
     grid = ((nx + 31) // 32, (ny + 7) // 8, (nz + ZSTEP - 1) // ZSTEP)
-    kernel(grid, (32, 8, 1), (block, out, np.int32(nz), np.int32(ny), np.int32(nx), np.int32(ZSTEP)))
+    kernel(grid, (32, 8, 1), (block, lo, hi, out, np.int32(nz), np.int32(ny), np.int32(nx), np.int32(ZSTEP)))
     return out
 
 
@@ -54,6 +68,26 @@ def laplace_ndimage(block: Any) -> Any:
     from cupyx.scipy import ndimage
 
     return ndimage.laplace(block, mode="nearest")
+
+
+def edge_planes(block: Any) -> Any:
+    """A chunk's first and last planes, copied: what its neighbours fetch (8 MiB, not the chunk)."""
+    return block[[0, block.shape[0] - 1]]
+
+
+def chunk_energy(block: Any, before: Any, after: Any, kernels: str) -> Any:
+    """One task of the halo graph: a chunk's Laplacian and its sum of squares, given the edge planes of the
+    chunks before and after it (None at the volume's ends: the chunk's own planes are replicated there).
+    Returns the partial sum as :class:`pipeline.HostPartial`."""
+    block = pipeline.on_device(block)
+    lo = block[0] if before is None else before[1]
+    hi = block[block.shape[0] - 1] if after is None else after[0]
+    if kernels == "spec":
+        return pipeline.partial_kspec(laplace_spec(block, lo, hi), axis=(0, 1, 2), keepdims=False)
+    import cupy as cp
+
+    padded = cp.concatenate([lo[None], block, hi[None]])  # what map_overlap's graph builds, here on the GPU
+    return pipeline.partial_cupy(laplace_ndimage(padded)[1:-1], axis=(0, 1, 2), keepdims=False)
 
 
 def volume(gib: float, chunk_mib: int, seed: int = 1) -> Any:
@@ -69,18 +103,47 @@ def volume(gib: float, chunk_mib: int, seed: int = 1) -> Any:
                          dtype="float32", meta=meta, seed=seed)
 
 
-def energy(v: Any, kernels: str = "spec") -> Any:
-    """The graph: the Laplacian through map_overlap (depth 1 along axis 0), then sqrt of the sum of its squares
-    as one tree reduction (all partials in one combine: see pipeline.pipeline)."""
+def energy(v: Any, kernels: str = "spec", graph: str = "halo") -> Any:
+    """The graph: the Laplacian with halos (``graph``: see the module's doc), then sqrt of the sum of its squares
+    with every partial sum in one combine (see pipeline.pipeline)."""
     import dask.array as da
 
+    if graph not in GRAPHS:
+        raise ValueError(f"graph: expected one of {GRAPHS}, got {graph!r}")
+    if graph == "halo":
+        return da.sqrt(halo_total(v, kernels))
     step = laplace_spec if kernels == "spec" else laplace_ndimage
     lap = da.map_overlap(step, v, depth={0: 1, 1: 0, 2: 0}, boundary={0: "nearest", 1: "none", 2: "none"},
                          dtype=v.dtype, meta=v._meta)
     partial = pipeline.partial_kspec if kernels == "spec" else pipeline.partial_cupy
-    total = da.reduction(lap, partial, pipeline.combine, dtype="float32", meta=v._meta.astype("float32"),
-                         split_every=max(2, lap.npartitions))
+    total = da.reduction(lap, partial, pipeline.combine, dtype="float32", meta=pipeline.HOST_META,
+                         split_every=max(2, lap.npartitions), concatenate=False)
     return da.sqrt(total)
+
+
+def halo_total(v: Any, kernels: str) -> Any:
+    """The sum of squares of the volume's Laplacian as a 0-d Dask array over three tasks a chunk: its edge
+    planes, its :func:`chunk_energy` (which fetches its neighbours' planes), and one combine of the partials."""
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    if v.ndim != 3 or v.numblocks[1:] != (1, 1):
+        raise ValueError(f"v: expected a 3-d volume chunked along its first axis only, got chunks {v.chunks}")
+    token = tokenize(v, kernels)
+    edges, parts, total = f"halo-edges-{token}", f"halo-energy-{token}", f"halo-total-{token}"
+    n = v.numblocks[0]
+    energy_of = functools.partial(chunk_energy, kernels=kernels)
+    layer: dict[Any, Any] = {}
+    for k in range(n):
+        layer[(edges, k)] = (edge_planes, (v.name, k, 0, 0))
+    for k in range(n):
+        before = (edges, k - 1) if k > 0 else None
+        after = (edges, k + 1) if k + 1 < n else None
+        layer[(parts, k)] = (energy_of, (v.name, k, 0, 0), before, after)
+    layer[(total,)] = (functools.partial(pipeline.combine, axis=None, keepdims=False), [(parts, k) for k in range(n)])
+    dsk = HighLevelGraph.from_collections(total, layer, dependencies=[v])
+    return da.Array(dsk, total, chunks=(), dtype="float32", meta=pipeline.HOST_META)
 
 
 @functools.lru_cache(maxsize=8)
@@ -111,22 +174,22 @@ def expected_energy(chunks: int, depth: int, seed: int = 1) -> float:
 
 
 def run_on(client: Any, gib: float, chunk_mib: int, kernels: str = "spec", repeats: int = 3,
-           check: bool = True) -> dict[str, Any]:
+           check: bool = True, graph: str = "halo") -> dict[str, Any]:
     """Time the graph on a running cluster: the median of ``repeats`` runs after a warm-up, checked against
     :func:`expected_energy` (relative 1e-3: float32 sums against a float64 recomputation; with chunks of
     two planes, as the GPU tests run it, a wrong halo moves the energy by far more)."""
 
     v = volume(gib, chunk_mib)
-    result = energy(v, kernels)
+    result = energy(v, kernels, graph)
     value, seconds, stream = pipeline.timed(client, result, repeats)
     if check:
         expected = expected_energy(v.numblocks[0], v.chunks[0][0])
         assert math.isclose(value, expected, rel_tol=1e-3), (value, expected)
-    # bytes through device memory per element: the chunk written (random) and read into the padded copy
-    # map_overlap concatenates, that copy written and read by the kernel, the result written and read
-    moved = 6 * v.size * 4
+    # bytes through device memory per element, counted for the spec kernel: the chunk written (random) and read
+    # by the kernel, its result written and read by the sum (overlap: and the padded copy written and read)
+    moved = (4 if graph == "halo" else 6) * v.size * 4
     return {"seconds": seconds, "gbps": moved / seconds / 1e9, "gib": v.nbytes / 2**30, "energy": value,
-            "tasks": len(result.__dask_graph__()), "workers": pipeline.task_stream_summary(stream)}
+            "tasks": pipeline.task_count(result), "workers": pipeline.task_stream_summary(stream)}
 
 
 def main() -> None:
@@ -139,6 +202,7 @@ def main() -> None:
     parser.add_argument("--gib", type=float, default=16.0, help="GiB of float32 volume")
     parser.add_argument("--chunk-mib", type=int, default=1024)
     parser.add_argument("--kernels", choices=("spec", "ndimage"), default="spec")
+    parser.add_argument("--graph", choices=GRAPHS, default="halo")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--served", default=None, help="a kspec build output: workers load every kernel from it "
                         "and the typed module's binaries, with KSPEC_COMPILE=never and kspec's NVRTC blocked")
@@ -151,9 +215,9 @@ def main() -> None:
         with pipeline.cluster(args.gpus, workdir, served=args.served, by_value=(sys.modules[__name__],)) as c, \
                 Client(c) as client:
             pipeline.start_workers(client, args.gpus)
-            r = run_on(client, args.gib, args.chunk_mib, args.kernels, args.repeats)
+            r = run_on(client, args.gib, args.chunk_mib, args.kernels, args.repeats, graph=args.graph)
             loads = client.run(pipeline.kernel_loads)
-    print(f"{args.kernels} on {args.gpus} GPU(s): {r['gib']:g} GiB volume in {r['seconds']:.3f} s, {r['gbps']:.0f} GB/s, "
+    print(f"{args.kernels} ({args.graph}) on {args.gpus} GPU(s): {r['gib']:g} GiB volume in {r['seconds']:.3f} s, {r['gbps']:.0f} GB/s, "
           f"{r['tasks']} tasks, energy {r['energy']:.6g}")
     pipeline.print_workers(r["workers"], loads)
 

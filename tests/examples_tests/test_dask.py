@@ -45,7 +45,7 @@ def test_kernels_arrive_intact_on_the_workers(client):
     axpy = pipeline.axpy_kernel()
     name, data = client.submit(_on_worker_spec, axpy, pure=False).result()
     assert name == "ElementwiseKernel" and data == axpy.spec.to_data()
-    assert client.submit(_on_worker_typed, pure=False).result() == (["laplace_nearest", "scaled_diff", "sum_of_squares"], True)
+    assert client.submit(_on_worker_typed, pure=False).result() == (["laplace_halo", "scaled_diff", "sum_of_squares"], True)
 
 
 def test_every_task_function_pickles_by_value(client):
@@ -74,14 +74,77 @@ def test_a_task_without_a_gpu_fails_with_no_device_error(client):
         client.compute(norm).result()
 
 
-def test_the_stencil_graph_exchanges_halos_then_fails_without_a_gpu(client):
+@pytest.mark.parametrize("graph", stencil.GRAPHS)
+def test_the_stencil_graph_exchanges_halos_then_fails_without_a_gpu(client, graph):
     _without_a_gpu()
     v = da.from_array(np.arange(4 * 3 * 5, dtype=np.float32).reshape(4, 3, 5), chunks=(2, 3, 5))
-    graph = stencil.energy(v, "spec")
-    names = {key[0] if isinstance(key, tuple) else key for key in graph.__dask_graph__()}
-    assert any(name.startswith("overlap") or "getitem" in name for name in names), names  # the halo planes
+    energy = stencil.energy(v, "spec", graph)
+    names = {key[0] if isinstance(key, tuple) else key for key in energy.__dask_graph__()}
+    halo = {"halo": "halo-edges", "overlap": "getitem"}[graph]
+    assert any(halo in name for name in names), names  # the halo planes
     with pytest.raises(kspec.NoDeviceError):
-        client.compute(graph).result()
+        client.compute(energy).result()
+
+
+def _laplace_nearest(volume):  # ndimage.laplace(volume, mode="nearest") in NumPy
+    padded = np.pad(volume.astype(np.float64), 1, mode="edge")
+    centre = padded[1:-1, 1:-1, 1:-1]
+    total = np.zeros_like(centre)
+    for axis in range(3):
+        lo = [slice(1, -1)] * 3
+        hi = [slice(1, -1)] * 3
+        lo[axis], hi[axis] = slice(0, -2), slice(2, None)
+        total += padded[tuple(lo)] - 2 * centre + padded[tuple(hi)]
+    return total
+
+
+def _chunk_energy_numpy(block, before, after, kernels):  # chunk_energy's contract, on the host
+    lo = block[:1] if before is None else before[1:]
+    hi = block[-1:] if after is None else after[:1]
+    lap = _laplace_nearest(np.concatenate([lo, block, hi]))[1:-1]
+    return np.asarray((lap * lap).sum())
+
+
+def test_the_halo_graph_is_three_tasks_a_chunk_and_wires_each_chunk_to_its_neighbours(monkeypatch):
+    # the graph's wiring on the host: each chunk's task gets the planes of the chunks before and after it (the
+    # volume's own ends replicated), so the energy is that of the whole volume's Laplacian
+    import dask
+
+    rng = np.random.default_rng(5)
+    volume = rng.random((12, 4, 6), dtype=np.float32)
+    monkeypatch.setattr(stencil, "chunk_energy", _chunk_energy_numpy)
+    for depth in (2, 3, 12):
+        v = da.from_array(volume, chunks=(depth, 4, 6))
+        energy = stencil.energy(v, "spec", "halo")
+        with dask.config.set(scheduler="sync"):
+            got = float(energy.compute())
+        assert got == pytest.approx(np.sqrt((_laplace_nearest(volume) ** 2).sum()), rel=1e-5)
+        n = v.numblocks[0]
+        assert pipeline.task_count(energy) <= 3 * n + 2  # the chunk, its edge planes, its energy; a combine, a sqrt
+    overlap = stencil.energy(da.from_array(volume, chunks=(2, 4, 6)), "spec", "overlap")
+    assert pipeline.task_count(overlap) >= 6 * 6
+    with pytest.raises(ValueError, match="graph"):
+        stencil.energy(v, "spec", "tiles")
+    with pytest.raises(ValueError, match="chunked along its first axis"):
+        stencil.energy(da.from_array(volume, chunks=(6, 2, 6)), "spec", "halo")
+
+
+def test_combine_sums_partials_from_this_worker_and_others():
+    # dask.array.reduction(concatenate=False) hands combine nested lists; a partial is a HostPartial made here
+    # (read once its copy is done) or the NumPy array another worker's HostPartial pickled into
+    class Made:
+        copied = True
+
+        def __init__(self, value):
+            self.host = np.asarray(value, dtype=np.float32)
+
+        def value(self):
+            return self.host
+
+    parts = [[Made([1.5]), np.asarray([2.0], dtype=np.float32)], [np.asarray([0.5], dtype=np.float32)]]
+    assert pipeline.combine(parts, axis=(0,), keepdims=False) == np.float32(4.0)
+    kept = pipeline.combine(parts, axis=(0,), keepdims=True)
+    assert kept.shape == (1,) and kept[0] == 4.0
 
 
 def _worker_policy():  # runs on a worker

@@ -1,6 +1,6 @@
 """examples/dask on the GPU: the pipeline of kspec kernels over CuPy chunks on a cluster of one worker per GPU
 (1 GPU, and 2 where the machine has them), checked against the same numbers in float64, next to the same
-pipeline with CuPy's kernels; the stencil pipeline (map_overlap's halos) with the spec kernel and with
+pipeline with CuPy's kernels; the stencil pipeline (its halo graph and map_overlap's) with the spec kernel and with
 cupyx.scipy.ndimage; and scaling.sh's whole sequence at a small size: capture, build, workers served from it
 with no NVRTC (zero compiles in their logs), CuPy's rows, the table."""
 
@@ -55,15 +55,16 @@ def _cluster_of(gpus):
         pytest.skip(f"needs {gpus} GPUs, the machine has {device_count()}")
 
 
-@pytest.mark.parametrize("kernels,gpus", [("spec", 1), ("ndimage", 1), ("spec", 2)])
-def test_stencil_matches_ndimage_on_the_whole_volume(kernels_dir, kernels, gpus, monkeypatch):
+@pytest.mark.parametrize("kernels,gpus,graph", [("spec", 1, "halo"), ("ndimage", 1, "halo"), ("spec", 2, "halo"),
+                                                ("ndimage", 2, "halo"), ("spec", 2, "overlap"), ("ndimage", 1, "overlap")])
+def test_stencil_matches_ndimage_on_the_whole_volume(kernels_dir, kernels, gpus, graph, monkeypatch):
     _cluster_of(gpus)
     from distributed import Client
 
     monkeypatch.setenv("DASK_KERNELS_DIR", str(kernels_dir))
     with pipeline.cluster(gpus, kernels_dir, by_value=(stencil,), co_assign=True) as c, Client(c) as client:
         pipeline.start_workers(client, gpus)
-        result = stencil.run_on(client, 0.0625, 8, kernels, repeats=1)  # 8 chunks of 2 planes: every chunk a halo
+        result = stencil.run_on(client, 0.0625, 8, kernels, repeats=1, graph=graph)  # 8 chunks of 2 planes: all halo
     assert result["tasks"] > 8 and result["energy"] > 0
 
 
@@ -77,6 +78,35 @@ def test_one_chunk_of_the_spec_kernel_is_ndimage_laplace(kernels_dir, monkeypatc
     cp.testing.assert_allclose(got, ndimage.laplace(block, mode="nearest"), rtol=1e-5, atol=1e-5)
 
 
+def test_one_chunk_with_its_neighbours_planes_is_that_slab_of_the_volumes_laplace(kernels_dir, monkeypatch):
+    import cupy as cp
+    from cupyx.scipy import ndimage
+
+    monkeypatch.setenv("DASK_KERNELS_DIR", str(kernels_dir))
+    volume = cp.random.default_rng(4).random((41, 19, 45), dtype="float32")
+    expected = ndimage.laplace(volume, mode="nearest")
+    for start, stop in ((0, 13), (13, 40), (40, 41)):  # the first chunk, a middle one, the last one (one plane)
+        block = cp.ascontiguousarray(volume[start:stop])
+        lo = volume[start - 1] if start > 0 else None
+        hi = volume[stop] if stop < 41 else None
+        got = stencil.laplace_spec(block, lo, hi)
+        cp.testing.assert_allclose(got, expected[start:stop], rtol=1e-5, atol=1e-5)
+
+
+def test_a_host_partial_travels_as_the_numpy_value_of_its_chunk():
+    import pickle
+
+    import cupy as cp
+    import numpy as np
+
+    device_value = cp.arange(5, dtype=cp.float32).sum(keepdims=True)
+    partial = pipeline.HostPartial(device_value)
+    del device_value  # the copy is queued on the stream: the pool reuses the memory only after it
+    arrived = pickle.loads(pickle.dumps(partial))
+    assert type(arrived) is np.ndarray and arrived.tolist() == [10.0]
+    assert pipeline.combine([partial, arrived], axis=(0,), keepdims=False) == np.float32(20.0)
+
+
 def test_scaling_sequence_serves_the_workers_from_a_capture(tmp_path):
     # the whole of scaling.sh at a small size on one GPU: the workers' kernel loads all from binaries, NVRTC blocked
     env = dict(os.environ, OUT_DIR=str(tmp_path / "out"), GPUS="1", PYTHON=sys.executable, PIPELINE_CHUNK_MIB="1",
@@ -86,7 +116,7 @@ def test_scaling_sequence_serves_the_workers_from_a_capture(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "out" / "kspec.jsonl").read_text().splitlines()]
     measured = [r for r in rows if "row" in r]
-    assert len(measured) == 3 and all("error" not in r and r["served"] for r in measured), measured
+    assert len(measured) == 4 and all("error" not in r and r["served"] for r in measured), measured
     clusters = [r["loads"] for r in rows if "loads" in r]
     assert len(clusters) == 2  # the pipeline's cluster and the stencil's (co-assigning) one
     for found in (found for loads in clusters for found in loads.values()):
