@@ -33,7 +33,7 @@ def switched() -> bool:
 
 
 def workloads(kspec_kernels: bool, pipeline_gib: float, stencil_gib: float, pipeline_chunk: int | None = None,
-              stencil_chunk: int | None = None) -> list[tuple[str, Any, bool]]:
+              stencil_chunk: int | None = None) -> list[tuple[str, Any]]:
     """(row name, function of a client) for the kernels this process runs; chunk sizes in MiB (see below)."""
     # chunks: 128 of x (4 GiB each at 1 TiB: 8 GiB chunks, README.md's best on 2 H200s, leave an 80 GB H100
     # too little room) and 128 of the volume (4 GiB at 512 GiB: a chunk's GPU time then exceeds what Dask's
@@ -47,13 +47,13 @@ def workloads(kspec_kernels: bool, pipeline_gib: float, stencil_gib: float, pipe
     def stencil_run(kernels: str, graph: str = "halo") -> Any:
         return lambda client, repeats: stencil.run_on(client, stencil_gib, stencil_chunk, kernels, repeats, graph=graph)
 
-    if kspec_kernels:  # (row, work, whether it runs on a co-assigning cluster: see pipeline.cluster)
-        return [("pipeline, kspec spec kernels", elementwise(False), False),
-                ("stencil, kspec spec kernel", stencil_run("spec"), True),
-                ("stencil as map_overlap, kspec spec kernel", stencil_run("spec", "overlap"), True),
-                ("stencil, cupyx.scipy.ndimage under kspec", stencil_run("ndimage"), True)]
-    return [("pipeline, CuPy kernels", elementwise(True), False),
-            ("stencil, cupyx.scipy.ndimage (CuPy)", stencil_run("ndimage"), True)]
+    if kspec_kernels:
+        return [("pipeline, kspec spec kernels", elementwise(False)),
+                ("stencil, kspec spec kernel", stencil_run("spec")),
+                ("stencil as map_overlap, kspec spec kernel", stencil_run("spec", "overlap")),
+                ("stencil, cupyx.scipy.ndimage under kspec", stencil_run("ndimage"))]
+    return [("pipeline, CuPy kernels", elementwise(True)),
+            ("stencil, cupyx.scipy.ndimage (CuPy)", stencil_run("ndimage"))]
 
 
 def measure(gpu_counts: list[int], served: str | None, pipeline_gib: float, stencil_gib: float, repeats: int,
@@ -69,27 +69,26 @@ def measure(gpu_counts: list[int], served: str | None, pipeline_gib: float, sten
         workdir = pipeline.prepare(tmp, archs=device.arch)
         os.environ["DASK_KERNELS_DIR"] = str(workdir)
         for gpus in gpu_counts:
-            rows = workloads(switched(), pipeline_gib, stencil_gib, *chunks)
-            for co_assign in (False, True):  # the pipeline as Dask schedules it; the stencil's chunks in runs
-                mine = [(name, work) for name, work, co in rows if co is co_assign]
-                with pipeline.cluster(gpus, workdir, served=served, by_value=(stencil, sys.modules[__name__]),
-                                      co_assign=co_assign) as c, Client(c) as client:
-                    pipeline.start_workers(client, gpus)
-                    for name, work in mine:
-                        row: dict[str, Any] = {"row": name, "gpus": gpus, "device": device.name,
-                                               "served": served is not None}
-                        try:
-                            result = work(client, repeats)
-                            row.update(seconds=result["seconds"], gbps=result["gbps"], tasks=result["tasks"],
-                                       gib=result.get("gib", pipeline_gib))
-                            pipeline.print_workers(result["workers"])
-                        except Exception as error:  # a row that fails is reported, and the others still run
-                            row["error"] = f"{type(error).__name__}: {error}"[:500]
-                            traceback.print_exc()
-                        _emit(row, out)
-                    loads = client.run(pipeline.kernel_loads)
-                    pipeline.print_workers({}, loads)
-                    _emit({"gpus": gpus, "co_assign": co_assign, "loads": loads}, out, show=False)
+            # one cluster a size, Dask's default scheduling: root tasks queued (a worker given every chunk of the
+            # volume at once, as worker-saturation: inf does, made them all before consuming one: out of memory
+            # on an H200), halo planes crossing workers as host copies (stencil.edge_planes)
+            with pipeline.cluster(gpus, workdir, served=served, by_value=(stencil, sys.modules[__name__])) as c, \
+                    Client(c) as client:
+                pipeline.start_workers(client, gpus)
+                for name, work in workloads(switched(), pipeline_gib, stencil_gib, *chunks):
+                    row: dict[str, Any] = {"row": name, "gpus": gpus, "device": device.name, "served": served is not None}
+                    try:
+                        result = work(client, repeats)
+                        row.update(seconds=result["seconds"], gbps=result["gbps"], tasks=result["tasks"],
+                                   gib=result.get("gib", pipeline_gib))
+                        pipeline.print_workers(result["workers"])
+                    except Exception as error:  # a row that fails is reported, and the others still run
+                        row["error"] = f"{type(error).__name__}: {error}"[:500]
+                        traceback.print_exc()
+                    _emit(row, out)
+                loads = client.run(pipeline.kernel_loads)
+                pipeline.print_workers({}, loads)
+                _emit({"gpus": gpus, "loads": loads}, out, show=False)
 
 
 def _emit(row: dict[str, Any], out: Path | None, show: bool = True) -> None:

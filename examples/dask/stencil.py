@@ -37,6 +37,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pipeline  # noqa: E402  (the cluster, the chunks, the throttle and the reductions' pieces are shared)
 
@@ -71,17 +73,20 @@ def laplace_ndimage(block: Any) -> Any:
 
 
 def edge_planes(block: Any) -> Any:
-    """A chunk's first and last planes, copied: what its neighbours fetch (8 MiB, not the chunk)."""
-    return block[[0, block.shape[0] - 1]]
+    """A chunk's first and last planes, copied: what its neighbours fetch (8 MiB, not the chunk). On a GPU a
+    :class:`pipeline.HostCopy`: a neighbour on another worker receives them as soon as this chunk is made,
+    not once everything queued on its GPU is done."""
+    planes = block[[0, block.shape[0] - 1]]
+    return planes if isinstance(planes, np.ndarray) else pipeline.HostCopy(planes)
 
 
 def chunk_energy(block: Any, before: Any, after: Any, kernels: str) -> Any:
     """One task of the halo graph: a chunk's Laplacian and its sum of squares, given the edge planes of the
     chunks before and after it (None at the volume's ends: the chunk's own planes are replicated there).
-    Returns the partial sum as :class:`pipeline.HostPartial`."""
+    Returns the partial sum as :class:`pipeline.HostCopy`."""
     block = pipeline.on_device(block)
-    lo = block[0] if before is None else before[1]
-    hi = block[block.shape[0] - 1] if after is None else after[0]
+    lo = block[0] if before is None else pipeline.on_this_device(before)[1]
+    hi = block[block.shape[0] - 1] if after is None else pipeline.on_this_device(after)[0]
     if kernels == "spec":
         return pipeline.partial_kspec(laplace_spec(block, lo, hi), axis=(0, 1, 2), keepdims=False)
     import cupy as cp

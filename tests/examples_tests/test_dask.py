@@ -130,8 +130,8 @@ def test_the_halo_graph_is_three_tasks_a_chunk_and_wires_each_chunk_to_its_neigh
 
 
 def test_combine_sums_partials_from_this_worker_and_others():
-    # dask.array.reduction(concatenate=False) hands combine nested lists; a partial is a HostPartial made here
-    # (read once its copy is done) or the NumPy array another worker's HostPartial pickled into
+    # dask.array.reduction(concatenate=False) hands combine nested lists; a partial is a HostCopy made here
+    # (read once its copy is done) or the NumPy array another worker's HostCopy pickled into
     class Made:
         copied = True
 

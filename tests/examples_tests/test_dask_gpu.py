@@ -62,7 +62,7 @@ def test_stencil_matches_ndimage_on_the_whole_volume(kernels_dir, kernels, gpus,
     from distributed import Client
 
     monkeypatch.setenv("DASK_KERNELS_DIR", str(kernels_dir))
-    with pipeline.cluster(gpus, kernels_dir, by_value=(stencil,), co_assign=True) as c, Client(c) as client:
+    with pipeline.cluster(gpus, kernels_dir, by_value=(stencil,)) as c, Client(c) as client:
         pipeline.start_workers(client, gpus)
         result = stencil.run_on(client, 0.0625, 8, kernels, repeats=1, graph=graph)  # 8 chunks of 2 planes: all halo
     assert result["tasks"] > 8 and result["energy"] > 0
@@ -100,7 +100,7 @@ def test_a_host_partial_travels_as_the_numpy_value_of_its_chunk():
     import numpy as np
 
     device_value = cp.arange(5, dtype=cp.float32).sum(keepdims=True)
-    partial = pipeline.HostPartial(device_value)
+    partial = pipeline.HostCopy(device_value)
     del device_value  # the copy is queued on the stream: the pool reuses the memory only after it
     arrived = pickle.loads(pickle.dumps(partial))
     assert type(arrived) is np.ndarray and arrived.tolist() == [10.0]
@@ -118,7 +118,7 @@ def test_scaling_sequence_serves_the_workers_from_a_capture(tmp_path):
     measured = [r for r in rows if "row" in r]
     assert len(measured) == 4 and all("error" not in r and r["served"] for r in measured), measured
     clusters = [r["loads"] for r in rows if "loads" in r]
-    assert len(clusters) == 2  # the pipeline's cluster and the stencil's (co-assigning) one
+    assert len(clusters) == 1  # one cluster a size
     for found in (found for loads in clusters for found in loads.values()):
         assert found["nvrtc"] == "blocked" and found["compiled"] == [] and found["loads"].get("compiled", 0) == 0, found
         assert found["loads"].get("binary", 0) > 0, found
