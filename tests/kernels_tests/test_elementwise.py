@@ -668,6 +668,19 @@ def test_what_loop_prep_declares_is_each_elements_own(xp, layout):
     check(xp.asnumpy(window(xp.empty(4099, np.float64))), np.arange(4099) + 0.5, "float64")
 
 
+def test_a_body_may_assign_i(xp):
+    # sigpy's block kernels decompose the index in place (`i -= b * Bx * Nx;`): CuPy's `i` is its loop's
+    # variable, kspec's a per-element copy, so the assignment compiles and each element still has its own
+    blocks = ew("raw T x, int32 n", "raw T y", "int b = i / n; i -= b * n; y[b * n + (n - 1 - i)] = x[b * n + i]",
+                "reverse_rows")
+    h = np.arange(6 * 7, dtype=np.float32)
+    x, y = xp.asarray(h), xp.zeros(6 * 7, np.float32)
+    blocks(x, np.int32(7), y, size=h.size)
+    np.testing.assert_array_equal(xp.asnumpy(y), h.reshape(6, 7)[:, ::-1].ravel())
+    shifted = ew("T x", "T y", "i += 1; y = x + T(i)", "plus_next_index")
+    np.testing.assert_array_equal(xp.asnumpy(shifted(xp.asarray(h))), h + np.arange(1, h.size + 1))
+
+
 def test_options_define_a_macro(xp):
     k = ew("T x", "T y", "y = x * SCALE", "scaled", options=("-DSCALE=3",))
     x = xp.arange(10, dtype=np.int32)
