@@ -37,7 +37,8 @@ from typing import Any
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 2  # 2: entries carry the binary's sha256
-BINARY_SUFFIXES = (".cubin", ".ptx", ".so")  # .so: CPU-device modules (kspec build --arch host)
+# .so: CPU-device modules (kspec build --arch host); .failed: the message of a captured module's expected failure
+BINARY_SUFFIXES = (".cubin", ".ptx", ".so", ".failed")
 INTERFACE_SUFFIX = ".interface.json"
 
 

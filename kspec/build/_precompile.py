@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from typing import TypeVar
 
-from .._errors import InstantiationError, KspecError, SpecError
+from .._errors import CompileError, InstantiationError, KspecError, SpecError
 from ..compiler import (BinaryCache, CompiledProgram, CompileOptions, cache_key, compile_cached, default_cache,
-                        register_counts, variant_program)
+                        failed_program, register_counts, variant_program)
 from ..render import RenderedModule, Specialization, VariantKey, module_variant, render, render_raw, specialize
 from ..spec import AnySpec, RawSpec, layouts_of, variant_text, variants_of, with_backwards
 from ._front_end import SharedFrontEnd, archs_by_module
@@ -241,7 +241,10 @@ def precompile(
                         needs=tuple(module.needs),
                     )
             except KspecError as exc:
-                result.error = exc
+                if fails_as_declared(unit.spec, exc):  # stored, to fail again where it is served
+                    result.program = failed_program(exc, unit.arch)
+                else:
+                    result.error = exc
             else:
                 result.program, result.cache_hit, result.linked = program, hit, linked
                 result.registers = register_counts(program.binary)
@@ -255,6 +258,12 @@ def precompile(
     results = run_parallel([units[i] for i in order], build, jobs=jobs, timeout=timeout, isolate=isolate)
     by_position = dict(zip(order, results))
     return [by_position[i] for i in range(len(units))]
+
+
+def fails_as_declared(spec: AnySpec, error: KspecError) -> bool:
+    """Whether ``error`` is the compile failure a captured raw spec declares (``compile_fails``): then what the
+    build keeps of it is the failure, not an error of the build."""
+    return isinstance(spec, RawSpec) and spec.compile_fails and isinstance(error, CompileError)
 
 
 _Item = TypeVar("_Item")

@@ -19,7 +19,7 @@ from .._errors import KspecError, KspecTypeError, KspecValueError
 from ..compiler import BinaryCache, RawProgram, default_cache, raw_program, raw_spec_expressions, variant_program
 from ..render import Specialization, module_interface, specialize
 from ..spec import AnySpec, RawSpec
-from ._precompile import BuildUnit, UnitOutcome, built_variant, cached_compile, plan_build, run_parallel
+from ._precompile import BuildUnit, UnitOutcome, built_variant, cached_compile, fails_as_declared, plan_build, run_parallel
 from ._progress import BuildProgress
 from ._workers import DEFAULT_COMPILE_TIMEOUT_S, CompilePool
 
@@ -141,7 +141,8 @@ def warm_units(
                     name_expressions=raw.name_expressions, needs=raw.needs,
                 )
         except KspecError as exc:
-            result.error = exc
+            if not fails_as_declared(unit.spec, exc):  # nothing to cache of a declared failure
+                result.error = exc
         if on_result is not None:
             on_result(result)
         return result

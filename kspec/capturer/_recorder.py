@@ -75,6 +75,10 @@ class Recorder:
             self._functions.add(key)
             self._write({**self._raw(build), "function": name})
 
+    def raw_failed(self, build: Any, name: str) -> None:
+        if build.binaries is None:  # (one served from binaries failed as its build recorded: captured already)
+            self._write({**self._raw(build), "function": name, "compile_fails": True})
+
     def raw_loaded(self, build: Any) -> None:
         if build.binaries is None:  # (a build with binaries of its own is a spec file's: see raw_function)
             self._write(self._raw(build))

@@ -14,6 +14,10 @@ and a raw module of source code loaded::
     {"kind": "raw", "code": "...", "options": [...], "name_expressions": [...], "translate_cucomplex": false,
      "backend": "nvrtc", "label": "...", "site": {...}}
 
+A raw line with ``"compile_fails": true`` (and the ``function`` looked up) is a module whose compile failed: code
+written for CuPy may rely on that (catching the CompileException to fall back on other code), so the capture
+keeps it, and its build stores the failure.
+
 ``site``: where the kernel was built (``module``, ``file`` relative to its ``sys.path`` entry, ``line``). Lines
 are appended and flushed as they happen, so a process killed mid-run (a test timeout) keeps what it built.
 """

@@ -72,6 +72,7 @@ def write_captured(records: str | os.PathLike[str], out: str | os.PathLike[str],
     kernels = _existing(out_dir, report)
     before = {k: len(v.specializations) for k, v in kernels.items()}
     by_key: dict[str, tuple[_Kernel, dict[str, Any]]] = {}  # a specialization's content key -> its kernel and entry
+    compiled: set[str] = set()  # raw modules this run compiled: one that failed elsewhere is not failing
     for record in read_records(Path(records)):
         if record["kind"] == "variant":
             _add_variant(by_key.get(str(record.get("key"))), record.get("variant"))
@@ -85,10 +86,16 @@ def write_captured(records: str | os.PathLike[str], out: str | os.PathLike[str],
         if found.data["kind"] == "raw":
             for function in (*kernel.data.get("kernels", ()), entry):
                 _add_function(found, function)
+            if not record.get("compile_fails"):
+                compiled.add(key)
+            elif found is not kernel:
+                found.data["compile_fails"] = True
         elif entry is not None:
             kept = _merged(found, entry)
             if isinstance(record.get("key"), str):
                 by_key[record["key"]] = (found, kept)
+    for key in compiled:
+        kernels[key].data.pop("compile_fails", None)
     return _write(kernels, before, out_dir, report, prune)
 
 
@@ -112,6 +119,8 @@ def merge_captured(sources: list[str | os.PathLike[str]], out: str | os.PathLike
             if found.data["kind"] == "raw":
                 for function in kernel.data.get("kernels", ()):
                     _add_function(found, function)
+                if not kernel.data.get("compile_fails"):  # compiled in one capture: no failure to keep
+                    found.data.pop("compile_fails", None)
             for entry in kernel.specializations:
                 kept = _entry_of(found, entry)
                 if kept is None:
@@ -216,6 +225,8 @@ def _raw_kernel(record: dict[str, Any], module: str, where: str, report: Capture
         data["options"] = list(record["options"])
     if record.get("translate_cucomplex"):
         data["translate_cucomplex"] = True
+    if record.get("compile_fails"):
+        data["compile_fails"] = True
     function = record.get("function")
     return _content_id(data), _Kernel(data, module, where), function if isinstance(function, str) else None
 

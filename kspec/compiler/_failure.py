@@ -6,6 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from .._errors import CompileError, about_kernel
+from ._program import CompiledProgram
+
+# A build's "binary" of a module whose source is expected to fail (a captured raw spec's compile_fails): the
+# failed compile's message, as UTF-8 text, in the manifest's place of a CUBIN for that arch
+FAILURE_FORMAT = "failed"
 
 # Which class a failed compile raises: CompileError, or a subclass an adapter gives (kspec.cupy's is also CuPy's
 # CompileException, so code written for CuPy that catches a compile failure to fall back still catches it).
@@ -42,5 +47,22 @@ def compile_failure(tool: str, log_name: str, name: str, arch: str, error: str, 
     ]
     if dump_note:
         parts.append(dump_note)
-    error_type = _error_types[0]() if _error_types else CompileError
-    return error_type("\n".join(parts), kernel=name, log=log, source=source)
+    return _error_type()("\n".join(parts), kernel=name, log=log, source=source)
+
+
+def _error_type() -> type[CompileError]:
+    return _error_types[0]() if _error_types else CompileError
+
+
+def failed_program(error: CompileError, arch: str) -> CompiledProgram:
+    """What a build stores of a compile that failed as its spec says it does: the error's message in place of a
+    binary (format :data:`FAILURE_FORMAT`), which :func:`recorded_failure` raises again where it is served."""
+    return CompiledProgram(binary=str(error).encode(), format=FAILURE_FORMAT, arch=arch, lowered_names={}, log=error.log,
+                           nvrtc_version=(0, 0), compile_ms=0.0)
+
+
+def recorded_failure(message: str, name: str) -> CompileError:
+    """The CompileError of a compile that failed where the build ran (its stored message), raised where it is
+    served, with no compiler: the class a compile's failure has here (CuPy's CompileException too, under
+    kspec.cupy), so code that falls back on a failed compile does so as it did when captured."""
+    return _error_type()(message, kernel=name)

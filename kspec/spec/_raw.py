@@ -96,6 +96,10 @@ class RawSpec(_KernelSpec):
     attributes: KernelAttributes = KernelAttributes()
     # the tuning space: kspec/_tuning.py gives its fields and rules; kspec tune times it
     tune: dict[str, Any] | None = None
+    # kspec capture wrote it: the source failed to compile where it was captured, and the code that built it
+    # relies on that (cuCIM's filters fall back to another kernel on CompileException); kspec build stores the
+    # compiler's message in place of a binary, and a served call raises that compile error, with no compiler
+    compile_fails: StrictBool = False
 
     @field_validator("kernels")
     @classmethod
@@ -135,6 +139,8 @@ class RawSpec(_KernelSpec):
                 raise SpecError(
                     "name_expressions need a source to compile; a precompiled binary has fixed names", field="name_expressions"
                 )
+        if self.compile_fails and self.source is None:
+            raise SpecError("compile_fails is for a source that fails to compile; give the source", field="compile_fails")
         if self.tune is not None:
             if self.is_binary:
                 raise SpecError("a precompiled binary has nothing to tune; give the source", field="tune")

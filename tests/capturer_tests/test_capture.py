@@ -164,6 +164,56 @@ def test_captured_build_serves_a_fresh_process_without_compiler(captured, tmp_pa
     assert "refused: True" in refused.stdout and "layout refused: True" in refused.stdout, refused.stdout
 
 
+FALLBACK = '''
+import numpy as np
+import kspec
+
+x = kspec.asarray(np.arange(6, dtype=np.float32))
+try:  # as cuCIM's filters do: a kernel that may not compile, and other code when it does not
+    fast = kspec.RawModule(code='extern "C" __global__ void fast(float* y) { y[0] = no_such_function(y); }')
+    fast.get_function("fast")((1,), (1,), (x,))  # kspec compiles at the first launch, CuPy at get_function
+    path = "fast"
+except kspec.CompileError as exc:
+    path = "fallback" + (" (no_such_function)" if "no_such_function" in str(exc) else "")
+y = kspec.ElementwiseKernel("T x", "T y", "y = x + x", "twice_fallback")(x)
+print(path, y.get().tolist())
+'''
+
+
+def test_a_module_that_failed_to_compile_fails_again_where_served(tmp_path):
+    """Code that falls back when a kernel does not compile: the capture keeps the failing module
+    (``compile_fails``), the build stores the compile's message in place of a binary, and a served process, with
+    no compiler, gets the same CompileError and takes the same path."""
+    env = _env(tmp_path)
+    (tmp_path / "program.py").write_text(FALLBACK)
+    run = _run([sys.executable, "-m", "kspec", "capture", "-o", "specs", "--", sys.executable, "program.py"], tmp_path, env)
+    assert run.stdout.splitlines()[0] == "fallback (no_such_function) [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]"
+    specs = {s.name: s for s in load_file(tmp_path / "specs" / "main.toml")}
+    assert specs["raw_module"].compile_fails and specs["raw_module"].kernels == ("fast",)
+    assert "compile_fails = true" in (tmp_path / "specs" / "main.toml").read_text()
+    build = _run([sys.executable, "-m", "kspec", "build", "specs", "-o", "build", "--arch", "host"], tmp_path, env)
+    assert "2/2 modules built for host" in build.stdout + build.stderr
+    entries = json.loads((tmp_path / "build" / "manifest.json").read_text())["entries"]
+    failed = [e for e in entries if e["kind"] == "raw"]
+    assert [e["format"] for e in failed] == ["failed"]
+    assert "no_such_function" in (tmp_path / "build" / failed[0]["file"]).read_text()
+    (tmp_path / "serve.py").write_text(SERVE)
+    serve_env = {**env, "KSPEC_COMPILE": "never", "KSPEC_BINARIES": str(tmp_path / "build"),
+                 "KSPEC_CACHE_DIR": str(tmp_path / "cache"), "KSPEC_MEMO_DIR": str(tmp_path / "memo")}
+    served = _run([sys.executable, "serve.py"], tmp_path, serve_env).stdout.splitlines()
+    assert served[0] == run.stdout.splitlines()[0]
+    assert eval(served[1]) == [("twice_fallback", "binary")]  # noqa: S307 - our own program's printed list
+    # a later capture that compiles the module (another compiler, fixed code) drops the mark
+    records = tmp_path / "records"
+    records.mkdir()
+    module = specs["raw_module"]
+    line = {"kind": "raw", "code": module.source, "options": [], "name_expressions": [], "translate_cucomplex": False,
+            "backend": "nvrtc", "label": "raw_module", "site": {"module": "__main__", "file": "program.py", "line": 6}}
+    (records / "records-1.jsonl").write_text(json.dumps(line) + "\n")
+    write_captured(records, tmp_path / "specs")
+    assert not {s.name: s for s in load_file(tmp_path / "specs" / "main.toml")}["raw_module"].compile_fails
+
+
 # -- content keys ------------------------------------------------------------------------------------------
 
 

@@ -84,3 +84,30 @@ def test_cupyx_scipy_captured_and_served_without_compiler(tmp_path):
     assert log and {source for _, source in log} == {"binary"}, log
     files = sorted(p.name for p in Path(specs).iterdir())
     assert any(name.startswith("cupyx_scipy_ndimage") for name in files), files
+
+
+FALLBACK_PROGRAM = '''
+import cupy
+from cupy.cuda.compiler import CompileException
+
+x = cupy.arange(6, dtype=cupy.float32)
+y = cupy.empty_like(x)
+try:  # cuCIM's separable filters: a shared-memory kernel that may not compile, the elementwise one when it does not
+    module = cupy.RawModule(code='extern "C" __global__ void fast(const float* x, float* y) { y[0] = missing(x); }')
+    module.get_function("fast")((1,), (1,), (x, y))
+    path = "fast"
+except CompileException:
+    path = "fallback"
+    y = cupy.ElementwiseKernel("T x", "T y", "y = x + x", "twice_fallback")(x)
+print(path, y.get().tolist())
+'''
+
+
+def test_a_module_that_failed_to_compile_is_cupys_compile_exception_where_served(tmp_path):
+    pytest.importorskip("cupy")
+    captured, served, specs = _capture_build_serve(tmp_path, FALLBACK_PROGRAM, no_cupy=False)
+    assert captured.splitlines()[0] == "fallback [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]"
+    assert served.splitlines()[0] == captured.splitlines()[0]
+    log = eval(served.splitlines()[1])  # noqa: S307
+    assert log == [("twice_fallback", "binary")], log
+    assert "compile_fails = true" in (Path(specs) / "main.toml").read_text()

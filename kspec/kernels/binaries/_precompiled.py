@@ -36,12 +36,12 @@ from ..._manifest import (
     read_manifest,
     resolves_inside,
 )
-from ...compiler import arch_version  # the one arch-string rule (kspec/compiler/_arch.py)
+from ...compiler import FAILURE_FORMAT, arch_version  # the one arch-string rule (kspec/compiler/_arch.py)
 
 _warned_lock = threading.Lock()
 _warned: set[tuple[Path, str]] = set()  # (file, expected sha256) already warned about in this process
 _HEX = "0123456789abcdef"  # a sha256 in the manifest: 64 of these
-_FORMATS = ("cubin", "ptx")
+_FORMATS = ("cubin", "ptx", FAILURE_FORMAT)
 _HOST = ("so", "host")  # (format, arch) of a CPU-device module (kspec build --arch host)
 
 
@@ -57,6 +57,13 @@ class StoredBinary(NamedTuple):
 
     def read(self) -> bytes:
         return loadable_image(self.data if self.data is not None else self.path.read_bytes(), self.format)
+
+    def failure(self) -> str | None:
+        """For a module the build found failing as its spec said (a captured raw module's ``compile_fails``): the
+        compile's message, which a served call raises; None for a binary."""
+        if self.format != FAILURE_FORMAT:
+            return None
+        return (self.data if self.data is not None else self.path.read_bytes()).decode("utf-8", "replace")
 
 
 # a checked manifest entry: (specialization key, binary, launch interface file, launch variant)
@@ -159,7 +166,7 @@ class BinaryStore:
         if not all(isinstance(a, str) and isinstance(b, str) for a, b in names.items()):
             raise self._damaged(f"entry {k}: 'lowered_names' must map str to str")
         known = entry["format"] in _FORMATS and arch_version(entry["arch"]) is not None
-        if not known and (entry["format"], entry["arch"]) != _HOST:
+        if not known and (entry["format"], entry["arch"]) not in (_HOST, (FAILURE_FORMAT, _HOST[1])):
             raise self._damaged(f"entry {k}: format {entry['format']!r} / arch {entry['arch']!r} unknown")
         if len(entry["sha256"]) != 64 or entry["sha256"].strip(_HEX):
             raise self._damaged(f"entry {k}: 'sha256' is not a sha256 hex digest")
@@ -239,7 +246,7 @@ class BinaryStore:
 
     def _best(self, candidates: list[StoredBinary], device_arch: str) -> StoredBinary | None:
         if device_arch == _HOST[1]:  # the CPU device: its host module, if the build made one
-            hosts = [b for b in candidates if (b.format, b.arch) == _HOST]
+            hosts = [b for b in candidates if b.arch == _HOST[1] and b.format in (_HOST[0], FAILURE_FORMAT)]
             return next((v for v in map(self._verify, hosts) if v is not None), None)
         device = arch_version(device_arch)
         if device is None:
@@ -250,7 +257,8 @@ class BinaryStore:
             number = arch_version(binary.arch)
             if number is None:  # a host module (checked when the manifest was read)
                 continue
-            if binary.format == "cubin" and number[0] == device[0] and number[1] <= device[1]:
+            # a failure stands where the arch's CUBIN would, and is as final
+            if binary.format in ("cubin", FAILURE_FORMAT) and number[0] == device[0] and number[1] <= device[1]:
                 cubins.append((number[1], binary))
             elif binary.format == "ptx" and number <= device:
                 ptxs.append((number, binary))

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._binfmt import loadable_image
-from ..._errors import KspecValueError, NvrtcNotFoundError
+from ..._errors import CompileError, KspecValueError, NvrtcNotFoundError
 from ...compiler import record_load  # the compile log (a leaf module)
 from ...runtime import Device, Launcher, LoadedModule
 from ..callpath import refuse_traced
@@ -155,6 +155,11 @@ class RawBuild:
             self._find_by_content()
         stored = self.stored(device.arch)
         if stored is not None:
+            failed = stored.failure()
+            if failed is not None:  # a captured module that failed to compile where it was built, and must here too
+                from ...compiler import recorded_failure
+
+                raise recorded_failure(failed, self.label)
             return stored.read(), True
         cache = module_cache() if self.code is not None and self.backend == "nvrtc" else None
         if cache is not None:  # a cache the program pointed CuPy's kernel cache to (kspec/kernels/raw/_module_cache.py)
@@ -208,7 +213,12 @@ class RawBuild:
     def function(self, device_id: int, name: str, overrides: Overrides = ()) -> Any:
         """The CUfunction for ``name`` on a device, with the attribute set written (a KspecValueError listing the
         module's names if there is no such kernel)."""
-        module = self.module(device_id, overrides)
+        try:
+            module = self.module(device_id, overrides)
+        except CompileError:
+            if observers and self.code is not None:  # kspec capture: a failure the calling code may rely on
+                notify("raw_failed", self, name)
+            raise
         if observers and self.code is not None:  # kspec capture: the functions a module is asked for
             notify("raw_function", self, name)
         fn = module.function(self.symbol(name, Device(device_id).arch))

@@ -1,10 +1,10 @@
 """Observers of what kernels build: how a front end such as ``kspec capture`` learns of every kernel a program
 constructs and every specialization its calls compile or load, without a branch in the callers.
 
-The kernels notify here at five points, each once per thing (never per call): a constructor call that builds
+The kernels notify here at six points, each once per thing (never per call): a constructor call that builds
 a kernel (not one that adopts an identical earlier call's), a specialization of an elementwise or reduction spec
 made for the first time in the process, a launch variant of one loaded on its own, a raw module loaded for the
-first time, and a function looked up in one (once per kernel object). With no observer (the normal case) each
+first time, a function looked up in one (once per kernel object), and a raw module that failed to compile. With no observer (the normal case) each
 point costs one truthiness test of a list.
 """
 
@@ -37,6 +37,10 @@ class BuildObserver(Protocol):
     def raw_loaded(self, build: Any) -> None:
         """A raw module of source code was loaded for the first time: ``build`` has ``code``, ``options``,
         ``name_expressions``, ``translate_cucomplex``, ``backend`` and ``label``."""
+
+    def raw_failed(self, build: Any, name: str) -> None:
+        """A raw module of source code failed to compile when its function ``name`` was looked up (the
+        CompileError is raised to the caller next, which may fall back on other code)."""
 
 
 _lock = threading.Lock()
