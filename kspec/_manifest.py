@@ -10,7 +10,8 @@ Layout (version 2)::
      "entries": [{"specialization_key", "file", "format", "arch", "sha256", "lowered_names",
                   "interface", ...}, ...]}
 
-``interface`` (elementwise and reduction entries) names a small JSON file beside the binaries, one per
+An entry of ``format`` "failed" holds, in its file, the message of a compile that failed as its spec declared (a
+captured raw module's ``compile_fails``): a served call raises it. ``interface`` (elementwise and reduction entries) names a small JSON file beside the binaries, one per
 specialization: its launch interface computed at build time (variants, name expressions, ABI; data of
 ``kspec.render.interface_to_data``), so a process serving a binary reads the interface of the kernels it
 calls and never derives it. A reader that finds none (a manifest written before it existed, or a file that
@@ -37,8 +38,11 @@ from typing import Any
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 2  # 2: entries carry the binary's sha256
-# .so: CPU-device modules (kspec build --arch host); .failed: the message of a captured module's expected failure
-BINARY_SUFFIXES = (".cubin", ".ptx", ".so", ".failed")
+# A build's entry for a module whose source is expected to fail (a captured raw spec's compile_fails): the failed
+# compile's message, as UTF-8 text, in the place of a CUBIN for that arch
+FAILURE_FORMAT = "failed"
+# .so: CPU-device modules (kspec build --arch host)
+BINARY_SUFFIXES = (".cubin", ".ptx", ".so", "." + FAILURE_FORMAT)
 INTERFACE_SUFFIX = ".interface.json"
 
 

@@ -218,9 +218,16 @@ def pipeline(x: Any, y: Any, use_cupy: bool = False, split_every: int | None = N
     axpy = axpy_kernel(use_cupy)
     # meta= says what the chunks are (CuPy or NumPy arrays), so Dask never calls the tasks on empty stand-ins
     z = da.map_blocks(step_cupy if use_cupy else step_kspec, x, y, axpy, dtype=x.dtype, meta=x._meta)
-    total = da.reduction(z, partial_cupy if use_cupy else partial_kspec, combine, dtype="float32", meta=HOST_META,
-                         split_every=split_every or max(2, z.npartitions), concatenate=False)
-    return da.sqrt(total)
+    return da.sqrt(summed(z, partial_cupy if use_cupy else partial_kspec, split_every))
+
+
+def summed(array: Any, partial: Any, split_every: int | None = None) -> Any:
+    """The sum of squares of ``array`` as a 0-d Dask array: ``partial`` per chunk, then :func:`combine` of
+    ``split_every`` partials a node (default: all of them in one, see :func:`pipeline`)."""
+    import dask.array as da
+
+    return da.reduction(array, partial, combine, dtype="float32", meta=HOST_META,
+                        split_every=split_every or max(2, array.npartitions), concatenate=False)
 
 
 def task_stream_summary(stream: list[dict[str, Any]]) -> dict[str, Any]:

@@ -50,8 +50,6 @@ GRAPHS = ("halo", "overlap")
 def laplace_spec(block: Any, lo: Any = None, hi: Any = None) -> Any:
     """The Laplacian of one chunk with the spec kernel (one pass: each element read about once), ``lo`` and ``hi``
     the planes beyond its ends (default: its own first and last, replicated)."""
-    import numpy as np
-
     kernel = pipeline.typed_kernels().laplace_halo
     block = pipeline.on_device(block)  # NumPy chunks (the CPU tests) become kspec arrays: no GPU, NoDeviceError
     import cupy as cp
@@ -120,10 +118,7 @@ def energy(v: Any, kernels: str = "spec", graph: str = "halo") -> Any:
     step = laplace_spec if kernels == "spec" else laplace_ndimage
     lap = da.map_overlap(step, v, depth={0: 1, 1: 0, 2: 0}, boundary={0: "nearest", 1: "none", 2: "none"},
                          dtype=v.dtype, meta=v._meta)
-    partial = pipeline.partial_kspec if kernels == "spec" else pipeline.partial_cupy
-    total = da.reduction(lap, partial, pipeline.combine, dtype="float32", meta=pipeline.HOST_META,
-                         split_every=max(2, lap.npartitions), concatenate=False)
-    return da.sqrt(total)
+    return da.sqrt(pipeline.summed(lap, pipeline.partial_kspec if kernels == "spec" else pipeline.partial_cupy))
 
 
 def halo_total(v: Any, kernels: str) -> Any:

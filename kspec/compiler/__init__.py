@@ -45,7 +45,7 @@ _LAZY = {
     "raw_spec_expressions": "_raw_program", "single_kernel": "_raw_program",
     # not in __all__: kspec.cupy makes failed compiles catchable as CuPy's CompileException
     "set_compile_error_type": "_failure",
-    "FAILURE_FORMAT": "_failure", "failed_program": "_failure", "recorded_failure": "_failure",
+    "failed_program": "_failure", "recorded_failure": "_failure",
 }
 
 
@@ -53,7 +53,6 @@ __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [
-    "FAILURE_FORMAT",
     "failed_program",
     "recorded_failure",
     "CompileEvent",

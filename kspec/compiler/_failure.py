@@ -6,11 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from .._errors import CompileError, about_kernel
+from .._manifest import FAILURE_FORMAT
 from ._program import CompiledProgram
-
-# A build's "binary" of a module whose source is expected to fail (a captured raw spec's compile_fails): the
-# failed compile's message, as UTF-8 text, in the manifest's place of a CUBIN for that arch
-FAILURE_FORMAT = "failed"
 
 # Which class a failed compile raises: CompileError, or a subclass an adapter gives (kspec.cupy's is also CuPy's
 # CompileException, so code written for CuPy that catches a compile failure to fall back still catches it).

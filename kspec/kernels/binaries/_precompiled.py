@@ -27,6 +27,7 @@ from ..._errors import BinaryWarning, KspecTypeError, KspecValueError, LaunchErr
 from ..._binfmt import loadable_image
 from ..._digest import sha256_hex
 from ..._manifest import (
+    FAILURE_FORMAT,
     INTERFACE_SUFFIX,
     MANIFEST_NAME,
     MANIFEST_VERSION,
@@ -36,7 +37,7 @@ from ..._manifest import (
     read_manifest,
     resolves_inside,
 )
-from ...compiler import FAILURE_FORMAT, arch_version  # the one arch-string rule (kspec/compiler/_arch.py)
+from ...compiler import arch_version  # the one arch-string rule (kspec/compiler/_arch.py)
 
 _warned_lock = threading.Lock()
 _warned: set[tuple[Path, str]] = set()  # (file, expected sha256) already warned about in this process
