@@ -26,8 +26,8 @@ Entry points and their slots, parameters in declaration order (inputs, then outp
 The module's variants (:mod:`kspec.render._variants`) are a trimmed set of instantiations: today contig is
 int64 only, strided is int32 with NDIM 2 or 0 plus int64 with NDIM 0, reductions are int64 only (rows
 with R 1 or 0; cols with R 1 and v 1, R 0 and v 1, and R 0 and v = vec when vec > 1); an elementwise module whose
-body uses CuPy's n-d indexer (``Specialization.indexed``) holds strided only, int32 with NDIM 1, 2, 3 or 0 and
-int64 with NDIM 0 (same slots). Pick among ``RenderedModule.variants``; never assume a variant exists.
+body uses CuPy's n-d indexer (``Specialization.indexed``) holds strided only, int32 and int64, each with
+NDIM 1, 2, 3 or 0 (same slots). Pick among ``RenderedModule.variants``; never assume a variant exists.
 
 How the launcher picks a variant
 ---------------------------------

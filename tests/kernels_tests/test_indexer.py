@@ -112,6 +112,7 @@ def test_an_indexed_body_gets_the_indexed_variants_only():
     assert s.variants == indexed_variants()
     assert all(v.entry == "strided" for v in s.variants)
     assert {v.ndim for v in s.variants if v.index == "int32"} == {1, 2, 3, DYNAMIC_NDIM}
+    assert {v.ndim for v in s.variants if v.index == "int64"} == {1, 2, 3, DYNAMIC_NDIM}
     plain = specialize(GENERIC, {"T": "float32"})
     assert not plain.indexed and plain.variants == elementwise_variants(plain.vec, plain.tiled)
 

@@ -223,3 +223,25 @@ def test_reduction_post_map_reads_in_ind_size(xp):
     host = np.random.default_rng(8).standard_normal((3, 10))
     got = rms(xp.asarray(host), xp.asarray(np.zeros(3)), axis=1)
     np.testing.assert_allclose(xp.asnumpy(got), (host * host).mean(axis=1), rtol=1e-12)
+
+
+@pytest.mark.gpu
+def test_ndimage_style_body_past_2_31_bytes_runs_64bit_with_its_static_rank():
+    """An output of 2 GiB and 256 bytes: 64-bit offsets, the static rank-3 entry (the runtime-rank one wrote the
+    index and the views to local memory per element: ndimage's 4 GiB volumes ran 21x slower than CuPy's)."""
+    cp = pytest.importorskip("cupy")
+    body = """
+    const ptrdiff_t ys1 = _raw_y.shape()[1], ys2 = _raw_y.shape()[2];
+    ptrdiff_t c = i; const ptrdiff_t k2 = c % ys2; c /= ys2; const ptrdiff_t k1 = c % ys1; const ptrdiff_t k0 = c / ys1;
+    y = (Y)(k0 * 100 + k1 * 10) + x[k2 % x.size()] + (Y)(_ind.get()[0] * 1000);"""
+    k = ew("raw X x", "Y y", body, "indexer_window3d_i64", reduce_dims=False)
+    n = 2**26 + 16
+    x = cp.arange(16, dtype=cp.float32)
+    y = cp.full((2, 4, n), -1.0, dtype=cp.float32)
+    k(x, y)
+    loads = [e.what for e in kspec.compile_log() if e.kernel == "indexer_window3d_i64"]
+    assert loads and "strided<long long, 3>" in loads[-1], loads
+    along = (cp.arange(n) % 16).astype(cp.float32)
+    for k0 in range(2):
+        for k1 in range(4):
+            assert bool(cp.array_equal(y[k0, k1], along + np.float32(k0 * 1100 + k1 * 10))), (k0, k1)

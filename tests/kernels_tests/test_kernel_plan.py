@@ -137,6 +137,17 @@ def test_64bit_index_when_an_operand_reaches_beyond_2_31_bytes(sqd):
     assert plan.variant == VariantKey("strided", "int64", 0, 1)
 
 
+def test_an_indexed_body_beyond_2_31_bytes_keeps_its_static_rank():
+    # CuPy's ndimage kernels: `_raw_y` over the loop, reduce_dims off. A 4 GiB volume needs 64-bit offsets; with a
+    # runtime rank the index and the view sit in local memory, written per element (21x slower on an H100)
+    body = "const ptrdiff_t n0 = _raw_y.shape()[0]; y = x[i % n0]"
+    nd = kspec.ElementwiseKernel("raw T x", "T y", body, "ndimage_like", reduce_dims=False)
+    x = fake((16,))
+    assert eplan(nd, x, fake((256, 1024, 1024)))[1].variant == VariantKey("strided", "int32", 3, 1)
+    assert eplan(nd, x, fake((1026, 1024, 1024)))[1].variant == VariantKey("strided", "int64", 3, 1)
+    assert eplan(nd, x, fake((2, 1026, 1024, 1024)))[1].variant == VariantKey("strided", "int64", 0, 1)
+
+
 def test_zero_size_plans_no_launch_but_allocates(sqd):
     _, plan = eplan(sqd, fake((0, 5)), fake((5,)))
     assert plan.variant is None and plan.shape == (0, 5) and plan.allocate == (("z", "float32"),)
