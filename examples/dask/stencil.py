@@ -93,9 +93,8 @@ def chunk_energy(block: Any, before: Any, after: Any, kernels: str) -> Any:
     return pipeline.partial_cupy(laplace_ndimage(padded)[1:-1], axis=(0, 1, 2), keepdims=False)
 
 
-def volume(gib: float, chunk_mib: int, seed: int = 1, workers: list[str] | None = None) -> Any:
-    """A (nz, *PLANE) float32 Dask array of random chunks made on the workers' GPUs, chunked along axis 0;
-    ``workers``: each chunk made where :func:`placed` puts it."""
+def volume(gib: float, chunk_mib: int, seed: int = 1) -> Any:
+    """A (nz, *PLANE) float32 Dask array of random chunks made on the workers' GPUs, chunked along axis 0."""
     import cupy as cp
     import dask.array as da
 
@@ -103,58 +102,27 @@ def volume(gib: float, chunk_mib: int, seed: int = 1, workers: list[str] | None 
     depth = max(2, chunk_mib * 2**20 // plane_bytes)  # planes per chunk: at least 2, the halo's depth is 1
     nz = max(depth, int(gib * 2**30 // plane_bytes) // depth * depth)
     meta = cp.empty((0, 0, 0), dtype="float32")
-    with placed(workers, nz // depth):
-        return da.map_blocks(volume_chunk, chunks=((depth,) * (nz // depth), (PLANE[0],), (PLANE[1],)),
-                             dtype="float32", meta=meta, seed=seed)
+    return da.map_blocks(volume_chunk, chunks=((depth,) * (nz // depth), (PLANE[0],), (PLANE[1],)),
+                         dtype="float32", meta=meta, seed=seed)
 
 
 def volume_chunk(block_info: Any = None, seed: int = 0) -> Any:
-    """A chunk of the volume, returned once its GPU has caught up (:func:`pipeline.throttled`). A placed graph's
-    worker holds all of its chunks' tasks at once and runs them by priority; a chunk's consumers reach it a
-    scheduler round trip after the chunk is made, and a worker that made chunks at launch speed meanwhile held
-    dozens of 4 GiB chunks (one H200 out of memory)."""
+    """A chunk of the volume, returned once its GPU has caught up (:func:`pipeline.throttled`): made at launch
+    speed, each a millisecond of task whatever its GPU time, the chunks ran ahead of the tasks consuming them and
+    one H200 ran out of memory (512 GiB in 4 GiB chunks). Dask's queuing then holds the next chunk back while the
+    worker has work."""
     return pipeline.throttled(pipeline.random_chunk(block_info, seed))
 
 
-def placed(workers: list[str] | None, chunks: int) -> Any:
-    """Annotations for the tasks of a volume of ``chunks`` chunks built inside (a context manager; none without
-    ``workers``): chunk k's tasks (keys ``(name, k, ...)``) on worker ``k * len(workers) // chunks``, so each GPU
-    holds a contiguous slab and only the slabs' boundary planes cross workers, and run in volume order (priority
-    -k), so a worker consumes chunk k soon after making chunk k + 1. Dask's own placement handed neighbouring
-    chunks to different GPUs (40 halo transfers a worker on 2 H200s: half its span) and its order made chunks
-    far ahead of their consumers. Compute such a graph with ``optimize_graph=False``: Dask's optimisation
-    rebuilds the layers without their annotations."""
-    import contextlib
-
-    if not workers:
-        return contextlib.nullcontext()
-    import dask
-
-    def chunk_of(key: Any) -> int | None:
-        return key[1] if isinstance(key, tuple) and len(key) > 1 and isinstance(key[1], int) else None
-
-    def priority(key: Any) -> int:
-        k = chunk_of(key)
-        return -k if k is not None else -chunks  # the combine: last
-
-    def where(key: Any) -> list[str]:
-        k = chunk_of(key)
-        return [workers[k * len(workers) // chunks]] if k is not None else list(workers)
-
-    return dask.annotate(priority=priority, workers=where, allow_other_workers=False)
-
-
-def energy(v: Any, kernels: str = "spec", graph: str = "halo", workers: list[str] | None = None) -> Any:
+def energy(v: Any, kernels: str = "spec", graph: str = "halo") -> Any:
     """The graph: the Laplacian with halos (``graph``: see the module's doc), then sqrt of the sum of its squares
-    with every partial sum in one combine (see pipeline.pipeline). ``workers`` (the halo graph): its tasks
-    :func:`placed` as ``volume(..., workers=)`` placed the chunks."""
+    with every partial sum in one combine (see pipeline.pipeline)."""
     import dask.array as da
 
     if graph not in GRAPHS:
         raise ValueError(f"graph: expected one of {GRAPHS}, got {graph!r}")
     if graph == "halo":
-        with placed(workers, v.numblocks[0]):
-            return da.sqrt(halo_total(v, kernels))
+        return da.sqrt(halo_total(v, kernels))
     step = laplace_spec if kernels == "spec" else laplace_ndimage
     lap = da.map_overlap(step, v, depth={0: 1, 1: 0, 2: 0}, boundary={0: "nearest", 1: "none", 2: "none"},
                          dtype=v.dtype, meta=v._meta)
@@ -219,10 +187,9 @@ def run_on(client: Any, gib: float, chunk_mib: int, kernels: str = "spec", repea
     :func:`expected_energy` (relative 1e-3: float32 sums against a float64 recomputation; with chunks of
     two planes, as the GPU tests run it, a wrong halo moves the energy by far more)."""
 
-    workers = sorted(client.scheduler_info()["workers"]) if graph == "halo" else None  # the halo graph: placed
-    v = volume(gib, chunk_mib, workers=workers)
-    result = energy(v, kernels, graph, workers)
-    value, seconds, stream = pipeline.timed(client, result, repeats, optimize=workers is None)
+    v = volume(gib, chunk_mib)
+    result = energy(v, kernels, graph)
+    value, seconds, stream = pipeline.timed(client, result, repeats)
     if check:
         expected = expected_energy(v.numblocks[0], v.chunks[0][0])
         assert math.isclose(value, expected, rel_tol=1e-3), (value, expected)
@@ -230,7 +197,7 @@ def run_on(client: Any, gib: float, chunk_mib: int, kernels: str = "spec", repea
     # by the kernel, its result written and read by the sum (overlap: and the padded copy written and read)
     moved = (4 if graph == "halo" else 6) * v.size * 4
     return {"seconds": seconds, "gbps": moved / seconds / 1e9, "gib": v.nbytes / 2**30, "energy": value,
-            "tasks": pipeline.task_count(result, optimize=workers is None), "workers": pipeline.task_stream_summary(stream)}
+            "tasks": pipeline.task_count(result), "workers": pipeline.task_stream_summary(stream)}
 
 
 def main() -> None:

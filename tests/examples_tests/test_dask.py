@@ -129,30 +129,6 @@ def test_the_halo_graph_is_three_tasks_a_chunk_and_wires_each_chunk_to_its_neigh
         stencil.energy(da.from_array(volume, chunks=(6, 2, 6)), "spec", "halo")
 
 
-def test_a_placed_halo_graph_keeps_a_slab_per_worker_in_volume_order(monkeypatch):
-    # stencil.placed: chunk k's tasks on worker k * W // n (contiguous slabs: only slab boundaries cross workers),
-    # the energy unchanged; the graph computed as built (Dask's optimisation drops layer annotations)
-    from distributed import Client, LocalCluster, get_task_stream
-
-    rng = np.random.default_rng(6)
-    volume = rng.random((16, 4, 6), dtype=np.float32)
-    monkeypatch.setattr(stencil, "chunk_energy", _chunk_energy_numpy)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
-        workers = sorted(client.scheduler_info()["workers"])
-        n = 8
-        with stencil.placed(workers, n):
-            v = da.from_array(volume, chunks=(2, 4, 6))
-        energy = stencil.energy(v, "spec", "halo", workers)
-        with get_task_stream(client) as stream:
-            got = float(energy.compute(optimize_graph=False))
-    assert got == pytest.approx(np.sqrt((_laplace_nearest(volume) ** 2).sum()), rel=1e-5)
-    ran = {task["key"]: task["worker"] for task in stream.data}
-    parts = {key[1]: worker for key, worker in ran.items() if isinstance(key, tuple) and "halo-energy" in key[0]}
-    assert parts == {k: workers[k * 2 // n] for k in range(n)}
-    assert stencil.placed(None, n).__enter__() is None  # no workers: Dask's own placement
-
-
 def test_combine_sums_partials_from_this_worker_and_others():
     # dask.array.reduction(concatenate=False) hands combine nested lists; a partial is a HostCopy made here
     # (read once its copy is done) or the NumPy array another worker's HostCopy pickled into
