@@ -189,11 +189,11 @@ def combine(partials: Any, axis: Any, keepdims: bool) -> Any:
     return np.full((1,) * ndim, total, dtype=np.float32) if keepdims else total
 
 
-def task_count(graph: Any) -> int:
-    """Tasks in ``graph`` once Dask has optimised it (what the scheduler hands out)."""
+def task_count(graph: Any, optimize: bool = True) -> int:
+    """Tasks in ``graph`` as the scheduler gets it: optimised by Dask, unless ``optimize`` is False."""
     import dask
 
-    (optimised,) = dask.optimize(graph)
+    (optimised,) = dask.optimize(graph) if optimize else (graph,)
     return len(optimised.__dask_graph__())
 
 
@@ -395,17 +395,18 @@ def run_on(client: Any, gib: float, chunk_mib: int, use_cupy: bool = False, repe
             "us_per_task": seconds / ntasks * 1e6, "workers": task_stream_summary(stream)}
 
 
-def timed(client: Any, graph: Any, repeats: int) -> tuple[float, float, list[dict[str, Any]]]:
+def timed(client: Any, graph: Any, repeats: int, optimize: bool = True) -> tuple[float, float, list[dict[str, Any]]]:
     """(the graph's value as a float, the median seconds of ``repeats`` runs of the whole graph after a warm-up
-    that loads or compiles each worker's kernels once, the last run's task stream)."""
+    that loads or compiles each worker's kernels once, the last run's task stream). ``optimize`` False: the graph
+    as built (Dask's optimisation rebuilds layers without their annotations: an ordered graph keeps them)."""
     from distributed import get_task_stream
 
-    float(graph.compute())
+    float(graph.compute(optimize_graph=optimize))
     times = []
     for _ in range(repeats):
         with get_task_stream(client) as stream:
             start = time.perf_counter()
-            value = float(graph.compute())
+            value = float(graph.compute(optimize_graph=optimize))
             times.append(time.perf_counter() - start)
     return value, sorted(times)[len(times) // 2], stream.data
 
