@@ -324,9 +324,11 @@ def plan_elementwise(
     fits32 = total + block < INT32_LIMIT and all(
         reach(extents, s) + itemsizes[n] < INT32_LIMIT for n, s in zip(names, merged)
     )
-    index = "int32" if fits32 else "int64"  # a static rank where the module has one (indexed modules)
-    wanted = [VariantKey("strided", index, len(extents), 1), VariantKey("strided", index, DYNAMIC_NDIM, 1),
-              VariantKey("strided", "int64", DYNAMIC_NDIM, 1)]
+    # a static rank where the module has one (indexed modules hold 1-3 in both widths), then the runtime rank;
+    # the 64-bit runtime rank, which every strided module holds, last
+    wanted = [VariantKey("strided", "int32", len(extents), 1), VariantKey("strided", "int32", DYNAMIC_NDIM, 1)] if fits32 \
+        else [VariantKey("strided", "int64", len(extents), 1)]
+    wanted.append(VariantKey("strided", "int64", DYNAMIC_NDIM, 1))
     # the indexed entry loads one element per thread at a time: one thread per element
     inner_dense = not indexed and not specialization.indexer.thread_state and all(
         s[-1] in (0, itemsizes[n]) for n, s in zip(names, merged) if s
