@@ -287,8 +287,8 @@ def cluster(gpus: int, kernels_dir: Path, threads: int = 1, served: str | os.Pat
     then share a worker, so a stencil's halos cross workers only where two runs meet (the stencil pipeline on
     4 H200s had 111 halo transfers a worker with queuing, each waiting for the source GPU's queue). It also hands
     a worker every root task at once, which it then runs ahead of their consumers: 512 GiB of volume in 4 GiB
-    chunks ran out of an H200's memory. The stencil now ships halos as host copies (stencil.edge_planes) and
-    runs with queuing."""
+    chunks ran out of an H200's memory. The stencil now ships halos as host copies (stencil.MadeChunk) and
+    places its slabs itself (stencil.slab_energy)."""
     import tempfile
 
     import cloudpickle

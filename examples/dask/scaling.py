@@ -71,7 +71,7 @@ def measure(gpu_counts: list[int], served: str | None, pipeline_gib: float, sten
         for gpus in gpu_counts:
             # one cluster a size, Dask's default scheduling: root tasks queued (a worker given every chunk of the
             # volume at once, as worker-saturation: inf does, made them all before consuming one: out of memory
-            # on an H200), halo planes crossing workers as host copies (stencil.edge_planes)
+            # on an H200), halo planes crossing workers as host copies (stencil.MadeChunk)
             with pipeline.cluster(gpus, workdir, served=served, by_value=(stencil, sys.modules[__name__])) as c, \
                     Client(c) as client:
                 pipeline.start_workers(client, gpus)

@@ -14,10 +14,13 @@ And two ways to write the graph (``--graph``):
 - ``overlap``: ``dask.array.map_overlap`` (each chunk padded with its neighbours' edge planes), then
   ``dask.array.reduction``: about 8 tasks a chunk once Dask has optimised the graph (the chunk, the slices of
   the planes, their concatenation, the kernel fused with the trim, the partial sum, ...);
-- ``halo`` (the default): the same exchange as three tasks a chunk: the chunk, its two edge planes (a small
-  array a neighbour fetches), and the kernel with its partial sum, which reads the neighbours' planes where they
-  are (``laplace_halo`` takes them as arguments; ndimage's path concatenates them on the GPU). Dask's scheduler
-  spends about half a millisecond a task, which on four GPUs is more than a chunk's GPU time (README.md).
+- ``halo`` (the default): the same exchange as two tasks a chunk: the chunk with a copy of its two edge planes
+  (:class:`MadeChunk`: another worker fetches the planes, never the chunk), and the kernel with its partial sum,
+  which reads the neighbours' planes where they are (``laplace_halo`` takes them as arguments; ndimage's path
+  concatenates them on the GPU). The graph makes the volume's chunks itself (:func:`slab_energy`): a slab per
+  worker, halos crossing workers only where slabs meet, each worker a few chunks ahead of its energies. Dask
+  spends a millisecond or more a task, scheduler and worker together, against ~4 ms of GPU time a 4 GiB chunk
+  (README.md). ``energy(v, graph="halo")`` builds the same exchange over any volume ``v`` (three tasks a chunk).
 
 The volume is chunked along its first axis only, so a halo is two planes; the volume's own first and last
 planes are replicated beyond its ends, as ndimage's ``mode="nearest"`` does, and the kernel replicates the edges
@@ -70,21 +73,38 @@ def laplace_ndimage(block: Any) -> Any:
     return ndimage.laplace(block, mode="nearest")
 
 
-def edge_planes(block: Any) -> Any:
-    """A chunk's first and last planes, copied: what its neighbours fetch (8 MiB, not the chunk). On a GPU a
-    :class:`pipeline.HostCopy`: a neighbour on another worker receives them as soon as this chunk is made,
-    not once everything queued on its GPU is done."""
-    planes = block[[0, block.shape[0] - 1]]
-    return planes if isinstance(planes, np.ndarray) else pipeline.HostCopy(planes)
+class MadeChunk:
+    """A chunk with a copy of its first and last planes, made by one task. A task on the chunk's own worker gets
+    the object itself (the chunk, and the planes on the device); pickled for another worker it travels as the
+    planes alone (NumPy, 8 MiB), never the chunk. Two tasks a chunk were three (the chunk, its edge planes, its
+    energy), and Dask's per-task cost, not the GPU, bounded the graph (README.md)."""
+
+    def __init__(self, block: Any) -> None:
+        self.block = block
+        planes = block[[0, block.shape[0] - 1]]
+        # on a GPU a HostCopy: a neighbour on another worker receives the planes as soon as this chunk is made,
+        # not once everything queued on its GPU is done
+        self.edges = planes if isinstance(planes, np.ndarray) else pipeline.HostCopy(planes)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any]]:
+        edges = self.edges if isinstance(self.edges, np.ndarray) else self.edges.value()
+        return np.array, (edges,)
 
 
-def chunk_energy(block: Any, before: Any, after: Any, kernels: str) -> Any:
-    """One task of the halo graph: a chunk's Laplacian and its sum of squares, given the edge planes of the
-    chunks before and after it (None at the volume's ends: the chunk's own planes are replicated there).
+def neighbour_planes(neighbour: Any) -> Any:
+    """A neighbour's first and last planes on this device: from its :class:`MadeChunk` where it was made here,
+    else the NumPy planes another worker sent."""
+    edges = neighbour.edges if hasattr(neighbour, "block") else neighbour  # duck-typed: the class travels by value
+    return pipeline.on_this_device(edges)
+
+
+def chunk_energy(chunk: Any, before: Any, after: Any, kernels: str) -> Any:
+    """One task of the halo graph: a chunk's Laplacian and its sum of squares, given the chunk (or its
+    :class:`MadeChunk`) and the :class:`MadeChunk` of the chunks before and after it (None at the volume's ends: the chunk's own planes are replicated there).
     Returns the partial sum as :class:`pipeline.HostCopy`."""
-    block = pipeline.on_device(block)
-    lo = block[0] if before is None else pipeline.on_this_device(before)[1]
-    hi = block[block.shape[0] - 1] if after is None else pipeline.on_this_device(after)[0]
+    block = pipeline.on_device(chunk.block if hasattr(chunk, "block") else chunk)
+    lo = block[0] if before is None else neighbour_planes(before)[1]
+    hi = block[block.shape[0] - 1] if after is None else neighbour_planes(after)[0]
     if kernels == "spec":
         return pipeline.partial_kspec(laplace_spec(block, lo, hi), axis=(0, 1, 2), keepdims=False)
     import cupy as cp
@@ -93,82 +113,146 @@ def chunk_energy(block: Any, before: Any, after: Any, kernels: str) -> Any:
     return pipeline.partial_cupy(laplace_ndimage(padded)[1:-1], axis=(0, 1, 2), keepdims=False)
 
 
+def volume_geometry(gib: float, chunk_mib: int) -> tuple[int, int]:
+    """(chunks, planes a chunk) of a (nz, *PLANE) float32 volume of about ``gib`` GiB in ``chunk_mib`` MiB chunks
+    along its first axis: at least two planes a chunk (the halo's depth is one)."""
+    plane_bytes = PLANE[0] * PLANE[1] * 4
+    depth = max(2, chunk_mib * 2**20 // plane_bytes)
+    nz = max(depth, int(gib * 2**30 // plane_bytes) // depth * depth)
+    return nz // depth, depth
+
+
 def volume(gib: float, chunk_mib: int, seed: int = 1) -> Any:
     """A (nz, *PLANE) float32 Dask array of random chunks made on the workers' GPUs, chunked along axis 0."""
     import cupy as cp
     import dask.array as da
 
-    plane_bytes = PLANE[0] * PLANE[1] * 4
-    depth = max(2, chunk_mib * 2**20 // plane_bytes)  # planes per chunk: at least 2, the halo's depth is 1
-    nz = max(depth, int(gib * 2**30 // plane_bytes) // depth * depth)
+    n, depth = volume_geometry(gib, chunk_mib)
     meta = cp.empty((0, 0, 0), dtype="float32")
-    with in_volume_order(nz // depth):
-        return da.map_blocks(volume_chunk, chunks=((depth,) * (nz // depth), (PLANE[0],), (PLANE[1],)),
+    with in_volume_order(n):
+        return da.map_blocks(volume_chunk, chunks=((depth,) * n, (PLANE[0],), (PLANE[1],)),
                              dtype="float32", meta=meta, seed=seed)
 
 
-def volume_chunk(block_info: Any = None, seed: int = 0) -> Any:
+def volume_chunk(block_info: Any = None, seed: int = 0, *after: Any) -> Any:
     """A chunk of the volume, returned once its GPU has caught up (:func:`pipeline.throttled`): made at launch
     speed, each a millisecond of task whatever its GPU time, the chunks ran ahead of the tasks consuming them and
-    one H200 ran out of memory (512 GiB in 4 GiB chunks). Dask's queuing then holds the next chunk back while the
-    worker has work."""
+    one H200 ran out of memory (512 GiB in 4 GiB chunks). ``after``: tasks it waits for (:func:`slab_energy`)."""
     return pipeline.throttled(pipeline.random_chunk(block_info, seed))
 
 
-def in_volume_order(chunks: int) -> Any:
+def chunk_at(k: int, shape: tuple[int, ...], seed: int, *after: Any) -> Any:
+    """Chunk ``k`` of :func:`volume` (the same values), made by a task of :func:`slab_energy`."""
+    return volume_chunk({None: {"chunk-location": (k, 0, 0), "chunk-shape": shape}}, seed)
+
+
+def in_volume_order(chunks: int, workers: list[str] | None = None) -> Any:
     """Annotations (a context manager) that run the tasks of a volume of ``chunks`` chunks built inside in volume
     order: chunk k's tasks (keys ``(name, k, ...)``) at priority -k, anything else (the combine) last. Dask's own
     order for the halo graph made chunks far from each other (52, 53, 8, 10, 9, 50, ...), each held until both
     its neighbours were made: on one worker 34 of 128 chunks were alive at once (out of memory on an H200 with
-    4 GiB chunks), in volume order 5. Compute such a graph with ``optimize_graph=False``: Dask's optimisation
-    rebuilds the layers without their annotations."""
+    4 GiB chunks), in volume order 5. ``workers``: chunk k's tasks also run on ``workers[k * W // chunks]``, a
+    slab of the volume per worker (:func:`slab_energy`). Compute such a graph with ``optimize_graph=False``:
+    Dask's optimisation rebuilds the layers without their annotations."""
     import dask
 
-    def priority(key: Any) -> int:
+    def chunk_of(key: Any) -> int | None:
         k = key[1] if isinstance(key, tuple) and len(key) > 1 else None
-        return -k if isinstance(k, int) else -chunks
+        return k if isinstance(k, int) else None
 
-    return dask.annotate(priority=priority)
+    def priority(key: Any) -> int:
+        k = chunk_of(key)
+        return -k if k is not None else -chunks
+
+    if not workers:
+        return dask.annotate(priority=priority)
+
+    def where(key: Any) -> list[str]:
+        k = chunk_of(key)
+        return [workers[k * len(workers) // chunks]] if k is not None else list(workers)
+
+    return dask.annotate(priority=priority, workers=where, allow_other_workers=False)
 
 
 def energy(v: Any, kernels: str = "spec", graph: str = "halo") -> Any:
-    """The graph: the Laplacian with halos (``graph``: see the module's doc), then sqrt of the sum of its squares
-    with every partial sum in one combine (see pipeline.pipeline)."""
+    """The graph over a volume ``v``: the Laplacian with halos (``graph``: see the module's doc), then sqrt of the
+    sum of its squares with every partial sum in one combine (see pipeline.pipeline)."""
     import dask.array as da
 
     if graph not in GRAPHS:
         raise ValueError(f"graph: expected one of {GRAPHS}, got {graph!r}")
     if graph == "halo":
-        with in_volume_order(v.numblocks[0]):
-            return da.sqrt(halo_total(v, kernels))
+        if v.ndim != 3 or v.numblocks[1:] != (1, 1):
+            raise ValueError(f"v: expected a 3-d volume chunked along its first axis only, got chunks {v.chunks}")
+        n = v.numblocks[0]
+        with in_volume_order(n):
+            return da.sqrt(halo_total([(v.name, k, 0, 0) for k in range(n)], kernels, _names(v, kernels), [v]))
     step = laplace_spec if kernels == "spec" else laplace_ndimage
     lap = da.map_overlap(step, v, depth={0: 1, 1: 0, 2: 0}, boundary={0: "nearest", 1: "none", 2: "none"},
                          dtype=v.dtype, meta=v._meta)
     return da.sqrt(pipeline.summed(lap, pipeline.partial_kspec if kernels == "spec" else pipeline.partial_cupy))
 
 
-def halo_total(v: Any, kernels: str) -> Any:
-    """The sum of squares of the volume's Laplacian as a 0-d Dask array over three tasks a chunk: its edge
-    planes, its :func:`chunk_energy` (which fetches its neighbours' planes), and one combine of the partials."""
+AHEAD = 4  # chunks a worker of slab_energy makes beyond the last one whose energy it has computed
+
+
+def slab_energy(chunks: int, depth: int, kernels: str, workers: list[str], seed: int = 1, ahead: int = AHEAD) -> Any:
+    """The halo graph over :func:`volume`'s ``chunks`` chunks of ``depth`` planes, made by the graph itself, two
+    tasks a chunk: worker w makes
+    and consumes a slab of the volume (chunk k on ``workers[k * W // n]``), so halos cross workers only where
+    two slabs meet, and it makes chunk k once chunk ``k - ahead``'s energy is computed (a dependency), so at
+    most ``ahead`` + 3 chunks are alive on a GPU. Placed tasks skip Dask's queuing: without that dependency a
+    worker made every chunk of its slab at once (one H200 out of memory); placed and chained, each worker has
+    its next tasks in hand when one ends, instead of a scheduler round trip away (0.23 s of GPU work in a 2.6 s
+    span on one H200 with queuing)."""
     import dask.array as da
     from dask.base import tokenize
+
+    if ahead < 2:
+        raise ValueError(f"ahead: expected at least 2 (chunk k's energy reads chunk k + 1), got {ahead}")
+    n = chunks
+    names = _names(tokenize(n, depth, seed, workers, ahead), kernels)
+    first: dict[int, int] = {}  # slab -> its first chunk, whose energy waits for the slab before: nothing waits for it
+    for k in range(n):
+        first.setdefault(k * len(workers) // n, k)
+    tasks = []
+    for k in range(n):
+        waits = k - ahead
+        after = [(names[1], waits)] if waits > first[k * len(workers) // n] else []
+        tasks.append((chunk_at, k, (depth, *PLANE), seed, *after))
+    with in_volume_order(n, workers):
+        return da.sqrt(halo_total(tasks, kernels, names))
+
+
+def _names(token: Any, kernels: str) -> tuple[str, str, str]:
+    from dask.base import tokenize
+
+    t = tokenize(token, kernels)
+    return f"halo-made-{t}", f"halo-energy-{t}", f"halo-total-{t}"
+
+
+def halo_total(chunks: list[Any], kernels: str, names: tuple[str, str, str], dependencies: Any = ()) -> Any:
+    """The sum of squares of the volume's Laplacian as a 0-d Dask array, given the task (or key) of each chunk:
+    per chunk a :class:`MadeChunk` (the chunk and its edge planes) and its :func:`chunk_energy` (which gets its
+    neighbours' planes where they are), then one combine of the partials."""
+    import dask.array as da
     from dask.highlevelgraph import HighLevelGraph
 
-    if v.ndim != 3 or v.numblocks[1:] != (1, 1):
-        raise ValueError(f"v: expected a 3-d volume chunked along its first axis only, got chunks {v.chunks}")
-    token = tokenize(v, kernels)
-    edges, parts, total = f"halo-edges-{token}", f"halo-energy-{token}", f"halo-total-{token}"
-    n = v.numblocks[0]
+    made, parts, total = names
+    n = len(chunks)
+    by_key = bool(dependencies)  # the chunks are keys of ``dependencies``, not tasks of this graph
     energy_of = functools.partial(chunk_energy, kernels=kernels)
     layer: dict[Any, Any] = {}
     for k in range(n):
-        layer[(edges, k)] = (edge_planes, (v.name, k, 0, 0))
-    for k in range(n):
-        before = (edges, k - 1) if k > 0 else None
-        after = (edges, k + 1) if k + 1 < n else None
-        layer[(parts, k)] = (energy_of, (v.name, k, 0, 0), before, after)
+        layer[(made, k)] = (MadeChunk, chunks[k])
+        before = (made, k - 1) if k > 0 else None
+        after = (made, k + 1) if k + 1 < n else None
+        # a key of another collection (energy(v)) goes to its energy as it is: unplaced, the energy may run on
+        # another worker than the MadeChunk, which would send its planes only
+        own = chunks[k] if by_key else (made, k)
+        layer[(parts, k)] = (energy_of, own, before, after)
     layer[(total,)] = (functools.partial(pipeline.combine, axis=None, keepdims=False), [(parts, k) for k in range(n)])
-    dsk = HighLevelGraph.from_collections(total, layer, dependencies=[v])
+    dsk = HighLevelGraph.from_collections(total, layer, dependencies=list(dependencies))
     return da.Array(dsk, total, chunks=(), dtype="float32", meta=pipeline.HOST_META)
 
 
@@ -205,17 +289,21 @@ def run_on(client: Any, gib: float, chunk_mib: int, kernels: str = "spec", repea
     :func:`expected_energy` (relative 1e-3: float32 sums against a float64 recomputation; with chunks of
     two planes, as the GPU tests run it, a wrong halo moves the energy by far more)."""
 
-    v = volume(gib, chunk_mib)
-    result = energy(v, kernels, graph)
+    n, depth = volume_geometry(gib, chunk_mib)
+    if graph == "halo":  # the volume's chunks made by the graph, a slab per worker
+        result = slab_energy(n, depth, kernels, sorted(client.scheduler_info()["workers"]))
+    else:
+        result = energy(volume(gib, chunk_mib), kernels, graph)
     ordered = graph == "halo"  # its annotations kept: computed as built
     value, seconds, stream = pipeline.timed(client, result, repeats, optimize=not ordered)
     if check:
-        expected = expected_energy(v.numblocks[0], v.chunks[0][0])
+        expected = expected_energy(n, depth)
         assert math.isclose(value, expected, rel_tol=1e-3), (value, expected)
     # bytes through device memory per element, counted for the spec kernel: the chunk written (random) and read
     # by the kernel, its result written and read by the sum (overlap: and the padded copy written and read)
-    moved = (4 if graph == "halo" else 6) * v.size * 4
-    return {"seconds": seconds, "gbps": moved / seconds / 1e9, "gib": v.nbytes / 2**30, "energy": value,
+    size = n * depth * PLANE[0] * PLANE[1]
+    moved = (4 if graph == "halo" else 6) * size * 4
+    return {"seconds": seconds, "gbps": moved / seconds / 1e9, "gib": size * 4 / 2**30, "energy": value,
             "tasks": pipeline.task_count(result, optimize=not ordered), "workers": pipeline.task_stream_summary(stream)}
 
 
