@@ -44,6 +44,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pipeline  # noqa: E402  (the cluster, the chunks, the throttle and the reductions' pieces are shared)
+# Tasks name these functions, never the module: Dask's scheduler pickles every task it sends, and a function that
+# reaches `pipeline` (sent by value, pipeline.cluster) carries the whole module, 35 KB and milliseconds of
+# pickling on the scheduler's one thread: ~7 ms a task, the halo graph's span on one GPU as on four (README.md)
+from pipeline import HostCopy, on_device, on_this_device, partial_cupy, partial_kspec, random_chunk, throttled, typed_kernels  # noqa: E402,I001
 
 PLANE = (1024, 1024)  # (ny, nx) of the volume: a plane is 4 MiB of float32, the halo a chunk exchanges per side
 ZSTEP = 32  # planes a thread of laplace_halo walks
@@ -53,8 +57,8 @@ GRAPHS = ("halo", "overlap")
 def laplace_spec(block: Any, lo: Any = None, hi: Any = None) -> Any:
     """The Laplacian of one chunk with the spec kernel (one pass: each element read about once), ``lo`` and ``hi``
     the planes beyond its ends (default: its own first and last, replicated)."""
-    kernel = pipeline.typed_kernels().laplace_halo
-    block = pipeline.on_device(block)  # NumPy chunks (the CPU tests) become kspec arrays: no GPU, NoDeviceError
+    kernel = typed_kernels().laplace_halo
+    block = on_device(block)  # NumPy chunks (the CPU tests) become kspec arrays: no GPU, NoDeviceError
     import cupy as cp
 
     out = cp.empty_like(block)
@@ -84,7 +88,7 @@ class MadeChunk:
         planes = block[[0, block.shape[0] - 1]]
         # on a GPU a HostCopy: a neighbour on another worker receives the planes as soon as this chunk is made,
         # not once everything queued on its GPU is done
-        self.edges = planes if isinstance(planes, np.ndarray) else pipeline.HostCopy(planes)
+        self.edges = planes if isinstance(planes, np.ndarray) else HostCopy(planes)
 
     def __reduce__(self) -> tuple[Any, tuple[Any]]:
         edges = self.edges if isinstance(self.edges, np.ndarray) else self.edges.value()
@@ -95,22 +99,22 @@ def neighbour_planes(neighbour: Any) -> Any:
     """A neighbour's first and last planes on this device: from its :class:`MadeChunk` where it was made here,
     else the NumPy planes another worker sent."""
     edges = neighbour.edges if hasattr(neighbour, "block") else neighbour  # duck-typed: the class travels by value
-    return pipeline.on_this_device(edges)
+    return on_this_device(edges)
 
 
 def chunk_energy(chunk: Any, before: Any, after: Any, kernels: str) -> Any:
     """One task of the halo graph: a chunk's Laplacian and its sum of squares, given the chunk (or its
     :class:`MadeChunk`) and the :class:`MadeChunk` of the chunks before and after it (None at the volume's ends: the chunk's own planes are replicated there).
     Returns the partial sum as :class:`pipeline.HostCopy`."""
-    block = pipeline.on_device(chunk.block if hasattr(chunk, "block") else chunk)
+    block = on_device(chunk.block if hasattr(chunk, "block") else chunk)
     lo = block[0] if before is None else neighbour_planes(before)[1]
     hi = block[block.shape[0] - 1] if after is None else neighbour_planes(after)[0]
     if kernels == "spec":
-        return pipeline.partial_kspec(laplace_spec(block, lo, hi), axis=(0, 1, 2), keepdims=False)
+        return partial_kspec(laplace_spec(block, lo, hi), axis=(0, 1, 2), keepdims=False)
     import cupy as cp
 
     padded = cp.concatenate([lo[None], block, hi[None]])  # what map_overlap's graph builds, here on the GPU
-    return pipeline.partial_cupy(laplace_ndimage(padded)[1:-1], axis=(0, 1, 2), keepdims=False)
+    return partial_cupy(laplace_ndimage(padded)[1:-1], axis=(0, 1, 2), keepdims=False)
 
 
 def volume_geometry(gib: float, chunk_mib: int) -> tuple[int, int]:
@@ -138,7 +142,7 @@ def volume_chunk(block_info: Any = None, seed: int = 0, *after: Any) -> Any:
     """A chunk of the volume, returned once its GPU has caught up (:func:`pipeline.throttled`): made at launch
     speed, each a millisecond of task whatever its GPU time, the chunks ran ahead of the tasks consuming them and
     one H200 ran out of memory (512 GiB in 4 GiB chunks). ``after``: tasks it waits for (:func:`slab_energy`)."""
-    return pipeline.throttled(pipeline.random_chunk(block_info, seed))
+    return throttled(random_chunk(block_info, seed))
 
 
 def chunk_at(k: int, shape: tuple[int, ...], seed: int, *after: Any) -> Any:
@@ -190,7 +194,7 @@ def energy(v: Any, kernels: str = "spec", graph: str = "halo") -> Any:
     step = laplace_spec if kernels == "spec" else laplace_ndimage
     lap = da.map_overlap(step, v, depth={0: 1, 1: 0, 2: 0}, boundary={0: "nearest", 1: "none", 2: "none"},
                          dtype=v.dtype, meta=v._meta)
-    return da.sqrt(pipeline.summed(lap, pipeline.partial_kspec if kernels == "spec" else pipeline.partial_cupy))
+    return da.sqrt(pipeline.summed(lap, partial_kspec if kernels == "spec" else partial_cupy))
 
 
 AHEAD = 4  # chunks a worker of slab_energy makes beyond the last one whose energy it has computed

@@ -159,6 +159,20 @@ def test_the_halo_graph_runs_in_volume_order(monkeypatch):
     assert sorted(parts) == list(range(32)) and descents <= 3, parts
 
 
+def test_the_halo_graphs_tasks_pickle_small_by_value():
+    # Dask's scheduler pickles every task it sends to a worker, on its one thread; the example's modules travel by
+    # value (pipeline.cluster), and a task function that named the `pipeline` module carried all of it: 36-72 KB
+    # and milliseconds a task, which bounded the halo graph at ~7 ms a task on one GPU as on four
+    import cloudpickle
+
+    for module in (pipeline, stencil):
+        cloudpickle.register_pickle_by_value(module)
+    for kernels in ("spec", "ndimage"):
+        graph = dict(stencil.slab_energy(8, 2, kernels, ["w0", "w1"]).__dask_graph__())
+        sizes = {key: len(cloudpickle.dumps(task)) for key, task in graph.items()}
+        assert len(sizes) == 2 * 8 + 2 and max(sizes.values()) < 16_000, sizes
+
+
 def test_a_made_chunk_travels_as_its_edge_planes_alone():
     # another worker gets the planes a halo needs (pickled), never the chunk; on its own worker the object serves
     import pickle
