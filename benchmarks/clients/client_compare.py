@@ -17,8 +17,10 @@ import pathlib
 import re
 import sys
 
-_OUTCOME = re.compile(r"^\[gw\d+\] \[\s*\d+%\] (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)")
-_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (\S+) - (.*)$")
+# a test id runs to the end of the line: parameters may hold spaces ("[_param_8_{axis=0, dtype=float32}]"), and ids
+# cut at the first space merged (the cupyx group: 3,749 distinct passes counted of pytest's 3,758)
+_OUTCOME = re.compile(r"^\[gw\d+\] \[\s*\d+%\] (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (.+?)\s*$")
+_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (.+?) - (.*)$")
 
 
 def outcomes(path: pathlib.Path) -> tuple[dict[str, str], dict[str, str]]:

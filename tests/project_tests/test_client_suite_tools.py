@@ -56,6 +56,15 @@ def test_compare_reports_an_outcome_that_differs_between_runs(tmp_path: Path, ca
     assert "| ndimage | s2 | 2 / 2 | 1 | 1 | 0 | 0.0% |" in out
 
 
+def test_a_test_id_with_spaces_is_one_test(tmp_path: Path) -> None:
+    # parametrized ids hold spaces; cut at the first one, two tests merged into one (a cupyx shard: 3,749 of 3,758)
+    compare = _load("clients/client_compare")
+    a, b = "t::m[_param_8_{axis=0, dtype=float32}]", "t::m[_param_8_{axis=0, dtype=float64}]"
+    _log(tmp_path / "kspec-sparse-s1.log", {a: "PASSED", b: "FAILED"}, {b: "AssertionError: dtypes - differ"})
+    result, errors = compare.outcomes(tmp_path / "kspec-sparse-s1.log")
+    assert result == {a: "PASSED", b: "FAILED"} and errors == {b: "AssertionError: dtypes - differ"}
+
+
 def test_compile_stats_are_summed_per_mode(tmp_path: Path) -> None:
     recorder = _load("helpers/_corpus_recorder")
     for pid, (mode, compiles, seconds) in enumerate([("cupy", 3, 1.5), ("cupy", 2, 0.5), ("kspec", 4, 0.4)]):
