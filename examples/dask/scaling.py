@@ -132,9 +132,13 @@ def main() -> None:
     parser.add_argument("--pipeline-chunk-mib", type=int, default=None, help="default: 1/128 of x, at most 4096")
     parser.add_argument("--stencil-chunk-mib", type=int, default=None, help="default: 1/128 of it, at most 4096")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--stencil-ahead", type=int, default=None, help="the halo graph's chunks made ahead "
+                        f"(default stencil.AHEAD: {stencil.AHEAD})")
     parser.add_argument("--out", type=Path, default=None, help="append each row as a JSON line here")
     parser.add_argument("--table", type=Path, nargs="+", default=None, help="print the table of these files instead")
     args = parser.parse_args()
+    if args.stencil_ahead is not None:
+        stencil.AHEAD = args.stencil_ahead
     if args.table:
         print(table(args.table))
         return

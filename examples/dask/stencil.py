@@ -197,21 +197,28 @@ def energy(v: Any, kernels: str = "spec", graph: str = "halo") -> Any:
     return da.sqrt(pipeline.summed(lap, partial_kspec if kernels == "spec" else partial_cupy))
 
 
-AHEAD = 4  # chunks a worker of slab_energy makes beyond the last one whose energy it has computed
+# Chunks a worker of slab_energy makes beyond the last one whose energy it has computed. Each turn of the chain
+# (an energy done, the scheduler releasing the next chunk, that chunk made, the scheduler releasing the energy it
+# completes) waits two scheduler round trips, and Dask batches its messages (every 5 ms from the scheduler to a
+# worker, 2 ms back), so a turn must carry several chunks: at 4 one H200 ran a chunk every 12 ms for ~4 ms of GPU
+# work (README.md); a local sketch with sleeps for GPU time: 11 ms a chunk at 4, 8.3 at 8, no better at 12. Eight
+# chunks of 4 GiB and three more alive are 44 GiB. 8 is not yet measured on a GPU (README.md's runs made 4 ahead).
+AHEAD = 8
 
 
-def slab_energy(chunks: int, depth: int, kernels: str, workers: list[str], seed: int = 1, ahead: int = AHEAD) -> Any:
+def slab_energy(chunks: int, depth: int, kernels: str, workers: list[str], seed: int = 1,
+                ahead: int | None = None) -> Any:
     """The halo graph over :func:`volume`'s ``chunks`` chunks of ``depth`` planes, made by the graph itself, two
-    tasks a chunk: worker w makes
-    and consumes a slab of the volume (chunk k on ``workers[k * W // n]``), so halos cross workers only where
-    two slabs meet, and it makes chunk k once chunk ``k - ahead``'s energy is computed (a dependency), so at
-    most ``ahead`` + 3 chunks are alive on a GPU. Placed tasks skip Dask's queuing: without that dependency a
-    worker made every chunk of its slab at once (one H200 out of memory); placed and chained, each worker has
-    its next tasks in hand when one ends, instead of a scheduler round trip away (0.23 s of GPU work in a 2.6 s
-    span on one H200 with queuing)."""
+    tasks a chunk: worker w makes and consumes a slab of the volume (chunk k on ``workers[k * W // n]``), so
+    halos cross workers only where two slabs meet, and it makes chunk k once chunk ``k - ahead``'s energy is
+    computed (a dependency; default :data:`AHEAD`), so at most ``ahead`` + 3 chunks are alive on a GPU. Placed
+    tasks skip Dask's queuing: without that dependency a worker made every chunk of its slab at once (one H200
+    out of memory); placed and chained, each worker has its next tasks in hand when one ends, instead of a
+    scheduler round trip away (0.23 s of GPU work in a 2.6 s span on one H200 with queuing)."""
     import dask.array as da
     from dask.base import tokenize
 
+    ahead = AHEAD if ahead is None else ahead
     if ahead < 2:
         raise ValueError(f"ahead: expected at least 2 (chunk k's energy reads chunk k + 1), got {ahead}")
     n = chunks
@@ -308,10 +315,12 @@ def run_on(client: Any, gib: float, chunk_mib: int, kernels: str = "spec", repea
     size = n * depth * PLANE[0] * PLANE[1]
     moved = (4 if graph == "halo" else 6) * size * 4
     return {"seconds": seconds, "gbps": moved / seconds / 1e9, "gib": size * 4 / 2**30, "energy": value,
+            **({"ahead": AHEAD} if graph == "halo" else {}),
             "tasks": pipeline.task_count(result, optimize=not ordered), "workers": pipeline.task_stream_summary(stream)}
 
 
 def main() -> None:
+    global AHEAD
     import tempfile
 
     from distributed import Client
@@ -323,9 +332,11 @@ def main() -> None:
     parser.add_argument("--kernels", choices=("spec", "ndimage"), default="spec")
     parser.add_argument("--graph", choices=GRAPHS, default="halo")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--ahead", type=int, default=AHEAD, help="the halo graph: chunks a worker makes ahead")
     parser.add_argument("--served", default=None, help="a kspec build output: workers load every kernel from it "
                         "and the typed module's binaries, with KSPEC_COMPILE=never and kspec's NVRTC blocked")
     args = parser.parse_args()
+    AHEAD = args.ahead
     import kspec
 
     with tempfile.TemporaryDirectory() as tmp:
