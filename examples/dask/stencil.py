@@ -104,8 +104,8 @@ def neighbour_planes(neighbour: Any) -> Any:
 
 def chunk_energy(chunk: Any, before: Any, after: Any, kernels: str) -> Any:
     """One task of the halo graph: a chunk's Laplacian and its sum of squares, given the chunk (or its
-    :class:`MadeChunk`) and the :class:`MadeChunk` of the chunks before and after it (None at the volume's ends: the chunk's own planes are replicated there).
-    Returns the partial sum as :class:`pipeline.HostCopy`."""
+    :class:`MadeChunk`) and the :class:`MadeChunk` of the chunks before and after it (None at the volume's ends:
+    the chunk's own planes are replicated there). Returns the partial sum as :class:`pipeline.HostCopy`."""
     block = on_device(chunk.block if hasattr(chunk, "block") else chunk)
     lo = block[0] if before is None else neighbour_planes(before)[1]
     hi = block[block.shape[0] - 1] if after is None else neighbour_planes(after)[0]
@@ -138,15 +138,16 @@ def volume(gib: float, chunk_mib: int, seed: int = 1) -> Any:
                              dtype="float32", meta=meta, seed=seed)
 
 
-def volume_chunk(block_info: Any = None, seed: int = 0, *after: Any) -> Any:
+def volume_chunk(block_info: Any = None, seed: int = 0) -> Any:
     """A chunk of the volume, returned once its GPU has caught up (:func:`pipeline.throttled`): made at launch
     speed, each a millisecond of task whatever its GPU time, the chunks ran ahead of the tasks consuming them and
-    one H200 ran out of memory (512 GiB in 4 GiB chunks). ``after``: tasks it waits for (:func:`slab_energy`)."""
+    one H200 ran out of memory (512 GiB in 4 GiB chunks)."""
     return throttled(random_chunk(block_info, seed))
 
 
 def chunk_at(k: int, shape: tuple[int, ...], seed: int, *after: Any) -> Any:
-    """Chunk ``k`` of :func:`volume` (the same values), made by a task of :func:`slab_energy`."""
+    """Chunk ``k`` of :func:`volume` (the same values), made by a task of :func:`slab_energy`; ``after``: the
+    results of the tasks it waits for, unused."""
     return volume_chunk({None: {"chunk-location": (k, 0, 0), "chunk-shape": shape}}, seed)
 
 
@@ -211,7 +212,7 @@ def slab_energy(chunks: int, depth: int, kernels: str, workers: list[str], seed:
     """The halo graph over :func:`volume`'s ``chunks`` chunks of ``depth`` planes, made by the graph itself, two
     tasks a chunk: worker w makes and consumes a slab of the volume (chunk k on ``workers[k * W // n]``), so
     halos cross workers only where two slabs meet, and it makes chunk k once chunk ``k - ahead``'s energy is
-    computed (a dependency; default :data:`AHEAD`), so at most ``ahead`` + 3 chunks are alive on a GPU. Placed
+    computed (a dependency; default :data:`AHEAD`), so about ``ahead`` + 3 chunks are alive on a GPU. Placed
     tasks skip Dask's queuing: without that dependency a worker made every chunk of its slab at once (one H200
     out of memory); placed and chained, each worker has its next tasks in hand when one ends, instead of a
     scheduler round trip away (0.23 s of GPU work in a 2.6 s span on one H200 with queuing)."""
