@@ -232,11 +232,12 @@ def summed(array: Any, partial: Any, split_every: int | None = None) -> Any:
 
 def task_stream_summary(stream: list[dict[str, Any]]) -> dict[str, Any]:
     """Per worker, from ``Client.get_task_stream``: tasks run, seconds computing, transfers in and their
-    seconds and bytes, and the span from the first start to the last stop."""
+    seconds, and the span from the first start to the last stop. Not their bytes: the stream files a transfer
+    under the task that needed it, whose ``nbytes`` is that task's own result (the earlier summary's 0.0 MiB)."""
     workers: dict[str, dict[str, float]] = {}
     for task in stream:
         w = workers.setdefault(task["worker"], {"tasks": 0, "compute_s": 0.0, "transfers": 0, "transfer_s": 0.0,
-                                                "transfer_bytes": 0, "first": math.inf, "last": -math.inf})
+                                                "first": math.inf, "last": -math.inf})
         for part in task["startstops"]:
             w["first"], w["last"] = min(w["first"], part["start"]), max(w["last"], part["stop"])
             if part["action"] == "compute":
@@ -245,7 +246,6 @@ def task_stream_summary(stream: list[dict[str, Any]]) -> dict[str, Any]:
             elif part["action"] == "transfer":
                 w["transfers"] += 1
                 w["transfer_s"] += part["stop"] - part["start"]
-                w["transfer_bytes"] += task.get("nbytes", 0)
     for w in workers.values():
         w["span_s"] = w.pop("last") - w.pop("first")
     return workers
@@ -349,7 +349,7 @@ def print_workers(workers: dict[str, Any], loads: dict[str, Any] | None = None) 
     """Per worker: the last timed run's task stream, then its kernel loads (:func:`kernel_loads`)."""
     for name, w in sorted(workers.items()):
         print(f"  worker {name}: {w['tasks']} tasks computing {w['compute_s']:.3f} s of {w['span_s']:.3f} s; "
-              f"{w['transfers']} transfers in, {w['transfer_s']:.3f} s, {w['transfer_bytes'] / 2**20:.1f} MiB")
+              f"{w['transfers']} transfers in, {w['transfer_s']:.3f} s")
     for address, found in sorted((loads or {}).items()):
         print(f"  kernel loads on {address}: {found['loads']}, NVRTC {found['nvrtc']}"
               + (f", compiled {found['compiled']}" if found["compiled"] else ""))

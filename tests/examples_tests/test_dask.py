@@ -284,3 +284,16 @@ def test_timed_runs_the_graph_and_keeps_the_last_task_stream(client):
     value, seconds, stream = pipeline.timed(client, graph, 3)
     assert value == 64.0 and seconds > 0
     assert {t["worker"] for t in stream} and pipeline.task_stream_summary(stream)
+
+
+def test_the_task_stream_summary_counts_compute_and_transfers_per_worker():
+    # a transfer is filed under the task that needed it (with that task's own nbytes): counted and timed, no bytes
+    stream = [
+        {"worker": "a", "nbytes": 4, "startstops": [{"action": "transfer", "start": 1.0, "stop": 1.5, "source": "b"},
+                                                     {"action": "compute", "start": 1.5, "stop": 2.0}]},
+        {"worker": "a", "nbytes": 4, "startstops": [{"action": "compute", "start": 2.0, "stop": 3.0}]},
+        {"worker": "b", "nbytes": 4, "startstops": [{"action": "compute", "start": 0.5, "stop": 0.75}]},
+    ]
+    summary = pipeline.task_stream_summary(stream)
+    assert summary == {"a": {"tasks": 2, "compute_s": 1.5, "transfers": 1, "transfer_s": 0.5, "span_s": 2.0},
+                       "b": {"tasks": 1, "compute_s": 0.25, "transfers": 0, "transfer_s": 0.0, "span_s": 0.25}}
