@@ -63,10 +63,12 @@ def test_stencil_matches_ndimage_on_the_whole_volume(kernels_dir, kernels, gpus,
     from distributed import Client
 
     monkeypatch.setenv("DASK_KERNELS_DIR", str(kernels_dir))
+    monkeypatch.setattr(stencil, "AHEAD", 2)  # the slab graph's chain at work on 8 chunks (the default makes 8 ahead)
     with pipeline.cluster(gpus, kernels_dir, by_value=(stencil,)) as c, Client(c) as client:
         pipeline.start_workers(client, gpus)
         result = stencil.run_on(client, 0.0625, 8, kernels, repeats=1, graph=graph)  # 8 chunks of 2 planes: all halo
     assert result["tasks"] > 8 and result["energy"] > 0
+    assert result.get("ahead", 2) == 2
 
 
 def test_one_chunk_of_the_spec_kernel_is_ndimage_laplace(kernels_dir, monkeypatch):
