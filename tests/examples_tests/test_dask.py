@@ -185,13 +185,14 @@ def test_a_made_chunk_travels_as_its_edge_planes_alone():
     np.testing.assert_array_equal(_planes(made), block[[0, 4]])
 
 
-def test_the_slab_graph_places_slabs_and_makes_each_chunk_after_an_earlier_energy(monkeypatch):
+@pytest.mark.parametrize("ahead", [2, 3])
+def test_the_slab_graph_places_slabs_and_makes_each_chunk_after_an_earlier_energy(monkeypatch, ahead):
     # stencil.slab_energy: two tasks a chunk; chunk k's tasks on worker k * W // n; chunk k made only once the
     # energy of chunk k - ahead (same slab, not its first) is done, so a worker holds a few chunks, not its slab
     from distributed import Client, LocalCluster, get_task_stream
 
     rng = np.random.default_rng(7)
-    n, depth, ahead = 24, 2, 3
+    n, depth = 24, 2
     volume = rng.random((n * depth, 4, 6), dtype=np.float32)
     monkeypatch.setattr(stencil, "PLANE", (4, 6))
     monkeypatch.setattr(stencil, "chunk_at", lambda k, shape, seed, *after: volume[k * depth:(k + 1) * depth])
