@@ -11,10 +11,10 @@ Layout (version 2)::
                   "interface", ...}, ...]}
 
 An entry of ``format`` "failed" holds, in its file, the message of a compile that failed as its spec declared (a
-captured raw module's ``compile_fails``): a served call raises it. ``interface`` (elementwise and reduction entries) names a small JSON file beside the binaries, one per
-specialization: its launch interface computed at build time (variants, name expressions, ABI; data of
-``kspec.render.interface_to_data``), so a process serving a binary reads the interface of the kernels it
-calls and never derives it. A reader that finds none (a manifest written before it existed, or a file that
+captured raw module's ``compile_fails``): a served call raises it. ``interface`` (elementwise and reduction
+entries) names a small JSON file beside the binaries, one per specialization: its launch interface computed
+at build time (variants, name expressions, ABI; data of ``kspec.render.interface_to_data``), so a process
+serving a binary reads the interface of the kernels it calls and never derives it. A reader that finds none (a manifest written before it existed, or a file that
 does not decode to the entry's specialization) derives it. Readers of version 2 ignore fields they do not
 know, so adding it kept the version.
 

@@ -272,7 +272,7 @@ for _name in dir(nvrtc) if nvrtc is not None else ():
 
 
 def cluster(gpus: int, kernels_dir: Path, threads: int = 1, served: str | os.PathLike[str] | None = None,
-            by_value: tuple[Any, ...] = (), co_assign: bool = False) -> Any:
+            by_value: tuple[Any, ...] = ()) -> Any:
     """A distributed cluster with one worker process per GPU (``CUDA_VISIBLE_DEVICES`` per worker, as dask-cuda
     sets it). This module's tasks (and those of the modules in ``by_value``) travel by value (cloudpickle), so
     workers need only kspec installed and ``kernels_dir`` (what ``prepare`` wrote) readable.
@@ -280,15 +280,7 @@ def cluster(gpus: int, kernels_dir: Path, threads: int = 1, served: str | os.Pat
     ``served``: a ``kspec build`` output (of spec files ``kspec capture`` wrote, say) that workers load every
     kernel from, besides the typed module's own binaries: they run with ``KSPEC_COMPILE=never`` (a kernel
     without a binary is an error, never a compile), empty kspec caches, and kspec's NVRTC blocked before
-    anything else runs in them (:data:`NO_NVRTC`), as on workers that have none installed.
-
-    ``co_assign``: the scheduler hands each worker a contiguous run of the graph's first tasks (Dask's
-    ``worker-saturation: inf``) instead of one task at a time to whichever worker is free: neighbouring chunks
-    then share a worker, so a stencil's halos cross workers only where two runs meet (the stencil pipeline on
-    4 H200s had 111 halo transfers a worker with queuing, each waiting for the source GPU's queue). It also hands
-    a worker every root task at once, which it then runs ahead of their consumers: 512 GiB of volume in 4 GiB
-    chunks ran out of an H200's memory. The stencil now ships halos as host copies (stencil.MadeChunk) and
-    places its slabs itself (stencil.slab_energy)."""
+    anything else runs in them (:data:`NO_NVRTC`), as on workers that have none installed."""
     import tempfile
 
     import cloudpickle
@@ -310,11 +302,7 @@ def cluster(gpus: int, kernels_dir: Path, threads: int = 1, served: str | os.Pat
         options = {"nthreads": threads, "env": own, "memory_limit": 0,
                    "preload": [NO_NVRTC] if served is not None else []}
         workers[f"gpu{k}"] = {"cls": Nanny, "options": options}
-    import dask
-
-    saturation = float("inf") if co_assign else dask.config.get("distributed.scheduler.worker-saturation")
-    with dask.config.set({"distributed.scheduler.worker-saturation": saturation}):  # read as the scheduler starts
-        return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}, workers=workers)
+    return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}, workers=workers)
 
 
 def start_workers(client: Any, gpus: int) -> None:

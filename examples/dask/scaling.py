@@ -71,7 +71,7 @@ def measure(gpu_counts: list[int], served: str | None, pipeline_gib: float, sten
         for gpus in gpu_counts:
             # one cluster a size, Dask's default scheduling: root tasks queued (a worker given every chunk of the
             # volume at once, as worker-saturation: inf does, made them all before consuming one: out of memory
-            # on an H200), halo planes crossing workers as host copies (stencil.MadeChunk)
+            # on an H200); the halo graph places its slabs itself (stencil.slab_energy)
             with pipeline.cluster(gpus, workdir, served=served, by_value=(stencil, sys.modules[__name__])) as c, \
                     Client(c) as client:
                 pipeline.start_workers(client, gpus)
@@ -81,6 +81,8 @@ def measure(gpu_counts: list[int], served: str | None, pipeline_gib: float, sten
                         result = work(client, repeats)
                         row.update(seconds=result["seconds"], gbps=result["gbps"], tasks=result["tasks"],
                                    gib=result.get("gib", pipeline_gib))
+                        if "ahead" in result:  # the halo graph's chunks made ahead (stencil.AHEAD)
+                            row["ahead"] = result["ahead"]
                         pipeline.print_workers(result["workers"])
                     except Exception as error:  # a row that fails is reported, and the others still run
                         row["error"] = f"{type(error).__name__}: {error}"[:500]

@@ -47,7 +47,8 @@ import pipeline  # noqa: E402  (the cluster, the chunks, the throttle and the re
 # Tasks name these functions, never the module: Dask's scheduler pickles every task it sends, and a function that
 # reaches `pipeline` (sent by value, pipeline.cluster) carries the whole module, 35 KB and milliseconds of
 # pickling on the scheduler's one thread: ~7 ms a task, the halo graph's span on one GPU as on four (README.md)
-from pipeline import HostCopy, on_device, on_this_device, partial_cupy, partial_kspec, random_chunk, throttled, typed_kernels  # noqa: E402,I001
+from pipeline import (HostCopy, on_device, on_this_device, partial_cupy, partial_kspec,  # noqa: E402,I001
+                      random_chunk, throttled, typed_kernels)
 
 PLANE = (1024, 1024)  # (ny, nx) of the volume: a plane is 4 MiB of float32, the halo a chunk exchanges per side
 ZSTEP = 32  # planes a thread of laplace_halo walks

@@ -269,16 +269,6 @@ def test_the_scaling_table_reads_rows_and_reports_failures(tmp_path):
     assert "CompileForbiddenError" in text
 
 
-def test_a_co_assigning_cluster_hands_out_runs_of_tasks(tmp_path):
-    import math
-
-    workdir = pipeline.prepare(tmp_path / "k", archs="sm_90")
-    for co_assign, expected in ((True, math.inf), (False, None)):
-        with pipeline.cluster(1, workdir, co_assign=co_assign) as cluster, distributed.Client(cluster) as c:
-            saturation = c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.WORKER_SATURATION)
-        assert saturation == expected if expected is not None else math.isfinite(saturation)
-
-
 def test_timed_runs_the_graph_and_keeps_the_last_task_stream(client):
     # the timing both pipelines share (pipeline.timed): warm-up, the median of the runs, the last run's stream
     graph = da.ones((64,), chunks=16).sum()

@@ -326,8 +326,10 @@ def plan_elementwise(
     )
     # a static rank where the module has one (indexed modules hold 1-3 in both widths), then the runtime rank;
     # the 64-bit runtime rank, which every strided module holds, last
-    wanted = [VariantKey("strided", "int32", len(extents), 1), VariantKey("strided", "int32", DYNAMIC_NDIM, 1)] if fits32 \
-        else [VariantKey("strided", "int64", len(extents), 1)]
+    if fits32:
+        wanted = [VariantKey("strided", "int32", len(extents), 1), VariantKey("strided", "int32", DYNAMIC_NDIM, 1)]
+    else:
+        wanted = [VariantKey("strided", "int64", len(extents), 1)]
     wanted.append(VariantKey("strided", "int64", DYNAMIC_NDIM, 1))
     # the indexed entry loads one element per thread at a time: one thread per element
     inner_dense = not indexed and not specialization.indexer.thread_state and all(

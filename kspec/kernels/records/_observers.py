@@ -4,8 +4,8 @@ constructs and every specialization its calls compile or load, without a branch 
 The kernels notify here at six points, each once per thing (never per call): a constructor call that builds
 a kernel (not one that adopts an identical earlier call's), a specialization of an elementwise or reduction spec
 made for the first time in the process, a launch variant of one loaded on its own, a raw module loaded for the
-first time, a function looked up in one (once per kernel object), and a raw module that failed to compile. With no observer (the normal case) each
-point costs one truthiness test of a list.
+first time, a function looked up in one (once per kernel object), and a raw module that failed to compile. With
+no observer (the normal case) each point costs one truthiness test of a list.
 """
 
 from __future__ import annotations
