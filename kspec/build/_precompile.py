@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from .._errors import CompileError, InstantiationError, KspecError, SpecError
 from ..compiler import (BinaryCache, CompiledProgram, CompileOptions, cache_key, compile_cached, default_cache,
-                        failed_program, register_counts, variant_program)
+                        failed_program, raw_source_key, register_counts, variant_program)
 from ..render import RenderedModule, Specialization, VariantKey, module_variant, render, render_raw, specialize
 from ..spec import AnySpec, RawSpec, layouts_of, variant_text, variants_of, with_backwards
 from ._front_end import SharedFrontEnd, archs_by_module
@@ -235,10 +235,16 @@ def precompile(
                     built, program, hit, linked = _variant_compile(unit, module, specialization, store, pool, front_end)
                     result.variant = built.text
                 else:
+                    # a raw module is keyed as its kernel object's first call keys it (kspec.compiler.raw_program)
+                    # a raw module keyed as its kernel object's first call keys its program (raw_program): by what
+                    # determines its source, so that neither renders on a cache hit
+                    spec = unit.spec
+                    source_key = (raw_source_key(spec.read_source(), spec.translate_cucomplex)
+                                  if isinstance(spec, RawSpec) else None)
                     program, hit, linked = front_end.compile(
                         cached_compile, store, pool, unit.program_key, unit.arch, name=unit.spec.name,
                         source=module.source, extra=tuple(nvrtc_options), name_expressions=tuple(module.name_expressions),
-                        needs=tuple(module.needs),
+                        needs=tuple(module.needs), source_key=source_key,
                     )
             except KspecError as exc:
                 if fails_as_declared(unit.spec, exc):  # stored, to fail again where it is served

@@ -137,7 +137,7 @@ def warm_units(
             elif unit.raw is not None:
                 raw = unit.raw  # backend: raw specs compile with NVRTC (no spec field chooses nvcc)
                 _compiled, result.cache_hit = cached_compile(
-                    store, pool, name=unit.spec.name, source=raw.source, options=raw.options,
+                    store, pool, name=unit.spec.name, source=raw.source, source_key=raw.source_key, options=raw.options,
                     name_expressions=raw.name_expressions, needs=raw.needs,
                 )
         except KspecError as exc:

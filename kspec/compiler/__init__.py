@@ -42,6 +42,7 @@ _LAZY = {
     "rendered_module": "_specialization", "specialization_label": "_specialization",
     "variant_program": "_specialization",
     "RawProgram": "_raw_program", "kernel_expressions": "_raw_program", "raw_program": "_raw_program",
+    "raw_source_key": "_raw_program",
     "raw_spec_expressions": "_raw_program", "single_kernel": "_raw_program",
     # not in __all__: kspec.cupy makes failed compiles catchable as CuPy's CompileException
     "set_compile_error_type": "_failure",

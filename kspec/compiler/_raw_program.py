@@ -11,13 +11,13 @@ path imports it; the renderer only when a program is made).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 # the rule of which name expressions a raw module compiles with (a leaf module: render keys by it too)
 from .._raw_names import kernel_expressions, raw_spec_expressions, single_kernel
 
-__all__ = ["RawProgram", "kernel_expressions", "raw_program", "raw_spec_expressions", "single_kernel"]
+__all__ = ["RawProgram", "kernel_expressions", "raw_program", "raw_source_key", "raw_spec_expressions", "single_kernel"]
 
 if TYPE_CHECKING:
     from ._options import CompileOptions
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 class RawProgram(NamedTuple):
     """What ``compile_cached`` is given for a raw module on one arch."""
 
-    source: str
+    source: Callable[[], str]  # made only on a cache miss
+    source_key: str  # determines the source: a cache hit neither renders it nor imports Jinja
     options: CompileOptions
     name_expressions: tuple[str, ...]
     needs: tuple[str, ...]
@@ -36,14 +37,31 @@ class RawProgram(NamedTuple):
 def raw_program(code: str, arch: str, *, options: Sequence[str] = (), translate_cucomplex: bool = False,
                 name_expressions: Sequence[str] = (), backend: str = "nvrtc") -> RawProgram:
     """The program of a raw module's ``code`` for ``arch`` (``sm_XX``, ``compute_XX`` or ``host``)."""
-    from ..render import needs_of_raw_source, raw_source
+    from ..render import needs_of_raw_source
     from ._options import CompileOptions
 
-    source = raw_source(code, translate_cucomplex=translate_cucomplex)
+    def source() -> str:
+        from ..render import raw_source
+
+        return str(raw_source(code, translate_cucomplex=translate_cucomplex))
+
     return RawProgram(
         source=source,
+        source_key=raw_source_key(code, translate_cucomplex),
         options=CompileOptions(arch=arch, extra=tuple(options)),
         name_expressions=tuple(name_expressions),
-        needs=tuple(sorted(needs_of_raw_source(source, translate_cucomplex))),
+        # the template adds no #include but the cuComplex header, which translate_cucomplex needs already
+        needs=tuple(sorted(needs_of_raw_source(code, translate_cucomplex))),
         backend=backend,
     )
+
+
+def raw_source_key(code: str, translate_cucomplex: bool = False) -> str:
+    """What determines the source of a raw module (:func:`kspec.render.raw_source`): the code, the cuComplex
+    translation, kspec's templates and rendering code. The binary cache keys raw programs by it, so a warm
+    process's first raw kernel finds its binary without rendering (importing Jinja costs ~25-50 ms)."""
+    from .._resources import renderer_digest, templates_digest
+    from .._version import __version__
+
+    return (f"kspec {__version__} raw module templates {templates_digest()} renderer {renderer_digest()} "
+            f"cucomplex {bool(translate_cucomplex)}\n{code}")

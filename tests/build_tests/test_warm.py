@@ -326,3 +326,36 @@ def test_raw_sm_90_entries_are_the_ones_kernels_look_up(tmp_path, monkeypatch):
     script = script.replace("(kernel.get_function(function))", "(kernel)")  # a RawModule compiles as a whole
     found = _python(cache, script, KSPEC_COMPILE="never")
     assert found["loaded"] == sources and found["sources"] == ["cache"] and found["events"] == len(sources)
+
+
+def test_raw_modules_a_build_compiles_are_the_ones_kernels_look_up(tmp_path):
+    """``kspec build`` keys a raw spec's module by what determines its source, as its kernel object's first call
+    keys its program (kspec.compiler.raw_program): where both compile the same name expressions (one kernel, or
+    a module's template instantiations), a build fills the binary cache a later process's kernels find their
+    modules in, without rendering. (A module of several plain kernels compiles with their names at build time,
+    for the manifest's lowered names, and without at a call, as CuPy's RawModule does: two entries.)"""
+    specs = tmp_path / "raw.toml"
+    specs.write_text(textwrap.dedent("""
+        schema = 1
+
+        [[kernel]]
+        kind = "raw"
+        name = "scale2"
+        kernels = ["scale2"]
+        source = '''extern "C" __global__ void scale2(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] *= 2; }'''
+
+        [[kernel]]
+        kind = "raw"
+        name = "axpy_t"
+        name_expressions = ["axpy_t<float>", "axpy_t<double>"]
+        source = '''template <typename T> __global__ void axpy_t(T a, const T* x, T* y) { y[threadIdx.x] += a * x[threadIdx.x]; }'''
+    """))
+    cache = tmp_path / "cache"
+    done = _kspec(cache, "build", str(specs), "-o", str(tmp_path / "out"), "--arch", "sm_90")
+    assert done.returncode == 0, done.stderr + done.stdout
+    script = _RAW_SERVE.format(path=str(specs), probe="(lambda k: k.compile(arch='sm_90'))", run_add=False)
+    script = script.replace("(kernel.get_function(function))", "(kernel)")  # a RawModule compiles as a whole
+    script = script.replace("print(json.dumps({", "import sys\nprint(json.dumps({'jinja2': 'jinja2' in sys.modules, ")
+    found = _python(cache, script, KSPEC_COMPILE="never")
+    assert found["loaded"] == ["scale2", "axpy_t"] and found["sources"] == ["cache"] and found["events"] == 2
+    assert found["jinja2"] is False

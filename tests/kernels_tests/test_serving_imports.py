@@ -222,3 +222,34 @@ def test_compile_cache_hit_renders_nothing(tmp_path: Path) -> None:
     assert run("(x - y)") == {"heavy": [], "entries": first["entries"]}  # every variant from the cache
     changed = run("(y - x)")
     assert "jinja2" in changed["heavy"] and changed["entries"] > first["entries"]
+
+
+def test_raw_module_cache_hit_renders_nothing(tmp_path: Path) -> None:
+    """A raw module's binary is found in the compile cache by what determines its source (its code, the
+    templates, the renderer: kspec.compiler.raw_source_key): a second process's first launch renders nothing,
+    so it imports no Jinja; changed code misses and renders. On the CPU device (the host compiler's cache)."""
+    script = (
+        "import json, sys, numpy as np, kspec\n"
+        "from kspec.compiler import default_cache\n"
+        "m = kspec.RawModule(code='extern \"C\" __global__ void twice(float* y, int n) {'\n"
+        "                    ' int i = threadIdx.x; if (i < n) y[i] = %s; }')\n"
+        "y = kspec.asarray(np.arange(4, dtype=np.float32))\n"
+        "m.get_function('twice')((1,), (4,), (y, np.int32(4)))\n"
+        "heavy = ('jinja2', 'kspec.render._render')\n"
+        "print(json.dumps({'heavy': [m for m in heavy if m in sys.modules], 'entries': default_cache().info().entries,\n"
+        "                  'y': y.get().tolist()}))"
+    )
+    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "cache"),
+           "KSPEC_MEMO_DIR": str(tmp_path / "memo"), "KSPEC_DEVICE": "cpu"}
+
+    def run(body: str) -> dict:
+        done = subprocess.run([sys.executable, "-c", script % body], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = run("2 * y[i]")
+    assert "jinja2" in first["heavy"] and first["y"] == [0.0, 2.0, 4.0, 6.0]
+    again = run("2 * y[i]")
+    assert again == {"heavy": [], "entries": first["entries"], "y": [0.0, 2.0, 4.0, 6.0]}
+    changed = run("3 * y[i]")
+    assert "jinja2" in changed["heavy"] and changed["entries"] > first["entries"] and changed["y"][1] == 3.0

@@ -109,6 +109,7 @@ class RawBuild:
             has_binaries = self.binaries is not None and bool(self.binaries.archs(self.binary_key))
             program, _hit = compile_cached(
                 made.source,
+                source_key=made.source_key,
                 name=self.label,
                 options=made.options,
                 name_expressions=made.name_expressions,
