@@ -253,3 +253,30 @@ def test_raw_module_cache_hit_renders_nothing(tmp_path: Path) -> None:
     assert again == {"heavy": [], "entries": first["entries"], "y": [0.0, 2.0, 4.0, 6.0]}
     changed = run("3 * y[i]")
     assert "jinja2" in changed["heavy"] and changed["entries"] > first["entries"] and changed["y"][1] == 3.0
+
+
+def test_preload_loads_what_first_calls_import(tmp_path: Path) -> None:
+    """kspec.cupy's enable() loads ahead (kspec.kernels.preload_call_path) what the first call of each kind of
+    kernel would import: after it, a warm process's first elementwise, reduction and raw calls import none of
+    kspec's modules but the CPU device's own (its host driver, and its fault guard's compiler, which a GPU does
+    not load)."""
+    script = (
+        "import json, sys, numpy as np, kspec\n"
+        "from kspec.kernels import preload_call_path\n"
+        "preload_call_path()\n"
+        "before = set(sys.modules)\n"
+        "x = kspec.asarray(np.arange(8, dtype=np.float32))\n"
+        "kspec.ElementwiseKernel('T x', 'T y', 'y = x * 3', 'preload_triple')(x)\n"
+        "kspec.ReductionKernel('T x', 'T y', 'x', 'a + b', 'y = a', '0', 'preload_sum')(x)\n"
+        "m = kspec.RawModule(code='extern \"C\" __global__ void neg(float* y) { y[threadIdx.x] = -y[threadIdx.x]; }')\n"
+        "m.get_function('neg')((1,), (8,), (x,))\n"
+        "print(json.dumps(sorted(m for m in set(sys.modules) - before if m.startswith('kspec'))))"
+    )
+    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "cache"),
+           "KSPEC_MEMO_DIR": str(tmp_path / "memo"), "KSPEC_DEVICE": "cpu"}
+    for _ in range(2):  # the first process compiles; the second finds everything warm
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    imported = json.loads(done.stdout.strip().splitlines()[-1])
+    host_own = ("kspec.runtime.host", "kspec.compiler.host", "kspec.compiler._failure")
+    assert [m for m in imported if not m.startswith(host_own)] == [], imported
