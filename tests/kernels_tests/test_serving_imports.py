@@ -215,3 +215,87 @@ def test_serving_hashes_with_openssl_only_where_it_pays() -> None:
     assert openssl(40_000) == ["False", "False"]
     assert openssl(2 << 20) == ["True", "True"]
     assert openssl(10, "import hashlib; ") == ["True", "True"]
+
+
+def test_compile_cache_hit_renders_nothing(tmp_path: Path) -> None:
+    """A kernel whose binary is in the compile cache is found there by its specialization key: a second
+    process renders nothing, so it imports neither Jinja nor NVRTC (nor OpenSSL); a changed body misses."""
+    script = (
+        "import json, sys, numpy as np, kspec\n"
+        "from kspec.compiler import default_cache\n"
+        "k = kspec.ElementwiseKernel('float32 x, float32 y', 'float32 z', 'z = (x - y) * %s', 'cached_sqd')\n"
+        "k.compile(np.ones(4, np.float32), np.ones(4, np.float32), arch='sm_90')\n"
+        "info = default_cache().info()\n"
+        "heavy = ('jinja2', 'cuda.bindings.nvrtc', 'kspec.render._render', '_hashlib')\n"
+        "print(json.dumps({'heavy': [m for m in heavy if m in sys.modules], 'entries': info.entries}))"
+    )
+    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(body: str) -> dict:
+        done = subprocess.run([sys.executable, "-c", script % body], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = run("(x - y)")
+    assert "jinja2" in first["heavy"] and first["entries"] >= 1  # compiled: rendered with Jinja
+    assert run("(x - y)") == {"heavy": [], "entries": first["entries"]}  # every variant from the cache
+    changed = run("(y - x)")
+    assert "jinja2" in changed["heavy"] and changed["entries"] > first["entries"]
+
+
+def test_raw_module_cache_hit_renders_nothing(tmp_path: Path) -> None:
+    """A raw module's binary is found in the compile cache by what determines its source (its code, the
+    templates, the renderer: kspec.compiler.raw_source_key): a second process's first launch renders nothing,
+    so it imports no Jinja; changed code misses and renders. On the CPU device (the host compiler's cache)."""
+    script = (
+        "import json, sys, numpy as np, kspec\n"
+        "from kspec.compiler import default_cache\n"
+        "m = kspec.RawModule(code='extern \"C\" __global__ void twice(float* y, int n) {'\n"
+        "                    ' int i = threadIdx.x; if (i < n) y[i] = %s; }')\n"
+        "y = kspec.asarray(np.arange(4, dtype=np.float32))\n"
+        "m.get_function('twice')((1,), (4,), (y, np.int32(4)))\n"
+        "heavy = ('jinja2', 'kspec.render._render')\n"
+        "print(json.dumps({'heavy': [m for m in heavy if m in sys.modules], 'entries': default_cache().info().entries,\n"
+        "                  'y': y.get().tolist()}))"
+    )
+    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "cache"),
+           "KSPEC_MEMO_DIR": str(tmp_path / "memo"), "KSPEC_DEVICE": "cpu"}
+
+    def run(body: str) -> dict:
+        done = subprocess.run([sys.executable, "-c", script % body], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = run("2 * y[i]")
+    assert "jinja2" in first["heavy"] and first["y"] == [0.0, 2.0, 4.0, 6.0]
+    again = run("2 * y[i]")
+    assert again == {"heavy": [], "entries": first["entries"], "y": [0.0, 2.0, 4.0, 6.0]}
+    changed = run("3 * y[i]")
+    assert "jinja2" in changed["heavy"] and changed["entries"] > first["entries"] and changed["y"][1] == 3.0
+
+
+def test_preload_loads_what_first_calls_import(tmp_path: Path) -> None:
+    """kspec.cupy's enable() loads ahead (kspec.kernels.preload_call_path) what the first call of each kind of
+    kernel would import: after it, a warm process's first elementwise, reduction and raw calls import none of
+    kspec's modules but the CPU device's own (its host driver, and its fault guard's compiler, which a GPU does
+    not load)."""
+    script = (
+        "import json, sys, numpy as np, kspec\n"
+        "from kspec.kernels import preload_call_path\n"
+        "preload_call_path()\n"
+        "before = set(sys.modules)\n"
+        "x = kspec.asarray(np.arange(8, dtype=np.float32))\n"
+        "kspec.ElementwiseKernel('T x', 'T y', 'y = x * 3', 'preload_triple')(x)\n"
+        "kspec.ReductionKernel('T x', 'T y', 'x', 'a + b', 'y = a', '0', 'preload_sum')(x)\n"
+        "m = kspec.RawModule(code='extern \"C\" __global__ void neg(float* y) { y[threadIdx.x] = -y[threadIdx.x]; }')\n"
+        "m.get_function('neg')((1,), (8,), (x,))\n"
+        "print(json.dumps(sorted(m for m in set(sys.modules) - before if m.startswith('kspec'))))"
+    )
+    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "cache"),
+           "KSPEC_MEMO_DIR": str(tmp_path / "memo"), "KSPEC_DEVICE": "cpu"}
+    for _ in range(2):  # the first process compiles; the second finds everything warm
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    imported = json.loads(done.stdout.strip().splitlines()[-1])
+    host_own = ("kspec.runtime.host", "kspec.compiler.host", "kspec.compiler._failure")
+    assert [m for m in imported if not m.startswith(host_own)] == [], imported
