@@ -235,7 +235,6 @@ def precompile(
                     built, program, hit, linked = _variant_compile(unit, module, specialization, store, pool, front_end)
                     result.variant = built.text
                 else:
-                    # a raw module is keyed as its kernel object's first call keys it (kspec.compiler.raw_program)
                     # a raw module keyed as its kernel object's first call keys its program (raw_program): by what
                     # determines its source, so that neither renders on a cache hit
                     spec = unit.spec

@@ -62,4 +62,3 @@ def _first_call_modules() -> None:
             except Exception:  # noqa: BLE001  # the first call that needs it meets the failure and reports it
                 pass
     settle_imports()  # the collection a first call would make over these imports' objects, made here
-
