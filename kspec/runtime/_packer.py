@@ -339,7 +339,9 @@ def _compile_packer(
     thread = threading.get_ident()
     guard = ["def method(self, grid, block, args, *, shared_mem=0, stream=None):"]
     host = _device_kind.host_active
-    guard.append(f"    if _get_ident() != {thread} or type(args) is not tuple or len(args) != {n} or _kind.host_active is not {host}:")
+    # the thread is the namespace's, not the source's: the source (the key of its compiled code, kept on disk across
+    # processes: kspec/_generated_code.py) must be the same in every process
+    guard.append(f"    if _get_ident() != _THREAD or type(args) is not tuple or len(args) != {n} or _kind.host_active is not {host}:")
     guard.append("        return _miss(grid, block, args, shared_mem, stream)")
     guard.extend(lines[:body_start])
     if n:
@@ -351,7 +353,7 @@ def _compile_packer(
     for i, tp in enumerate(types):
         ns[f"_T{i}"] = tp
     ns["_miss"] = launcher.launch
-    ns["_get_ident"] = threading.get_ident
+    ns["_get_ident"], ns["_THREAD"] = threading.get_ident, thread
     ns["_kind"] = _device_kind
     source = "\n".join(guard) + "\n\n" + "\n".join(body) + "\n"
     exec(compiled(source, "raw-kernel launch"), ns)  # the same source for every kernel of one signature: compiled once

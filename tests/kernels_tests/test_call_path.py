@@ -347,6 +347,33 @@ def test_generated_code_is_compiled_once_and_loaded_by_the_next_process(tmp_path
     assert ns["f"](2) == 43
 
 
+def test_a_later_process_finds_every_call_paths_code_on_disk(tmp_path):
+    """The call path's generated code is the same text in every process (nothing of the process in it: a raw
+    kernel's packer once held its thread's id), so a second process running the same calls writes no new code
+    file: it loads each one the first process wrote (CPU device: elementwise, reduction and raw launches)."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    script = (
+        "import numpy as np, kspec\n"
+        "x = kspec.asarray(np.arange(8, dtype=np.float32))\n"
+        "kspec.ElementwiseKernel('T x', 'T y', 'y = x + 1', 'disk_code_inc')(x)\n"
+        "kspec.ReductionKernel('T x', 'T y', 'x', 'a + b', 'y = a', '0', 'disk_code_sum')(x)\n"
+        "m = kspec.RawModule(code='extern \"C\" __global__ void neg(float* y) { y[threadIdx.x] *= -1; }')\n"
+        "m.get_function('neg')((1,), (8,), (x,))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+           "KSPEC_DEVICE": "cpu", "KSPEC_CACHE_DIR": str(tmp_path / "cache"), "KSPEC_MEMO_DIR": str(tmp_path / "memo")}
+    written = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        written.append(sorted(p.name for p in (tmp_path / "memo" / "callpath").iterdir()))
+    assert written[0] and written[1] == written[0]
+
+
 def test_a_damaged_code_file_is_compiled_again_and_replaced(tmp_path, monkeypatch):
     from kspec import _generated_code as _generated
 
