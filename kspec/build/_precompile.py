@@ -227,7 +227,7 @@ def precompile(
         if isinstance(entry, KspecError):
             result.error = entry
         else:
-            module, key, nvrtc_options, specialization = entry
+            module, key, nvrtc_options, specialization, source_key = entry
             result.key = key
             result.source_sha256 = hashlib.sha256(module.source.encode()).hexdigest()
             try:
@@ -235,11 +235,6 @@ def precompile(
                     built, program, hit, linked = _variant_compile(unit, module, specialization, store, pool, front_end)
                     result.variant = built.text
                 else:
-                    # a raw module keyed as its kernel object's first call keys its program (raw_program): by what
-                    # determines its source, so that neither renders on a cache hit
-                    spec = unit.spec
-                    source_key = (raw_source_key(spec.read_source(), spec.translate_cucomplex)
-                                  if isinstance(spec, RawSpec) else None)
                     program, hit, linked = front_end.compile(
                         cached_compile, store, pool, unit.program_key, unit.arch, name=unit.spec.name,
                         source=module.source, extra=tuple(nvrtc_options), name_expressions=tuple(module.name_expressions),
@@ -324,18 +319,21 @@ def cached_compile(cache: BinaryCache, pool: CompilePool | None, *, name: str, s
     return program, False
 
 
-# A unit's rendered module, its specialization key, the NVRTC options it compiles with and its specialization
-# (None for a raw module).
-_Rendered = tuple[RenderedModule, str, tuple[str, ...], "Specialization | None"]
+# A unit's rendered module, its specialization key, the NVRTC options it compiles with, its specialization (None
+# for a raw module) and, for a raw module, the key its program is cached under instead of the source text.
+_Rendered = tuple[RenderedModule, str, tuple[str, ...], "Specialization | None", "str | None"]
 
 
 def _render(unit: BuildUnit) -> _Rendered:
     if isinstance(unit.spec, RawSpec):
         module = render_raw(unit.spec)
-        return module, module.key, tuple(unit.spec.options), None
+        # keyed as its kernel object's first call keys its program (raw_program): by what determines its source,
+        # so that neither renders on a cache hit
+        source_key = raw_source_key(unit.spec.read_source(), unit.spec.translate_cucomplex)
+        return module, module.key, tuple(unit.spec.options), None, source_key
     specialization = specialize(unit.spec, unit.types, scalars=unit.scalars, raw_layouts=dict(unit.raw_layouts))
     # the options a lazily compiled call would use (Specialization.nvrtc_options), so both build alike
-    return render(specialization), specialization.key, specialization.nvrtc_options, specialization
+    return render(specialization), specialization.key, specialization.nvrtc_options, specialization, None
 
 
 def _variant_compile(unit: BuildUnit, module: RenderedModule, specialization: Specialization | None, cache: BinaryCache,

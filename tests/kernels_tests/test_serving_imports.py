@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -258,13 +259,9 @@ def test_raw_module_cache_hit_renders_nothing(tmp_path: Path) -> None:
         "print(json.dumps({'heavy': [m for m in heavy if m in sys.modules], 'entries': default_cache().info().entries,\n"
         "                  'y': y.get().tolist()}))"
     )
-    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "cache"),
-           "KSPEC_MEMO_DIR": str(tmp_path / "memo"), "KSPEC_DEVICE": "cpu"}
 
-    def run(body: str) -> dict:
-        done = subprocess.run([sys.executable, "-c", script % body], env=env, capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout.strip().splitlines()[-1])
+    def run(body: str) -> Any:
+        return _on_cpu_device(script % body, tmp_path)
 
     first = run("2 * y[i]")
     assert "jinja2" in first["heavy"] and first["y"] == [0.0, 2.0, 4.0, 6.0]
@@ -291,11 +288,17 @@ def test_preload_loads_what_first_calls_import(tmp_path: Path) -> None:
         "m.get_function('neg')((1,), (8,), (x,))\n"
         "print(json.dumps(sorted(m for m in set(sys.modules) - before if m.startswith('kspec'))))"
     )
-    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "cache"),
-           "KSPEC_MEMO_DIR": str(tmp_path / "memo"), "KSPEC_DEVICE": "cpu"}
-    for _ in range(2):  # the first process compiles; the second finds everything warm
-        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-    imported = json.loads(done.stdout.strip().splitlines()[-1])
+    _on_cpu_device(script, tmp_path)  # the first process compiles; the second finds everything warm
+    imported = _on_cpu_device(script, tmp_path)
     host_own = ("kspec.runtime.host", "kspec.compiler.host", "kspec.compiler._failure")
     assert [m for m in imported if not m.startswith(host_own)] == [], imported
+
+
+def _on_cpu_device(script: str, tmp_path: Path) -> Any:
+    """The last line a fresh process running ``script`` on the CPU device prints, as JSON; its cache and memo
+    directories under ``tmp_path`` (kept from one process to the next)."""
+    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "cache"),
+           "KSPEC_MEMO_DIR": str(tmp_path / "memo"), "KSPEC_DEVICE": "cpu"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
