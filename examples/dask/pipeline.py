@@ -160,7 +160,7 @@ def throttled(result: Any) -> Any:
     queue from draining (the next chunk is launched while this one runs) and makes task time GPU time."""
     import cupy as cp
 
-    thread = threading.current_thread()  # per-thread state kept on the thread: tasks pickle by value
+    thread = threading.current_thread()  # per-thread state kept on the thread (one worker runs several)
     events = getattr(thread, "kspec_example_events", None)
     if events is None:
         events = thread.kspec_example_events = collections.deque()  # type: ignore[attr-defined]
@@ -182,7 +182,7 @@ def combine(partials: Any, axis: Any, keepdims: bool) -> Any:
         item = pending.pop()
         if isinstance(item, (list, tuple)):
             pending.extend(item)
-        else:  # duck-typed: the class travels by value, so a worker may hold several copies of it
+        else:  # a HostCopy made on this worker (duck-typed: the CPU tests' copies are other classes)
             values.append(np.asarray(item.value() if hasattr(item, "copied") else item))
     ndim = values[0].ndim if values else 0
     total = np.float32(sum(float(v.sum(dtype=np.float64)) for v in values))
@@ -251,6 +251,15 @@ def task_stream_summary(stream: list[dict[str, Any]]) -> dict[str, Any]:
     return workers
 
 
+# A worker preload (Python text: Dask runs it as the worker starts, before any task): the example's directories on the
+# worker's import path, so that tasks naming its modules' functions unpickle there.
+_ON_PATH = """\
+import sys
+for _directory in reversed({directories!r}):
+    if _directory not in sys.path:
+        sys.path.insert(0, _directory)
+"""
+
 # A worker preload (Python text: Dask runs it as the worker starts, before any task): every function of the NVRTC
 # binding kspec compiles with raises from then on, so kspec has no compiler there, as on an image without NVRTC.
 # The module itself stays importable (cuda.core and numba.cuda import it, and Dask imports those to move CuPy
@@ -272,10 +281,14 @@ for _name in dir(nvrtc) if nvrtc is not None else ():
 
 
 def cluster(gpus: int, kernels_dir: Path, threads: int = 1, served: str | os.PathLike[str] | None = None,
-            by_value: tuple[Any, ...] = ()) -> Any:
+            modules: tuple[Any, ...] = ()) -> Any:
     """A distributed cluster with one worker process per GPU (``CUDA_VISIBLE_DEVICES`` per worker, as dask-cuda
-    sets it). This module's tasks (and those of the modules in ``by_value``) travel by value (cloudpickle), so
-    workers need only kspec installed and ``kernels_dir`` (what ``prepare`` wrote) readable.
+    sets it). Tasks name this module's functions (and those of ``modules``), which pickle by reference: the
+    workers import the modules from their directories (a worker preload puts them on its ``sys.path``), as a
+    deployed cluster imports installed task code. Sent by value (cloudpickle's ``register_pickle_by_value``),
+    every task carried its functions' code: 9.5 KB and 0.4 ms of pickling a task on the scheduler's one thread
+    (6 us by reference; tests/examples_tests/test_dask.py bounds it), which bounded the stencil graph on four GPUs
+    (README.md). Workers need kspec (and CuPy) installed and ``kernels_dir`` (what ``prepare`` wrote) readable.
 
     ``served``: a ``kspec build`` output (of spec files ``kspec capture`` wrote, say) that workers load every
     kernel from, besides the typed module's own binaries: they run with ``KSPEC_COMPILE=never`` (a kernel
@@ -283,11 +296,10 @@ def cluster(gpus: int, kernels_dir: Path, threads: int = 1, served: str | os.Pat
     anything else runs in them (:data:`NO_NVRTC`), as on workers that have none installed."""
     import tempfile
 
-    import cloudpickle
     from distributed import Nanny, Scheduler, SpecCluster
 
-    for module in (sys.modules[__name__], *by_value):
-        cloudpickle.register_pickle_by_value(module)
+    directories = list(dict.fromkeys(str(Path(m.__file__).resolve().parent) for m in (sys.modules[__name__], *modules)))
+    preload = [_ON_PATH.format(directories=directories)] + ([NO_NVRTC] if served is not None else [])
     env = {"DASK_KERNELS_DIR": str(kernels_dir)}
     if served is not None:
         env.update(KSPEC_BINARIES=str(Path(served).resolve()), KSPEC_COMPILE="never")
@@ -300,7 +312,7 @@ def cluster(gpus: int, kernels_dir: Path, threads: int = 1, served: str | os.Pat
         # limit (the host's memory over its cores: 8 GB a worker on a 64-core host) it spilled CuPy chunks to
         # disk, a device-to-host copy and a write per chunk (4 s a 2 GiB chunk). The chunks live on the GPU.
         options = {"nthreads": threads, "env": own, "memory_limit": 0,
-                   "preload": [NO_NVRTC] if served is not None else []}
+                   "preload": preload}
         workers[f"gpu{k}"] = {"cls": Nanny, "options": options}
     return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}, workers=workers)
 
@@ -449,4 +461,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # run as the module `pipeline` (its directory is sys.path[0]): tasks then name pipeline's functions, which the
+    # workers import, where __main__'s would travel by value with every task (cluster)
+    import pipeline
+
+    pipeline.main()

@@ -72,7 +72,7 @@ def measure(gpu_counts: list[int], served: str | None, pipeline_gib: float, sten
             # one cluster a size, Dask's default scheduling: root tasks queued (a worker given every chunk of the
             # volume at once, as worker-saturation: inf does, made them all before consuming one: out of memory
             # on an H200); the halo graph places its slabs itself (stencil.slab_energy)
-            with pipeline.cluster(gpus, workdir, served=served, by_value=(stencil, sys.modules[__name__])) as c, \
+            with pipeline.cluster(gpus, workdir, served=served, modules=(stencil,)) as c, \
                     Client(c) as client:
                 pipeline.start_workers(client, gpus)
                 for name, work in workloads(switched(), pipeline_gib, stencil_gib, *chunks):

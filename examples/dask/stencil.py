@@ -44,9 +44,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pipeline  # noqa: E402  (the cluster, the chunks, the throttle and the reductions' pieces are shared)
-# Tasks name these functions, never the module: Dask's scheduler pickles every task it sends, and a function that
-# reaches `pipeline` (sent by value, pipeline.cluster) carries the whole module, 35 KB and milliseconds of
-# pickling on the scheduler's one thread: ~7 ms a task, the halo graph's span on one GPU as on four (README.md)
+# Dask's scheduler pickles every task it sends, on its one thread: tasks name module-level functions, which pickle by
+# reference (pipeline.cluster puts this directory on the workers' import path)
 from pipeline import (HostCopy, on_device, on_this_device, partial_cupy, partial_kspec,  # noqa: E402,I001
                       random_chunk, throttled, typed_kernels)
 
@@ -99,7 +98,7 @@ class MadeChunk:
 def neighbour_planes(neighbour: Any) -> Any:
     """A neighbour's first and last planes on this device: from its :class:`MadeChunk` where it was made here,
     else the NumPy planes another worker sent."""
-    edges = neighbour.edges if hasattr(neighbour, "block") else neighbour  # duck-typed: the class travels by value
+    edges = neighbour.edges if hasattr(neighbour, "block") else neighbour  # duck-typed, as the CPU tests' stand-ins
     return on_this_device(edges)
 
 
@@ -344,7 +343,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = pipeline.prepare(tmp, archs=kspec.get_device().arch)
         os.environ["DASK_KERNELS_DIR"] = str(workdir)
-        with pipeline.cluster(args.gpus, workdir, served=args.served, by_value=(sys.modules[__name__],)) as c, \
+        with pipeline.cluster(args.gpus, workdir, served=args.served, modules=(sys.modules[__name__],)) as c, \
                 Client(c) as client:
             pipeline.start_workers(client, args.gpus)
             r = run_on(client, args.gib, args.chunk_mib, args.kernels, args.repeats, graph=args.graph)
@@ -355,4 +354,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # run as the module `stencil`: tasks name its functions, which the workers import (pipeline.cluster)
+    import stencil
+
+    stencil.main()

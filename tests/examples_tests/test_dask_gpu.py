@@ -64,7 +64,7 @@ def test_stencil_matches_ndimage_on_the_whole_volume(kernels_dir, kernels, gpus,
 
     monkeypatch.setenv("DASK_KERNELS_DIR", str(kernels_dir))
     monkeypatch.setattr(stencil, "AHEAD", 2)  # the slab graph's chain at work on 8 chunks (the default makes 8 ahead)
-    with pipeline.cluster(gpus, kernels_dir, by_value=(stencil,)) as c, Client(c) as client:
+    with pipeline.cluster(gpus, kernels_dir, modules=(stencil,)) as c, Client(c) as client:
         pipeline.start_workers(client, gpus)
         result = stencil.run_on(client, 0.0625, 8, kernels, repeats=1, graph=graph)  # 8 chunks of 2 planes: all halo
     assert result["tasks"] > 8 and result["energy"] > 0
