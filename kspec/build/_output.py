@@ -191,6 +191,7 @@ def write_output(results: Sequence[BuildResult], out_dir: str | os.PathLike[str]
     except OSError as exc:  # the old manifest stays, with every file it lists
         raise BuildOutputError(f"output {str(out)!r}: cannot write {MANIFEST_NAME}: {exc}") from None
     _write_tuning(results, out)
+    _write_call_path_code(results, out)
     # The swap is done: the previous build's files that this one does not list would only mislead a reader.
     kept = {e["file"] for e in entries} | set(interfaces.values())
     old_entries = previous.get("entries") if previous else None
@@ -231,6 +232,24 @@ def _write_tuning(results: Sequence[BuildResult], out: Path) -> None:
             path.unlink(missing_ok=True)
     except OSError as exc:
         raise BuildOutputError(f"output {str(out)!r}: cannot write {BUILD_RECORD}: {exc}") from None
+
+
+def _write_call_path_code(results: Sequence[BuildResult], out: Path) -> None:
+    """``callpath/``: the call-path code that captures of the built spec files' directories used (their
+    ``call-path.txt``), compiled for this interpreter, so that a process these binaries serve loads it instead of
+    compiling it on each kernel's first call (kspec/_generated_code.py); removed when there is none."""
+    from .._generated_code import CODE_DIR, SOURCES_FILE, parse_sources, write_code_directory
+
+    sources: dict[str, str] = {}
+    for directory in sorted({Path(r.unit.spec.origin).parent for r in results if r.unit.spec.origin is not None}):
+        try:
+            sources.update(parse_sources((directory / SOURCES_FILE).read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):  # no capture wrote one there
+            continue
+    try:
+        write_code_directory(sources, out / CODE_DIR)
+    except OSError as exc:
+        raise BuildOutputError(f"output {str(out)!r}: cannot write {CODE_DIR}/: {exc}") from None
 
 
 def _remove_orphans(out: Path, kept: set[str]) -> None:

@@ -33,9 +33,11 @@ class Recorder:
         self._stop: Any = None
 
     def start(self) -> Recorder:
+        from .._generated_code import watch_sources
         from ..kernels import observe_builds
 
-        self._stop = observe_builds(self)
+        stop_builds, stop_sources = observe_builds(self), watch_sources(self.call_path_source)
+        self._stop = lambda: (stop_builds(), stop_sources())
         return self
 
     def stop(self) -> None:
@@ -82,6 +84,10 @@ class Recorder:
     def raw_loaded(self, build: Any) -> None:
         if build.binaries is None:  # (a build with binaries of its own is a spec file's: see raw_function)
             self._write(self._raw(build))
+
+    def call_path_source(self, source: str, what: str) -> None:
+        """Generated call-path code the process used (kspec/_generated_code.py): a build ships it compiled."""
+        self._write({"kind": "call_path", "what": what, "source": source})
 
     def _raw(self, build: Any) -> dict[str, Any]:
         return {

@@ -1,6 +1,6 @@
 """The records a capture writes: one JSON object per line, per process, in the capture's records directory.
 
-Three kinds of line. A typed kernel's specialization::
+Four kinds of line. A typed kernel's specialization::
 
     {"kind": "elementwise" | "reduction", "spec": <to_data()>, "types": {...}, "scalars": [...],
      "raw_layouts": {"name": [ndim, c_contiguous]}, "key": "<its content key>", "site": {...}}
@@ -13,6 +13,10 @@ and a raw module of source code loaded::
 
     {"kind": "raw", "code": "...", "options": [...], "name_expressions": [...], "translate_cucomplex": false,
      "backend": "nvrtc", "label": "...", "site": {...}}
+
+and the source of generated call-path code the process used (kspec/_generated_code.py), once::
+
+    {"kind": "call_path", "what": "launch" | "dispatcher" | "raw-kernel launch", "source": "..."}
 
 A raw line with ``"compile_fails": true`` (and the ``function`` looked up) is a module whose compile failed: code
 written for CuPy may rely on that (catching the CompileException to fall back on other code), so the capture

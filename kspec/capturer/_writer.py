@@ -23,6 +23,7 @@ from .._digest import sha256_hex
 from .._errors import KspecError, KspecValueError
 from ..render import content_data
 from ..spec import SCHEMA_VERSION, dumps_toml, parse_spec, parse_specializations, parse_variant, read_file, variant_text
+from ._call_path import read_call_path, write_call_path
 from ._records import read_records
 
 HEADER = ("# Captured by `kspec capture`: the kernels that the code of module {module} built, as spec files.\n"
@@ -55,10 +56,13 @@ class CaptureReport:
     pruned: int = 0
     files: list[Path] = field(default_factory=list)  # spec files written (changed or new)
     not_captured: list[tuple[str, str]] = field(default_factory=list)  # (what, why)
+    call_path: int = 0  # generated call-path sources in the directory's call-path file (kspec/capturer/_call_path.py)
 
     def summary(self) -> str:
         text = (f"{self.kernels} kernels in {len(self.files)} changed spec files ({self.new_kernels} new kernels, "
                 f"{self.new_specializations} new specializations, {self.pruned} pruned)")
+        if self.call_path:
+            text += f"; {self.call_path} call-path sources"
         if self.not_captured:
             text += f"; {len(self.not_captured)} not captured:\n" + "\n".join(f"  {w}: {why}" for w, why in self.not_captured)
         return text
@@ -73,7 +77,12 @@ def write_captured(records: str | os.PathLike[str], out: str | os.PathLike[str],
     before = {k: len(v.specializations) for k, v in kernels.items()}
     by_key: dict[str, tuple[_Kernel, dict[str, Any]]] = {}  # a specialization's content key -> its kernel and entry
     compiled: set[str] = set()  # raw modules this run compiled: one that failed elsewhere is not failing
+    sources: dict[str, str] = {}  # the call path's generated code the run used: source -> what
     for record in read_records(Path(records)):
+        if record["kind"] == "call_path":
+            if isinstance(record.get("source"), str) and isinstance(record.get("what"), str):
+                sources[record["source"]] = record["what"]
+            continue
         if record["kind"] == "variant":
             _add_variant(by_key.get(str(record.get("key"))), record.get("variant"))
             continue
@@ -96,6 +105,7 @@ def write_captured(records: str | os.PathLike[str], out: str | os.PathLike[str],
                 by_key[record["key"]] = (found, kept)
     for key in compiled:
         kernels[key].data.pop("compile_fails", None)
+    report.call_path = write_call_path(out_dir, sources, replace=prune)
     return _write(kernels, before, out_dir, report, prune)
 
 
@@ -109,9 +119,11 @@ def merge_captured(sources: list[str | os.PathLike[str]], out: str | os.PathLike
     report = CaptureReport()
     kernels = _existing(out_dir, report)
     before = {k: len(v.specializations) for k, v in kernels.items()}
+    code: dict[str, str] = {}
     for source in sources:
         if not Path(source).is_dir():
             raise CaptureMergeError(f"merge: {str(source)!r} is not a directory of captured spec files")
+        code.update(read_call_path(Path(source)))
         for key, kernel in _existing(Path(source), report).items():
             found = kernels.setdefault(key, kernel)
             if found is kernel:
@@ -129,6 +141,7 @@ def merge_captured(sources: list[str | os.PathLike[str]], out: str | os.PathLike
                     kept["variants"] = sorted({*kept["variants"], *entry["variants"]})
                 else:  # built whole on either side: whole
                     kept.pop("variants", None)
+    report.call_path = write_call_path(out_dir, code)
     return _write(kernels, before, out_dir, report, prune=False)
 
 

@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
+
+from .._generated_code import set_code_directories
 from .._lazy import lazy_getattr
 
+
+def _built_code() -> Iterable[Path]:
+    """Where the call path's generated code is found besides the memo: the binary stores' (a build of captured
+    specs ships it); asked only before a compile."""
+    from .binaries import code_directories
+
+    return code_directories()
+
+
+set_code_directories(_built_code)
 
 # Lazy exports: a generated module imports ``load_specs`` only; each name loads its module on first access.
 _LAZY = {

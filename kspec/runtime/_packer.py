@@ -40,7 +40,7 @@ from ._launch_args import (
 )
 from ._stream import cu_stream, default_stream_getter, order_after, stream_handle
 from .host import note as checked_note, state as checked_state  # the CPU device's checked mode
-from .._generated_code import compiled
+from .._generated_code import compiled, note_source, sources_watched
 
 
 class PackerOwner(Protocol):
@@ -179,7 +179,6 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
     cu = _driver.driver()
     host = _device_kind.host_active  # the CPU device: its driver answers the launch
     multi = _driver.initialized_device_count() > 1 and not host
-    n = len(specs)
     fmt, buffer, pointers = _parameter_buffer(specs)
     params_address = ctypes.addressof(pointers)
     library = next((spec.kind for spec in specs if spec.kind in (_interop.CUPY, _interop.TORCH)), None)
@@ -216,8 +215,44 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
         "_relaunch_or_raise": _launch.relaunch_raw_or_raise,
         "_fs": {},
     }
+    lines, body_start = _packer_lines(specs, ns, multi=multi, host=host, library=library, direct=bool(direct),
+                                      cooperative=launcher.cooperative)
+
+    # the function on this device, checked against the signature once per device
+    def resolve(device_id: int, stream: int) -> Any:
+        fn = launcher.function(device_id, stream)
+        launcher.check_params(device_id, specs)
+        if direct:
+            fn = int(fn)
+        ns["_fs"][device_id] = fn
+        if not multi:
+            ns["_f"] = fn
+        return fn
+
+    ns["_resolve"] = resolve
+    ns["_f"] = None
+    ns["_launch"] = cu.cuLaunchCooperativeKernel if launcher.cooperative else cu.cuLaunchKernel
+    if direct:
+        assert fastcall is not None
+        fastcall.set_raw_launch(direct)
+        ns["_launch"] = fastcall.launch_kernel
+    ns["_hs0"] = cu_stream(0)
+    if direct and sources_watched():  # a capture: the packer a process without the compiled call path compiles
+        other, other_start = _packer_lines(specs, {}, multi=multi, host=host, library=library, direct=False,
+                                           cooperative=launcher.cooperative)
+        note_source(_packer_source(other, other_start, len(types), host), "raw-kernel launch")
+    packer = _compile_packer(launcher, lines, body_start, types, ns)
+    packer.native = _native_call(fastcall, launcher, specs, types, library, resolve, packer) if direct and not multi else None  # type: ignore[attr-defined]
+    return packer
+
+
+def _packer_lines(specs: list[_Arg], ns: dict[str, Any], *, multi: bool, host: bool, library: str | None, direct: bool,
+                  cooperative: bool) -> tuple[list[str], int]:  # fmt: skip
+    """The lines of a packer's body and where they start after the arguments' unpacking; what they read that
+    depends on the choices is put in ``ns``."""
     lines: list[str] = []
     w = lines.append
+    n = len(specs)
     if n == 1:
         w("    a0, = args")
     elif n:
@@ -242,7 +277,7 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
         w(f"    if _checked[0]: _note(({', '.join(host_arrays)},))")
 
     # 2. stream
-    _choose_stream(library, ns, w, bool(direct))
+    _choose_stream(library, ns, w, direct)
     lines.extend(deferred)
 
     # 3. values
@@ -261,19 +296,7 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
         w("    else:")
         w(f"        {prefix}x, {prefix}y, {prefix}z = _dim3({var}, '{var}')")
 
-    # 5. the function on this device, checked against the signature once per device
-    def resolve(device_id: int, stream: int) -> Any:
-        fn = launcher.function(device_id, stream)
-        launcher.check_params(device_id, specs)
-        if direct:
-            fn = int(fn)
-        ns["_fs"][device_id] = fn
-        if not multi:
-            ns["_f"] = fn
-        return fn
-
-    ns["_resolve"] = resolve
-    ns["_f"] = None
+    # 5. the function on this device (_resolve: checked against the signature once per device)
     if multi:
         w("    f = _fs.get(dev)")
         w("    if f is None:")
@@ -283,17 +306,11 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
         w("    f = _f")
         w("    if f is None:")
         w("        f = _resolve(dev, s)")
-    if launcher.cooperative:
+    if cooperative:
         w("    _launcher.check_cooperative(dev, (gx, gy, gz), (bx, by, bz), shared_mem)")
 
     # 6. launch; a non-zero status goes to the one error branch every launch shares
-    ns["_launch"] = cu.cuLaunchCooperativeKernel if launcher.cooperative else cu.cuLaunchKernel
-    if direct:
-        assert fastcall is not None
-        fastcall.set_raw_launch(direct)
-        ns["_launch"] = fastcall.launch_kernel
-    ns["_hs0"] = cu_stream(0)
-    call_args = "f, gx, gy, gz, bx, by, bz, shared_mem, hs, _params" + ("" if launcher.cooperative else ", 0")
+    call_args = "f, gx, gy, gz, bx, by, bz, shared_mem, hs, _params" + ("" if cooperative else ", 0")
     w("    try:")
     w(f"        err, = _launch({call_args})")
     w("    except (TypeError, OverflowError) as exc:")
@@ -301,9 +318,7 @@ def generate_packer(launcher: PackerOwner, specs: list[_Arg], types: tuple[type,
     w("    if err:")
     w(f"        _relaunch_or_raise(err, dev, _launch, ({call_args}),")
     w("                           lambda e: _launcher.failed(int(e), dev, (gx, gy, gz), (bx, by, bz), shared_mem, s))")
-    packer = _compile_packer(launcher, lines, body_start, types, ns)
-    packer.native = _native_call(fastcall, launcher, specs, types, library, resolve, packer) if direct and not multi else None  # type: ignore[attr-defined]
-    return packer
+    return lines, body_start
 
 
 _RAW_KINDS = {_interop.CUPY: 1, _interop.TORCH: 2, _interop.KSPEC: 3, "none": 4, "handle": 5, "int": 0, "scalar": 0}
@@ -335,12 +350,26 @@ def _compile_packer(
     """``method`` becomes the kernel's own __call__ (Launcher's ``install``): it checks the thread and the
     argument types (a few ``is`` tests, cheaper than building a key tuple) and sends anything else to the
     launcher's general launch. ``body`` is the same without the checks, for that general path."""
-    n = len(types)
     thread = threading.get_ident()
+    for i, tp in enumerate(types):
+        ns[f"_T{i}"] = tp
+    ns["_miss"] = launcher.launch
+    ns["_get_ident"], ns["_THREAD"] = threading.get_ident, thread
+    ns["_kind"] = _device_kind
+    source = _packer_source(lines, body_start, len(types), _device_kind.host_active)
+    exec(compiled(source, "raw-kernel launch"), ns)  # the same source for every kernel of one signature: compiled once
+    packer = ns["method"]
+    packer.body = ns["body"]
+    packer.thread = thread
+    packer.source = source  # for debugging: print(next(iter(kernel._launcher.packers().values())).source)
+    return packer
+
+
+def _packer_source(lines: list[str], body_start: int, n: int, host: bool) -> str:
+    """The source of ``method`` (the guarded fast path) and ``body`` (see :func:`_compile_packer`). The thread is the
+    namespace's, not the source's: the source (the key of its compiled code, kept on disk across processes and
+    shipped in builds: kspec/_generated_code.py) must be the same in every process."""
     guard = ["def method(self, grid, block, args, *, shared_mem=0, stream=None):"]
-    host = _device_kind.host_active
-    # the thread is the namespace's, not the source's: the source (the key of its compiled code, kept on disk across
-    # processes: kspec/_generated_code.py) must be the same in every process
     guard.append(f"    if _get_ident() != _THREAD or type(args) is not tuple or len(args) != {n} or _kind.host_active is not {host}:")
     guard.append("        return _miss(grid, block, args, shared_mem, stream)")
     guard.extend(lines[:body_start])
@@ -350,15 +379,4 @@ def _compile_packer(
         guard.append("        return _miss(grid, block, args, shared_mem, stream)")
     guard.extend(lines[body_start:])
     body = ["def body(grid, block, args, shared_mem, stream):", *lines]
-    for i, tp in enumerate(types):
-        ns[f"_T{i}"] = tp
-    ns["_miss"] = launcher.launch
-    ns["_get_ident"], ns["_THREAD"] = threading.get_ident, thread
-    ns["_kind"] = _device_kind
-    source = "\n".join(guard) + "\n\n" + "\n".join(body) + "\n"
-    exec(compiled(source, "raw-kernel launch"), ns)  # the same source for every kernel of one signature: compiled once
-    packer = ns["method"]
-    packer.body = ns["body"]
-    packer.thread = thread
-    packer.source = source  # for debugging: print(next(iter(kernel._launcher.packers().values())).source)
-    return packer
+    return "\n".join(guard) + "\n\n" + "\n".join(body) + "\n"

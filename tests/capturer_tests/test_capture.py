@@ -84,7 +84,7 @@ def test_capture_writes_one_spec_file_per_module_with_every_specialization(captu
     tmp = captured["dir"]
     assert "5 kernels in 1 changed spec files (5 new kernels, 5 new specializations" in captured["run"].stdout
     files = sorted(p.name for p in (tmp / "specs").iterdir())
-    assert files == ["main.toml"]
+    assert files == ["call-path.txt", "main.toml"]  # the spec file, and the call path's code the calls used
     text = (tmp / "specs" / "main.toml").read_text()
     assert text.startswith("# Captured by `kspec capture`: the kernels that the code of module __main__ built")
     assert "# program.py:5\n[[kernel]]" in text and 'doc = "built at program.py:5"' in text
@@ -146,6 +146,11 @@ def test_captured_build_serves_a_fresh_process_without_compiler(captured, tmp_pa
     assert sorted(e.get("variant", "-") for e in manifest["entries"] if e["kind"] != "raw") == [
         "contig/int64/0/2", "contig/int64/0/4", "contig/int64/0/4", "contig/int64/0/4", "rows/int64/1/4"]
     assert {kernel for kernel, _ in log} == {"combine", "total", "scale", "raw_module"}
+    # the call path's code the capture's calls used ships compiled with the build: the served process compiled
+    # none of it (its memo directory, where compiled code is kept, got nothing)
+    assert "def launch_call(" in (tmp / "specs" / "call-path.txt").read_text()
+    assert len(list((tmp / "build" / "callpath").glob("*.marshal"))) >= 4
+    assert not list((tmp_path / "memo").glob("callpath/*.marshal"))
     # a call the capture never saw is refused by name under never
     (tmp / "unseen.py").write_text(SERVE.replace('exec(open("program.py").read())', textwrap.dedent('''
         import numpy as np
@@ -348,6 +353,7 @@ def test_a_generated_modules_kernels_served_by_their_binaries_are_not_captured(t
     assert y.tolist() == [1.0, 3.0, 3.0, 3.0] and plus.tolist() == [4.0, 4.0, 4.0, 4.0]
     assert {e.source for e in kspec.compile_log() if e.kernel.endswith("_captured") and "mine" not in e.kernel} == {"binary"}
     lines = [json.loads(line) for line in recorder.path.read_text().splitlines()]
+    lines = [line for line in lines if line["kind"] != "call_path"]  # generated code the calls used: any kernel's
     assert lines and all(line["kind"] == "raw" and "mine_captured" in line["code"] for line in lines), lines
     assert all(line["site"]["file"].endswith("test_capture.py") for line in lines), lines  # the constructor's site
 

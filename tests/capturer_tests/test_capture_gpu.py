@@ -60,6 +60,7 @@ def test_kspec_constructors_captured_and_served_on_the_gpu(tmp_path):
     assert lines[0] == expected
     log = eval(lines[1])  # noqa: S307 - our own program's printed list
     assert log and {source for _, source in log} == {"binary"}, log
+    _no_call_path_compiled(tmp_path)
 
 
 CUPYX_PROGRAM = '''
@@ -84,6 +85,15 @@ def test_cupyx_scipy_captured_and_served_without_compiler(tmp_path):
     assert log and {source for _, source in log} == {"binary"}, log
     files = sorted(p.name for p in Path(specs).iterdir())
     assert any(name.startswith("cupyx_scipy_ndimage") for name in files), files
+    _no_call_path_compiled(tmp_path)
+
+
+def _no_call_path_compiled(tmp: Path) -> None:
+    """The served process compiled none of the call path's generated code: the capture kept its sources, the build
+    compiled them, and the memo directory (where a process keeps code it compiled) got nothing."""
+    assert "def launch_call(" in (tmp / "specs" / "call-path.txt").read_text()
+    assert list((tmp / "build" / "callpath").glob("*.marshal"))
+    assert not list((tmp / "memo").glob("callpath/*.marshal")), sorted((tmp / "memo").glob("callpath/*"))
 
 
 FALLBACK_PROGRAM = '''

@@ -399,3 +399,49 @@ def test_an_unwritable_memo_directory_still_compiles(tmp_path, monkeypatch):
     ns: dict = {}
     exec(_generated.compiled("X = 3\n", "test"), ns)
     assert ns["X"] == 3
+
+
+def test_a_builds_code_directory_serves_the_sources_a_capture_kept(tmp_path, monkeypatch):
+    """A captured directory's call-path file gives back every source byte for byte; a build compiles them into its
+    code directory, where a process with an empty memo loads them: nothing compiled, nothing written to the memo."""
+    from kspec import _generated_code as _generated
+
+    sources = {"def f(a):\n    return a + 41\n": "launch", "X = 'a #> b'\n\nY = 2\n": "dispatcher",
+               "no newline at the end": "launch", "#> looks like a mark\n": "launch"}
+    text = _generated.format_sources(sources)
+    assert _generated.parse_sources(text) == dict(list(sources.items())[:2])  # the last two cannot round-trip
+    assert _generated.format_sources(_generated.parse_sources(text)) == text
+    built = tmp_path / "build" / "callpath"
+    assert _generated.write_code_directory(_generated.parse_sources(text), built) == 2
+    (built / ("0" * 64 + ".marshal")).write_bytes(b"stale")  # a source the build no longer has
+    assert _generated.write_code_directory(_generated.parse_sources(text), built) == 2
+    assert len(list(built.iterdir())) == 2
+    monkeypatch.setenv("KSPEC_MEMO_DIR", str(tmp_path / "memo"))
+    monkeypatch.setattr(_generated, "_code", {})
+    monkeypatch.setattr(_generated, "_shipped", [])
+    _generated.set_code_directories(lambda: [tmp_path / "absent", built])
+    monkeypatch.setattr(_generated, "compile", lambda *a: pytest.fail("compiled"), raising=False)
+    ns: dict = {}
+    exec(_generated.compiled("def f(a):\n    return a + 41\n", "launch"), ns)
+    assert ns["f"](1) == 42 and not (tmp_path / "memo" / "callpath").exists()
+
+
+def test_a_capture_is_told_the_launch_code_the_compiled_call_path_made_unneeded(monkeypatch):
+    """Where the compiled call path launches a prepared call, a capture still gets the Python launch's source
+    (a process the capture's build serves may lack the compiled path); without a watcher nothing is generated."""
+    from kspec import _generated_code as _generated
+    from kspec.kernels.callpath import _launch_code
+
+    seen: list[tuple[str, str]] = []
+    monkeypatch.setattr(_generated, "_noted", set())
+    described = dict(steps=[], arrays=[], scalars=[], outputs=[], workspace=0, result=(0, ()), nargs=1,
+                     constants={"STREAM": (lambda device: 0, None), "LIBRARY": None, "SEVERAL": False, "EXPORT": False})
+    stop = _generated.watch_sources(lambda source, what: seen.append((what, source)))
+    try:
+        assert _generated.sources_watched()
+        _launch_code.note_launch_source(**described)
+        _launch_code.note_launch_source(**described)  # once per process
+    finally:
+        stop()
+    assert not _generated.sources_watched()
+    assert [what for what, _ in seen] == ["launch"] and seen[0][1].startswith("def launch_call(args, stream, p0):")

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # what mypy reads (explicit re-exports); at run time each nam
     )
     from ._precompiled import BinaryStore as BinaryStore, binary_store as binary_store
     from ._stores import (
-        content_store as content_store, register_binaries as register_binaries,
+        code_directories as code_directories, content_store as content_store, register_binaries as register_binaries,
         registered_binaries as registered_binaries,
     )
 
@@ -35,6 +35,7 @@ _LAZY = {
     "LoadedKernel": "_loaded",
     "binary_store": "_precompiled",
     "cached_function": "_loaded",
+    "code_directories": "_stores",
     "content_store": "_stores",
     "interface_of": "_loaded",
     "loaded_kernel": "_loaded",

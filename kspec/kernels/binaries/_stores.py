@@ -26,6 +26,7 @@ import warnings
 from pathlib import Path
 
 from ..._errors import BinaryWarning, KspecError
+from ..._generated_code import CODE_DIR
 from ..._manifest import MANIFEST_NAME, REGISTRATION_DIR, REGISTRATION_VERSION
 from ._precompiled import BinaryStore, binary_store
 
@@ -50,6 +51,23 @@ def register_binaries(directory: str | os.PathLike[str] | BinaryStore) -> Binary
 def registered_binaries() -> tuple[BinaryStore, ...]:
     """The stores content lookups read, in order (see the module docstring)."""
     return (*_registered, *_discovered_stores())
+
+
+def code_directories() -> list[Path]:
+    """The stores' compiled call-path code, in lookup order: a build of captured specs ships it (``callpath/``,
+    kspec/_generated_code.py), so that a kernel served by it compiles no dispatcher, launch or packer."""
+    found: list[Path] = []
+    for store in registered_binaries():
+        if store.directory not in _code_directories:
+            candidate = store.directory / CODE_DIR
+            _code_directories[store.directory] = candidate if candidate.is_dir() else None
+        directory = _code_directories[store.directory]
+        if directory is not None:
+            found.append(directory)
+    return found
+
+
+_code_directories: dict[Path, Path | None] = {}  # a store's directory -> its code directory, or None: none
 
 
 def content_store(key: str) -> BinaryStore | None:

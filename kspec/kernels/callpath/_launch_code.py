@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from ._frame import Frame
-from ..._generated_code import compiled
+from ..._generated_code import compiled, note_source
 
 
 class Step(NamedTuple):
@@ -85,7 +85,22 @@ def pointer_runs(slots: Sequence[tuple[int, int]]) -> list[tuple[int, list[int]]
 _POINTER_OF = {"cupy": "{o}.data.ptr", "torch": "{o}.data_ptr()"}
 
 
-def make_launch(
+def make_launch(**described: Any) -> Callable[..., Any]:
+    """The launch function of a prepared call (see the module docstring), in Python: what runs where
+    :func:`._launch_native.native_launch` does not (the compiled call path), and the reference for it. Takes
+    :func:`launch_source`'s arguments."""
+    source, ns = launch_source(**described)
+    exec(compiled(source, "launch"), ns)
+    return ns["launch_call"]
+
+
+def note_launch_source(**described: Any) -> None:
+    """Tell a capture the source :func:`make_launch` would compile for a call the compiled call path launches: a
+    process served by the capture's build may have no compiled call path (kspec/_generated_code.py)."""
+    note_source(launch_source(**described)[0], "launch")
+
+
+def launch_source(
     *,
     steps: Sequence[Step],
     arrays: Sequence[tuple[int, str]],
@@ -95,9 +110,8 @@ def make_launch(
     result: Result,
     nargs: int,
     constants: dict[str, Any],
-) -> Callable[..., Any]:
-    """The launch function of a prepared call (see the module docstring), in Python: what runs where
-    :func:`._launch_native.native_launch` does not (the compiled call path), and the reference for it.
+) -> tuple[str, dict[str, Any]]:
+    """The source of a prepared call's launch function and the namespace it runs in.
 
     ``arrays``: (argument position, parameter) of the arrays given; ``outputs`` are ``o0``, ``o1``... in
     ``result``. ``constants`` holds what the code reads: DEVICE,
@@ -183,6 +197,4 @@ def make_launch(
         body += [f"o{k} = export(o{k}, LIBRARY)" for k in range(len(outputs))]
     body.append(f"return {result_source(result)}")
     params = "".join(f", p{i}" for i in range(nargs))
-    source = f"def launch_call(args, stream{params}):\n" + "".join(f"    {line}\n" for line in body)
-    exec(compiled(source, "launch"), ns)
-    return ns["launch_call"]
+    return f"def launch_call(args, stream{params}):\n" + "".join(f"    {line}\n" for line in body), ns

@@ -19,6 +19,7 @@ import numpy as np
 
 from ... import dtypes
 from ..._errors import KspecTypeError, LaunchError, about_kernel
+from ..._generated_code import sources_watched
 from ...runtime import (
     CUPY,
     EXPORTED,
@@ -42,7 +43,7 @@ from ...runtime import (
     stream_handle,
 )
 from ._scalars import scalar_bytes
-from ._launch_code import Output, Result, Scalar, Step, make_launch
+from ._launch_code import Output, Result, Scalar, Step, make_launch, note_launch_source
 from ._launch_native import native_launch
 
 
@@ -174,7 +175,10 @@ class PreparedCall:
             ),
         )  # fmt: skip
         # the compiled call path where this process has it (kspec/runtime/_fastcall.py), else generated Python
-        self.launch = native_launch(**described) or make_launch(**described)  # type: ignore[arg-type]
+        native = native_launch(**described)  # type: ignore[arg-type]
+        if native is not None and sources_watched():  # a capture: the Python launch a served process may compile
+            note_launch_source(**described)
+        self.launch = native or make_launch(**described)
 
     def _stream(self, stream: object) -> int:
         try:
