@@ -136,7 +136,7 @@ def _first_call(mode: str, name: str, call: Callable[[], Any]) -> float:
     seconds = time.perf_counter() - t0
     text = io.StringIO()
     stats = pstats.Stats(profile, stream=text)
-    stats.sort_stats("cumulative").print_stats(40)
+    stats.sort_stats("cumulative").print_stats(70)
     stats.sort_stats("tottime").print_stats(25)
     slug = "".join(c if c.isalnum() else "_" for c in name.split(" ")[0])
     with open(os.path.join(where, f"{mode}-{slug}-{os.getpid()}.txt"), "w") as out:
