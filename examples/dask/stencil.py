@@ -151,21 +151,26 @@ def chunk_at(k: int, shape: tuple[int, ...], seed: int, *after: Any) -> Any:
     return volume_chunk({None: {"chunk-location": (k, 0, 0), "chunk-shape": shape}}, seed)
 
 
-def in_volume_order(chunks: int, workers: list[str] | None = None) -> Any:
+def in_volume_order(chunks: int, workers: list[str] | None = None, priorities: dict[Any, float] | None = None) -> Any:
     """Annotations (a context manager) that run the tasks of a volume of ``chunks`` chunks built inside in volume
     order: chunk k's tasks (keys ``(name, k, ...)``) at priority -k, anything else (the combine) last. Dask's own
     order for the halo graph made chunks far from each other (52, 53, 8, 10, 9, 50, ...), each held until both
     its neighbours were made: on one worker 34 of 128 chunks were alive at once (out of memory on an H200 with
     4 GiB chunks), in volume order 5. ``workers``: chunk k's tasks also run on ``workers[k * W // chunks]``, a
-    slab of the volume per worker (:func:`slab_energy`). Compute such a graph with ``optimize_graph=False``:
-    Dask's optimisation rebuilds the layers without their annotations."""
+    slab of the volume per worker (:func:`slab_energy`). ``priorities``: keys that run at another priority (a
+    slab's boundary chunk made early). Compute such a graph with ``optimize_graph=False``: Dask's optimisation
+    rebuilds the layers without their annotations."""
     import dask
+
+    given = priorities or {}
 
     def chunk_of(key: Any) -> int | None:
         k = key[1] if isinstance(key, tuple) and len(key) > 1 else None
         return k if isinstance(k, int) else None
 
-    def priority(key: Any) -> int:
+    def priority(key: Any) -> float:
+        if key in given:
+            return given[key]
         k = chunk_of(key)
         return -k if k is not None else -chunks
 
@@ -215,25 +220,35 @@ def slab_energy(chunks: int, depth: int, kernels: str, workers: list[str], seed:
     computed (a dependency; default :data:`AHEAD`), so about ``ahead`` + 3 chunks are alive on a GPU. Placed
     tasks skip Dask's queuing: without that dependency a worker made every chunk of its slab at once (one H200
     out of memory); placed and chained, each worker has its next tasks in hand when one ends, instead of a
-    scheduler round trip away (0.23 s of GPU work in a 2.6 s span on one H200 with queuing)."""
+    scheduler round trip away (0.23 s of GPU work in a 2.6 s span on one H200 with queuing).
+
+    Where two slabs meet, the next slab's first chunk needs the planes of this slab's last one: that chunk is made
+    second, right after the slab's first (one more chunk alive on the GPU), so no Laplacian waits at the end for a
+    slab to finish and its planes to cross. Each slab's partial sums are combined on its own worker, and the
+    slabs' totals at the end: a few numbers cross workers there, not a partial sum a chunk (README.md, run C)."""
     import dask.array as da
     from dask.base import tokenize
 
     ahead = AHEAD if ahead is None else ahead
     if ahead < 2:
         raise ValueError(f"ahead: expected at least 2 (chunk k's energy reads chunk k + 1), got {ahead}")
-    n = chunks
+    n, width = chunks, len(workers)
     names = _names(tokenize(n, depth, seed, workers, ahead), kernels)
+    slabs = [k * width // n for k in range(n)]
     first: dict[int, int] = {}  # slab -> its first chunk, whose energy waits for the slab before: nothing waits for it
-    for k in range(n):
-        first.setdefault(k * len(workers) // n, k)
+    last: dict[int, int] = {}  # slab -> its last chunk, whose planes the next slab's first chunk reads
+    for k, slab in enumerate(slabs):
+        first.setdefault(slab, k)
+        last[slab] = k
+    boundary = {last[slab] for slab in last if slab + 1 < width}
     tasks = []
     for k in range(n):
         waits = k - ahead
-        after = [(names[1], waits)] if waits > first[k * len(workers) // n] else []
+        after = [(names[1], waits)] if waits > first[slabs[k]] and k not in boundary else []
         tasks.append((chunk_at, k, (depth, *PLANE), seed, *after))
-    with in_volume_order(n, workers):
-        return da.sqrt(halo_total(tasks, kernels, names))
+    early = {(names[0], k): -first[slabs[k]] - 0.5 for k in boundary}  # between the slab's first chunk and its second
+    with in_volume_order(n, workers, early):
+        return da.sqrt(halo_total(tasks, kernels, names, slabs=slabs))
 
 
 def _names(token: Any, kernels: str) -> tuple[str, str, str]:
@@ -243,10 +258,12 @@ def _names(token: Any, kernels: str) -> tuple[str, str, str]:
     return f"halo-made-{t}", f"halo-energy-{t}", f"halo-total-{t}"
 
 
-def halo_total(chunks: list[Any], kernels: str, names: tuple[str, str, str], dependencies: Any = ()) -> Any:
+def halo_total(chunks: list[Any], kernels: str, names: tuple[str, str, str], dependencies: Any = (),
+               slabs: list[int] | None = None) -> Any:
     """The sum of squares of the volume's Laplacian as a 0-d Dask array, given the task (or key) of each chunk:
     per chunk a :class:`MadeChunk` (the chunk and its edge planes) and its :func:`chunk_energy` (which gets its
-    neighbours' planes where they are), then one combine of the partials."""
+    neighbours' planes where they are), then one combine of the partials; ``slabs`` (chunk k's slab, ascending):
+    a combine a slab first, keyed by the slab's first chunk (placed with it), then one of the slabs' totals."""
     import dask.array as da
     from dask.highlevelgraph import HighLevelGraph
 
@@ -263,7 +280,15 @@ def halo_total(chunks: list[Any], kernels: str, names: tuple[str, str, str], dep
         # another worker than the MadeChunk, which would send its planes only
         own = chunks[k] if by_key else (made, k)
         layer[(parts, k)] = (energy_of, own, before, after)
-    layer[(total,)] = (functools.partial(pipeline.combine, axis=None, keepdims=False), [(parts, k) for k in range(n)])
+    combine = functools.partial(pipeline.combine, axis=None, keepdims=False)
+    if slabs is None:
+        layer[(total,)] = (combine, [(parts, k) for k in range(n)])
+    else:
+        members: dict[int, list[int]] = {}
+        for k, slab in enumerate(slabs):
+            members.setdefault(slab, []).append(k)
+        layer.update({(f"{total}-slab", ks[0]): (combine, [(parts, k) for k in ks]) for ks in members.values()})
+        layer[(total,)] = (combine, [(f"{total}-slab", ks[0]) for ks in members.values()])
     dsk = HighLevelGraph.from_collections(total, layer, dependencies=list(dependencies))
     return da.Array(dsk, total, chunks=(), dtype="float32", meta=pipeline.HOST_META)
 

@@ -172,7 +172,7 @@ def test_the_halo_graphs_tasks_pickle_small():
     for kernels in ("spec", "ndimage"):
         graph = dict(stencil.slab_energy(8, 2, kernels, ["w0", "w1"]).__dask_graph__())
         sizes = {key: len(cloudpickle.dumps(task)) for key, task in graph.items()}
-        assert len(sizes) == 2 * 8 + 2 and max(sizes.values()) < 1_000, sizes
+        assert len(sizes) == 2 * 8 + 2 + 2 and max(sizes.values()) < 1_000, sizes
 
 
 def test_a_made_chunk_travels_as_its_edge_planes_alone():
@@ -190,7 +190,9 @@ def test_a_made_chunk_travels_as_its_edge_planes_alone():
 @pytest.mark.parametrize("ahead", [2, 3])
 def test_the_slab_graph_places_slabs_and_makes_each_chunk_after_an_earlier_energy(monkeypatch, ahead):
     # stencil.slab_energy: two tasks a chunk; chunk k's tasks on worker k * W // n; chunk k made only once the
-    # energy of chunk k - ahead (same slab, not its first) is done, so a worker holds a few chunks, not its slab
+    # energy of chunk k - ahead (same slab, not its first) is done, so a worker holds a few chunks, not its slab;
+    # the last chunk of a slab that another follows is made second (the next slab's first chunk reads its planes);
+    # each slab's partial sums combined on its worker, then the slabs' totals
     from distributed import Client, LocalCluster, get_task_stream
 
     rng = np.random.default_rng(7)
@@ -203,19 +205,26 @@ def test_the_slab_graph_places_slabs_and_makes_each_chunk_after_an_earlier_energ
             Client(cluster) as client:
         workers = sorted(client.scheduler_info()["workers"])
         energy = stencil.slab_energy(n, depth, "spec", workers, ahead=ahead)
-        assert pipeline.task_count(energy, optimize=False) == 2 * n + 2  # made and energy a chunk; combine, sqrt
+        assert pipeline.task_count(energy, optimize=False) == 2 * n + 2 + 2  # made, energy a chunk; 2 slabs, total, sqrt
         with get_task_stream(client) as stream:
             got = float(energy.compute(optimize_graph=False))
     assert got == pytest.approx(np.sqrt((_laplace_nearest(volume) ** 2).sum()), rel=1e-5)
     ran = {task["key"]: task for task in stream.data if isinstance(task["key"], tuple) and len(task["key"]) == 2}
     made = {k: t for (name, k), t in ran.items() if name.startswith("halo-made")}
     parts = {k: t for (name, k), t in ran.items() if name.startswith("halo-energy")}
+    slab_totals = {k: t for (name, k), t in ran.items() if name.startswith("halo-total") and name.endswith("-slab")}
     assert sorted(made) == sorted(parts) == list(range(n))
+    assert sorted(slab_totals) == [0, n // 2] and [slab_totals[k]["worker"] for k in (0, n // 2)] == workers
+    boundary = n // 2 - 1  # slab 0's last chunk
     for k in range(n):
         slab = k * 2 // n
         assert parts[k]["worker"] == made[k]["worker"] == workers[slab]
-        if k - ahead > slab * n // 2:  # the slab's first chunk waits for the slab before: nothing waits for it
+        if k - ahead > slab * n // 2 and k != boundary:  # a slab's first chunk waits for the slab before: none waits for it
             assert made[k]["startstops"][0]["start"] >= parts[k - ahead]["startstops"][-1]["stop"]
+    # made early: before every chunk of its slab that waits for an energy (those the worker gets later; the first
+    # few, ready at once like it, may race it to the worker)
+    start = {k: t["startstops"][0]["start"] for k, t in made.items()}
+    assert start[boundary] < min(start[k] for k in range(ahead + 1, boundary))
     with pytest.raises(ValueError, match="ahead"):
         stencil.slab_energy(n, depth, "spec", workers, ahead=1)
 
