@@ -124,11 +124,25 @@ _SOURCES_HEADER = (
 )
 
 
+def storable_sources(sources: Mapping[str, str]) -> dict[str, str]:
+    """The ``sources`` (source -> what) a sources file gives back byte for byte: not those without a final newline,
+    with a line that looks like a mark, or a ``what`` of several lines."""
+    return {source: what for source, what in sources.items() if _storable(source) and "\n" not in what}
+
+
 def format_sources(sources: Mapping[str, str]) -> str:
-    """The text of a sources file: ``sources`` (source -> what), sorted, each after its mark line. A source that
-    the file cannot give back byte for byte (not ending in a newline, a line that looks like a mark) is left out."""
-    kept = sorted((what, source) for source, what in sources.items() if _storable(source) and "\n" not in what)
+    """The text of a sources file: ``sources`` (source -> what), sorted, each after its mark line; those it cannot
+    give back are left out (:func:`storable_sources`)."""
+    kept = sorted((what, source) for source, what in storable_sources(sources).items())
     return _SOURCES_HEADER + "".join(f"{_MARK}{what}\n{source}" for what, source in kept)
+
+
+def read_sources(directory: Path) -> dict[str, str]:
+    """The sources (source -> what) of a directory's sources file (a captured directory); none without one."""
+    try:
+        return parse_sources((directory / SOURCES_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return {}
 
 
 def parse_sources(text: str) -> dict[str, str]:

@@ -238,14 +238,11 @@ def _write_call_path_code(results: Sequence[BuildResult], out: Path) -> None:
     """``callpath/``: the call-path code that captures of the built spec files' directories used (their
     ``call-path.txt``), compiled for this interpreter, so that a process these binaries serve loads it instead of
     compiling it on each kernel's first call (kspec/_generated_code.py); removed when there is none."""
-    from .._generated_code import CODE_DIR, SOURCES_FILE, parse_sources, write_code_directory
+    from .._generated_code import CODE_DIR, read_sources, write_code_directory
 
     sources: dict[str, str] = {}
     for directory in sorted({Path(r.unit.spec.origin).parent for r in results if r.unit.spec.origin is not None}):
-        try:
-            sources.update(parse_sources((directory / SOURCES_FILE).read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError):  # no capture wrote one there
-            continue
+        sources.update(read_sources(directory))  # none where no capture wrote the file
     try:
         write_code_directory(sources, out / CODE_DIR)
     except OSError as exc:

@@ -9,21 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from .._generated_code import SOURCES_FILE, format_sources, parse_sources
-
-
-def read_call_path(directory: Path) -> dict[str, str]:
-    """The call-path sources (source -> what) of a captured directory; none where it has no file."""
-    try:
-        return parse_sources((directory / SOURCES_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        return {}
+from .._generated_code import SOURCES_FILE, format_sources, read_sources, storable_sources
 
 
 def write_call_path(directory: Path, sources: Mapping[str, str], *, replace: bool = False) -> int:
     """Merge ``sources`` into the directory's call-path file (``replace``: instead of what it held); returns how
     many sources the file holds. Written only when its text changes; removed when it would hold none."""
-    merged = dict(sources) if replace else {**read_call_path(directory), **sources}
+    merged = storable_sources(dict(sources) if replace else {**read_sources(directory), **sources})
     path = directory / SOURCES_FILE
     if not merged:
         path.unlink(missing_ok=True)
@@ -37,4 +29,4 @@ def write_call_path(directory: Path, sources: Mapping[str, str], *, replace: boo
         from .._atomic import write_atomic
 
         write_atomic(path, text.encode("utf-8"))
-    return len(parse_sources(text))
+    return len(merged)

@@ -21,9 +21,10 @@ from typing import Any
 
 from .._digest import sha256_hex
 from .._errors import KspecError, KspecValueError
+from .._generated_code import read_sources
 from ..render import content_data
 from ..spec import SCHEMA_VERSION, dumps_toml, parse_spec, parse_specializations, parse_variant, read_file, variant_text
-from ._call_path import read_call_path, write_call_path
+from ._call_path import write_call_path
 from ._records import read_records
 
 HEADER = ("# Captured by `kspec capture`: the kernels that the code of module {module} built, as spec files.\n"
@@ -123,7 +124,7 @@ def merge_captured(sources: list[str | os.PathLike[str]], out: str | os.PathLike
     for source in sources:
         if not Path(source).is_dir():
             raise CaptureMergeError(f"merge: {str(source)!r} is not a directory of captured spec files")
-        code.update(read_call_path(Path(source)))
+        code.update(read_sources(Path(source)))
         for key, kernel in _existing(Path(source), report).items():
             found = kernels.setdefault(key, kernel)
             if found is kernel:
