@@ -68,8 +68,20 @@ def lexically_confined(out: Path, rel: object, suffixes: tuple[str, ...] = BINAR
 
 
 def resolves_inside(out: Path, path: Path) -> bool:
-    """Whether ``path`` stays inside ``out`` once symbolic links are followed (a stat per component: done
-    for a file about to be read, not for every file a manifest lists)."""
+    """Whether ``path`` stays inside ``out`` once symbolic links are followed: done for a file about to be read,
+    not for every file a manifest lists. ``out`` itself may be a link (an installed package's directory, say):
+    what counts is that nothing below it leads elsewhere, so a path spelled below ``out`` whose components
+    below it are no links is inside at the cost of an ``lstat`` each; any other path is resolved whole."""
+    top, below = str(out), str(path)
+    if below.startswith(top + os.sep):
+        where, inside = top, True
+        for part in below[len(top) + 1:].split(os.sep):
+            where = os.path.join(where, part)
+            if part in ("", ".", "..") or os.path.islink(where):
+                inside = False
+                break
+        if inside:
+            return True
     try:
         return path.resolve().is_relative_to(out.resolve())
     except (OSError, RuntimeError):  # a symlink loop

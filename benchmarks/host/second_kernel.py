@@ -11,14 +11,18 @@ the caches (kspec's binary cache and its memo directory, CuPy's kernel cache) an
 in rounds (one process of each row per round), so drift of the host weighs on all alike. ``KSPEC_DEVICE=cpu``
 is passed through: on a machine without a GPU the script times kspec's CPU device and prints kspec only.
 ``--root label=DIR`` times another checkout too (e.g. ``before=/path/to/main``). ``--profile`` prints a
-cProfile of the 2nd..6th first calls of one warm process instead. Usage::
+cProfile of the 2nd..6th first calls of one warm process instead. ``--served`` adds the row of a deployed process
+([CAP]): the kernels captured (``kspec capture``) and built (``kspec build``) once, then served from that build with
+``KSPEC_COMPILE=never``, NVRTC blocked and empty caches in every process (``--spans``/``--profile`` then time
+that row). Usage::
 
-    python benchmarks/host/second_kernel.py [--runs 7] [--root before=DIR] [--no-gc] [--profile] [--spans]
+    python benchmarks/host/second_kernel.py [--runs 7] [--root before=DIR] [--no-gc] [--profile] [--spans] [--served]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -79,6 +83,13 @@ _driver._driver, _driver._failure, _driver._device_count = _drv, None, 1
 sync = lambda: None
 x, y, z, w = (fake_array(0x100000 * (i + 1), shape=({n},)) for i in range(4))
 s = fake_array(0x500000, shape=())
+"""
+
+# --served: a deployed process's start (no NVRTC, empty caches of its own), before the row's code
+SERVED = """
+import os, sys, tempfile
+sys.modules["cuda.bindings.nvrtc"] = None
+os.environ["KSPEC_CACHE_DIR"], os.environ["KSPEC_MEMO_DIR"] = tempfile.mkdtemp(dir={work!r}), tempfile.mkdtemp(dir={work!r})
 """
 
 CUPY = """
@@ -197,6 +208,20 @@ def child_spans(code: str, env: dict[str, str]) -> dict[str, float]:
     return dict(json.loads(_run(code, env).strip().splitlines()[-1]))
 
 
+def _served_row(code: str, env: dict[str, str], work: Path, fake_gpu: bool) -> tuple[str, dict[str, str]]:
+    """The served row of a checkout: its kernels captured from one run of ``code`` and built for the device
+    (sm_90 under --fake-gpu), then ``code`` with NVRTC blocked and fresh caches, served from that build."""
+    work.mkdir(parents=True, exist_ok=True)
+    captured, build = work / "captured", work / "build"
+    run = functools.partial(subprocess.run, env=env, capture_output=True, text=True, timeout=600, check=True,
+                            cwd=tempfile.gettempdir())
+    run([sys.executable, "-m", "kspec", "capture", "--no-cupy", "-o", str(captured), "--", sys.executable, "-c", code])
+    arch = "sm_90" if fake_gpu else _run("import kspec; print(kspec.get_device().arch)", env).strip()
+    run([sys.executable, "-m", "kspec", "build", str(captured), "-o", str(build), "--arch", arch, "-q"])
+    served = {**env, "KSPEC_BINARIES": str(build), "KSPEC_COMPILE": "never"}
+    return SERVED.format(work=str(work)) + code, served
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
@@ -207,6 +232,7 @@ def main() -> None:
     parser.add_argument("--no-gc", action="store_true",
                         help="every row's timed loop runs with the garbage collector off: the calls' own work, without a "
                              "young-generation pause that lands in one call or another by allocation count")
+    parser.add_argument("--served", action="store_true", help="add a row served from a captured build (see above)")
     parser.add_argument("--top", type=int, default=40)
     args = parser.parse_args()
     gc_off = "import gc; gc.disable()\n" if args.no_gc else ""
@@ -225,7 +251,7 @@ def main() -> None:
         base = {**os.environ, "PYTHONPYCACHEPREFIX": str(work / "pycache"), "CUPY_CACHE_DIR": str(work / "cupy-cache")}
         base.pop("PYTHONDONTWRITEBYTECODE", None)
         rows: dict[str, tuple[str, dict[str, str]]] = {}
-        prelude = FAKE_GPU.format(n=N, tests=str(REPO / "tests")) if args.fake_gpu else None
+        prelude = FAKE_GPU.format(n=N, tests=str(REPO / "tests" / "helpers")) if args.fake_gpu else None
         kernels = [(c, a, f) for (c, a, _), f in zip(KERNELS, FAKE_CALLS)] if args.fake_gpu else KERNELS
         for label, root in roots:
             env = {**base, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
@@ -238,21 +264,27 @@ def main() -> None:
                 code = prelude + _TIMED.format(kernels=kernels, gc_off=gc_off)
                 env.pop("KSPEC_DEVICE", None)
             rows[f"kspec [{label}]"] = (code, env)
+            if args.served:
+                rows[f"served [{label}]"] = _served_row(code, env, work / label, args.fake_gpu)
         if have_cupy and not args.fake_gpu:
             rows["CuPy"] = (CUPY.format(n=N, kernels=KERNELS, gc_off=gc_off), base)
+        timed = f"{'served' if args.served else 'kspec'} [{roots[0][0]}]"  # the row --spans/--profile time
+        # that row's code up to its timed loop: its imports and arrays
+        head = (SERVED.format(work=str(work / roots[0][0])) if args.served else "") + (
+            prelude or KSPEC.split("sync()")[0].format(n=N))
         if args.spans:
-            code, env = rows[f"kspec [{roots[0][0]}]"]
+            code, env = rows[timed]
             child(code, env)  # warms the caches
-            spans = SPANS.format(prelude=prelude or KSPEC.split("sync()")[0].format(n=N), kernels=kernels, targets=SPAN_TARGETS)
+            spans = SPANS.format(prelude=head, kernels=kernels, targets=SPAN_TARGETS)
             got = [child_spans(spans, env) for _ in range(args.runs)]
             print(f"spans of the 2nd..6th first calls, ms per kernel (inclusive; median of {args.runs} processes)")
             for label in got[0]:
                 print(f"{label:40} {statistics.median(g.get(label, 0.0) for g in got):8.3f}")
             return
         if args.profile:
-            code, env = rows[f"kspec [{roots[0][0]}]"]
+            code, env = rows[timed]
             child(code, env)  # warms the caches
-            code = PROFILE.format(prelude=prelude or KSPEC.split("sync()")[0].format(n=N), kernels=kernels, top=args.top)
+            code = PROFILE.format(prelude=head, kernels=kernels, top=args.top)
             print(_run(code, env))
             return
         samples: dict[str, list[list[float]]] = {name: [] for name in rows}

@@ -3,8 +3,8 @@ program's start, the point where CuPy does its own loading (CuPy's first kernel 
 
 Without it the first call of a served process pays ~35 ms once (an H200 host, a fresh machine): the CUDA driver
 bindings' import (16-18 ms), the templates' and renderer's digests (read and hashed where the memo is empty), the
-compiled call path's lookup, the installed binary stores' discovery; and the first call of each kind (elementwise,
-reduction, raw) loads kspec's modules for it: about seventy for the first elementwise call (binding, planning,
+compiled call path's lookup, the installed binary stores' discovery, whether call records can be kept (NVRTC's
+version); and the first call of each kind (elementwise, reduction, raw) loads kspec's modules for it: about seventy for the first elementwise call (binding, planning,
 the call path, call records, binary lookup: 15-20 ms on a 2-core machine). Nothing here initialises CUDA, starts
 a thread or a child process (a program that forks after ``enable()`` keeps usable children) or compiles anything;
 a part that fails is left to the first call, which reports it as it would have.
@@ -39,11 +39,14 @@ def preload_call_path() -> None:
     from .. import runtime
     from .._resources import renderer_digest, templates_digest
     from .binaries import registered_binaries
+    from .records import settle_availability
 
     runtime.import_driver_bindings()
     # the call path from the cache only: a cold cache builds it at the first call, as before
     cached_call_path = functools.partial(runtime.fastcall_module, build=False)
-    for step in (templates_digest, renderer_digest, registered_binaries, cached_call_path, _first_call_modules):
+    steps = (templates_digest, renderer_digest, registered_binaries, cached_call_path, settle_availability,
+             _first_call_modules)
+    for step in steps:
         try:
             step()
         except Exception:  # noqa: BLE001  # the first call meets the same failure and reports it

@@ -10,7 +10,9 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 # Patterns are compiled on first use (re caches them): a process serving binaries only specializes, and
-# compiling every pattern here at import would cost it ~0.3 ms.
+# compiling every pattern here at import would cost it ~0.3 ms. Those every specialization runs (the indexer's)
+# are compiled at import: a served process needs them too, and kspec.cupy's enable() imports this module, so
+# they are compiled at a program's start instead of in its first kernel call (0.4-0.7 ms).
 
 _COMMENT = r"//[^\n]*|/\*.*?\*/"
 
@@ -144,10 +146,11 @@ def needs_full_builtins(texts: Iterable[str]) -> bool:
 # CuPy's indexer inside an elementwise body: `_ind.get()` / `_ind.set(j)` (the n-d index of the element over the
 # loop's shape), `_ind.ndim` (the loop's rank), `_raw_<name>` (CuPy's CArray of a non-raw array operand over the
 # loop), and `_ind.size()`.
-_LOOP_INDEX = r"\b_ind\s*\.\s*(?:(?:get|set)\s*\(|ndim\b)"
-_LOOP_SIZE = r"\b_ind\s*\.\s*size\s*\("
+_LOOP_INDEX = re.compile(r"\b_ind\s*\.\s*(?:(?:get|set)\s*\(|ndim\b)")
+_LOOP_SIZE = re.compile(r"\b_ind\s*\.\s*size\s*\(")
 _RAW_VIEW = r"\b_raw_(\w+)\b"
-_FLAT_INDEX = r"\bi\b"  # the element's flat C-order index (and every other `i`: a loop variable, a field)
+_RAW_VIEWS = re.compile(_RAW_VIEW)
+_FLAT_INDEX = re.compile(r"\bi\b")  # the element's flat C-order index (and every other `i`: a loop variable, a field)
 
 
 class IndexerUse(NamedTuple):
@@ -184,11 +187,11 @@ def indexer_use(
     texts = [*texts, *per_thread]
     named: set[str] = set()
     for text in texts:
-        named.update(re.findall(_RAW_VIEW, text))
+        named.update(_RAW_VIEWS.findall(text))
     views = tuple(name for name in array_names if name in named)
-    indexed = bool(views) or any(re.search(_LOOP_INDEX, text) for text in texts)
-    sized = any(re.search(_LOOP_SIZE, text) for text in texts)
-    flat = indexed or any(re.search(_FLAT_INDEX, text) for text in [*texts, preamble])
+    indexed = bool(views) or any(_LOOP_INDEX.search(text) for text in texts)
+    sized = any(_LOOP_SIZE.search(text) for text in texts)
+    flat = indexed or any(_FLAT_INDEX.search(text) for text in [*texts, preamble])
     return IndexerUse(indexed, views, sized, flat, bool(per_thread))
 
 
@@ -196,6 +199,8 @@ def indexer_use(
 # indices of `_in_ind` / `_out_ind` and `_raw_<operand>` views (kspec orders and merges a reduction's dims its own
 # way, so CuPy's layouts would be wrong). `_in_ind.size()` / `_out_ind.size()` and `_J` are provided.
 _REDUCTION_INDEX = r"\b_(?:in|out)_ind\s*\.\s*(?:get|set)\s*\("
+_REDUCTION_NAMES = re.compile(rf"{_REDUCTION_INDEX}|{_RAW_VIEW}")
+_SPACE_OR_PAREN = re.compile(r"\s|\(")
 
 
 def reduction_indexer_names(texts: Iterable[str], array_names: Iterable[str]) -> list[str]:
@@ -204,11 +209,11 @@ def reduction_indexer_names(texts: Iterable[str], array_names: Iterable[str]) ->
     found: list[str] = []
     arrays = set(array_names)
     for text in texts:
-        for match in re.finditer(rf"{_REDUCTION_INDEX}|{_RAW_VIEW}", text):
+        for match in _REDUCTION_NAMES.finditer(text):
             name = match.group(1)
             if name is not None and name not in arrays:
                 continue  # the code's own `_raw_...` name
-            spelled = match.group(0) if name is not None else re.sub(r"\s|\(", "", match.group(0))
+            spelled = match.group(0) if name is not None else _SPACE_OR_PAREN.sub("", match.group(0))
             if spelled not in found:
                 found.append(spelled)
     return found

@@ -94,13 +94,13 @@ def _start(build: bool = True) -> None:
         except (OSError, ImportError) as exc:
             _give_up(f"loading it failed: {exc}")
         return
-    if not build:
-        return  # undecided: the first prepared call looks again, and builds
     from ..compiler import current_policy
 
     if current_policy() == "never":  # no compile at run time; `kspec warm` builds it ahead
-        _state["module"] = None
+        _state["module"] = None  # decided now, even at a program's start: nothing would build it later
         return
+    if not build:
+        return  # undecided: the first prepared call looks again, and builds
     # A child process builds it (this one imports nothing of the host compiler's, and a process that ends
     # sooner leaves the build to finish); a daemon thread waits for it and loads the result.
     thread = threading.Thread(target=_build_in_child, args=(source,), name="kspec-fastcall-build", daemon=True)

@@ -263,6 +263,24 @@ def test_without_nvrtc_or_its_memo_records_are_off_and_calls_run(memo, monkeypat
     assert _call_store._state["unavailable"] and not list(memo.rglob("*.kcr"))
 
 
+def test_the_preload_settles_whether_records_can_be_kept(monkeypatch):
+    """kspec.cupy's enable() asks for NVRTC's version once (kspec/kernels/_preload.py): where it is missing (a
+    served process on a fresh machine) records are off from the start, not found out in the first kernel call;
+    where it is there they stay on."""
+    from kspec import NvrtcNotFoundError, compiler
+
+    def no_nvrtc():
+        raise NvrtcNotFoundError("kspec needs cuda.bindings.nvrtc to compile kernels")
+
+    monkeypatch.setitem(_call_store._state, "unavailable", False)
+    monkeypatch.setattr(compiler, "nvrtc_version", lambda: (13, 0))
+    _call_store.settle_availability()
+    assert _call_store._state["unavailable"] is False
+    monkeypatch.setattr(compiler, "nvrtc_version", no_nvrtc)
+    _call_store.settle_availability()
+    assert _call_store._state["unavailable"] is True
+
+
 def test_without_nvrtc_the_environment_hashes_no_source_tree(memo, monkeypatch):
     """The records' environment asks for the compiler's key before digesting kspec's own trees: a served process
     without NVRTC gives up at once instead of reading and hashing the planner's and the spec layer's files first

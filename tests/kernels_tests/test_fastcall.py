@@ -421,6 +421,10 @@ def test_loading_ahead_never_builds_it(tmp_path: Any) -> None:
     ahead = ("import threading; from kspec.kernels import preload_call_path; from kspec.runtime import _fastcall; "
              "preload_call_path(); print(threading.active_count(), sorted(_fastcall._state))")  # fmt: skip
     assert _in_process(ahead, cache) == "1 []"
+    # under KSPEC_COMPILE=never (a served process) nothing could build it later: decided at the start, so the
+    # first call does not look in the cache again
+    decided = ahead.replace("print(", "print(_fastcall._state.get('module'), ")
+    assert _in_process(decided, cache, KSPEC_COMPILE="never") == "None 1 ['module']"
     first = "from kspec.runtime import fastcall_module as f; print(f(wait=True) is not None)"
     assert _in_process(first, cache) == "True"  # the first call built it
     assert _in_process(ahead, cache) == "1 ['module']"

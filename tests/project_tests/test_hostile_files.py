@@ -342,6 +342,28 @@ def test_binary_reached_through_an_outward_link_is_refused_when_read(results, tm
     assert lib.vector_add._module._stored("sm_80") is not None
 
 
+def test_resolves_inside_follows_links_below_the_directory_only_where_there_are_some(tmp_path):
+    """A served process checks each binary it reads: an lstat per component below the store where none is a
+    link, a full resolve where one is (it may lead back inside, or out)."""
+    from kspec._manifest import resolves_inside
+
+    real = tmp_path / "real"
+    (real / "k").mkdir(parents=True)
+    (real / "k" / "a.cubin").write_bytes(b"x")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (real / "out").symlink_to(outside)
+    (real / "in").symlink_to(real / "k")
+    (tmp_path / "store").symlink_to(real)  # an installed package's directory may itself be a link
+    for out in (real, tmp_path / "store"):
+        assert resolves_inside(out, out / "k" / "a.cubin")
+        assert resolves_inside(out, out / "k" / "missing.cubin")  # reading it fails later, as any missing file
+        assert resolves_inside(out, out / "in" / "a.cubin")  # a link that stays inside
+        assert not resolves_inside(out, out / "out" / "a.cubin")
+        assert not resolves_inside(out, out / ".." / "outside" / "a.cubin")
+    assert not resolves_inside(real, outside / "a.cubin")
+
+
 def test_generated_modules_skip_binaries_of_another_manifest_version(results, tmp_path):
     from kspec.kernels import load_specs
     from kspec.spec import spec_to_data

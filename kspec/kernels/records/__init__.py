@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # what mypy reads (explicit re-exports); at run time each nam
         RAW_MODULES as RAW_MODULES, SPEC_KERNELS as SPEC_KERNELS, UNKEYED as UNKEYED,
         clear_constructor_memos as clear_constructor_memos,
     )
+    from ._call_store import settle_availability as settle_availability
     from ._kernel_records import RecordedCalls as RecordedCalls, spec_digest as spec_digest
     from ._observers import (
         BuildObserver as BuildObserver, notify as notify, observe_builds as observe_builds, observers as observers,
@@ -34,6 +35,7 @@ _LAZY = {
     "observe_builds": "_observers",
     "observers": "_observers",
     "raw_layouts_of": "_specialization_memo",
+    "settle_availability": "_call_store",
     "spec_digest": "_kernel_records",
     "specialization_of": "_specialization_memo",
 }

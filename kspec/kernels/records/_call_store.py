@@ -81,6 +81,18 @@ def _environment(device_id: int) -> str:
     return sha256_hex(text.encode())
 
 
+def settle_availability() -> None:
+    """Find out now whether records can be kept (kspec.cupy's preload, at a program's start): a process without
+    NVRTC whose version is not memoized (a served one on a fresh machine) keeps none, and finding that out cost
+    its first kernel call ~0.5 ms; with NVRTC this reads the toolchain memo its first call would read."""
+    from ...compiler import nvrtc_version
+
+    try:
+        nvrtc_version()
+    except NvrtcNotFoundError:
+        _state["unavailable"] = True
+
+
 def _records_dir(environment: str) -> str:
     """The directory of one environment's record files: ``calls/<environment>`` in kspec's memo directory
     (``KSPEC_MEMO_DIR``), so that a process finds its environment's files, and only those, by one listing."""
