@@ -7,7 +7,7 @@ memory by source, and marshalled under ``memo_dir()/callpath/`` (named by the di
 version and the source), where a new process loads it in tens of microseconds instead. A fresh machine's memo
 is empty: a ``kspec build`` of captured specs ships the code their capture generated (its sources are a file
 of the captured directory, kspec/capturer/_call_path.py), compiled into its output's ``callpath/`` under the same
-names, and the binary stores a process serves from are read before anything is compiled.
+names, and the binary stores a process serves from are read first (before the memo, then compiling).
 
 A leaf: both layers use it, and the runtime may not import the kernels layer, so the kernels layer tells it
 where the stores are (:func:`set_code_directories`). A file that cannot be read, loaded or written is ignored
@@ -18,6 +18,7 @@ and the code is compiled; files are written whole (temporary file, then rename),
 from __future__ import annotations
 
 import marshal
+import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -86,28 +87,31 @@ def set_code_directories(directories: Callable[[], Iterable[Path]]) -> None:
 
 def _load_or_compile(source: str, what: str) -> CodeType:
     name = code_file_name(source)
-    path = memo_dir() / CODE_DIR / name
+    # a build's directory first: a process it serves finds there all it needs, and its memo is often empty (a
+    # fresh machine), where each look would be a failed open (~30 us on a slow host); the same name is the same code
+    for directories in _shipped:
+        for directory in directories():
+            code = _load(os.path.join(directory, name))
+            if code is not None:
+                return code
+    path = os.path.join(memo_dir(), CODE_DIR, name)
     code = _load(path)
     if code is not None:
         return code
-    for directories in _shipped:
-        for directory in directories():
-            code = _load(directory / name)
-            if code is not None:
-                return code
     code = compile_source(source, what)
     try:
         from ._atomic import write_atomic  # only when writing: tempfile stays out of a warm process
 
-        write_atomic(path, marshal.dumps(code))
+        write_atomic(Path(path), marshal.dumps(code))
     except OSError:
         pass
     return code
 
 
-def _load(path: Path) -> CodeType | None:
+def _load(path: str) -> CodeType | None:
     try:
-        code = marshal.loads(path.read_bytes())
+        with open(path, "rb") as file:
+            code = marshal.loads(file.read())
     except (OSError, ValueError, EOFError, TypeError):
         return None
     return code if isinstance(code, CodeType) else None

@@ -141,6 +141,7 @@ def _first_call(mode: str, name: str, call: Callable[[], Any]) -> float:
     slug = "".join(c if c.isalnum() else "_" for c in name.split(" ")[0])
     with open(os.path.join(where, f"{mode}-{slug}-{os.getpid()}.txt"), "w") as out:
         out.write(f"{name}: first call {seconds * 1e3:.1f} ms (profiled)\n{text.getvalue()}")
+    stats.dump_stats(os.path.join(where, f"{mode}-{slug}-{os.getpid()}.prof"))  # for pstats at full precision
     return seconds
 
 

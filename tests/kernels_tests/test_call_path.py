@@ -5,6 +5,7 @@ made for, and a call is planned once per signature and launched by the same func
 from __future__ import annotations
 
 import ctypes
+import os
 import struct
 import sys
 
@@ -421,9 +422,14 @@ def test_a_builds_code_directory_serves_the_sources_a_capture_kept(tmp_path, mon
     monkeypatch.setattr(_generated, "_shipped", [])
     _generated.set_code_directories(lambda: [tmp_path / "absent", built])
     monkeypatch.setattr(_generated, "compile", lambda *a: pytest.fail("compiled"), raising=False)
+    looked: list[str] = []
+    load = _generated._load
+    monkeypatch.setattr(_generated, "_load", lambda path: looked.append(str(path)) or load(path))
     ns: dict = {}
     exec(_generated.compiled("def f(a):\n    return a + 41\n", "launch"), ns)
     assert ns["f"](1) == 42 and not (tmp_path / "memo" / "callpath").exists()
+    # the stores first: a served process's memo is usually empty, and each look there would be a failed open
+    assert [os.path.dirname(p) for p in looked] == [str(tmp_path / "absent"), str(built)]
 
 
 def test_a_capture_is_told_the_launch_code_the_compiled_call_path_made_unneeded(monkeypatch):

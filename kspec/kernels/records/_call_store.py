@@ -56,8 +56,10 @@ _listed: dict[str, frozenset[str] | None] = {}  # directory -> the files read ah
 
 
 def records_enabled() -> bool:
-    """Whether call records are read and written (``KSPEC_CALL_RECORDS``, on unless ``0``/``off``)."""
-    return os.environ.get(RECORDS_ENV, "").strip().lower() not in _OFF
+    """Whether call records are read and written (``KSPEC_CALL_RECORDS``, on unless ``0``/``off``), as far as
+    this process knows: not once it found that it can keep none (no NVRTC, :func:`settle_availability`), so
+    that a served process's kernels spell no signatures and describe no plans for records never written."""
+    return not _state["unavailable"] and os.environ.get(RECORDS_ENV, "").strip().lower() not in _OFF
 
 
 @lru_cache(maxsize=8)
