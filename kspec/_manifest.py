@@ -57,6 +57,13 @@ def confined_file(out: Path, rel: object, suffixes: tuple[str, ...] = BINARY_SUF
 def lexically_confined(out: Path, rel: object, suffixes: tuple[str, ...] = BINARY_SUFFIXES) -> Path | None:
     """``out / rel`` when ``rel`` names a file below ``out`` by its spelling alone (relative, no ``..``, ending
     in one of ``suffixes``), else None. Symbolic links are not followed: see :func:`resolves_inside`."""
+    path = confined_text(str(out), rel, suffixes)
+    return None if path is None else Path(path)
+
+
+def confined_text(out: str, rel: object, suffixes: tuple[str, ...] = BINARY_SUFFIXES) -> str | None:
+    """:func:`lexically_confined` as a path string (what a binary store keeps: a served process reads files by
+    them, and making and printing a ``Path`` costs more than the read on a slow host)."""
     if not isinstance(rel, str) or not rel or "\\" in rel or "\0" in rel:
         return None
     parts = rel.split("/")  # an absolute path starts with an empty part
@@ -64,10 +71,10 @@ def lexically_confined(out: Path, rel: object, suffixes: tuple[str, ...] = BINAR
         return None
     if not any(parts[-1].endswith(suffix) and len(parts[-1]) > len(suffix) for suffix in suffixes):
         return None
-    return out.joinpath(*parts)
+    return os.path.join(out, *parts)
 
 
-def resolves_inside(out: Path, path: Path) -> bool:
+def resolves_inside(out: Path, path: str | Path) -> bool:
     """Whether ``path`` stays inside ``out`` once symbolic links are followed: done for a file about to be read,
     not for every file a manifest lists. ``out`` itself may be a link (an installed package's directory, say):
     what counts is that nothing below it leads elsewhere, so a path spelled below ``out`` whose components
@@ -83,7 +90,7 @@ def resolves_inside(out: Path, path: Path) -> bool:
         if inside:
             return True
     try:
-        return path.resolve().is_relative_to(out.resolve())
+        return Path(path).resolve().is_relative_to(out.resolve())
     except (OSError, RuntimeError):  # a symlink loop
         return False
 

@@ -32,7 +32,7 @@ from ..._manifest import (
     MANIFEST_NAME,
     MANIFEST_VERSION,
     ManifestIndex,
-    lexically_confined,
+    confined_text,
     read_index,
     read_manifest,
     resolves_inside,
@@ -40,7 +40,7 @@ from ..._manifest import (
 from ...compiler import arch_version  # the one arch-string rule (kspec/compiler/_arch.py)
 
 _warned_lock = threading.Lock()
-_warned: set[tuple[Path, str]] = set()  # (file, expected sha256) already warned about in this process
+_warned: set[tuple[str, str]] = set()  # (file, expected sha256) already warned about in this process
 _HEX = "0123456789abcdef"  # a sha256 in the manifest: 64 of these
 _FORMATS = ("cubin", "ptx", FAILURE_FORMAT)
 _HOST = ("so", "host")  # (format, arch) of a CPU-device module (kspec build --arch host)
@@ -49,7 +49,7 @@ _HOST = ("so", "host")  # (format, arch) of a CPU-device module (kspec build --a
 class StoredBinary(NamedTuple):
     """One binary of the store: its file, format, architecture, lowered names and expected sha256."""
 
-    path: Path
+    path: str  # a string: kspec/_manifest.py's confined_text
     format: str
     arch: str
     lowered_names: dict[str, str]
@@ -57,18 +57,23 @@ class StoredBinary(NamedTuple):
     data: bytes | None = None  # the verified bytes, once find() has read them
 
     def read(self) -> bytes:
-        return loadable_image(self.data if self.data is not None else self.path.read_bytes(), self.format)
+        return loadable_image(self.data if self.data is not None else _read_file(self.path), self.format)
 
     def failure(self) -> str | None:
         """For a module the build found failing as its spec said (a captured raw module's ``compile_fails``): the
         compile's message, which a served call raises; None for a binary."""
         if self.format != FAILURE_FORMAT:
             return None
-        return (self.data if self.data is not None else self.path.read_bytes()).decode("utf-8", "replace")
+        return (self.data if self.data is not None else _read_file(self.path)).decode("utf-8", "replace")
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as file:
+        return file.read()
 
 
 # a checked manifest entry: (specialization key, binary, launch interface file, launch variant)
-_Entry = tuple[str, StoredBinary, Path | None, str | None]
+_Entry = tuple[str, StoredBinary, str | None, str | None]
 
 
 class BinaryStore:
@@ -82,14 +87,15 @@ class BinaryStore:
         if not isinstance(directory, (str, os.PathLike)):
             raise KspecTypeError(f"binaries: expected a directory path, got {type(directory).__name__}")
         self.directory = Path(directory)
+        self._directory_text = str(self.directory)
         _check_directory(self.directory)
         self._by_key: dict[str, list[StoredBinary]] = {}
         # one launch variant's binaries (a captured specialization's `variants`): (key, "entry/index/ndim/vec")
         self._by_variant: dict[tuple[str, str], list[StoredBinary]] = {}
         self._variant_archs: dict[str, set[str]] = {}  # key -> the archs some variant of it was built for
-        self._verified: dict[Path, StoredBinary | None] = {}
+        self._verified: dict[str, StoredBinary | None] = {}
         # launch interfaces the build stored beside the binaries (kspec/_manifest.py): read on first use, per key
-        self._interface_files: dict[str, Path] = {}
+        self._interface_files: dict[str, str] = {}
         self._interfaces: dict[str, Any] = {}
         # a manifest kspec wrote is read a bucket of keys at a time, each checked when first looked up (a served
         # process reads the few it calls of a large build's); any other is read and checked whole, here
@@ -171,12 +177,12 @@ class BinaryStore:
             raise self._damaged(f"entry {k}: format {entry['format']!r} / arch {entry['arch']!r} unknown")
         if len(entry["sha256"]) != 64 or entry["sha256"].strip(_HEX):
             raise self._damaged(f"entry {k}: 'sha256' is not a sha256 hex digest")
-        path = lexically_confined(self.directory, entry["file"])  # links are checked when it is read (_verify)
+        path = confined_text(self._directory_text, entry["file"])  # links are checked when it is read (_verify)
         if path is None:
             raise self._damaged(f"entry {k}: file {entry['file']!r} is not a relative path inside the directory")
         interface = None
         if "interface" in entry:
-            interface = lexically_confined(self.directory, entry["interface"], (INTERFACE_SUFFIX,))
+            interface = confined_text(self._directory_text, entry["interface"], (INTERFACE_SUFFIX,))
             if interface is None:
                 raise self._damaged(f"entry {k}: interface {entry['interface']!r} is not a relative path to a "
                                     f"*{INTERFACE_SUFFIX} file inside the directory")
@@ -200,9 +206,9 @@ class BinaryStore:
         if path is None:
             return None
         if not resolves_inside(self.directory, path):
-            raise self._damaged(f"file {str(path)!r} leads outside the directory (a symbolic link)")
+            raise self._damaged(f"file {path!r} leads outside the directory (a symbolic link)")
         try:
-            text = path.read_bytes()
+            text = _read_file(path)
         except OSError:
             return None
         from ...render import interface_from_data
@@ -275,9 +281,9 @@ class BinaryStore:
         if binary.path in self._verified:
             return self._verified[binary.path]
         if not resolves_inside(self.directory, binary.path):
-            raise self._damaged(f"file {str(binary.path)!r} leads outside the directory (a symbolic link)")
+            raise self._damaged(f"file {binary.path!r} leads outside the directory (a symbolic link)")
         try:
-            data: bytes | None = binary.path.read_bytes()
+            data: bytes | None = _read_file(binary.path)
         except OSError as exc:  # a file the manifest names is gone or unreadable: the kernel compiles
             data = None
             why = "is missing" if isinstance(exc, FileNotFoundError) else f"cannot be read ({exc.strerror or exc})"
