@@ -18,6 +18,9 @@ neither takes all the warm machine state. In each process every function runs on
 kernels: the first-call column), then ``--reps`` timed calls over rotating inputs drawn fresh per process: device
 time from CUDA events around the call, host time from the wall clock around issuing it (before the end event is
 waited for). The table gives medians over all reps of all processes and kspec / CuPy ratios (below 1: kspec faster).
+With ``--captured`` a last column gives the served first call minus CuPy's first call of the same round, the
+median over rounds: on a host whose speed drifts between processes (an H100 host's first calls of one function
+spread over 30-50%), the difference within a round is what the two ways of serving a first call differ by.
 """
 
 from __future__ import annotations
@@ -197,9 +200,10 @@ def main() -> int:
     cold = "cold, empty caches" if args.cold else "warm caches"
     served = " / served from the captured build" if args.captured else ""
     cupy_cold = "CuPy cold / " if args.cupy_cold else ""
+    paired = " served - CuPy, paired by round, ms |" if args.captured else ""
     print(f"| function | CuPy device ms | kspec device ms | ratio | CuPy host ms | kspec host ms | ratio | first call ms "
-          f"{cupy_cold}CuPy / kspec ({cold}){served} |")
-    print("|---|---|---|---|---|---|---|---|")
+          f"{cupy_cold}CuPy / kspec ({cold}){served} |{paired}")
+    print("|---|---|---|---|---|---|---|---|" + ("---|" if args.captured else ""))
     for name in names:
         row = {}
         for mode in ("cupy", "kspec"):
@@ -224,6 +228,7 @@ def main() -> int:
             got = [r[name] for r in runs["served"] if name in r]
             firsts += " / " + (f"{statistics.median(g['first'] for g in got) * 1e3:.1f}" if got and all("first" in g for g in got)
                                else (got[0].get("error", "missing") if got else "missing"))
+            firsts += f" | {_paired(runs['served'], runs['cupy'], name)}"
         print(f"| {name} | {c[0]:.3f} | {k[0]:.3f} | {k[0] / c[0]:.2f} | {c[1]:.3f} | {k[1]:.3f} | {k[1] / c[1]:.2f} | "
               f"{firsts} |")
     for mode in modes:  # what each process paid before its first call: part of a fresh process's cost too
@@ -232,6 +237,17 @@ def main() -> int:
             print(f"\nstart-up of the {mode} processes, median ms: " + ", ".join(
                 f"{step} {statistics.median(s[step] for s in steps) * 1e3:.1f}" for step in steps[0]))
     return 0
+
+
+def _paired(served: list[dict], cupy: list[dict], name: str) -> str:
+    """The median over rounds of (served first call - CuPy's first call) in ms, or "-" where a round lacks one (a
+    process failed: its rounds no longer pair)."""
+    if len(served) != len(cupy):
+        return "-"
+    pairs = [(s.get(name, {}), c.get(name, {})) for s, c in zip(served, cupy)]
+    if not pairs or not all("first" in s and "first" in c for s, c in pairs):
+        return "-"
+    return f"{statistics.median(s['first'] - c['first'] for s, c in pairs) * 1e3:+.1f}"
 
 
 def _write_bytecode() -> None:
