@@ -4,10 +4,11 @@ program's start, the point where CuPy does its own loading (CuPy's first kernel 
 Without it the first call of a served process pays ~35 ms once (an H200 host, a fresh machine): the CUDA driver
 bindings' import (16-18 ms), the templates' and renderer's digests (read and hashed where the memo is empty), the
 compiled call path's lookup, the installed binary stores' discovery, whether call records can be kept (NVRTC's
-version); and the first call of each kind (elementwise, reduction, raw) loads kspec's modules for it: about seventy for the first elementwise call (binding, planning,
-the call path, call records, binary lookup: 15-20 ms on a 2-core machine). Nothing here initialises CUDA, starts
-a thread or a child process (a program that forks after ``enable()`` keeps usable children) or compiles anything;
-a part that fails is left to the first call, which reports it as it would have.
+version); and the first call of each kind (elementwise, reduction, raw) loads kspec's modules for it: about seventy
+for the first elementwise call (binding, planning, the call path, call records, binary lookup: 15-20 ms on a 2-core
+machine). Nothing here initialises CUDA, starts a thread or a child process (a program that forks after
+``enable()`` keeps usable children) or compiles anything; a part that fails is left to the first call, which
+reports it as it would have.
 """
 
 from __future__ import annotations
