@@ -80,8 +80,8 @@ def note_source(source: str, what: str) -> None:
 
 
 def set_code_directories(directories: Callable[[], Iterable[Path]]) -> None:
-    """Where built code is found besides the memo: ``directories()`` (asked on each memo miss) lists build
-    outputs' code directories."""
+    """Where built code is found besides the memo: ``directories()`` (asked, before the memo, on each source's
+    first load in a process) lists build outputs' code directories."""
     _shipped[:] = [directories]
 
 

@@ -11,7 +11,7 @@ from .._lazy import lazy_getattr
 
 def _built_code() -> Iterable[Path]:
     """Where the call path's generated code is found besides the memo: the binary stores' (a build of captured
-    specs ships it); asked only before a compile."""
+    specs ships it); asked on each source's first load in a process, before the memo."""
     from .binaries import code_directories
 
     return code_directories()
