@@ -245,3 +245,23 @@ def test_ndimage_style_body_past_2_31_bytes_runs_64bit_with_its_static_rank():
     for k0 in range(2):
         for k1 in range(4):
             assert bool(cp.array_equal(y[k0, k1], along + np.float32(k0 * 1100 + k1 * 10))), (k0, k1)
+
+
+@pytest.mark.gpu
+def test_indexed_body_past_2_32_elements_unravels_in_64_bits():
+    """A loop of 2**32 + 64 elements: the 64-bit entry's index past what 32-bit division holds (below it, that entry
+    divides in 32 bits: the test above), checked at the plane ends and a sample of elements between."""
+    cp = pytest.importorskip("cupy")
+    n = 2**30 + 16
+    body = "y = (Y)((_ind.get()[0] * 5 + _ind.get()[1] * 3 + _ind.get()[2] + i / 3) & 255);"
+    k = ew("", "Y y", body, "indexer_past_2_32_elements", reduce_dims=False)
+    y = cp.zeros((2, 2, n), dtype=cp.uint8)
+    k(y)
+    loads = [e.what for e in kspec.compile_log() if e.kernel == "indexer_past_2_32_elements"]
+    assert loads and "strided<long long, 3>" in loads[-1], loads
+    picks = np.unique(np.concatenate([np.arange(8), n - 1 - np.arange(8), np.random.default_rng(3).integers(0, n, 4096)]))
+    for k0 in range(2):
+        for k1 in range(2):
+            flat = (k0 * 2 + k1) * n + picks
+            want = (k0 * 5 + k1 * 3 + picks + flat // 3) & 255
+            assert np.array_equal(cp.asnumpy(y[k0, k1][cp.asarray(picks)]), want.astype(np.uint8)), (k0, k1)

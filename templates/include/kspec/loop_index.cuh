@@ -28,19 +28,31 @@ struct LoopIndex {
   __device__ __forceinline__ const ptrdiff_t (&get() const)[Capacity<NDIM>::value] { return index_; }
 
   // Unravel flat index i (C order) over the loop's shape, innermost dim first; the outermost coordinate is
-  // what remains. In IndexT: 32-bit division where the launch fits in it.
+  // what remains. A 64-bit entry whose loop has fewer than 2**32 elements (its operands past 2**31 bytes: an
+  // ndimage volume of 4 GiB) divides in 32 bits, as CuPy's CIndexer<_, true> does: 64-bit division made
+  // correlate1d over a (1026, 1024, 1024) float32 volume 1.31x CuPy's time (H200). The branch is the same for
+  // every thread of a launch.
   __device__ __forceinline__ void set(ptrdiff_t i) {
+    if (sizeof(IndexT) > 4 && static_cast<unsigned long long>(shape_.size) <= 0xffffffffull) {
+      unravel(static_cast<unsigned int>(i));
+    } else {
+      unravel(static_cast<IndexT>(i));
+    }
+  }
+
+  template <typename U>
+  __device__ __forceinline__ void unravel(U rem) {
     const int n = shape_.dims();
-    IndexT rem = static_cast<IndexT>(i);
 #pragma unroll
     for (int d = 0; d < Capacity<NDIM>::value; ++d) {
       if (d >= n) break;
       if (d == n - 1) {
-        index_[0] = rem;
+        index_[0] = static_cast<ptrdiff_t>(rem);
         break;
       }
-      const IndexT q = rem / shape_.extent[d];
-      index_[n - 1 - d] = rem - q * shape_.extent[d];
+      const U extent = static_cast<U>(shape_.extent[d]);
+      const U q = rem / extent;
+      index_[n - 1 - d] = static_cast<ptrdiff_t>(rem - q * extent);
       rem = q;
     }
   }
