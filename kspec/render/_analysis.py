@@ -164,6 +164,10 @@ class IndexerUse(NamedTuple):
     # parzen window adds to it). CuPy launches a thread per element, so each element starts from loop_prep's
     # state; a body with such code runs one element per thread here too (no vectors, tiles or chunks).
     thread_state: bool = False
+    # `_ind.get()`, `_ind.set()` or `_ind.ndim`: the body reads the n-d index itself. A body that names views only
+    # (ndimage's kernels: `_raw_y.shape()`) lets the indexed entry address dense operands by the flat index and
+    # unravel nothing (templates/elementwise_indexed.cu.j2)
+    reads_index: bool = True
 
 
 NO_INDEXER = IndexerUse(False, (), False, False)  # reductions, and bodies that use none of it
@@ -189,10 +193,12 @@ def indexer_use(
     for text in texts:
         named.update(_RAW_VIEWS.findall(text))
     views = tuple(name for name in array_names if name in named)
-    indexed = bool(views) or any(_LOOP_INDEX.search(text) for text in texts)
+    index_named = any(_LOOP_INDEX.search(text) for text in texts)
+    indexed = bool(views) or index_named
     sized = any(_LOOP_SIZE.search(text) for text in texts)
     flat = indexed or any(_FLAT_INDEX.search(text) for text in [*texts, preamble])
-    return IndexerUse(indexed, views, sized, flat, bool(per_thread))
+    reads_index = index_named or bool(_LOOP_INDEX.search(preamble))  # a preamble's macro may read it in the body
+    return IndexerUse(indexed, views, sized, flat, bool(per_thread), reads_index)
 
 
 # What a ReductionKernel's code could name of CuPy's reduction indexer and that kspec does not provide: the n-d

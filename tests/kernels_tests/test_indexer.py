@@ -71,26 +71,33 @@ def _compile(module, name_expressions=None, extra=()):
 @pytest.mark.parametrize(
     "texts, expected",
     [
-        (["y = x[_ind.get()]"], (True, (), False, True)),
-        (["_ind . set( j ); y = x[_ind.get()]"], (True, (), False, True)),
-        (["y = _raw_a[0] + _raw_b.shape()[1]"], (True, ("a", "b"), False, True)),
-        (["y = _raw_r[0]", "", "int _raw_c = 1; y = _raw_cc"], (False, (), False, False)),  # raw/unknown names: the code's own
-        (["y = x * _ind.size()"], (False, (), True, False)),
-        (["y = x[i] * 2"], (False, (), False, True)),  # names i: C order
-        (["y = x; // _raw_a would also do"], (True, ("a",), False, True)),  # a comment counts: "yes" is only slower
-        (["y = x"], (False, (), False, False)),
-        (["", "const ptrdiff_t n = _ind.size();", "ptrdiff_t z = _ind.get()[0];"], (True, (), True, True)),
+        (["y = x[_ind.get()]"], (True, (), False, True, True)),
+        (["_ind . set( j ); y = x[_ind.get()]"], (True, (), False, True, True)),
+        (["y = _raw_a[0] + _raw_b.shape()[1]"], (True, ("a", "b"), False, True, False)),  # views only: no index read
+        (["y = _raw_r[0]", "", "int _raw_c = 1; y = _raw_cc"], (False, (), False, False, False)),  # raw/unknown names: the code's own
+        (["y = x * _ind.size()"], (False, (), True, False, False)),
+        (["y = x[i] * 2"], (False, (), False, True, False)),  # names i: C order
+        (["y = x; // _raw_a would also do"], (True, ("a",), False, True, False)),  # a comment counts: "yes" is only slower
+        (["y = x"], (False, (), False, False, False)),
+        (["", "const ptrdiff_t n = _ind.size();", "ptrdiff_t z = _ind.get()[0];"], (True, (), True, True, True)),
+        (["y = _raw_a[i] + _ind.ndim"], (True, ("a",), False, True, True)),  # the rank: CuPy's index
     ],
 )
 def test_indexer_use(texts, expected):
-    assert tuple(indexer_use(texts, ["a", "b", "y"])) == (*expected, False)
+    *use, reads_index = expected
+    assert tuple(indexer_use(texts, ["a", "b", "y"])) == (*use, False, reads_index)
+
+
+def test_a_preamble_macro_reading_the_index_counts_as_reading_it():
+    use = indexer_use(["y = _raw_a[0] + AT0"], ["a", "y"], "#define AT0 (_ind.get()[0])")
+    assert use.indexed and use.reads_index
 
 
 def test_indexer_use_sees_state_per_thread_in_loop_prep_and_after_loop():
     assert indexer_use(["y = x"], ["y"], "", ["int calls = 0", ""]).thread_state
     assert indexer_use(["y = x"], ["y"], "", ["", "atomicAdd(p, 1)"]).thread_state
     assert not indexer_use(["y = x"], ["y"], "", ["", "  "]).thread_state
-    assert indexer_use(["y = x"], ["y"], "", ["ptrdiff_t k = _ind.get()[0]"]) == (True, (), False, True, True)
+    assert indexer_use(["y = x"], ["y"], "", ["ptrdiff_t k = _ind.get()[0]"]) == (True, (), False, True, True, True)
 
 
 def test_indexer_use_keeps_the_operands_order():
@@ -136,10 +143,20 @@ def test_the_indexed_module_declares_ind_the_views_and_a_ptrdiff_i():
     assert "const kspec::RawView<Y> _raw_y = kspec::loop_view(_p_y, _shape);" in source
     assert "_raw_x" not in re.sub(r"//[^\n]*", "", source)  # raw parameters are views already: x itself
     assert "ptrdiff_t i = _i;" in source
-    assert "Y& y = *kspec::at(_p_y.ptr, _ind.offset(_p_y.stride));" in source
+    # views only: dense operands are addressed by the flat index, the index unravelled only where one is not
+    assert "const bool _dense = kspec::dense_over(_p_y, _shape) && true;" in source
+    assert "Y& y = *kspec::at(_p_y.ptr, _dense ? _i * static_cast<IndexT>(sizeof(Y))" in source
     body = source.index("const unsigned char* data")
-    assert source.index("_ind.set(_i);") < source.index("ptrdiff_t i = _i;") < body
+    assert source.index("if (!_dense) _ind.set(_i);") < source.index("ptrdiff_t i = _i;") < body
     assert set(module.variants) == set(indexed_variants())
+
+
+def test_a_body_that_reads_the_index_unravels_every_element():
+    spec = ElementwiseSpec(name="g", in_params="raw T x", out_params="T y", operation="y = x[_ind.get()] + _raw_y.size()",
+                           reduce_dims=False)  # fmt: skip
+    source = render(specialize(spec, {"T": "float32"})).source
+    assert "_dense" not in source
+    assert "    _ind.set(_i);" in source and "T& y = *kspec::at(_p_y.ptr, _ind.offset(_p_y.stride));" in source
 
 
 def test_views_only_for_the_operands_the_body_names():

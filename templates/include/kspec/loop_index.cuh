@@ -70,6 +70,23 @@ struct LoopIndex {
   }
 };
 
+// Whether an operand is C-contiguous over the loop (each dim's byte stride the item size times the extents inside
+// it; dims of extent 1 take any): an element's offset is then its flat index times the item size. Launch-wide
+// values only, so every thread of a launch gets the same answer.
+template <typename T, int NDIM, typename IndexT>
+__device__ __forceinline__ bool dense_over(const StridedArray<T, NDIM, IndexT>& array, const Shape<NDIM, IndexT>& shape) {
+  const int n = shape.dims();
+  IndexT dense = static_cast<IndexT>(sizeof(T));
+  bool c_contiguous = true;
+#pragma unroll
+  for (int d = 0; d < Capacity<NDIM>::value; ++d) {  // innermost first
+    if (d >= n) break;
+    if (shape.extent[d] != 1 && array.stride[d] != dense) c_contiguous = false;
+    dense *= shape.extent[d];
+  }
+  return c_contiguous;
+}
+
 // `_raw_<name>` of a non-raw array operand of an elementwise kernel that names it (CuPy's CArray of the operand):
 // the operand over the loop's shape, in C order, with its byte strides over the loop (0 along broadcast axes).
 // Built once per thread from the strided entry's parameters; entries past the loop's rank are 0.
