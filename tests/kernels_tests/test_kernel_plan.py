@@ -725,3 +725,37 @@ def test_unmerged_reductions_that_keep_one_pass(ssq):
     # merged reduced axes stay one pass
     _, plan = rplan(ssq, fake((6, 40, 5, 48)), axis=(1, 2, 3))
     assert plan.rndim == 1 and not plan.inner_rows
+
+
+def test_few_adjacent_outputs_of_one_reduced_dim_share_each_warp_between_rows(ssq):
+    """NHWC statistics, (N, H, W, 8) over (0, 1, 2): one reduced dim after merging, 8 adjacent outputs. The
+    runtime-rank cols entry takes it as (R, 1), so that a warp load spans 4 rows (32 elements), not one row of 8."""
+    for shape, axes, kept in (((128, 128, 512, 8), (0, 1, 2), 8), ((2048, 1024, 16), (0, 1), 16)):
+        _, plan = rplan(ssq, fake(shape), axis=axes)
+        assert plan.rndim == 1 and plan.kept == (kept,)
+        strategy = reduction_strategy(plan, H200_SMS, slab=False)
+        first, second = strategy.passes
+        assert strategy.kind == "cols split" and first.variant == VariantKey("cols", "int64", 0, 1), shape
+        assert first.shape is not None and first.shape.red == (plan.red_size, 1) and first.shape.kept == (kept,)
+        assert first.nchunks > 1 and (first.nchunks - 1) * first.chunk < plan.red_size <= first.nchunks * first.chunk
+        assert second.variant.entry == "split_final" and second.nchunks == first.nchunks
+    # 32 outputs and more keep the one-dim entry (every lane its own output)
+    _, plan = rplan(ssq, fake((4096, 512, 32)), axis=(0, 1))
+    assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].shape is None
+
+
+def test_four_byte_inputs_take_vectorised_cols_lanes_where_their_tiles_fill_the_device(ssq):
+    # (128, 64, 128, 128) over axis 2: one reduced dim of 128, 2^20 adjacent outputs: 16-byte loads of 4 outputs
+    _, plan = rplan(ssq, fake((128, 64, 128, 128)), axis=2)
+    first = reduction_strategy(plan, H200_SMS, slab=False).passes[0]
+    assert first.variant == VariantKey("cols", "int64", 0, 4) and first.shape.red == (128, 1) and first.nchunks == 1
+    # rows of 64 on 2048 tiles: one warp a tile would leave most of the device idle; four, of 16 rows each
+    _, plan = rplan(ssq, fake((8, 64, 64, 512)), axis=1)
+    first = reduction_strategy(plan, H200_SMS, slab=False).passes[0]
+    assert first.variant == VariantKey("cols", "int64", 0, 4) and first.block == 128 and first.grid == 2048
+    # axis 0 of a square matrix: 128 vectorised tiles would be too few; the warps alone say so, and the
+    # vectorised entry is never asked (asking loads it)
+    _, plan = rplan(ssq, fake((1 << 14, 1 << 14)), axis=0)
+    asked = []
+    first = reduction_strategy(plan, H200_SMS, max_threads=lambda v: asked.append(v) or 1024, slab=False).passes[0]
+    assert first.variant == VariantKey("cols", "int64", 1, 1) and all(v.vec == 1 for v in asked)

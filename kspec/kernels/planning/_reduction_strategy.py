@@ -164,13 +164,22 @@ def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
     red = plan.red_size
     if plan.rndim == 1 and red <= COLS_SHORT_ROWS:
         return _short_cols(plan, block, max_threads)
-    if plan.rndim == 1 and _narrow_inputs(plan):  # vectorised lanes of the runtime-rank entry, the dim as (R, 1)
+    shape = None  # the plan's own
+    shared = plan.rndim == 1 and _rows_share_warps(plan)
+    if plan.rndim == 1 and (_vector_inputs(plan) or shared):  # the runtime-rank entry, the dim as (R, 1)
         view = _with_outer_unit_dim(plan)
-        wide = _cols_launch(view, sm_count, block, block_given, max_threads, resident)
-        if wide.variant.vec > 1:
-            shape = PassShape(view.out_size, view.red_size, view.kept, view.red, view.in_strides, view.out_strides)
+        shape = PassShape(view.out_size, view.red_size, view.kept, view.red, view.in_strides, view.out_strides)
+        # 4-byte inputs' scalar lanes move 128 bytes a warp load: their vectorised entry is not loaded for a
+        # layout whose tiles the warps alone say are too few
+        estimate = any(op.itemsize > 2 for op in plan.specialization.operands if op.is_array and not op.is_output)
+        wide = _vector_launch(view, sm_count, block, block_given, max_threads, resident, estimate)
+        if wide is not None:  # vectorised lanes
             grid = min(wide.tiles, MAX_GRID)
             return Strategy((Pass(wide.variant, grid, 32 * wide.warps, chunk=red, shape=shape),), kind="cols")
+        if not shared:
+            shape = None
+        else:  # scalar lanes, a warp's load spanning 32 / kept rows
+            plan = view
     cols, tiles, warps, slots = _cols_launch(plan, sm_count, block, block_given, max_threads, resident)
     threads = 32 * warps
     if 2 * tiles <= slots:
@@ -179,24 +188,39 @@ def _cols(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
         nchunks = -(-red // chunk)
         if nchunks > 1:
             final = next(v for v in plan.specialization.variants if v.entry == "split_final")
-            first = Pass(cols, min(tiles * nchunks, MAX_GRID), threads, nchunks=nchunks, chunk=chunk)
+            first = Pass(cols, min(tiles * nchunks, MAX_GRID), threads, nchunks=nchunks, chunk=chunk, shape=shape)
             second = final_pass(final, plan.out_size, block, nchunks, chunk)
             return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
-    return Strategy((Pass(cols, min(tiles, MAX_GRID), threads, chunk=red),), kind="cols")
+    return Strategy((Pass(cols, min(tiles, MAX_GRID), threads, chunk=red, shape=shape),), kind="cols")
 
 
-def _narrow_inputs(plan: ReductionPlan) -> bool:
-    """Whether every array input is at most 2 bytes wide: scalar cols lanes move 64 bytes (or 32) per warp load
-    there, where 4-byte ones already run at the copy limit on one reduced dim (axis=0 of a float32 matrix: 1.0)."""
+def _rows_share_warps(plan: ReductionPlan) -> bool:
+    """Whether a one-reduced-dim plan's outputs are fewer than a warp's lanes (a power of two), adjacent, each
+    row right after the one before in every input: NHWC statistics, (N, H, W, 8) over (0, 1, 2). The one-dim cols
+    entry gives every lane an output of its own, so a warp load there moves kept * itemsize bytes with the other
+    lanes idle; the runtime-rank entry shares each warp between 32 / kept rows (cols.cu.j2's tile width), so that
+    its loads move 128 bytes, and splits the rows over the device (L2 norm of (128, 128, 512, 8) over (0, 1, 2),
+    fraction of a copy, H200: float32 0.475 -> 0.924, PyTorch 0.798; float16 0.257 -> 0.600, PyTorch 0.614)."""
+    if plan.red_size >= INT32_LIMIT:  # the entry walks two reduced dims in 32-bit positions only
+        return False
+    return 1 < cols_tile_width(_with_outer_unit_dim(plan), 1) < 32
+
+
+def _vector_inputs(plan: ReductionPlan) -> bool:
+    """Whether every array input is at most 4 bytes wide: the vectorised cols lanes (one 16-byte load of VEC
+    adjacent outputs per lane) pay there. A 2-byte type's scalar warp load moves 64 bytes (axis 1 of a float16
+    (1024, 64, 2048) array: 0.49 of copy, H100); a 4-byte one's 128, yet vectors still gained where their tiles
+    fill the device unsplit (float32 L2 norm on an H200, fraction of a copy: (128, 16, 1024, 64) over axis 1
+    1.04 -> 1.52, (128, 64, 128, 128) over axis 2 1.35 -> 1.53, (16, 512, 8, 512) over axis 1 0.91 -> 0.93).
+    Where they would be too few, the scalar one-dim entry keeps the layout (axis=0 of a float32 matrix: 1.0)."""
     sizes = [op.itemsize for op in plan.specialization.operands if op.is_array and not op.is_output]
-    return bool(sizes) and max(sizes) <= 2
+    return bool(sizes) and max(sizes) <= 4
 
 
 def _with_outer_unit_dim(plan: ReductionPlan) -> ReductionPlan:
     """A one-reduced-dim plan as the runtime-rank entries see two reduced dims: (R, 1), the outer one of stride 0.
-    The vectorised cols lanes (VEC adjacent outputs per lane, one 16-byte load each) exist only there: a 2-byte
-    type's warp load moves 64 bytes on scalar lanes (axis 1 of a float16 (1024, 64, 2048) array: 0.49 of copy,
-    H100)."""
+    The vectorised cols lanes (VEC adjacent outputs per lane, one 16-byte load each) and the warps shared between
+    rows (:func:`_rows_share_warps`) exist only there."""
     return plan._replace(
         rndim=DYNAMIC_NDIM,
         red=(plan.red[0], 1),
@@ -209,14 +233,14 @@ def _short_cols(plan: ReductionPlan, block: int, max_threads: Callable[[VariantK
     32 outputs (cols.cu.j2 takes that path for such rows, unsplit; the one-dim entry has no registers for it), so
     blocks are full-sized and nothing is split. Before, a row of 8 made blocks of one warp (rows split over warps:
     nothing to split), 32 of them per SM: axis 0 of a float32 (8, 32, 2048, 32) array ran at 0.61 of copy, 0.75
-    now (H100; 0.95 in the one-dim entry, whose long rows then lost 4-6% to spilled registers). Inputs of 1 or 2
-    bytes whose innermost kept dim is contiguous and a multiple of the module's vector take the vectorised
+    now (H100; 0.95 in the one-dim entry, whose long rows then lost 4-6% to spilled registers). Inputs of at most
+    4 bytes (:func:`_vector_inputs`) whose innermost kept dim is contiguous and a multiple of the module's vector take the vectorised
     instantiation: VEC adjacent outputs per lane, tiles of 32 * VEC (cols.cu.j2 checks alignment and otherwise
     runs the scalar lanes, a tile's warp then covering a fraction of it)."""
     runtime = [v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == DYNAMIC_NDIM]
     cols = next(v for v in runtime if v.vec == 1)
     wide = next((v for v in runtime if v.vec > 1), None)
-    if wide is not None and _narrow_inputs(plan) and plan.contiguous_cols and plan.kept[0] % wide.vec == 0:
+    if wide is not None and _vector_inputs(plan) and plan.contiguous_cols and plan.kept[0] % wide.vec == 0:
         cols = wide
     warps = max(1, block // 32)
     if max_threads is not None and (most := max_threads(cols)) > 0:
@@ -248,16 +272,31 @@ def _cols_launch(plan: ReductionPlan, sm_count: int, block: int, block_given: bo
     (64, 32, 16, 512), 128 tiles: 0.62 -> 0.43; (16, 16, 256, 1024), 128 tiles: 0.84 -> 0.74), while every
     layout whose vectorised tiles ran unsplit gained or held ((16, 256, 64, 256), 512 tiles of 16 warps on
     528 slots: 0.78 -> 0.87; (32, 128, 32, 1024): 0.84 -> 0.98; (16, 256, 16, 1024): 0.72 -> 0.86)."""
-    entries = [v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == plan.rndim]
-    for wide in entries:
-        # the vectorised entry's own block cap and occupancy decide (asking them loads it: a first call whose
-        # layout allows vectors but has few outputs compiles both entries when nothing is precompiled)
-        if wide.vec > 1 and cols_vectorised(plan, wide.vec):
+    wide = _vector_launch(plan, sm_count, block, block_given, max_threads, resident)
+    if wide is not None:
+        return wide
+    scalar = next(v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == plan.rndim and v.vec == 1)
+    return _cols_shape(plan, scalar, sm_count, block, block_given, max_threads, resident)
+
+
+def _vector_launch(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
+                   max_threads: Callable[[VariantKey], int] | None,
+                   resident: Callable[[VariantKey, int], int] | None, estimate: bool = False) -> ColsLaunch | None:
+    """The vectorised cols entry's launch for ``plan`` where the layout allows it and its tiles fill the device
+    unsplit (:func:`_cols_launch`), else None."""
+    for wide in plan.specialization.variants:
+        if wide.entry == "cols" and wide.ndim == plan.rndim and wide.vec > 1 and cols_vectorised(plan, wide.vec):
+            # the vectorised entry's own block cap and occupancy decide (asking them loads it: a first call whose
+            # layout allows vectors but has few outputs compiles both entries when nothing is precompiled);
+            # ``estimate``: first the launch as the warps alone bound it, which asks nothing
+            if estimate:
+                guess = _cols_shape(plan, wide, sm_count, block, block_given, None, None)
+                if 2 * guess.tiles <= guess.slots:
+                    return None
             launch = _cols_shape(plan, wide, sm_count, block, block_given, max_threads, resident)
             if 2 * launch.tiles > launch.slots:
                 return launch
-    scalar = next(v for v in entries if v.vec == 1)
-    return _cols_shape(plan, scalar, sm_count, block, block_given, max_threads, resident)
+    return None
 
 
 def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int, block_given: bool,
@@ -281,7 +320,14 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
     # rows a warp walks at least: 2 rounds of loads (one reduced dim), 16 with several (their walk's setup
     # costs more: axes (0, 2) of (16, 1024, 16, 1024), rows of 256, ran at 0.70 of copy on 8 warps, 0.77 on 4)
     per_warp = 2 if plan.rndim == 1 else 16
-    warps = max(1, min(cap, warps, -(-red // (per_warp * REDUCE_UNROLL))))
+    by_rows = -(-red // (per_warp * REDUCE_UNROLL))
+    if math.prod(plan.red[1:]) == 1 and min(tiles, MAX_GRID) * by_rows < WARPS_PER_SM * sm_count // 4:
+        # one reduced dim whose warps would leave most of the device idle: more, down to 4 rounds each, up to
+        # its warp slots (float32 L2 norm over axis 1 of (8, 64, 64, 512), rows of 64, 2048 tiles of 128 outputs:
+        # one warp a tile, 0.64 of copy; four, 0.79. H200. Rows of 128 on 4096 tiles lost 0.91 -> 0.61 on
+        # eight, float16. Several reduced dims keep their rule: their vectorised tiles lost where they were few)
+        by_rows = max(by_rows, min(-(-red // (4 * REDUCE_UNROLL)), WARPS_PER_SM * sm_count // min(tiles, MAX_GRID)))
+    warps = max(1, min(cap, warps, by_rows))
     per_sm = resident(cols, 32 * warps) if resident is not None else 0
     if per_sm <= 0:
         per_sm = max(1, WARPS_PER_SM // warps)
