@@ -227,7 +227,7 @@ def reduction_variants(vec: int) -> tuple[VariantKey, ...]:
     needs more registers, which cost the one-dim case a quarter of its bandwidth when it served both. With
     ``vec`` > 1 the runtime-rank one comes twice: scalar lanes (VEC = 1: its vectorised branch compiles out)
     and lanes of VEC adjacent outputs, which the planner takes only where their tiles fill the device
-    (kspec/kernels/planning/_reduction_strategy.py, ``_cols_launch``). The slab entry is 32-bit: C-contiguous layouts
+    (kspec/kernels/planning/_reduction_cols.py, ``_cols_launch``). The slab entry is 32-bit: C-contiguous layouts
     below 2**31 elements, where the 64-bit index arithmetic was a large part of a block's fixed cost; so is
     slab_final, the second pass of its split."""
     wide_cols = (VariantKey("cols", "int64", DYNAMIC_NDIM, vec),) if vec > 1 else ()

@@ -384,7 +384,7 @@ def test_axes_1_3_without_identity_and_with_a_float16_input(cp):
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
 def test_short_reduced_rows_give_each_warp_its_own_columns(cp, l2norm, shape, axis, dtype):
     """One reduced dim of at most 32 elements, the kept outputs adjacent (cols): each warp of a full block takes its
-    own 32 outputs (kspec/kernels/planning/_reduction_strategy.py, _short_cols); a row of 33 keeps the warps splitting it.
+    own 32 outputs (kspec/kernels/planning/_reduction_cols.py, _short_cols); a row of 33 keeps the warps splitting it.
     Partial tiles (33 x 70 outputs), keepdims, and a max without identity too."""
     from kspec.kernels.planning._reduction_strategy import reduction_strategy
 
@@ -436,7 +436,7 @@ def test_short_reduced_rows_of_narrow_types_take_vector_lanes(cp, shape, axis, d
 @pytest.mark.parametrize("offset", [0, 1])
 def test_one_reduced_dim_of_float16_takes_vectorised_lanes(cp, l2norm, shape, axis, offset):
     """float16 inputs over one reduced dim, the outputs adjacent: the runtime-rank cols entry's vectorised lanes,
-    the dim walked as (R, 1) (kspec/kernels/planning/_reduction_strategy.py, _with_outer_unit_dim); an array starting one
+    the dim walked as (R, 1) (kspec/kernels/planning/_reduction_cols.py, _with_outer_unit_dim); an array starting one
     element into its buffer (the plan cannot see that) fails the entry's alignment test there and takes its
     scalar lanes, with the same results."""
     from kspec.kernels.planning._reduction_strategy import reduction_strategy

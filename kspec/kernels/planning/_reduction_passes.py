@@ -22,6 +22,10 @@ class PassShape(NamedTuple):
     out_strides: dict[str, tuple[int, ...]]
 
 
+REDUCE_UNROLL = 4  # loads a lane issues before using them (KSPEC_REDUCE_UNROLL of reduce.cuh)
+WARPS_PER_SM = 64  # resident warps per SM on sm_80..sm_90 (2048 threads): what the cols grid aims to fill
+
+
 class Pass(NamedTuple):
     """One kernel launch of a reduction."""
 

@@ -1,0 +1,236 @@
+"""The cols entry's part of a ReductionKernel call's strategy (:func:`cols_strategy`): contiguous outputs whose
+reduced axes are outer in memory (axis=0 of a C matrix, axes (0, 2) of a 4-d array, NHWC statistics), each warp's
+loads spanning adjacent outputs. Pure Python and driver-free, like the plan; ``reduction_strategy``
+(:mod:`._reduction_strategy`) chooses it."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple
+
+from ...render import COLS_MAX_WARPS, COLS_SHORT_ROWS, COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, VariantKey
+from ._plan import INT32_LIMIT, MAX_GRID
+from ._reduction_passes import REDUCE_UNROLL, WARPS_PER_SM, Pass, PassShape, Strategy, acc_bytes_at_most, final_pass
+from ._reduction_plan import ReductionPlan
+
+COLS_MIN_CHUNK = 16  # reduced elements per warp of a cols split block, at least: 4 rounds of 4 loads each
+COLS_MIN_OUTPUTS = 8  # contiguous outputs that take the cols entry, at least (reduction_strategy)
+# the runtime-rank cols entry's block, at most, in warps: its registers do not allow 1024 threads everywhere
+COLS_RUNTIME_RANK_WARPS = 16
+
+
+def cols_strategy(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
+          max_threads: Callable[[VariantKey], int] | None,
+          resident: Callable[[VariantKey, int], int] | None) -> Strategy:
+    """32 adjacent outputs per block, the warps of a block splitting their rows; when the tiles of 32
+    outputs are fewer than half the blocks the device holds at once, the rows split over several blocks too
+    (a workspace of partials and ``split_final``): axes (0, 2) of a (1024, 16, 32, 16) array has 8 tiles of
+    32k elements. The split makes one wave: as many segments as fit the SMs together, never a few more (a
+    second wave of 16 blocks after 528 took as long as the first: (128, 32, 1024, 32) at 0.62 of copy
+    against 0.81, H200)."""
+    red = plan.red_size
+    if plan.rndim == 1 and red <= COLS_SHORT_ROWS:
+        return _short_cols(plan, block, max_threads)
+    shape = None  # the plan's own
+    shared = plan.rndim == 1 and _rows_share_warps(plan)
+    if plan.rndim == 1 and (_vector_inputs(plan) or shared):  # the runtime-rank entry, the dim as (R, 1)
+        view = _with_outer_unit_dim(plan)
+        shape = PassShape(view.out_size, view.red_size, view.kept, view.red, view.in_strides, view.out_strides)
+        # 4-byte inputs' scalar lanes move 128 bytes a warp load: their vectorised entry is not loaded for a
+        # layout whose tiles the warps alone say are too few
+        estimate = any(op.itemsize > 2 for op in plan.specialization.operands if op.is_array and not op.is_output)
+        wide = _vector_launch(view, sm_count, block, block_given, max_threads, resident, estimate)
+        if wide is not None:  # vectorised lanes
+            grid = min(wide.tiles, MAX_GRID)
+            return Strategy((Pass(wide.variant, grid, 32 * wide.warps, chunk=red, shape=shape),), kind="cols")
+        if not shared:
+            shape = None
+        else:  # scalar lanes, a warp's load spanning 32 / kept rows
+            plan = view
+    cols, tiles, warps, slots = _cols_launch(plan, sm_count, block, block_given, max_threads, resident)
+    threads = 32 * warps
+    if 2 * tiles <= slots:
+        nchunks = slots // tiles
+        chunk = max(-(-red // nchunks), COLS_MIN_CHUNK * warps)
+        nchunks = -(-red // chunk)
+        if nchunks > 1:
+            final = next(v for v in plan.specialization.variants if v.entry == "split_final")
+            first = Pass(cols, min(tiles * nchunks, MAX_GRID), threads, nchunks=nchunks, chunk=chunk, shape=shape)
+            second = final_pass(final, plan.out_size, block, nchunks, chunk)
+            return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
+    return Strategy((Pass(cols, min(tiles, MAX_GRID), threads, chunk=red, shape=shape),), kind="cols")
+
+
+def _rows_share_warps(plan: ReductionPlan) -> bool:
+    """Whether a one-reduced-dim plan's outputs are fewer than a warp's lanes (a power of two), adjacent, each
+    row right after the one before in every input: NHWC statistics, (N, H, W, 8) over (0, 1, 2). The one-dim cols
+    entry gives every lane an output of its own, so a warp load there moves kept * itemsize bytes with the other
+    lanes idle; the runtime-rank entry shares each warp between 32 / kept rows (cols.cu.j2's tile width), so that
+    its loads move 128 bytes, and splits the rows over the device (L2 norm of (128, 128, 512, 8) over (0, 1, 2),
+    fraction of a copy, H200: float32 0.475 -> 0.924, PyTorch 0.798; float16 0.257 -> 0.600, PyTorch 0.614)."""
+    if plan.red_size >= INT32_LIMIT:  # the entry walks two reduced dims in 32-bit positions only
+        return False
+    return 1 < cols_tile_width(_with_outer_unit_dim(plan), 1) < 32
+
+
+def _vector_inputs(plan: ReductionPlan) -> bool:
+    """Whether every array input is at most 4 bytes wide: the vectorised cols lanes (one 16-byte load of VEC
+    adjacent outputs per lane) pay there. A 2-byte type's scalar warp load moves 64 bytes (axis 1 of a float16
+    (1024, 64, 2048) array: 0.49 of copy, H100); a 4-byte one's 128, yet vectors still gained where their tiles
+    fill the device unsplit (float32 L2 norm on an H200, fraction of a copy: (128, 16, 1024, 64) over axis 1
+    1.04 -> 1.52, (128, 64, 128, 128) over axis 2 1.35 -> 1.53, (16, 512, 8, 512) over axis 1 0.91 -> 0.93).
+    Where they would be too few, the scalar one-dim entry keeps the layout (axis=0 of a float32 matrix: 1.0)."""
+    sizes = [op.itemsize for op in plan.specialization.operands if op.is_array and not op.is_output]
+    return bool(sizes) and max(sizes) <= 4
+
+
+def _with_outer_unit_dim(plan: ReductionPlan) -> ReductionPlan:
+    """A one-reduced-dim plan as the runtime-rank entries see two reduced dims: (R, 1), the outer one of stride 0.
+    The vectorised cols lanes (VEC adjacent outputs per lane, one 16-byte load each) and the warps shared between
+    rows (:func:`_rows_share_warps`) exist only there."""
+    return plan._replace(
+        rndim=DYNAMIC_NDIM,
+        red=(plan.red[0], 1),
+        in_strides={n: (kept, (red[0], 0)) for n, (kept, red) in plan.in_strides.items()},
+    )
+
+
+def _short_cols(plan: ReductionPlan, block: int, max_threads: Callable[[VariantKey], int] | None) -> Strategy:
+    """One reduced dim of at most COLS_SHORT_ROWS elements: the runtime-rank cols entry gives each warp a tile of
+    32 outputs (cols.cu.j2 takes that path for such rows, unsplit; the one-dim entry has no registers for it), so
+    blocks are full-sized and nothing is split. Before, a row of 8 made blocks of one warp (rows split over warps:
+    nothing to split), 32 of them per SM: axis 0 of a float32 (8, 32, 2048, 32) array ran at 0.61 of copy, 0.75
+    now (H100; 0.95 in the one-dim entry, whose long rows then lost 4-6% to spilled registers). Inputs of at most
+    4 bytes (:func:`_vector_inputs`) whose innermost kept dim is contiguous and a multiple of the module's vector take the vectorised
+    instantiation: VEC adjacent outputs per lane, tiles of 32 * VEC (cols.cu.j2 checks alignment and otherwise
+    runs the scalar lanes, a tile's warp then covering a fraction of it)."""
+    runtime = [v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == DYNAMIC_NDIM]
+    cols = next(v for v in runtime if v.vec == 1)
+    wide = next((v for v in runtime if v.vec > 1), None)
+    if wide is not None and _vector_inputs(plan) and plan.contiguous_cols and plan.kept[0] % wide.vec == 0:
+        cols = wide
+    warps = max(1, block // 32)
+    if max_threads is not None and (most := max_threads(cols)) > 0:
+        warps = min(warps, max(1, most // 32))
+    tiles = -(-plan.out_size // (32 * cols.vec))
+    return Strategy((Pass(cols, max(1, min(-(-tiles // warps), MAX_GRID)), 32 * warps, chunk=plan.red_size),), kind="cols")
+
+
+class ColsLaunch(NamedTuple):
+    """A cols entry and how it would run: its tiles (:func:`cols_tile_width`), warps per block, and the blocks
+    of that size the device holds at once."""
+
+    variant: VariantKey
+    tiles: int
+    warps: int
+    slots: int
+
+
+def _cols_launch(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
+                 max_threads: Callable[[VariantKey], int] | None,
+                 resident: Callable[[VariantKey, int], int] | None) -> ColsLaunch:
+    """The cols entry for ``plan``: lanes of VEC adjacent outputs (``cols<I, 0, VEC>``) only where the layout
+    allows them (:func:`cols_vectorised`) and their own plan needs no split (tiles at least half the resident
+    blocks, :func:`_cols`'s test); else scalar lanes (``cols<I, R, 1>``), split when their tiles are few. A
+    vectorised block ends with VEC rounds of its warps' combine, and a split adds its partials and a second
+    pass: where the vectorised tiles were few enough to split, that cost more than the vector loads saved
+    (L2 norm, float32, fraction of copy bandwidth on an H200, graph replays; scalar -> vectorised: axes
+    (0, 2) of (16, 256, 16, 256), 512 tiles of 128 outputs, 4 warps, ~2100 resident blocks: 0.61 -> 0.24;
+    (64, 32, 16, 512), 128 tiles: 0.62 -> 0.43; (16, 16, 256, 1024), 128 tiles: 0.84 -> 0.74), while every
+    layout whose vectorised tiles ran unsplit gained or held ((16, 256, 64, 256), 512 tiles of 16 warps on
+    528 slots: 0.78 -> 0.87; (32, 128, 32, 1024): 0.84 -> 0.98; (16, 256, 16, 1024): 0.72 -> 0.86)."""
+    wide = _vector_launch(plan, sm_count, block, block_given, max_threads, resident)
+    if wide is not None:
+        return wide
+    scalar = next(v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == plan.rndim and v.vec == 1)
+    return _cols_shape(plan, scalar, sm_count, block, block_given, max_threads, resident)
+
+
+def _vector_launch(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
+                   max_threads: Callable[[VariantKey], int] | None,
+                   resident: Callable[[VariantKey, int], int] | None, estimate: bool = False) -> ColsLaunch | None:
+    """The vectorised cols entry's launch for ``plan`` where the layout allows it and its tiles fill the device
+    unsplit (:func:`_cols_launch`), else None."""
+    for wide in plan.specialization.variants:
+        if wide.entry == "cols" and wide.ndim == plan.rndim and wide.vec > 1 and cols_vectorised(plan, wide.vec):
+            # the vectorised entry's own block cap and occupancy decide (asking them loads it: a first call whose
+            # layout allows vectors but has few outputs compiles both entries when nothing is precompiled);
+            # ``estimate``: first the launch as the warps alone bound it, which asks nothing
+            if estimate:
+                guess = _cols_shape(plan, wide, sm_count, block, block_given, None, None)
+                if 2 * guess.tiles <= guess.slots:
+                    return None
+            launch = _cols_shape(plan, wide, sm_count, block, block_given, max_threads, resident)
+            if 2 * launch.tiles > launch.slots:
+                return launch
+    return None
+
+
+def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int, block_given: bool,
+                max_threads: Callable[[VariantKey], int] | None,
+                resident: Callable[[VariantKey, int], int] | None) -> ColsLaunch:
+    """How entry ``cols`` would run ``plan``: its tiles, warps per block and the blocks the device holds."""
+    red = plan.red_size
+    tiles = -(-plan.out_size // cols_tile_width(plan, cols.vec))
+    cap = COLS_MAX_WARPS if acc_bytes_at_most(plan) <= COLS_WIDE_ACC else COLS_WIDE_WARPS
+    if plan.rndim != 1:
+        cap = min(cap, COLS_RUNTIME_RANK_WARPS)
+    if max_threads is not None and (most := max_threads(cols)) > 0:
+        cap = min(cap, max(1, most // 32))
+    if block_given:
+        warps = block // 32
+    else:
+        # 32 outputs per block: with few outputs, more warps per block split each row so that one wave
+        # fills the device (axis=0 of a 16384^2 matrix: 512 blocks of 8 warps fill half of an H200; of
+        # 16 warps, 4 per SM, all of it)
+        warps = max(block // 32, WARPS_PER_SM // -(-min(tiles, MAX_GRID) // sm_count))
+    # rows a warp walks at least: 2 rounds of loads (one reduced dim), 16 with several (their walk's setup
+    # costs more: axes (0, 2) of (16, 1024, 16, 1024), rows of 256, ran at 0.70 of copy on 8 warps, 0.77 on 4)
+    per_warp = 2 if plan.rndim == 1 else 16
+    by_rows = -(-red // (per_warp * REDUCE_UNROLL))
+    if math.prod(plan.red[1:]) == 1 and min(tiles, MAX_GRID) * by_rows < WARPS_PER_SM * sm_count // 4:
+        # one reduced dim whose warps would leave most of the device idle: more, down to 4 rounds each, up to
+        # its warp slots (float32 L2 norm over axis 1 of (8, 64, 64, 512), rows of 64, 2048 tiles of 128 outputs:
+        # one warp a tile, 0.64 of copy; four, 0.79. H200. Rows of 128 on 4096 tiles lost 0.91 -> 0.61 on
+        # eight, float16. Several reduced dims keep their rule: their vectorised tiles lost where they were few)
+        by_rows = max(by_rows, min(-(-red // (4 * REDUCE_UNROLL)), WARPS_PER_SM * sm_count // min(tiles, MAX_GRID)))
+    warps = max(1, min(cap, warps, by_rows))
+    per_sm = resident(cols, 32 * warps) if resident is not None else 0
+    if per_sm <= 0:
+        per_sm = max(1, WARPS_PER_SM // warps)
+    return ColsLaunch(cols, tiles, warps, per_sm * sm_count)
+
+
+def cols_tile_width(plan: ReductionPlan, vec: int) -> int:
+    """Outputs per tile of the cols entry of vector width ``vec`` (its VariantKey's): 32, or (runtime rank)
+    the innermost kept extent when it is a power of two below 32 and the innermost reduced dim lies right
+    outside it in every input: the templates' cols entry applies the same rule and shares each warp between
+    that many outputs and 32 / width reduced positions. Where the entry loads ``vec`` adjacent outputs per
+    lane (:func:`cols_vectorised`), the same rule in vectors: ``vec`` times as many outputs; ``cols<I, R, 1>``
+    never does. (Pointers the plan cannot see may keep the entry on its scalar lanes: it then walks more
+    tiles than the grid was sized for, correct but slower.)"""
+    if cols_vectorised(plan, vec):
+        lanes = plan.kept[0] // vec
+        if lanes < 32 and not lanes & (lanes - 1) and all(red[0] == plan.kept[0] * kept[0] for kept, red in plan.in_strides.values()):
+            return lanes * vec
+        return 32 * vec
+    width = plan.kept[0] if plan.kept else 32
+    if plan.rndim == 1 or width >= 32 or width & (width - 1):
+        return 32
+    if all(red[0] == width * kept[0] for kept, red in plan.in_strides.values()):
+        return width
+    return 32
+
+
+def cols_vectorised(plan: ReductionPlan, vec: int) -> bool:
+    """Whether the runtime-rank cols entry of vector width ``vec`` takes its vectorised lanes for ``plan``
+    (given 16-byte aligned pointers): the template's test on the strides and extents, as the plan knows them
+    (contiguous_cols: the innermost kept stride is the item size in every input)."""
+    if vec <= 1 or plan.rndim == 1 or len(plan.red) != 2 or not plan.contiguous_cols or plan.kept[0] % vec:
+        return False
+    if plan.red_size >= INT32_LIMIT:  # the template's test: it walks the two dims in 32-bit positions
+        return False
+    return all(
+        all(k % 16 == 0 for k in kept[1:]) and red[0] % 16 == 0 and red[1] % 16 == 0
+        for kept, red in plan.in_strides.values()
+    )
