@@ -144,7 +144,8 @@ def test_the_indexed_module_declares_ind_the_views_and_a_ptrdiff_i():
     assert "_raw_x" not in re.sub(r"//[^\n]*", "", source)  # raw parameters are views already: x itself
     assert "ptrdiff_t i = _i;" in source
     # views only: dense operands are addressed by the flat index, the index unravelled only where one is not
-    assert "const bool _dense = kspec::dense_over(_p_y, _shape) && true;" in source
+    assert "if (threadIdx.x == 0) _kspec_dense = kspec::dense_over(_p_y, _shape) && true;" in source  # once a block
+    assert source.index("_kspec_dense = ") < source.index("__syncthreads();") < source.index("const bool _dense = _kspec_dense;")
     assert "Y& y = *kspec::at(_p_y.ptr, _dense ? _i * static_cast<IndexT>(sizeof(Y))" in source
     body = source.index("const unsigned char* data")
     assert source.index("if (!_dense) _ind.set(_i);") < source.index("ptrdiff_t i = _i;") < body
