@@ -302,3 +302,26 @@ def test_without_nvrtc_the_environment_hashes_no_source_tree(memo, monkeypatch):
             _call_store._environment(kspec.runtime.current_device_id())
     finally:
         _call_store._environment.cache_clear()
+
+
+def test_the_environment_digests_the_planner_and_the_spec_layer(memo, monkeypatch):
+    """A record's environment covers the code a plan reads: kspec/kernels (binding, planning, the call path) and
+    kspec/spec, both real directories, so that a checkout whose planner changed plans again instead of serving
+    what its records hold."""
+    import os
+
+    from kspec import _memo, compiler
+    from kspec.kernels import planning
+
+    hashed = []
+    monkeypatch.setattr(compiler, "environment_key", lambda arch: "compiler")
+    monkeypatch.setattr(_memo, "tree_digest", lambda root: hashed.append(root) or root)
+    _call_store._environment.cache_clear()
+    try:
+        _call_store._environment(kspec.runtime.current_device_id())
+    finally:
+        _call_store._environment.cache_clear()
+    kernels, specs = (os.path.realpath(root) for root in hashed)
+    assert os.path.isdir(kernels) and os.path.isdir(specs)
+    assert os.path.realpath(os.path.dirname(planning.__file__)).startswith(kernels + os.sep)
+    assert specs == os.path.realpath(os.path.dirname(kspec.spec.__file__))

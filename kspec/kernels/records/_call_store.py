@@ -74,13 +74,22 @@ def _environment(device_id: int) -> str:
     device = get_device(device_id)
     arch, sm_count = device.arch, device.multiprocessor_count
     compiler = environment_key(arch)  # first: without NVRTC it raises, and a served process hashes no trees
-    here = os.path.dirname(os.path.abspath(__file__))
-    planner = tree_digest(here)  # this package: binding and planning
-    specs = tree_digest(os.path.join(os.path.dirname(here), "spec"))  # what a constructor call checks
+    kernels, specs_dir = record_trees()
+    planner = tree_digest(kernels)
+    specs = tree_digest(specs_dir)
     interpreter = f"{sys.implementation.cache_tag} marshal {marshal.version}"  # the file's data format
     text = (f"{RECORD_FORMAT} {__version__} {interpreter} {planner} {specs} {renderer_digest()} "
             f"{compiler} {arch} {sm_count}")
     return sha256_hex(text.encode())
+
+
+def record_trees() -> tuple[str, str]:
+    """The source trees a record's plan depends on: kspec/kernels (binding, planning, the call path, these records)
+    and kspec/spec (what a constructor call checks). Named from this file's place, which moved once (into
+    kspec/kernels/records): the digest then covered this package alone and a spec directory that did not exist,
+    so a checkout's changed planner served the plans its records held."""
+    kernels = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return kernels, os.path.join(os.path.dirname(kernels), "spec")
 
 
 def settle_availability() -> None:
