@@ -180,6 +180,32 @@ def test_full_reduction_large(xp, n):
     check(xp.asnumpy(sum_sq()(xp.asarray(h64))), np.sum(h64**2), 1e-12)
 
 
+@pytest.mark.parametrize(
+    ("shape", "axis", "dtype"),
+    [
+        ((16, 64, 64, 8), (0, 1, 2), np.float32),  # NHWC statistics: rows shared by each warp, split
+        ((16, 64, 64, 8), (0, 1, 2), np.float64),
+        ((8, 32, 32, 16), (0, 1, 2), np.float32),
+        ((4, 64, 32, 512), 1, np.float32),  # a middle axis over many adjacent outputs: vectorised cols lanes
+        ((8, 64, 16, 128), 2, np.float32),
+        ((3, 40, 5, 36), 1, np.float32),  # 180 outputs a row: no 16-byte lanes for every tile
+    ],
+    ids=str,
+)
+def test_one_reduced_dim_over_adjacent_outputs(xp, shape, axis, dtype):
+    """Layouts whose reduced axes merge into one, outputs adjacent in memory (kspec/kernels/planning/_reduction_cols.py:
+    the runtime-rank cols entry on the dim as (R, 1), its warps shared between rows or its lanes vectorised)."""
+    rng = np.random.default_rng(345)
+    h = rand(rng, shape, dtype)
+    axes = (axis,) if isinstance(axis, int) else axis
+    n = int(np.prod([shape[a] for a in axes]))
+    result = sum_sq()(xp.asarray(h), axis=axis)
+    check(xp.asnumpy(result), (wide(h) ** 2).sum(axis=axis), sum_rtol(n) if dtype == np.float32 else 1e-12)
+    sliced = xp.asarray(h)[..., : shape[-1] // 2]  # every row's second half skipped: not one row after another
+    check(xp.asnumpy(sum_sq()(sliced, axis=axis)), (wide(h[..., : shape[-1] // 2]) ** 2).sum(axis=axis),
+          sum_rtol(n) if dtype == np.float32 else 1e-12)  # fmt: skip
+
+
 @pytest.mark.parametrize("shape", [(1000, 1), (3000, 16), (777, 1000), (3, 10**6), (70_000, 33)], ids=str)
 def test_rows(xp, shape):
     rng = np.random.default_rng(330)
