@@ -20,8 +20,8 @@ COLS_RUNTIME_RANK_WARPS = 16
 
 
 def cols_strategy(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
-          max_threads: Callable[[VariantKey], int] | None,
-          resident: Callable[[VariantKey, int], int] | None) -> Strategy:
+                  max_threads: Callable[[VariantKey], int] | None,
+                  resident: Callable[[VariantKey, int], int] | None) -> Strategy:
     """32 adjacent outputs per block, the warps of a block splitting their rows; when the tiles of 32
     outputs are fewer than half the blocks the device holds at once, the rows split over several blocks too
     (a workspace of partials and ``split_final``): axes (0, 2) of a (1024, 16, 32, 16) array has 8 tiles of
@@ -38,7 +38,7 @@ def cols_strategy(plan: ReductionPlan, sm_count: int, block: int, block_given: b
         shape = PassShape(view.out_size, view.red_size, view.kept, view.red, view.in_strides, view.out_strides)
         # 4-byte inputs' scalar lanes move 128 bytes a warp load: their vectorised entry is not loaded for a
         # layout whose tiles the warps alone say are too few
-        estimate = any(op.itemsize > 2 for op in plan.specialization.operands if op.is_array and not op.is_output)
+        estimate = max(_input_itemsizes(plan), default=0) > 2
         wide = _vector_launch(view, sm_count, block, block_given, max_threads, resident, estimate)
         if wide is not None:  # vectorised lanes
             grid = min(wide.tiles, MAX_GRID)
@@ -80,8 +80,12 @@ def _vector_inputs(plan: ReductionPlan) -> bool:
     fill the device unsplit (float32 L2 norm on an H200, fraction of a copy: (128, 16, 1024, 64) over axis 1
     1.04 -> 1.52, (128, 64, 128, 128) over axis 2 1.35 -> 1.53, (16, 512, 8, 512) over axis 1 0.91 -> 0.93).
     Where they would be too few, the scalar one-dim entry keeps the layout (axis=0 of a float32 matrix: 1.0)."""
-    sizes = [op.itemsize for op in plan.specialization.operands if op.is_array and not op.is_output]
+    sizes = _input_itemsizes(plan)
     return bool(sizes) and max(sizes) <= 4
+
+
+def _input_itemsizes(plan: ReductionPlan) -> list[int]:
+    return [op.itemsize for op in plan.specialization.operands if op.is_array and not op.is_output]
 
 
 def _with_outer_unit_dim(plan: ReductionPlan) -> ReductionPlan:
