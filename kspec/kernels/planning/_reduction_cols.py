@@ -35,18 +35,16 @@ def cols_strategy(plan: ReductionPlan, sm_count: int, block: int, block_given: b
     shared = plan.rndim == 1 and _rows_share_warps(plan)
     if plan.rndim == 1 and (_vector_inputs(plan) or shared):  # the runtime-rank entry, the dim as (R, 1)
         view = _with_outer_unit_dim(plan)
-        shape = PassShape(view.out_size, view.red_size, view.kept, view.red, view.in_strides, view.out_strides)
+        view_shape = PassShape(view.out_size, view.red_size, view.kept, view.red, view.in_strides, view.out_strides)
         # 4-byte inputs' scalar lanes move 128 bytes a warp load: their vectorised entry is not loaded for a
         # layout whose tiles the warps alone say are too few
         estimate = max(_input_itemsizes(plan), default=0) > 2
         wide = _vector_launch(view, sm_count, block, block_given, max_threads, resident, estimate)
         if wide is not None:  # vectorised lanes
             grid = min(wide.tiles, MAX_GRID)
-            return Strategy((Pass(wide.variant, grid, 32 * wide.warps, chunk=red, shape=shape),), kind="cols")
-        if not shared:
-            shape = None
-        else:  # scalar lanes, a warp's load spanning 32 / kept rows
-            plan = view
+            return Strategy((Pass(wide.variant, grid, 32 * wide.warps, chunk=red, shape=view_shape),), kind="cols")
+        if shared:  # scalar lanes, a warp's load spanning 32 / kept rows
+            plan, shape = view, view_shape
     cols, tiles, warps, slots = _cols_launch(plan, sm_count, block, block_given, max_threads, resident)
     threads = 32 * warps
     if 2 * tiles <= slots:
@@ -176,6 +174,7 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
     """How entry ``cols`` would run ``plan``: its tiles, warps per block and the blocks the device holds."""
     red = plan.red_size
     tiles = -(-plan.out_size // cols_tile_width(plan, cols.vec))
+    launched = min(tiles, MAX_GRID)  # tiles the grid holds at once
     cap = COLS_MAX_WARPS if acc_bytes_at_most(plan) <= COLS_WIDE_ACC else COLS_WIDE_WARPS
     if plan.rndim != 1:
         cap = min(cap, COLS_RUNTIME_RANK_WARPS)
@@ -187,17 +186,17 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
         # 32 outputs per block: with few outputs, more warps per block split each row so that one wave
         # fills the device (axis=0 of a 16384^2 matrix: 512 blocks of 8 warps fill half of an H200; of
         # 16 warps, 4 per SM, all of it)
-        warps = max(block // 32, WARPS_PER_SM // -(-min(tiles, MAX_GRID) // sm_count))
+        warps = max(block // 32, WARPS_PER_SM // -(-launched // sm_count))
     # rows a warp walks at least: 2 rounds of loads (one reduced dim), 16 with several (their walk's setup
     # costs more: axes (0, 2) of (16, 1024, 16, 1024), rows of 256, ran at 0.70 of copy on 8 warps, 0.77 on 4)
     per_warp = 2 if plan.rndim == 1 else 16
     by_rows = -(-red // (per_warp * REDUCE_UNROLL))
-    if math.prod(plan.red[1:]) == 1 and min(tiles, MAX_GRID) * by_rows < WARPS_PER_SM * sm_count // 4:
+    if math.prod(plan.red[1:]) == 1 and launched * by_rows < WARPS_PER_SM * sm_count // 4:
         # one reduced dim whose warps would leave most of the device idle: more, down to 4 rounds each, up to
         # its warp slots (float32 L2 norm over axis 1 of (8, 64, 64, 512), rows of 64, 2048 tiles of 128 outputs:
         # one warp a tile, 0.64 of copy; four, 0.79. H200. Rows of 128 on 4096 tiles lost 0.91 -> 0.61 on
         # eight, float16. Several reduced dims keep their rule: their vectorised tiles lost where they were few)
-        by_rows = max(by_rows, min(-(-red // (4 * REDUCE_UNROLL)), WARPS_PER_SM * sm_count // min(tiles, MAX_GRID)))
+        by_rows = max(by_rows, min(-(-red // (4 * REDUCE_UNROLL)), WARPS_PER_SM * sm_count // launched))
     warps = max(1, min(cap, warps, by_rows))
     per_sm = resident(cols, 32 * warps) if resident is not None else 0
     if per_sm <= 0:

@@ -102,19 +102,13 @@ __device__ __forceinline__ RawView<T> loop_view(const StridedArray<T, NDIM, Inde
     view.shape_[d] = 0;
     view.strides_[d] = 0;
   }
-  ptrdiff_t dense = sizeof(T);  // the stride of dim d if the operand were C-contiguous
-  bool c_contiguous = true;
 #pragma unroll
   for (int d = 0; d < Capacity<NDIM>::value; ++d) {  // innermost first: C axis n - 1 - d
     if (d >= n) break;
-    const ptrdiff_t extent = shape.extent[d];
-    const ptrdiff_t stride = array.stride[d];
-    view.shape_[n - 1 - d] = extent;
-    view.strides_[n - 1 - d] = stride;
-    if (extent != 1 && stride != dense) c_contiguous = false;
-    dense *= extent;
+    view.shape_[n - 1 - d] = shape.extent[d];
+    view.strides_[n - 1 - d] = array.stride[d];
   }
-  view.c_contiguous_ = c_contiguous ? 1 : 0;
+  view.c_contiguous_ = dense_over(array, shape) ? 1 : 0;
   return view;
 }
 
