@@ -228,7 +228,7 @@ class Specialization(Record):
     def variants(self) -> tuple[VariantKey, ...]:
         """Every launch variant the rendered module holds (none for a raw module)."""
         if self.kind == "elementwise":
-            return indexed_variants() if self.indexed else elementwise_variants(self.vec, self.tiled, self.contiguous_calls)
+            return indexed_variants(not self.indexer.reads_index) if self.indexed else elementwise_variants(self.vec, self.tiled, self.contiguous_calls)
         if self.kind == "reduction":
             return reduction_variants(self.vec)
         return ()

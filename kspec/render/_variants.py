@@ -49,7 +49,7 @@ from typing import Literal
 from ._record import OrderedRecord, assign
 
 IndexType = Literal["int32", "int64"]
-Entry = Literal["contig", "strided", "tiled", "rows", "cols", "slab", "split_final", "slab_final"]
+Entry = Literal["contig", "strided", "dense", "tiled", "rows", "cols", "slab", "split_final", "slab_final"]
 
 INDEX_C_TYPES: dict[str, str] = {"int32": "int", "int64": "long long"}
 
@@ -202,7 +202,7 @@ def elementwise_variants(vec: int, tiled: bool = False, contiguous: bool = False
 
 
 @lru_cache(maxsize=None)
-def indexed_variants() -> tuple[VariantKey, ...]:
+def indexed_variants(dense: bool = False) -> tuple[VariantKey, ...]:
     """The instantiations of an indexed elementwise module (:attr:`Specialization.indexed`): the strided entry
     only, with 1, 2 or 3 static dims (the n-d index then lives in registers; these are the ranks of the
     ndimage-style kernels that ask for it, and 1 is every loop that CuPy's ``reduce_dims`` merges whole) and a
@@ -210,9 +210,12 @@ def indexed_variants() -> tuple[VariantKey, ...]:
     volume of 4 GiB): with a runtime rank the index and each ``_raw_<name>`` view are arrays of KSPEC_MAX_NDIM
     entries indexed at run time, held in local memory and written per element (one thread an element):
     correlate1d over a (1026, 1024, 1024) float32 volume moved ~20x its bytes through DRAM and ran at 47 GB/s
-    (H100; CuPy 1,060). A first call compiles only the variant it launches (:func:`kspec.compiler.variant_program`)."""
+    (H100; CuPy 1,060). ``dense``: the body reads no n-d index, and the module holds the dense entry too, over
+    the same ranks (the planner launches it where every array operand is C-contiguous over the loop). A first call
+    compiles only the variant it launches (:func:`kspec.compiler.variant_program`)."""
     return tuple(
-        VariantKey("strided", index, ndim, 1)
+        VariantKey(entry, index, ndim, 1)
+        for entry in (("strided", "dense") if dense else ("strided",))
         for index in ("int32", "int64")
         for ndim in (1, 2, 3, DYNAMIC_NDIM)
     )
@@ -259,7 +262,7 @@ def name_expression(kernel: str, variant: VariantKey) -> str:
     entry = variant.entry
     if entry == "contig":
         args = f"{it}, {variant.vec}"
-    elif entry == "strided":
+    elif entry in ("strided", "dense"):
         args = f"{it}, {variant.ndim}"
     elif entry == "tiled":
         args = f"{it}, {variant.ndim}, {variant.vec}"

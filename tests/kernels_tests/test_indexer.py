@@ -143,20 +143,25 @@ def test_the_indexed_module_declares_ind_the_views_and_a_ptrdiff_i():
     assert "const kspec::RawView<Y> _raw_y = kspec::loop_view(_p_y, _shape);" in source
     assert "_raw_x" not in re.sub(r"//[^\n]*", "", source)  # raw parameters are views already: x itself
     assert "ptrdiff_t i = _i;" in source
-    # views only: dense operands are addressed by the flat index, the index unravelled only where one is not
-    assert "if (threadIdx.x == 0) _kspec_dense = kspec::dense_over(_p_y, _shape) && true;" in source  # once a block
-    assert source.index("_kspec_dense = ") < source.index("__syncthreads();") < source.index("const bool _dense = _kspec_dense;")
-    assert "Y& y = *kspec::at(_p_y.ptr, _dense ? _i * static_cast<IndexT>(sizeof(Y))" in source
-    body = source.index("const unsigned char* data")
-    assert source.index("if (!_dense) _ind.set(_i);") < source.index("ptrdiff_t i = _i;") < body
-    assert set(module.variants) == set(indexed_variants())
+    # views only: the module holds the dense entry too, which addresses every operand by the flat index; the
+    # planner decides on the launch's strides (nothing is tested in the kernel, no barrier)
+    assert "_kspec_dense" not in source and "__syncthreads" not in source
+    strided = source[source.index("void correlate_2d__strided("):source.index("void correlate_2d__dense(")]
+    dense = source[source.index("void correlate_2d__dense("):]
+    assert "Y& y = *kspec::at(_p_y.ptr, _ind.offset(_p_y.stride));" in strided
+    assert strided.index("    _ind.set(_i);") < strided.index("ptrdiff_t i = _i;")
+    assert "Y& y = *kspec::at(_p_y.ptr, _i * static_cast<IndexT>(sizeof(Y)));" in dense and "_ind.set" not in dense
+    assert "kspec::LoopIndex<NDIM, IndexT> _ind(_shape);" in dense  # `_ind.size()` still reads it
+    assert set(module.variants) == set(indexed_variants(dense=True))
+    assert {v.entry for v in module.variants} == {"strided", "dense"}
 
 
 def test_a_body_that_reads_the_index_unravels_every_element():
     spec = ElementwiseSpec(name="g", in_params="raw T x", out_params="T y", operation="y = x[_ind.get()] + _raw_y.size()",
                            reduce_dims=False)  # fmt: skip
-    source = render(specialize(spec, {"T": "float32"})).source
-    assert "_dense" not in source
+    s = specialize(spec, {"T": "float32"})
+    source = render(s).source
+    assert "__dense" not in source and s.variants == indexed_variants()
     assert "    _ind.set(_i);" in source and "T& y = *kspec::at(_p_y.ptr, _ind.offset(_p_y.stride));" in source
 
 
@@ -173,6 +178,7 @@ def test_the_host_form_has_the_same_entry_and_names():
     host = render_host(s)
     assert host.name_expressions == render(s).name_expressions
     assert "kspec_host::loop_kernel correlate_2d__strided(const kspec::Shape<NDIM, IndexT> _shape" in host.source
+    assert "kspec_host::loop_kernel correlate_2d__dense(const kspec::Shape<NDIM, IndexT> _shape" in host.source
     assert "kspec::LoopIndex<NDIM, IndexT> _ind(_shape);" in host.source
     assert "const kspec::RawView<Y> _raw_y = kspec::loop_view(_p_y, _shape);" in host.source
     assert "ptrdiff_t i = _i;" in host.source

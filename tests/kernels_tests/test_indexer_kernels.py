@@ -10,6 +10,8 @@ merging; ``continue`` in bodies of every entry; ``i`` and ``_ind.size()`` mixed 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -75,6 +77,29 @@ def test_ndimage_style_correlate_in_3d_takes_sizes_from_the_output(xp):
     k(xp.asarray(host), y)
     padded = np.pad(host, ((1, 1), (0, 0), (0, 0)))
     np.testing.assert_allclose(xp.asnumpy(y), padded[:-2] + padded[1:-1] + padded[2:], rtol=1e-12)
+
+
+@pytest.mark.parametrize("out_layout", ["c", "f", "sliced"])
+def test_a_views_only_body_takes_the_dense_entry_where_its_operands_are_c_contiguous(xp, out_layout):
+    """A body that reads views only (ndimage's) has a dense entry besides the strided one: the planner launches it
+    where every array operand is C-contiguous over the loop (each addressed by the flat index), the strided one
+    otherwise (each element's index unravelled); the same results either way."""
+    body = """
+    const ptrdiff_t n1 = _raw_y.shape()[1], n2 = _raw_y.shape()[2];
+    const ptrdiff_t c = i % n2, r = (i / n2) % n1;
+    y = x[i] * 2 + (Y)(r * 10 + c);"""
+    k = ew("raw X x", "Y y", body, "indexer_dense_or_strided", reduce_dims=False)
+    shape = (3, 5, 7)
+    host = np.random.default_rng(4).standard_normal(math.prod(shape)).astype(np.float32)
+    y = {"c": lambda: filled(xp, shape, dtype=np.float32), "f": lambda: filled(xp, shape[::-1], dtype=np.float32).T,
+         "sliced": lambda: filled(xp, (3, 5, 14), dtype=np.float32)[:, :, ::2]}[out_layout]()  # fmt: skip
+    k(xp.asarray(host), y)
+    loads = [e.what for e in kspec.compile_log() if e.kernel == "indexer_dense_or_strided"]
+    entry = "dense" if out_layout == "c" else "strided"
+    assert loads and f"indexer_dense_or_strided__{entry}<" in loads[-1], loads
+    coords = np.indices(shape)
+    want = host.reshape(shape) * 2 + (coords[1] * 10 + coords[2]).astype(np.float32)
+    np.testing.assert_array_equal(xp.asnumpy(y), want)
 
 
 # -- x[_ind.get()]: a raw input indexed by the loop's n-d index --------------------------------------------------

@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the 
     from ...spec import ElementwiseSpec, ReductionSpec
 from ._binding import ArrayArg, Bound
 from ._entry_point import GRID_STRIDE_BLOCKS_PER_SM, Tuning, contig_choice, strided_choice
-from ._indexed_loop import cupy_loop_dims
+from ._indexed_loop import c_contiguous, cupy_loop_dims
 
 INT32_LIMIT = 2**31
 MAX_BLOCK = 1024
@@ -331,6 +331,10 @@ def plan_elementwise(
     else:
         wanted = [VariantKey("strided", "int64", len(extents), 1)]
     wanted.append(VariantKey("strided", "int64", DYNAMIC_NDIM, 1))
+    if indexed and all(c_contiguous(extents, s, itemsizes[n]) for n, s in zip(names, merged)):
+        # every array operand C-contiguous over the loop: the dense entry, where the body reads no n-d index (the
+        # module holds it then), addresses each by the flat index (templates/elementwise_indexed.cu.j2)
+        wanted = [VariantKey("dense", v.index, v.ndim, 1) for v in wanted] + wanted
     # the indexed entry loads one element per thread at a time: one thread per element
     inner_dense = not indexed and not specialization.indexer.thread_state and all(
         s[-1] in (0, itemsizes[n]) for n, s in zip(names, merged) if s
