@@ -143,10 +143,18 @@ def test_an_indexed_body_beyond_2_31_bytes_keeps_its_static_rank():
     # runtime rank the index and the view sit in local memory, written per element (21x slower on an H100)
     body = "const ptrdiff_t n0 = _raw_y.shape()[0]; y = x[i % n0]"
     nd = kspec.ElementwiseKernel("raw T x", "T y", body, "ndimage_like", reduce_dims=False)
+    # The body reads views only: a C-contiguous output takes the dense entry (addressed by the flat index), any
+    # other layout the strided one (each element's index unravelled), at the same rank and index width
     x = fake((16,))
-    assert eplan(nd, x, fake((256, 1024, 1024)))[1].variant == VariantKey("strided", "int32", 3, 1)
-    assert eplan(nd, x, fake((1026, 1024, 1024)))[1].variant == VariantKey("strided", "int64", 3, 1)
-    assert eplan(nd, x, fake((2, 1026, 1024, 1024)))[1].variant == VariantKey("strided", "int64", 0, 1)
+    assert eplan(nd, x, fake((256, 1024, 1024)))[1].variant == VariantKey("dense", "int32", 3, 1)
+    assert eplan(nd, x, fake((1026, 1024, 1024)))[1].variant == VariantKey("dense", "int64", 3, 1)
+    assert eplan(nd, x, fake((2, 1026, 1024, 1024)))[1].variant == VariantKey("dense", "int64", 0, 1)
+    assert eplan(nd, x, transposed((256, 1024, 1024)))[1].variant == VariantKey("strided", "int32", 3, 1)
+    assert eplan(nd, x, transposed((1026, 1024, 1024)))[1].variant == VariantKey("strided", "int64", 3, 1)
+    assert eplan(nd, x, transposed((2, 1026, 1024, 1024)))[1].variant == VariantKey("strided", "int64", 0, 1)
+    # a body that reads the n-d index has no dense entry: the strided one, whatever the layout
+    reads = kspec.ElementwiseKernel("raw T x", "T y", "y = x[_ind.get()[0] % 16]", "ndimage_like_index", reduce_dims=False)
+    assert eplan(reads, x, fake((256, 1024, 1024)))[1].variant == VariantKey("strided", "int32", 3, 1)
 
 
 def test_zero_size_plans_no_launch_but_allocates(sqd):
