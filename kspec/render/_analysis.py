@@ -165,8 +165,9 @@ class IndexerUse(NamedTuple):
     # state; a body with such code runs one element per thread here too (no vectors, tiles or chunks).
     thread_state: bool = False
     # `_ind.get()`, `_ind.set()` or `_ind.ndim`: the body reads the n-d index itself. A body that names views only
-    # (ndimage's kernels: `_raw_y.shape()`) lets the indexed entry address dense operands by the flat index and
-    # unravel nothing (templates/elementwise_indexed.cu.j2)
+    # (ndimage's kernels: `_raw_y.shape()`) gets a dense entry too, which the planner launches where every array
+    # operand is C-contiguous over the loop: it addresses them by the flat index and unravels nothing
+    # (templates/elementwise_indexed.cu.j2)
     reads_index: bool = True
 
 

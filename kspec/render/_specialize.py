@@ -175,8 +175,8 @@ class Specialization(Record):
     @property
     def indexed(self) -> bool:
         """An elementwise body that uses CuPy's n-d indexer (``_ind.get()``, ``_ind.set()``, ``_raw_<operand>``):
-        the module holds the indexed strided entry only (templates/elementwise_indexed.cu.j2), which the planner
-        gives the loop's dims as CuPy's kernel sees them."""
+        the module holds the indexed strided entry (and, for a body that reads no n-d index, the dense one:
+        templates/elementwise_indexed.cu.j2), which the planner gives the loop's dims as CuPy's kernel sees them."""
         return self.indexer.indexed
 
     @property
@@ -228,7 +228,9 @@ class Specialization(Record):
     def variants(self) -> tuple[VariantKey, ...]:
         """Every launch variant the rendered module holds (none for a raw module)."""
         if self.kind == "elementwise":
-            return indexed_variants(not self.indexer.reads_index) if self.indexed else elementwise_variants(self.vec, self.tiled, self.contiguous_calls)
+            if self.indexed:
+                return indexed_variants(dense=not self.indexer.reads_index)
+            return elementwise_variants(self.vec, self.tiled, self.contiguous_calls)
         if self.kind == "reduction":
             return reduction_variants(self.vec)
         return ()

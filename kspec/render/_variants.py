@@ -203,8 +203,8 @@ def elementwise_variants(vec: int, tiled: bool = False, contiguous: bool = False
 
 @lru_cache(maxsize=None)
 def indexed_variants(dense: bool = False) -> tuple[VariantKey, ...]:
-    """The instantiations of an indexed elementwise module (:attr:`Specialization.indexed`): the strided entry
-    only, with 1, 2 or 3 static dims (the n-d index then lives in registers; these are the ranks of the
+    """The instantiations of an indexed elementwise module (:attr:`Specialization.indexed`): the strided entry,
+    with 1, 2 or 3 static dims (the n-d index then lives in registers; these are the ranks of the
     ndimage-style kernels that ask for it, and 1 is every loop that CuPy's ``reduce_dims`` merges whole) and a
     runtime rank, each 32-bit and 64-bit. The 64-bit static ranks serve loops past 2**31 bytes (an ndimage
     volume of 4 GiB): with a runtime rank the index and each ``_raw_<name>`` view are arrays of KSPEC_MAX_NDIM

@@ -8,7 +8,8 @@ Elementwise (REFERENCE.md): non-raw inputs and outputs broadcast together; missi
 C-contiguous with the broadcast shape; ``size=`` only when every array argument is raw; size 0 launches
 nothing. ``reduce_dims`` drops extent-1 axes and merges axes that are contiguous in every operand. A kernel
 whose body uses CuPy's n-d indexer (``Specialization.indexed``) gets the loop's dims as CuPy's kernel would
-(:mod:`kspec.kernels.planning._indexed_loop`) and the indexed strided entry, never the contiguous or tiled ones.
+(:mod:`kspec.kernels.planning._indexed_loop`) and the indexed strided or dense entry, never the contiguous or tiled
+ones.
 
 Reduction planning is in :mod:`kspec.kernels.planning._reduction_plan` (on top of the shared helpers here, which
 import nothing back).
@@ -290,7 +291,7 @@ def plan_elementwise(
     itemsizes = {name: dtypes.BY_NAME[bound.dtypes[name]].itemsize for name in operands}
     names = list(operands)
     variants = specialization.variants
-    indexed = specialization.indexed  # the body sees the loop's dims: CuPy's, and the indexed strided entry
+    indexed = specialization.indexed  # the body sees the loop's dims: CuPy's, and the indexed strided (or dense) entry
     extents: Sequence[int]
     merged: Sequence[Sequence[int]]
     if indexed:
