@@ -395,3 +395,43 @@ def test_stores_from_the_environment_and_installed_packages(tmp_path):
     assert stores == [str(binaries)]
     assert len(warned) == 3 and all(w.startswith("BinaryWarning") for w in warned), warned
     assert any("KSPEC_BINARIES names" in w for w in warned) and any("broken.json" in w for w in warned)
+
+
+STALE_PROGRAM = '''
+import numpy as np
+import kspec
+
+body = """
+const ptrdiff_t n1 = _raw_y.shape()[1], n2 = _raw_y.shape()[2];
+y = x[i] * 2 + (Y)((i / n2) % n1 * 10 + i % n2);"""
+k = kspec.ElementwiseKernel("raw X x", "Y y", body, "views_only_stale", reduce_dims=False)
+y = np.zeros((2, 3, 4), np.float32)
+k(np.arange(24, dtype=np.float32), y)
+print(y.ravel().tolist())
+'''
+
+
+def test_a_capture_made_before_dense_entries_still_serves_under_never(tmp_path):
+    """A capture made before the planner chose an indexed module's dense entry recorded the strided one (here: a
+    capture's variant rewritten as such a capture wrote it). A C-contiguous call plans the dense entry; served from
+    that build (KSPEC_COMPILE=never, empty cache) it loads the stored strided entry, which takes the same
+    parameters, instead of being refused."""
+    import numpy as np
+
+    env = _env(tmp_path)
+    (tmp_path / "program.py").write_text(STALE_PROGRAM)
+    run = _run([sys.executable, "-m", "kspec", "capture", "-o", "specs", "--", sys.executable, "program.py"], tmp_path, env)
+    captured = (tmp_path / "specs" / "main.toml").read_text()
+    assert '"dense/int32/3/1"' in captured and "strided/" not in captured
+    (tmp_path / "specs" / "main.toml").write_text(captured.replace('"dense/int32/3/1"', '"strided/int32/3/1"'))
+    _run([sys.executable, "-m", "kspec", "build", "specs", "-o", "build", "--arch", "host", "-q"], tmp_path, env)
+    entries = json.loads((tmp_path / "build" / "manifest.json").read_text())["entries"]
+    assert [e.get("variant") for e in entries if e["kind"] != "raw"] == ["strided/int32/3/1"]
+    (tmp_path / "serve.py").write_text(SERVE)
+    serve_env = {**env, "KSPEC_COMPILE": "never", "KSPEC_BINARIES": str(tmp_path / "build"),
+                 "KSPEC_CACHE_DIR": str(tmp_path / "cache"), "KSPEC_MEMO_DIR": str(tmp_path / "memo")}
+    served = _run([sys.executable, "serve.py"], tmp_path, serve_env).stdout.splitlines()
+    coords = np.indices((2, 3, 4))
+    want = np.arange(24, dtype=np.float32).reshape(2, 3, 4) * 2 + coords[1] * 10 + coords[2]
+    assert served[0] == run.stdout.splitlines()[0] == str(want.ravel().tolist())
+    assert eval(served[1]) == [("views_only_stale", "binary")]  # noqa: S307 - our own program's printed list

@@ -100,7 +100,8 @@ class LoadedKernel:
             with _lock:
                 found = self._modules.get(variant)
                 if found is None:
-                    found = self._modules[variant] = self._stored_variant(variant) or self._compiled_variant(variant)
+                    found = self._modules[variant] = (self._stored_variant(variant) or self._stored_twin(variant)
+                                                      or self._compiled_variant(variant))
                     for hook in _variant_hooks:
                         hook(self.specialization.key, variant.text)
         return found
@@ -119,6 +120,23 @@ class LoadedKernel:
         record_load(self.interface.name, specialization_label(self.specialization, expression), self.device.arch,
                     "binary", (time.perf_counter() - start) * 1e3)
         return module, dict(stored.lowered_names)
+
+    def _stored_twin(self, variant: VariantKey) -> tuple[LoadedModule, Mapping[str, str]] | None:
+        """A dense entry (an indexed module's, templates/elementwise_indexed.cu.j2) served by the stored strided
+        entry of the same rank and index width, where the store holds that one alone: a capture made before the
+        planner chose dense entries recorded the strided one. The two take the same parameters and the strided one
+        is right for every layout, so a served call loads it rather than compiling (or, under
+        ``KSPEC_COMPILE=never``, being refused)."""
+        if variant.entry != "dense":
+            return None
+        twin = VariantKey("strided", variant.index, variant.ndim, variant.vec)
+        if twin not in self.interface.variants:
+            return None
+        found = self._stored_variant(twin)
+        if found is None:
+            return None
+        module, lowered = found
+        return module, {self.interface.variants[variant]: lowered[self.interface.variants[twin]]}
 
     def _compiled_variant(self, variant: VariantKey) -> tuple[LoadedModule, Mapping[str, str]]:
         """``variant``'s own program, from the binary cache or compiled (the compile policy applies)."""
