@@ -29,6 +29,7 @@ _LAZY = {
     "DYNAMIC_NDIM": "_variants", "INDEX_C_TYPES": "_variants", "MAX_NDIM": "_variants",
     "VECTOR_BYTES": "_variants", "VariantKey": "_variants", "TILED_VARIANTS": "_variants",
     "tiled_variant": "_variants", "tiled_layout": "_variants", "module_variant": "_variants",
+    "stand_in": "_variants",
 }
 
 
@@ -71,6 +72,7 @@ __all__ = [
     "render_raw",
     "specialize",
     "specialization_key",
+    "stand_in",
     "tiled_layout",
     "tiled_variant",
 ]

@@ -179,8 +179,8 @@ def _elementwise_context(s: Specialization) -> dict[str, Any]:
         extra_includes=["kspec/loop_index.cuh"] if s.indexed else [],
         # the operands whose `_raw_<name>` view the body names (the indexed template declares them)
         views=[op for op in s.operands if op.name in s.indexer.views],
-        # the body reads the n-d index itself (`_ind.get()`...): the indexed template unravels every element's;
-        # otherwise only where an operand is not C-contiguous over the loop
+        # the body reads the n-d index itself (`_ind.get()`...): the indexed template's strided entry alone; else
+        # its dense entry too (every operand addressed by the flat index)
         reads_index=s.indexer.reads_index,
         # `i` has CuPy's type where the body mixes it with `_ind` (the indexed template always declares it so)
         cupy_i=s.indexer.sized,

@@ -221,6 +221,13 @@ def indexed_variants(dense: bool = False) -> tuple[VariantKey, ...]:
     )
 
 
+def stand_in(variant: VariantKey) -> VariantKey | None:
+    """The variant whose entry point may serve ``variant``'s launches, or None: an indexed module's dense entry and
+    its strided one of the same rank and index width take the same parameters, and the strided one is right for
+    every layout (a store built from a capture made before dense entries holds the strided one alone)."""
+    return VariantKey("strided", variant.index, variant.ndim, variant.vec) if variant.entry == "dense" else None
+
+
 @lru_cache(maxsize=None)
 def reduction_variants(vec: int) -> tuple[VariantKey, ...]:
     """The instantiations of a reduction module: 64-bit only (their inner loops divide nothing: two

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..._errors import LaunchError, kernel_label
-from ...render import ModuleInterface, Specialization, VariantKey, module_interface
+from ...render import ModuleInterface, Specialization, VariantKey, module_interface, stand_in
 # the per-variant compile, shared with `kspec warm` (kspec/compiler/_specialization.py)
 from ...compiler import cached_binary, compile_program, record_load, specialization_label
 from ...runtime import Device, LoadedModule, refuse_while_capturing
@@ -122,15 +122,11 @@ class LoadedKernel:
         return module, dict(stored.lowered_names)
 
     def _stored_twin(self, variant: VariantKey) -> tuple[LoadedModule, Mapping[str, str]] | None:
-        """A dense entry (an indexed module's, templates/elementwise_indexed.cu.j2) served by the stored strided
-        entry of the same rank and index width, where the store holds that one alone: a capture made before the
-        planner chose dense entries recorded the strided one. The two take the same parameters and the strided one
-        is right for every layout, so a served call loads it rather than compiling (or, under
-        ``KSPEC_COMPILE=never``, being refused)."""
-        if variant.entry != "dense":
-            return None
-        twin = VariantKey("strided", variant.index, variant.ndim, variant.vec)
-        if twin not in self.interface.variants:
+        """``variant`` served by its stand-in's stored binary (:func:`kspec.render.stand_in`: an indexed module's
+        dense entry by the strided one), where the store holds that one alone, so that a served call loads it
+        rather than compiling (or, under ``KSPEC_COMPILE=never``, being refused)."""
+        twin = stand_in(variant)
+        if twin is None or twin not in self.interface.variants:
             return None
         found = self._stored_variant(twin)
         if found is None:

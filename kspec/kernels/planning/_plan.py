@@ -332,9 +332,10 @@ def plan_elementwise(
     else:
         wanted = [VariantKey("strided", "int64", len(extents), 1)]
     wanted.append(VariantKey("strided", "int64", DYNAMIC_NDIM, 1))
-    if indexed and all(c_contiguous(extents, s, itemsizes[n]) for n, s in zip(names, merged)):
-        # every array operand C-contiguous over the loop: the dense entry, where the body reads no n-d index (the
-        # module holds it then), addresses each by the flat index (templates/elementwise_indexed.cu.j2)
+    if (indexed and not specialization.indexer.reads_index
+            and all(c_contiguous(extents, s, itemsizes[n]) for n, s in zip(names, merged))):
+        # a body that reads no n-d index over operands all C-contiguous over the loop: the module's dense entry
+        # addresses each by the flat index (templates/elementwise_indexed.cu.j2)
         wanted = [VariantKey("dense", v.index, v.ndim, 1) for v in wanted] + wanted
     # the indexed entry loads one element per thread at a time: one thread per element
     inner_dense = not indexed and not specialization.indexer.thread_state and all(
