@@ -172,10 +172,12 @@ def throttled(result: Any) -> Any:
     return result
 
 
-def combine(partials: Any, axis: Any, keepdims: bool) -> Any:
+def combine(partials: Any, axis: Any, keepdims: bool, root: bool = False) -> Any:
     """The partial sums of several chunks summed on the host: Dask hands them over as a (nested) list
     (``dask.array.reduction(..., concatenate=False)``), each a :class:`HostCopy` made on this worker or a
-    NumPy array that came from another, or an earlier combine's result."""
+    NumPy array that came from another, or an earlier combine's result. ``root``: the graph's last combine,
+    which returns the norm, the sum's square root (a task of its own was one more pair of scheduler round
+    trips at the end of every run)."""
     values = []
     pending = [partials]
     while pending:
@@ -185,7 +187,8 @@ def combine(partials: Any, axis: Any, keepdims: bool) -> Any:
         else:  # a HostCopy made on this worker (duck-typed: the CPU tests' copies are other classes)
             values.append(np.asarray(item.value() if hasattr(item, "copied") else item))
     ndim = values[0].ndim if values else 0
-    total = np.float32(sum(float(v.sum(dtype=np.float64)) for v in values))
+    total = sum(float(v.sum(dtype=np.float64)) for v in values)
+    total = np.float32(math.sqrt(total) if root else total)
     return np.full((1,) * ndim, total, dtype=np.float32) if keepdims else total
 
 
@@ -218,22 +221,26 @@ def pipeline(x: Any, y: Any, use_cupy: bool = False, split_every: int | None = N
     axpy = axpy_kernel(use_cupy)
     # meta= says what the chunks are (CuPy or NumPy arrays), so Dask never calls the tasks on empty stand-ins
     z = da.map_blocks(step_cupy if use_cupy else step_kspec, x, y, axpy, dtype=x.dtype, meta=x._meta)
-    return da.sqrt(summed(z, partial_cupy if use_cupy else partial_kspec, split_every))
+    return norm(z, partial_cupy if use_cupy else partial_kspec, split_every)
 
 
-def summed(array: Any, partial: Any, split_every: int | None = None) -> Any:
-    """The sum of squares of ``array`` as a 0-d Dask array: ``partial`` per chunk, then :func:`combine` of
-    ``split_every`` partials a node (default: all of them in one, see :func:`pipeline`)."""
+def norm(array: Any, partial: Any, split_every: int | None = None) -> Any:
+    """The square root of the sum of squares of ``array`` as a 0-d Dask array: ``partial`` per chunk, then
+    :func:`combine` of ``split_every`` partials a node (default: all of them in one, see :func:`pipeline`), the
+    root taking the square root."""
     import dask.array as da
 
-    return da.reduction(array, partial, combine, dtype="float32", meta=HOST_META,
-                        split_every=split_every or max(2, array.npartitions), concatenate=False)
+    return da.reduction(array, partial, functools.partial(combine, root=True), combine=combine, dtype="float32",
+                        meta=HOST_META, split_every=split_every or max(2, array.npartitions), concatenate=False)
 
 
-def task_stream_summary(stream: list[dict[str, Any]]) -> dict[str, Any]:
+def task_stream_summary(stream: list[dict[str, Any]], window: tuple[float, float] | None = None) -> dict[str, Any]:
     """Per worker, from ``Client.get_task_stream``: tasks run, seconds computing, transfers in and their
     seconds, and the span from the first start to the last stop. Not their bytes: the stream files a transfer
-    under the task that needed it, whose ``nbytes`` is that task's own result (the earlier summary's 0.0 MiB)."""
+    under the task that needed it, whose ``nbytes`` is that task's own result (the earlier summary's 0.0 MiB).
+    ``window``: the run's (submitted, result) wall-clock times (:func:`timed`, one host's clock): then also how
+    long after the submission the worker's first task started (``lead_s``) and how long before the result its
+    last one stopped (``trail_s``): the scheduling a run pays outside its workers."""
     workers: dict[str, dict[str, float]] = {}
     for task in stream:
         w = workers.setdefault(task["worker"], {"tasks": 0, "compute_s": 0.0, "transfers": 0, "transfer_s": 0.0,
@@ -247,6 +254,8 @@ def task_stream_summary(stream: list[dict[str, Any]]) -> dict[str, Any]:
                 w["transfers"] += 1
                 w["transfer_s"] += part["stop"] - part["start"]
     for w in workers.values():
+        if window is not None:
+            w["lead_s"], w["trail_s"] = w["first"] - window[0], window[1] - w["last"]
         w["span_s"] = w.pop("last") - w.pop("first")
     return workers
 
@@ -348,7 +357,9 @@ def kernel_loads() -> dict[str, Any]:
 def print_workers(workers: dict[str, Any], loads: dict[str, Any] | None = None) -> None:
     """Per worker: the last timed run's task stream, then its kernel loads (:func:`kernel_loads`)."""
     for name, w in sorted(workers.items()):
-        print(f"  worker {name}: {w['tasks']} tasks computing {w['compute_s']:.3f} s of {w['span_s']:.3f} s; "
+        window = (f" (starting {w['lead_s'] * 1e3:.1f} ms after the submission, ending {w['trail_s'] * 1e3:.1f} ms "
+                  "before the result)" if "lead_s" in w else "")
+        print(f"  worker {name}: {w['tasks']} tasks computing {w['compute_s']:.3f} s of {w['span_s']:.3f} s{window}; "
               f"{w['transfers']} transfers in, {w['transfer_s']:.3f} s")
     for address, found in sorted((loads or {}).items()):
         print(f"  kernel loads on {address}: {found['loads']}, NVRTC {found['nvrtc']}"
@@ -384,7 +395,7 @@ def run_on(client: Any, gib: float, chunk_mib: int, use_cupy: bool = False, repe
     x = da.map_blocks(random_chunk, chunks=((chunk,) * (n // chunk),), dtype="float32", meta=meta, seed=1)
     y = da.map_blocks(random_chunk, chunks=((chunk,) * (n // chunk),), dtype="float32", meta=meta, seed=2)
     norm = pipeline(x, y, use_cupy, split_every)
-    value, seconds, stream = timed(client, norm, repeats)
+    value, seconds, stream, window = timed(client, norm, repeats)
     ntasks = task_count(norm)
     # the same numbers in NumPy: chunks are reproducible from their seeds (checked on one chunk's worth)
     expected = _expected_norm(n, chunk)
@@ -392,23 +403,26 @@ def run_on(client: Any, gib: float, chunk_mib: int, use_cupy: bool = False, repe
     # bytes through device memory per element pair: x, y written (random), read; d written, read; z written, read
     moved = 9 * n * 4
     return {"seconds": seconds, "gbps": moved / seconds / 1e9, "tasks": ntasks, "norm": value,
-            "us_per_task": seconds / ntasks * 1e6, "workers": task_stream_summary(stream)}
+            "us_per_task": seconds / ntasks * 1e6, "workers": task_stream_summary(stream, window)}
 
 
-def timed(client: Any, graph: Any, repeats: int, optimize: bool = True) -> tuple[float, float, list[dict[str, Any]]]:
+def timed(client: Any, graph: Any, repeats: int, optimize: bool = True
+          ) -> tuple[float, float, list[dict[str, Any]], tuple[float, float]]:
     """(the graph's value as a float, the median seconds of ``repeats`` runs of the whole graph after a warm-up
-    that loads or compiles each worker's kernels once, the last run's task stream). ``optimize`` False: the graph
-    as built (Dask's optimisation rebuilds layers without their annotations: an ordered graph keeps them)."""
+    that loads or compiles each worker's kernels once, the last run's task stream, and its (submitted, result)
+    wall-clock times, the clock of the task stream's starts and stops). ``optimize`` False: the graph as built
+    (Dask's optimisation rebuilds layers without their annotations: an ordered graph keeps them)."""
     from distributed import get_task_stream
 
     float(graph.compute(optimize_graph=optimize))
     times = []
     for _ in range(repeats):
         with get_task_stream(client) as stream:
-            start = time.perf_counter()
+            submitted, start = time.time(), time.perf_counter()
             value = float(graph.compute(optimize_graph=optimize))
             times.append(time.perf_counter() - start)
-    return value, sorted(times)[len(times) // 2], stream.data
+            window = (submitted, time.time())
+    return value, sorted(times)[len(times) // 2], stream.data, window
 
 
 @functools.lru_cache(maxsize=8)

@@ -196,11 +196,11 @@ def energy(v: Any, kernels: str = "spec", graph: str = "halo") -> Any:
             raise ValueError(f"v: expected a 3-d volume chunked along its first axis only, got chunks {v.chunks}")
         n = v.numblocks[0]
         with in_volume_order(n):
-            return da.sqrt(halo_total([(v.name, k, 0, 0) for k in range(n)], kernels, _names(v, kernels), [v]))
+            return halo_norm([(v.name, k, 0, 0) for k in range(n)], kernels, _names(v, kernels), [v])
     step = laplace_spec if kernels == "spec" else laplace_ndimage
     lap = da.map_overlap(step, v, depth={0: 1, 1: 0, 2: 0}, boundary={0: "nearest", 1: "none", 2: "none"},
                          dtype=v.dtype, meta=v._meta)
-    return da.sqrt(pipeline.summed(lap, partial_kspec if kernels == "spec" else partial_cupy))
+    return pipeline.norm(lap, partial_kspec if kernels == "spec" else partial_cupy)
 
 
 # Chunks a worker of slab_energy makes beyond the last one whose energy it has computed. Each turn of the chain
@@ -226,7 +226,6 @@ def slab_energy(chunks: int, depth: int, kernels: str, workers: list[str], seed:
     second, right after the slab's first (one more chunk alive on the GPU), so no Laplacian waits at the end for a
     slab to finish and its planes to cross. Each slab's partial sums are combined on its own worker, and the
     slabs' totals at the end: a few numbers cross workers there, not a partial sum a chunk (README.md, run C)."""
-    import dask.array as da
     from dask.base import tokenize
 
     ahead = AHEAD if ahead is None else ahead
@@ -248,7 +247,7 @@ def slab_energy(chunks: int, depth: int, kernels: str, workers: list[str], seed:
         tasks.append((chunk_at, k, (depth, *PLANE), seed, *after))
     early = {(names[0], k): -first[slabs[k]] - 0.5 for k in boundary}  # between the slab's first chunk and its second
     with in_volume_order(n, workers, early):
-        return da.sqrt(halo_total(tasks, kernels, names, slabs=slabs))
+        return halo_norm(tasks, kernels, names, slabs=slabs)
 
 
 def _names(token: Any, kernels: str) -> tuple[str, str, str]:
@@ -258,9 +257,9 @@ def _names(token: Any, kernels: str) -> tuple[str, str, str]:
     return f"halo-made-{t}", f"halo-energy-{t}", f"halo-total-{t}"
 
 
-def halo_total(chunks: list[Any], kernels: str, names: tuple[str, str, str], dependencies: Any = (),
-               slabs: list[int] | None = None) -> Any:
-    """The sum of squares of the volume's Laplacian as a 0-d Dask array, given the task (or key) of each chunk:
+def halo_norm(chunks: list[Any], kernels: str, names: tuple[str, str, str], dependencies: Any = (),
+              slabs: list[int] | None = None) -> Any:
+    """The energy (the square root of the sum of squares of the volume's Laplacian) as a 0-d Dask array, given the task (or key) of each chunk:
     per chunk a :class:`MadeChunk` (the chunk and its edge planes) and its :func:`chunk_energy` (which gets its
     neighbours' planes where they are), then one combine of the partials; ``slabs`` (chunk k's slab, ascending):
     a combine a slab first, keyed by the slab's first chunk (placed with it), then one of the slabs' totals."""
@@ -281,14 +280,15 @@ def halo_total(chunks: list[Any], kernels: str, names: tuple[str, str, str], dep
         own = chunks[k] if by_key else (made, k)
         layer[(parts, k)] = (energy_of, own, before, after)
     combine = functools.partial(pipeline.combine, axis=None, keepdims=False)
+    root = functools.partial(combine, root=True)  # the last combine takes the square root
     if slabs is None:
-        layer[(total,)] = (combine, [(parts, k) for k in range(n)])
+        layer[(total,)] = (root, [(parts, k) for k in range(n)])
     else:
         members: dict[int, list[int]] = {}
         for k, slab in enumerate(slabs):
             members.setdefault(slab, []).append(k)
         layer.update({(f"{total}-slab", ks[0]): (combine, [(parts, k) for k in ks]) for ks in members.values()})
-        layer[(total,)] = (combine, [(f"{total}-slab", ks[0]) for ks in members.values()])
+        layer[(total,)] = (root, [(f"{total}-slab", ks[0]) for ks in members.values()])
     dsk = HighLevelGraph.from_collections(total, layer, dependencies=list(dependencies))
     return da.Array(dsk, total, chunks=(), dtype="float32", meta=pipeline.HOST_META)
 
@@ -332,7 +332,7 @@ def run_on(client: Any, gib: float, chunk_mib: int, kernels: str = "spec", repea
     else:
         result = energy(volume(gib, chunk_mib), kernels, graph)
     ordered = graph == "halo"  # its annotations kept: computed as built
-    value, seconds, stream = pipeline.timed(client, result, repeats, optimize=not ordered)
+    value, seconds, stream, window = pipeline.timed(client, result, repeats, optimize=not ordered)
     if check:
         expected = expected_energy(n, depth)
         assert math.isclose(value, expected, rel_tol=1e-3), (value, expected)
@@ -342,7 +342,7 @@ def run_on(client: Any, gib: float, chunk_mib: int, kernels: str = "spec", repea
     moved = (4 if graph == "halo" else 6) * size * 4
     return {"seconds": seconds, "gbps": moved / seconds / 1e9, "gib": size * 4 / 2**30, "energy": value,
             **({"ahead": AHEAD} if graph == "halo" else {}),
-            "tasks": pipeline.task_count(result, optimize=not ordered), "workers": pipeline.task_stream_summary(stream)}
+            "tasks": pipeline.task_count(result, optimize=not ordered), "workers": pipeline.task_stream_summary(stream, window)}
 
 
 def main() -> None:

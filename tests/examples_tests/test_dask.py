@@ -129,7 +129,7 @@ def test_the_halo_graph_is_three_tasks_a_chunk_and_wires_each_chunk_to_its_neigh
             got = float(energy.compute())
         assert got == pytest.approx(np.sqrt((_laplace_nearest(volume) ** 2).sum()), rel=1e-5)
         n = v.numblocks[0]
-        assert pipeline.task_count(energy) <= 3 * n + 2  # the chunk, its edge planes, its energy; a combine, a sqrt
+        assert pipeline.task_count(energy) <= 3 * n + 1  # the chunk, its edge planes, its energy; the combine (and sqrt)
     overlap = stencil.energy(da.from_array(volume, chunks=(2, 4, 6)), "spec", "overlap")
     assert pipeline.task_count(overlap) >= 6 * 6
     with pytest.raises(ValueError, match="graph"):
@@ -172,7 +172,7 @@ def test_the_halo_graphs_tasks_pickle_small():
     for kernels in ("spec", "ndimage"):
         graph = dict(stencil.slab_energy(8, 2, kernels, ["w0", "w1"]).__dask_graph__())
         sizes = {key: len(cloudpickle.dumps(task)) for key, task in graph.items()}
-        assert len(sizes) == 2 * 8 + 2 + 2 and max(sizes.values()) < 1_000, sizes
+        assert len(sizes) == 2 * 8 + 2 + 1 and max(sizes.values()) < 1_000, sizes
 
 
 def test_a_made_chunk_travels_as_its_edge_planes_alone():
@@ -205,7 +205,7 @@ def test_the_slab_graph_places_slabs_and_makes_each_chunk_after_an_earlier_energ
             Client(cluster) as client:
         workers = sorted(client.scheduler_info()["workers"])
         energy = stencil.slab_energy(n, depth, "spec", workers, ahead=ahead)
-        assert pipeline.task_count(energy, optimize=False) == 2 * n + 2 + 2  # made, energy a chunk; 2 slabs, total, sqrt
+        assert pipeline.task_count(energy, optimize=False) == 2 * n + 2 + 1  # made, energy a chunk; 2 slabs; the total (and sqrt)
         with get_task_stream(client) as stream:
             got = float(energy.compute(optimize_graph=False))
     assert got == pytest.approx(np.sqrt((_laplace_nearest(volume) ** 2).sum()), rel=1e-5)
@@ -245,6 +245,7 @@ def test_combine_sums_partials_from_this_worker_and_others():
     assert pipeline.combine(parts, axis=(0,), keepdims=False) == np.float32(4.0)
     kept = pipeline.combine(parts, axis=(0,), keepdims=True)
     assert kept.shape == (1,) and kept[0] == 4.0
+    assert pipeline.combine(parts, axis=(0,), keepdims=False, root=True) == np.float32(2.0)  # the norm's root
 
 
 def _worker_policy():  # runs on a worker
@@ -283,9 +284,13 @@ def test_the_scaling_table_reads_rows_and_reports_failures(tmp_path):
 def test_timed_runs_the_graph_and_keeps_the_last_task_stream(client):
     # the timing both pipelines share (pipeline.timed): warm-up, the median of the runs, the last run's stream
     graph = da.ones((64,), chunks=16).sum()
-    value, seconds, stream = pipeline.timed(client, graph, 3)
+    value, seconds, stream, window = pipeline.timed(client, graph, 3)
     assert value == 64.0 and seconds > 0
-    assert {t["worker"] for t in stream} and pipeline.task_stream_summary(stream)
+    assert window[0] <= window[1]
+    summary = pipeline.task_stream_summary(stream, window)
+    assert {t["worker"] for t in stream} == set(summary)
+    for w in summary.values():  # the workers' clock is the client's (one host): inside the run's window
+        assert 0 <= w["lead_s"] and 0 <= w["trail_s"] and w["lead_s"] + w["span_s"] + w["trail_s"] <= window[1] - window[0] + 1e-6
 
 
 def test_the_task_stream_summary_counts_compute_and_transfers_per_worker():
@@ -299,3 +304,7 @@ def test_the_task_stream_summary_counts_compute_and_transfers_per_worker():
     summary = pipeline.task_stream_summary(stream)
     assert summary == {"a": {"tasks": 2, "compute_s": 1.5, "transfers": 1, "transfer_s": 0.5, "span_s": 2.0},
                        "b": {"tasks": 1, "compute_s": 0.25, "transfers": 0, "transfer_s": 0.0, "span_s": 0.25}}
+    # with the run's (submitted, result) times: when each worker started and stopped within it
+    timed = pipeline.task_stream_summary(stream, (0.25, 3.5))
+    assert (timed["a"]["lead_s"], timed["a"]["trail_s"]) == (0.75, 0.5)
+    assert (timed["b"]["lead_s"], timed["b"]["trail_s"]) == (0.25, 2.75)

@@ -39,14 +39,14 @@ def test_pipeline_matches_float64_reference(kernels_dir, gpus, monkeypatch):
         pytest.skip(f"needs {gpus} GPUs, the machine has {device_count()}")
     monkeypatch.setenv("DASK_KERNELS_DIR", str(kernels_dir))
     result = pipeline.run(gpus, gib=0.25, chunk_mib=16, workdir=kernels_dir)  # run() checks the norm
-    # 8 chunks: Dask fuses each chunk's tasks (x, y, the step, the partial sum) into one; the combine, the sqrt
-    assert result["tasks"] == 8 + 2
+    # 8 chunks: Dask fuses each chunk's tasks (x, y, the step, the partial sum) into one; the combine (and sqrt)
+    assert result["tasks"] == 8 + 1
 
 
 def test_same_pipeline_with_cupy_kernels(kernels_dir, monkeypatch):
     monkeypatch.setenv("DASK_KERNELS_DIR", str(kernels_dir))
     result = pipeline.run(1, gib=0.25, chunk_mib=16, workdir=kernels_dir, use_cupy=True)
-    assert result["tasks"] == 8 + 2
+    assert result["tasks"] == 8 + 1
 
 
 def _cluster_of(gpus):
