@@ -36,15 +36,28 @@ sys.meta_path.insert(0, _NoNvrtc())
 def entry_point_shim(directory: Path) -> Path | None:
     """A directory to put on PYTHONPATH so that hatchling finds the hook, or None when kspec's installed
     metadata already declares it. (A checkout installed before the entry point existed lacks it; the shim
-    carries exactly the entry points pyproject.toml declares, in a distribution of its own name.)"""
+    carries exactly the entry points pyproject.toml declares, in a distribution of its own name.) Where kspec is
+    not installed at all (the checkout on PYTHONPATH, as on the GPU machine), the shim is kspec's own metadata,
+    its version and extras: ``build`` checks an example's ``kspec[nvrtc]`` build requirement against it."""
     if any(ep.name == "kspec" and ep.value == "kspec.hatch._plugin"
            for ep in importlib.metadata.entry_points(group="hatch")):  # fmt: skip
         return None
-    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["hatch"]
-    info = directory / "kspec_hatch_entry_point-0.dist-info"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    entry_points = "[hatch]\n" + "".join(f"{k} = {v}\n" for k, v in project["entry-points"]["hatch"].items())
+    try:
+        importlib.metadata.distribution("kspec")
+    except importlib.metadata.PackageNotFoundError:
+        from kspec import __version__
+
+        info = directory / f"kspec-{__version__}.dist-info"
+        extras = "".join(f"Provides-Extra: {extra}\n" for extra in project.get("optional-dependencies", {}))
+        metadata = f"Metadata-Version: 2.1\nName: kspec\nVersion: {__version__}\n{extras}"
+    else:
+        info = directory / "kspec_hatch_entry_point-0.dist-info"
+        metadata = "Metadata-Version: 2.1\nName: kspec-hatch-entry-point\nVersion: 0\n"
     info.mkdir(parents=True, exist_ok=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kspec-hatch-entry-point\nVersion: 0\n")
-    (info / "entry_points.txt").write_text("[hatch]\n" + "".join(f"{k} = {v}\n" for k, v in declared.items()))
+    (info / "METADATA").write_text(metadata)
+    (info / "entry_points.txt").write_text(entry_points)
     return directory
 
 
