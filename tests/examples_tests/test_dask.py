@@ -281,6 +281,16 @@ def test_the_scaling_table_reads_rows_and_reports_failures(tmp_path):
     assert "CompileForbiddenError" in text
 
 
+def test_the_scaling_rows_can_be_chosen_by_name():
+    # scaling.py --rows: a rerun of some rows; a word that matches no row is an error naming the rows
+    rows = scaling.workloads(True, 1.0, 1.0)
+    assert [name for name, _ in scaling.chosen(rows, None)] == [name for name, _ in rows]
+    picked = [name for name, _ in scaling.chosen(rows, "pipeline, spec kernel")]
+    assert picked == ["pipeline, kspec spec kernels", "stencil, kspec spec kernel", "stencil as map_overlap, kspec spec kernel"]
+    with pytest.raises(SystemExit, match="no row"):
+        scaling.chosen(rows, "nothing like it")
+
+
 def test_timed_runs_the_graph_and_keeps_the_last_task_stream(client):
     # the timing both pipelines share (pipeline.timed): warm-up, the median of the runs, the last run's stream
     graph = da.ones((64,), chunks=16).sum()
