@@ -259,10 +259,11 @@ def _names(token: Any, kernels: str) -> tuple[str, str, str]:
 
 def halo_norm(chunks: list[Any], kernels: str, names: tuple[str, str, str], dependencies: Any = (),
               slabs: list[int] | None = None) -> Any:
-    """The energy (the square root of the sum of squares of the volume's Laplacian) as a 0-d Dask array, given the task (or key) of each chunk:
-    per chunk a :class:`MadeChunk` (the chunk and its edge planes) and its :func:`chunk_energy` (which gets its
-    neighbours' planes where they are), then one combine of the partials; ``slabs`` (chunk k's slab, ascending):
-    a combine a slab first, keyed by the slab's first chunk (placed with it), then one of the slabs' totals."""
+    """The energy (the square root of the sum of squares of the volume's Laplacian) as a 0-d Dask array, given
+    the task (or key) of each chunk: per chunk a :class:`MadeChunk` (the chunk and its edge planes) and its
+    :func:`chunk_energy` (which gets its neighbours' planes where they are), then one combine of the partials,
+    which takes the square root; ``slabs`` (chunk k's slab, ascending): a combine a slab first, keyed by the
+    slab's first chunk (placed with it), then one of the slabs' totals."""
     import dask.array as da
     from dask.highlevelgraph import HighLevelGraph
 
