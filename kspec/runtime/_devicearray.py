@@ -185,6 +185,29 @@ class DeviceArray:
             self._ptr, result, self._dtype, self._device_id, self, self._stream, stream_owner=self._stream_owner
         )
 
+    def transpose(self, *axes: Any) -> DeviceArray:
+        """A view with its axes permuted, as NumPy's ``transpose``: reversed when none are given, else
+        ``axes[k]`` is the axis that becomes axis k (negative ones count from the end). No copy."""
+        if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], (int, np.integer))):
+            axes = () if axes[0] is None else tuple(axes[0])
+        n = self.ndim
+        try:
+            order = tuple(operator.index(a) for a in axes) if axes else tuple(range(n - 1, -1, -1))
+        except TypeError:
+            raise KspecTypeError(f"axes: expected ints, got {axes!r}") from None
+        if any(not -n <= a < n for a in order) or sorted(a % n for a in order) != list(range(n)):
+            raise KspecValueError(f"axes: expected a permutation of the {n} axes, got {order}")
+        order = tuple(a % n for a in order)
+        return DeviceArray._wrap(
+            self._ptr, tuple(self._shape[a] for a in order), self._dtype, self._device_id, self, self._stream,
+            strides=tuple(self._strides[a] for a in order), stream_owner=self._stream_owner,
+        )
+
+    @property
+    def T(self) -> DeviceArray:
+        """The view with the axes reversed (:meth:`transpose`)."""
+        return self.transpose()
+
     # -- host transfers ----------------------------------------------------------------------------------
 
     def _span(self) -> tuple[int, int]:

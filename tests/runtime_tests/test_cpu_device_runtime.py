@@ -70,6 +70,26 @@ def test_host_arrays_are_kspec_arrays_in_host_memory():
             a.__cuda_array_interface__  # noqa: B018  (the property is the test)
 
 
+def test_transposed_views_share_memory_and_feed_kernels(needs_host_compiler):
+    # DeviceArray.transpose / .T: views with permuted shape and strides (NumPy's rules), no copy; a kernel
+    # reads them through their strides
+    with kspec.use_device("cpu"):
+        host = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+        a = kspec.asarray(host)
+        for axes in [(), (None,), ((1, 0, 2),), (2, 0, 1), (-1, 0, 1)]:
+            view = a.transpose(*axes)
+            assert view.base is a and view.ptr == a.ptr
+            np.testing.assert_array_equal(view.get(), host.transpose(*axes))
+        assert a.T.shape == (4, 3, 2) and not a.T.is_c_contiguous and a.T.T.is_c_contiguous
+        twice = kspec.ElementwiseKernel("T x", "T y", "y = x * 2", "cpu_twice_of_a_view")
+        np.testing.assert_array_equal(twice(a.T).get(), host.T * 2)
+        for bad in [(0, 0, 1), (0, 1), (0, 1, 3)]:
+            with pytest.raises(ValueError, match="axes: expected a permutation of the 3 axes"):
+                a.transpose(*bad)
+        with pytest.raises(TypeError, match="axes: expected ints"):
+            a.transpose("x")
+
+
 def test_zero_dimensional_host_data_stays_zero_dimensional():
     """kspec.asarray / set of a 0-d array or a scalar keep shape () (NumPy's ascontiguousarray makes it (1,),
     which a full reduction's given output then failed with "output y has shape (1,)")."""

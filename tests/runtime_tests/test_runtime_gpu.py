@@ -45,6 +45,9 @@ def test_empty_zeros_set_reshape_copy():
     assert kspec.empty(0).get().shape == (0,)
     with pytest.raises(TypeError, match=r"\.get\(\)"):
         np.asarray(e)
+    t = e.T  # a strided view: read back through its strides, exported with them
+    assert t.ptr == e.ptr and t.shape == (6, 4) and t.__cuda_array_interface__["strides"] == (4, 24)
+    np.testing.assert_array_equal(t.get(), host.T)
 
 
 def test_memory_is_pooled_and_returned():
