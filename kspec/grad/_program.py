@@ -120,17 +120,20 @@ def result_nodes(program: DiffProgram) -> list[int | None]:
 
 
 def assemble(program: DiffProgram, values: dict[int, Any]) -> Any:
-    def item(kind: str, payload: Any) -> Any:
-        if kind == "tuple":
-            return tuple(item(k, p) for k, p in payload)
-        if kind == "arg":
-            return program.args[payload]
-        if kind == "node":
-            return values[payload]
-        return payload  # a constant, or None
-
-    items = [item(kind, payload) for kind, payload in program.results]
+    items = [_item(program, values, kind, payload) for kind, payload in program.results]
     return tuple(items) if program.returns_tuple else items[0]
+
+
+def _item(program: DiffProgram, values: dict[int, Any], kind: str, payload: Any) -> Any:
+    # a module function, not a closure: a closure calling itself is a reference cycle, which would keep ``values``
+    # (the step's arrays) alive until the garbage collector runs
+    if kind == "tuple":
+        return tuple(_item(program, values, k, p) for k, p in payload)
+    if kind == "arg":
+        return program.args[payload]
+    if kind == "node":
+        return values[payload]
+    return payload  # a constant, or None
 
 
 class ArrayOps(Protocol):
@@ -155,21 +158,8 @@ def run_backward(program: DiffProgram, values: dict[int, Any], grads: Sequence[A
     cost no sum to their shape)."""
     node_adj: dict[int, Any] = {}
     arg_adj: dict[int, Any] = {}
-
-    def accumulate(table: dict[int, Any], key: int, grad: Any) -> None:
-        table[key] = grad if key not in table else ops.add(table[key], grad)
-
-    def seed(kind: str, payload: Any, grad: Any) -> None:
-        if grad is None:
-            return
-        if kind == "tuple":
-            for (k, p), g in zip(payload, grad):
-                seed(k, p, g)
-        elif kind in ("node", "arg"):
-            accumulate(node_adj if kind == "node" else arg_adj, payload, grad)
-
     for (kind, payload), grad in zip(program.results, grads):
-        seed(kind, payload, grad)
+        _seed(kind, payload, grad, node_adj, arg_adj, ops)
     for step in reversed(program.steps):
         if not step.names or not any(node in node_adj for node in step.produces):
             continue
@@ -179,5 +169,21 @@ def run_backward(program: DiffProgram, values: dict[int, Any], grads: Sequence[A
         by_name = dict(zip(step.names, ops.backward(step, inputs, outputs, out_grads)))
         for param, (kind, index), value in zip(step.params, step.inputs, inputs):
             if param in by_name and not (kind == "arg" and needed is not None and not needed[index]):
-                accumulate(arg_adj if kind == "arg" else node_adj, index, ops.reduce_to(by_name[param], value))
+                _accumulate(arg_adj if kind == "arg" else node_adj, index, ops.reduce_to(by_name[param], value), ops)
     return [arg_adj.get(k) for k in range(len(program.args))]
+
+
+def _accumulate(table: dict[int, Any], key: int, grad: Any, ops: ArrayOps) -> None:
+    table[key] = grad if key not in table else ops.add(table[key], grad)
+
+
+def _seed(kind: str, payload: Any, grad: Any, node_adj: dict[int, Any], arg_adj: dict[int, Any], ops: ArrayOps) -> None:
+    """Put a returned item's gradient on its node or argument. Module functions, not closures: a closure calling
+    itself is a reference cycle, which would keep the gradients alive until the garbage collector runs."""
+    if grad is None:
+        return
+    if kind == "tuple":
+        for (k, p), g in zip(payload, grad):
+            _seed(k, p, g, node_adj, arg_adj, ops)
+    elif kind in ("node", "arg"):
+        _accumulate(node_adj if kind == "node" else arg_adj, payload, grad, ops)

@@ -84,17 +84,21 @@ def _on_host_memory(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
         return array
 
     arrays = [view(a) for a in args]
-    made = kernel(*arrays, **kwargs)
+    return _as_tensors(kernel(*arrays, **kwargs), given)
 
-    def tensor(r: Any) -> Any:
-        if isinstance(r, tuple):
-            return tuple(tensor(x) for x in r)
-        found = given.get(id(r))
-        if found is not None:
-            return found
-        return torch.from_numpy(r) if isinstance(r, np.ndarray) else r
 
-    return tensor(made)
+def _as_tensors(made: Any, given: dict[int, Any]) -> Any:
+    """A host call's results as tensors: a given output as the tensor given, a new array as a tensor over its
+    memory. A module function, not a closure: a closure calling itself is a reference cycle, which would keep
+    the tensors alive until the garbage collector runs."""
+    import torch
+
+    if isinstance(made, tuple):
+        return tuple(_as_tensors(r, given) for r in made)
+    found = given.get(id(made))
+    if found is not None:
+        return found
+    return torch.from_numpy(made) if isinstance(made, np.ndarray) else made
 
 
 def _no_outputs_given(kernel: Any, args: tuple[Any, ...], fused: bool) -> None:

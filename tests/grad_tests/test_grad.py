@@ -11,6 +11,7 @@ import kspec
 from kspec.grad import backward_spec
 from kspec.spec import ElementwiseSpec, load_file
 
+from helpers.cycles import collector_off
 from helpers.grad_cases import fused_rowprod, fused_rowsum, numeric_vjp
 
 FIELDS = dict(name="sinmul", in_params="T x, T y", out_params="T z", operation="z = x * y + sin(x);")
@@ -342,6 +343,22 @@ def test_vjp_of_a_fused_function_of_several_kernels_and_two_results(on_cpu_devic
     gx, gb = back(None, g2)  # a result without a gradient counts as zero
     np.testing.assert_allclose(gx, fx2, rtol=1e-6, atol=1e-8)
     assert gb is None
+
+
+def test_a_fused_vjp_leaves_no_reference_cycles(on_cpu_device):
+    """The forward's values and the gradients are freed when the caller drops them, not when the garbage collector
+    next runs: a training loop's full-size gradients would otherwise pile up between collections. (The reverse
+    pass's recursive helpers were closures that called themselves: a cycle holding the gradients.)"""
+    rng = np.random.default_rng(8)
+    x, b = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    g1, g2 = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    kspec.vjp(fused_normalized, x, b)[1](g1, g2)  # warm: programs and kernels made and kept
+    with collector_off() as held:
+        for _ in range(3):
+            (y1, y2), back = kspec.vjp(fused_normalized, x, b)
+            gx, gb = back(g1, g2)
+            del y1, y2, back, gx, gb
+        assert not held()
 
 
 def test_vjp_of_a_fused_function_names_the_kernel_it_cannot_differentiate(on_cpu_device):

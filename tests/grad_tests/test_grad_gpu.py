@@ -8,6 +8,8 @@ import pytest
 import kspec
 from kspec.spec import ElementwiseSpec
 
+from helpers.cycles import collector_off
+
 pytestmark = pytest.mark.gpu
 
 SPEC = ElementwiseSpec(
@@ -128,6 +130,28 @@ def test_eager_calls_record_the_ops_own_backward_on_cuda():
     torch.testing.assert_close(y, v * t + torch.sin(big.detach()))
     torch.testing.assert_close(gx, want_x)
     torch.testing.assert_close(gb, (t + v * (1 - t * t)).sum(0), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("bare", [False, True], ids=["registered", "bare"])
+def test_an_eager_fused_step_frees_its_gradients_when_dropped_on_cuda(bare):
+    """With the garbage collector off, a fused function's eager steps leave no memory behind once their results
+    are dropped: nothing in the reverse pass holds the gradients in a reference cycle."""
+    torch = _torch_on_cuda()
+    import kspec.torch as kt
+
+    softmax = gpu_softmax_rows if bare else kt.register(gpu_softmax_rows, scalars=["t"])
+    x = torch.randn((1024, 1024), device="cuda", requires_grad=True)
+    b = torch.randn((1024,), device="cuda", requires_grad=True)
+    torch.autograd.grad((softmax(x, 2.0) * b).square().sum(), (x, b))  # warm: programs, ops and kernels kept
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    with collector_off() as held:
+        for _ in range(4):
+            grads = torch.autograd.grad((softmax(x, 2.0) * b).square().sum(), (x, b))
+            del grads
+        torch.cuda.synchronize()
+        assert torch.cuda.memory_allocated() == before
+        assert not held()
 
 
 def test_training_inside_cuda_graphs():

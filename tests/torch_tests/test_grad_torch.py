@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 
 import kspec  # noqa: E402
 import kspec.torch as kt  # noqa: E402
+from helpers.cycles import collector_off  # noqa: E402
 from helpers.grad_cases import fused_normalized, fused_rowmax, fused_rowprod, fused_rowsum  # noqa: E402
 from helpers.torch_cases import fresh_compiles  # noqa: E402
 
@@ -122,6 +123,25 @@ def test_a_fused_function_trains_inside_torch_compile(on_cpu_device, bare):
     _one_graph(step, x, b)
     torch.compile(step, fullgraph=True, backend="aot_eager")(x, b).backward()
     _grads_match_torchs_own(x, b, lambda y: y.square().mean())
+
+
+@pytest.mark.parametrize("bare", [False, True], ids=["registered", "bare"])
+def test_an_eager_fused_backward_leaves_no_reference_cycles(on_cpu_device, bare):
+    """An eager fused step's gradients are freed when the caller drops them (a cycle would keep full-size
+    gradients alive until the garbage collector next runs)."""
+    import gc
+
+    op = fused_act if bare else kt.register(fused_act)
+    x, b = _inputs(5)
+    torch.autograd.grad(op(x, b).square().sum(), (x, b))  # warm: programs, ops and kernels made and kept
+    ACT(x.detach(), b.detach())
+    with collector_off() as held:
+        for _ in range(3):
+            grads = torch.autograd.grad(op(x, b).square().sum(), (x, b))
+            del grads
+            with torch.no_grad():  # a bare call with nothing to record: run on the tensors' memory
+                ACT(x.detach(), b.detach())
+        assert not held()
 
 
 def test_a_fused_function_with_a_scalar_and_an_argument_read_twice(on_cpu_device):
