@@ -89,8 +89,10 @@ __device__ __forceinline__ bool dense_over(const StridedArray<T, NDIM, IndexT>& 
 
 // `_raw_<name>` of a non-raw array operand of an elementwise kernel that names it (CuPy's CArray of the operand):
 // the operand over the loop's shape, in C order, with its byte strides over the loop (0 along broadcast axes).
-// Built once per thread from the strided entry's parameters; entries past the loop's rank are 0.
-template <typename T, int NDIM, typename IndexT>
+// Built once per thread from the strided entry's parameters; entries past the loop's rank are 0. `Dense`: the
+// planner launched the dense entry, having checked that every operand is C-contiguous over the loop, so the
+// view says so without testing each dim again in every thread.
+template <bool Dense = false, typename T, int NDIM, typename IndexT>
 __device__ __forceinline__ RawView<T> loop_view(const StridedArray<T, NDIM, IndexT>& array, const Shape<NDIM, IndexT>& shape) {
   RawView<T> view;
   const int n = shape.dims();
@@ -108,7 +110,7 @@ __device__ __forceinline__ RawView<T> loop_view(const StridedArray<T, NDIM, Inde
     view.shape_[n - 1 - d] = shape.extent[d];
     view.strides_[n - 1 - d] = array.stride[d];
   }
-  view.c_contiguous_ = dense_over(array, shape) ? 1 : 0;
+  view.c_contiguous_ = (Dense || dense_over(array, shape)) ? 1 : 0;
   return view;
 }
 
