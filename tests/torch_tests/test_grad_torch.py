@@ -129,7 +129,6 @@ def test_a_fused_function_trains_inside_torch_compile(on_cpu_device, bare):
 def test_an_eager_fused_backward_leaves_no_reference_cycles(on_cpu_device, bare):
     """An eager fused step's gradients are freed when the caller drops them (a cycle would keep full-size
     gradients alive until the garbage collector next runs)."""
-    import gc
 
     op = fused_act if bare else kt.register(fused_act)
     x, b = _inputs(5)
