@@ -738,19 +738,50 @@ def test_unmerged_reductions_that_keep_one_pass(ssq):
 
 def test_few_adjacent_outputs_of_one_reduced_dim_share_each_warp_between_rows(ssq):
     """NHWC statistics, (N, H, W, 8) over (0, 1, 2): one reduced dim after merging, 8 adjacent outputs. The
-    runtime-rank cols entry takes it as (R, 1), so that a warp load spans 4 rows (32 elements), not one row of 8."""
+    runtime-rank cols entry takes it as (R, 1), so that a warp load spans several rows, not one row of 8: with
+    vector lanes (16 bytes of 4 outputs) where the inputs are 4 bytes wide or less, split over the device;
+    8-byte inputs keep the scalar lanes."""
     for shape, axes, kept in (((128, 128, 512, 8), (0, 1, 2), 8), ((2048, 1024, 16), (0, 1), 16)):
-        _, plan = rplan(ssq, fake(shape), axis=axes)
-        assert plan.rndim == 1 and plan.kept == (kept,)
-        strategy = reduction_strategy(plan, H200_SMS, slab=False)
-        first, second = strategy.passes
-        assert strategy.kind == "cols split" and first.variant == VariantKey("cols", "int64", 0, 1), shape
-        assert first.shape is not None and first.shape.red == (plan.red_size, 1) and first.shape.kept == (kept,)
-        assert first.nchunks > 1 and (first.nchunks - 1) * first.chunk < plan.red_size <= first.nchunks * first.chunk
-        assert second.variant.entry == "split_final" and second.nchunks == first.nchunks
-    # 32 outputs and more keep the one-dim entry (every lane its own output)
-    _, plan = rplan(ssq, fake((4096, 512, 32)), axis=(0, 1))
-    assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].shape is None
+        for dtype, vec in (("float32", 4), ("float64", 1)):
+            _, plan = rplan(ssq, fake(shape, dtype), axis=axes)
+            assert plan.rndim == 1 and plan.kept == (kept,)
+            strategy = reduction_strategy(plan, H200_SMS, slab=False)
+            first, second = strategy.passes
+            assert strategy.kind == "cols split" and first.variant == VariantKey("cols", "int64", 0, vec), (shape, dtype)
+            assert first.shape is not None and first.shape.red == (plan.red_size, 1) and first.shape.kept == (kept,)
+            assert first.nchunks > 1 and (first.nchunks - 1) * first.chunk < plan.red_size <= first.nchunks * first.chunk
+            assert second.variant.entry == "split_final" and second.nchunks == first.nchunks
+
+
+def test_a_few_outputs_over_many_rows_split_their_vector_tiles(ssq):
+    """32-4096 contiguous float16 outputs over 10^4-10^6 rows (one vectorised tile or a few): the vectorised
+    lanes (8 outputs a 16-byte load) split over the device, each lane walking at least FEW_TILES_MIN_ROWS rows.
+    float32 (scalar warp loads of 128 bytes) and float64 keep the one-dim entry, every lane its own output; so
+    do tiles that are many (64 tiles of 256 outputs on a 16384-wide matrix)."""
+    from kspec.kernels.planning._reduction_cols import FEW_TILES_MIN_ROWS
+
+    for shape, axes in (((4096, 512, 32), (0, 1)), ((8192, 4096), (0,)), ((256, 256, 1024), (0, 1))):
+        _, plan = rplan(ssq, fake(shape, "float16"), axis=axes)
+        first, second = reduction_strategy(plan, H200_SMS, slab=False).passes
+        assert first.variant == VariantKey("cols", "int64", 0, 8) and first.shape.red == (plan.red_size, 1), shape
+        lanes = min(plan.kept[0] // 8, 32)
+        assert first.chunk >= FEW_TILES_MIN_ROWS * (first.block // 32) * (32 // lanes)
+        assert second.variant.entry == "split_final" and second.nchunks == first.nchunks > 1
+        for dtype in ("float32", "float64"):
+            _, plan = rplan(ssq, fake(shape, dtype), axis=axes)
+            assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].shape is None, (shape, dtype)
+    _, plan = rplan(ssq, fake((1 << 14, 1 << 14), "float16"), axis=0)
+    assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].variant.vec == 1
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float16"])
+def test_vectorised_cols_entries_fit_static_shared_memory_with_wide_sums(dtype):
+    """The vectorised cols lanes keep several of their VEC outputs in shared memory at once: with 1-byte inputs
+    (16 outputs a lane) and double sums that was 64 KB, past the 48 KB a static allocation may take, and ptxas
+    refused the module. The groups are sized to KSPEC_COLS_VEC_SMEM: every entry compiles (NVRTC, no GPU)."""
+    dot = kspec.ReductionKernel("T x, T w", "float64 y", "double(x) * double(w)", "a + b", "y = a", "0", "wide_dot")
+    z = np.zeros((64, 8, 16, 64), dtype)
+    dot.compile(z, z, arch="sm_90")
 
 
 def test_four_byte_inputs_take_vectorised_cols_lanes_where_their_tiles_fill_the_device(ssq):

@@ -346,6 +346,47 @@ def test_few_contiguous_outputs_through_the_cols_split(cp, l2norm, shape, axis, 
     np.testing.assert_allclose(l2norm(x, axis=axis).get(), ref, rtol=1e-5 if dtype == "float32" else 1e-12)
 
 
+def _first_pass(kernel, x, axis):
+    bound = bind(kernel.spec, (x,), None)
+    return reduction_strategy(plan_reduction(kernel.spec, bound, kernel._specializer, axis=axis), 132).passes[0]
+
+
+@pytest.mark.parametrize(("shape", "axis", "dtype"), [((4096, 512, 32), (0, 1), "float16"), ((8192, 4096), 0, "float16"),
+                                                   ((256, 256, 1024), (0, 1), "float16"), ((128, 128, 512, 8), (0, 1, 2), "float32"),
+                                                   ((3, 400003, 8), (0, 1), "float32")])
+def test_few_outputs_over_many_rows_on_split_vector_lanes(cp, shape, axis, dtype):
+    """A few contiguous 2-byte outputs (or fewer than a warp of 4-byte ones) over many rows take the vectorised
+    lanes split over the device, each block's VEC outputs merged after one barrier: the same sums as NumPy's,
+    with and without an identity, the outputs given or made, the rows not a multiple of anything."""
+    l2 = kspec.ReductionKernel("T x", "float32 y", "float(x) * float(x)", "a + b", "y = sqrt(a)", "0", "few_rows_l2",
+                               reduce_type="float")
+    a = _rng(29).standard_normal(shape).astype(dtype)
+    x = cp.asarray(a)
+    first = _first_pass(l2, x, axis)
+    assert first.variant.entry == "cols" and first.variant.vec > 1 and first.nchunks > 1
+    ref = np.sqrt((a.astype(np.float64) ** 2).sum(axis=axis))
+    np.testing.assert_allclose(l2(x, axis=axis).get(), ref, rtol=1e-4)
+    out = _poisoned(cp, ref.shape, "float32")
+    l2(x, axis=axis, out=out)
+    np.testing.assert_allclose(out.get(), ref, rtol=1e-4)
+    amax = kspec.ReductionKernel("T x", "T y", "x", "max(a, b)", "y = a", None, "few_rows_amax")  # no identity
+    np.testing.assert_array_equal(amax(x, axis=axis).get(), a.max(axis=axis))
+
+
+@pytest.mark.parametrize("reduce_type", ["int", "long long"])
+def test_one_byte_inputs_merge_their_sixteen_outputs_in_groups(cp, reduce_type):
+    """int8 inputs load 16 outputs a lane: their block ends merge them in groups that fit the shared memory
+    (KSPEC_COLS_VEC_SMEM: 2 groups of 8 with 4-byte sums, 4 of 4 with 8-byte ones). Exact sums either way."""
+    out_type = "int32" if reduce_type == "int" else "int64"
+    total = kspec.ReductionKernel("T x", f"{out_type} y", "x", "a + b", "y = a", "0", f"few_rows_sum_{out_type}",
+                                  reduce_type=reduce_type)
+    a = _rng(31).integers(-128, 128, size=(4096, 512, 32), dtype=np.int8)
+    x = cp.asarray(a)
+    first = _first_pass(total, x, (0, 1))
+    assert first.variant.entry == "cols" and first.variant.vec == 16 and first.nchunks > 1
+    np.testing.assert_array_equal(total(x, axis=(0, 1)).get(), a.sum(axis=(0, 1), dtype=np.int64))
+
+
 def test_l2norm_over_three_unmerged_axes_in_two_passes(cp, l2norm):
     a = _rng(12).standard_normal((3, 8, 5, 6, 4, 40)).astype(np.float32)
     x = cp.asarray(a)

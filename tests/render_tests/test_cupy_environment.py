@@ -184,6 +184,26 @@ def test_float16_kernels_see_cupys_float16_class(xp):
     assert float(xp.asnumpy(total(xp.asarray(ints)))) == float(ints.astype(np.int64).sum())
 
 
+def test_half_values_take_cupys_min_and_max(xp):
+    """CuPy's float16 class has min / max / fmin / fmax, so CuPy code reduces float16 with ``max(a, b)``;
+    kspec's float16 values are CUDA's __half, which has none (NVRTC found the call ambiguous): kspec's types
+    header gives them, on float, a NaN losing as in CuPy (compiled with NVRTC, then run)."""
+    x = rng.standard_normal((40, 7)).astype(np.float16)
+    x[3, 2] = np.nan
+    for expr, want in (("max(a, b)", np.fmax.reduce(x, axis=0)), ("min(a, b)", np.fmin.reduce(x, axis=0)),
+                       ("fmax(a, b)", np.fmax.reduce(x, axis=0)), ("fmin(a, b)", np.fmin.reduce(x, axis=0))):
+        k = kspec.ReductionKernel("T x", "T y", "x", expr, "y = a", None, f"half_{expr[:4].strip('(')}")
+        k.compile(x, arch="sm_90")
+        got = xp.asnumpy(k(xp.asarray(x), axis=0))
+        assert got.dtype == np.float16
+        np.testing.assert_array_equal(got, want)
+    both = kspec.ElementwiseKernel("T x, T y", "T z", "z = max(x, y) - min(x, y)", "half_spread")
+    y = rng.standard_normal(7).astype(np.float16)
+    both.compile(x[0], y, arch="sm_90")
+    np.testing.assert_array_equal(xp.asnumpy(both(xp.asarray(x[0]), xp.asarray(y))),
+                                  (np.fmax(x[0], y).astype(np.float32) - np.fmin(x[0], y)).astype(np.float16))
+
+
 @pytest.mark.parametrize("dtype, c_type, cupy_type", [("float16", "__half", "float16"),
                                                       ("bfloat16", "__nv_bfloat16", "bfloat16")])  # fmt: skip
 def test_half_c_types_in_each_environment(dtype, c_type, cupy_type):

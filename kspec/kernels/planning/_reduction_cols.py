@@ -43,9 +43,12 @@ def cols_strategy(plan: ReductionPlan, sm_count: int, block: int, block_given: b
         if wide is not None:  # vectorised lanes
             grid = min(wide.tiles, MAX_GRID)
             return Strategy((Pass(wide.variant, grid, 32 * wide.warps, chunk=red, shape=view_shape),), kind="cols")
-        if shared:  # scalar lanes, a warp's load spanning 32 / kept rows
+        few = _few_long_vector_tiles(view, sm_count, block, block_given, max_threads, resident, shared)
+        if few is not None or shared:  # vectorised lanes split below, or scalar lanes spanning 32 / kept rows
             plan, shape = view, view_shape
-    cols, tiles, warps, slots = _cols_launch(plan, sm_count, block, block_given, max_threads, resident)
+    else:
+        few = None
+    cols, tiles, warps, slots = few or _cols_launch(plan, sm_count, block, block_given, max_threads, resident)
     threads = 32 * warps
     if 2 * tiles <= slots:
         nchunks = slots // tiles
@@ -57,6 +60,48 @@ def cols_strategy(plan: ReductionPlan, sm_count: int, block: int, block_given: b
             second = final_pass(final, plan.out_size, block, nchunks, chunk)
             return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
     return Strategy((Pass(cols, min(tiles, MAX_GRID), threads, chunk=red, shape=shape),), kind="cols")
+
+
+# a one-reduced-dim layout splits its vectorised tiles where they are at most this fraction of the SMs
+FEW_TILES_PER_SM = 0.25
+# ... and each lane of a split block still walks this many rows (half a batch of the entry's vector loads)
+FEW_TILES_MIN_ROWS = 8
+
+
+def _few_long_vector_tiles(view: ReductionPlan, sm_count: int, block: int, block_given: bool,
+                           max_threads: Callable[[VariantKey], int] | None,
+                           resident: Callable[[VariantKey, int], int] | None, shared: bool) -> ColsLaunch | None:
+    """The vectorised cols launch of a one-reduced-dim plan seen as (R, 1) (``view``) whose vectorised tiles
+    are few and whose rows are long: a few contiguous outputs reduced over many rows ((4096, 512, 32) over
+    (0, 1): one tile of 32 outputs over 2^21 rows), split over the device with 16-byte loads. Where the inputs
+    are narrower than 4 bytes (their scalar lanes' warp loads move 64 bytes or less), or the outputs are fewer
+    than a warp's lanes (``shared``: scalar lanes sharing a warp between rows). Fractions of a copy on an H200,
+    scalar lanes -> split vector lanes: float16 (4096, 512, 32) over (0, 1) 0.69 -> 0.85, (8192, 4096) over 0
+    0.62 -> 0.75, (128, 128, 512, 8) over (0, 1, 2) 0.60 -> 0.85; float32 (128, 128, 512, 8) 0.92 -> 0.96,
+    (2048, 1024, 16) over (0, 1) 0.82 -> 0.86; but float32 with 32-1024 outputs moved -7% to +2% ((1024, 512,
+    32) over (0, 1) 0.74 -> 0.70), so those keep their scalar lanes (NOTES v52). None where the tiles are many
+    (splitting those lost: :func:`_cols_launch`) or the layout takes no vectorised lanes."""
+    if not _vector_inputs(view) or (not shared and max(_input_itemsizes(view)) >= 4):
+        return None
+    for wide in view.specialization.variants:
+        if wide.entry != "cols" or wide.ndim != view.rndim or wide.vec <= 1 or not cols_vectorised(view, wide.vec):
+            continue
+        lanes = cols_tile_width(view, wide.vec) // wide.vec
+        guess = _cols_shape(view, wide, sm_count, block, block_given, None, None)  # asks nothing of the entry
+        if guess.tiles > FEW_TILES_PER_SM * sm_count or not _long_rows(view, guess, lanes):
+            return None
+        launch = _cols_shape(view, wide, sm_count, block, block_given, max_threads, resident)
+        if 2 * launch.tiles > launch.slots or not _long_rows(view, launch, lanes):
+            return None  # unsplit (_vector_launch's), or rows too short for its split
+        return launch
+    return None
+
+
+def _long_rows(view: ReductionPlan, launch: ColsLaunch, lanes: int) -> bool:
+    """Whether each lane of ``launch``'s split blocks walks FEW_TILES_MIN_ROWS rows at least (``lanes``: a tile
+    row's lanes; a warp covers 32 / lanes rows a load)."""
+    chunk = -(-view.red_size // max(1, launch.slots // launch.tiles))
+    return chunk >= FEW_TILES_MIN_ROWS * launch.warps * (32 // lanes)
 
 
 def _rows_share_warps(plan: ReductionPlan) -> bool:

@@ -135,6 +135,10 @@ __device__ __forceinline__ void wait_for_dependencies() {
 #endif
 #define KSPEC_COLS_WIDE_ACC 24
 #define KSPEC_COLS_WIDE_WARPS 8
+// Vectorised cols lanes merge as many of their VEC outputs at once as this many bytes of shared memory hold (at most
+// 16 warps a block): float sums of 4 or 8 outputs (float32, float16 inputs) in 8-16 KB behind one barrier, wider
+// accumulators and 1-byte inputs in groups (int8 inputs with double sums: 4 groups of 4 outputs).
+#define KSPEC_COLS_VEC_SMEM 16384
 // A one-dim cols reduction whose rows are this short or shorter (and not split) gives each warp a tile of its
 // own: a row of 8 split over a block's warps left 1-warp blocks, 32 resident per SM, half the threads an SM holds.
 #define KSPEC_COLS_SHORT_ROWS 32
