@@ -6,6 +6,7 @@
 #pragma once
 
 #include <kspec/select.cuh>
+#include <kspec/types.cuh>  // KSPEC_HALF_MIN_MAX
 
 #define KSPEC_HALF_CLASS_MEMBERS(CLS, BITS, FROM_FLOAT)                                             \
   explicit __device__ CLS(bool v) : data_(FROM_FLOAT(v ? 1.0f : 0.0f)) {}                          \
@@ -39,16 +40,9 @@
   __device__ CLS& operator/=(const T& rhs) { return *this = *this / rhs; }
 
 // Templates with an unused defaulted parameter, compiled only where a kernel uses them (see cupy/carray.cuh).
-// min and max are CUDA's on float: fminf / fmaxf, where a NaN operand loses.
+// min and max are CUDA's on float: fminf / fmaxf, where a NaN operand loses (kspec/types.cuh, as for __half).
 #define KSPEC_HALF_CLASS_FUNCTIONS(CLS, BITS)                                                                  \
-  template <typename = void>                                                                                   \
-  __device__ __forceinline__ CLS min(CLS x, CLS y) { return CLS(fminf(float(x), float(y))); }                  \
-  template <typename = void>                                                                                   \
-  __device__ __forceinline__ CLS max(CLS x, CLS y) { return CLS(fmaxf(float(x), float(y))); }                  \
-  template <typename = void>                                                                                   \
-  __device__ __forceinline__ CLS fmin(CLS x, CLS y) { return CLS(fminf(float(x), float(y))); }                 \
-  template <typename = void>                                                                                   \
-  __device__ __forceinline__ CLS fmax(CLS x, CLS y) { return CLS(fmaxf(float(x), float(y))); }                 \
+  KSPEC_HALF_MIN_MAX(CLS, float, CLS)                                                                          \
   template <typename = void>                                                                                   \
   __device__ __forceinline__ int iszero(CLS x) { return x.iszero(); }                                          \
   template <typename = void>                                                                                   \
