@@ -76,9 +76,9 @@ def _few_long_vector_tiles(view: ReductionPlan, sm_count: int, block: int, block
     (0, 1): one tile of 32 outputs over 2^21 rows), split over the device with 16-byte loads. Where the inputs
     are narrower than 4 bytes (their scalar lanes' warp loads move 64 bytes or less), or the outputs are fewer
     than a warp's lanes (``shared``: scalar lanes sharing a warp between rows). Fractions of a copy on an H200,
-    scalar lanes -> split vector lanes: float16 (4096, 512, 32) over (0, 1) 0.69 -> 0.85, (8192, 4096) over 0
-    0.62 -> 0.75, (128, 128, 512, 8) over (0, 1, 2) 0.60 -> 0.85; float32 (128, 128, 512, 8) 0.92 -> 0.96,
-    (2048, 1024, 16) over (0, 1) 0.82 -> 0.86; but float32 with 32-1024 outputs moved -7% to +2% ((1024, 512,
+    scalar lanes -> split vector lanes: float16 (4096, 512, 32) over (0, 1) 0.71 -> 0.87, (8192, 4096) over 0
+    0.63 -> 0.75, (128, 128, 512, 8) over (0, 1, 2) 0.61 -> 0.87; float32 (128, 128, 512, 8) 0.94 -> 0.98,
+    (2048, 1024, 16) over (0, 1) 0.85 -> 0.89; but float32 with 32-1024 outputs moved -7% to +2% ((1024, 512,
     32) over (0, 1) 0.74 -> 0.70), so those keep their scalar lanes (NOTES v52). None where the tiles are many
     (splitting those lost: :func:`_cols_launch`) or the layout takes no vectorised lanes."""
     if not _vector_inputs(view) or (not shared and max(_input_itemsizes(view)) >= 4):
