@@ -195,12 +195,12 @@ class DeviceArray:
             order = tuple(operator.index(a) for a in axes) if axes else tuple(range(n - 1, -1, -1))
         except TypeError:
             raise KspecTypeError(f"axes: expected ints, got {axes!r}") from None
-        if any(not -n <= a < n for a in order) or sorted(a % n for a in order) != list(range(n)):
+        axis_of = tuple(a % n for a in order) if n else order  # normalised once: checked, then used
+        if any(not -n <= a < n for a in order) or sorted(axis_of) != list(range(n)):
             raise KspecValueError(f"axes: expected a permutation of the {n} axes, got {order}")
-        order = tuple(a % n for a in order)
         return DeviceArray._wrap(
-            self._ptr, tuple(self._shape[a] for a in order), self._dtype, self._device_id, self, self._stream,
-            strides=tuple(self._strides[a] for a in order), stream_owner=self._stream_owner,
+            self._ptr, tuple(self._shape[a] for a in axis_of), self._dtype, self._device_id, self, self._stream,
+            strides=tuple(self._strides[a] for a in axis_of), stream_owner=self._stream_owner,
         )
 
     @property

@@ -81,7 +81,8 @@ def _few_long_vector_tiles(view: ReductionPlan, sm_count: int, block: int, block
     (2048, 1024, 16) over (0, 1) 0.85 -> 0.89; but float32 with 32-1024 outputs moved -7% to +2% ((1024, 512,
     32) over (0, 1) 0.74 -> 0.70), so those keep their scalar lanes (NOTES v52). None where the tiles are many
     (splitting those lost: :func:`_cols_launch`) or the layout takes no vectorised lanes."""
-    if not _vector_inputs(view) or (not shared and max(_input_itemsizes(view)) >= 4):
+    sizes = _input_itemsizes(view)
+    if not sizes or max(sizes) > (4 if shared else 2):
         return None
     for wide in view.specialization.variants:
         if wide.entry != "cols" or wide.ndim != view.rndim or wide.vec <= 1 or not cols_vectorised(view, wide.vec):
