@@ -83,7 +83,8 @@ def measure(gpu_counts: list[int], served: str | None, pipeline_gib: float, sten
         for gpus in gpu_counts:
             # one cluster a size, Dask's default scheduling: root tasks queued (a worker given every chunk of the
             # volume at once, as worker-saturation: inf does, made them all before consuming one: out of memory
-            # on an H200); the halo graph places its slabs itself (stencil.slab_energy)
+            # on an H200); the graphs that place their chunks (pipeline.placed, stencil.slab_energy) make and
+            # consume each chunk in one task, or chain them
             with pipeline.cluster(gpus, workdir, served=served, modules=(stencil,)) as c, \
                     Client(c) as client:
                 pipeline.start_workers(client, gpus)

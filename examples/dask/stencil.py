@@ -164,24 +164,15 @@ def in_volume_order(chunks: int, workers: list[str] | None = None, priorities: d
 
     given = priorities or {}
 
-    def chunk_of(key: Any) -> int | None:
-        k = key[1] if isinstance(key, tuple) and len(key) > 1 else None
-        return k if isinstance(k, int) else None
-
     def priority(key: Any) -> float:
         if key in given:
             return given[key]
-        k = chunk_of(key)
+        k = pipeline.chunk_of(key)
         return -k if k is not None else -chunks
 
     if not workers:
         return dask.annotate(priority=priority)
-
-    def where(key: Any) -> list[str]:
-        k = chunk_of(key)
-        return [workers[k * len(workers) // chunks]] if k is not None else list(workers)
-
-    return dask.annotate(priority=priority, workers=where, allow_other_workers=False)
+    return dask.annotate(priority=priority, workers=pipeline.on_slabs(chunks, workers), allow_other_workers=False)
 
 
 def energy(v: Any, kernels: str = "spec", graph: str = "halo") -> Any:

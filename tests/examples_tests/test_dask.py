@@ -303,6 +303,52 @@ def test_timed_runs_the_graph_and_keeps_the_last_task_stream(client):
         assert 0 <= w["lead_s"] and 0 <= w["trail_s"] and w["lead_s"] + w["span_s"] + w["trail_s"] <= window[1] - window[0] + 1e-6
 
 
+def _numpy_chunk(block_info=None, seed=0):  # pipeline.random_chunk's contract, on the host
+    info = block_info[None]
+    return np.random.default_rng(seed + info["chunk-location"][0]).random(info["chunk-shape"], dtype="float32")
+
+
+def _numpy_step(x, y):
+    return 2.0 * (0.5 * (x - y)) + x
+
+
+def _numpy_partial(block, axis, keepdims):
+    return (block.astype(np.float64) ** 2).sum(axis=axis, keepdims=keepdims)
+
+
+@pytest.mark.parametrize("width", [2, 3])
+def test_the_pipeline_graph_runs_a_slab_of_chunks_per_worker(width):
+    # pipeline.placed: Dask fuses a chunk's tasks (two random chunks, the step, the partial sum) into one, and
+    # chunk k's runs on worker k * W // n, whatever Dask's balancing would have chosen; the result is unchanged
+    from distributed import Client, LocalCluster, get_task_stream
+
+    n, size = 12, 64
+    x = da.map_blocks(_numpy_chunk, chunks=((size,) * n,), dtype="float32", seed=1)
+    y = da.map_blocks(_numpy_chunk, chunks=((size,) * n,), dtype="float32", seed=2)
+    z = da.map_blocks(_numpy_step, x, y, dtype="float32")
+    graph = pipeline.norm(z, _numpy_partial)
+    with LocalCluster(n_workers=width, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        workers = sorted(client.scheduler_info()["workers"])
+        ordered = pipeline.placed(graph, n, workers)
+        assert pipeline.task_count(ordered, optimize=False) == n + 1  # a task a chunk, one combine
+        with get_task_stream(client) as stream:
+            got = float(ordered.compute(optimize_graph=False))
+    expected = np.sqrt(sum((_numpy_step(_numpy_chunk({None: {"chunk-location": (k,), "chunk-shape": (size,)}}, 1),
+                                        _numpy_chunk({None: {"chunk-location": (k,), "chunk-shape": (size,)}}, 2)
+                                        ).astype(np.float64) ** 2).sum() for k in range(n)))
+    assert got == pytest.approx(expected, rel=1e-6)
+    ran = {pipeline.chunk_of(t["key"]): t["worker"] for t in stream.data if pipeline.chunk_of(t["key"]) is not None}
+    assert ran == {k: workers[k * width // n] for k in range(n)}
+
+
+def test_one_worker_gets_the_graph_optimised_and_unplaced():
+    x = da.ones((40,), chunks=10)
+    ordered = pipeline.placed(x.sum(), 4, ["tcp://only:1"])
+    layers = ordered.__dask_graph__().layers.values()
+    assert all(not (layer.annotations or {}).get("workers") for layer in layers)
+
+
 def test_the_task_stream_summary_counts_compute_and_transfers_per_worker():
     # a transfer is filed under the task that needed it (with that task's own nbytes): counted and timed, no bytes
     stream = [
