@@ -56,20 +56,24 @@ def workloads(kspec_kernels: bool, pipeline_gib: float, stencil_gib: float, pipe
             ("stencil, cupyx.scipy.ndimage (CuPy)", stencil_run("ndimage"))]
 
 
-def chosen(rows: list[tuple[str, Any]], wanted: str | None) -> list[tuple[str, Any]]:
-    """The workloads whose row name holds one of ``wanted``'s comma-separated words (all where it is None)."""
-    if wanted is None:
-        return rows
-    words = [w.strip() for w in wanted.split(",") if w.strip()]
-    kept = [(name, work) for name, work in rows if any(w in name for w in words)]
+def chosen(rows: list[tuple[str, Any]], wanted: str | None, skipped: str | None = None) -> list[tuple[str, Any]]:
+    """The workloads whose row name holds one of ``wanted``'s comma-separated words (all where it is None),
+    less those whose name holds one of ``skipped``'s."""
+
+    def words(text: str | None) -> list[str]:
+        return [w.strip() for w in (text or "").split(",") if w.strip()]
+
+    kept = [(name, work) for name, work in rows if wanted is None or any(w in name for w in words(wanted))]
+    kept = [(name, work) for name, work in kept if not any(w in name for w in words(skipped))]
     if not kept:
-        raise SystemExit(f"--rows {wanted!r}: no row of {[name for name, _ in rows]} matches")
+        raise SystemExit(f"--rows {wanted!r} --skip {skipped!r}: no row of {[name for name, _ in rows]} is left")
     return kept
 
 
 def measure(gpu_counts: list[int], served: str | None, pipeline_gib: float, stencil_gib: float, repeats: int,
-            out: Path | None, chunks: tuple[int | None, int | None] = (None, None), rows: str | None = None) -> None:
-    """Every workload (or those :func:`chosen` by ``rows``) on a cluster of each size; a JSON line per row
+            out: Path | None, chunks: tuple[int | None, int | None] = (None, None), rows: str | None = None,
+            skip: str | None = None) -> None:
+    """Every workload (or those :func:`chosen` by ``rows`` and ``skip``) on a cluster of each size; a JSON line per row
     (printed, and appended to ``out``)."""
     import kspec
     from distributed import Client
@@ -88,7 +92,7 @@ def measure(gpu_counts: list[int], served: str | None, pipeline_gib: float, sten
             with pipeline.cluster(gpus, workdir, served=served, modules=(stencil,)) as c, \
                     Client(c) as client:
                 pipeline.start_workers(client, gpus)
-                for name, work in chosen(workloads(switched(), pipeline_gib, stencil_gib, *chunks), rows):
+                for name, work in chosen(workloads(switched(), pipeline_gib, stencil_gib, *chunks), rows, skip):
                     row: dict[str, Any] = {"row": name, "gpus": gpus, "device": device.name, "served": served is not None}
                     try:
                         result = work(client, repeats)
@@ -151,6 +155,8 @@ def main() -> None:
                         f"(default stencil.AHEAD: {stencil.AHEAD})")
     parser.add_argument("--rows", default=None, help="only the rows whose name holds one of these comma-separated "
                         "words (e.g. 'pipeline,spec kernel'): a rerun of some rows")
+    parser.add_argument("--skip", default=None, help="leave out the rows whose name holds one of these comma-separated "
+                        "words (e.g. 'map_overlap')")
     parser.add_argument("--out", type=Path, default=None, help="append each row as a JSON line here")
     parser.add_argument("--table", type=Path, nargs="+", default=None, help="print the table of these files instead")
     args = parser.parse_args()
@@ -160,7 +166,7 @@ def main() -> None:
         print(table(args.table))
         return
     measure([int(g) for g in args.gpus.split(",")], args.served, args.pipeline_gib, args.stencil_gib, args.repeats,
-            args.out, (args.pipeline_chunk_mib, args.stencil_chunk_mib), args.rows)
+            args.out, (args.pipeline_chunk_mib, args.stencil_chunk_mib), args.rows, args.skip)
 
 
 if __name__ == "__main__":

@@ -289,6 +289,12 @@ def test_the_scaling_rows_can_be_chosen_by_name():
     assert picked == ["pipeline, kspec spec kernels", "stencil, kspec spec kernel", "stencil as map_overlap, kspec spec kernel"]
     with pytest.raises(SystemExit, match="no row"):
         scaling.chosen(rows, "nothing like it")
+    # --skip: every row but those named
+    left = [name for name, _ in scaling.chosen(rows, None, "map_overlap")]
+    assert left == [name for name, _ in rows if "map_overlap" not in name] and len(left) == len(rows) - 1
+    assert [name for name, _ in scaling.chosen(rows, "spec kernel", "map_overlap, pipeline")] == ["stencil, kspec spec kernel"]
+    with pytest.raises(SystemExit, match="no row"):
+        scaling.chosen(rows, "pipeline", "kspec")
 
 
 def test_timed_runs_the_graph_and_keeps_the_last_task_stream(client):

@@ -353,6 +353,25 @@ def test_pickle_round_trip(make_kernel, key, spec_class, nin, nout):
     assert (clone.name, clone.nin, clone.nout, clone.nargs) == (k.name, k.nin, k.nout, k.nargs)
 
 
+@pytest.mark.parametrize("key", ["tadd", "rmax"])
+def test_a_kernel_unpickled_again_adopts_what_the_first_built(make_kernel, monkeypatch, key):
+    # a Dask worker unpickles the same kernel with every task: the spec's pickle is read once per process, and
+    # every later copy shares the first one's state (its prepared calls); another class of rules is its own
+    import kspec.kernels.records as records
+
+    k, _ = make_kernel(key)
+    records.clear_constructor_memos()
+    data = pickle.dumps(k)
+    assert pickle.dumps(k) == data  # the spec pickled once per object
+    first = pickle.loads(data)
+    monkeypatch.setattr(type(k), "from_spec", classmethod(lambda *a, **kw: pytest.fail("rebuilt from the spec")))
+    again = pickle.loads(data)
+    assert again is not first and again._calls is first._calls and again.spec == k.spec
+    monkeypatch.setattr(k, "_cupy_rules", not k._cupy_rules)  # what the copy must not adopt: other rules
+    with pytest.raises(pytest.fail.Exception, match="rebuilt"):
+        pickle.loads(pickle.dumps(k))
+
+
 def test_reduction_identity_none_is_kept(make_kernel):
     k, _ = make_kernel("rmax")
     assert k.spec.identity is None
