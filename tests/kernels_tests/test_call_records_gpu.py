@@ -68,6 +68,8 @@ def test_calls_recorded_in_one_process_are_served_in_the_next(tmp_path):
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     for name in ("KSPEC_CALL_RECORDS", "KSPEC_DEVICE", "KSPEC_TUNING"):
         env.pop(name, None)
+    # records serve one-device processes: on a machine with several GPUs the two processes see the first
+    env["CUDA_VISIBLE_DEVICES"] = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
     for which in ("first", "second"):
         done = subprocess.run([sys.executable, "-c", SCRIPT, which], env=env, capture_output=True, text=True,
                               timeout=600, cwd=tmp_path)

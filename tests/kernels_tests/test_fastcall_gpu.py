@@ -111,6 +111,9 @@ def test_raw_kernel_calls_from_c() -> None:
     Python scalars, streams; what it does not cover goes to the Python packer, which raises as before."""
     import cupy as cp
 
+    if kspec.runtime.device_count() > 1:  # a process that sees several GPUs reads each array's device in Python
+        pytest.skip("the C call path of a RawKernel serves one-device processes (kspec/runtime/_packer.py)")
+
     fastcall = fastcall_module(wait=True)
     assert fastcall is not None
     k = kspec.RawKernel(RAW, "axpy")
