@@ -4,11 +4,16 @@
 # Steps (default: tests train jax): tests (the GPU test suite, 12 workers, then the stream-order file alone),
 # train (benchmarks/kernels/train_step.py), jax (benchmarks/host/jax_jit.py at 4096 elements: eager and jitted host cost),
 # cupyx (benchmarks/clients/cupyx_scipy.py, 5 processes per mode), layouts (benchmarks/kernels/layout_sweep.py, 4 cases per class,
-# dtype and rank). Each step prints its summary; logs land in
+# dtype and rank), dask (examples/dask/scaling.sh on the GPUs of the machine, GPUS=1,2,4 by default; SCALING_ARGS pass
+# on). Each step prints its summary; logs land in
 # $OUT/gpu_batch.tar.gz (or /tmp/gpu_batch without $OUT). A step's time limit keeps one call under 10 minutes.
 set -u
 out=${OUT:-/tmp/gpu_batch}; logs=$(mktemp -d); mkdir -p "$out"
 steps=${*:-tests train jax}
+if ls .device/whl-extra/*.whl >/dev/null 2>&1; then  # benchmarks/device_wheels.sh: after the checkout on the path
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/kspec-extra .device/whl-extra/*.whl >/dev/null 2>&1
+  export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}/tmp/kspec-extra" PATH="/tmp/kspec-extra/bin:$PATH"
+fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
 git log --oneline -1 2>/dev/null || true
 start=$SECONDS
@@ -33,7 +38,11 @@ for step in $steps; do
     layouts)
       timeout 480 python3 benchmarks/kernels/layout_sweep.py --cases 4 --reps 15 >"$logs/layouts.log" 2>&1
       echo "layouts rc=$? $((SECONDS - start)) s"; grep -A40 "cases: kspec" "$logs/layouts.log" | head -40 ;;
-    *) echo "unknown step $step (tests, train, jax, cupyx, layouts)" ;;
+    dask)
+      OUT_DIR="$logs/dask" timeout 560 bash examples/dask/scaling.sh >"$logs/dask.log" 2>&1
+      echo "dask rc=$? $((SECONDS - start)) s"; grep -E '^\| |kernel loads' "$logs/dask.log" | tail -20
+      rm -rf "$logs/dask/build" "$logs/dask/captured" ;;
+    *) echo "unknown step $step (tests, train, jax, cupyx, layouts, dask)" ;;
   esac
 done
 tar -czf "$out/gpu_batch.tar.gz" -C "$logs" .
