@@ -20,11 +20,11 @@ from ..runtime import DeviceArray, get_device, stream_handle
 from .callpath import CallPath, MISS, RESULT_NONE, RESULT_ONE, RESULT_TUPLE
 from .records import (
     notify, observers, raw_layouts_of, RecordedCalls, spec_digest, SPEC_KERNELS, specialization_of, UNKEYED,
-    UNPICKLED_KERNELS,
 )
 from ..compiler import compile_program, rendered_module
 from .binaries import interface_of, loaded_kernel
 from ._cupy_attributes import KernelAttributes
+from . import _pickling
 from ._planner_view import PlannerView
 from .planning import PlanTuned
 
@@ -177,16 +177,7 @@ class SpecKernel(PlanTuned, KernelAttributes, RecordedCalls):
         return (RESULT_TUPLE, items)
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
-        # the spec travels as a pickle inside the pickle, with its digest: a process that has rebuilt this kernel
-        # before never unpickles it again (a Dask worker gets the kernel with every task: 40 us to pickle and
-        # 160 us to rebuild it each time; a few microseconds each this way)
-        spec = self.__dict__.get("_spec_pickle")
-        if spec is None:  # once per object: Dask's scheduler pickles a task's arguments per task it sends
-            import pickle
-
-            spec = self.__dict__["_spec_pickle"] = pickle.dumps(self.spec)
-        directory = None if self._binaries is None else str(self._binaries.directory)
-        return (_rebuild, (type(self), spec, directory, self._cupy_rules, self._key))
+        return _pickling.reduce_spec_kernel(self)
 
     def __repr__(self) -> str:
         return f"<kspec.{type(self).__name__} {self.name!r}>"
@@ -387,25 +378,7 @@ def _with_cupy_phrase(exc: SpecError, texts: dict[str, Any]) -> SpecError:
     return type(exc)(lead + str(exc))
 
 
-def _rebuild(cls: type[SpecKernel], spec: Any, binaries: str | None, cupy_rules: bool = False,
-             digest: str | None = None) -> Any:
-    """A pickled spec kernel: the state a kernel of the same class, spec digest, binaries and rules unpickled
-    before in this process built, adopted; else built from ``spec`` (the model, or its pickle)."""
-    key = (cls, digest, binaries, cupy_rules)
-    state = UNPICKLED_KERNELS.get(key) if digest is not None else None
-    if state is not None:
-        kernel = object.__new__(cls)
-        kernel.__dict__.update(state)
-        return kernel
-    if isinstance(spec, bytes):
-        import pickle
-
-        spec = pickle.loads(spec)
-    kernel = cls.from_spec(spec, binaries=binaries)
-    kernel._cupy_rules = cupy_rules
-    if digest is not None:
-        UNPICKLED_KERNELS.put(key, {name: kernel.__dict__[name] for name in cls._SHARED})
-    return kernel
+_rebuild = _pickling.rebuild  # the name pickles of earlier versions call
 
 
 def grad_key(grad: Any) -> Any:

@@ -15,7 +15,7 @@ from ..._lazy import lazy_getattr
 if TYPE_CHECKING:  # what mypy reads (explicit re-exports); at run time each name loads its module on first access
     from ._constructor_memo import (
         RAW_MODULES as RAW_MODULES, SPEC_KERNELS as SPEC_KERNELS, UNKEYED as UNKEYED,
-        UNPICKLED_KERNELS as UNPICKLED_KERNELS, clear_constructor_memos as clear_constructor_memos,
+        clear_constructor_memos as clear_constructor_memos,
     )
     from ._call_store import settle_availability as settle_availability
     from ._kernel_records import RecordedCalls as RecordedCalls, spec_digest as spec_digest
@@ -30,7 +30,6 @@ _LAZY = {
     "RecordedCalls": "_kernel_records",
     "SPEC_KERNELS": "_constructor_memo",
     "UNKEYED": "_constructor_memo",
-    "UNPICKLED_KERNELS": "_constructor_memo",
     "clear_constructor_memos": "_constructor_memo",
     "notify": "_observers",
     "observe_builds": "_observers",

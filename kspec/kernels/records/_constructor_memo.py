@@ -66,17 +66,13 @@ class ConstructorMemo:
         return len(self._table)
 
 
-SPEC_KERNELS = ConstructorMemo()  # ElementwiseKernel / ReductionKernel calls (the class is part of the key)
+SPEC_KERNELS = ConstructorMemo()  # ElementwiseKernel / ReductionKernel calls (the class is part of the key), and
+# kernels unpickled, keyed (class, "unpickled", spec digest, binaries, rules): kspec/kernels/_pickling.py
 RAW_MODULES = ConstructorMemo()  # RawModule(code=...) calls, RawKernel's own modules included
-# Spec kernels unpickled, by (class, spec digest, binaries directory, CuPy's rules): a Dask worker receives the same
-# kernel with every task that calls it, and each unpickled object then adopts what the first one built
-# (kspec/kernels/_spec_kernel.py's _rebuild)
-UNPICKLED_KERNELS = ConstructorMemo()
 
 
 def clear_constructor_memos() -> None:
     """Forget every constructor call (objects already made keep their state)."""
     SPEC_KERNELS.clear()
     RAW_MODULES.clear()
-    UNPICKLED_KERNELS.clear()
 
