@@ -150,7 +150,9 @@ def test_an_eager_fused_step_frees_its_gradients_when_dropped_on_cuda(bare):
             grads = torch.autograd.grad((softmax(x, 2.0) * b).square().sum(), (x, b))
             del grads
         torch.cuda.synchronize()
-        assert torch.cuda.memory_allocated() == before
+        # no growth: a held step would keep its two gradients (4 MB and more each); the count may drop, as a block
+        # freed behind a recorded stream during the warm step is returned at a later allocation
+        assert torch.cuda.memory_allocated() <= before
         assert not held()
 
 
