@@ -35,17 +35,21 @@ def switched() -> bool:
 def workloads(kspec_kernels: bool, pipeline_gib: float, stencil_gib: float, pipeline_chunk: int | None = None,
               stencil_chunk: int | None = None) -> list[tuple[str, Any]]:
     """(row name, function of a client) for the kernels this process runs; chunk sizes in MiB (see below)."""
-    # chunks: 128 of x (4 GiB each at 1 TiB: 8 GiB chunks, README.md's best on 2 H200s, leave an 80 GB H100
-    # too little room) and 128 of the volume (4 GiB at 512 GiB: a chunk's GPU time then exceeds what Dask's
-    # scheduler spends on its tasks even on four GPUs); the same counts at smaller sizes
-    pipeline_chunk = pipeline_chunk or int(min(4096, max(1, pipeline_gib * 4)))
-    stencil_chunk = stencil_chunk or int(min(4096, max(8, stencil_gib * 8)))
+    # chunks: 128 of x and 128 of the volume at 512 GiB (a chunk's GPU time then exceeds what Dask's scheduler
+    # spends on its tasks even on four GPUs), the same counts at smaller sizes, at most pipeline.largest_chunk_mib
+    # (at 1 TiB on an H200: 8 GiB chunks of x, 64; 128 of the volume)
+    # (asked of the GPU when a row runs, not here)
+    def pipeline_mib() -> int:
+        return pipeline_chunk or int(min(pipeline.largest_chunk_mib(), max(1, pipeline_gib * 4)))
+
+    def stencil_mib() -> int:
+        return stencil_chunk or int(min(pipeline.largest_chunk_mib(), max(8, stencil_gib * 8)))
 
     def elementwise(use_cupy: bool) -> Any:
-        return lambda client, repeats: pipeline.run_on(client, pipeline_gib, pipeline_chunk, use_cupy, repeats)
+        return lambda client, repeats: pipeline.run_on(client, pipeline_gib, pipeline_mib(), use_cupy, repeats)
 
     def stencil_run(kernels: str, graph: str = "halo") -> Any:
-        return lambda client, repeats: stencil.run_on(client, stencil_gib, stencil_chunk, kernels, repeats, graph=graph)
+        return lambda client, repeats: stencil.run_on(client, stencil_gib, stencil_mib(), kernels, repeats, graph=graph)
 
     if kspec_kernels:
         return [("pipeline, kspec spec kernels", elementwise(False)),
@@ -148,11 +152,13 @@ def main() -> None:
     parser.add_argument("--served", default=None, help="a kspec build output the workers load every kernel from")
     parser.add_argument("--pipeline-gib", type=float, default=1024.0)
     parser.add_argument("--stencil-gib", type=float, default=512.0)
-    parser.add_argument("--pipeline-chunk-mib", type=int, default=None, help="default: 1/128 of x, at most 4096")
-    parser.add_argument("--stencil-chunk-mib", type=int, default=None, help="default: 1/128 of it, at most 4096")
+    parser.add_argument("--pipeline-chunk-mib", type=int, default=None,
+                        help="default: 1/128 of x, at most pipeline.largest_chunk_mib() (8192 on an H200, else 4096)")
+    parser.add_argument("--stencil-chunk-mib", type=int, default=None,
+                        help="default: 1/128 of it at 512 GiB, at most pipeline.largest_chunk_mib()")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--stencil-ahead", type=int, default=None, help="the halo graph's chunks made ahead "
-                        f"(default stencil.AHEAD: {stencil.AHEAD})")
+                        f"(default: {stencil.AHEAD_GIB} GiB of them)")
     parser.add_argument("--rows", default=None, help="only the rows whose name holds one of these comma-separated "
                         "words (e.g. 'pipeline,spec kernel'): a rerun of some rows")
     parser.add_argument("--skip", default=None, help="leave out the rows whose name holds one of these comma-separated "

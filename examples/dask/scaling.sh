@@ -16,7 +16,9 @@ out=${OUT_DIR:-$PWD/dask-scaling}
 gpus=${GPUS:-1,2,4}
 py=${PYTHON:-python3}
 rm -rf "$out" && mkdir -p "$out"
-pchunk=${PIPELINE_CHUNK_MIB:-4096} schunk=${STENCIL_CHUNK_MIB:-4096}
+# chunks of pipeline.largest_chunk_mib(): 8 GiB on a GPU of 120 GiB or more (an H200), 4 GiB on smaller ones
+largest=$("$py" -c "import sys; sys.path.insert(0, '$here'); import pipeline; print(pipeline.largest_chunk_mib())")
+pchunk=${PIPELINE_CHUNK_MIB:-$largest} schunk=${STENCIL_CHUNK_MIB:-$largest}
 chunks=(--pipeline-chunk-mib "$pchunk" --stencil-chunk-mib "$schunk")
 "$py" -m kspec capture -o "$out/captured" -- "$py" "$here/scaling.py" --gpus 1 --repeats 1 "${chunks[@]}" \
   --pipeline-gib "$(awk "BEGIN {print $pchunk * 4 / 1024}")" --stencil-gib "$(awk "BEGIN {print $schunk * 2 / 1024}")" \

@@ -198,9 +198,18 @@ def energy(v: Any, kernels: str = "spec", graph: str = "halo") -> Any:
 # (an energy done, the scheduler releasing the next chunk, that chunk made, the scheduler releasing the energy it
 # completes) waits two scheduler round trips, and Dask batches its messages (every 5 ms from the scheduler to a
 # worker, 2 ms back), so a turn must carry several chunks: at 4 one H200 ran a chunk every 12 ms for ~4 ms of GPU
-# work (README.md); a local sketch with sleeps for GPU time: 11 ms a chunk at 4, 8.3 at 8, no better at 12. Eight
-# chunks of 4 GiB and three more alive are 44 GiB. 8 is not yet measured on a GPU (README.md's runs made 4 ahead).
-AHEAD = 8
+# work (README.md); a local sketch with sleeps for GPU time: 11 ms a chunk at 4, 8.3 at 8, no better at 12. None:
+# AHEAD_GIB of chunks, at least 2: eight of 4 GiB (and three more alive: 44 GiB), four of 8 GiB (four H200s, 1 TiB:
+# 0.420-0.426 s at four of 8 GiB, 0.423-0.533 s at six, 0.495-0.507 s at eight of 4 GiB; README.md run J).
+AHEAD: int | None = None
+AHEAD_GIB = 32
+
+
+def chunks_ahead(depth: int) -> int:
+    """The chunks of ``depth`` planes a worker makes ahead: :data:`AHEAD`, or :data:`AHEAD_GIB` worth of them."""
+    if AHEAD is not None:
+        return AHEAD
+    return max(2, AHEAD_GIB * 2**30 // (depth * PLANE[0] * PLANE[1] * 4))
 
 
 def slab_energy(chunks: int, depth: int, kernels: str, workers: list[str], seed: int = 1,
@@ -208,7 +217,7 @@ def slab_energy(chunks: int, depth: int, kernels: str, workers: list[str], seed:
     """The halo graph over :func:`volume`'s ``chunks`` chunks of ``depth`` planes, made by the graph itself, two
     tasks a chunk: worker w makes and consumes a slab of the volume (chunk k on ``workers[k * W // n]``), so
     halos cross workers only where two slabs meet, and it makes chunk k once chunk ``k - ahead``'s energy is
-    computed (a dependency; default :data:`AHEAD`), so about ``ahead`` + 3 chunks are alive on a GPU. Placed
+    computed (a dependency; default :func:`chunks_ahead`), so about ``ahead`` + 3 chunks are alive on a GPU. Placed
     tasks skip Dask's queuing: without that dependency a worker made every chunk of its slab at once (one H200
     out of memory); placed and chained, each worker has its next tasks in hand when one ends, instead of a
     scheduler round trip away (0.23 s of GPU work in a 2.6 s span on one H200 with queuing).
@@ -219,7 +228,7 @@ def slab_energy(chunks: int, depth: int, kernels: str, workers: list[str], seed:
     slabs' totals at the end: a few numbers cross workers there, not a partial sum a chunk (README.md, run C)."""
     from dask.base import tokenize
 
-    ahead = AHEAD if ahead is None else ahead
+    ahead = chunks_ahead(depth) if ahead is None else ahead
     if ahead < 2:
         raise ValueError(f"ahead: expected at least 2 (chunk k's energy reads chunk k + 1), got {ahead}")
     n, width = chunks, len(workers)
@@ -319,12 +328,15 @@ def run_on(client: Any, gib: float, chunk_mib: int, kernels: str = "spec", repea
     two planes, as the GPU tests run it, a wrong halo moves the energy by far more)."""
 
     n, depth = volume_geometry(gib, chunk_mib)
-    if graph == "halo":  # the volume's chunks made by the graph, a slab per worker
-        result = slab_energy(n, depth, kernels, sorted(client.scheduler_info()["workers"]))
+    ahead: list[Any] = []
+    if graph == "halo":  # the volume's chunks made by the graph, a slab per worker, the first few of each ahead
+        workers = sorted(client.scheduler_info()["workers"])
+        result = slab_energy(n, depth, kernels, workers)
+        ahead = pipeline.slab_heads(result, n, workers)
     else:
         result = energy(volume(gib, chunk_mib), kernels, graph)
     ordered = graph == "halo"  # its annotations kept: computed as built
-    value, seconds, stream, window = pipeline.timed(client, result, repeats, optimize=not ordered)
+    value, seconds, stream, window = pipeline.timed(client, result, repeats, optimize=not ordered, ahead=ahead)
     if check:
         expected = expected_energy(n, depth)
         assert math.isclose(value, expected, rel_tol=1e-3), (value, expected)
@@ -333,7 +345,7 @@ def run_on(client: Any, gib: float, chunk_mib: int, kernels: str = "spec", repea
     size = n * depth * PLANE[0] * PLANE[1]
     moved = (4 if graph == "halo" else 6) * size * 4
     return {"seconds": seconds, "gbps": moved / seconds / 1e9, "gib": size * 4 / 2**30, "energy": value,
-            **({"ahead": AHEAD} if graph == "halo" else {}),
+            **({"ahead": chunks_ahead(depth)} if graph == "halo" else {}),
             "tasks": pipeline.task_count(result, optimize=not ordered), "workers": pipeline.task_stream_summary(stream, window)}
 
 
@@ -350,7 +362,8 @@ def main() -> None:
     parser.add_argument("--kernels", choices=("spec", "ndimage"), default="spec")
     parser.add_argument("--graph", choices=GRAPHS, default="halo")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--ahead", type=int, default=AHEAD, help="the halo graph: chunks a worker makes ahead")
+    parser.add_argument("--ahead", type=int, default=AHEAD, help="the halo graph: chunks a worker makes ahead "
+                        f"(default: {AHEAD_GIB} GiB of them)")
     parser.add_argument("--served", default=None, help="a kspec build output: workers load every kernel from it "
                         "and the typed module's binaries, with KSPEC_COMPILE=never and kspec's NVRTC blocked")
     args = parser.parse_args()
