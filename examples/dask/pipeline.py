@@ -24,11 +24,13 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+import gpu_cluster
+import scheduling
 
 HERE = Path(__file__).resolve().parent
 SPECS = HERE / "specs.toml"
@@ -202,71 +204,6 @@ def combine(partials: Any, axis: Any, keepdims: bool, root: bool = False) -> Any
     return np.full((1,) * ndim, total, dtype=np.float32) if keepdims else total
 
 
-def chunk_of(key: Any) -> int | None:
-    """The chunk a task key ``(name, k, ...)`` of a graph over chunks along one axis belongs to; None for the
-    graph's other keys (a combine's)."""
-    k = key[1] if isinstance(key, tuple) and len(key) > 1 else None
-    return k if isinstance(k, int) else None
-
-
-def on_slabs(chunks: int, workers: list[str]) -> Any:
-    """Where each task of a graph over ``chunks`` chunks runs (a ``dask.annotate(workers=...)`` callable): chunk
-    k's tasks on ``workers[k * W // chunks]``, a contiguous slab of chunks per worker; other tasks on any."""
-
-    def where(key: Any) -> list[str]:
-        k = chunk_of(key)
-        return [workers[k * len(workers) // chunks]] if k is not None else list(workers)
-
-    return where
-
-
-def placed(graph: Any, chunks: int, workers: list[str]) -> Any:
-    """``graph`` optimised by Dask, its tasks on slabs of ``workers`` (:func:`on_slabs`); compute it with
-    ``optimize_graph=False``. The GPUs are alike and so are the chunks: left to Dask, two H200s got 59 and 69
-    of 128 chunks (1.83x one GPU against 1.97x for an even split, README.md run G); placed, 64 each, and no
-    chunk's partial crosses workers before the combine. Annotated as it is optimised: Dask's optimisation
-    fuses a chunk's tasks into one new layer, which takes the annotations in force (it refuses to fuse layers
-    annotated with callables)."""
-    import dask
-
-    if len(workers) < 2:
-        (optimised,) = dask.optimize(graph)
-        return optimised
-    with dask.annotate(workers=on_slabs(chunks, workers), allow_other_workers=False):
-        (optimised,) = dask.optimize(graph)
-    return optimised
-
-
-HEAD = 4  # chunks of each worker's slab submitted ahead of the rest of a placed graph (slab_heads)
-
-
-def slab_heads(graph: Any, chunks: int, workers: list[str], head: int | None = None) -> list[Any]:
-    """The keys of ``graph`` to submit ahead of it (:func:`compute`): its tasks that depend on nothing, of the
-    first ``head`` chunks (default :data:`HEAD`) of each worker's slab (:func:`on_slabs`); none for one worker.
-
-    The scheduler takes in a graph whole before any worker starts, and placed tasks skip Dask's queue: it moves
-    every one to a worker and sends it (129 tasks of the pipeline, 4 H200s: a worker's first task 25-37 ms after
-    the submission, against 16-18 ms with Dask's queuing, README.md). Submitted first on their own, a few
-    chunks a worker start while the scheduler takes in the rest."""
-    head = HEAD if head is None else head
-    if len(workers) < 2 or head <= 0:
-        return []
-    slabs: dict[int, list[int]] = {}
-    for k in range(chunks):
-        slabs.setdefault(k * len(workers) // chunks, []).append(k)
-    wanted = {k for ks in slabs.values() for k in ks[:head]}
-    dependencies = graph.__dask_graph__().get_all_dependencies()
-    return [key for key, needs in dependencies.items() if not needs and chunk_of(key) in wanted]
-
-
-def task_count(graph: Any, optimize: bool = True) -> int:
-    """Tasks in ``graph`` as the scheduler gets it: optimised by Dask, unless ``optimize`` is False."""
-    import dask
-
-    (optimised,) = dask.optimize(graph) if optimize else (graph,)
-    return len(optimised.__dask_graph__())
-
-
 def random_chunk(block_info: Any = None, seed: int = 0, dtype: str = "float32") -> Any:
     """A chunk of uniform random numbers made on the worker's device (no host-to-device copy)."""
     import cupy as cp
@@ -301,138 +238,6 @@ def norm(array: Any, partial: Any, split_every: int | None = None) -> Any:
                         meta=HOST_META, split_every=split_every or max(2, array.npartitions), concatenate=False)
 
 
-def task_stream_summary(stream: list[dict[str, Any]], window: tuple[float, float] | None = None) -> dict[str, Any]:
-    """Per worker, from ``Client.get_task_stream``: tasks run, seconds computing, transfers in and their
-    seconds, and the span from the first start to the last stop. Not their bytes: the stream files a transfer
-    under the task that needed it, whose ``nbytes`` is that task's own result (the earlier summary's 0.0 MiB).
-    ``window``: the run's (submitted, result) wall-clock times (:func:`timed`, one host's clock): then also how
-    long after the submission the worker's first task started (``lead_s``) and how long before the result its
-    last one stopped (``trail_s``): the scheduling a run pays outside its workers."""
-    workers: dict[str, dict[str, float]] = {}
-    for task in stream:
-        w = workers.setdefault(task["worker"], {"tasks": 0, "compute_s": 0.0, "transfers": 0, "transfer_s": 0.0,
-                                                "first": math.inf, "last": -math.inf})
-        for part in task["startstops"]:
-            w["first"], w["last"] = min(w["first"], part["start"]), max(w["last"], part["stop"])
-            if part["action"] == "compute":
-                w["tasks"] += 1
-                w["compute_s"] += part["stop"] - part["start"]
-            elif part["action"] == "transfer":
-                w["transfers"] += 1
-                w["transfer_s"] += part["stop"] - part["start"]
-    for w in workers.values():
-        if window is not None:
-            w["lead_s"], w["trail_s"] = w["first"] - window[0], window[1] - w["last"]
-        w["span_s"] = w.pop("last") - w.pop("first")
-    return workers
-
-
-# A worker preload (Python text: Dask runs it as the worker starts, before any task): the example's directories on the
-# worker's import path, so that tasks naming its modules' functions unpickle there.
-_ON_PATH = """\
-import sys
-for _directory in reversed({directories!r}):
-    if _directory not in sys.path:
-        sys.path.insert(0, _directory)
-"""
-
-# A worker preload (Python text: Dask runs it as the worker starts, before any task): every function of the NVRTC
-# binding kspec compiles with raises from then on, so kspec has no compiler there, as on an image without NVRTC.
-# The module itself stays importable (cuda.core and numba.cuda import it, and Dask imports those to move CuPy
-# arrays); CuPy's own NVRTC binding is CuPy's and stays.
-NO_NVRTC = """\
-try:
-    import cuda.bindings.nvrtc as nvrtc
-except ImportError:  # no binding: nothing to block
-    nvrtc = None
-
-def _blocked(*args, **kwargs):
-    raise RuntimeError("NVRTC is blocked on this worker")
-
-for _name in dir(nvrtc) if nvrtc is not None else ():
-    _fn = getattr(nvrtc, _name)
-    if _name.startswith("nvrtc") and callable(_fn) and not isinstance(_fn, type):
-        setattr(nvrtc, _name, _blocked)
-"""
-
-
-def cluster(gpus: int, kernels_dir: Path, threads: int = 1, served: str | os.PathLike[str] | None = None,
-            modules: tuple[Any, ...] = ()) -> Any:
-    """A distributed cluster with one worker process per GPU (``CUDA_VISIBLE_DEVICES`` per worker, as dask-cuda
-    sets it). Tasks name this module's functions (and those of ``modules``), which pickle by reference: the
-    workers import the modules from their directories (a worker preload puts them on its ``sys.path``), as a
-    deployed cluster imports installed task code. Sent by value (cloudpickle's ``register_pickle_by_value``),
-    every task carried its functions' code: 9.5 KB and 0.4 ms of pickling a task on the scheduler's one thread
-    (6 us by reference; tests/examples_tests/test_dask.py bounds it), which bounded the stencil graph on four GPUs
-    (README.md). Workers need kspec (and CuPy) installed and ``kernels_dir`` (what ``prepare`` wrote) readable.
-
-    ``served``: a ``kspec build`` output (of spec files ``kspec capture`` wrote, say) that workers load every
-    kernel from, besides the typed module's own binaries: they run with ``KSPEC_COMPILE=never`` (a kernel
-    without a binary is an error, never a compile), empty kspec caches, and kspec's NVRTC blocked before
-    anything else runs in them (:data:`NO_NVRTC`), as on workers that have none installed."""
-    import tempfile
-
-    from distributed import Nanny, Scheduler, SpecCluster
-
-    directories = list(dict.fromkeys(str(Path(m.__file__).resolve().parent) for m in (sys.modules[__name__], *modules)))
-    preload = [_ON_PATH.format(directories=directories)] + ([NO_NVRTC] if served is not None else [])
-    env = {"DASK_KERNELS_DIR": str(kernels_dir)}
-    if served is not None:
-        env.update(KSPEC_BINARIES=str(Path(served).resolve()), KSPEC_COMPILE="never")
-    workers = {}
-    for k in range(gpus):
-        own = dict(env, CUDA_VISIBLE_DEVICES=str(k))
-        if served is not None:  # nothing from an earlier run's cache or call records
-            own.update(KSPEC_CACHE_DIR=tempfile.mkdtemp(), KSPEC_MEMO_DIR=tempfile.mkdtemp())
-        # memory_limit=0: Dask counts a chunk's bytes as the worker's memory whatever holds them; with its default
-        # limit (the host's memory over its cores: 8 GB a worker on a 64-core host) it spilled CuPy chunks to
-        # disk, a device-to-host copy and a write per chunk (4 s a 2 GiB chunk). The chunks live on the GPU.
-        options = {"nthreads": threads, "env": own, "memory_limit": 0,
-                   "preload": preload}
-        workers[f"gpu{k}"] = {"cls": Nanny, "options": options}
-    return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}, workers=workers)
-
-
-def start_workers(client: Any, gpus: int) -> None:
-    """Wait for the cluster's workers."""
-    client.wait_for_workers(gpus)
-
-
-def kernel_loads() -> dict[str, Any]:
-    """Run on a worker (``client.run``): its kspec kernel loads by source (``binary``: a build output;
-    ``cache``: kspec's disk cache; ``compiled``: NVRTC), the names of the kernels it compiled, and whether
-    NVRTC answers there."""
-    try:
-        from cuda.bindings import nvrtc
-
-        nvrtc.nvrtcVersion()
-        answer = "available"
-    except ImportError:
-        answer = "not installed"
-    except RuntimeError:
-        answer = "blocked"
-    if "kspec" not in sys.modules:
-        return {"loads": {}, "compiled": [], "nvrtc": answer}
-    import kspec
-
-    events = kspec.compile_log()
-    counts = collections.Counter(e.source for e in events)
-    return {"loads": dict(counts), "compiled": sorted({e.kernel for e in events if e.source == "compiled"}),
-            "nvrtc": answer}
-
-
-def print_workers(workers: dict[str, Any], loads: dict[str, Any] | None = None) -> None:
-    """Per worker: the last timed run's task stream, then its kernel loads (:func:`kernel_loads`)."""
-    for name, w in sorted(workers.items()):
-        window = (f" (starting {w['lead_s'] * 1e3:.1f} ms after the submission, ending {w['trail_s'] * 1e3:.1f} ms "
-                  "before the result)" if "lead_s" in w else "")
-        print(f"  worker {name}: {w['tasks']} tasks computing {w['compute_s']:.3f} s of {w['span_s']:.3f} s{window}; "
-              f"{w['transfers']} transfers in, {w['transfer_s']:.3f} s")
-    for address, found in sorted((loads or {}).items()):
-        print(f"  kernel loads on {address}: {found['loads']}, NVRTC {found['nvrtc']}"
-              + (f", compiled {found['compiled']}" if found["compiled"] else ""))
-
-
 def run(
     gpus: int, gib: float, chunk_mib: int, workdir: Path, use_cupy: bool = False, repeats: int = 3, threads: int = 1,
     split_every: int | None = None, served: str | os.PathLike[str] | None = None,
@@ -441,10 +246,10 @@ def run(
     worker's kernel loads (:func:`kernel_loads`)."""
     from distributed import Client
 
-    with cluster(gpus, workdir, threads, served) as c, Client(c) as client:
-        start_workers(client, gpus)
+    with gpu_cluster.cluster(gpus, workdir, threads, served) as c, Client(c) as client:
+        gpu_cluster.start_workers(client, gpus)
         result = run_on(client, gib, chunk_mib, use_cupy, repeats, split_every)
-        result["loads"] = client.run(kernel_loads)
+        result["loads"] = client.run(gpu_cluster.kernel_loads)
     return result
 
 
@@ -466,48 +271,17 @@ def run_on(client: Any, gib: float, chunk_mib: int, use_cupy: bool = False, repe
     # took 12-20 ms of every run's client time (4 H200s: 0.403 s a run optimising, 0.387-0.391 s optimised once);
     # and placed, a slab of chunks per worker
     workers = sorted(client.scheduler_info()["workers"])
-    graph = placed(graph, n // chunk, workers)
-    ntasks = task_count(graph, optimize=False)
-    ahead = slab_heads(graph, n // chunk, workers)
-    value, seconds, stream, window = timed(client, graph, repeats, optimize=False, ahead=ahead)
+    graph = scheduling.placed(graph, n // chunk, workers)
+    ntasks = scheduling.task_count(graph, optimize=False)
+    ahead = scheduling.slab_heads(graph, n // chunk, workers)
+    value, seconds, stream, window = scheduling.timed(client, graph, repeats, optimize=False, ahead=ahead)
     # the same numbers in NumPy: chunks are reproducible from their seeds (checked on one chunk's worth)
     expected = _expected_norm(n, chunk)
     assert math.isclose(value, expected, rel_tol=1e-3), (value, expected)
     # bytes through device memory per element pair: x, y written (random), read; d written, read; z written, read
     moved = 9 * n * 4
     return {"seconds": seconds, "gbps": moved / seconds / 1e9, "tasks": ntasks, "norm": value,
-            "us_per_task": seconds / ntasks * 1e6, "workers": task_stream_summary(stream, window)}
-
-
-def compute(client: Any, graph: Any, optimize: bool = True, ahead: Any = ()) -> Any:
-    """``graph``'s value, computed on ``client``'s cluster; the tasks ``ahead`` (keys of ``graph``, with what
-    they need: :func:`slab_heads`) submitted first on their own, the whole graph right after them. The
-    scheduler keeps one task a key: those in the graph again are the ones already under way."""
-    early = client.get(graph.__dask_graph__().cull(set(ahead)), list(ahead), sync=False) if ahead else []
-    try:
-        return client.compute(graph, optimize_graph=optimize).result()
-    finally:
-        del early  # released with the result
-
-
-def timed(client: Any, graph: Any, repeats: int, optimize: bool = True, ahead: Any = ()
-          ) -> tuple[float, float, list[dict[str, Any]], tuple[float, float]]:
-    """(the graph's value as a float, the median seconds of ``repeats`` runs of the whole graph after a warm-up
-    that loads or compiles each worker's kernels once, the last run's task stream, and its (submitted, result)
-    wall-clock times, the clock of the task stream's starts and stops). ``optimize`` False: the graph as built
-    (Dask's optimisation rebuilds layers without their annotations: an ordered graph keeps them). ``ahead``:
-    keys submitted ahead of the graph (:func:`compute`)."""
-    from distributed import get_task_stream
-
-    float(compute(client, graph, optimize, ahead))
-    times = []
-    for _ in range(repeats):
-        with get_task_stream(client) as stream:
-            submitted, start = time.time(), time.perf_counter()
-            value = float(compute(client, graph, optimize, ahead))
-            times.append(time.perf_counter() - start)
-            window = (submitted, time.time())
-    return value, sorted(times)[len(times) // 2], stream.data, window
+            "us_per_task": seconds / ntasks * 1e6, "workers": scheduling.task_stream_summary(stream, window)}
 
 
 @functools.lru_cache(maxsize=8)
@@ -556,7 +330,7 @@ def main() -> None:
     print(f"{'cupy' if args.cupy else 'kspec'} on {args.gpus} GPU(s): {args.gib:g} GiB in {result['seconds']:.3f} s, "
           f"{result['gbps']:.0f} GB/s, {result['tasks']} tasks ({result['us_per_task']:.0f} us per task), "
           f"norm {result['norm']:.6g}")
-    print_workers(result["workers"], result["loads"])
+    gpu_cluster.print_workers(result["workers"], result["loads"])
 
 
 if __name__ == "__main__":

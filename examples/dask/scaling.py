@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gpu_cluster  # noqa: E402
 import pipeline  # noqa: E402
 import stencil  # noqa: E402
 
@@ -91,11 +92,11 @@ def measure(gpu_counts: list[int], served: str | None, pipeline_gib: float, sten
         for gpus in gpu_counts:
             # one cluster a size, Dask's default scheduling: root tasks queued (a worker given every chunk of the
             # volume at once, as worker-saturation: inf does, made them all before consuming one: out of memory
-            # on an H200); the graphs that place their chunks (pipeline.placed, stencil.slab_energy) make and
+            # on an H200); the graphs that place their chunks (scheduling.placed, stencil.slab_energy) make and
             # consume each chunk in one task, or chain them
-            with pipeline.cluster(gpus, workdir, served=served, modules=(stencil,)) as c, \
+            with gpu_cluster.cluster(gpus, workdir, served=served, modules=(stencil,)) as c, \
                     Client(c) as client:
-                pipeline.start_workers(client, gpus)
+                gpu_cluster.start_workers(client, gpus)
                 for name, work in chosen(workloads(switched(), pipeline_gib, stencil_gib, *chunks), rows, skip):
                     row: dict[str, Any] = {"row": name, "gpus": gpus, "device": device.name, "served": served is not None}
                     try:
@@ -104,13 +105,13 @@ def measure(gpu_counts: list[int], served: str | None, pipeline_gib: float, sten
                                    gib=result.get("gib", pipeline_gib))
                         if "ahead" in result:  # the halo graph's chunks made ahead (stencil.AHEAD)
                             row["ahead"] = result["ahead"]
-                        pipeline.print_workers(result["workers"])
+                        gpu_cluster.print_workers(result["workers"])
                     except Exception as error:  # a row that fails is reported, and the others still run
                         row["error"] = f"{type(error).__name__}: {error}"[:500]
                         traceback.print_exc()
                     _emit(row, out)
-                loads = client.run(pipeline.kernel_loads)
-                pipeline.print_workers({}, loads)
+                loads = client.run(gpu_cluster.kernel_loads)
+                gpu_cluster.print_workers({}, loads)
                 _emit({"gpus": gpus, "loads": loads}, out, show=False)
 
 

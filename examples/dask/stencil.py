@@ -43,9 +43,11 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import pipeline  # noqa: E402  (the cluster, the chunks, the throttle and the reductions' pieces are shared)
+import gpu_cluster  # noqa: E402  (the cluster, the placement and the timing are shared with pipeline.py)
+import pipeline  # noqa: E402  (the chunks, the throttle and the reductions' pieces too)
+import scheduling  # noqa: E402
 # Dask's scheduler pickles every task it sends, on its one thread: tasks name module-level functions, which pickle by
-# reference (pipeline.cluster puts this directory on the workers' import path)
+# reference (gpu_cluster.cluster puts this directory on the workers' import path)
 from pipeline import (HostCopy, on_device, on_this_device, partial_cupy, partial_kspec,  # noqa: E402,I001
                       random_chunk, throttled, typed_kernels)
 
@@ -167,12 +169,12 @@ def in_volume_order(chunks: int, workers: list[str] | None = None, priorities: d
     def priority(key: Any) -> float:
         if key in given:
             return given[key]
-        k = pipeline.chunk_of(key)
+        k = scheduling.chunk_of(key)
         return -k if k is not None else -chunks
 
     if not workers:
         return dask.annotate(priority=priority)
-    return dask.annotate(priority=priority, workers=pipeline.on_slabs(chunks, workers), allow_other_workers=False)
+    return dask.annotate(priority=priority, workers=scheduling.on_slabs(chunks, workers), allow_other_workers=False)
 
 
 def energy(v: Any, kernels: str = "spec", graph: str = "halo") -> Any:
@@ -332,11 +334,11 @@ def run_on(client: Any, gib: float, chunk_mib: int, kernels: str = "spec", repea
     if graph == "halo":  # the volume's chunks made by the graph, a slab per worker, the first few of each ahead
         workers = sorted(client.scheduler_info()["workers"])
         result = slab_energy(n, depth, kernels, workers)
-        ahead = pipeline.slab_heads(result, n, workers)
+        ahead = scheduling.slab_heads(result, n, workers)
     else:
         result = energy(volume(gib, chunk_mib), kernels, graph)
     ordered = graph == "halo"  # its annotations kept: computed as built
-    value, seconds, stream, window = pipeline.timed(client, result, repeats, optimize=not ordered, ahead=ahead)
+    value, seconds, stream, window = scheduling.timed(client, result, repeats, optimize=not ordered, ahead=ahead)
     if check:
         expected = expected_energy(n, depth)
         assert math.isclose(value, expected, rel_tol=1e-3), (value, expected)
@@ -346,7 +348,7 @@ def run_on(client: Any, gib: float, chunk_mib: int, kernels: str = "spec", repea
     moved = (4 if graph == "halo" else 6) * size * 4
     return {"seconds": seconds, "gbps": moved / seconds / 1e9, "gib": size * 4 / 2**30, "energy": value,
             **({"ahead": chunks_ahead(depth)} if graph == "halo" else {}),
-            "tasks": pipeline.task_count(result, optimize=not ordered), "workers": pipeline.task_stream_summary(stream, window)}
+            "tasks": scheduling.task_count(result, optimize=not ordered), "workers": scheduling.task_stream_summary(stream, window)}
 
 
 def main() -> None:
@@ -373,18 +375,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = pipeline.prepare(tmp, archs=kspec.get_device().arch)
         os.environ["DASK_KERNELS_DIR"] = str(workdir)
-        with pipeline.cluster(args.gpus, workdir, served=args.served, modules=(sys.modules[__name__],)) as c, \
+        with gpu_cluster.cluster(args.gpus, workdir, served=args.served, modules=(sys.modules[__name__],)) as c, \
                 Client(c) as client:
-            pipeline.start_workers(client, args.gpus)
+            gpu_cluster.start_workers(client, args.gpus)
             r = run_on(client, args.gib, args.chunk_mib, args.kernels, args.repeats, graph=args.graph)
-            loads = client.run(pipeline.kernel_loads)
+            loads = client.run(gpu_cluster.kernel_loads)
     print(f"{args.kernels} ({args.graph}) on {args.gpus} GPU(s): {r['gib']:g} GiB volume in {r['seconds']:.3f} s, {r['gbps']:.0f} GB/s, "
           f"{r['tasks']} tasks, energy {r['energy']:.6g}")
-    pipeline.print_workers(r["workers"], loads)
+    gpu_cluster.print_workers(r["workers"], loads)
 
 
 if __name__ == "__main__":
-    # run as the module `stencil`: tasks name its functions, which the workers import (pipeline.cluster)
+    # run as the module `stencil`: tasks name its functions, which the workers import (gpu_cluster.cluster)
     import stencil
 
     stencil.main()

@@ -20,7 +20,9 @@ sys.path.insert(0, str(REPO / "examples" / "dask"))
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
+gpu_cluster = pytest.importorskip("gpu_cluster")
 pipeline = pytest.importorskip("pipeline")
+scheduling = pytest.importorskip("scheduling")
 stencil = pytest.importorskip("stencil")
 scaling = pytest.importorskip("scaling")
 
@@ -38,7 +40,7 @@ def _on_worker_typed():  # runs on a worker: the generated module and its binari
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     workdir = pipeline.prepare(tmp_path_factory.mktemp("dask"), archs="sm_90")
-    with pipeline.cluster(2, workdir) as cluster, distributed.Client(cluster) as client:
+    with gpu_cluster.cluster(2, workdir) as cluster, distributed.Client(cluster) as client:
         client.wait_for_workers(2, timeout=120)
         yield client
 
@@ -51,12 +53,12 @@ def test_kernels_arrive_intact_on_the_workers(client):
 
 
 def test_every_task_function_pickles_by_reference(client):
-    # tasks name the example's functions, which the workers import (pipeline.cluster): a task carries their names,
+    # tasks name the example's functions, which the workers import (gpu_cluster.cluster): a task carries their names,
     # not their code, and the workers find them
     import cloudpickle
 
     tasks = (pipeline.step_kspec, pipeline.step_cupy, pipeline.partial_kspec, pipeline.partial_cupy,
-             pipeline.combine, pipeline.random_chunk, pipeline.throttled, pipeline.kernel_loads,
+             pipeline.combine, pipeline.random_chunk, pipeline.throttled, gpu_cluster.kernel_loads,
              stencil.laplace_spec, stencil.laplace_ndimage, stencil.chunk_at, stencil.chunk_energy, stencil.MadeChunk)
     for task in tasks:
         assert cloudpickle.loads(cloudpickle.dumps(task)) is task and len(cloudpickle.dumps(task)) < 100
@@ -131,9 +133,9 @@ def test_the_halo_graph_is_three_tasks_a_chunk_and_wires_each_chunk_to_its_neigh
             got = float(energy.compute())
         assert got == pytest.approx(np.sqrt((_laplace_nearest(volume) ** 2).sum()), rel=1e-5)
         n = v.numblocks[0]
-        assert pipeline.task_count(energy) <= 3 * n + 1  # the chunk, its edge planes, its energy; the combine (and sqrt)
+        assert scheduling.task_count(energy) <= 3 * n + 1  # the chunk, its edge planes, its energy; the combine (and sqrt)
     overlap = stencil.energy(da.from_array(volume, chunks=(2, 4, 6)), "spec", "overlap")
-    assert pipeline.task_count(overlap) >= 6 * 6
+    assert scheduling.task_count(overlap) >= 6 * 6
     with pytest.raises(ValueError, match="graph"):
         stencil.energy(v, "spec", "tiles")
     with pytest.raises(ValueError, match="chunked along its first axis"):
@@ -207,7 +209,7 @@ def test_the_slab_graph_places_slabs_and_makes_each_chunk_after_an_earlier_energ
             Client(cluster) as client:
         workers = sorted(client.scheduler_info()["workers"])
         energy = stencil.slab_energy(n, depth, "spec", workers, ahead=ahead)
-        assert pipeline.task_count(energy, optimize=False) == 2 * n + 2 + 1  # made, energy a chunk; 2 slabs; the total (and sqrt)
+        assert scheduling.task_count(energy, optimize=False) == 2 * n + 2 + 1  # made, energy a chunk; 2 slabs; the total (and sqrt)
         with get_task_stream(client) as stream:
             got = float(energy.compute(optimize_graph=False))
     assert got == pytest.approx(np.sqrt((_laplace_nearest(volume) ** 2).sum()), rel=1e-5)
@@ -260,15 +262,15 @@ def test_served_workers_have_no_nvrtc_and_never_compile(tmp_path):
     workdir = pipeline.prepare(tmp_path / "k", archs="sm_90")
     served = tmp_path / "build"
     served.mkdir()
-    with pipeline.cluster(2, workdir, served=served) as cluster, distributed.Client(cluster) as c:
-        pipeline.start_workers(c, 2)
-        assert {found["nvrtc"] for found in c.run(pipeline.kernel_loads).values()} == {"blocked"}
+    with gpu_cluster.cluster(2, workdir, served=served) as cluster, distributed.Client(cluster) as c:
+        gpu_cluster.start_workers(c, 2)
+        assert {found["nvrtc"] for found in c.run(gpu_cluster.kernel_loads).values()} == {"blocked"}
         # the binding stays importable: cuda.core and numba.cuda import it, and Dask imports those to move CuPy arrays
         assert set(c.run(lambda: __import__("cuda.bindings.nvrtc").__name__).values()) == {"cuda"}
         policies = list(c.run(_worker_policy).values())
         assert {p[:2] for p in policies} == {("never", str(served.resolve()))}
         assert len({p[2] for p in policies}) == 2  # an empty kspec cache each
-        loads = c.run(pipeline.kernel_loads)
+        loads = c.run(gpu_cluster.kernel_loads)
         assert all(found["compiled"] == [] for found in loads.values())
 
 
@@ -300,12 +302,12 @@ def test_the_scaling_rows_can_be_chosen_by_name():
 
 
 def test_timed_runs_the_graph_and_keeps_the_last_task_stream(client):
-    # the timing both pipelines share (pipeline.timed): warm-up, the median of the runs, the last run's stream
+    # the timing both pipelines share (scheduling.timed): warm-up, the median of the runs, the last run's stream
     graph = da.ones((64,), chunks=16).sum()
-    value, seconds, stream, window = pipeline.timed(client, graph, 3)
+    value, seconds, stream, window = scheduling.timed(client, graph, 3)
     assert value == 64.0 and seconds > 0
     assert window[0] <= window[1]
-    summary = pipeline.task_stream_summary(stream, window)
+    summary = scheduling.task_stream_summary(stream, window)
     assert {t["worker"] for t in stream} == set(summary)
     # inside the run's window, to within each worker's estimate of the scheduler's clock offset (a worker shifts
     # its times by it, taken from a heartbeat's round trip: a few ms either way, though the clock is one host's)
@@ -330,7 +332,7 @@ def _numpy_partial(block, axis, keepdims):
 
 @pytest.mark.parametrize("width", [2, 3])
 def test_the_pipeline_graph_runs_a_slab_of_chunks_per_worker(width):
-    # pipeline.placed: Dask fuses a chunk's tasks (two random chunks, the step, the partial sum) into one, and
+    # scheduling.placed: Dask fuses a chunk's tasks (two random chunks, the step, the partial sum) into one, and
     # chunk k's runs on worker k * W // n, whatever Dask's balancing would have chosen; the result is unchanged
     from distributed import Client, LocalCluster, get_task_stream
 
@@ -342,14 +344,14 @@ def test_the_pipeline_graph_runs_a_slab_of_chunks_per_worker(width):
     with LocalCluster(n_workers=width, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         workers = sorted(client.scheduler_info()["workers"])
-        ordered = pipeline.placed(graph, n, workers)
-        assert pipeline.task_count(ordered, optimize=False) == n + 1  # a task a chunk, one combine
+        ordered = scheduling.placed(graph, n, workers)
+        assert scheduling.task_count(ordered, optimize=False) == n + 1  # a task a chunk, one combine
         # submitted ahead: the first two chunks of each slab, placed as in the whole graph
-        ahead = pipeline.slab_heads(ordered, n, workers, head=2)
+        ahead = scheduling.slab_heads(ordered, n, workers, head=2)
         firsts = [k for k in range(n) if k * width // n != (k - 1) * width // n or k == 0]
-        assert sorted(pipeline.chunk_of(key) for key in ahead) == sorted(k + d for k in firsts for d in (0, 1))
+        assert sorted(scheduling.chunk_of(key) for key in ahead) == sorted(k + d for k in firsts for d in (0, 1))
         with get_task_stream(client) as stream:
-            got = float(pipeline.compute(client, ordered, optimize=False, ahead=ahead))
+            got = float(scheduling.compute(client, ordered, optimize=False, ahead=ahead))
         for _ in range(100):  # nothing left on the workers: the heads are released with the result (a message)
             if not client.who_has():
                 break
@@ -359,17 +361,17 @@ def test_the_pipeline_graph_runs_a_slab_of_chunks_per_worker(width):
                                         _numpy_chunk({None: {"chunk-location": (k,), "chunk-shape": (size,)}}, 2)
                                         ).astype(np.float64) ** 2).sum() for k in range(n)))
     assert got == pytest.approx(expected, rel=1e-6)
-    ran = {pipeline.chunk_of(t["key"]): t["worker"] for t in stream.data if pipeline.chunk_of(t["key"]) is not None}
+    ran = {scheduling.chunk_of(t["key"]): t["worker"] for t in stream.data if scheduling.chunk_of(t["key"]) is not None}
     assert ran == {k: workers[k * width // n] for k in range(n)}
-    assert sum(pipeline.chunk_of(t["key"]) is not None for t in stream.data) == n  # each chunk once
+    assert sum(scheduling.chunk_of(t["key"]) is not None for t in stream.data) == n  # each chunk once
 
 
 def test_one_worker_gets_the_graph_optimised_and_unplaced():
     x = da.ones((40,), chunks=10)
-    ordered = pipeline.placed(x.sum(), 4, ["tcp://only:1"])
+    ordered = scheduling.placed(x.sum(), 4, ["tcp://only:1"])
     layers = ordered.__dask_graph__().layers.values()
     assert all(not (layer.annotations or {}).get("workers") for layer in layers)
-    assert pipeline.slab_heads(ordered, 4, ["tcp://only:1"]) == []  # nothing to start ahead
+    assert scheduling.slab_heads(ordered, 4, ["tcp://only:1"]) == []  # nothing to start ahead
 
 
 def test_the_task_stream_summary_counts_compute_and_transfers_per_worker():
@@ -380,10 +382,10 @@ def test_the_task_stream_summary_counts_compute_and_transfers_per_worker():
         {"worker": "a", "nbytes": 4, "startstops": [{"action": "compute", "start": 2.0, "stop": 3.0}]},
         {"worker": "b", "nbytes": 4, "startstops": [{"action": "compute", "start": 0.5, "stop": 0.75}]},
     ]
-    summary = pipeline.task_stream_summary(stream)
+    summary = scheduling.task_stream_summary(stream)
     assert summary == {"a": {"tasks": 2, "compute_s": 1.5, "transfers": 1, "transfer_s": 0.5, "span_s": 2.0},
                        "b": {"tasks": 1, "compute_s": 0.25, "transfers": 0, "transfer_s": 0.0, "span_s": 0.25}}
     # with the run's (submitted, result) times: when each worker started and stopped within it
-    timed = pipeline.task_stream_summary(stream, (0.25, 3.5))
+    timed = scheduling.task_stream_summary(stream, (0.25, 3.5))
     assert (timed["a"]["lead_s"], timed["a"]["trail_s"]) == (0.75, 0.5)
     assert (timed["b"]["lead_s"], timed["b"]["trail_s"]) == (0.25, 2.75)

@@ -22,6 +22,7 @@ sys.path.insert(0, str(REPO / "examples" / "dask"))
 
 pytest.importorskip("distributed")
 pytest.importorskip("cupy")
+gpu_cluster = pytest.importorskip("gpu_cluster")
 pipeline = pytest.importorskip("pipeline")
 stencil = pytest.importorskip("stencil")
 
@@ -64,8 +65,8 @@ def test_stencil_matches_ndimage_on_the_whole_volume(kernels_dir, kernels, gpus,
 
     monkeypatch.setenv("DASK_KERNELS_DIR", str(kernels_dir))
     monkeypatch.setattr(stencil, "AHEAD", 2)  # the slab graph's chain at work on 8 chunks (the default makes 8 ahead)
-    with pipeline.cluster(gpus, kernels_dir, modules=(stencil,)) as c, Client(c) as client:
-        pipeline.start_workers(client, gpus)
+    with gpu_cluster.cluster(gpus, kernels_dir, modules=(stencil,)) as c, Client(c) as client:
+        gpu_cluster.start_workers(client, gpus)
         result = stencil.run_on(client, 0.0625, 8, kernels, repeats=1, graph=graph)  # 8 chunks of 2 planes: all halo
     assert result["tasks"] > 8 and result["energy"] > 0
     assert result.get("ahead", 2) == 2
