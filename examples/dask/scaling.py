@@ -38,8 +38,7 @@ def workloads(kspec_kernels: bool, pipeline_gib: float, stencil_gib: float, pipe
     """(row name, function of a client) for the kernels this process runs; chunk sizes in MiB (see below)."""
     # chunks: 128 of x and 128 of the volume at 512 GiB (a chunk's GPU time then exceeds what Dask's scheduler
     # spends on its tasks even on four GPUs), the same counts at smaller sizes, at most pipeline.largest_chunk_mib
-    # (at 1 TiB on an H200: 8 GiB chunks of x, 64; 128 of the volume)
-    # (asked of the GPU when a row runs, not here)
+    # (at 1 TiB on an H200: 8 GiB chunks of x, 64; 128 of the volume), asked of the GPU when a row runs
     def pipeline_mib() -> int:
         return pipeline_chunk or int(min(pipeline.largest_chunk_mib(), max(1, pipeline_gib * 4)))
 

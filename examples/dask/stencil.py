@@ -43,8 +43,10 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import gpu_cluster  # noqa: E402  (the cluster, the placement and the timing are shared with pipeline.py)
-import pipeline  # noqa: E402  (the chunks, the throttle and the reductions' pieces too)
+# shared with pipeline.py: the cluster (gpu_cluster), the placement and the timing (scheduling), the chunks, the
+# throttle and the reductions' pieces (pipeline)
+import gpu_cluster  # noqa: E402
+import pipeline  # noqa: E402
 import scheduling  # noqa: E402
 # Dask's scheduler pickles every task it sends, on its one thread: tasks name module-level functions, which pickle by
 # reference (gpu_cluster.cluster puts this directory on the workers' import path)
