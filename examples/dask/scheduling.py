@@ -17,13 +17,18 @@ def chunk_of(key: Any) -> int | None:
     return k if isinstance(k, int) else None
 
 
+def slab_of(k: int, chunks: int, width: int) -> int:
+    """The slab (the worker's index, of ``width``) chunk ``k`` of ``chunks`` belongs to: contiguous, even slabs."""
+    return k * width // chunks
+
+
 def on_slabs(chunks: int, workers: list[str]) -> Any:
     """Where each task of a graph over ``chunks`` chunks runs (a ``dask.annotate(workers=...)`` callable): chunk
     k's tasks on ``workers[k * W // chunks]``, a contiguous slab of chunks per worker; other tasks on any."""
 
     def where(key: Any) -> list[str]:
         k = chunk_of(key)
-        return [workers[k * len(workers) // chunks]] if k is not None else list(workers)
+        return [workers[slab_of(k, chunks, len(workers))]] if k is not None else list(workers)
 
     return where
 
@@ -61,7 +66,7 @@ def slab_heads(graph: Any, chunks: int, workers: list[str], head: int | None = N
         return []
     slabs: dict[int, list[int]] = {}
     for k in range(chunks):
-        slabs.setdefault(k * len(workers) // chunks, []).append(k)
+        slabs.setdefault(slab_of(k, chunks, len(workers)), []).append(k)
     wanted = {k for ks in slabs.values() for k in ks[:head]}
     dependencies = graph.__dask_graph__().get_all_dependencies()
     return [key for key, needs in dependencies.items() if not needs and chunk_of(key) in wanted]
@@ -105,7 +110,16 @@ def compute(client: Any, graph: Any, optimize: bool = True, ahead: Any = ()) -> 
     """``graph``'s value, computed on ``client``'s cluster; the tasks ``ahead`` (keys of ``graph``, with what
     they need: :func:`slab_heads`) submitted first on their own, the whole graph right after them. The
     scheduler keeps one task a key: those in the graph again are the ones already under way."""
-    early = client.get(graph.__dask_graph__().cull(set(ahead)), list(ahead), sync=False) if ahead else []
+    return _compute(client, graph, optimize, _heads(graph, ahead))
+
+
+def _heads(graph: Any, ahead: Any) -> tuple[Any, list[Any]] | None:
+    """The part of ``graph`` the keys ``ahead`` need, and those keys (culled once, not per run)."""
+    return (graph.__dask_graph__().cull(set(ahead)), list(ahead)) if ahead else None
+
+
+def _compute(client: Any, graph: Any, optimize: bool, heads: tuple[Any, list[Any]] | None) -> Any:
+    early = client.get(*heads, sync=False) if heads else []
     try:
         return client.compute(graph, optimize_graph=optimize).result()
     finally:
@@ -121,12 +135,13 @@ def timed(client: Any, graph: Any, repeats: int, optimize: bool = True, ahead: A
     keys submitted ahead of the graph (:func:`compute`)."""
     from distributed import get_task_stream
 
-    float(compute(client, graph, optimize, ahead))
+    heads = _heads(graph, ahead)
+    float(_compute(client, graph, optimize, heads))
     times = []
     for _ in range(repeats):
         with get_task_stream(client) as stream:
             submitted, start = time.time(), time.perf_counter()
-            value = float(compute(client, graph, optimize, ahead))
+            value = float(_compute(client, graph, optimize, heads))
             times.append(time.perf_counter() - start)
             window = (submitted, time.time())
     return value, sorted(times)[len(times) // 2], stream.data, window

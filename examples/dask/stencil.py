@@ -237,7 +237,7 @@ def slab_energy(chunks: int, depth: int, kernels: str, workers: list[str], seed:
         raise ValueError(f"ahead: expected at least 2 (chunk k's energy reads chunk k + 1), got {ahead}")
     n, width = chunks, len(workers)
     names = _names(tokenize(n, depth, seed, workers, ahead), kernels)
-    slabs = [k * width // n for k in range(n)]
+    slabs = [scheduling.slab_of(k, n, width) for k in range(n)]
     first: dict[int, int] = {}  # slab -> its first chunk, whose energy waits for the slab before: nothing waits for it
     last: dict[int, int] = {}  # slab -> its last chunk, whose planes the next slab's first chunk reads
     for k, slab in enumerate(slabs):
