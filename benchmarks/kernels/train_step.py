@@ -20,7 +20,9 @@ arrays of N*M floats, 2.5 times a device-to-device copy of ``x`` (``y.copy_(x)``
 medians of ``--reps`` steps in ``--rounds`` rounds that alternate the contenders, and beside it the GPU's own time
 per step (the kernels' device time from torch.profiler): where the host takes longer per step than the kernels,
 the events measure the host; the host's own time per step is the last column (issuing a round's steps, before
-they finish). Usage::
+they finish). kspec's kernels launch through its compiled call path, built first where the cache lacks it (as
+``kspec warm`` builds it for a deploy: on a cold cache the kernels planned before it is built keep the Python
+path, which a machine that has run kspec once no longer takes). Usage::
 
     python benchmarks/kernels/train_step.py [--shape 16384 4096] [--reps 50] [--rounds 3] [--profile]
 """
@@ -115,6 +117,9 @@ def main() -> None:
     parser.add_argument("--host-profile", type=int, default=0, metavar="N",
                         help="also list, per contender, the N functions where its host time goes (cProfile)")
     options = parser.parse_args()
+    from kspec.runtime import fastcall_module
+
+    call_path = "compiled" if fastcall_module(wait=True) is not None else "Python (no host compiler, or KSPEC_CALL_PATH)"
     n, m = options.shape
     gen = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn((n, m), device="cuda", generator=gen, requires_grad=True)
@@ -140,7 +145,7 @@ def main() -> None:
     floor = 2.5 * copy
     print(f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}: bias-GELU (tanh) training step on ({n}, {m}) "
           f"float32 + ({m},) bias; medians of {options.rounds} x {options.reps} steps (CUDA events)")  # fmt: skip
-    print(f"copy of x: {copy:.4f} ms; traffic floor (2.5 copies): {floor:.4f} ms\n")
+    print(f"copy of x: {copy:.4f} ms; traffic floor (2.5 copies): {floor:.4f} ms; kspec's call path: {call_path}\n")
     # the GPU's own time per step (the kernels' device time, torch.profiler): where a step's host work takes longer
     # than its kernels (these machines' host speed varies between starts), the events time the host instead
     kernels = {name: sum(us for _, us in kernel_times(torch, lambda step=step: step(x, b, g), 20)) / 1000 for name, step in steps.items()}
