@@ -17,8 +17,9 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from ._named_tuple import NamedTuple
 from ._digest import sha256_hex
 from ._tuning import TuningError, bucket
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from typing import Literal
 
 import numpy as np
+
+from ._named_tuple import NamedTuple
 
 Kind = Literal["b", "i", "u", "f", "c", "V"]
 Header = Literal["fp16", "bf16", "complex", "void"]

@@ -8,7 +8,8 @@ symbol being an entry of ``.symtab``. This is what cuobjdump reports, read here 
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+
+from .._named_tuple import NamedTuple
 
 _EIFMT_SVAL = 4  # a record with a payload of `size` bytes
 _EIATTR_REGCOUNT = 0x2F

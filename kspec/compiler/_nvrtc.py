@@ -10,8 +10,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType, ModuleType
-from typing import Any, NamedTuple
+from typing import Any
 
+from .._named_tuple import NamedTuple
 from .._errors import NvrtcNotFoundError
 
 _INSTALL_HINT = "install it with `pip install kspec[nvrtc]` (or put a CUDA toolkit's NVRTC on the library path)"

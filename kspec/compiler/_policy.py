@@ -19,8 +19,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
+from .._named_tuple import NamedTuple
 from .._errors import CompileForbiddenError, CompileWarning, KspecValueError
 
 POLICY_ENV = "KSPEC_COMPILE"

@@ -12,9 +12,10 @@ path imports it; the renderer only when a program is made).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 # the rule of which name expressions a raw module compiles with (a leaf module: render keys by it too)
+from .._named_tuple import NamedTuple
 from .._raw_names import kernel_expressions, raw_spec_expressions, single_kernel
 
 __all__ = ["RawProgram", "kernel_expressions", "raw_program", "raw_source_key", "raw_spec_expressions", "single_kernel"]

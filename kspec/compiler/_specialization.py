@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from .._named_tuple import NamedTuple
 from .._errors import NvrtcNotFoundError, kernel_label
 from ._arch import HOST_ARCH
 

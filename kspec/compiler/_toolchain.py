@@ -24,8 +24,8 @@ import os
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
 
+from .._named_tuple import NamedTuple
 from .._digest import sha256
 from .._version import __version__
 from .._memo import memoized, path_stamp, store

@@ -10,8 +10,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
+from .._named_tuple import NamedTuple
 from .._errors import FuseError, KspecError, KspecOverflowError
 from . import _codegen, _cupy, _graph, _index, _plan
 from ._graph import Node

@@ -12,8 +12,9 @@ kernels and lets JAX do the reverse pass.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
+from .._named_tuple import NamedTuple
 from .._errors import KspecNotImplementedError, SpecError
 from ..kernels import ElementwiseKernel, ReductionKernel
 from ..spec import ElementwiseSpec, ReductionSpec

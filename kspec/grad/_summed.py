@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
+from .._named_tuple import NamedTuple
 from .. import dtypes
 from .._digest import sha256_hex
 from .._errors import CompileForbiddenError, SpecError

@@ -108,10 +108,11 @@ post_map(identity) (identity None: the caller raises before launching).
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import Literal
 
 import numpy as np
 
+from .._named_tuple import NamedTuple
 from .. import dtypes
 from ._layout import (
     Layout,

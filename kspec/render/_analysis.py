@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import NamedTuple
+
+from .._named_tuple import NamedTuple
 
 # Patterns are compiled on first use (re caches them): a process serving binaries only specializes, and
 # compiling every pattern here at import would cost it ~0.3 ms. Those every specialization runs (the indexer's)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
+from .._named_tuple import NamedTuple
 from .._errors import KspecTypeError
 from . import _abi, _layout, _variants
 from ._abi import EntryAbi, entry_abi

@@ -41,10 +41,10 @@ workspace      ``kspec::SplitWorkspace<IndexT>``                   ptr, nchunks,
 
 from __future__ import annotations
 
-from typing import NamedTuple
 
 import numpy as np
 
+from .._named_tuple import NamedTuple
 from .. import dtypes
 from ._record import Record, assign
 from ._variants import DYNAMIC_NDIM, INDEX_C_TYPES, MAX_NDIM, IndexType

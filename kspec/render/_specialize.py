@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple, TYPE_CHECKING, Union
+from typing import Any, TYPE_CHECKING, Union
 
+from .._named_tuple import NamedTuple
 from .. import dtypes
 from .._errors import KspecTypeError, KspecValueError, about_kernel
 from ._analysis import (

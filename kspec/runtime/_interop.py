@@ -14,10 +14,11 @@ from __future__ import annotations
 import math
 
 import sys
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
+from .._named_tuple import NamedTuple
 from .._errors import KspecTypeError, KspecValueError, LaunchError
 from ..dtypes import c_strides
 from . import _device_kind, _generic

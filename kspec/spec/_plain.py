@@ -12,8 +12,9 @@ and cache entries are found by a content key over the table itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
+from .._named_tuple import NamedTuple
 from .. import dtypes
 from ._placeholders import PlaceholderRules
 

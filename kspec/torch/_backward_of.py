@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from .._named_tuple import NamedTuple
 from ..grad import (
     DiffProgram,
     DiffStep,

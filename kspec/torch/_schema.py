@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from .._named_tuple import NamedTuple
 from .. import dtypes
 from .._errors import KspecNotImplementedError, KspecTypeError, KspecValueError
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
+from .._named_tuple import NamedTuple
 from .._errors import KspecError, KspecValueError
 from .._plan_tuning import KNOBS, PLANNER_KEY, knob_label, parse_layout
 from ..kernels import ArraySpec

@@ -35,7 +35,7 @@ TOOLS_MAY_NOT_IMPORT = {"runtime", "kernels"}
 # kspec.grad for the backward kernels their autograd calls (issue [AD])
 BINDINGS = {"torch": {"kernels", "fuse", "grad", "runtime"}, "cupy": {"kernels", "fuse", "jit"}}
 # the shared leaves (kspec/<name>.py) that any layer may import; they import no package
-LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing", "_torch_watch", "_tuning", "_plan_tuning", "_raw_names", "_version", "_fastcall_source", "_generated_code"}
+LEAVES = {"dtypes", "_errors", "_args", "_lazy", "_manifest", "_memo", "_binfmt", "_atomic", "_digest", "_resources", "typing", "_torch_watch", "_tuning", "_plan_tuning", "_raw_names", "_version", "_fastcall_source", "_generated_code", "_named_tuple"}
 # kspec/__init__.py and kspec/__main__.py sit above every layer (the public front door and the CLI entry), and
 # kspec/_warm.py (kspec.warm: the runtime's default arch and the build tools' compile pool, together)
 # and kspec/_startup/sitecustomize.py (run at start-up in processes `python -m kspec.cupy` and `kspec capture` start:

@@ -15,8 +15,8 @@ import re
 import stat
 import time
 from pathlib import Path
-from typing import NamedTuple
 
+from ..._named_tuple import NamedTuple
 from ._dirs import scan, unreadable
 from ._stats import update_stats
 from ._entry import starts_with_magic

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import NamedTuple
 
+from ..._named_tuple import NamedTuple
 from ._entry import entry_key, file_kind, read_entry_header, starts_with_magic
 
 

@@ -38,8 +38,9 @@ import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 
+from ..._named_tuple import NamedTuple
 from ..._errors import CacheWarning
 from ._entry import ENTRY_SUFFIX, entry_key, is_entry_file
 

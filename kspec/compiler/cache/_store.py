@@ -27,9 +27,9 @@ import warnings
 import weakref
 from dataclasses import replace
 from collections.abc import Sequence
-from typing import NamedTuple
 from pathlib import Path
 
+from ..._named_tuple import NamedTuple
 from ..._atomic import write_atomic
 from ..._errors import CacheWarning, KspecValueError
 from ..._memo import user_cache_dir, user_cache_dirs

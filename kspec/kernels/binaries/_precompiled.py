@@ -21,8 +21,9 @@ import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+from ..._named_tuple import NamedTuple
 from ..._errors import BinaryWarning, KspecTypeError, KspecValueError, LaunchError
 from ..._binfmt import loadable_image
 from ..._digest import sha256_hex

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from ..._named_tuple import NamedTuple
 from ._frame import Frame
 from ..._generated_code import compiled, note_source
 

@@ -13,10 +13,11 @@ import functools
 import struct
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
+from ..._named_tuple import NamedTuple
 from ... import dtypes
 from ..._errors import KspecTypeError, LaunchError, about_kernel
 from ..._generated_code import sources_watched

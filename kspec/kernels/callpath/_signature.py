@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
+from ..._named_tuple import NamedTuple
 from ...runtime import (CAI, CUPY, HOST, KSPEC, TORCH, accepts_kind, current_device_id, fastcall_module,
                        initialized_device_count, is_texture_type, kind_of, prepare_cupy_layout, protocol_library,
                        protocol_library_of)

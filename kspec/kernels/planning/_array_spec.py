@@ -9,10 +9,11 @@ no library), so the one planner of a call plans it (:mod:`._planner`, :mod:`._re
 from __future__ import annotations
 
 import operator
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
+from ..._named_tuple import NamedTuple
 from ... import dtypes
 from ..._errors import KspecTypeError, KspecValueError
 from ...runtime import HOST_DEVICE_ID, ArrayInfo

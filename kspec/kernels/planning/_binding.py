@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any, NamedTuple, TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 import numpy as np
 
+from ..._named_tuple import NamedTuple
 from ... import dtypes
 from ..._errors import KspecTypeError, KspecValueError, about_kernel
 from ...runtime import (

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import NamedTuple
 
+from ..._named_tuple import NamedTuple
 from ...render import DYNAMIC_NDIM, TILED_VARIANTS, Specialization, VariantKey, tiled_layout, tiled_variant
 
 # Grid of the strided grid-stride paths: blocks of 256 threads per SM (measured on the H200, see

@@ -22,11 +22,12 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
+from ..._named_tuple import NamedTuple
 from ... import dtypes
 from ...dtypes import c_strides
 from ..._errors import KspecTypeError, KspecValueError, about_kernel
 from ...render import DYNAMIC_NDIM, MAX_NDIM, Specialization, VariantKey, tiled_layout
-from typing import Any, NamedTuple, TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the Pydantic models
     from ...spec import ElementwiseSpec, ReductionSpec

@@ -6,8 +6,9 @@ loads spanning adjacent outputs. Pure Python and driver-free, like the plan; ``r
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from typing import Callable
 
+from ..._named_tuple import NamedTuple
 from ...render import COLS_MAX_WARPS, COLS_SHORT_ROWS, COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, VariantKey
 from ._plan import INT32_LIMIT, MAX_GRID
 from ._reduction_passes import REDUCE_UNROLL, WARPS_PER_SM, Pass, PassShape, Strategy, acc_bytes_at_most, final_pass

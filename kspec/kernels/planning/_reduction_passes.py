@@ -3,8 +3,8 @@ choose them): launches, their shapes, and the split's second pass. Pure Python a
 
 from __future__ import annotations
 
-from typing import NamedTuple
 
+from ..._named_tuple import NamedTuple
 from ...render import VariantKey
 from ._plan import MAX_GRID
 from ._reduction_plan import ReductionPlan

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import NamedTuple
 
+from ..._named_tuple import NamedTuple
 from ... import dtypes
 from ..._errors import AxisError, KspecNotImplementedError, KspecValueError, about_kernel
 from ...render import DYNAMIC_NDIM, MAX_NDIM, Specialization
