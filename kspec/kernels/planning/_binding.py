@@ -45,7 +45,6 @@ from ...runtime import (
     kind_of_object,
     stream_handle,
 )
-from ._array_spec import ArraySpec, array_spec_info
 from ..callpath import scalar_bytes
 
 if TYPE_CHECKING:  # annotations only: binding serves plain specs too, without the Pydantic models
@@ -188,12 +187,22 @@ def _launch_stream(kernel: str, stream: object, first: ArrayArg | None) -> int:
 
 
 def _abstract_arg(kernel: str, param: Param, obj: Any, is_output: bool) -> ArrayArg:
+    # ArraySpecs are planning's without memory (output_specs / plan_launch): a served call never loads them
+    from ._array_spec import ArraySpec, array_spec_info
+
     if not isinstance(obj, ArraySpec):
         role = "output" if is_output else "input"
         raise KspecTypeError(about_kernel(
             kernel, f"{role} {param.name}: expected a kspec.ArraySpec (output_specs / plan_launch take ArraySpecs "
             f"where a call takes arrays) or a scalar, got {'a scalar ' if is_scalar(obj) else 'a '}{type(obj).__name__}"))
     return ArrayArg(param, array_spec_info(obj), obj.dtype, obj)
+
+
+def _is_array_spec(obj: Any) -> bool:
+    """Whether ``obj`` is an ArraySpec (an error message's words for it; its module is loaded for it here)."""
+    from ._array_spec import ArraySpec
+
+    return isinstance(obj, ArraySpec)
 
 
 def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool, kind: str | None, stream: int | None = None) -> ArrayArg:
@@ -207,7 +216,7 @@ def _array_arg(kernel: str, param: Param, obj: Any, is_output: bool, kind: str |
             )
         elif is_output and is_scalar(obj):
             what = f"a scalar {type(obj).__name__}"
-        elif isinstance(obj, ArraySpec):
+        elif _is_array_spec(obj):
             what = "a kspec.ArraySpec, which has no memory (kernel.output_specs / kernel.plan_launch take those)"
         else:
             what = f"a {type(obj).__name__}"
