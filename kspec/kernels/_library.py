@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from .._errors import KspecTypeError, KspecValueError
 from ..spec import plain_spec
 from .binaries import BinaryStore, binary_store
-from .raw import raw_callable, raw_kernel_of_table
 
 
 if TYPE_CHECKING:
@@ -28,7 +27,7 @@ def callable_of(spec: AnySpec, binaries: BinaryStore | None = None) -> Any:
     from ..render import specialize
     from ..spec import ElementwiseSpec, RawSpec, ReductionSpec
     from ._elementwise import ElementwiseKernel
-    from .raw import RawModule
+    from .raw import RawModule, raw_callable
     from ._reduction import ReductionKernel
 
     if isinstance(spec, ElementwiseSpec):
@@ -162,11 +161,13 @@ def load_specs(specs: Iterable[Mapping[str, Any]], *, binaries: str | os.PathLik
     # the machinery of the kinds this module has is loaded now, so a first call only makes its kernel (a
     # few hundred us) and launches; a kind the module lacks is never loaded
     for kind in kinds & _KIND_MODULES.keys():
-        importlib.import_module(_KIND_MODULES[kind], __package__)
+        for module in _KIND_MODULES[kind]:
+            importlib.import_module(module, __package__)
     return KernelLibrary._of_kernels(kernels, found)
 
 
-_KIND_MODULES = {"elementwise": "._elementwise", "reduction": "._reduction", "raw": ".raw._module"}
+# what load_specs loads for each kind a module has (a raw table's kernel object is made by .raw._spec_table)
+_KIND_MODULES = {"elementwise": ("._elementwise",), "reduction": ("._reduction",), "raw": (".raw._module", ".raw._spec_table")}
 
 
 class _Deferred:
@@ -224,6 +225,8 @@ class _PlainRaw:
             from .raw import TunedKernel
 
             return TunedKernel(self._table, self._binaries, records_for(self._binaries, None))
+        from .raw import raw_kernel_of_table
+
         return raw_kernel_of_table(self._table, self._binaries)
 
 
