@@ -12,7 +12,6 @@ array library (CuPy's or PyTorch's), else to the legacy default stream. ``with s
 from __future__ import annotations
 
 from ._device_kind import HOST_DEVICE_ID, device_kind, use_device
-from .host import checked
 from ._device import Device, activate_if_several, current_device_id, device_count, get_device
 from ._allocate import allocate_like, allocator_like
 from ._devicearray import DeviceArray, asarray, device_array_from_pointer, empty, zeros
@@ -69,6 +68,8 @@ _LAZY = {
     "dim3": "_launch_args", "Launcher": "_launcher", "ResourceDescriptor": "_texture", "SurfaceObject": "_texture",
     "TextureDescriptor": "_texture", "TextureObject": "_texture", "Graph": "_graph", "capture": "_graph",
     "worker_threads": "host",
+    # the CPU device's checked mode (host/_checked.py, with mmap): a process launching on the GPU never needs it
+    "checked": "host",
 }
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
