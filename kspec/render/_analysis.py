@@ -49,8 +49,9 @@ def is_write_only(operation: str, name: str) -> bool:
     return found
 
 
-_RETURN = re.compile(r"\breturn\b")
-_BREAK = re.compile(r"\b(?:break|continue)\b")
+# Only rendering reads these (kspec/render/_render.py): compiled on first use, not by a process serving binaries.
+_RETURN = r"\breturn\b"
+_BREAK = r"\b(?:break|continue)\b"
 
 
 def element_body(operation: str) -> str:
@@ -61,9 +62,9 @@ def element_body(operation: str) -> str:
     each, which a bare one would skip. So a body that says ``break`` or ``continue`` goes inside
     ``do { } while (0)`` and one that says ``return`` inside a lambda called on the spot; others as written
     (the words are looked for anywhere, comments included: a needless wrapper costs nothing)."""
-    if _BREAK.search(operation):
+    if re.search(_BREAK, operation):
         operation = f"do {{\n{operation};\n}} while (0)"
-    if _RETURN.search(operation):
+    if re.search(_RETURN, operation):
         operation = f"[&]() {{\n{operation};\n}}()"
     return operation
 
