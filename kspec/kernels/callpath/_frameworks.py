@@ -19,21 +19,24 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from ..._named_tuple import NamedTuple
 
 
 _adapters: dict[str, Any] = {}  # adapter module name -> the module, imported on its first call
 
 
-@dataclass(frozen=True)
-class Framework:
+class Framework(NamedTuple):
     """One framework that traces kernel calls.
 
     ``tracers``: ``(module, class)`` of its tracer base classes, looked up in ``sys.modules`` only (the first
     one present is used). ``adapter``: the module that runs a traced call; it provides ``call(kernel, *args,
     **kwargs)`` (the kernel's result(s) for the framework's arrays) and ``refusal(what, name, args)`` (the
-    kspec error for a kernel it cannot run traced: ``what`` is e.g. ``'RawKernel'``, ``name`` the kernel's)."""
+    kspec error for a kernel it cannot run traced: ``what`` is e.g. ``'RawKernel'``, ``name`` the kernel's).
+
+    A NamedTuple, not a frozen dataclass: the dataclass exec()d its generated methods at every serving import.
+    """
 
     name: str
     tracers: tuple[tuple[str, str], ...]
