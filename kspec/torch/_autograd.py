@@ -33,14 +33,21 @@ Forward = Callable[[Sequence[Any], Mapping[str, Any]], tuple[tuple[Any, ...], Se
 
 
 def save(ctx: Any, inputs: Sequence[Any], outputs: Sequence[Any], keywords: Mapping[str, Any] | None,
-         kept: Sequence[Any] = (), found: Any = None) -> None:  # fmt: skip
+         kept: Sequence[Any] = (), found: Any = None, outputs_read: Sequence[bool] | None = None) -> None:  # fmt: skip
     """Keep what the backward reads: the tensor inputs, the outputs (``kept`` after them: values between a fused
-    function's kernels), the numbers and keywords, and what the forward ``found`` for the rule."""
+    function's kernels), the numbers and keywords, and what the forward ``found`` for the rule. ``outputs_read``:
+    per output, whether the backward reads its value (None: all do). An output it never reads is not kept, only
+    its shape, dtype and device: autograd would otherwise hold an activation-sized array until the backward."""
     import torch
 
     ctx.kspec_keywords = dict(keywords or {})
     ctx.kspec_found = found
     ctx.kspec_grads = len(outputs)  # the outputs with gradients: not the kept values
+    unsaved: tuple[tuple[int, Any, Any, Any], ...] = ()
+    if outputs_read is not None and not all(outputs_read):
+        unsaved = tuple((j, o.shape, o.dtype, o.device) for j, (o, read) in enumerate(zip(outputs, outputs_read)) if not read)
+        outputs = [o for o, read in zip(outputs, outputs_read) if read]
+    ctx.kspec_unsaved = unsaved
     ctx.save_for_backward(*[a for a in inputs if isinstance(a, torch.Tensor)], *outputs, *kept)
     ctx.kspec_layout = [None if isinstance(a, torch.Tensor) else a for a in inputs]
     ctx.kspec_outputs = len(outputs) + len(kept)
@@ -55,11 +62,14 @@ def gradients_of(ctx: Any, grads: Sequence[Any], needed: Sequence[bool], gradien
     split = len(saved) - ctx.kspec_outputs
     tensors, outputs = iter(saved[:split]), saved[split:]
     args = [next(tensors) if value is None else value for value in ctx.kspec_layout]
+    unsaved = ctx.kspec_unsaved
+    if unsaved:
+        outputs, grads = _with_stand_ins(outputs, grads, unsaved)
     grads = tuple(g if g is not None else torch.zeros_like(o) for g, o in zip(grads, outputs))
     # kspec's backward kernels give grad * f'(z) (JAX's convention for complex values); PyTorch's is
     # grad * conj(f'(z)) = conj(conj(grad) * f'(z)): the same kernels, conjugated on the way in and out. The saved
-    # tensors are the tensor arguments and the outputs
-    complex_values = any(t.is_complex() for t in saved)
+    # tensors are the tensor arguments and the outputs (less those not kept: their dtypes)
+    complex_values = any(t.is_complex() for t in saved) or any(dtype.is_complex for _, _, dtype, _ in unsaved)
     if complex_values:
         grads = tuple(torch.conj_physical(g) if g.is_complex() else g for g in grads)
     made = gradients(args, ctx.kspec_keywords, outputs, grads, needed, ctx.kspec_found)
@@ -74,10 +84,34 @@ def gradients_of(ctx: Any, grads: Sequence[Any], needed: Sequence[bool], gradien
     return tuple(result)
 
 
-def add_autograd(lib: Any, name: str, gradients: GradientRule, hidden: bool = False) -> None:
+def _with_stand_ins(kept: Sequence[Any], grads: Sequence[Any], unsaved: Sequence[tuple[int, Any, Any, Any]]
+                    ) -> tuple[list[Any], list[Any]]:  # fmt: skip
+    """(the outputs, their gradients) where the outputs in ``unsaved`` (the backward reads none of them) were not
+    kept: each stands in as its gradient, which has its shape and dtype (zeros where none came), so the backward
+    kernel's parameters bind as before; ``kept``: the kept outputs in order, then the values after them."""
+    import torch
+
+    outputs, grads = [], list(grads)
+    by_position = {j: (shape, dtype, device) for j, shape, dtype, device in unsaved}
+    rest = iter(kept)
+    for j in range(len(grads)):
+        meta = by_position.get(j)
+        if meta is None:
+            outputs.append(next(rest))
+            continue
+        if grads[j] is None:
+            grads[j] = torch.zeros(meta[0], dtype=meta[1], device=meta[2])
+        outputs.append(grads[j])
+    outputs.extend(rest)  # a fused function's values between kernels (never left out)
+    return outputs, grads
+
+
+def add_autograd(lib: Any, name: str, gradients: GradientRule, hidden: bool = False,
+                 outputs_read: Sequence[bool] | None = None) -> None:  # fmt: skip
     """Give op ``name`` a backward. ``gradients`` may raise (a kspec error naming what cannot be
     differentiated): only when a gradient is asked. ``hidden``: the op's last output is a ``Tensor[]`` of values
-    kept for the backward (kspec/torch/_saving.py): saved too, and passed to ``gradients`` after the outputs."""
+    kept for the backward (kspec/torch/_saving.py): saved too, and passed to ``gradients`` after the outputs.
+    ``outputs_read``: as for :func:`save`."""
     import torch
 
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any, keyword_only_inputs: Any = None) -> None:
@@ -85,7 +119,7 @@ def add_autograd(lib: Any, name: str, gradients: GradientRule, hidden: bool = Fa
         kept: Sequence[Any] = ()
         if hidden:
             outputs, kept = outputs[:-1], outputs[-1]
-        save(ctx, inputs, outputs, keyword_only_inputs, kept)
+        save(ctx, inputs, outputs, keyword_only_inputs, kept, outputs_read=outputs_read)
 
     def backward(ctx: Any, *grads: Any) -> tuple[Any, ...]:
         return gradients_of(ctx, grads, ctx.needs_input_grad, gradients)
@@ -93,15 +127,17 @@ def add_autograd(lib: Any, name: str, gradients: GradientRule, hidden: bool = Fa
     torch.library.register_autograd(f"{NAMESPACE}::{name}", backward, setup_context=setup_context, lib=lib)
 
 
-def eager_function(name: str, gradients: GradientRule, returns_tuple: bool) -> Any:
+def eager_function(name: str, gradients: GradientRule, returns_tuple: bool,
+                   outputs_read: Sequence[bool] | None = None) -> Any:  # fmt: skip
     """A ``torch.autograd.Function`` for op ``name``'s eager calls: ``apply(forward, keywords, *args)`` runs
     ``forward`` (kspec/torch/_eager.py gives the call's implementation) below autograd and records the op's
-    backward, as the op's own autograd does, without the dispatcher's trips through Python on the way."""
+    backward, as the op's own autograd does, without the dispatcher's trips through Python on the way.
+    ``outputs_read``: as for :func:`save`."""
     import torch
 
     def forward(ctx: Any, run: Forward, keywords: Mapping[str, Any], *args: Any) -> Any:
         outputs, kept, found = run(args, keywords)
-        save(ctx, args, outputs, keywords, kept, found)
+        save(ctx, args, outputs, keywords, kept, found, outputs_read)
         return outputs if returns_tuple else outputs[0]
 
     def backward(ctx: Any, *grads: Any) -> tuple[Any, ...]:

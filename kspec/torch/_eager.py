@@ -22,11 +22,13 @@ _NUMBERS = (int, float, bool, complex)
 
 
 def eager_op(name: str, overload: Any, signature: OpSignature, plain: tuple[Callable[..., Any], Callable[..., Any]],
-             recorded: tuple[Forward, Forward] | None, gradients: GradientRule | None) -> Callable[..., Any]:  # fmt: skip
+             recorded: tuple[Forward, Forward] | None, gradients: GradientRule | None,
+             outputs_read: Sequence[bool] | None = None) -> Callable[..., Any]:  # fmt: skip
     """The callable for op ``name``. ``plain``: its implementations on CUDA and on host tensors (the dispatcher's
     CUDA and CPU kernels); ``recorded``: the same where autograd records (their outputs, and the values the
     backward reads besides them); ``gradients``: its gradient rule (None: the kernel has none, and the outputs of
-    calls that autograd records raise an error naming it on backward)."""
+    calls that autograd records raise an error naming it on backward); ``outputs_read``: per output, whether the
+    backward reads it (kspec/torch/_autograd.py's ``save``; None: all)."""
     import torch
 
     is_compiling = torch.compiler.is_compiling
@@ -36,7 +38,8 @@ def eager_op(name: str, overload: Any, signature: OpSignature, plain: tuple[Call
     plain_types = (torch.Tensor, torch.nn.Parameter)
     tensor_at = tuple(n not in signature.scalars for n in signature.inputs)
     count = len(tensor_at)
-    function = eager_function(name, gradients if gradients is not None else no_gradients(name), signature.returns_tuple)
+    function = eager_function(name, gradients if gradients is not None else no_gradients(name), signature.returns_tuple,
+                              outputs_read if gradients is not None else None)
     on_cuda, on_cpu = plain
     recording = recorded or (spec_forward(on_cuda), spec_forward(on_cpu))
 

@@ -154,6 +154,42 @@ def test_an_eager_fused_step_frees_its_gradients_when_dropped_on_cuda(bare):
         assert not held()
 
 
+# exp's backward reads its output (grad_y * y); ACT's recomputes from its inputs and reads none
+KEEPS_OUTPUT = kspec.ElementwiseKernel("T x", "T y", "y = exp(x);", "gpu_grad_exp_keeps", grad={"x": "grad_y * y"})
+
+
+@pytest.mark.parametrize("bare", [False, True], ids=["registered", "bare"])
+def test_an_output_the_backward_never_reads_is_not_kept_on_cuda(bare):
+    """Autograd keeps an op's output for the backward only where the backward reads it: an activation whose
+    backward recomputes from its inputs lets the caller's dropped output go before the backward runs, as PyTorch's
+    own operators do; one whose backward reads its output keeps it. The gradients are PyTorch's either way."""
+    torch = _torch_on_cuda()
+    import kspec.torch as kt
+
+    act, keeps = (ACT, KEEPS_OUTPUT) if bare else (kt.register(ACT), kt.register(KEEPS_OUTPUT))
+    x = torch.randn((2048, 1024), device="cuda", requires_grad=True)
+    b = torch.randn((1024,), device="cuda", requires_grad=True)
+    size = x.numel() * x.element_size()
+    for kernel, kept in ((act, False), (keeps, True)):
+        args = (x, b) if kernel is act else (x,)
+        y = kernel(*args)
+        loss = y.sum()  # the sum's backward keeps no input: only the op can hold y
+        with_y = _settled_allocation(torch)
+        del y
+        freed = with_y - _settled_allocation(torch)
+        assert freed == (0 if kept else size), (kernel, freed)
+        grads = torch.autograd.grad(loss, args)
+        xd, bd = x.detach(), b.detach()
+        if kernel is act:
+            v = xd + bd
+            t = torch.tanh(v)
+            want = t + v * (1 - t * t)
+            torch.testing.assert_close(grads[0], want + torch.cos(xd))
+            torch.testing.assert_close(grads[1], want.sum(0), rtol=1e-4, atol=1e-3)
+        else:
+            torch.testing.assert_close(grads[0], torch.exp(xd))
+
+
 def _settled_allocation(torch):
     """Bytes allocated once the GPU is idle and the caching allocator has taken back blocks whose frees waited on
     a stream's event (it does so at its next allocation: a tensor of one element, dropped at once)."""
