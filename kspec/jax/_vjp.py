@@ -1,10 +1,10 @@
 """A kspec call that JAX can differentiate: ``jax.custom_vjp`` over the traced call, whose backward is
 the kernel's backward kernel (its spec's ``grad`` table, kspec/spec/_backward.py) run through kspec.jax too.
 
-The backward reads the forward's arguments (static scalars back in their places), its outputs and their
-gradients, and writes one gradient per differentiated input; each is summed over the axes its input was broadcast
-along. An input without a gradient entry, and an output given as an argument, gets zeros (float0 for integers,
-as JAX requires).
+The backward reads the forward's arguments (static scalars back in their places), its outputs (those it reads:
+kspec.grad's ``outputs_read``; the others are no residuals) and their gradients, and writes one gradient per
+differentiated input; each is summed over the axes its input was broadcast along. An input without a gradient
+entry, and an output given as an argument, gets zeros (float0 for integers, as JAX requires).
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ def with_vjp(traced_call: Callable[..., Any], backward_call: Callable[[bool], Ca
     JaxKernel of it)."""
     import jax
 
-    from ..grad import by_input, kept_shape, shared_for
+    from ..grad import by_input, kept_shape, outputs_read, shared_for
 
     reduction = spec.KIND == "reduction"
+    read = outputs_read(spec)
     names = spec.backward()[0]
     params = [p.name for p in spec.in_params]
     # the parameter each array argument fills (None past the inputs: an output given as an argument)
@@ -38,12 +39,14 @@ def with_vjp(traced_call: Callable[..., Any], backward_call: Callable[[bool], Ca
 
     def forward(*arrays: Any) -> tuple[Any, Any]:
         outputs = traced_call(*arrays)
-        return outputs, (arrays, outputs)
+        outs = outputs if isinstance(outputs, tuple) else (outputs,)
+        # an output the backward never reads is no residual (XLA would keep it alive until the backward)
+        return outputs, (arrays, tuple(o if r else None for o, r in zip(outs, read)))
 
     def back(saved: Any, cotangents: Any) -> tuple[Any, ...]:
-        arrays, outputs = saved
-        outs = outputs if isinstance(outputs, tuple) else (outputs,)
+        arrays, kept = saved
         cts = cotangents if isinstance(cotangents, tuple) else (cotangents,)
+        outs = tuple(c if o is None else o for o, c in zip(kept, cts))  # its cotangent stands in: shape and dtype
         given = iter(arrays)
         inputs = [item.value if item is not None else next(given) for item in layout][: len(params)]
         options = dict(keywords)

@@ -24,7 +24,7 @@ from typing import Any
 from .._digest import sha256_hex
 from .._errors import KspecTypeError
 from ..fuse import FusedFunction
-from ..grad import SummedBackward
+from ..grad import SummedBackward, outputs_read as _outputs_read
 from ..kernels import ElementwiseKernel, KernelLibrary, ReductionKernel
 from . import _backward_of as _grads
 from . import _ops
@@ -98,7 +98,7 @@ def _register(kernel: Any, name: str | None, scalars: Sequence[str] | None, retu
             add_autograd(_ops.library(), f"{op_name}{_SAVING}", backward_of, hidden=True)
         outputs_read = None  # a spec kernel's outputs its backward never reads are not kept for it
         if backward_of is not None and not isinstance(backward_of, _grads.FusedRule):
-            outputs_read = _grads.outputs_read(kernel)
+            outputs_read = _outputs_read(kernel.spec)
             add_autograd(_ops.library(), op_name, backward_of, outputs_read=outputs_read)
         plain = (call, _ops.on_cpu_device(op_name, call))
         op = eager_op(op_name, overload, signature, plain, recorded, backward_of, outputs_read)

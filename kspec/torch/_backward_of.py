@@ -18,7 +18,6 @@ backward needs them, so a model that never trains defines none.
 from __future__ import annotations
 
 import numbers
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -74,15 +73,6 @@ def of_spec_kernel(kernel: Any, op: str, params: Sequence[str], scalars: Sequenc
         return [by_name.get(param) for param in params]
 
     return gradients
-
-
-def outputs_read(kernel: Any) -> tuple[bool, ...]:
-    """Per output of a spec kernel with gradients, whether its backward reads the output's value: its name in the
-    backward's operation or in the preamble the backward compiles with (a macro may read it). bias-GELU's
-    backward recomputes from the inputs and reads none: autograd then keeps no output for it."""
-    operation = kernel.spec.backward()[1]
-    texts = (operation, str(getattr(kernel.spec, "preamble", "") or ""))
-    return tuple(any(re.search(rf"\b{re.escape(p.name)}\b", text) for text in texts) for p in kernel.out_params)
 
 
 class FusedRule:

@@ -24,6 +24,7 @@ GELU = kspec.ElementwiseKernel(
 )  # fmt: skip
 SCALED = kspec.ElementwiseKernel("T x, float32 s, int32 n", "T y", "y = x * s + n;", "jax_scaled", grad={"x": "grad_y * s"})
 PLAIN = kspec.ElementwiseKernel("T x", "T y", "y = x * x;", "jax_plain_square")
+EXP = kspec.ElementwiseKernel("T x", "T y", "y = exp(x);", "jax_exp_keeps", grad={"x": "grad_y * y"})
 
 
 @pytest.fixture(autouse=True)
@@ -59,6 +60,26 @@ def test_grad_of_bias_gelu(how):
     assert gx.shape == x.shape and gb.shape == b.shape
     np.testing.assert_allclose(np.asarray(gx), want_x, rtol=2e-4, atol=2e-5)
     np.testing.assert_allclose(np.asarray(gb), want_b, rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("kernel", ["gelu", "exp"])
+def test_residuals_hold_the_outputs_the_backward_reads_and_no_others(kernel):
+    """jax.vjp's residuals (the arrays the function it returns holds): bias-GELU's backward recomputes from its
+    inputs, so its output is none of them (XLA may free it once the forward's consumers are done); exp with
+    ``grad_y * y`` keeps its output. The gradients are right either way."""
+    x, b, g = _data(0, 8, 16), _data(1, 16), _data(2, 8, 16)
+    call, args = ((lambda x, b: GELU(x, b)), (x, b)) if kernel == "gelu" else ((lambda x: EXP(x)), (x,))
+    y, back = jax.vjp(call, *args)
+    held = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(back) if getattr(leaf, "shape", None) == y.shape]
+    assert any(np.array_equal(leaf, np.asarray(x)) for leaf in held)  # the input: a residual
+    assert sum(np.array_equal(leaf, np.asarray(y)) for leaf in held) == (0 if kernel == "gelu" else 1)
+    grads = back(g)
+    if kernel == "gelu":
+        want_x, want_b = _gelu_grads(np.asarray(x, np.float64), np.asarray(b, np.float64), np.asarray(g, np.float64))
+        np.testing.assert_allclose(np.asarray(grads[0]), want_x, rtol=2e-4, atol=2e-5)
+        np.testing.assert_allclose(np.asarray(grads[1]), want_b, rtol=2e-4, atol=2e-4)
+    else:
+        np.testing.assert_allclose(np.asarray(grads[0]), np.exp(np.asarray(x)) * np.asarray(g), rtol=1e-5, atol=1e-6)
 
 
 def test_check_grads_and_vmap_of_grad():
