@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call's worth of GPU work (the device tool returns at most 8 files, so logs go into one tarball):
 #   bash .device/run.sh bash benchmarks/gpu_batch.sh [STEP ...]
-# Steps (default: tests train jax): tests (the GPU test suite, 12 workers, then the stream-order file alone),
+# Steps (default: tests train jax): tests (the GPU test suite, 12 workers, then the stream-order file alone, then
+# the PyTorch tests on kspec's CPU device, which CI cannot run),
 # train (benchmarks/kernels/train_step.py), jax (benchmarks/host/jax_jit.py at 4096 elements: eager and jitted host cost),
 # cupyx (benchmarks/clients/cupyx_scipy.py, 5 processes per mode), layouts (benchmarks/kernels/layout_sweep.py, 4 cases per class,
 # dtype and rank), dask (examples/dask/scaling.sh on the GPUs of the machine, GPUS=1,2,4 by default; SCALING_ARGS pass
@@ -25,7 +26,11 @@ for step in $steps; do
       echo "tests rc=$? $((SECONDS - start)) s: $(tail -1 "$logs/tests.log")"
       grep -E "^(FAILED|ERROR)" "$logs/tests.log" | head -20
       timeout 60 python3 -m pytest -q -p no:cacheprovider tests/kernels_tests/test_stream_order_gpu.py >"$logs/stream.log" 2>&1
-      echo "stream order rc=$?: $(tail -1 "$logs/stream.log")" ;;
+      echo "stream order rc=$?: $(tail -1 "$logs/stream.log")"
+      # the PyTorch tests on kspec's CPU device: CI has no PyTorch (its Linux wheel brings CUDA's libraries); this machine does
+      timeout 240 python3 -m pytest -m "not gpu" -q -n 8 --dist loadfile -p no:cacheprovider tests/torch_tests tests/grad_tests \
+        >"$logs/torch_cpu.log" 2>&1
+      echo "torch on the CPU device rc=$?: $(tail -1 "$logs/torch_cpu.log")" ;;
     train)
       timeout 150 python3 benchmarks/kernels/train_step.py --reps 50 --rounds 3 >"$logs/train.log" 2>&1
       echo "train rc=$? $((SECONDS - start)) s"; tail -12 "$logs/train.log" ;;
