@@ -7,7 +7,7 @@ no compiler or launcher.
 
 from __future__ import annotations
 
-from ..spec import backward_spec
+from ..spec import backward_spec, outputs_read
 from ._custom import CustomVJP, custom_vjp
 from ._program import (
     ArrayOps,
@@ -21,7 +21,7 @@ from ._program import (
     run_forward,
 )
 from ._summed import SummedBackward, broadcast_gradients, layouts_key, summed_backward
-from ._sums import by_input, kept_shape, outputs_read, shared_for, sum_to_shape
+from ._sums import by_input, kept_shape, shared_for, sum_to_shape
 from ._vjp import vjp
 
 # ``__all__`` is the user-facing API (docs/reference/grad.md); the other names imported above are kspec.grad's

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,16 +67,6 @@ def sum_to_shape(grad: Any, like: Any) -> Any:
     """A PyTorch gradient summed to ``like``'s shape (``sum_to_size``: the axes it was broadcast along)."""
     shape = getattr(like, "shape", None)
     return grad.sum_to_size(shape) if shape is not None and tuple(grad.shape) != tuple(shape) else grad
-
-
-def outputs_read(spec: Any) -> tuple[bool, ...]:
-    """Per output of a spec with gradients, whether its backward reads the output's value: its name in the
-    backward's operation or in the preamble the backward compiles with (a macro may read it). The adapters keep
-    for the backward only the outputs it reads (bias-GELU's backward recomputes from its inputs: none) and pass
-    each other output's gradient in its place (same shape and dtype: the backward kernel binds as before)."""
-    operation = spec.backward()[1]
-    texts = (operation, str(getattr(spec, "preamble", "") or ""))
-    return tuple(any(re.search(rf"\b{re.escape(p.name)}\b", text) for text in texts) for p in spec.out_params)
 
 
 def shared_for(spec: Any, inputs: Sequence[Any]) -> dict[str, str]:

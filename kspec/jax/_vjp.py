@@ -2,7 +2,7 @@
 the kernel's backward kernel (its spec's ``grad`` table, kspec/spec/_backward.py) run through kspec.jax too.
 
 The backward reads the forward's arguments (static scalars back in their places), its outputs (those it reads:
-kspec.grad's ``outputs_read``; the others are no residuals) and their gradients, and writes one gradient per
+kspec.spec's ``outputs_read``; the others are no residuals) and their gradients, and writes one gradient per
 differentiated input; each is summed over the axes its input was broadcast along. An input without a gradient
 entry, and an output given as an argument, gets zeros (float0 for integers, as JAX requires).
 """

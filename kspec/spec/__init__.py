@@ -18,7 +18,7 @@ _LAZY = {
                      "VARIANT_ENTRIES", "VARIANT_INDEX_TYPES"), "_specializations"),
     "find_spec_files": "_scan",
     **dict.fromkeys(("row_sum_arrays", "row_sum_inputs", "row_sum_outputs"), "_row_sums"),
-    "backward_spec": "_backward", "with_backwards": "_grad_plan", "grad_sum_spec": "_grad_plan",
+    "backward_spec": "_backward", "outputs_read": "_backward", "with_backwards": "_grad_plan", "grad_sum_spec": "_grad_plan",
     **dict.fromkeys(("Param", "format_params", "parse_params"), "_params"),
     **dict.fromkeys(("PlainParam", "PlainSpec", "plain_spec"), "_plain"),
     # for kspec.kernels (not in __all__): a constructor's fields checked without Pydantic

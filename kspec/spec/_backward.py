@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from .._errors import SpecError
-from ._grad import GRAD_PREFIX
+from ._grad import GRAD_PREFIX, mentions
 from ._params import Param
 
 BACKWARD_SUFFIX = "_backward"
@@ -27,6 +27,16 @@ def backward_spec(spec: Any) -> Any:
         raise SpecError("declares no gradient: give its spec a grad table (input name -> expression) or "
                         "grad = \"auto\"", kernel=getattr(spec, "name", None), field="grad")  # fmt: skip
     return spec.backward_spec()
+
+
+def outputs_read(spec: Any) -> tuple[bool, ...]:
+    """Per output of a spec with gradients, whether its backward reads the output's value (:func:`build_backward`
+    passes every output in): its name in the backward's operation or in the preamble the backward compiles with
+    (a macro may read it). The adapters keep for the backward only the outputs it reads (bias-GELU's backward
+    recomputes from its inputs: none) and pass each other output's gradient in its place (same shape and dtype:
+    the backward kernel binds as before)."""
+    texts = (spec.backward()[1], str(getattr(spec, "preamble", "") or ""))
+    return tuple(mentions(p.name, texts) for p in spec.out_params)
 
 
 def shared_gradients(names: tuple[str, ...], operation: str) -> dict[str, str]:

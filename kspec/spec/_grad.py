@@ -19,6 +19,11 @@ GRAD_PREFIX = "grad_"  # grad_<output>: an output's incoming gradient; grad_<inp
 _GRAD_NAME = re.compile(r"\bgrad_([A-Za-z_]\w*)")
 
 
+def mentions(name: str, texts: Sequence[str]) -> bool:
+    """Whether kernel code (``texts``) names ``name`` as a word: a backward reads a parameter it names."""
+    return any(re.search(rf"\b{re.escape(name)}\b", text) for text in texts)
+
+
 def grad_table(value: object) -> dict[str, str] | None:
     """A ``grad`` table as given (a mapping of names to expression strings), before the parameters are known."""
     if value is None or value == AUTO:

@@ -27,7 +27,7 @@ from typing import Any
 
 from .. import dtypes
 from .._errors import SpecError
-from ._grad import GRAD_PREFIX
+from ._grad import GRAD_PREFIX, mentions
 from ._params import Param
 
 ROW_SUM_SUFFIX = "_rowsum"
@@ -59,7 +59,7 @@ def row_sum_spec(backward: Any, summed: Sequence[str], elementwise: type) -> Any
     if any(p.raw for p in backward.in_params):
         raise SpecError("the row-sum backward reads no raw arrays", kernel=backward.name, field="grad")
     scalars = set(backward.scalars)
-    arrays = [p for p in backward.in_params if p.name not in scalars and _used(p.name, texts)]
+    arrays = [p for p in backward.in_params if p.name not in scalars and mentions(p.name, texts)]
     summed_out = [outputs[GRAD_PREFIX + n] for n in summed]
     written = [p for p in backward.out_params if p.name[len(GRAD_PREFIX):] not in summed]
     sizes = [Param(name=n, type="int64") for n in SIZES]
@@ -91,10 +91,6 @@ def _instantiations(declared: Sequence[Any], params: Sequence[Any]) -> list[dict
     used = {p.type for p in params}
     kept = [{k: v for k, v in dict(inst).items() if k in used} for inst in declared]
     return [dict(t) for t in dict.fromkeys(tuple(sorted(i.items())) for i in kept)]
-
-
-def _used(name: str, texts: Sequence[str]) -> bool:
-    return any(re.search(rf"\b{re.escape(name)}\b", t) for t in texts)
 
 
 def _c_type(type_name: str) -> str:

@@ -96,9 +96,10 @@ def _register(kernel: Any, name: str | None, scalars: Sequence[str] | None, retu
             add_autograd(_ops.library(), f"{op_name}{_SINGLE}", backward_of)
             _, recorded = define_saving(_ops.library(), kernel, op_name, signature, backward_of, overload, single)
             add_autograd(_ops.library(), f"{op_name}{_SAVING}", backward_of, hidden=True)
-        outputs_read = None  # a spec kernel's outputs its backward never reads are not kept for it
+        outputs_read = None  # a spec kernel's outputs its backward never reads are not kept for it (None: all read)
         if backward_of is not None and not isinstance(backward_of, _grads.FusedRule):
-            outputs_read = _outputs_read(kernel.spec)
+            read = _outputs_read(kernel.spec)
+            outputs_read = None if all(read) else read
             add_autograd(_ops.library(), op_name, backward_of, outputs_read=outputs_read)
         plain = (call, _ops.on_cpu_device(op_name, call))
         op = eager_op(op_name, overload, signature, plain, recorded, backward_of, outputs_read)

@@ -36,16 +36,17 @@ def save(ctx: Any, inputs: Sequence[Any], outputs: Sequence[Any], keywords: Mapp
          kept: Sequence[Any] = (), found: Any = None, outputs_read: Sequence[bool] | None = None) -> None:  # fmt: skip
     """Keep what the backward reads: the tensor inputs, the outputs (``kept`` after them: values between a fused
     function's kernels), the numbers and keywords, and what the forward ``found`` for the rule. ``outputs_read``:
-    per output, whether the backward reads its value (None: all do). An output it never reads is not kept, only
-    its shape, dtype and device: autograd would otherwise hold an activation-sized array until the backward."""
+    per output, whether the backward reads its value (None: all do; the op decides once, kspec.spec's
+    ``outputs_read``). An output it never reads is not kept, only its shape, dtype and device: autograd would
+    otherwise hold an activation-sized array until the backward."""
     import torch
 
     ctx.kspec_keywords = dict(keywords or {})
     ctx.kspec_found = found
     ctx.kspec_grads = len(outputs)  # the outputs with gradients: not the kept values
-    unsaved: tuple[tuple[int, Any, Any, Any], ...] = ()
-    if outputs_read is not None and not all(outputs_read):
-        unsaved = tuple((j, o.shape, o.dtype, o.device) for j, (o, read) in enumerate(zip(outputs, outputs_read)) if not read)
+    unsaved: dict[int, tuple[Any, Any, Any]] = {}  # output position -> (shape, dtype, device)
+    if outputs_read is not None:
+        unsaved = {j: (o.shape, o.dtype, o.device) for j, (o, read) in enumerate(zip(outputs, outputs_read)) if not read}
         outputs = [o for o, read in zip(outputs, outputs_read) if read]
     ctx.kspec_unsaved = unsaved
     ctx.save_for_backward(*[a for a in inputs if isinstance(a, torch.Tensor)], *outputs, *kept)
@@ -69,7 +70,7 @@ def gradients_of(ctx: Any, grads: Sequence[Any], needed: Sequence[bool], gradien
     # kspec's backward kernels give grad * f'(z) (JAX's convention for complex values); PyTorch's is
     # grad * conj(f'(z)) = conj(conj(grad) * f'(z)): the same kernels, conjugated on the way in and out. The saved
     # tensors are the tensor arguments and the outputs (less those not kept: their dtypes)
-    complex_values = any(t.is_complex() for t in saved) or any(dtype.is_complex for _, _, dtype, _ in unsaved)
+    complex_values = any(t.is_complex() for t in saved) or any(dtype.is_complex for _, dtype, _ in unsaved.values())
     if complex_values:
         grads = tuple(torch.conj_physical(g) if g.is_complex() else g for g in grads)
     made = gradients(args, ctx.kspec_keywords, outputs, grads, needed, ctx.kspec_found)
@@ -84,23 +85,21 @@ def gradients_of(ctx: Any, grads: Sequence[Any], needed: Sequence[bool], gradien
     return tuple(result)
 
 
-def _with_stand_ins(kept: Sequence[Any], grads: Sequence[Any], unsaved: Sequence[tuple[int, Any, Any, Any]]
+def _with_stand_ins(kept: Sequence[Any], grads: Sequence[Any], unsaved: Mapping[int, tuple[Any, Any, Any]]
                     ) -> tuple[list[Any], list[Any]]:  # fmt: skip
     """(the outputs, their gradients) where the outputs in ``unsaved`` (the backward reads none of them) were not
     kept: each stands in as its gradient, which has its shape and dtype (zeros where none came), so the backward
     kernel's parameters bind as before; ``kept``: the kept outputs in order, then the values after them."""
     import torch
 
-    outputs, grads = [], list(grads)
-    by_position = {j: (shape, dtype, device) for j, shape, dtype, device in unsaved}
-    rest = iter(kept)
-    for j in range(len(grads)):
-        meta = by_position.get(j)
-        if meta is None:
+    outputs, grads, rest = [], list(grads), iter(kept)
+    for j, grad in enumerate(grads):
+        if j not in unsaved:
             outputs.append(next(rest))
             continue
-        if grads[j] is None:
-            grads[j] = torch.zeros(meta[0], dtype=meta[1], device=meta[2])
+        if grad is None:
+            shape, dtype, device = unsaved[j]
+            grads[j] = torch.zeros(shape, dtype=dtype, device=device)
         outputs.append(grads[j])
     outputs.extend(rest)  # a fused function's values between kernels (never left out)
     return outputs, grads
