@@ -34,7 +34,7 @@ _LAZY = {
     # failed compiles CuPy's CompileException too
     "ModuleCache": "raw", "set_module_cache": "raw", "module_cache": "raw", "clear_constructor_memos": "records",
     "set_compile_error_type": "_compile_errors",
-    # not in __all__: kspec.cupy's enable() loads what the first kernel call would
+    # what the first kernel call would load, loaded ahead (kspec.cupy's enable() calls it)
     "preload_call_path": "_preload",
 }
 
@@ -42,4 +42,4 @@ _LAZY = {
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
-__all__ = ["ArraySpec", "LaunchPlan", "LaunchStep", "BinaryStore", "load_specs", "DeviceGlobal", "ElementwiseKernel", "KernelLibrary", "RawKernel", "RawModule", "ReductionKernel", "TunedKernel", "load", "register_binaries", "registered_binaries", "observe_builds", "BuildObserver"]
+__all__ = ["ArraySpec", "LaunchPlan", "LaunchStep", "BinaryStore", "load_specs", "DeviceGlobal", "ElementwiseKernel", "KernelLibrary", "RawKernel", "RawModule", "ReductionKernel", "TunedKernel", "load", "register_binaries", "registered_binaries", "observe_builds", "BuildObserver", "preload_call_path"]

@@ -8,7 +8,6 @@ Nothing is compiled here: each kernel compiles on its first call (from the binar
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -143,7 +142,6 @@ def load_specs(specs: Iterable[Mapping[str, Any]], *, binaries: str | os.PathLik
     store = binary_store(binaries, optional=True)
     kernels: dict[str, Any] = {}
     found: dict[str, Any] = {}
-    kinds: set[str] = set()
     for table in specs:
         table = dict(table)
         spec = _served(table, store)
@@ -157,17 +155,11 @@ def load_specs(specs: Iterable[Mapping[str, Any]], *, binaries: str | os.PathLik
         else:
             kernel = _Deferred(lambda spec=spec: _plain_callable(spec, store))
         found[spec.name], kernels[spec.name] = spec, kernel
-        kinds.add(spec.KIND)
-    # the machinery of the kinds this module has is loaded now, so a first call only makes its kernel (a
-    # few hundred us) and launches; a kind the module lacks is never loaded
-    for kind in kinds & _KIND_MODULES.keys():
-        for module in _KIND_MODULES[kind]:
-            importlib.import_module(module, __package__)
+    # the machinery of a kind (planning, the call path, binary lookup: ~70 modules, ~11 ms on an H200 host) loads
+    # at the first call of one of its kernels, not here: importing a deployed package costs little more than
+    # numpy and the driver bindings. A program that wants its first call to launch at once loads it ahead at its
+    # start (kspec.kernels.preload_call_path)
     return KernelLibrary._of_kernels(kernels, found)
-
-
-# what load_specs loads for each kind a module has (a raw table's kernel object is made by .raw._spec_table)
-_KIND_MODULES = {"elementwise": ("._elementwise",), "reduction": ("._reduction",), "raw": (".raw._module", ".raw._spec_table")}
 
 
 class _Deferred:

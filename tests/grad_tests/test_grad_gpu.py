@@ -148,9 +148,11 @@ def test_an_eager_fused_step_frees_its_gradients_when_dropped_on_cuda(bare):
         for _ in range(4):
             grads = torch.autograd.grad((softmax(x, 2.0) * b).square().sum(), (x, b))
             del grads
-        # four held steps would keep 16 MB of x's gradients alone; one block of x's size either way is not a step's
-        # worth (runs on an H200 found 4 MB more, and in another test order 4 MB fewer, than before the steps)
-        assert abs(_settled_allocation(torch) - before) <= x.numel() * x.element_size()
+        # four held steps would keep 16 MB of x's gradients alone, and each step holds three x-sized values (e, the
+        # result, x's gradient). Runs on an H200 found one step's fused values (e and its row sums: x's size plus
+        # b's) more, or fewer, than before the steps, depending on the test order: less than two x-sized
+        # blocks either way is not a step's worth held per step
+        assert abs(_settled_allocation(torch) - before) < 2 * x.numel() * x.element_size()
         assert not held()
 
 

@@ -114,6 +114,26 @@ def test_generated_module_makes_only_the_kernels_it_calls(package: Path) -> None
     assert result["others"] == [], result  # served_pkg.reduction stays unimported
 
 
+_IMPORT_ONLY = """
+import json, sys
+import served_pkg.elementwise as ew
+loaded = sorted(m for m in sys.modules if m.startswith("kspec"))
+print(json.dumps({{"machinery": [m for m in {machinery!r} if m in sys.modules], "kspec_modules": len(loaded)}}))
+"""
+# what the first call of an elementwise kernel loads (planning, the call path, binary lookup, call records)
+_MACHINERY = ("kspec.kernels._elementwise", "kspec.kernels._spec_kernel", "kspec.kernels.planning",
+              "kspec.kernels.callpath", "kspec.kernels.records", "kspec.render", "kspec.runtime")
+
+
+def test_importing_a_generated_module_loads_no_call_machinery(package: Path) -> None:
+    """A deployed package's import costs about numpy and the driver bindings (issue [P4]: within 10% of them): its
+    kernels' machinery loads at the first call (test_generated_module_served_from_binaries_imports_nothing_heavy
+    serves that call), or ahead where a program asks (kspec.kernels.preload_call_path)."""
+    result = _run(package, _IMPORT_ONLY.format(machinery=_MACHINERY))
+    assert result["machinery"] == [], result
+    assert result["kspec_modules"] <= 30, result  # ~25 today; the machinery alone is ~70
+
+
 def test_second_process_needs_no_toolchain_or_template_hashing(package: Path) -> None:
     """The cache key's facts come from the on-disk memo (kspec/_memo.py): a process computing a key after
     one that wrote the memo loads neither NVRTC nor cuda.pathfinder."""
