@@ -155,9 +155,9 @@ def load_specs(specs: Iterable[Mapping[str, Any]], *, binaries: str | os.PathLik
         else:
             kernel = _Deferred(lambda spec=spec: _plain_callable(spec, store))
         found[spec.name], kernels[spec.name] = spec, kernel
-    # the machinery of a kind (planning, the call path, binary lookup: ~70 modules, ~11 ms on an H200 host) loads
+    # the machinery of a kind (planning, the call path, binary lookup: ~60 modules, ~20 ms on an H200 host) loads
     # at the first call of one of its kernels, not here: importing a deployed package costs little more than
-    # numpy and the driver bindings. A program that wants its first call to launch at once loads it ahead at its
+    # numpy. A program that wants its first call to launch at once loads it ahead at its
     # start (kspec.kernels.preload_call_path)
     return KernelLibrary._of_kernels(kernels, found)
 

@@ -39,7 +39,7 @@ def preload_call_path() -> None:
     """Import and look up, once, what every first kernel call needs: the driver bindings, the machinery of
     elementwise, reduction and raw kernels, the compiled call path from the cache, the installed binary stores.
 
-    A generated module's import loads none of it (its first call would, ~10 ms on an H200 host): call this at a
+    A generated module's import loads none of it (its first call would: ~20 ms on an H200 host): call this at a
     program's start where the first call must launch at once. It compiles nothing, initialises no CUDA context
     and starts no thread or process; a part that fails is left to the first call, which reports it."""
     from .. import runtime
