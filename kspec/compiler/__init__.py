@@ -32,7 +32,7 @@ _LAZY = {
     "portable_host_march": "host",
     "compile_host_library": "host", "host_library_key": "host",
     "build_call_path": "host", "cached_call_path": "host", "call_path_source": "host",
-    "host_extension_key": "host",
+    "host_extension_key": "host", "cached_call_path_image": "host",
     "CompileRequest": "_policy", "compile_policy": "_policy", "current_policy": "_policy",
     "explicit_compiles": "_policy", "POLICY_ENV": "_policy",
     "compile_log": "_log", "clear_compile_log": "_log", "record_load": "_log", "LOG_ENV": "_log",

@@ -80,17 +80,17 @@ def reset_call_path() -> None:
 def _start(build: bool = True) -> None:
     """Load the extension from the cache now, or have it built (under ``_lock``; ``build=False``: only load)."""
     from .._errors import KspecError
-    from ..compiler import cached_call_path, call_path_source
+    from ..compiler import cached_call_path_image, call_path_source
 
     try:
         source = call_path_source()
-        program = cached_call_path(source)
+        image = cached_call_path_image(source)
     except (KspecError, OSError) as exc:
         _give_up(f"reading it failed: {exc}")
         return
-    if program is not None:
+    if image is not None:
         try:
-            _state["module"] = _module_from(program.binary)
+            _state["module"] = _module_from(image)
         except (OSError, ImportError) as exc:
             _give_up(f"loading it failed: {exc}")
         return
@@ -112,7 +112,7 @@ def _build_in_child(source: str) -> None:
     import subprocess
     import tempfile
 
-    from ..compiler import cached_call_path
+    from ..compiler import cached_call_path_image
 
     module, why = None, ""
     # the child imports this kspec, wherever this process found it (a checkout beside a script, say)
@@ -126,8 +126,8 @@ def _build_in_child(source: str) -> None:
             log.seek(0)
             output = log.read().decode(errors="replace").strip().splitlines()
         why = output[-1] if output else f"exit status {done.returncode}"
-        program = cached_call_path(source) if done.returncode == 0 else None
-        module = _module_from(program.binary) if program is not None else None
+        image = cached_call_path_image(source) if done.returncode == 0 else None
+        module = _module_from(image) if image is not None else None
     except (OSError, ImportError) as exc:
         why = str(exc)
     with _lock:

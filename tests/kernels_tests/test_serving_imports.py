@@ -32,6 +32,8 @@ FORBIDDEN = (
     "pydantic", "jinja2", "cuda.bindings.nvrtc", "cuda.core", "kspec.build", "kspec.codegen",
     "kspec.render._render", "kspec.render._env", "kspec.spec._models", "kspec.spec._params",
     "kspec.compiler._compile", "kspec.compiler._nvrtc", "kspec.compiler._options", "_hashlib",
+    # the compiled call path is read from the cache as an image, not a CompiledProgram (a dataclass: ~3 ms)
+    "kspec.compiler._program",
 )
 
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the same names, typed for mypy (a module __getattr__ is Any
     from ._clear import ClearReport as ClearReport
     from ._dirs import NOT_AN_ENTRY as NOT_AN_ENTRY
     from ._entry import ENTRY_FORMAT_VERSION as ENTRY_FORMAT_VERSION, ENTRY_SUFFIX as ENTRY_SUFFIX
-    from ._entry import decode_entry as decode_entry, read_regular as read_regular
+    from ._entry import decode_entry as decode_entry, entry_parts as entry_parts, read_regular as read_regular
     from ._store import BinaryCache as BinaryCache, CacheInfo as CacheInfo, default_cache as default_cache
 
 
@@ -28,7 +28,8 @@ _LAZY = {
     "NOT_AN_ENTRY": "_dirs",
     # the entry format, for the rest of kspec.compiler: the cache key hashes its version in, and the compiled
     # call path's lookup (kspec/compiler/host/_extension.py) reads one entry file without the cache object
-    "ENTRY_FORMAT_VERSION": "_entry", "ENTRY_SUFFIX": "_entry", "decode_entry": "_entry", "read_regular": "_entry",
+    "ENTRY_FORMAT_VERSION": "_entry", "ENTRY_SUFFIX": "_entry", "decode_entry": "_entry", "entry_parts": "_entry",
+    "read_regular": "_entry",
 }
 
 

@@ -28,9 +28,10 @@ import re
 import stat
 import struct
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from .._program import CompiledProgram
+if TYPE_CHECKING:  # built in decode_entry only: the call path's lookup reads an image without it (no dataclasses)
+    from .._program import CompiledProgram
 
 # Bump when the cache entry layout changes; part of the key, so old and new kspec never share a file name.
 # 2: CRC-32 in place of format 1's sha256.
@@ -64,6 +65,30 @@ def encode_entry(key: str, program: CompiledProgram, *, kernel: str = "") -> byt
 
 def decode_entry(data: bytes, key: str) -> CompiledProgram | None:
     """The program stored in ``data`` under ``key``, or None when the bytes are not a whole, valid entry."""
+    parts = entry_parts(data, key)
+    if parts is None:
+        return None
+    from .._program import CompiledProgram
+
+    header, binary = parts
+    try:
+        major, minor = header["nvrtc_version"]
+        return CompiledProgram(
+            binary=binary,
+            format=str(header["format"]),
+            arch=str(header["arch"]),
+            lowered_names={str(k): str(v) for k, v in header["lowered_names"].items()},
+            log=str(header["log"]),
+            nvrtc_version=(int(major), int(minor)),
+            compile_ms=0.0,
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def entry_parts(data: bytes, key: str) -> tuple[dict[str, Any], bytes] | None:
+    """(the header, the binary) of the entry in ``data`` under ``key``, or None when the bytes are not a whole,
+    valid entry (lengths, CRC-32, the key it names)."""
     if len(data) < _PREFIX.size:
         return None
     magic, version, header_len, binary_len, digest = _PREFIX.unpack_from(data)
@@ -78,20 +103,11 @@ def decode_entry(data: bytes, key: str) -> CompiledProgram | None:
         return None
     try:
         header = json.loads(bytes(body[:header_len]).decode("utf-8"))
-        if header["key"] != key:  # a file copied or renamed under another key's name
+        if not isinstance(header, dict) or header["key"] != key:  # a file copied or renamed under another key's name
             return None
-        major, minor = header["nvrtc_version"]
-        return CompiledProgram(
-            binary=bytes(body[header_len:]),
-            format=str(header["format"]),
-            arch=str(header["arch"]),
-            lowered_names={str(k): str(v) for k, v in header["lowered_names"].items()},
-            log=str(header["log"]),
-            nvrtc_version=(int(major), int(minor)),
-            compile_ms=0.0,
-        )
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError):
         return None
+    return header, bytes(body[header_len:])
 
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)

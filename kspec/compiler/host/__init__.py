@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # the same names, typed for mypy (a module __getattr__ is Any
     from ._compiler import host_key_parts as host_key_parts, portable_host_march as portable_host_march
     from ..._fastcall_source import call_path_source as call_path_source  # _extension's, from the shared leaf
     from ._extension import build_call_path as build_call_path, cached_call_path as cached_call_path
+    from ._extension import cached_call_path_image as cached_call_path_image
     from ._extension import host_extension_key as host_extension_key
     from ._library import compile_host_library as compile_host_library, host_library_key as host_library_key
     from ._scan import scan_host_source as scan_host_source
@@ -32,7 +33,7 @@ _LAZY = {
     "scan_host_source": "_scan",
     "compile_host_library": "_library", "host_library_key": "_library",
     "build_call_path": "_extension", "cached_call_path": "_extension", "call_path_source": "_extension",
-    "host_extension_key": "_extension",
+    "host_extension_key": "_extension", "cached_call_path_image": "_extension",
 }
 
 
@@ -44,6 +45,7 @@ __all__ = [
     "HostCompiler",
     "build_call_path",
     "cached_call_path",
+    "cached_call_path_image",
     "call_path_source",
     "compile_host",
     "compile_host_library",

@@ -14,10 +14,16 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from ..._digest import sha256
 from ..._fastcall_source import call_path_source  # the source is a shared leaf's: runtime loads what this builds
-from .._program import CompiledProgram
+
+if TYPE_CHECKING:  # a served process reads the image alone (cached_call_path_image): no program, no dataclasses
+    from .._program import CompiledProgram
+
+_Found = TypeVar("_Found")
 
 HOST_EXTENSION_FORMAT = 1  # bump when what an extension entry holds changes meaning
 CALL_PATH_NAME = "kspec_fastcall"
@@ -55,22 +61,42 @@ def cached_call_path(source: str) -> CompiledProgram | None:
     directly from the cache directories in order (the cache's own reader, without its statistics and trimming
     machinery, which a process serving precompiled kernels never imports); a hit refreshes the entry's mtime,
     the LRU clock, so a cap trims it last."""
+    from ..cache import decode_entry
+
+    return _cached(source, decode_entry)
+
+
+def cached_call_path_image(source: str) -> bytes | None:
+    """The shared library of :func:`cached_call_path`'s build, or None: what the runtime loads, read without
+    making a :class:`kspec.compiler.CompiledProgram` (a served first call then loads neither that module nor
+    ``dataclasses``: ~3 ms on an H200 host)."""
+    from ..cache import entry_parts
+
+    def image(data: bytes, key: str) -> bytes | None:
+        parts = entry_parts(data, key)
+        return None if parts is None else parts[1]
+
+    return _cached(source, image)
+
+
+def _cached(source: str, decode: Callable[[bytes, str], _Found | None]) -> _Found | None:
+    """``decode(entry bytes, key)`` of the first valid entry of ``source``'s build in the cache directories."""
     from ..._memo import user_cache_dirs
-    from ..cache import ENTRY_SUFFIX, decode_entry, read_regular
+    from ..cache import ENTRY_SUFFIX, read_regular
 
     key = host_extension_key(source, interpreter_identity())
     for directory in user_cache_dirs():
         path = directory / (key + ENTRY_SUFFIX)
         try:
-            program = decode_entry(read_regular(path), key)
+            found = decode(read_regular(path), key)
         except OSError:  # absent or unreadable: the next directory
             continue
-        if program is not None:
+        if found is not None:
             try:
                 os.utime(path)
             except OSError:  # a read-only directory
                 pass
-            return program
+            return found
     return None
 
 
