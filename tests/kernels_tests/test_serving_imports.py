@@ -316,6 +316,43 @@ def test_preload_loads_what_first_calls_import(tmp_path: Path) -> None:
     assert [m for m in imported if not m.startswith(host_own)] == [], imported
 
 
+_THREADED_FIRST_CALLS = """
+import json, threading
+import numpy as np
+import generated.elementwise as ew, generated.reduction as red
+import kspec
+a = np.arange(4096, dtype=np.float32)
+x, y, shifted = kspec.asarray(a), kspec.asarray(np.ones(4096, np.float32)), kspec.asarray(a - 2048)
+calls = {"squared_diff": lambda: ew.squared_diff(x, y), "relu": lambda: ew.relu(shifted),
+         "saxpy": lambda: ew.saxpy(np.float32(2.0), x, y), "l2norm": lambda: red.l2norm(x)}
+barrier, got, errors = threading.Barrier(len(calls)), {}, []
+
+def first_call(name):
+    barrier.wait()  # every thread's first call at once: each loads the machinery the import left out
+    try:
+        got[name] = np.asarray(calls[name]().get()).tolist()
+    except Exception as exc:
+        errors.append(f"{name}: {exc!r}")
+
+threads = [threading.Thread(target=first_call, args=(n,)) for n in calls]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+want = {"squared_diff": ((a - 1) ** 2).tolist(), "relu": np.maximum(a - 2048, 0).tolist(),
+        "saxpy": (2 * a + 1).tolist(), "l2norm": float(np.sqrt((a.astype(np.float64) ** 2).sum()))}
+print(json.dumps({"errors": errors, "wrong": sorted(n for n in want if not np.allclose(got.get(n, np.nan), want[n], rtol=1e-5))}))
+"""
+
+
+def test_threads_making_their_first_calls_at_once_after_the_import(tmp_path: Path) -> None:
+    """A generated module's import leaves each kind's machinery to the first call: threads whose first calls
+    start together load it concurrently (Python's per-module import locks), and every result is right. Twice:
+    compiling into an empty cache, then served from it."""
+    for _ in range(2):
+        assert _on_cpu_device(_THREADED_FIRST_CALLS, tmp_path) == {"errors": [], "wrong": []}
+
+
 def _on_cpu_device(script: str, tmp_path: Path) -> Any:
     """The last line a fresh process running ``script`` on the CPU device prints, as JSON; its cache and memo
     directories under ``tmp_path`` (kept from one process to the next)."""
