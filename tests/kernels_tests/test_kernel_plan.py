@@ -551,6 +551,23 @@ def test_a_rows_split_makes_at_most_one_wave(ssq):
     assert strategy.kind == "split" and strategy.passes[0].grid == 512 and strategy.passes[0].nchunks == 2
 
 
+def test_rows_many_enough_per_sm_and_not_very_long_take_a_block_each(ssq):
+    """One reduced dim: with at least three rows per SM and rows shorter than 2^17, a block per row, not two chunks
+    per row and split_final (512 rows of 32768 on an H200: 0.76 -> 0.88 of copy); fewer rows, or longer ones,
+    keep the split."""
+    for shape in ((512, 1024, 32), (448, 256, 256), (400, 256, 128)):
+        _, plan = rplan(ssq, fake(shape), axis=(1, 2))
+        strategy = reduction_strategy(plan, H200_SMS, slab=False)
+        assert strategy.kind == "rows" and len(strategy.passes) == 1 and strategy.workspace_items == 0, shape
+        assert strategy.passes[0].grid == shape[0] and strategy.passes[0].chunk == plan.red_size, shape
+    for shape in ((300, 256, 256), (384, 512, 256), (128, 1024, 32)):  # under 3 rows per SM, or rows of 2^17
+        _, plan = rplan(ssq, fake(shape), axis=(1, 2))
+        assert reduction_strategy(plan, H200_SMS, slab=False).kind == "split", shape
+    # rows per SM: 300 rows on a 90-SM device are over three per SM (and under its 360-block wave)
+    _, plan = rplan(ssq, fake((300, 256, 256)), axis=(1, 2))
+    assert reduction_strategy(plan, 90, slab=False).kind == "rows"
+
+
 def test_split_final_merges_few_partials_with_a_group_of_lanes_per_output(ssq):
     from kspec.kernels.planning._reduction_passes import final_group
 

@@ -19,6 +19,12 @@ from ._reduction_slab import slab_strategy
 # Shape classes (kspec/render/_abi.py describes the entries):
 SHORT_ROW = 32  # rows of at most this many vectors: a power-of-two group of lanes (<= a warp) per row
 SPLIT_MIN_ROW = 16384  # rows at least this long are split over several blocks when the outputs are few
+# ... unless (one reduced dim) there are at least this many rows per SM and they are shorter than SPLIT_LONG_ROW:
+# a block per row then beat two chunks per row and split_final (float32 L2 norm, fraction of copy, H200: 400 rows
+# of 32768 0.67 -> 0.83, 448 of 65536 0.78 -> 0.92, 512 of 32768 0.76 -> 0.88 (PyTorch 0.87); 300 of 65536 0.83
+# -> 0.81, 280 and 384 of 131072 0.90 -> 0.84 and 0.94 -> 0.93 kept split; NOTES v57)
+UNSPLIT_ROWS_PER_SM = 3
+SPLIT_LONG_ROW = 131072
 BLOCKS_PER_SM = 4  # the grid a reduction aims at, in resident blocks per SM
 
 
@@ -58,7 +64,8 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
     if plan.contiguous_cols and plan.out_size >= COLS_MIN_OUTPUTS and red >= 2 and knobs.get("cols", 1):
         return cols_strategy(plan, sm_count, block, block_size is not None, max_threads, resident)
 
-    if red >= SPLIT_MIN_ROW and plan.out_size < target_blocks:
+    if (red >= SPLIT_MIN_ROW and plan.out_size < target_blocks
+            and not (plan.rndim == 1 and red < SPLIT_LONG_ROW and plan.out_size >= UNSPLIT_ROWS_PER_SM * sm_count)):
         # at most one wave: BLOCKS_PER_SM per SM, fewer where the entry's registers allow fewer, and rounded
         # down (256 rows of 65536, axes (1, 3) of (16, 1024, 16, 64): 768 blocks of a runtime-rank rows entry
         # that an SM holds 4 of ran at 0.66 of copy, 512 at 0.82, H200)
