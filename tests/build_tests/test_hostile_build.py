@@ -17,6 +17,8 @@ from kspec.cli import main
 from kspec.compiler import DEFAULT_COMPILE_TIMEOUT_S, BinaryCache
 from kspec.spec import load_file, parse_spec
 
+from helpers.child_env import child_path
+
 REPO = Path(__file__).resolve().parents[2]
 RAW = REPO / "specs" / "raw.toml"
 HELPERS = Path(__file__).resolve().parents[1] / "helpers"  # where hostile_worker.py is
@@ -30,7 +32,7 @@ def ew(name: str, operation: str = "y = x") -> kspec.spec.ElementwiseSpec:
 def hostile_worker(monkeypatch):
     """Builds use tests/helpers/hostile_worker.py: `crasher` kills its worker with SIGSEGV, `sleeper` hangs."""
     monkeypatch.setattr(workers, "WORKER_MODULE", "hostile_worker")
-    monkeypatch.setenv("PYTHONPATH", str(HELPERS))
+    monkeypatch.setenv("PYTHONPATH", child_path(HELPERS))  # kspec puts itself first; pydantic may be on the path
 
 
 @pytest.mark.skipif(not workers.ISOLATED, reason="compiles run in worker processes on POSIX only")

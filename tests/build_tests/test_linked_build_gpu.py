@@ -5,12 +5,13 @@ elementwise and reduction kernels give NumPy's results, every load from the buil
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from helpers.child_env import child_env
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = [REPO / "specs" / "elementwise.toml", REPO / "specs" / "reduction.toml"]
@@ -44,16 +45,14 @@ def test_linked_binaries_serve_on_the_gpu(tmp_path: Path) -> None:
     arch = kspec.get_device().arch
     archs = ",".join(sorted({"sm_80", arch} if arch != "sm_80" else {"sm_80", "sm_90"}))
     pkg = tmp_path / "linked_pkg"
-    path = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
-    env = {**os.environ, "PYTHONPATH": path, "KSPEC_CACHE_DIR": str(tmp_path / "build-cache"), "CUDA_VISIBLE_DEVICES": ""}
+    env = child_env(KSPEC_CACHE_DIR=str(tmp_path / "build-cache"), CUDA_VISIBLE_DEVICES="")
     subprocess.run([sys.executable, "-m", "kspec", "generate", *map(str, SPECS), "-o", str(pkg)], check=True, env=env)
     done = subprocess.run([sys.executable, "-m", "kspec", "build", *map(str, SPECS), "-o", str(pkg / "_binaries"),
                            "--arch", archs, "--json"], env=env, capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     report = json.loads(done.stdout)
     assert report["modules_linked"] > 0 and report["modules_failed"] == 0
-    served = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), path]),
-              "KSPEC_CACHE_DIR": str(tmp_path / "empty-cache"), "KSPEC_COMPILE": "never"}  # fmt: skip
+    served = child_env(tmp_path, REPO, KSPEC_CACHE_DIR=str(tmp_path / "empty-cache"), KSPEC_COMPILE="never")
     run = subprocess.run([sys.executable, "-c", _SCRIPT], env=served, cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     got = json.loads(run.stdout.strip().splitlines()[-1])

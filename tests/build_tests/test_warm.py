@@ -23,6 +23,8 @@ from kspec.cli import main
 from kspec.compiler import host_compiler
 from kspec.spec import load_library, with_backwards
 
+from helpers.child_env import child_path
+
 ROOT = Path(__file__).resolve().parents[2]
 ELEMENTWISE = ROOT / "specs" / "elementwise.toml"
 
@@ -35,9 +37,8 @@ def _host_compiler_or_skip() -> None:
 
 
 def _env(cache: Path, **extra: str) -> dict[str, str]:
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = {k: v for k, v in os.environ.items() if k not in ("KSPEC_COMPILE", "KSPEC_LOG", "KSPEC_DEVICE")}
-    return {**env, "PYTHONPATH": path, "KSPEC_CACHE_DIR": str(cache), **extra}
+    return {**env, "PYTHONPATH": child_path(), "KSPEC_CACHE_DIR": str(cache), **extra}
 
 
 def _kspec(cache: Path, *argv: str) -> subprocess.CompletedProcess[str]:

@@ -20,7 +20,7 @@ from kspec.capturer import Recorder, write_captured
 from kspec.render import raw_module_key, specialize
 from kspec.spec import ElementwiseSpec, RawSpec, load_file, parse_spec
 
-REPO = Path(__file__).resolve().parents[2]
+from helpers.child_env import child_env
 
 PROGRAM = '''
 import numpy as np
@@ -59,8 +59,7 @@ print([(e.kernel, e.source) for e in kspec.compile_log()])
 
 
 def _env(tmp: Path, **extra: str) -> dict[str, str]:
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "PYTHONPATH": path, "KSPEC_DEVICE": "cpu", **extra}
+    env = child_env(KSPEC_DEVICE="cpu", **extra)
     env.pop("KSPEC_BINARIES", None)
     return env
 

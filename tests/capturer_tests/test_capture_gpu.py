@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers.child_env import child_path
 from test_capture import PROGRAM, SERVE
 
-REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.gpu
 
 
@@ -24,9 +24,8 @@ def _arch() -> str:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     env = {k: v for k, v in os.environ.items() if k not in ("KSPEC_BINARIES", "KSPEC_DEVICE", "KSPEC_CUPY", "KSPEC_CAPTURE_DIR")}
-    return {**env, "PYTHONPATH": path, **extra}
+    return {**env, "PYTHONPATH": child_path(), **extra}
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> str:

@@ -13,14 +13,15 @@ import pytest
 
 from kspec.cli import main
 
+from helpers.child_env import child_env
+
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "specs"
 
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "kspec", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "kspec", *args], cwd=cwd, env=child_env(), capture_output=True, text=True, timeout=120
     )
 
 
@@ -197,7 +198,7 @@ def _mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
     pytest.importorskip("mypy")
     script = tmp_path / "script.py"
     script.write_text(source)
-    env = {**os.environ, "MYPYPATH": str(ROOT), "PYTHONPATH": str(ROOT)}
+    env = child_env(MYPYPATH=str(ROOT))
     return subprocess.run(
         [
             sys.executable, "-m", "mypy", "--python-version", "3.11", "--ignore-missing-imports",

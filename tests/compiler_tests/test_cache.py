@@ -29,7 +29,7 @@ from kspec.compiler import (
 from kspec.compiler.cache import _entry, _stats as _cache_stats
 from kspec.compiler import _compile as compile_module
 
-REPO = Path(__file__).resolve().parents[2]
+from helpers.child_env import child_env
 
 TEMPLATE = """
 template<typename T>
@@ -56,11 +56,6 @@ def cache_dir(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("KSPEC_CACHE_DIR", str(directory))
     monkeypatch.delenv("KSPEC_DUMP_SOURCE", raising=False)
     return directory
-
-
-def _child_env(cache_dir: Path) -> dict[str, str]:
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    return {**os.environ, "PYTHONPATH": path, "KSPEC_CACHE_DIR": str(cache_dir)}
 
 
 def _entries(directory: Path) -> list[Path]:
@@ -109,7 +104,8 @@ def test_hit_from_disk_in_a_new_cache_object(cache_dir, monkeypatch):
 
 def test_hit_across_processes(cache_dir, monkeypatch):
     out = subprocess.run(
-        [sys.executable, "-c", CHILD], env=_child_env(cache_dir), capture_output=True, text=True, check=True
+        [sys.executable, "-c", CHILD], env=child_env(KSPEC_CACHE_DIR=str(cache_dir)), capture_output=True, text=True,
+        check=True,
     )
     child = json.loads(out.stdout)
     assert child["hit"] is False
@@ -255,7 +251,7 @@ def test_concurrent_processes_same_key(cache_dir, tmp_path):
         f"open(os.path.join({str(ready)!r}, str(os.getpid())), 'w').close()\n"
         f"while not os.path.exists({str(go)!r}): time.sleep(0.001)\n"
     )
-    env = _child_env(cache_dir)
+    env = child_env(KSPEC_CACHE_DIR=str(cache_dir))
     children = [
         subprocess.Popen(
             [sys.executable, "-c", wait + CHILD], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

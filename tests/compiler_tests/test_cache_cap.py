@@ -21,7 +21,8 @@ from kspec.compiler import BinaryCache, CompiledProgram
 from kspec.compiler.cache import _stats as _cache_stats
 from kspec.compiler.cache._stats import DEFAULT_MAX_BYTES, max_bytes_from_env, parse_size, read_stats
 
-REPO = Path(__file__).resolve().parents[2]
+from helpers.child_env import child_env
+
 ENTRY = 1000  # bytes of binary per made-up entry (the entry file adds a header of ~200 bytes)
 
 
@@ -193,7 +194,7 @@ def test_counts_from_several_processes_add_up(cache_dir):
         "for i in range(2): c.put(f'{n:032x}{i:032x}', p)\n"
         "for i in range(5): assert c.get(f'{n:032x}{i % 2:032x}') is not None\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = child_env()
     procs = [subprocess.Popen([sys.executable, "-c", child, str(cache_dir), str(n)], env=env) for n in range(6)]
     assert [p.wait(timeout=120) for p in procs] == [0] * 6
     stats = read_stats(cache_dir)
@@ -244,7 +245,7 @@ def test_concurrent_writers_and_readers_with_a_tiny_cap(cache_dir, tmp_path):
     cap = 20 * 1300
     cache_dir.mkdir()
     go = tmp_path / "go"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = child_env()
     procs = [
         subprocess.Popen([sys.executable, "-c", WRITER, str(cache_dir), str(n), str(cap), str(go)], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip

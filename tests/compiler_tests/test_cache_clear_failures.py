@@ -22,7 +22,8 @@ import pytest
 from kspec.cli import main
 from kspec.compiler import BinaryCache, ClearReport, CompiledProgram
 
-REPO = Path(__file__).resolve().parents[2]
+from helpers.child_env import child_env
+
 POSIX_LINKS = pytest.mark.skipif(not hasattr(os, "symlink") or os.name != "posix", reason="needs POSIX links")
 
 
@@ -133,9 +134,8 @@ def test_real_refusals_in_a_shared_sticky_directory(tmp_path):
     shared.chmod(0o1777)
     readable.chmod(0o644)
     private.chmod(0o600)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run([*prefix, sys.executable, "-m", "kspec", "cache", "clear", "--dir", str(shared)],
-                          capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+                          capture_output=True, text=True, env=child_env(), timeout=120)  # fmt: skip
     assert done.returncode == 1, done
     assert done.stdout == f"removed 1 entry from {shared}\n"
     assert sorted(done.stderr.splitlines()) == sorted([

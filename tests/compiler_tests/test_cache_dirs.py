@@ -22,7 +22,8 @@ from kspec.compiler import BinaryCache, CompiledProgram, cache_key, compile_cach
 from kspec.compiler.cache import _dirs as _cache_dirs, _entry, _stats as _cache_stats
 from kspec.compiler import _compile as compile_module
 
-REPO = Path(__file__).resolve().parents[2]
+from helpers.child_env import child_env
+
 SOURCE = 'extern "C" __global__ void triple(float* a) { a[threadIdx.x] *= 3.0f; }'
 OTHER = 'extern "C" __global__ void quad(float* a) { a[threadIdx.x] *= 4.0f; }'
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -348,8 +349,7 @@ print(json.dumps(counts))
 
 def test_concurrent_writers_and_readers_never_see_a_torn_entry(tmp_path):
     directory, go, stop = tmp_path / "cache", tmp_path / "go", tmp_path / "stop"
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "PYTHONPATH": path, "KSPEC_CACHE_MAX_BYTES": "0"}
+    env = child_env(KSPEC_CACHE_MAX_BYTES="0")
     writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(directory), str(i), str(go)], env=env,
                                 stderr=subprocess.PIPE, text=True) for i in range(4)]  # fmt: skip
     readers = [subprocess.Popen([sys.executable, "-c", READER, str(directory), str(go), str(stop), "4"], env=env,

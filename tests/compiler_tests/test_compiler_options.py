@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import types
@@ -21,6 +20,8 @@ from kspec.compiler import (
     supported_archs,
 )
 from kspec.compiler import _includes, _key, _nvrtc
+
+from helpers.child_env import child_env
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = 'extern "C" __global__ void k(float* a) { a[0] = 1.0f; }'
@@ -137,8 +138,7 @@ def test_default_archs_are_one_cubin_per_major_version():
 
 def test_import_does_not_load_nvrtc():
     code = "import sys, kspec, kspec.compiler; assert 'cuda.bindings.nvrtc' not in sys.modules, 'loaded'"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=REPO)
+    subprocess.run([sys.executable, "-c", code], check=True, env=child_env(), cwd=REPO)
 
 
 def test_missing_binding_raises_nvrtc_not_found(monkeypatch):

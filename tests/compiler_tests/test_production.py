@@ -27,7 +27,8 @@ from kspec import jit
 from kspec.compiler import BinaryCache, CompileOptions, CompileRequest, compile_cached, compile_log
 from kspec.compiler import _compile, _log, _policy
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.child_env import child_env
+
 _counter = itertools.count()
 
 
@@ -306,8 +307,7 @@ def _spec_file(tmp_path: Path, name: str) -> Path:
 def _serve(tmp_path: Path, name: str, *args: str, compile: str = "never", cache: str = "cache") -> tuple[dict, str]:
     import json
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT), KSPEC_CACHE_DIR=str(tmp_path / cache), KSPEC_COMPILE=compile,
-               KSPEC_LOG="compile")
+    env = child_env(KSPEC_CACHE_DIR=str(tmp_path / cache), KSPEC_COMPILE=compile, KSPEC_LOG="compile")
     done = subprocess.run([sys.executable, "-c", _SERVE.format(name=name), *args], env=env, capture_output=True,
                           text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -330,7 +330,7 @@ def test_never_serves_a_precompiled_binary_and_refuses_what_it_lacks(on_cpu_devi
     name = _unique("built")
     spec = _spec_file(tmp_path, name)
     out = tmp_path / "binaries"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), KSPEC_CACHE_DIR=str(tmp_path / "build-cache"))
+    env = child_env(KSPEC_CACHE_DIR=str(tmp_path / "build-cache"))
     done = subprocess.run([sys.executable, "-m", "kspec", "build", str(spec), "-o", str(out), "--arch", "host"],
                           env=env, capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

@@ -8,20 +8,16 @@ Each check runs in a fresh interpreter with an empty binary cache, so only the b
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from helpers.child_env import child_env
+
 REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "specs" / "elementwise.toml"
-
-
-def _path(*first: Path) -> str:
-    """PYTHONPATH for a child: ``first``, then the parent's own (where the GPU machine keeps pydantic)."""
-    return os.pathsep.join([*map(str, first), *filter(None, [os.environ.get("PYTHONPATH")])])
 
 _SCRIPT = """
 import json
@@ -53,7 +49,7 @@ def package(tmp_path: Path) -> tuple[Path, str]:
 
     arch = kspec.get_device().arch
     out = tmp_path / "served_pkg"
-    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "build-cache")}
+    env = child_env(KSPEC_CACHE_DIR=str(tmp_path / "build-cache"))
     subprocess.run([sys.executable, "-m", "kspec", "generate", str(SPEC), "-o", str(out)], check=True, env=env, cwd=tmp_path)
     subprocess.run([sys.executable, "-m", "kspec", "build", str(SPEC), "-o", str(out / "_binaries"), "--arch", arch],
                    check=True, env=env, cwd=tmp_path, capture_output=True)  # fmt: skip
@@ -61,8 +57,7 @@ def package(tmp_path: Path) -> tuple[Path, str]:
 
 
 def _run(root: Path, **extra: str) -> tuple[dict, str]:
-    env = {**os.environ, "PYTHONPATH": _path(root, REPO),
-           "KSPEC_CACHE_DIR": str(root / "empty-cache"), **extra}
+    env = child_env(root, REPO, KSPEC_CACHE_DIR=str(root / "empty-cache"), **extra)
     done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, cwd=root, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
@@ -136,7 +131,7 @@ def test_warm_for_the_device_then_never_runs_the_repositorys_kernels(tmp_path) -
     """kspec.warm on specs/ for the device's arch (its default), then, in a fresh interpreter under
     KSPEC_COMPILE=never with the same cache, every declared elementwise and reduction specialization runs,
     each load a cache hit."""
-    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "cache")}
+    env = child_env(KSPEC_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("KSPEC_COMPILE", None)
     warm = ("import json, sys, kspec; r = kspec.warm(sys.argv[1]); "
             "print(json.dumps({'archs': r.archs, 'compiled': r.compiled, 'cached': r.cached}))")

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.child_env import child_path
+
 ROOT = Path(__file__).resolve().parents[2]
 
 FAKE = {
@@ -105,7 +107,7 @@ def _env(fake: Path) -> dict[str, str]:
     """The environment without KSPEC_CUPY, the stand-in CuPy and the checkout first on the path (what is on it
     already kept after them: the GPU machine puts kspec's dependencies there)."""
     env = {k: v for k, v in os.environ.items() if k != "KSPEC_CUPY"}
-    env["PYTHONPATH"] = os.pathsep.join([str(fake), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = child_path(fake, ROOT)
     return env
 
 

@@ -11,19 +11,16 @@ compiler.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import kspec
 
-REPO = Path(__file__).resolve().parents[2]
-
+from helpers.child_env import child_env
 
 pytestmark = pytest.mark.usefixtures("needs_host_compiler")
 
@@ -203,7 +200,6 @@ def test_kspec_device_environment_variable_selects_the_cpu_device(tmp_path) -> N
         np.testing.assert_allclose(total, (x * y).sum(), rtol=1e-6)
         print("ran on", kspec.device_kind())
     """)
-    env = dict(os.environ, KSPEC_DEVICE="cpu",
-               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    env = child_env(KSPEC_DEVICE="cpu")
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0 and "ran on cpu" in done.stdout, done.stdout + done.stderr

@@ -18,6 +18,8 @@ import pytest
 
 import kspec
 
+from helpers.child_env import child_env
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -371,8 +373,7 @@ import kspec.compiler._nvrtc as nvrtc_layer
 assert nvrtc_layer._module is None, "NVRTC was loaded"
 print("ok")
 """
-    env = dict(os.environ, KSPEC_CACHE_DIR=str(tmp_path / "cache2"),
-               PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]))
+    env = child_env(REPO, REPO / "tests", KSPEC_CACHE_DIR=str(tmp_path / "cache2"))
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr
 

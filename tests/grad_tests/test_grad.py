@@ -11,6 +11,7 @@ import kspec
 from kspec.grad import backward_spec
 from kspec.spec import ElementwiseSpec, load_file
 
+from helpers.child_env import child_env
 from helpers.cycles import collector_off
 from helpers.grad_cases import fused_rowprod, fused_rowsum, numeric_vjp
 
@@ -248,12 +249,9 @@ print(json.dumps({"g": g.tolist(), "gw": gw.tolist(), "aw": aw.tolist(), "ac": a
 
 def test_a_precompiled_backward_is_served_with_compiles_forbidden(on_cpu_device, tmp_path):
     import json
-    import os
     import subprocess
     import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
     spec = tmp_path / "cube.toml"
     spec.write_text(
         'schema = 1\n[[kernel]]\nkind = "elementwise"\nname = "served_cube"\nin_params = "T x"\nout_params = "T y"\n'
@@ -264,9 +262,7 @@ def test_a_precompiled_backward_is_served_with_compiles_forbidden(on_cpu_device,
         'operation = "y = x * w + c;"\ngrad = "auto"\ninstantiations = [{T = "float32"}]\n'
     )
     out = tmp_path / "binaries"
-    # the checkout first, then whatever the path had (the GPU machine puts pydantic and the rest there)
-    path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, PYTHONPATH=path, KSPEC_CACHE_DIR=str(tmp_path / "build-cache"))
+    env = child_env(KSPEC_CACHE_DIR=str(tmp_path / "build-cache"))  # the checkout, then the parent's path
     done = subprocess.run([sys.executable, "-m", "kspec", "build", str(spec), "-o", str(out), "--arch", "host"],
                           env=env, capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

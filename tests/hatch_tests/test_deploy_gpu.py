@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.child_env import child_env
 from helpers.deploy_build import EXAMPLE_ARCHS, NO_NVRTC, ROOT, build, build_env, copy_example, entry_point_shim, one, served_by_example
 
 pytestmark = pytest.mark.gpu
@@ -94,8 +95,7 @@ def test_wheel_kernels_run_without_nvrtc(deploy_wheel: Path, tmp_path: Path) -> 
     with zipfile.ZipFile(deploy_wheel) as wheel:  # a pure wheel installs by extraction
         wheel.extractall(site)
     assert (site / "deploy_example" / "kernels" / "_binaries" / "manifest.json").is_file()
-    env = dict(os.environ, KSPEC_CACHE_DIR=str(tmp_path / "empty-cache"),  # no cached binary can serve
-               PYTHONPATH=os.pathsep.join([str(site), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))  # fmt: skip
+    env = child_env(site, ROOT, KSPEC_CACHE_DIR=str(tmp_path / "empty-cache"))  # no cached binary can serve
     done = subprocess.run([sys.executable, "-c", _RUN, str(site)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     first_ms = float(done.stdout.strip().rpartition("first_call_ms=")[2])

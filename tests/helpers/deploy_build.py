@@ -16,6 +16,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from helpers.child_env import child_path
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "deploy"
 
@@ -63,10 +65,9 @@ def entry_point_shim(directory: Path) -> Path | None:
 
 def build_env(shim: Path | None, **extra: str) -> dict[str, str]:
     """This environment with kspec from the checkout importable, without a stray KSPEC_SKIP_COMPILE."""
-    paths = [str(shim)] if shim is not None else []
-    paths += [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    first = [shim, ROOT] if shim is not None else [ROOT]
     env = {k: v for k, v in os.environ.items() if k != "KSPEC_SKIP_COMPILE"}
-    return {**env, "PYTHONPATH": os.pathsep.join(paths), **extra}
+    return {**env, "PYTHONPATH": child_path(*first), **extra}
 
 
 def copy_example(dest: Path) -> Path:

@@ -12,7 +12,6 @@ the errors, the Python fallback handler and a stale executable from another proc
 from __future__ import annotations
 
 import builtins
-import os
 import subprocess
 import sys
 import textwrap
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers.child_env import child_env
 from helpers.device_arrays import host_compiler_missing
 
 jax = pytest.importorskip("jax")
@@ -281,9 +281,8 @@ def test_wrap_is_one_object_per_kernel():
 
 
 def _run(script: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = dict(os.environ, KSPEC_DEVICE="cpu", PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **env)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=REPO, env=environment,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=REPO,
+                          env=child_env(KSPEC_DEVICE="cpu", **env), capture_output=True, text=True, timeout=300)
 
 
 _SMALL = """

@@ -3,11 +3,12 @@ JAX; a call says what to install. Run in a subprocess in which ``import jax`` fa
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+from helpers.child_env import child_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,7 +39,7 @@ _SCRIPT = textwrap.dedent(
 
 
 def test_without_jax_a_call_says_what_to_install():
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    done = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=REPO, env=child_env(), capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "refused: kernel 'absent_copy': kspec.jax needs JAX (pip install jax" in done.stdout, done.stdout

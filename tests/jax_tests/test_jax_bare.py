@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers.child_env import child_env
 from helpers.device_arrays import host_compiler_missing
 
 jax = pytest.importorskip("jax")
@@ -242,7 +243,7 @@ def test_no_jax_imported_by_a_failed_plan():
         """
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
-                          env={**__import__("os").environ, "PYTHONPATH": str(REPO)}, timeout=120)  # fmt: skip
+                          env=child_env(), timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "refused:" in done.stdout
 

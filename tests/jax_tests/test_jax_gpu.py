@@ -26,6 +26,7 @@ jnp = pytest.importorskip("jax.numpy")
 
 import kspec  # noqa: E402
 import kspec.jax as kj  # noqa: E402
+from helpers.child_env import child_env  # noqa: E402
 from helpers.jax_cases import fused_mul_add, fused_rowdot  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -151,10 +152,9 @@ def test_vmap_on_the_gpu():
     np.testing.assert_allclose(np.asarray(got), (np.asarray(m) ** 2).sum(axis=1), rtol=1e-4)
 
 
-def _run(script: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = dict(os.environ, **env)
-    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(REPO), os.environ.get("PYTHONPATH")]))
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=REPO, env=environment,
+def _run(script: str, *first: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``script`` in a fresh process, ``first`` on its path ahead of the checkout."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=REPO, env=child_env(*first, REPO, **env),
                           capture_output=True, text=True, timeout=600)  # fmt: skip
 
 
@@ -257,7 +257,7 @@ def test_wheel_kernels_inside_jit_without_nvrtc(tmp_path):
     assert loads and all(source == "binary" for _kernel, source in loads), loads
     assert "cuda.bindings.nvrtc" not in sys.modules
     print("ok")
-    """), KSPEC_CACHE_DIR=str(tmp_path / "empty-cache"), KSPEC_COMPILE="never", PYTHONPATH=str(site))
+    """), site, KSPEC_CACHE_DIR=str(tmp_path / "empty-cache"), KSPEC_COMPILE="never")
     assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr
 
 

@@ -17,6 +17,8 @@ from kspec.kernels.callpath._signature import MISS, make_dispatcher
 from kspec.kernels.callpath._call_path import CallPath
 from kspec.kernels.callpath._launch_code import Output, Scalar, Step, make_launch, pointer_runs
 
+from helpers.child_env import child_env
+
 
 @pytest.fixture(autouse=True)
 def python_call_path(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
@@ -352,9 +354,7 @@ def test_a_later_process_finds_every_call_paths_code_on_disk(tmp_path):
     """The call path's generated code is the same text in every process (nothing of the process in it: a raw
     kernel's packer once held its thread's id), so a second process running the same calls writes no new code
     file: it loads each one the first process wrote (CPU device: elementwise, reduction and raw launches)."""
-    import os
     import subprocess
-    from pathlib import Path
 
     script = (
         "import numpy as np, kspec\n"
@@ -364,9 +364,7 @@ def test_a_later_process_finds_every_call_paths_code_on_disk(tmp_path):
         "m = kspec.RawModule(code='extern \"C\" __global__ void neg(float* y) { y[threadIdx.x] *= -1; }')\n"
         "m.get_function('neg')((1,), (8,), (x,))\n"
     )
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
-           "KSPEC_DEVICE": "cpu", "KSPEC_CACHE_DIR": str(tmp_path / "cache"), "KSPEC_MEMO_DIR": str(tmp_path / "memo")}
+    env = child_env(KSPEC_DEVICE="cpu", KSPEC_CACHE_DIR=str(tmp_path / "cache"), KSPEC_MEMO_DIR=str(tmp_path / "memo"))
     written = []
     for _ in range(2):
         done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +19,7 @@ from kspec.kernels.binaries import _loaded
 from kspec.kernels.planning import _planner, _reduction_planner
 from kspec.kernels.records._constructor_memo import clear_constructor_memos
 
-REPO = Path(__file__).resolve().parents[2]
+from helpers.child_env import child_env
 
 
 @pytest.fixture
@@ -83,8 +82,7 @@ def test_a_recorded_call_is_served_in_the_next_process_without_binding_or_planni
         assert len(k._cached_codes) == 1 and k.name == "records_sub"  # the spec, made on first need
         print("ok", sys.argv[1])
     ''')
-    env = {**os.environ, "KSPEC_DEVICE": "cpu", "KSPEC_MEMO_DIR": str(tmp_path / "memo"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = child_env(KSPEC_DEVICE="cpu", KSPEC_MEMO_DIR=str(tmp_path / "memo"))
     env.pop("KSPEC_CALL_RECORDS", None)
     for which in ("first", "second"):
         done = subprocess.run([sys.executable, "-c", script, which], env=env, capture_output=True, text=True,

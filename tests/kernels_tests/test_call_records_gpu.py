@@ -8,11 +8,10 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from helpers.child_env import child_env
 
 SCRIPT = textwrap.dedent('''
     import sys
@@ -64,8 +63,7 @@ SCRIPT = textwrap.dedent('''
 
 @pytest.mark.gpu
 def test_calls_recorded_in_one_process_are_served_in_the_next(tmp_path):
-    env = {**os.environ, "KSPEC_MEMO_DIR": str(tmp_path / "memo"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = child_env(KSPEC_MEMO_DIR=str(tmp_path / "memo"))
     for name in ("KSPEC_CALL_RECORDS", "KSPEC_DEVICE", "KSPEC_TUNING"):
         env.pop(name, None)
     # records serve one-device processes: on a machine with several GPUs the two processes see the first

@@ -3,15 +3,13 @@ the objects of the modules that call imported lazily leave them then, not in a l
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from helpers.child_env import child_env
 
 SCRIPT = textwrap.dedent('''
     import gc, sys
@@ -48,8 +46,7 @@ RAW = {
 @pytest.mark.parametrize("kernel", [ELEMENTWISE, RAW], ids=["elementwise", "raw"])
 @pytest.mark.parametrize("collector", ["on", "off"])
 def test_the_first_call_collects_the_young_generations_once(kernel, collector, tmp_path):
-    env = {**os.environ, "KSPEC_DEVICE": "cpu", "KSPEC_MEMO_DIR": str(tmp_path / "memo"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}  # fmt: skip
+    env = child_env(KSPEC_DEVICE="cpu", KSPEC_MEMO_DIR=str(tmp_path / "memo"))
     done = subprocess.run([sys.executable, "-c", SCRIPT.format(**kernel), collector], env=env, capture_output=True,
                           text=True, timeout=600, cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

@@ -17,6 +17,8 @@ import pytest
 import kspec
 from kspec.build import read_manifest
 
+from helpers.child_env import child_env
+
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.gpu
 
@@ -131,8 +133,7 @@ def typed_prebuilt(tmp_path_factory) -> Path:
 
 
 def test_spec_kernels_run_from_binaries_without_nvrtc(typed_prebuilt, tmp_path):
-    env = dict(os.environ, KSPEC_CACHE_DIR=str(tmp_path / "empty-cache"), PYTHONPATH=os.pathsep.join(
-        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    env = child_env(KSPEC_CACHE_DIR=str(tmp_path / "empty-cache"))
     done = subprocess.run(
         [sys.executable, "-c", _BLOCKED_NVRTC, str(REPO / "specs"), str(typed_prebuilt)],
         env=env, capture_output=True, text=True,

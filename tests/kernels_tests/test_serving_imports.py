@@ -11,7 +11,6 @@ run for real up to the driver. The GPU test launches on the device and checks th
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,12 +18,9 @@ from typing import Any
 
 import pytest
 
+from helpers.child_env import child_env
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _path(*first: object) -> str:
-    """PYTHONPATH with ``first`` ahead of what this process was given (where pydantic may live)."""
-    return os.pathsep.join([*(str(f) for f in first), *filter(None, [os.environ.get("PYTHONPATH")])])
 
 # cuda.pathfinder is not here: cuda.bindings.driver itself imports it (the floor every launch pays).
 # _hashlib is OpenSSL (2.5-3 ms to load): binaries and keys are hashed with CPython's own sha256 (kspec/_digest.py).
@@ -44,7 +40,7 @@ def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
     binaries took half of this fixture's minute)."""
     root = tmp_path_factory.mktemp("served")
     out = root / "served_pkg"
-    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(root / "cache")}
+    env = child_env(KSPEC_CACHE_DIR=str(root / "cache"))
     specs = [str(REPO / "specs" / "elementwise.toml"), str(REPO / "specs" / "reduction.toml")]
     subprocess.run([sys.executable, "-m", "kspec", "generate", *specs, "-o", str(out)], check=True, env=env, cwd=root)
     subprocess.run(
@@ -59,7 +55,7 @@ def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(root: Path, script: str, cache: str = "cache") -> dict:
-    env = {**os.environ, "PYTHONPATH": _path(root, REPO), "KSPEC_CACHE_DIR": str(root / cache)}
+    env = child_env(root, REPO, KSPEC_CACHE_DIR=str(root / cache))
     done = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -144,7 +140,7 @@ def test_second_process_needs_no_toolchain_or_template_hashing(package: Path) ->
         "cache_key('x', options=CompileOptions(arch='sm_90'))\n"
         "print(json.dumps(sorted(m for m in ('cuda.bindings.nvrtc', 'cuda.pathfinder') if m in sys.modules)))"
     )
-    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_MEMO_DIR": str(package / "memo")}
+    env = child_env(KSPEC_MEMO_DIR=str(package / "memo"))
     for expect_clean in (False, True):
         out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
         if expect_clean:
@@ -171,8 +167,7 @@ print(json.dumps({{"rendered": ["sqd" in sources[0], "l2norm" in sources[1]],
 
 def test_constructor_call_renders_and_compiles_without_pydantic(tmp_path: Path) -> None:
     """Issue 14's cold first call: construct, render, compile with empty caches; no Pydantic."""
-    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "cache"),
-           "KSPEC_MEMO_DIR": str(tmp_path / "memo")}
+    env = child_env(KSPEC_CACHE_DIR=str(tmp_path / "cache"), KSPEC_MEMO_DIR=str(tmp_path / "memo"))
     script = _CTOR_CALL.format(forbidden=_NO_MODELS)
     done = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -186,7 +181,7 @@ def test_generated_module_launches_from_binaries_on_the_gpu(tmp_path: Path) -> N
 
     root = tmp_path
     out = root / "served_pkg"
-    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(root / "cache")}
+    env = child_env(KSPEC_CACHE_DIR=str(root / "cache"))
     spec = str(REPO / "specs" / "elementwise.toml")
     subprocess.run([sys.executable, "-m", "kspec", "generate", spec, "-o", str(out)], check=True, env=env, cwd=root)
     arch = kspec.get_device().arch
@@ -230,8 +225,8 @@ def test_serving_hashes_with_openssl_only_where_it_pays() -> None:
             "print('_hashlib' in sys.modules, type(h).__module__ == '_hashlib')")
 
     def openssl(size: int, prelude: str = "") -> list[str]:
-        done = subprocess.run([sys.executable, "-c", prelude + code % size], env={**os.environ, "PYTHONPATH": _path(REPO)},
-                              capture_output=True, text=True)  # fmt: skip
+        done = subprocess.run([sys.executable, "-c", prelude + code % size], env=child_env(), capture_output=True,
+                              text=True)  # fmt: skip
         assert done.returncode == 0, done.stderr
         return done.stdout.split()
 
@@ -252,7 +247,7 @@ def test_compile_cache_hit_renders_nothing(tmp_path: Path) -> None:
         "heavy = ('jinja2', 'cuda.bindings.nvrtc', 'kspec.render._render', '_hashlib')\n"
         "print(json.dumps({'heavy': [m for m in heavy if m in sys.modules], 'entries': info.entries}))"
     )
-    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "cache")}
+    env = child_env(KSPEC_CACHE_DIR=str(tmp_path / "cache"))
 
     def run(body: str) -> dict:
         done = subprocess.run([sys.executable, "-c", script % body], env=env, capture_output=True, text=True)
@@ -356,8 +351,7 @@ def test_threads_making_their_first_calls_at_once_after_the_import(tmp_path: Pat
 def _on_cpu_device(script: str, tmp_path: Path) -> Any:
     """The last line a fresh process running ``script`` on the CPU device prints, as JSON; its cache and memo
     directories under ``tmp_path`` (kept from one process to the next)."""
-    env = {**os.environ, "PYTHONPATH": _path(REPO), "KSPEC_CACHE_DIR": str(tmp_path / "cache"),
-           "KSPEC_MEMO_DIR": str(tmp_path / "memo"), "KSPEC_DEVICE": "cpu"}
+    env = child_env(KSPEC_CACHE_DIR=str(tmp_path / "cache"), KSPEC_MEMO_DIR=str(tmp_path / "memo"), KSPEC_DEVICE="cpu")
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])

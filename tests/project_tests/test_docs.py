@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import importlib
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from helpers.child_env import child_env
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = {  # module -> its reference page
@@ -21,7 +22,7 @@ REFERENCE = {  # module -> its reference page
 def test_mkdocs_build_strict(tmp_path):
     pytest.importorskip("mkdocs", reason="the docs extra is not installed: pip install -e '.[docs]'")
     pytest.importorskip("mkdocstrings", reason="the docs extra is not installed: pip install -e '.[docs]'")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(REPO)}  # Material's banner is not ours
+    env = child_env(NO_MKDOCS_2_WARNING="1")  # Material's banner is not ours
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300,

@@ -5,7 +5,6 @@ is nothing to check there."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from kspec.runtime import why_no_device
+
+from helpers.child_env import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,9 +47,8 @@ def test_reason_printed_once_and_skips_folded_into_one_line(tmp_path: Path) -> N
     shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "test_suite.py").write_text(_SUITE)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: needs a CUDA device\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-ra", "-p", "no:cacheprovider", "--strict-markers"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+                          cwd=tmp_path, env=child_env(), capture_output=True, text=True, timeout=300)  # fmt: skip
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     lines = out.splitlines()

@@ -12,6 +12,8 @@ import kspec
 from kspec.cli import main
 from kspec.spec import load_file, parse_spec
 
+from helpers.child_env import child_env
+
 REPO = Path(__file__).resolve().parents[2]
 SPECS = REPO / "specs"
 RAW = SPECS / "raw.toml"
@@ -450,8 +452,7 @@ def test_build_killed_before_its_manifest_leaves_the_previous_build_whole(two_bu
         "atomic.os.replace = replace\n"
         f"sys.exit(main(['build', {str(v2)!r}, '--arch', 'sm_80', '-o', {str(out)!r}, '-q']))\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, timeout=120)
+    done = subprocess.run([sys.executable, str(script)], env=child_env(), capture_output=True, timeout=120)
     assert done.returncode == -9, done.stderr.decode()[-2000:]
     assert _served(out) == before  # the old manifest, and every byte it describes
     written = {p for p in out.rglob("*") if p.is_file()}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -15,6 +14,7 @@ import kspec
 from kspec.render import Specialization, VariantKey, specialize
 from kspec.render._variants import reduction_variants
 from kspec.spec import ElementwiseSpec, RawSpec, ReductionSpec
+from helpers.child_env import child_env
 from helpers.render_cases import ABS2, ARGMAX, AXPY, GENERIC, L2NORM, L2NORM_HALF, RAW_CUCOMPLEX, RUNNING, SQUARED_DIFF
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,8 +34,7 @@ def test_key_is_stable_across_processes():
     keys = {
         subprocess.run(
             [sys.executable, "-c", _KEY_SCRIPT], capture_output=True, text=True, check=True, cwd=REPO,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-                 "PYTHONHASHSEED": str(seed)},
+            env=child_env(PYTHONHASHSEED=str(seed)),
         ).stdout.strip()
         for seed in (1, 2)
     }

@@ -7,7 +7,6 @@ host driver's refusals, the cache key of host builds, ``kspec build --arch host`
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 
 import kspec
+from helpers.child_env import child_env
 from helpers.device_arrays import host_compiler_missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def test_use_device_names_the_parameter(bad):
 
 def test_environment_variable_selects_the_cpu_device_and_bad_values_say_so():
     code = "import kspec; print(kspec.device_kind(), kspec.get_device().name.split(' (')[0])"
-    env = dict(os.environ, KSPEC_DEVICE="cpu", PYTHONPATH=str(ROOT))
+    env = child_env(KSPEC_DEVICE="cpu")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["cpu", "CPU"]
     env["KSPEC_DEVICE"] = "quantum"
@@ -167,7 +167,7 @@ def test_a_missing_host_compiler_is_a_clear_error(monkeypatch):
 @needs_compiler
 def test_build_for_host_and_load_without_compiling(tmp_path):
     out = tmp_path / "kernels"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), KSPEC_CACHE_DIR=str(tmp_path / "cache"))
+    env = child_env(KSPEC_CACHE_DIR=str(tmp_path / "cache"))
     done = subprocess.run([sys.executable, "-m", "kspec", "build", str(ROOT / "specs" / "elementwise.toml"), "-o", str(out),
                            "--arch", "host"], env=env, capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -211,8 +211,7 @@ def test_dlpack_export_survives_another_librarys_capsule_argtypes():
         "    new.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.CFUNCTYPE(None, ctypes.py_object))\n"
         "    print(repr(a.__dlpack__()).split()[:3])\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=child_env(), timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['<capsule', 'object', '\"dltensor\"']"
 

@@ -11,7 +11,6 @@ streams, is tests/runtime_tests/test_generic_arrays_gpu.py.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import fake_device
+from helpers.child_env import child_env
 from helpers.fake_device import DL, Cai
 from helpers.fake_driver import fake_array
 from test_runtime_launch_cpu import SOURCE, u64
@@ -113,9 +113,8 @@ def test_cai_version_2_null_pointer_and_producer_streams(fake):
 
 
 def _imports(script: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "tests"), str(REPO),
-                                                                     os.environ.get("PYTHONPATH")]))}  # fmt: skip
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", script], env=child_env(REPO / "tests", REPO), capture_output=True,
+                          text=True)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ import kspec  # noqa: E402
 import kspec.torch as kt  # noqa: E402
 from generated import elementwise as gen_elementwise, reduction as gen_reduction  # noqa: E402
 
+from helpers.child_env import child_path  # noqa: E402
 from helpers.torch_cases import (  # noqa: E402
     add_kernel,
     axpy_kernel,
@@ -34,9 +34,6 @@ from helpers.torch_cases import (  # noqa: E402
     sumdiff_kernel,
     unique_graphs,
 )
-
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -277,7 +274,7 @@ def test_direct_calls_survive_inductors_cache_in_a_new_process(on_cpu_device, tm
         print("hits", counters["inductor"]["fxgraph_cache_hit"])
     """)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHINDUCTOR_")}
-    env.update(TORCHINDUCTOR_CACHE_DIR=str(tmp_path), PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    env.update(TORCHINDUCTOR_CACHE_DIR=str(tmp_path), PYTHONPATH=child_path())
     hits = []
     for _ in range(2):
         done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
