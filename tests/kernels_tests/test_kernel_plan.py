@@ -566,6 +566,10 @@ def test_rows_many_enough_per_sm_and_not_very_long_take_a_block_each(ssq):
     # rows per SM: 300 rows on a 90-SM device are over three per SM (and under its 360-block wave)
     _, plan = rplan(ssq, fake((300, 256, 256)), axis=(1, 2))
     assert reduction_strategy(plan, 90, slab=False).kind == "rows"
+    # a tuning record's blocks per SM choose for themselves: the tuner times the split against the rules' launch
+    _, plan = rplan(ssq, fake((512, 1024, 32)), axis=(1, 2))
+    strategy = reduction_strategy(plan, H200_SMS, slab=False, knobs={"per_sm": 8})
+    assert strategy.kind == "split" and strategy.passes[0].nchunks == 2
 
 
 def test_split_final_merges_few_partials_with_a_group_of_lanes_per_output(ssq):

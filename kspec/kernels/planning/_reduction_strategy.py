@@ -64,8 +64,10 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
     if plan.contiguous_cols and plan.out_size >= COLS_MIN_OUTPUTS and red >= 2 and knobs.get("cols", 1):
         return cols_strategy(plan, sm_count, block, block_size is not None, max_threads, resident)
 
-    if (red >= SPLIT_MIN_ROW and plan.out_size < target_blocks
-            and not (plan.rndim == 1 and red < SPLIT_LONG_ROW and plan.out_size >= UNSPLIT_ROWS_PER_SM * sm_count)):
+    # a tuning record's per_sm decides the split itself (the tuner timed the split against a block per row)
+    whole_rows = "per_sm" not in knobs and plan.rndim == 1 and red < SPLIT_LONG_ROW and (
+        plan.out_size >= UNSPLIT_ROWS_PER_SM * sm_count)  # fmt: skip
+    if red >= SPLIT_MIN_ROW and plan.out_size < target_blocks and not whole_rows:
         # at most one wave: BLOCKS_PER_SM per SM, fewer where the entry's registers allow fewer, and rounded
         # down (256 rows of 65536, axes (1, 3) of (16, 1024, 16, 64): 768 blocks of a runtime-rank rows entry
         # that an SM holds 4 of ran at 0.66 of copy, 512 at 0.82, H200)
