@@ -247,8 +247,25 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
     warps = max(1, min(cap, warps, by_rows))
     per_sm = resident(cols, 32 * warps) if resident is not None else 0
     if per_sm <= 0:
-        per_sm = max(1, WARPS_PER_SM // warps)
+        per_sm = _bounded_blocks(plan, cols, warps)
     return ColsLaunch(cols, tiles, warps, per_sm * sm_count)
+
+
+# what an SM holds of the cols entry without asking the loaded entry, as cols.cu.j2's __launch_bounds__ promise:
+# threads x blocks per SM for reduce types of at most 4 bytes (one block of the same size for wider ones)
+COLS_BOUND_THREADS = {1: 2 * 1024, DYNAMIC_NDIM: 2 * 512}
+MAX_BLOCKS_PER_SM = 32  # sm_80..sm_90
+
+
+def _bounded_blocks(plan: ReductionPlan, cols: VariantKey, warps: int) -> int:
+    """Blocks of ``warps`` warps of entry ``cols`` an SM holds, by its launch bounds (the entry not loaded). The
+    runtime-rank entry's registers hold 32 warps, not the SM's 64: a guess of 64 sent NCHW statistics over axis
+    1 to the scalar lanes where the vectorised tiles fill the device ((4096, 64, 128), float32)."""
+    threads = COLS_BOUND_THREADS[1 if cols.ndim == 1 else DYNAMIC_NDIM]
+    reduce_type = plan.specialization.reduce_type
+    if reduce_type is None or reduce_type.itemsize is None or reduce_type.itemsize > 4:
+        threads //= 2
+    return max(1, min(MAX_BLOCKS_PER_SM, threads // (32 * warps)))
 
 
 def cols_tile_width(plan: ReductionPlan, vec: int) -> int:
