@@ -811,13 +811,39 @@ def test_four_byte_inputs_take_vectorised_cols_lanes_where_their_tiles_fill_the_
     _, plan = rplan(ssq, fake((128, 64, 128, 128)), axis=2)
     first = reduction_strategy(plan, H200_SMS, slab=False).passes[0]
     assert first.variant == VariantKey("cols", "int64", 0, 4) and first.shape.red == (128, 1) and first.nchunks == 1
-    # rows of 64 on 2048 tiles: one warp a tile would leave most of the device idle; four, of 16 rows each
+    # rows of 64 on 2048 tiles: one warp a tile would leave most of the device idle; two, of 32 rows each,
+    # fill the 32 warps per SM the entry holds
     _, plan = rplan(ssq, fake((8, 64, 64, 512)), axis=1)
     first = reduction_strategy(plan, H200_SMS, slab=False).passes[0]
-    assert first.variant == VariantKey("cols", "int64", 0, 4) and first.block == 128 and first.grid == 2048
+    assert first.variant == VariantKey("cols", "int64", 0, 4) and first.block == 64 and first.grid == 2048
     # axis 0 of a square matrix: 128 vectorised tiles would be too few; the warps alone say so, and the
     # vectorised entry is never asked (asking loads it)
     _, plan = rplan(ssq, fake((1 << 14, 1 << 14)), axis=0)
     asked = []
     first = reduction_strategy(plan, H200_SMS, max_threads=lambda v: asked.append(v) or 1024, slab=False).passes[0]
     assert first.variant == VariantKey("cols", "int64", 1, 1) and all(v.vec == 1 for v in asked)
+
+
+def test_nchw_statistics_over_the_channels_take_vectorised_tiles_of_whole_batches_of_rows(ssq):
+    """One reduced dim in the runtime-rank cols entry (NCHW over axis 1), planned before the entry is loaded:
+    its launch bounds hold 32 warps per SM (blocks of 512 x 2), not the SM's 64, and each warp walks 32 rows at
+    least (two batches of its 16 vector loads)."""
+    from kspec.kernels.planning._reduction_cols import MAX_BLOCKS_PER_SM, _bounded_blocks
+
+    # 4096 vectorised tiles of rows of 64: they fill the device unsplit (a guess of 64 warps per SM had said
+    # they were too few and sent the layout to the scalar lanes), two warps a tile
+    for shape in ((4096, 64, 128), (32, 64, 32, 1024)):
+        _, plan = rplan(ssq, fake(shape), axis=1)
+        strategy = reduction_strategy(plan, H200_SMS, slab=False)
+        (first,) = strategy.passes
+        assert first.variant == VariantKey("cols", "int64", 0, 4) and first.block == 64, shape
+        assert first.nchunks == 1 and first.grid == plan.out_size // 128
+    # 512 tiles of rows of 256: eight warps a tile fill one wave of the 32 warps an SM holds (16 made two)
+    _, plan = rplan(ssq, fake((32, 256, 256, 8)), axis=1)
+    (first,) = reduction_strategy(plan, H200_SMS, slab=False).passes
+    assert first.variant == VariantKey("cols", "int64", 0, 4) and first.block == 256 and first.grid == 512
+    # the estimate: launch bounds over warps, at most 32 blocks; wider sums hold half the threads
+    cols = first.variant
+    assert [_bounded_blocks(plan, cols, w) for w in (1, 2, 8, 16)] == [MAX_BLOCKS_PER_SM, 16, 4, 2]
+    _, wide = rplan(ssq, fake((32, 256, 256, 8), "float64"), axis=1)
+    assert _bounded_blocks(wide, VariantKey("cols", "int64", 0, 1), 8) == 2

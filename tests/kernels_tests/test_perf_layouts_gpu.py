@@ -373,6 +373,34 @@ def test_few_outputs_over_many_rows_on_split_vector_lanes(cp, shape, axis, dtype
     np.testing.assert_array_equal(amax(x, axis=axis).get(), a.max(axis=axis))
 
 
+
+@pytest.mark.parametrize(("shape", "dtype"), [((3, 8, 5, 24), "float16"), ((4, 16, 132), "float32"), ((2, 32, 64, 256), "float16"),
+                                           ((5, 3, 7, 16), "int8")])
+def test_short_rows_stage_their_outputs_through_shared_memory(cp, shape, dtype):
+    """One reduced dim of at most 32 (NCHW over 1, few channels) on the vectorised lanes: each warp stages its
+    tile's VEC outputs per lane in shared memory and writes 32 adjacent outputs a store, the offsets taken from
+    the lane that reduced them. Two outputs of different types, one given as a transposed view (its offsets are
+    not the output index), a part-filled last tile, sums without an identity; int8's 16 outputs a lane do not
+    fit the staging room of 8 warps and keep the direct stores."""
+    two = kspec.ReductionKernel("T x", "float32 y, T z", "x", "a + b", "y = sqrt(float(a) * float(a)); z = a", "0",
+                                "short_rows_two", reduce_type="float")
+    a = _rng(37).integers(-3, 4, size=shape).astype(dtype)  # small integers: exact sums in every type
+    x = cp.asarray(a)
+    first = _first_pass(two, x, 1)
+    assert first.variant.entry == "cols" and first.variant.vec > 1 and first.nchunks == 1 and first.chunk == shape[1]
+    ref = a.astype(np.float64).sum(axis=1)
+    kept = ref.shape
+    y = _poisoned(cp, kept[::-1], "float32").T  # transposed: output e * 32 + l is not at that offset
+    z = cp.full(kept, 99, dtype=dtype)
+    two(x, y, z, axis=1)
+    np.testing.assert_array_equal(y.get(), np.abs(ref).astype(np.float32))
+    np.testing.assert_array_equal(z.get(), ref.astype(dtype))
+    made_y, made_z = two(x, axis=1)
+    np.testing.assert_array_equal(made_z.get(), ref.astype(dtype))
+    amax = kspec.ReductionKernel("T x", "T y", "x", "max(a, b)", "y = a", None, "short_rows_amax")  # no identity
+    np.testing.assert_array_equal(amax(x, axis=1).get(), a.max(axis=1))
+
+
 @pytest.mark.parametrize("reduce_type", ["int", "long long"])
 def test_one_byte_inputs_merge_their_sixteen_outputs_in_groups(cp, reduce_type):
     """int8 inputs load 16 outputs a lane: their block ends merge them in groups that fit the shared memory

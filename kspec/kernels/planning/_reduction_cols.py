@@ -227,23 +227,29 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
         cap = min(cap, COLS_RUNTIME_RANK_WARPS)
     if max_threads is not None and (most := max_threads(cols)) > 0:
         cap = min(cap, max(1, most // 32))
+    # one reduced dim fills the warps its entry holds (32 per SM for the runtime-rank one), not the SM's 64:
+    # (32, 256, 256, 8) over 1, 512 tiles, took 16-warp blocks in two waves at 0.80 of copy; 8 warps 0.88
+    held = _bounded_warps(plan, cols) if math.prod(plan.red[1:]) == 1 else WARPS_PER_SM
     if block_given:
         warps = block // 32
     else:
         # 32 outputs per block: with few outputs, more warps per block split each row so that one wave
         # fills the device (axis=0 of a 16384^2 matrix: 512 blocks of 8 warps fill half of an H200; of
         # 16 warps, 4 per SM, all of it)
-        warps = max(block // 32, WARPS_PER_SM // -(-launched // sm_count))
-    # rows a warp walks at least: 2 rounds of loads (one reduced dim), 16 with several (their walk's setup
-    # costs more: axes (0, 2) of (16, 1024, 16, 1024), rows of 256, ran at 0.70 of copy on 8 warps, 0.77 on 4)
-    per_warp = 2 if plan.rndim == 1 else 16
+        warps = max(block // 32, held // -(-launched // sm_count))
+    # rows a warp walks at least: 2 rounds of loads (the one-dim entry), 8 for one reduced dim in the runtime-rank
+    # entry (blocks of one warp, which its shared memory holds 25 of per SM, walked rows of 64 alone: float32 L2
+    # norm over axis 1 of (4096, 64, 128) 0.82 -> 0.93 of copy on two, PyTorch 0.94; float16 (32, 64, 32, 1024)
+    # 0.78 -> 0.88, PyTorch 0.81; H200), 16 with several (their walk's setup costs more: axes (0, 2) of
+    # (16, 1024, 16, 1024), rows of 256, ran at 0.70 of copy on 8 warps, 0.77 on 4)
+    per_warp = 2 if plan.rndim == 1 else 8 if math.prod(plan.red[1:]) == 1 else 16
     by_rows = -(-red // (per_warp * REDUCE_UNROLL))
     if math.prod(plan.red[1:]) == 1 and launched * by_rows < WARPS_PER_SM * sm_count // 4:
         # one reduced dim whose warps would leave most of the device idle: more, down to 4 rounds each, up to
         # its warp slots (float32 L2 norm over axis 1 of (8, 64, 64, 512), rows of 64, 2048 tiles of 128 outputs:
         # one warp a tile, 0.64 of copy; four, 0.79. H200. Rows of 128 on 4096 tiles lost 0.91 -> 0.61 on
         # eight, float16. Several reduced dims keep their rule: their vectorised tiles lost where they were few)
-        by_rows = max(by_rows, min(-(-red // (4 * REDUCE_UNROLL)), WARPS_PER_SM * sm_count // launched))
+        by_rows = max(by_rows, min(-(-red // (4 * REDUCE_UNROLL)), held * sm_count // launched))
     warps = max(1, min(cap, warps, by_rows))
     per_sm = resident(cols, 32 * warps) if resident is not None else 0
     if per_sm <= 0:
@@ -261,11 +267,16 @@ def _bounded_blocks(plan: ReductionPlan, cols: VariantKey, warps: int) -> int:
     """Blocks of ``warps`` warps of entry ``cols`` an SM holds, by its launch bounds (the entry not loaded). The
     runtime-rank entry's registers hold 32 warps, not the SM's 64: a guess of 64 sent NCHW statistics over axis
     1 to the scalar lanes where the vectorised tiles fill the device ((4096, 64, 128), float32)."""
+    return max(1, min(MAX_BLOCKS_PER_SM, _bounded_warps(plan, cols) // warps))
+
+
+def _bounded_warps(plan: ReductionPlan, cols: VariantKey) -> int:
+    """Warps of entry ``cols`` an SM holds by its launch bounds."""
     threads = COLS_BOUND_THREADS[1 if cols.ndim == 1 else DYNAMIC_NDIM]
     reduce_type = plan.specialization.reduce_type
     if reduce_type is None or reduce_type.itemsize is None or reduce_type.itemsize > 4:
         threads //= 2
-    return max(1, min(MAX_BLOCKS_PER_SM, threads // (32 * warps)))
+    return threads // 32
 
 
 def cols_tile_width(plan: ReductionPlan, vec: int) -> int:
