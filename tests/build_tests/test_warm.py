@@ -8,7 +8,6 @@ Checked on the CPU device (``--arch host``) by running the kernels in a fresh in
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from kspec.cli import main
 from kspec.compiler import host_compiler
 from kspec.spec import load_library, with_backwards
 
-from helpers.child_env import child_path
+from helpers.child_env import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 ELEMENTWISE = ROOT / "specs" / "elementwise.toml"
@@ -37,8 +36,7 @@ def _host_compiler_or_skip() -> None:
 
 
 def _env(cache: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("KSPEC_COMPILE", "KSPEC_LOG", "KSPEC_DEVICE")}
-    return {**env, "PYTHONPATH": child_path(), "KSPEC_CACHE_DIR": str(cache), **extra}
+    return child_env(unset=("KSPEC_COMPILE", "KSPEC_LOG", "KSPEC_DEVICE"), **{"KSPEC_CACHE_DIR": str(cache), **extra})
 
 
 def _kspec(cache: Path, *argv: str) -> subprocess.CompletedProcess[str]:

@@ -59,9 +59,7 @@ print([(e.kernel, e.source) for e in kspec.compile_log()])
 
 
 def _env(tmp: Path, **extra: str) -> dict[str, str]:
-    env = child_env(KSPEC_DEVICE="cpu", **extra)
-    env.pop("KSPEC_BINARIES", None)
-    return env
+    return child_env(unset=("KSPEC_BINARIES",), KSPEC_DEVICE="cpu", **extra)
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -4,14 +4,13 @@ code written for CuPy (cupyx.scipy) under the kspec.cupy switch."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers.child_env import child_path
+from helpers.child_env import child_env
 from test_capture import PROGRAM, SERVE
 
 pytestmark = pytest.mark.gpu
@@ -24,8 +23,7 @@ def _arch() -> str:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("KSPEC_BINARIES", "KSPEC_DEVICE", "KSPEC_CUPY", "KSPEC_CAPTURE_DIR")}
-    return {**env, "PYTHONPATH": child_path(), **extra}
+    return child_env(unset=("KSPEC_BINARIES", "KSPEC_DEVICE", "KSPEC_CUPY", "KSPEC_CAPTURE_DIR"), **extra)
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> str:

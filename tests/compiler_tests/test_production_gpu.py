@@ -131,8 +131,7 @@ def test_warm_for_the_device_then_never_runs_the_repositorys_kernels(tmp_path) -
     """kspec.warm on specs/ for the device's arch (its default), then, in a fresh interpreter under
     KSPEC_COMPILE=never with the same cache, every declared elementwise and reduction specialization runs,
     each load a cache hit."""
-    env = child_env(KSPEC_CACHE_DIR=str(tmp_path / "cache"))
-    env.pop("KSPEC_COMPILE", None)
+    env = child_env(unset=("KSPEC_COMPILE",), KSPEC_CACHE_DIR=str(tmp_path / "cache"))
     warm = ("import json, sys, kspec; r = kspec.warm(sys.argv[1]); "
             "print(json.dumps({'archs': r.archs, 'compiled': r.compiled, 'cached': r.cached}))")
     done = subprocess.run([sys.executable, "-c", warm, str(REPO / "specs")], env=env, capture_output=True, text=True)

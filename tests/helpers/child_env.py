@@ -7,6 +7,7 @@ process's own PYTHONPATH: on the GPU machine pydantic and other wheels live ther
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,6 +21,8 @@ def child_path(*first: str | os.PathLike[str]) -> str:
     return os.pathsep.join(dict.fromkeys(e for e in entries if e))
 
 
-def child_env(*first: str | os.PathLike[str], **extra: str) -> dict[str, str]:
-    """This process's environment, PYTHONPATH from :func:`child_path` (``first`` ahead), then ``extra``."""
-    return {**os.environ, "PYTHONPATH": child_path(*first), **extra}
+def child_env(*first: str | os.PathLike[str], unset: Iterable[str] = (), **extra: str) -> dict[str, str]:
+    """This process's environment without the variables named in ``unset``, PYTHONPATH from :func:`child_path`
+    (``first`` ahead), then ``extra``."""
+    dropped = set(unset)
+    return {**{k: v for k, v in os.environ.items() if k not in dropped}, "PYTHONPATH": child_path(*first), **extra}

@@ -82,8 +82,7 @@ def test_a_recorded_call_is_served_in_the_next_process_without_binding_or_planni
         assert len(k._cached_codes) == 1 and k.name == "records_sub"  # the spec, made on first need
         print("ok", sys.argv[1])
     ''')
-    env = child_env(KSPEC_DEVICE="cpu", KSPEC_MEMO_DIR=str(tmp_path / "memo"))
-    env.pop("KSPEC_CALL_RECORDS", None)
+    env = child_env(unset=("KSPEC_CALL_RECORDS",), KSPEC_DEVICE="cpu", KSPEC_MEMO_DIR=str(tmp_path / "memo"))
     for which in ("first", "second"):
         done = subprocess.run([sys.executable, "-c", script, which], env=env, capture_output=True, text=True,
                               timeout=300, cwd=tmp_path)
