@@ -248,12 +248,13 @@ def test_each_strategy_is_reached_and_right():
         (_rand((9, 7, 64), "float64"), (0, 2), "slab"),  # ... C-contiguous, powers of two: the slab entry
         (_rand((3, 4, 5, 6, 2, 48), "float64"), (1, 3, 5), "inner"),  # three: two passes
         (_rand((40, 6, 30, 8), "float64"), (0, 2), "cols"),  # the innermost kept axis contiguous
-        (_rand((100, 2, 300, 16), "float64"), (0, 2), "cols split"),  # ... with few outputs
+        # ... with few outputs: 2 tiles split where the SMs hold 4 blocks of 16 warps (float64 sums: one per SM)
+        (_rand((100, 2, 300, 16), "float64"), (0, 2), "cols split", 4),
         (_rand((64, 7, 9), "float64").transpose(2, 1, 0), (0, 2), "rows"),  # reduced dims of any stride
     ]
-    for x, axis, kind in cases:
+    for x, axis, kind, *sms in cases:
         for kernel, ref in ((SUM, np.sum), (MAX, np.max)):
-            got, used = run_reduction(kernel, x, axis=axis)
+            got, used = run_reduction(kernel, x, axis=axis, sm_count=sms[0] if sms else 2)
             assert used == kind, (x.shape, axis, used)
             _close(got, ref(x, axis=axis), str(x.dtype))
 
