@@ -270,6 +270,22 @@ def test_splits_over_two_reduced_dims_take_smaller_blocks(ssq):
     assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].block == 256
 
 
+def test_splits_of_fewer_rows_than_sms_over_two_reduced_dims_take_blocks_of_256(ssq):
+    """NCHW statistics over (0, 2, 3) with a few channels: each row splits into many chunks, walked by 4 blocks of
+    256 threads per SM rather than 8 of 128; inner pieces of a few vectors, and many rows, keep 128."""
+    for shape, dtype in (((8, 32, 32, 2048), "float16"), ((64, 32, 64, 512), "float32")):
+        _, plan = rplan(ssq, fake(shape, dtype), axis=(0, 2, 3))
+        strategy = reduction_strategy(plan, H200_SMS, slab=False)
+        first = strategy.passes[0]
+        assert strategy.kind == "split" and first.block == first.group == 256, shape
+        assert first.nchunks == 4 * H200_SMS // 32 and first.grid == 32 * first.nchunks, shape
+    _, plan = rplan(ssq, fake((1024, 1024, 16, 2)), axis=(0, 1, 3))  # inner pieces of 2 elements
+    assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].block == 128
+    _, plan = rplan(ssq, fake((4, 256, 64, 1024)), axis=(0, 2, 3))  # 256 rows: more than the SMs
+    first = reduction_strategy(plan, H200_SMS, slab=False).passes[0]
+    assert first.block == 128 and first.nchunks == 8 * H200_SMS // 256
+
+
 def test_rows_of_a_few_thousand_take_a_warp_each_unless_they_are_few(ssq):
     def group(shape, axis=1):
         _, plan = rplan(ssq, fake(shape), axis=axis)

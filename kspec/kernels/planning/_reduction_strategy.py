@@ -75,8 +75,9 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
         if plan.rndim != 1 and block_size is None:
             # rows over two reduced dims: the same threads per SM in blocks of ROWS_WALK_BLOCK (the 18 sweep
             # shapes with this plan, H200: mean 0.900 -> 0.923 of copy, 512 rows of 32768 over (1, 3) or (0, 3)
-            # 0.93 -> 1.04; none lost more than 0.005)
-            per_sm, threads = blocks_per_sm * block // ROWS_WALK_BLOCK, ROWS_WALK_BLOCK
+            # 0.93 -> 1.04; none lost more than 0.005), or ROWS_SPLIT_FEW_BLOCK for fewer rows than SMs
+            walk = _split_walk_block(plan, sm_count)
+            per_sm, threads = blocks_per_sm * block // walk, walk
         if resident is not None and (held := resident(rows_variant, threads)) > 0:
             per_sm = min(per_sm, held)
         nchunks_wanted = max(2, per_sm * sm_count // plan.out_size)
@@ -154,6 +155,21 @@ ROWS_WALK_BLOCK = 128
 ROWS_WALK_BLOCK_SHORT = 64
 SHORT_INNER_VECTORS = 4
 ROW_GROUP_MIN_WARPS = 12  # warps per SM a group of the inner row's length must give: ~25 KB of loads in flight
+# Fewer rows than SMs over two reduced dims, each split into many chunks (NCHW over (0, 2, 3) with a few
+# channels), walk in blocks of this many threads, half as many per SM: fraction of copy, H200, 128 -> 256
+# threads: float16 (8, 32, 32, 2048) 0.600 -> 0.660, (4, 128, 2048, 64) 0.887 -> 0.925, (64, 2, 2048, 256)
+# 0.867 -> 0.891; float32 (32, 32, 128, 256) 0.901 -> 0.929, (64, 32, 64, 512) 0.982 -> 1.000. Where the inner
+# pieces are a few vectors long they keep ROWS_WALK_BLOCK: float32 (1024, 1024, 16, 2) over (0, 1, 3) lost
+# 0.259 -> 0.231 on 256 (benchmarks/NOTES.md v59).
+ROWS_SPLIT_FEW_BLOCK = 256
+
+
+def _split_walk_block(plan: ReductionPlan, sm_count: int) -> int:
+    """Threads per block of a rows split over two reduced dims (the caller gave no block)."""
+    short_pieces = -(-plan.red[0] // plan.specialization.vec) <= SHORT_INNER_VECTORS
+    return ROWS_SPLIT_FEW_BLOCK if plan.out_size < sm_count and not short_pieces else ROWS_WALK_BLOCK
+
+
 def _inner(plan: ReductionPlan, sm_count: int, block: int, rows_variant: VariantKey) -> Strategy:
     """Reduced dims that do not merge (axes (1, 3) of a 4-d array), in two passes without per-element index
     arithmetic (the runtime-rank rows entry unravels every element with 64-bit divisions: 0.23 of copy).
