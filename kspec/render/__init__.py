@@ -16,6 +16,7 @@ from .._lazy import lazy_getattr
 # Jinja (``_env``, ``_render``) or the spec models; each name loads its module on first access.
 _LAZY = {
     "COLS_MAX_WARPS": "_abi", "COLS_SHORT_ROWS": "_abi", "COLS_WIDE_ACC": "_abi", "COLS_WIDE_WARPS": "_abi",
+    "COLS_MIN_BLOCKS": "_abi", "COLS_ONE_DIM_BLOCKS": "_abi", "COLS_ONE_DIM_THREADS": "_abi", "COLS_THREADS": "_abi",
     "SLAB_ACC_BYTES": "_abi", "SLAB_BLOCK": "_abi", "SLAB_MIN_BLOCKS": "_abi",
     "EntryAbi": "_abi", "Field": "_layout", "Layout": "_layout", "Slot": "_abi",
     "make_environment": "_env", "needs_from_text": "_analysis", "needs_of_raw_source": "_analysis",
@@ -38,7 +39,11 @@ __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __all__ = [
     "COLS_MAX_WARPS",
+    "COLS_MIN_BLOCKS",
+    "COLS_ONE_DIM_BLOCKS",
+    "COLS_ONE_DIM_THREADS",
     "COLS_SHORT_ROWS",
+    "COLS_THREADS",
     "DYNAMIC_NDIM",
     "INDEX_C_TYPES",
     "MAX_NDIM",

@@ -150,6 +150,13 @@ SlotKind = Literal[
 COLS_MAX_WARPS = 32
 COLS_WIDE_WARPS = 8
 COLS_WIDE_ACC = 24
+# The cols entry's launch bounds (KSPEC_COLS_THREADS x KSPEC_COLS_MIN_BLOCKS for the runtime-rank instantiation,
+# KSPEC_COLS_ONE_DIM_THREADS x KSPEC_COLS_ONE_DIM_BLOCKS for the one-dim one, of reduce.cuh): its largest block and
+# the blocks of it an SM holds, for reduce types of at most 4 bytes (one block for wider ones)
+COLS_THREADS = 512
+COLS_MIN_BLOCKS = 2
+COLS_ONE_DIM_THREADS = 1024
+COLS_ONE_DIM_BLOCKS = 2
 # One reduced dim this short or shorter, unsplit: each warp of a cols block takes a tile of its own (the blocks
 # then cover 32 x warps outputs; KSPEC_COLS_SHORT_ROWS of reduce.cuh)
 COLS_SHORT_ROWS = 32

@@ -283,11 +283,15 @@ def test_allowed_private_reads_still_exist(allowed):
     [
         ("indexer.cuh", "KSPEC_EW_UNROLL", "kspec.kernels.planning._plan", "EW_UNROLL"),
         ("reduce.cuh", "KSPEC_REDUCE_UNROLL", "kspec.kernels.planning._reduction_strategy", "REDUCE_UNROLL"),
+        ("reduce.cuh", "KSPEC_COLS_THREADS", "kspec.render", "COLS_THREADS"),
+        ("reduce.cuh", "KSPEC_COLS_MIN_BLOCKS", "kspec.render", "COLS_MIN_BLOCKS"),
+        ("reduce.cuh", "KSPEC_COLS_ONE_DIM_THREADS", "kspec.render", "COLS_ONE_DIM_THREADS"),
+        ("reduce.cuh", "KSPEC_COLS_ONE_DIM_BLOCKS", "kspec.render", "COLS_ONE_DIM_BLOCKS"),
     ],
 )
-def test_planner_unroll_matches_the_device_header(header, macro, module, name):
-    """The planners size grids with the unroll factor the device code uses: the Python constant is the
-    header's ``#ifndef`` default (the templates never override it)."""
+def test_planner_constants_match_the_device_header(header, macro, module, name):
+    """The planners size grids with the unroll factor and launch bounds the device code uses: the Python
+    constant is the header's ``#ifndef`` default (the templates never override it)."""
     import importlib
     import re
 

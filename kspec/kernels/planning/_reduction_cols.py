@@ -9,7 +9,10 @@ import math
 from typing import Callable
 
 from ..._named_tuple import NamedTuple
-from ...render import COLS_MAX_WARPS, COLS_SHORT_ROWS, COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, VariantKey
+from ...render import (
+    COLS_MAX_WARPS, COLS_MIN_BLOCKS, COLS_ONE_DIM_BLOCKS, COLS_ONE_DIM_THREADS, COLS_SHORT_ROWS, COLS_THREADS,
+    COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, VariantKey,
+)
 from ._plan import INT32_LIMIT, MAX_GRID
 from ._reduction_passes import REDUCE_UNROLL, WARPS_PER_SM, Pass, PassShape, Strategy, acc_bytes_at_most, final_pass
 from ._reduction_plan import ReductionPlan
@@ -227,9 +230,10 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
         cap = min(cap, COLS_RUNTIME_RANK_WARPS)
     if max_threads is not None and (most := max_threads(cols)) > 0:
         cap = min(cap, max(1, most // 32))
+    one_dim = math.prod(plan.red[1:]) == 1  # one reduced dim, whichever instantiation walks it
     # one reduced dim fills the warps its entry holds (32 per SM for the runtime-rank one), not the SM's 64:
     # (32, 256, 256, 8) over 1, 512 tiles, took 16-warp blocks in two waves at 0.80 of copy; 8 warps 0.88
-    held = _bounded_warps(plan, cols) if math.prod(plan.red[1:]) == 1 else WARPS_PER_SM
+    held = _bounded_warps(plan, cols) if one_dim else WARPS_PER_SM
     if block_given:
         warps = block // 32
     else:
@@ -242,9 +246,9 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
     # norm over axis 1 of (4096, 64, 128) 0.82 -> 0.93 of copy on two, PyTorch 0.94; float16 (32, 64, 32, 1024)
     # 0.78 -> 0.88, PyTorch 0.81; H200), 16 with several (their walk's setup costs more: axes (0, 2) of
     # (16, 1024, 16, 1024), rows of 256, ran at 0.70 of copy on 8 warps, 0.77 on 4)
-    per_warp = 2 if plan.rndim == 1 else 8 if math.prod(plan.red[1:]) == 1 else 16
+    per_warp = 2 if plan.rndim == 1 else 8 if one_dim else 16
     by_rows = -(-red // (per_warp * REDUCE_UNROLL))
-    if math.prod(plan.red[1:]) == 1 and launched * by_rows < WARPS_PER_SM * sm_count // 4:
+    if one_dim and launched * by_rows < WARPS_PER_SM * sm_count // 4:
         # one reduced dim whose warps would leave most of the device idle: more, down to 4 rounds each, up to
         # its warp slots (float32 L2 norm over axis 1 of (8, 64, 64, 512), rows of 64, 2048 tiles of 128 outputs:
         # one warp a tile, 0.64 of copy; four, 0.79. H200. Rows of 128 on 4096 tiles lost 0.91 -> 0.61 on
@@ -259,7 +263,7 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
 
 # what an SM holds of the cols entry without asking the loaded entry, as cols.cu.j2's __launch_bounds__ promise:
 # threads x blocks per SM for reduce types of at most 4 bytes (one block of the same size for wider ones)
-COLS_BOUND_THREADS = {1: 2 * 1024, DYNAMIC_NDIM: 2 * 512}
+COLS_BOUND_THREADS = {1: COLS_ONE_DIM_THREADS * COLS_ONE_DIM_BLOCKS, DYNAMIC_NDIM: COLS_THREADS * COLS_MIN_BLOCKS}
 MAX_BLOCKS_PER_SM = 32  # sm_80..sm_90
 
 

@@ -158,3 +158,15 @@ __device__ __forceinline__ void wait_for_dependencies() {
 #ifndef KSPEC_COLS_MIN_BLOCKS
 #define KSPEC_COLS_MIN_BLOCKS 2
 #endif
+// The cols entry's launch bounds (templates/reduction/cols.cu.j2): the runtime-rank instantiation's largest block
+// (with KSPEC_COLS_MIN_BLOCKS of them per SM), the one-dim one's and the blocks of it per SM. The planner counts
+// the warps an SM holds from them before the entry is loaded (kspec/kernels/planning/_reduction_cols.py).
+#ifndef KSPEC_COLS_THREADS
+#define KSPEC_COLS_THREADS 512
+#endif
+#ifndef KSPEC_COLS_ONE_DIM_THREADS
+#define KSPEC_COLS_ONE_DIM_THREADS 1024
+#endif
+#ifndef KSPEC_COLS_ONE_DIM_BLOCKS
+#define KSPEC_COLS_ONE_DIM_BLOCKS 2
+#endif
