@@ -278,6 +278,7 @@ def test_splits_of_fewer_rows_than_sms_over_two_reduced_dims_take_blocks_of_256(
         strategy = reduction_strategy(plan, H200_SMS, slab=False)
         first = strategy.passes[0]
         assert strategy.kind == "split" and first.block == first.group == 256, shape
+        assert strategy.passes[1].dependent, shape  # split_final launches as the rows blocks begin
         assert first.nchunks == 4 * H200_SMS // 32 and first.grid == 32 * first.nchunks, shape
     _, plan = rplan(ssq, fake((1024, 1024, 16, 2)), axis=(0, 1, 3))  # inner pieces of 2 elements
     assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].block == 128
@@ -618,6 +619,7 @@ def test_a_cols_split_fills_one_wave_of_resident_blocks(ssq):
         assert segments <= per_sm * H200_SMS < segments + 32  # one wave, no room for another tile's chunks
         assert (first.nchunks - 1) * first.chunk < plan.red_size <= first.nchunks * first.chunk
         assert second.variant.entry == "split_final" and strategy.workspace_items == plan.out_size * first.nchunks
+        assert second.dependent and not first.dependent  # split_final launches as the cols blocks begin
     # enough tiles for half the resident blocks: one pass (vectorised lanes: tiles of 128 outputs)
     _, plan = rplan(ssq, fake((64, 256, 16, 1024)), axis=(0, 2))
     strategy = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4, slab=False)

@@ -87,8 +87,10 @@ def test_few_tiles_split_the_outer_reduced_dim(ssq):
     assert (first.nchunks - 1) * first.chunk < plan.red_size <= first.nchunks * first.chunk  # no empty chunk
     assert second.nchunks == first.nchunks and strategy.workspace_items == plan.out_size * first.nchunks
     assert second.dependent and not first.dependent  # split_final may start as the slab pass begins
-    _, plan = rplan(ssq, fake((16, 64, 16, 1000)), axis=(1, 3))  # the generic split: no dependent launch
-    assert not any(p.dependent for p in reduction_strategy(plan, H200_SMS).passes)
+    _, plan = rplan(ssq, fake((16, 64, 16, 1000)), axis=(1, 3))  # the generic split's split_final too
+    first, second = reduction_strategy(plan, H200_SMS).passes
+    assert first.variant.entry == "rows" and second.variant.entry == "split_final"
+    assert second.dependent and not first.dependent
 
 
 def test_dependent_launches_are_plain_on_the_cpu_device():

@@ -64,13 +64,14 @@ def final_group(nchunks: int) -> int:
 def final_pass(final: VariantKey, out_size: int, block: int, nchunks: int, chunk: int) -> Pass:
     """split_final over ``out_size`` outputs of ``nchunks`` partials: blocks of ``block`` threads holding
     block / group outputs each; with more partials than a group takes, a block per output, a thread per
-    partial in whole warps."""
+    partial in whole warps. A programmatic dependent of pass 1 (rows or cols, which let it launch as they
+    begin): its launch and start overlap pass 1's last blocks."""
     group = final_group(nchunks)
     if group == 0:
         threads = min(block, max(32, -(-nchunks // 32) * 32))
-        return Pass(final, min(out_size, MAX_GRID), threads, nchunks=nchunks, chunk=chunk)
+        return Pass(final, min(out_size, MAX_GRID), threads, nchunks=nchunks, chunk=chunk, dependent=True)
     grid = -(-out_size * group // block)
-    return Pass(final, max(1, min(grid, MAX_GRID)), block, nchunks=nchunks, chunk=chunk)
+    return Pass(final, max(1, min(grid, MAX_GRID)), block, nchunks=nchunks, chunk=chunk, dependent=True)
 
 
 def acc_bytes_at_most(plan: ReductionPlan) -> float:
