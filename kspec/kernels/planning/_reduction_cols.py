@@ -262,8 +262,8 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
 
 
 # what an SM holds of the cols entry without asking the loaded entry, as cols.cu.j2's __launch_bounds__ promise:
-# threads x blocks per SM for reduce types of at most 4 bytes (one block of the same size for wider ones)
-COLS_BOUND_THREADS = {1: COLS_ONE_DIM_THREADS * COLS_ONE_DIM_BLOCKS, DYNAMIC_NDIM: COLS_THREADS * COLS_MIN_BLOCKS}
+# (threads a block, blocks per SM) for reduce types of at most 4 bytes; one block for wider ones
+COLS_BOUNDS = {1: (COLS_ONE_DIM_THREADS, COLS_ONE_DIM_BLOCKS), DYNAMIC_NDIM: (COLS_THREADS, COLS_MIN_BLOCKS)}
 MAX_BLOCKS_PER_SM = 32  # sm_80..sm_90
 
 
@@ -276,11 +276,11 @@ def _bounded_blocks(plan: ReductionPlan, cols: VariantKey, warps: int) -> int:
 
 def _bounded_warps(plan: ReductionPlan, cols: VariantKey) -> int:
     """Warps of entry ``cols`` an SM holds by its launch bounds."""
-    threads = COLS_BOUND_THREADS[1 if cols.ndim == 1 else DYNAMIC_NDIM]
+    threads, blocks = COLS_BOUNDS[1 if cols.ndim == 1 else DYNAMIC_NDIM]
     reduce_type = plan.specialization.reduce_type
     if reduce_type is None or reduce_type.itemsize is None or reduce_type.itemsize > 4:
-        threads //= 2
-    return threads // 32
+        blocks = 1
+    return threads * blocks // 32
 
 
 def cols_tile_width(plan: ReductionPlan, vec: int) -> int:

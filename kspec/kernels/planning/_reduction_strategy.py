@@ -94,7 +94,7 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
 
     if (plan.rndim != 1 and group is None and block_size is None and "block" not in knobs
             and _group_for_row(red, vec, block) == block):  # fmt: skip
-        block = group = ROWS_WALK_BLOCK_SHORT if -(-plan.red[0] // vec) <= SHORT_INNER_VECTORS else ROWS_WALK_BLOCK
+        block = group = ROWS_WALK_BLOCK_SHORT if _short_inner_pieces(plan) else ROWS_WALK_BLOCK
     return Strategy((_rows_pass(rows_variant, plan.out_size, red, vec, block, sm_count, group=group),), kind="rows")
 
 
@@ -166,8 +166,12 @@ ROWS_SPLIT_FEW_BLOCK = 256
 
 def _split_walk_block(plan: ReductionPlan, sm_count: int) -> int:
     """Threads per block of a rows split over two reduced dims (the caller gave no block)."""
-    short_pieces = -(-plan.red[0] // plan.specialization.vec) <= SHORT_INNER_VECTORS
-    return ROWS_SPLIT_FEW_BLOCK if plan.out_size < sm_count and not short_pieces else ROWS_WALK_BLOCK
+    return ROWS_SPLIT_FEW_BLOCK if plan.out_size < sm_count and not _short_inner_pieces(plan) else ROWS_WALK_BLOCK
+
+
+def _short_inner_pieces(plan: ReductionPlan) -> bool:
+    """Whether the innermost reduced dim is at most SHORT_INNER_VECTORS of the module's vectors long."""
+    return -(-plan.red[0] // plan.specialization.vec) <= SHORT_INNER_VECTORS
 
 
 def _inner(plan: ReductionPlan, sm_count: int, block: int, rows_variant: VariantKey) -> Strategy:
