@@ -2,7 +2,7 @@
 reductions over any set of axes, kspec against CuPy and PyTorch in the same run, as fractions of a copy of the same
 bytes.
 
-    python3 benchmarks/kernels/layout_sweep.py [--classes permute,broadcast,reduce,middle,fused]
+    python3 benchmarks/kernels/layout_sweep.py [--classes permute,broadcast,reduce,middle,pieces,fused]
                                        [--dtypes float32,float16,float64] [--cases 12] [--reps 20] [--seed N] [--no-torch]
     python3 benchmarks/kernels/layout_sweep.py --list      # the cases only (no GPU needed)
 
@@ -16,6 +16,9 @@ is given (the seed is printed, to repeat a run); ``--cases`` per class, dtype an
   output;
 * ``middle`` (4-d only): the same norm over the axes models reduce — per-channel statistics of NCHW, over (0, 2,
   3) and over 1, and of NHWC, over (0, 1, 2) — in turn;
+* ``pieces``: the same norm where the innermost axis is short (2, 3, 4, 6 or 8) and reduced with outer axes, kept
+  axes between them — pairs, triples or small vectors per element, reduced per element of a kept axis: over (0, 2)
+  of 3-d shapes, over (0, 1, 3), (0, 3) and (1, 3) of 4-d ones in turn;
 * ``fused``: ``kspec.fuse`` of ``(x - y)**2`` on the permuted operands (against ``cupy.fuse``).
 
 PyTorch (where it is installed; ``--no-torch`` leaves it out) runs on the same arrays (DLPack, no copy) on CuPy's
@@ -47,22 +50,28 @@ SIZES = (1 << 24, 1 << 27)  # elements: large enough that the copy runs at the m
 
 
 MIDDLE_AXES = ((0, 2, 3), (1,), (0, 1, 2))  # NCHW per channel, NCHW per pixel of a batch, NHWC per channel
+PIECE_DIMS = (2, 3, 4, 6, 8)  # the pieces class's innermost extents
+PIECE_AXES = {3: ((0, 2),), 4: ((0, 1, 3), (0, 3), (1, 3))}
+REDUCTIONS = ("reduce", "middle", "pieces")
 NOISE = 0.03  # a row counts as slower past this
 
 
 class Case(NamedTuple):
-    kind: str  # permute, broadcast, reduce, middle, fused
+    kind: str  # permute, broadcast, reduce, middle, pieces, fused
     dtype: str
     shape: tuple[int, ...]  # the output's (elementwise) or the input's (reduce) shape
     detail: tuple[int, ...]  # the permutation, the broadcast axis, or the reduced axes
 
     def label(self) -> str:
-        what = {"permute": "perm", "fused": "perm", "broadcast": "axis", "reduce": "axes", "middle": "axes"}[self.kind]
+        what = {"permute": "perm", "fused": "perm", "broadcast": "axis", "reduce": "axes", "middle": "axes",
+                "pieces": "axes"}[self.kind]
         return f"{self.kind:9s} {self.dtype:8s} {str(self.shape):26s} {what} {self.detail}"
 
 
-def shapes(rng: random.Random, rank: int, count: int) -> list[tuple[int, ...]]:
-    fitting = [s for s in itertools.product(DIMS, repeat=rank) if SIZES[0] <= math.prod(s) <= SIZES[1]]
+def shapes(rng: random.Random, rank: int, count: int, last: tuple[int, ...] = DIMS) -> list[tuple[int, ...]]:
+    """``count`` shapes of ``rank`` dims from DIMS (the innermost from ``last``) of SIZES elements."""
+    fitting = [s + (n,) for s in itertools.product(DIMS, repeat=rank - 1) for n in last
+               if SIZES[0] <= math.prod(s) * n <= SIZES[1]]
     return rng.sample(fitting, min(count, len(fitting)))
 
 
@@ -74,13 +83,15 @@ def cases(kinds: list[str], dtypes: list[str], count: int, seed: int) -> Iterato
             if rank != 4:
                 continue
             choices = list(MIDDLE_AXES)
+        elif kind == "pieces":
+            choices = list(PIECE_AXES[rank])
         elif kind in ("permute", "fused"):
             choices = [p for p in itertools.permutations(range(rank)) if p != tuple(range(rank))]
         elif kind == "broadcast":
             choices = [(a,) for a in range(rank)]
         else:  # every non-empty proper subset of the axes
             choices = [c for k in range(1, rank) for c in itertools.combinations(range(rank), k)]
-        for k, shape in enumerate(shapes(rng, rank, count)):
+        for k, shape in enumerate(shapes(rng, rank, count, PIECE_DIMS if kind == "pieces" else DIMS)):
             yield Case(kind, dtype, shape, choices[k % len(choices)])
 
 
@@ -106,7 +117,7 @@ def run_case(cp: Any, case: Case, kernels: dict[str, Any], reps: int, torch: Any
             raise RuntimeError(f"non-finite values drawn for an input of shape {shape} (seed {seed})")
         return drawn
 
-    if case.kind in ("reduce", "middle"):
+    if case.kind in REDUCTIONS:
         pairs = [(array(case.shape, s),) for s in (1, 2)]
         out_elems = math.prod(n for a, n in enumerate(case.shape) if a not in case.detail)
         nbytes = math.prod(case.shape) * dtype.itemsize + out_elems * dtype.itemsize
@@ -149,7 +160,7 @@ def run_case(cp: Any, case: Case, kernels: dict[str, Any], reps: int, torch: Any
     src = dst = None
     args = (pairs[0], pairs[1])
     unpack: Callable[[Callable[[Any], Any]], Callable[[Any], Any]] = (
-        (lambda f: lambda p: f(p[0])) if case.kind in ("reduce", "middle") else (lambda f: f))  # fmt: skip
+        (lambda f: lambda p: f(p[0])) if case.kind in REDUCTIONS else (lambda f: f))  # fmt: skip
     got, want = unpack(ours)(pairs[0]), unpack(theirs)(pairs[0])
     scale = float(cp.abs(want.astype(cp.float64)).max()) or 1.0
     error = float(cp.abs(got.astype(cp.float64) - want.astype(cp.float64)).max()) / scale
@@ -176,7 +187,7 @@ def torch_contender(cp: Any, torch: Any, case: Case, pairs: list[tuple[Any, ...]
     stream (so CuPy's stream capture records it) into an output made once (no allocation inside a capture); its
     result is compared with CuPy's ``want`` first (a difference is printed)."""
     views = {id(a): torch.from_dlpack(a) for pair in pairs for a in pair}
-    if case.kind in ("reduce", "middle"):
+    if case.kind in REDUCTIONS:
         out = torch.empty(want.shape, dtype=views[id(pairs[0][0])].dtype, device=views[id(pairs[0][0])].device)
 
         def op(pair: tuple[Any, ...]) -> None:
@@ -215,7 +226,7 @@ def squared_difference(x: Any, y: Any) -> Any:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--classes", default="permute,broadcast,reduce,middle,fused")
+    parser.add_argument("--classes", default="permute,broadcast,reduce,middle,pieces,fused")
     parser.add_argument("--dtypes", default="float32,float16,float64")
     parser.add_argument("--cases", type=int, default=12, help="cases per class, dtype and rank")
     parser.add_argument("--reps", type=int, default=20)

@@ -280,7 +280,7 @@ def test_splits_of_fewer_rows_than_sms_over_two_reduced_dims_take_blocks_of_256(
         assert strategy.kind == "split" and first.block == first.group == 256, shape
         assert strategy.passes[1].dependent, shape  # split_final launches as the rows blocks begin
         assert first.nchunks == 4 * H200_SMS // 32 and first.grid == 32 * first.nchunks, shape
-    _, plan = rplan(ssq, fake((1024, 1024, 16, 2)), axis=(0, 1, 3))  # inner pieces of 2 elements
+    _, plan = rplan(ssq, fake((1024, 256, 16, 12)), axis=(0, 1, 3))  # inner pieces of 3 vectors
     assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].block == 128
     _, plan = rplan(ssq, fake((4, 256, 64, 1024)), axis=(0, 2, 3))  # 256 rows: more than the SMs
     first = reduction_strategy(plan, H200_SMS, slab=False).passes[0]

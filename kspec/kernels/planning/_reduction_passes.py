@@ -44,7 +44,7 @@ class Strategy(NamedTuple):
 
     passes: tuple[Pass, ...]
     workspace_items: int = 0
-    kind: str = "rows"  # "rows", "cols", "cols split", "split", "inner", or "none"
+    kind: str = "rows"  # "rows", "cols", "cols split", "split", "inner", "fold", "slab", "slab split", or "none"
 
 
 FINAL_GROUP_MAX = 32  # partials per output that split_final merges with a group of lanes (else a whole block)

@@ -57,6 +57,12 @@ INNER_MIN_ROW = 16  # the "inner" strategy needs an innermost reduced extent of 
 _ROW_NAMES = re.compile(r"\b(_J|_out_ind)\b")
 
 
+def uses_row_names(map_expr: str) -> bool:
+    """Whether ``map_expr`` reads the row index (_J) or the output count (_out_ind): a strategy whose pass 1
+    runs over other rows than the call's (inner, slab, fold) would change them."""
+    return _ROW_NAMES.search(map_expr) is not None
+
+
 class ReductionPlan(NamedTuple):
     """Everything about a reduction call except pointer and scalar values and the strategy."""
 
@@ -167,7 +173,7 @@ def plan_reduction(
         and len(kept_ext) + len(red_ext) - 1 <= MAX_NDIM
         and not raw
         and not any(p.raw for p in spec.params)
-        and _ROW_NAMES.search(spec.map_expr) is None
+        and not uses_row_names(spec.map_expr)
         and all(abs(red_str[i][-1]) == dtypes.BY_NAME[bound.dtypes[n]].itemsize for i, n in enumerate(in_names))
     )
     return ReductionPlan(

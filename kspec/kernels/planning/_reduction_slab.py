@@ -18,11 +18,9 @@ does not fit, :func:`slab_strategy` returns None and the other strategies run. P
 
 from __future__ import annotations
 
-import re
-
 from ...render import SLAB_ACC_BYTES, SLAB_BLOCK, SLAB_MIN_BLOCKS
 from ._plan import INT32_LIMIT
-from ._reduction_plan import ReductionPlan
+from ._reduction_plan import ReductionPlan, uses_row_names
 from ._reduction_passes import Pass, PassShape, Strategy, acc_bytes_at_most
 
 # Vectors a split block reads at least: 8 rounds of 4 loads per thread. On the 25 slab splits of the sweep's
@@ -54,7 +52,6 @@ COLS_MIN_RUN = 8  # vectors: a part of K0 reads runs of at least 128 bytes
 PARTS_MAX_WHOLE_BLOCK = 4 * SLAB_MIN_VECTORS  # see _cols_parts
 SPLIT_MAX_CHUNKS = 32  # chunks per tile at most: slab_final's lanes load at most 4 partials each
 FINAL_OUTPUTS_PER_BLOCK = 32  # slab_final: a lane per output, the block's warps over its chunks
-_ROW_NAMES = re.compile(r"\b(_J|_out_ind)\b")  # the entry computes neither the row index nor keeps them
 
 
 def _itemsize(plan: ReductionPlan, name: str) -> int:
@@ -83,7 +80,7 @@ def _eligible(plan: ReductionPlan, vec: int) -> bool:
     spec = plan.specialization.spec
     if len(plan.red) != 2 or plan.inner_rows or plan.raw or any(p.raw for p in spec.params):
         return False
-    if _ROW_NAMES.search(spec.map_expr) is not None or acc_bytes_at_most(plan) * vec > SLAB_ACC_BYTES:
+    if uses_row_names(spec.map_expr) or acc_bytes_at_most(plan) * vec > SLAB_ACC_BYTES:
         return False
     # 32-bit offsets: the inputs' elements (checked on the canonical shape) and every output's bytes
     outputs = all(sum((n - 1) * abs(s) for n, s in zip(plan.kept, strides)) < INT32_LIMIT

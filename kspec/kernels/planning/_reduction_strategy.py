@@ -13,6 +13,7 @@ from ._plan import DEFAULT_BLOCK, MAX_GRID, raw_view_values
 from ._reduction_plan import ReductionPlan
 from ._reduction_cols import COLS_MIN_OUTPUTS, cols_strategy
 from ._reduction_passes import REDUCE_UNROLL, Pass, PassShape, Strategy, final_pass
+from ._reduction_fold import ahead_of_slab, fold_strategy, fold_view
 from ._reduction_slab import slab_strategy
 
 
@@ -52,8 +53,15 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
     target_blocks = sm_count * blocks_per_sm
     red = plan.red_size
 
+    # a short contiguous reduced dim inside a kept one: cols over it kept, then split_final (_reduction_fold);
+    # with few outputs ahead of the slab entry
+    view = fold_view(plan)
+    if view is not None and ahead_of_slab(plan, sm_count):
+        return fold_strategy(plan, view, sm_count, block, block_size is not None, max_threads, resident)
     if slab and knobs.get("slab", 1) and block_size is None and (slabbed := slab_strategy(plan, sm_count)) is not None:
         return slabbed
+    if view is not None:
+        return fold_strategy(plan, view, sm_count, block, block_size is not None, max_threads, resident)
     if plan.inner_rows:
         return _inner(plan, sm_count, block, rows_variant=next(v for v in variants if v.entry == "rows" and v.ndim == 1))
     group = _row_group(plan, vec, sm_count)
