@@ -36,7 +36,7 @@ def cols_strategy(plan: ReductionPlan, sm_count: int, block: int, block_given: b
     if plan.rndim == 1 and red <= COLS_SHORT_ROWS:
         return _short_cols(plan, block, max_threads)
     shape = None  # the plan's own
-    shared = plan.rndim == 1 and _rows_share_warps(plan)
+    shared = plan.rndim == 1 and rows_share_warps(plan)
     if plan.rndim == 1 and (_vector_inputs(plan) or shared):  # the runtime-rank entry, the dim as (R, 1)
         view = _with_outer_unit_dim(plan)
         view_shape = PassShape(view.out_size, view.red_size, view.kept, view.red, view.in_strides, view.out_strides)
@@ -92,6 +92,8 @@ def _few_long_vector_tiles(view: ReductionPlan, sm_count: int, block: int, block
         if wide.entry != "cols" or wide.ndim != view.rndim or wide.vec <= 1 or not cols_vectorised(view, wide.vec):
             continue
         lanes = cols_tile_width(view, wide.vec) // wide.vec
+        if shared and lanes == 32:
+            return None  # vector lanes would not share rows (kept / VEC not a power of two): the scalar ones do
         guess = _cols_shape(view, wide, sm_count, block, block_given, None, None)  # asks nothing of the entry
         if guess.tiles > FEW_TILES_PER_SM * sm_count or not _long_rows(view, guess, lanes):
             return None
@@ -109,9 +111,9 @@ def _long_rows(view: ReductionPlan, launch: ColsLaunch, lanes: int) -> bool:
     return chunk >= FEW_TILES_MIN_ROWS * launch.warps * (32 // lanes)
 
 
-def _rows_share_warps(plan: ReductionPlan) -> bool:
-    """Whether a one-reduced-dim plan's outputs are fewer than a warp's lanes (a power of two), adjacent, each
-    row right after the one before in every input: NHWC statistics, (N, H, W, 8) over (0, 1, 2). The one-dim cols
+def rows_share_warps(plan: ReductionPlan) -> bool:
+    """Whether a one-reduced-dim plan's outputs are fewer than a warp's lanes, adjacent, each row right after
+    the one before in every input: NHWC statistics, (N, H, W, 8) over (0, 1, 2). The one-dim cols
     entry gives every lane an output of its own, so a warp load there moves kept * itemsize bytes with the other
     lanes idle; the runtime-rank entry shares each warp between 32 / kept rows (cols.cu.j2's tile width), so that
     its loads move 128 bytes, and splits the rows over the device (L2 norm of (128, 128, 512, 8) over (0, 1, 2),
@@ -139,7 +141,7 @@ def _input_itemsizes(plan: ReductionPlan) -> list[int]:
 def _with_outer_unit_dim(plan: ReductionPlan) -> ReductionPlan:
     """A one-reduced-dim plan as the runtime-rank entries see two reduced dims: (R, 1), the outer one of stride 0.
     The vectorised cols lanes (VEC adjacent outputs per lane, one 16-byte load each) and the warps shared between
-    rows (:func:`_rows_share_warps`) exist only there."""
+    rows (:func:`rows_share_warps`) exist only there."""
     return plan._replace(
         rndim=DYNAMIC_NDIM,
         red=(plan.red[0], 1),
@@ -285,11 +287,11 @@ def _bounded_warps(plan: ReductionPlan, cols: VariantKey) -> int:
 
 def cols_tile_width(plan: ReductionPlan, vec: int) -> int:
     """Outputs per tile of the cols entry of vector width ``vec`` (its VariantKey's): 32, or (runtime rank)
-    the innermost kept extent when it is a power of two below 32 and the innermost reduced dim lies right
-    outside it in every input: the templates' cols entry applies the same rule and shares each warp between
-    that many outputs and 32 / width reduced positions. Where the entry loads ``vec`` adjacent outputs per
-    lane (:func:`cols_vectorised`), the same rule in vectors: ``vec`` times as many outputs; ``cols<I, R, 1>``
-    never does. (Pointers the plan cannot see may keep the entry on its scalar lanes: it then walks more
+    the innermost kept extent when it is below 32 and the innermost reduced dim lies right outside it in every
+    input: the templates' cols entry applies the same rule and shares each warp between that many outputs and
+    32 / width reduced positions (lanes past them idle). Where the entry loads ``vec`` adjacent outputs per
+    lane (:func:`cols_vectorised`), the same rule in vectors, for a power of two of them: ``vec`` times as many
+    outputs; ``cols<I, R, 1>`` never does. (Pointers the plan cannot see may keep the entry on its scalar lanes: it then walks more
     tiles than the grid was sized for, correct but slower.)"""
     if cols_vectorised(plan, vec):
         lanes = plan.kept[0] // vec
@@ -297,7 +299,7 @@ def cols_tile_width(plan: ReductionPlan, vec: int) -> int:
             return lanes * vec
         return 32 * vec
     width = plan.kept[0] if plan.kept else 32
-    if plan.rndim == 1 or width >= 32 or width & (width - 1):
+    if plan.rndim == 1 or width >= 32:
         return 32
     if all(red[0] == width * kept[0] for kept, red in plan.in_strides.values()):
         return width

@@ -11,7 +11,7 @@ from typing import Any, Callable
 from ...render import VariantKey
 from ._plan import DEFAULT_BLOCK, MAX_GRID, raw_view_values
 from ._reduction_plan import ReductionPlan
-from ._reduction_cols import COLS_MIN_OUTPUTS, cols_strategy
+from ._reduction_cols import COLS_MIN_OUTPUTS, cols_strategy, rows_share_warps
 from ._reduction_passes import REDUCE_UNROLL, Pass, PassShape, Strategy, final_pass
 from ._reduction_fold import ahead_of_slab, fold_strategy, fold_view
 from ._reduction_slab import slab_strategy
@@ -68,8 +68,11 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
 
     # the cols entry from 8 contiguous outputs: a tile of 32 lanes with 8 or 16 at work, its rows split over the
     # device, beat a split of the rows entry over rows strided by the kept dim (8 or 16 float32 outputs of
-    # 2^25 elements: 0.25 -> 0.70 of copy; 8 float64 0.43 -> 0.62; H200, benchmarks/NOTES.md v29)
-    if plan.contiguous_cols and plan.out_size >= COLS_MIN_OUTPUTS and red >= 2 and knobs.get("cols", 1):
+    # 2^25 elements: 0.25 -> 0.70 of copy; 8 float64 0.43 -> 0.62; H200, benchmarks/NOTES.md v29); fewer outputs
+    # take it where its warps share rows (NHWC per channel, (64, 512, 512, C) over (0, 1, 2), float32: C = 2
+    # 0.736 -> 0.836, C = 4 0.722 -> 0.980; PyTorch 0.775, 0.871; H200)
+    few_shared = plan.rndim == 1 and rows_share_warps(plan)
+    if plan.contiguous_cols and (plan.out_size >= COLS_MIN_OUTPUTS or few_shared) and red >= 2 and knobs.get("cols", 1):
         return cols_strategy(plan, sm_count, block, block_size is not None, max_threads, resident)
 
     # a tuning record's per_sm decides the split itself (the tuner timed the split against a block per row)

@@ -47,17 +47,28 @@ struct alignas(alignof(T)) Storage {
   __device__ __forceinline__ T* get() { return reinterpret_cast<T*>(bytes); }
 };
 
-// __shfl_xor_sync for any trivially copyable T (a struct, complex<double>, an Acc): moved as 32-bit words.
-template <typename T>
-__device__ __forceinline__ T shfl_xor(const T& value, int lane_mask) {
+// A warp shuffle of any trivially copyable T (a struct, complex<double>, an Acc), moved as 32-bit words;
+// `shuffle` moves one word.
+template <typename T, typename Shuffle>
+__device__ __forceinline__ T shfl_words(const T& value, const Shuffle& shuffle) {
   constexpr int kWords = (sizeof(T) + 3) / 4;
   int words[kWords];
   memcpy(words, &value, sizeof(T));
 #pragma unroll
-  for (int w = 0; w < kWords; ++w) words[w] = __shfl_xor_sync(0xffffffffu, words[w], lane_mask);
+  for (int w = 0; w < kWords; ++w) words[w] = shuffle(words[w]);
   T out;
   memcpy(&out, words, sizeof(T));
   return out;
+}
+
+template <typename T>
+__device__ __forceinline__ T shfl_xor(const T& value, int lane_mask) {
+  return shfl_words(value, [lane_mask](int word) { return __shfl_xor_sync(0xffffffffu, word, lane_mask); });
+}
+
+template <typename T>
+__device__ __forceinline__ T shfl_down(const T& value, int delta) {
+  return shfl_words(value, [delta](int word) { return __shfl_down_sync(0xffffffffu, word, delta); });
 }
 
 // Combine within aligned groups of `width` consecutive lanes (a power of two, 1..32) by a butterfly:
@@ -78,6 +89,21 @@ __device__ __forceinline__ void warp_combine_strided(A& acc, int from, const Op&
   for (int mask = from; mask < 32; mask <<= 1) {
     const A other = shfl_xor(acc, mask);
     merge(acc, other, op);
+  }
+}
+
+// Combine the columns of a warp seen as `share` rows of `width` lanes (width * share <= 32; width any 1..32,
+// lanes past width * share hold nothing of theirs): lane c ends with the total of lanes c, c + width, ...,
+// c + (share - 1) * width, for c < width (other lanes hold partial totals). A tree over the rows with shifts
+// down, since a width that is not a power of two has no butterfly. All 32 lanes of the warp must call it.
+template <typename A, typename Op>
+__device__ __forceinline__ void warp_combine_columns(A& acc, int width, int share, const Op& op) {
+  const int row = (threadIdx.x & 31) / width;
+  int span = 1;
+  while (span < share) span <<= 1;
+  for (int step = span >> 1; step > 0; step >>= 1) {
+    const A other = shfl_down(acc, step * width);
+    if (row + step < share) merge(acc, other, op);
   }
 }
 
