@@ -104,6 +104,12 @@ def test_few_outputs_fold_ahead_of_the_slab_entry(ssq):
     assert reduction_strategy(plan, H200_SMS, slab=False).kind == "fold"
 
 
+def test_a_tuning_records_fold_knob_turns_it_off(ssq):
+    _, plan = rplan(ssq, fake((1024, 1024, 16, 2)), axis=(0, 1, 3))
+    assert reduction_strategy(plan, H200_SMS, knobs={"fold": 1}).kind == "fold"
+    assert reduction_strategy(plan, H200_SMS, knobs={"fold": 0}).kind == "split"
+
+
 def test_fold_bytes_bound_the_pieces(ssq, monkeypatch):
     _, plan = rplan(ssq, fake((64, 16, 12)), axis=(0, 2))  # pieces of 48 bytes: rows
     assert reduction_strategy(plan, H200_SMS).kind != "fold"

@@ -39,8 +39,8 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
     (the cols split sizes its grid to one wave of them). ``slab=False`` leaves out the slab entry
     (:mod:`._reduction_slab`), which takes the C-contiguous layouts of two reduced dims that fit it. ``knobs``:
     a tuning record's choices for the layout (kspec/_plan_tuning.py): ``block`` (the block it starts from where
-    ``block_size`` is not given), ``per_sm`` (the blocks per SM a split aims at), ``slab`` and ``cols`` (0: that
-    entry is not taken)."""
+    ``block_size`` is not given), ``per_sm`` (the blocks per SM a split aims at), ``slab``, ``cols`` and ``fold``
+    (0: that entry or strategy is not taken)."""
     if plan.out_size == 0:
         return Strategy((), kind="none")
     variants = plan.specialization.variants
@@ -55,7 +55,7 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
 
     # a short contiguous reduced dim inside a kept one: cols over it kept, then split_final (_reduction_fold);
     # with few outputs ahead of the slab entry
-    view = fold_view(plan)
+    view = fold_view(plan) if knobs.get("fold", 1) else None
     if view is not None and ahead_of_slab(plan, sm_count):
         return fold_strategy(plan, view, sm_count, block, block_size is not None, max_threads, resident)
     if slab and knobs.get("slab", 1) and block_size is None and (slabbed := slab_strategy(plan, sm_count)) is not None:
