@@ -14,7 +14,9 @@ import kspec
 from kspec.kernels.planning import _reduction_fold
 from kspec.kernels.planning._reduction_strategy import reduction_strategy
 
+from helpers.reduction_results import check_dot, check_norms, check_strided_output
 from test_kernel_plan import H200_SMS, fake, rplan
+from test_reduction_slab import unravel
 
 
 @pytest.fixture(scope="module")
@@ -22,20 +24,12 @@ def ssq():
     return kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "ssq")
 
 
-def _unravel(index, extents):
-    coords = []
-    for n in extents:
-        coords.append(index % n)
-        index //= n
-    return coords
-
-
 def _element_sets(kept, red, in_strides, fold=1):
     """Output -> the sorted input byte offsets it reduces (every input's, as tuples); ``fold``: the pass's
     outputs are (output, piece) pairs, piece innermost, as pass 1 of the fold writes its partials."""
     table: dict[int, list] = {}
     for o, j in itertools.product(range(int(np.prod(kept))), range(int(np.prod(red)))):
-        ko, rj = _unravel(o, kept), _unravel(j, red)
+        ko, rj = unravel(o, kept), unravel(j, red)
         offsets = tuple(sum(c * s for c, s in zip(ko, ks)) + sum(c * s for c, s in zip(rj, rs))
                         for ks, rs in in_strides.values())
         table.setdefault(o // fold, []).append(offsets)
@@ -127,47 +121,21 @@ RESULT_CASES = [
 ]
 
 
-def _sum_sq():
-    return kspec.ReductionKernel("T x", "float64 y", "double(x) * x", "a + b", "y = a", "0", "fold_ssq")
-
-
 @pytest.mark.parametrize("shape, axis", RESULT_CASES, ids=str)
 def test_fold_results(xp, shape, axis):
-    rng = np.random.default_rng(41)
-    h = rng.standard_normal(shape).astype(np.float32)
-    want = np.sum(h.astype(np.float64) ** 2, axis=axis)
-    np.testing.assert_allclose(xp.asnumpy(_sum_sq()(xp.asarray(h), axis=axis)), want, rtol=1e-6)
-    amax = kspec.ReductionKernel("T x", "T y", "x", "max(a, b)", "y = a", None, "fold_amax")  # no identity
-    np.testing.assert_array_equal(xp.asnumpy(amax(xp.asarray(-np.abs(h)), axis=axis)), (-np.abs(h)).max(axis=axis))
-    # a view one element into its buffer: not 16-byte aligned, scalar lanes
-    flat = xp.asarray(np.concatenate([[0.0], h.ravel()]).astype(np.float32))
-    shifted = flat[1:].reshape(shape)
-    np.testing.assert_allclose(xp.asnumpy(_sum_sq()(shifted, axis=axis)), want, rtol=1e-6)
-    l2 = kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "fold_l2")  # post_map once
-    np.testing.assert_allclose(xp.asnumpy(l2(xp.asarray(h), axis=axis)), np.sqrt(want), rtol=1e-4)
+    check_norms(xp, shape, axis, seed=41)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float16", "int8"])
 def test_fold_types_and_two_inputs(xp, dtype):
-    shape, axis = (256, 32, 2), (0, 2)
-    rng = np.random.default_rng(42)
-    h = (rng.standard_normal(shape) * 4).astype(dtype)
-    w = (rng.standard_normal(shape) * 4).astype(dtype)
-    dot = kspec.ReductionKernel("T x, T w", "float64 y", "double(x) * double(w)", "a + b", "y = a", "0", "fold_dot")
-    want = np.sum(h.astype(np.float64) * w.astype(np.float64), axis=axis)
-    np.testing.assert_allclose(xp.asnumpy(dot(xp.asarray(h), xp.asarray(w), axis=axis)), want, rtol=1e-9, atol=1e-9)
+    check_dot(xp, dtype, (256, 32, 2), (0, 2), seed=42)
 
 
 def test_fold_writes_a_strided_output_and_keepdims(xp):
     shape, axis = (1024, 16, 2), (0, 2)
-    rng = np.random.default_rng(43)
-    h = rng.standard_normal(shape).astype(np.float32)
-    want = np.sum(h.astype(np.float64) ** 2, axis=axis)
-    out = xp.zeros((32,), np.float64)
-    _sum_sq()(xp.asarray(h), out[::2], axis=axis)
-    got = xp.asnumpy(out)
-    np.testing.assert_allclose(got[::2], want, rtol=1e-6)
-    assert not got[1::2].any()
-    kept = xp.asnumpy(_sum_sq()(xp.asarray(h), axis=axis, keepdims=True))
+    check_strided_output(xp, shape, axis, seed=43)
+    h = np.random.default_rng(44).standard_normal(shape).astype(np.float32)
+    ssq = kspec.ReductionKernel("T x", "float64 y", "double(x) * x", "a + b", "y = a", "0", "fold_ssq")
+    kept = xp.asnumpy(ssq(xp.asarray(h), axis=axis, keepdims=True))
     assert kept.shape == (1, 16, 1)
-    np.testing.assert_allclose(kept[0, :, 0], want, rtol=1e-6)
+    np.testing.assert_allclose(kept[0, :, 0], np.sum(h.astype(np.float64) ** 2, axis=axis), rtol=1e-6)

@@ -14,6 +14,7 @@ from kspec.kernels.planning._reduction_cols import cols_tile_width, rows_share_w
 from kspec.kernels.planning._reduction_strategy import reduction_strategy
 from kspec.render import VariantKey
 
+from helpers.reduction_results import check_norms
 from test_kernel_plan import H200_SMS, fake, rplan
 
 
@@ -61,20 +62,9 @@ RESULT_CASES = [
 ]
 
 
-def _sum_sq():
-    return kspec.ReductionKernel("T x", "float64 y", "double(x) * x", "a + b", "y = a", "0", "ilv_ssq")
-
-
 @pytest.mark.parametrize("shape, axis", RESULT_CASES, ids=str)
 def test_interleaved_results(xp, shape, axis):
-    rng = np.random.default_rng(51)
-    h = rng.standard_normal(shape).astype(np.float32)
-    want = np.sum(h.astype(np.float64) ** 2, axis=axis)
-    np.testing.assert_allclose(xp.asnumpy(_sum_sq()(xp.asarray(h), axis=axis)), want, rtol=1e-6)
-    amax = kspec.ReductionKernel("T x", "T y", "x", "max(a, b)", "y = a", None, "ilv_amax")  # no identity
-    np.testing.assert_array_equal(xp.asnumpy(amax(xp.asarray(-np.abs(h) - 1), axis=axis)), (-np.abs(h) - 1).max(axis=axis))
-    l2 = kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "ilv_l2")
-    np.testing.assert_allclose(xp.asnumpy(l2(xp.asarray(h), axis=axis)), np.sqrt(want), rtol=1e-4)
+    check_norms(xp, shape, axis, seed=51)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float64", "int8", "complex64"])

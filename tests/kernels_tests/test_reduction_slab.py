@@ -12,6 +12,7 @@ import pytest
 import kspec
 from kspec.kernels.planning._reduction_strategy import reduction_strategy
 
+from helpers.reduction_results import check_dot, check_norms, check_strided_output
 from test_kernel_plan import H200_SMS, fake, rplan
 
 
@@ -20,15 +21,17 @@ def ssq():
     return kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "ssq")
 
 
+def unravel(index, extents):
+    """A linear index -> its coordinates over ``extents``, innermost first."""
+    coords = []
+    for n in extents:
+        coords.append(index % n)
+        index //= n
+    return coords
+
+
 def _offsets(kept, red, in_strides, out_strides):
     """(output index, reduced index) -> (input byte offsets, output byte offsets): dims innermost first."""
-    def unravel(index, extents):
-        coords = []
-        for n in extents:
-            coords.append(index % n)
-            index //= n
-        return coords
-
     table = {}
     for o, j in itertools.product(range(int(np.prod(kept))), range(int(np.prod(red)))):
         ko, rj = unravel(o, kept), unravel(j, red)
@@ -168,41 +171,15 @@ RESULT_CASES = [
 ]
 
 
-def _sum_sq():
-    return kspec.ReductionKernel("T x", "float64 y", "double(x) * x", "a + b", "y = a", "0", "slab_ssq")
-
-
 @pytest.mark.parametrize("shape, axis", RESULT_CASES, ids=str)
 def test_slab_results(xp, shape, axis):
-    rng = np.random.default_rng(31)
-    h = rng.standard_normal(shape).astype(np.float32)
-    want = np.sum(h.astype(np.float64) ** 2, axis=axis)
-    np.testing.assert_allclose(xp.asnumpy(_sum_sq()(xp.asarray(h), axis=axis)), want, rtol=1e-6)
-    amax = kspec.ReductionKernel("T x", "T y", "x", "max(a, b)", "y = a", None, "slab_amax")  # no identity
-    np.testing.assert_array_equal(xp.asnumpy(amax(xp.asarray(-np.abs(h)), axis=axis)), (-np.abs(h)).max(axis=axis))
-    # a view one element into its buffer: not 16-byte aligned, scalar loads
-    flat = xp.asarray(np.concatenate([[0.0], h.ravel()]).astype(np.float32))
-    shifted = flat[1:].reshape(shape)
-    np.testing.assert_allclose(xp.asnumpy(_sum_sq()(shifted, axis=axis)), want, rtol=1e-6)
+    check_norms(xp, shape, axis, seed=31)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float16", "int8"])
 def test_slab_types_and_two_inputs(xp, dtype):
-    shape, axis = (64, 8, 16, 64), (0, 2)
-    rng = np.random.default_rng(32)
-    h = (rng.standard_normal(shape) * 4).astype(dtype)
-    w = (rng.standard_normal(shape) * 4).astype(dtype)
-    dot = kspec.ReductionKernel("T x, T w", "float64 y", "double(x) * double(w)", "a + b", "y = a", "0", "slab_dot")
-    want = np.sum(h.astype(np.float64) * w.astype(np.float64), axis=axis)
-    np.testing.assert_allclose(xp.asnumpy(dot(xp.asarray(h), xp.asarray(w), axis=axis)), want, rtol=1e-9, atol=1e-9)
+    check_dot(xp, dtype, (64, 8, 16, 64), (0, 2), seed=32)
 
 
 def test_slab_writes_a_strided_output(xp):
-    shape, axis = (32, 1024, 16, 16), (0, 3)
-    rng = np.random.default_rng(33)
-    h = rng.standard_normal(shape).astype(np.float32)
-    out = xp.zeros((1024, 32), np.float64)
-    _sum_sq()(xp.asarray(h), out[:, ::2], axis=axis)
-    got = xp.asnumpy(out)
-    np.testing.assert_allclose(got[:, ::2], np.sum(h.astype(np.float64) ** 2, axis=axis), rtol=1e-6)
-    assert not got[:, 1::2].any()
+    check_strided_output(xp, (32, 1024, 16, 16), (0, 3), seed=33)
