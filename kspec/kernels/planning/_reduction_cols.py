@@ -291,8 +291,8 @@ def cols_tile_width(plan: ReductionPlan, vec: int) -> int:
     input: the templates' cols entry applies the same rule and shares each warp between that many outputs and
     32 / width reduced positions (lanes past them idle). Where the entry loads ``vec`` adjacent outputs per
     lane (:func:`cols_vectorised`), the same rule in vectors, for a power of two of them: ``vec`` times as many
-    outputs; ``cols<I, R, 1>`` never does. (Pointers the plan cannot see may keep the entry on its scalar lanes: it then walks more
-    tiles than the grid was sized for, correct but slower.)"""
+    outputs; ``cols<I, R, 1>`` never does. (Pointers the plan cannot see may keep the entry on its scalar lanes:
+    it then walks more tiles than the grid was sized for, correct but slower.)"""
     if cols_vectorised(plan, vec):
         lanes = plan.kept[0] // vec
         if lanes < 32 and not lanes & (lanes - 1) and all(red[0] == plan.kept[0] * kept[0] for kept, red in plan.in_strides.values()):

@@ -34,11 +34,6 @@ FOLD_MAX_BYTES = 32
 FOLD_MIN_OUTER = 64
 
 
-def fold_view(plan: ReductionPlan) -> ReductionPlan | None:
-    """``plan`` as pass 1 of the fold sees it, or None where the layout does not fold."""
-    return _folded(plan)
-
-
 def ahead_of_slab(plan: ReductionPlan, sm_count: int) -> bool:
     """Whether a layout that folds does so even where the slab entry would take it: fewer outputs than SMs, whose
     slab tiles are too few (float32 (4096, 2048, 8, 8) over (0, 1, 3), 8 outputs: slab 0.698, fold 1.557 of a
@@ -61,9 +56,9 @@ def fold_strategy(plan: ReductionPlan, view: ReductionPlan, sm_count: int, block
     return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="fold")
 
 
-def _folded(plan: ReductionPlan) -> ReductionPlan | None:
-    """``plan`` with its innermost reduced dim as its innermost kept one (merged with the kept dims it is
-    contiguous with), or None where the layout is not one that folds (see the module docstring)."""
+def fold_view(plan: ReductionPlan) -> ReductionPlan | None:
+    """``plan`` as pass 1 of the fold sees it: its innermost reduced dim as its innermost kept one (merged with
+    the kept dims it is contiguous with); None where the layout does not fold (see the module docstring)."""
     spec = plan.specialization.spec
     if len(plan.red) < 2 or len(plan.kept) + 1 > MAX_NDIM or plan.raw or any(p.raw for p in spec.params):
         return None

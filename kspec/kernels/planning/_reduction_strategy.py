@@ -71,8 +71,8 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
     # 2^25 elements: 0.25 -> 0.70 of copy; 8 float64 0.43 -> 0.62; H200, benchmarks/NOTES.md v29); fewer outputs
     # take it where its warps share rows (NHWC per channel, (64, 512, 512, C) over (0, 1, 2), float32: C = 2
     # 0.736 -> 0.836, C = 4 0.722 -> 0.980; PyTorch 0.775, 0.871; H200)
-    few_shared = plan.rndim == 1 and rows_share_warps(plan)
-    if plan.contiguous_cols and (plan.out_size >= COLS_MIN_OUTPUTS or few_shared) and red >= 2 and knobs.get("cols", 1):
+    if plan.contiguous_cols and red >= 2 and knobs.get("cols", 1) and (
+            plan.out_size >= COLS_MIN_OUTPUTS or plan.rndim == 1 and rows_share_warps(plan)):  # fmt: skip
         return cols_strategy(plan, sm_count, block, block_size is not None, max_threads, resident)
 
     # a tuning record's per_sm decides the split itself (the tuner timed the split against a block per row)
