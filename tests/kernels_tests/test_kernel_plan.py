@@ -239,12 +239,13 @@ def test_reduction_axis0_of_a_c_matrix_is_column_wise(ssq):
 
 def test_eight_or_more_contiguous_outputs_take_the_cols_split(ssq):
     """8 or 16 contiguous outputs of long columns: the cols entry (a tile with 8 or 16 lanes at work), its rows
-    split over the device; fewer outputs keep the rows entry's split."""
-    for kept, dtype in ((8, "float64"), (16, "float32"), (31, "float16")):
+    split over the device; fewer outputs take it only where each row follows the one before (warps shared between
+    rows: NHWC per channel), else they keep the rows entry's split."""
+    for kept, dtype in ((8, "float64"), (16, "float32"), (31, "float16"), (4, "float32")):
         _, plan = rplan(ssq, fake((2048, 1024, kept), dtype), axis=(0, 1))
         strategy = reduction_strategy(plan, H200_SMS)
         assert strategy.kind == "cols split" and strategy.passes[0].variant.entry == "cols", (kept, dtype)
-    _, plan = rplan(ssq, fake((2048, 1024, 4)), axis=(0, 1))
+    _, plan = rplan(ssq, fake((1 << 21, 4), strides=(32, 4)), axis=0)  # rows 8 elements apart: no warp shares them
     assert reduction_strategy(plan, H200_SMS).kind == "split"
 
 
