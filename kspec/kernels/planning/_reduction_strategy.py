@@ -56,9 +56,8 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
     # a short contiguous reduced dim inside a kept one: cols over it kept, then split_final (_reduction_fold);
     # with few outputs ahead of the slab entry
     view = fold_view(plan) if knobs.get("fold", 1) else None
-    if view is not None and ahead_of_slab(plan, sm_count):
-        return fold_strategy(plan, view, sm_count, block, block_size is not None, max_threads, resident)
-    if slab and knobs.get("slab", 1) and block_size is None and (slabbed := slab_strategy(plan, sm_count)) is not None:
+    slab_first = view is None or not ahead_of_slab(plan, sm_count)
+    if slab and slab_first and knobs.get("slab", 1) and block_size is None and (slabbed := slab_strategy(plan, sm_count)) is not None:
         return slabbed
     if view is not None:
         return fold_strategy(plan, view, sm_count, block, block_size is not None, max_threads, resident)
