@@ -126,6 +126,19 @@ def test_fold_results(xp, shape, axis):
     check_norms(xp, shape, axis, seed=41)
 
 
+def test_a_fold_over_few_outer_rows_writes_partials(xp, monkeypatch):
+    """Pass 1 over at most COLS_SHORT_ROWS outer positions (below FOLD_MIN_OUTER, so only a patched planner folds
+    them) writes partials too: the cols entry's short-row paths write outputs only without a workspace."""
+    monkeypatch.setattr(_reduction_fold, "FOLD_MIN_OUTER", 16)
+    shape, axis = (256, 16, 64, 2), (1, 3)
+    ssq = kspec.ReductionKernel("T x", "float64 y", "double(x) * x", "a + b", "y = a", "0", "few_outer_ssq")
+    _, plan = rplan(ssq, fake(shape), axis=axis)
+    assert reduction_strategy(plan, H200_SMS).kind == "fold"
+    h = np.random.default_rng(45).standard_normal(shape).astype(np.float32)
+    want = np.sum(h.astype(np.float64) ** 2, axis=axis)
+    np.testing.assert_allclose(xp.asnumpy(ssq(xp.asarray(h), axis=axis)), want, rtol=1e-9)
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float16", "int8"])
 def test_fold_types_and_two_inputs(xp, dtype):
     check_dot(xp, dtype, (256, 32, 2), (0, 2), seed=42)
