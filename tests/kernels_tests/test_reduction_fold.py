@@ -64,9 +64,18 @@ def test_the_short_dim_merges_with_the_kept_one_outside_it(ssq):
     assert first.nchunks > 1  # 32 outputs over 2^20 rows: split over the device
 
 
+def test_few_outer_rows_walk_as_two_reduced_dims(ssq):
+    _, plan = rplan(ssq, fake((32, 4096, 2)), axis=(0, 2))
+    first = reduction_strategy(plan, H200_SMS).passes[0]
+    assert first.shape.red == (32, 1) and first.variant.ndim == 0  # the runtime-rank entry's vector lanes
+    _, plan = rplan(ssq, fake((64, 4096, 2)), axis=(0, 2))
+    first = reduction_strategy(plan, H200_SMS).passes[0]
+    assert first.shape.red == (64,) and first.variant.ndim == 1
+
+
 @pytest.mark.parametrize("shape, axis", [
     ((64, 16, 12), (0, 2)),  # pieces of 48 bytes: vectors for the rows entry
-    ((32, 16, 2), (0, 2)),  # 32 outer positions: pass 1 would write a partial per 32 elements it reads
+    ((16, 16, 2), (0, 2)),  # 16 outer positions: pass 1 would write a partial per 16 elements it reads
     ((64, 16, 2), (1, 2)),  # the reduced dims merge: one row per output
     ((64, 16, 2), (0, 1)),  # the contiguous dim is kept
 ])
@@ -127,8 +136,8 @@ def test_fold_results(xp, shape, axis):
 
 
 def test_a_fold_over_few_outer_rows_writes_partials(xp, monkeypatch):
-    """Pass 1 over at most COLS_SHORT_ROWS outer positions (below FOLD_MIN_OUTER, so only a patched planner folds
-    them) writes partials too: the cols entry's short-row paths write outputs only without a workspace."""
+    """Pass 1 over 16 outer positions (below FOLD_MIN_OUTER, so only a patched planner folds them): partials of
+    rows as short as the cols entry's short-row paths take, which write outputs only without a workspace."""
     monkeypatch.setattr(_reduction_fold, "FOLD_MIN_OUTER", 16)
     shape, axis = (256, 16, 64, 2), (1, 3)
     ssq = kspec.ReductionKernel("T x", "float64 y", "double(x) * x", "a + b", "y = a", "0", "few_outer_ssq")

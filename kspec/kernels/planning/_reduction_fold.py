@@ -29,9 +29,14 @@ from ._reduction_plan import ReductionPlan, uses_row_names
 # 48-64 bytes went either way (float32 (2048, 1024, 12) 0.820 -> 0.856, float16 (2048, 1024, 24) 0.814 -> 0.662).
 FOLD_MAX_BYTES = 32
 # ... where the outer reduced positions are at least this many: pass 1 writes that many times fewer partials
-# than it reads elements (float32 (16, 2^20, 2) over (0, 2): 0.602 -> 0.341; (32, 2^19, 2) 0.573 -> 0.487; 64
-# outer positions gained: (64, 2^18, 2) 0.550 -> 0.828)
-FOLD_MIN_OUTER = 64
+# than it reads elements (L2 norm, H200, rows entry -> fold: float32 (24, 2^20, 3) over (0, 2) 0.435 -> 0.656,
+# (32, 2^19, 2) 0.573 -> 0.696, float16 (64, 32, 8192, 4) over (1, 3) 0.383 -> 0.521; 16 outer positions level,
+# float32 (16, 2^20, 2) 0.601 -> 0.614, float16 (512, 16, 2048, 2) over (1, 3) 0.382 -> 0.376; 8 lost, (8, 2^22,
+# 2) 0.664 -> 0.451)
+FOLD_MIN_OUTER = 24
+# ... and fewer than this many outer positions (one dim of them) walk as (R, 1) in the runtime-rank cols entry,
+# whose vector lanes take rows that short; more, in the one-dim entry ((64, 2^18, 2): 0.550 -> 0.828)
+FOLD_ONE_DIM_OUTER = 64
 
 
 def ahead_of_slab(plan: ReductionPlan, sm_count: int) -> bool:
@@ -77,6 +82,12 @@ def fold_view(plan: ReductionPlan) -> ReductionPlan | None:
     in_strides = {n: (tuple(reversed(strides_c[i])), plan.in_strides[n][1][1:]) for i, n in enumerate(names)}
     # pass 1 writes partials only; its kept offsets of the outputs are zero
     out_strides = {n: (0,) * len(kept) for n in plan.out_strides}
+    rndim = 1 if len(outer) == 1 else DYNAMIC_NDIM
+    if len(outer) == 1 and outer[0] < FOLD_ONE_DIM_OUTER:
+        # a few outer rows as (R, 1): the runtime-rank cols entry's vector lanes walk them (a one-dim plan of 32
+        # or fewer would take the short-row path, a warp per tile of scalar lanes)
+        outer, rndim = (outer[0], 1), DYNAMIC_NDIM
+        in_strides = {n: (kept_s, (red_s[0], 0)) for n, (kept_s, red_s) in in_strides.items()}
     return plan._replace(
         out_size=plan.out_size * r0,
         red_size=plan.red_size // r0,
@@ -84,7 +95,7 @@ def fold_view(plan: ReductionPlan) -> ReductionPlan | None:
         red=outer,
         in_strides=in_strides,
         out_strides=out_strides,
-        rndim=1 if len(outer) == 1 else DYNAMIC_NDIM,
+        rndim=rndim,
         contiguous_cols=all(abs(r) > items[n] for n in names for r in plan.in_strides[n][1][1:]),
         inner_rows=False,
     )
