@@ -57,8 +57,6 @@ def cols_strategy(plan: ReductionPlan, sm_count: int, block: int, block_given: b
     if 2 * tiles <= slots:
         nchunks = slots // tiles
         chunk = max(-(-red // nchunks), COLS_MIN_CHUNK * warps)
-        if cols.vec > 1 and (pack := cols_pack(plan, cols.vec)) > 1:
-            chunk = -(-chunk // pack) * pack  # packed lanes walk whole vectors of rows
         nchunks = -(-red // chunk)
         if nchunks > 1:
             final = next(v for v in plan.specialization.variants if v.entry == "split_final")
@@ -93,25 +91,24 @@ def _few_long_vector_tiles(view: ReductionPlan, sm_count: int, block: int, block
     for wide in view.specialization.variants:
         if wide.entry != "cols" or wide.ndim != view.rndim or wide.vec <= 1 or not cols_vectorised(view, wide.vec):
             continue
-        lanes = max(1, cols_tile_width(view, wide.vec) // wide.vec)
+        lanes = cols_tile_width(view, wide.vec) // wide.vec
         if shared and lanes == 32:
             return None  # vector lanes would not share rows (kept / VEC not a power of two): the scalar ones do
-        rows = 32 // lanes * cols_pack(view, wide.vec)  # rows a warp load covers
         guess = _cols_shape(view, wide, sm_count, block, block_given, None, None)  # asks nothing of the entry
-        if guess.tiles > FEW_TILES_PER_SM * sm_count or not _long_rows(view, guess, rows):
+        if guess.tiles > FEW_TILES_PER_SM * sm_count or not _long_rows(view, guess, lanes):
             return None
         launch = _cols_shape(view, wide, sm_count, block, block_given, max_threads, resident)
-        if 2 * launch.tiles > launch.slots or not _long_rows(view, launch, rows):
+        if 2 * launch.tiles > launch.slots or not _long_rows(view, launch, lanes):
             return None  # unsplit (_vector_launch's), or rows too short for its split
         return launch
     return None
 
 
-def _long_rows(view: ReductionPlan, launch: ColsLaunch, rows: int) -> bool:
-    """Whether each lane of ``launch``'s split blocks walks FEW_TILES_MIN_ROWS rows at least (``rows``: the rows
-    a warp load covers)."""
+def _long_rows(view: ReductionPlan, launch: ColsLaunch, lanes: int) -> bool:
+    """Whether each lane of ``launch``'s split blocks walks FEW_TILES_MIN_ROWS rows at least (``lanes``: a tile
+    row's lanes; a warp covers 32 / lanes rows a load)."""
     chunk = -(-view.red_size // max(1, launch.slots // launch.tiles))
-    return chunk >= FEW_TILES_MIN_ROWS * launch.warps * rows
+    return chunk >= FEW_TILES_MIN_ROWS * launch.warps * (32 // lanes)
 
 
 def rows_share_warps(plan: ReductionPlan) -> bool:
@@ -297,8 +294,6 @@ def cols_tile_width(plan: ReductionPlan, vec: int) -> int:
     outputs; ``cols<I, R, 1>`` never does. (Pointers the plan cannot see may keep the entry on its scalar lanes:
     it then walks more tiles than the grid was sized for, correct but slower.)"""
     if cols_vectorised(plan, vec):
-        if cols_pack(plan, vec) > 1:
-            return plan.kept[0]  # one lane's vector holds the tile
         lanes = plan.kept[0] // vec
         if lanes < 32 and not lanes & (lanes - 1) and all(red[0] == plan.kept[0] * kept[0] for kept, red in plan.in_strides.values()):
             return lanes * vec
@@ -314,36 +309,12 @@ def cols_tile_width(plan: ReductionPlan, vec: int) -> int:
 def cols_vectorised(plan: ReductionPlan, vec: int) -> bool:
     """Whether the runtime-rank cols entry of vector width ``vec`` takes its vectorised lanes for ``plan``
     (given 16-byte aligned pointers): the template's test on the strides and extents, as the plan knows them
-    (contiguous_cols: the innermost kept stride is the item size in every input), and, for vectors packing
-    several rows (:func:`cols_pack`), inputs of at most 2 bytes: the planner launches the entry there only."""
-    if vec <= 1 or plan.rndim == 1 or len(plan.red) != 2 or not plan.contiguous_cols or not plan.kept:
+    (contiguous_cols: the innermost kept stride is the item size in every input)."""
+    if vec <= 1 or plan.rndim == 1 or len(plan.red) != 2 or not plan.contiguous_cols or plan.kept[0] % vec:
         return False
     if plan.red_size >= INT32_LIMIT:  # the template's test: it walks the two dims in 32-bit positions
         return False
-    pack = cols_pack(plan, vec)
-    if pack > 1 and max(_input_itemsizes(plan), default=0) > 2:
-        # packed rows pay for narrow types only: float32 pairs (4 bytes each, scalar lanes already moving 128
-        # bytes a warp load) went either way: NHWC (64, 512, 512, 2) over (0, 1, 2) 0.803 -> 0.856 of copy,
-        # (2048, 4096, 2) over (0, 1) 0.719 -> 0.675, (4096, 4096, 2) over 1 0.687 -> 0.624 (H200)
-        return False
-    return pack > 0 and all(
-        all(k % 16 == 0 for k in kept[1:]) and (pack > 1 or red[0] % 16 == 0) and red[1] % 16 == 0
+    return all(
+        all(k % 16 == 0 for k in kept[1:]) and red[0] % 16 == 0 and red[1] % 16 == 0
         for kept, red in plan.in_strides.values()
     )
-
-
-def cols_pack(plan: ReductionPlan, vec: int) -> int:
-    """Rows of the innermost reduced dim one vector of ``vec`` elements spans in the runtime-rank cols entry's
-    vectorised lanes (cols.cu.j2's ``_pack``): 1 where the innermost kept dim is a multiple of ``vec`` (a vector
-    is ``vec`` adjacent outputs); ``vec // kept`` where that dim is shorter, divides ``vec`` and every input's
-    rows lie one right after the other (NHWC per channel, (N, H, W, 4) float16 over (0, 1, 2): a vector is two
-    rows of 4 channels, merged in registers after the walk, where scalar lanes sharing a warp moved 64 bytes a
-    load); 0 where neither holds."""
-    width = plan.kept[0]
-    if width % vec == 0:
-        return 1
-    if vec % width or plan.red[0] % (vec // width):
-        return 0
-    if not all(red[0] == width * kept[0] for kept, red in plan.in_strides.values()):
-        return 0
-    return vec // width
