@@ -842,6 +842,28 @@ def test_reduction_entries_keep_their_registers(dtype):
     assert [name for name, stored in spills if int(stored)] == []
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_one_byte_inputs_load_as_words(dtype):
+    """1-byte inputs' vectors stay 32-bit words until each byte is used (kspec::ReadVec): as arrays of bytes,
+    a float32 sum of squares spilled 260-728 bytes in the vectorised cols entry, a uint8 max 300 (ptxas through
+    NVRTC, no GPU). What is left is held under 64 bytes an entry."""
+    for name, out, body, reduce in (("byte_ssq", "float32 y", "float(x) * x", "a + b"), ("byte_max", "T y", "x", "max(a, b)")):
+        kernel = kspec.ReductionKernel("T x", out, body, reduce, "y = a", "0", name, options=("--ptxas-options=-v",))
+        log = io.StringIO()
+        kernel.compile(np.zeros((4, 4), dtype), arch="sm_90", log_stream=log)
+        spills = re.findall(r"Function properties for (\S+)\s+ptxas\s+\.\s+\d+ bytes stack frame, (\d+) bytes spill stores",
+                            log.getvalue())
+        assert len(spills) >= 6 and [(entry, int(n)) for entry, n in spills if int(n) >= 64] == []
+
+
+def test_a_non_const_input_compiles_in_every_entry():
+    """A ``_non_const`` input binds ``T&`` into the walks' loaded vectors: they are mutable there (the cols and slab
+    entries declared them const, and NVRTC refused the module)."""
+    clamp = kspec.ReductionKernel("_non_const T x", "T y", "x", "max(a, b)", "y = a", "0", "non_const_max")
+    for dtype in ("uint8", "float32"):
+        clamp.compile(np.zeros((4, 4), dtype), arch="sm_90")
+
+
 def test_four_byte_inputs_take_vectorised_cols_lanes_where_their_tiles_fill_the_device(ssq):
     # (128, 64, 128, 128) over axis 2: one reduced dim of 128, 2^20 adjacent outputs: 16-byte loads of 4 outputs
     _, plan = rplan(ssq, fake((128, 64, 128, 128)), axis=2)

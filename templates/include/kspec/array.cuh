@@ -130,6 +130,27 @@ struct alignas(sizeof(T) * N) Vec {
   T v[N];
 };
 
+// N consecutive elements of a read-only load, as the reductions walk them: a Vec, but for 1-byte types (N a
+// multiple of 4) kept as 32-bit words and read a byte at a time where used. A Vec<int8, 16> held each byte in a
+// register of its own, and the reductions' deep unrolls spilled: a float32 sum of squares of int8 over outer
+// axes, 728 bytes in the vectorised cols entry, 36 as words; a uint8 max 300 -> 44 (ptxas through NVRTC 13,
+// sm_90). KSPEC_READ_WORDS=0 keeps the Vec (to compare).
+#ifndef KSPEC_READ_WORDS
+#define KSPEC_READ_WORDS 1
+#endif
+template <typename T, int N, bool Words = (KSPEC_READ_WORDS && sizeof(T) == 1 && N % 4 == 0)>
+struct ReadVec : Vec<T, N> {};
+
+template <typename T, int N>
+struct alignas(N) ReadVec<T, N, true> {
+  struct Bytes {
+    unsigned int w[N / 4];
+    __device__ __forceinline__ T operator[](int e) const {
+      return static_cast<T>(static_cast<unsigned char>(w[e >> 2] >> (8 * (e & 3))));
+    }
+  } v;
+};
+
 // The address of p as an integer, to test alignment.
 __device__ __forceinline__ unsigned long long address(const void* p) {
   return reinterpret_cast<unsigned long long>(p);
@@ -139,6 +160,28 @@ __device__ __forceinline__ unsigned long long address(const void* p) {
 template <int N, typename T>
 __device__ __forceinline__ Vec<T, N> load_vec(const T* p) {
   return *reinterpret_cast<const Vec<T, N>*>(p);
+}
+
+// load_vec as a ReadVec.
+template <int N, typename T>
+__device__ __forceinline__ ReadVec<T, N> load_read(const T* p) {
+  return *reinterpret_cast<const ReadVec<T, N>*>(p);
+}
+
+// load_scalars as a ReadVec.
+template <int N, typename T>
+__device__ __forceinline__ ReadVec<T, N> load_read_scalars(const T* p) {
+  ReadVec<T, N> out;
+  if constexpr (KSPEC_READ_WORDS && sizeof(T) == 1 && N % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i) out.v.w[i] = 0u;
+#pragma unroll
+    for (int e = 0; e < N; ++e) out.v.w[e >> 2] |= static_cast<unsigned int>(static_cast<unsigned char>(p[e])) << (8 * (e & 3));
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e) out.v[e] = p[e];
+  }
+  return out;
 }
 
 // The N elements starting at p, one at a time (p need not be aligned).
