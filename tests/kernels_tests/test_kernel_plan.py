@@ -831,7 +831,7 @@ def test_vectorised_cols_entries_fit_static_shared_memory_with_wide_sums(dtype):
 def test_reduction_entries_keep_their_registers(dtype):
     """No entry of a sum-of-squares module spills (ptxas's report through NVRTC, no GPU). The vectorised cols
     lanes sit at their 64-register bound: a packed-rows branch added there once spilled 8 bytes of the float16
-    entry, and its rows ran 10-15% slower (H200, NOTES v61). (1-byte inputs spill already: not held here.)"""
+    entry, and its rows ran 10-15% slower (H200, NOTES v61). (1-byte inputs: the next test.)"""
     kernel = kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "spill_l2",
                                    options=("--ptxas-options=-v",))
     log = io.StringIO()
