@@ -505,7 +505,7 @@ def test_short_reduced_rows_of_narrow_types_take_vector_lanes(cp, shape, axis, d
 @pytest.mark.parametrize("offset", [0, 1])
 def test_one_reduced_dim_of_float16_takes_vectorised_lanes(cp, l2norm, shape, axis, offset):
     """float16 inputs over one reduced dim, the outputs adjacent: the runtime-rank cols entry's vectorised lanes,
-    the dim walked as (R, 1) (kspec/kernels/planning/_reduction_cols.py, _with_outer_unit_dim); an array starting one
+    the dim walked as (R, 1) (kspec/kernels/planning/_reduction_cols.py, with_outer_unit_dim); an array starting one
     element into its buffer (the plan cannot see that) fails the entry's alignment test there and takes its
     scalar lanes, with the same results."""
     from kspec.kernels.planning._reduction_strategy import reduction_strategy

@@ -38,7 +38,7 @@ def cols_strategy(plan: ReductionPlan, sm_count: int, block: int, block_given: b
     shape = None  # the plan's own
     shared = plan.rndim == 1 and rows_share_warps(plan)
     if plan.rndim == 1 and (_vector_inputs(plan) or shared):  # the runtime-rank entry, the dim as (R, 1)
-        view = _with_outer_unit_dim(plan)
+        view = with_outer_unit_dim(plan)
         view_shape = PassShape(view.out_size, view.red_size, view.kept, view.red, view.in_strides, view.out_strides)
         # 4-byte inputs' scalar lanes move 128 bytes a warp load: their vectorised entry is not loaded for a
         # layout whose tiles the warps alone say are too few
@@ -120,7 +120,7 @@ def rows_share_warps(plan: ReductionPlan) -> bool:
     fraction of a copy, H200: float32 0.475 -> 0.924, PyTorch 0.798; float16 0.257 -> 0.600, PyTorch 0.614)."""
     if plan.red_size >= INT32_LIMIT:  # the entry walks two reduced dims in 32-bit positions only
         return False
-    return 1 < cols_tile_width(_with_outer_unit_dim(plan), 1) < 32
+    return 1 < cols_tile_width(with_outer_unit_dim(plan), 1) < 32
 
 
 def _vector_inputs(plan: ReductionPlan) -> bool:
@@ -138,7 +138,7 @@ def _input_itemsizes(plan: ReductionPlan) -> list[int]:
     return [op.itemsize for op in plan.specialization.operands if op.is_array and not op.is_output]
 
 
-def _with_outer_unit_dim(plan: ReductionPlan) -> ReductionPlan:
+def with_outer_unit_dim(plan: ReductionPlan) -> ReductionPlan:
     """A one-reduced-dim plan as the runtime-rank entries see two reduced dims: (R, 1), the outer one of stride 0.
     The vectorised cols lanes (VEC adjacent outputs per lane, one 16-byte load each) and the warps shared between
     rows (:func:`rows_share_warps`) exist only there."""

@@ -18,7 +18,7 @@ from typing import Callable
 
 from ...render import DYNAMIC_NDIM, MAX_NDIM, VariantKey
 from ._plan import merge_dims
-from ._reduction_cols import cols_strategy
+from ._reduction_cols import cols_strategy, with_outer_unit_dim
 from ._reduction_passes import PassShape, Strategy, final_pass
 from ._reduction_plan import ReductionPlan, uses_row_names
 
@@ -82,20 +82,19 @@ def fold_view(plan: ReductionPlan) -> ReductionPlan | None:
     in_strides = {n: (tuple(reversed(strides_c[i])), plan.in_strides[n][1][1:]) for i, n in enumerate(names)}
     # pass 1 writes partials only; its kept offsets of the outputs are zero
     out_strides = {n: (0,) * len(kept) for n in plan.out_strides}
-    rndim = 1 if len(outer) == 1 else DYNAMIC_NDIM
-    if len(outer) == 1 and outer[0] < FOLD_ONE_DIM_OUTER:
-        # a few outer rows as (R, 1): the runtime-rank cols entry's vector lanes walk them (a one-dim plan of 32
-        # or fewer would take the short-row path, a warp per tile of scalar lanes)
-        outer, rndim = (outer[0], 1), DYNAMIC_NDIM
-        in_strides = {n: (kept_s, (red_s[0], 0)) for n, (kept_s, red_s) in in_strides.items()}
-    return plan._replace(
+    view = plan._replace(
         out_size=plan.out_size * r0,
         red_size=plan.red_size // r0,
         kept=kept,
         red=outer,
         in_strides=in_strides,
         out_strides=out_strides,
-        rndim=rndim,
+        rndim=1 if len(outer) == 1 else DYNAMIC_NDIM,
         contiguous_cols=all(abs(r) > items[n] for n in names for r in plan.in_strides[n][1][1:]),
         inner_rows=False,
     )
+    if len(outer) == 1 and outer[0] < FOLD_ONE_DIM_OUTER:
+        # a few outer rows as (R, 1): the runtime-rank cols entry's vector lanes walk them (a one-dim plan of 32
+        # or fewer would take the short-row path, a warp per tile of scalar lanes)
+        return with_outer_unit_dim(view)
+    return view
