@@ -827,6 +827,16 @@ def test_vectorised_cols_entries_fit_static_shared_memory_with_wide_sums(dtype):
     dot.compile(z, z, arch="sm_90")
 
 
+def _spilled_bytes(kernel, dtype):
+    """(entry, bytes of spill stores) of every entry of ``kernel``'s module for a ``dtype`` input: ptxas's report
+    through NVRTC (the kernel made with ``--ptxas-options=-v``), no GPU."""
+    log = io.StringIO()
+    kernel.compile(np.zeros((4, 4), dtype), arch="sm_90", log_stream=log)
+    spills = re.findall(r"Function properties for (\S+)\s+ptxas\s+\.\s+\d+ bytes stack frame, (\d+) bytes spill stores",
+                        log.getvalue())
+    return [(entry, int(stored)) for entry, stored in spills]
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64"])
 def test_reduction_entries_keep_their_registers(dtype):
     """No entry of a sum-of-squares module spills (ptxas's report through NVRTC, no GPU). The vectorised cols
@@ -834,12 +844,9 @@ def test_reduction_entries_keep_their_registers(dtype):
     entry, and its rows ran 10-15% slower (H200, NOTES v61). (1-byte inputs: the next test.)"""
     kernel = kspec.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "spill_l2",
                                    options=("--ptxas-options=-v",))
-    log = io.StringIO()
-    kernel.compile(np.zeros((4, 4), dtype), arch="sm_90", log_stream=log)
-    spills = re.findall(r"Function properties for (\S+)\s+ptxas\s+\.\s+\d+ bytes stack frame, (\d+) bytes spill stores",
-                        log.getvalue())
-    assert len(spills) >= 6, log.getvalue()  # every entry reported
-    assert [name for name, stored in spills if int(stored)] == []
+    spills = _spilled_bytes(kernel, dtype)
+    assert len(spills) >= 6, spills  # every entry reported
+    assert [name for name, stored in spills if stored] == []
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
@@ -849,11 +856,8 @@ def test_one_byte_inputs_load_as_words(dtype):
     NVRTC, no GPU). What is left is held under 64 bytes an entry."""
     for name, out, body, reduce in (("byte_ssq", "float32 y", "float(x) * x", "a + b"), ("byte_max", "T y", "x", "max(a, b)")):
         kernel = kspec.ReductionKernel("T x", out, body, reduce, "y = a", "0", name, options=("--ptxas-options=-v",))
-        log = io.StringIO()
-        kernel.compile(np.zeros((4, 4), dtype), arch="sm_90", log_stream=log)
-        spills = re.findall(r"Function properties for (\S+)\s+ptxas\s+\.\s+\d+ bytes stack frame, (\d+) bytes spill stores",
-                            log.getvalue())
-        assert len(spills) >= 6 and [(entry, int(n)) for entry, n in spills if int(n) >= 64] == []
+        spills = _spilled_bytes(kernel, dtype)
+        assert len(spills) >= 6 and [(entry, n) for entry, n in spills if n >= 64] == []
 
 
 def test_a_non_const_input_compiles_in_every_entry():

@@ -138,7 +138,10 @@ struct alignas(sizeof(T) * N) Vec {
 #ifndef KSPEC_READ_WORDS
 #define KSPEC_READ_WORDS 1
 #endif
-template <typename T, int N, bool Words = (KSPEC_READ_WORDS && sizeof(T) == 1 && N % 4 == 0)>
+template <typename T, int N>
+constexpr bool read_as_words = KSPEC_READ_WORDS && sizeof(T) == 1 && N % 4 == 0;
+
+template <typename T, int N, bool Words = read_as_words<T, N>>
 struct ReadVec : Vec<T, N> {};
 
 template <typename T, int N>
@@ -168,28 +171,27 @@ __device__ __forceinline__ ReadVec<T, N> load_read(const T* p) {
   return *reinterpret_cast<const ReadVec<T, N>*>(p);
 }
 
-// load_scalars as a ReadVec.
-template <int N, typename T>
-__device__ __forceinline__ ReadVec<T, N> load_read_scalars(const T* p) {
-  ReadVec<T, N> out;
-  if constexpr (KSPEC_READ_WORDS && sizeof(T) == 1 && N % 4 == 0) {
-#pragma unroll
-    for (int i = 0; i < N / 4; ++i) out.v.w[i] = 0u;
-#pragma unroll
-    for (int e = 0; e < N; ++e) out.v.w[e >> 2] |= static_cast<unsigned int>(static_cast<unsigned char>(p[e])) << (8 * (e & 3));
-  } else {
-#pragma unroll
-    for (int e = 0; e < N; ++e) out.v[e] = p[e];
-  }
-  return out;
-}
-
 // The N elements starting at p, one at a time (p need not be aligned).
 template <int N, typename T>
 __device__ __forceinline__ Vec<T, N> load_scalars(const T* p) {
   Vec<T, N> out;
 #pragma unroll
   for (int e = 0; e < N; ++e) out.v[e] = p[e];
+  return out;
+}
+
+// load_scalars as a ReadVec.
+template <int N, typename T>
+__device__ __forceinline__ ReadVec<T, N> load_read_scalars(const T* p) {
+  ReadVec<T, N> out;
+  if constexpr (read_as_words<T, N>) {
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i) out.v.w[i] = 0u;
+#pragma unroll
+    for (int e = 0; e < N; ++e) out.v.w[e >> 2] |= static_cast<unsigned int>(static_cast<unsigned char>(p[e])) << (8 * (e & 3));
+  } else {
+    static_cast<Vec<T, N>&>(out) = load_scalars<N>(p);
+  }
   return out;
 }
 
