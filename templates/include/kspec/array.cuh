@@ -139,9 +139,11 @@ struct alignas(sizeof(T) * N) Vec {
 #define KSPEC_READ_WORDS 1
 #endif
 template <typename T, int N>
-constexpr bool read_as_words = KSPEC_READ_WORDS && sizeof(T) == 1 && N % 4 == 0;
+struct ReadAsWords {  // not a variable template (the headers compile as C++11 too) nor a static member (a symbol)
+  enum { value = KSPEC_READ_WORDS && sizeof(T) == 1 && N % 4 == 0 };
+};
 
-template <typename T, int N, bool Words = read_as_words<T, N>>
+template <typename T, int N, bool Words = static_cast<bool>(ReadAsWords<T, N>::value)>
 struct ReadVec : Vec<T, N> {};
 
 template <typename T, int N>
@@ -184,7 +186,7 @@ __device__ __forceinline__ Vec<T, N> load_scalars(const T* p) {
 template <int N, typename T>
 __device__ __forceinline__ ReadVec<T, N> load_read_scalars(const T* p) {
   ReadVec<T, N> out;
-  if constexpr (read_as_words<T, N>) {
+  if constexpr (ReadAsWords<T, N>::value) {
 #pragma unroll
     for (int i = 0; i < N / 4; ++i) out.v.w[i] = 0u;
 #pragma unroll
