@@ -230,6 +230,12 @@ class FusedFunction:
             )
         return specs[0]
 
+    def single_kernel(self, *args: Any) -> Any | None:
+        """The one elementwise kernel a call with such arguments (arrays or :class:`kspec.ArraySpec` stand-ins,
+        positional) runs, taking them in order, its output the call's result: ``kernel(*args, out)`` then writes
+        the result into ``out`` (kspec.torch's compiled graphs allocate it). None for any other program."""
+        return self._program(self._types(args, {})).single_kernel(len(args))
+
     def program_form(self, *args: Any, **kwargs: Any) -> ProgramForm | None:
         """The kernels a call with such arguments runs, as data (:class:`ProgramForm`: each step's spec, where its
         inputs come from, the node ids it produces, a reduction's axis; how the result is assembled; the

@@ -129,10 +129,24 @@ class Program:
 
         return checked
 
+    def single_kernel(self, nargs: int) -> Any | None:
+        """The kernel a call with ``nargs`` arguments runs as its only work, where it takes them in order and its
+        one output is the call's result (so ``kernel(*args, out)`` writes what the call returns); else None."""
+        if self._int_checks or not self._one_kernel() or len(self.steps[0].produces) != 1:
+            return None
+        if [i for _, i in self.steps[0].inputs] != list(range(nargs)) or self.steps[0].spec.KIND == "reduction":
+            return None
+        return self.kernels()[0]
+
+    def _one_kernel(self) -> bool:
+        """One kernel on the arguments as they are, whose first output is the result."""
+        step = self.steps[0] if len(self.steps) == 1 else None
+        return (step is not None and not step.written_args and not step.kwargs
+                and all(kind == "arg" for kind, _ in step.inputs)
+                and self._results == [("node", step.produces[0])] and not self._returns_tuple)  # fmt: skip
+
     def _run_steps(self, kernels: list[Any], results: list[tuple[str, Any]], returns_tuple: bool) -> Callable[[Sequence[Any]], Any]:
-        if (len(self.steps) == 1 and not self.steps[0].written_args and not self.steps[0].kwargs
-                and all(kind == "arg" for kind, _ in self.steps[0].inputs)
-                and results == [("node", self.steps[0].produces[0])] and not returns_tuple):
+        if self._one_kernel():
             # The common case, kept to one call: one elementwise kernel whose first output is the result.
             kernel, index = kernels[0], [i for _, i in self.steps[0].inputs]
             if len(self.steps[0].produces) == 1:

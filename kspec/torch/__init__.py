@@ -31,6 +31,7 @@ from . import _ops
 from ._autograd import add_autograd
 from ._compile import install as _install
 from ._eager import eager_op
+from ._fused_out import fused_writer, lowerable
 from ._recording import call as _recorded_call, refusal  # noqa: F401 - refusal: read by name (kernels/callpath/_frameworks.py)
 from ._saving import SINGLE as _SINGLE, SUFFIX as _SAVING, define_saving
 from ._schema import fused_signature, spec_kernel_signature
@@ -89,10 +90,11 @@ def _register(kernel: Any, name: str | None, scalars: Sequence[str] | None, retu
         planner = kernel.output_specs
         if isinstance(backward_of, _grads.FusedRule):
             planner = _preparing(kernel.output_specs, backward_of)
-        overload = _ops.define(kernel, op_name, signature, planner, call)
+        direct = (fused_writer(kernel), lowerable(kernel)) if kind == "fused" else None
+        overload = _ops.define(kernel, op_name, signature, planner, call, direct)
         recorded = None  # how eager calls that autograd records run: as plain ones (a spec kernel's outputs)
         if isinstance(backward_of, _grads.FusedRule):  # its autograd calls keep the values between its kernels
-            single = _ops.define(kernel, f"{op_name}{_SINGLE}", signature, planner, call)
+            single = _ops.define(kernel, f"{op_name}{_SINGLE}", signature, planner, call, direct)
             add_autograd(_ops.library(), f"{op_name}{_SINGLE}", backward_of)
             _, recorded = define_saving(_ops.library(), kernel, op_name, signature, backward_of, overload, single)
             add_autograd(_ops.library(), f"{op_name}{_SAVING}", backward_of, hidden=True)

@@ -5,8 +5,9 @@ into Python (about 1.8 us a call on the H200 host), where Inductor calls a Trito
 own generated code. For an op with one output, this module registers an Inductor lowering that turns the
 functional op into an ``ExternKernelOut`` node, as Inductor's own ``extern_kernels.mm`` is: the graph allocates
 the output (reusing its dead buffers) and its generated code calls ``torch.ops.kspec.<name>.kspec_call(x, y,
-out=buf)``, the kernel's out call with no dispatcher in between. The callable lives on the op's packet, so a
-graph that Inductor loads from its cache in a new process finds it once the op is registered again.
+out=buf)``, the kernel's out call with no dispatcher in between (a fused function's: its one kernel's, where a
+traced call runs one: kspec/torch/_fused_out.py). The callable lives on the op's packet, so a graph that
+Inductor loads from its cache in a new process finds it once the op is registered again.
 
 The lowering is registered when functionalization first traces the op in a process that has loaded Inductor
 (never by kspec itself: Inductor takes a second to import). Ops with several outputs, graphs with dynamic
@@ -17,7 +18,7 @@ functional call), which gives the same results.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._schema import OpSignature, arg_name
@@ -49,9 +50,11 @@ def direct_call(signature: OpSignature, writer: Callable[..., None], host_writer
     return call_with_scalars
 
 
-def lowered(name: str, signature: OpSignature, overload: Any) -> bool:
+def lowered(name: str, signature: OpSignature, overload: Any,
+            can_lower: Callable[[Sequence[Any]], bool] | None = None) -> bool:  # fmt: skip
     """Whether Inductor lowers op ``name`` to a direct call: registers the lowering the first time, where
-    Inductor is loaded and the op has one output."""
+    Inductor is loaded and the op has one output. ``can_lower``: whether a traced call (its arguments' example
+    values) can take the direct call (None: every call with fixed sizes can)."""
     if name in _lowered:
         return True
     if signature.returns != 1 or "torch._inductor.lowering" not in sys.modules:
@@ -60,12 +63,13 @@ def lowered(name: str, signature: OpSignature, overload: Any) -> bool:
         from torch._inductor.lowering import register_lowering
     except ImportError:  # a PyTorch whose Inductor moved this: the dispatcher path serves
         return False
-    register_lowering(overload, type_promotion_kind=None)(_lowering(name, signature, overload))
+    register_lowering(overload, type_promotion_kind=None)(_lowering(name, signature, overload, can_lower))
     _lowered.add(name)
     return True
 
 
-def _lowering(name: str, signature: OpSignature, overload: Any) -> Callable[..., Any]:
+def _lowering(name: str, signature: OpSignature, overload: Any,
+              can_lower: Callable[[Sequence[Any]], bool] | None) -> Callable[..., Any]:  # fmt: skip
     from torch._inductor import ir
     from torch._inductor.lowering import fallback_handler
     from torch._inductor.virtualized import V
@@ -82,6 +86,8 @@ def _lowering(name: str, signature: OpSignature, overload: Any) -> Callable[...,
         named.update(kwargs)
         if value is None or not _constant((value.shape, value.stride(), named)):
             return fallback(*args, **kwargs)
+        if can_lower is not None and not can_lower(_example_values(V.graph.current_node)):
+            return fallback(*args, **kwargs)
         layout = ir.FixedLayout(value.device, value.dtype, list(value.shape), list(value.stride()))
         node = ir.ExternKernelOut(
             layout=layout, inputs=[ir.ExternKernel.realize_input(t) for t in tensors], kwargs=named,
@@ -90,6 +96,11 @@ def _lowering(name: str, signature: OpSignature, overload: Any) -> Callable[...,
         return ir.TensorBox.create(node)
 
     return lower
+
+
+def _example_values(node: Any) -> list[Any]:
+    """A graph node's positional arguments as they were traced: example values of tensors, constants as they are."""
+    return [a.meta.get("val") if hasattr(a, "meta") else a for a in node.args]
 
 
 def _constant(value: Any) -> bool:

@@ -100,32 +100,43 @@ def op_name(kernel: Any, name: str | None, default: str, signature: OpSignature,
     return candidate, None
 
 
-def define(kernel: Any, name: str, signature: OpSignature, planner: Any, call: Any) -> Any:
+def define(kernel: Any, name: str, signature: OpSignature, planner: Any, call: Any,
+           direct: tuple[Callable[..., None], Callable[..., bool]] | None = None) -> Any:  # fmt: skip
     """Define op ``name`` with its fake, CUDA and CPU implementations, and its out variant where the signature
     has one; returns its OpOverload.
 
     ``planner(*args, **kwargs)`` is the kernel's ``output_specs``; ``call`` what runs it on real tensors (and,
-    given the outputs after the inputs, writes them)."""
+    given the outputs after the inputs, writes them). ``direct``: for an op without an out variant (a fused
+    function's), ``(write, can_lower)``: what writes a call's one output (the inputs, then it) and whether a
+    traced call can take it; Inductor then calls ``write`` directly where ``can_lower`` says so."""
     import torch
 
     lib = _lib()
     lib.define(f"{name}{signature.schema}")
+    packet = getattr(torch.ops.kspec, name)
     outputs = _outputs(name, planner, signature)
     torch.library.register_fake(f"{NAMESPACE}::{name}", _fake(outputs, signature), lib=lib)
     lib.impl(name, _unrecorded(call), "CUDA")
     lib.impl(name, on_cpu_device(name, call), "CPU")
-    packet = getattr(torch.ops.kspec, name)
-    if signature.out_schema is not None and hasattr(torch.library, "register_torch_dispatch"):
+    if not hasattr(torch.library, "register_torch_dispatch"):
+        return packet.default
+    if signature.out_schema is not None:
         lib.define(f"{name}.out{signature.out_schema}")
         torch.library.register_fake(f"{NAMESPACE}::{name}.out", _writes_nothing, lib=lib)
         writer, host_writer = _writer(call), on_cpu_device(name, call, returns=False)
         lib.impl(f"{name}.out", writer, "CUDA")
         lib.impl(f"{name}.out", host_writer, "CPU")
-        setattr(packet, ATTRIBUTE, direct_call(signature, writer, host_writer))
-        from torch._subclasses.functional_tensor import FunctionalTensorMode
+        out_variant, can_lower = packet.out, None
+    elif direct is not None and signature.returns == 1:
+        (writer, can_lower), out_variant = direct, None
+        host_writer = on_cpu_device(name, writer, returns=False)
+    else:
+        return packet.default
+    setattr(packet, ATTRIBUTE, direct_call(signature, writer, host_writer))
+    from torch._subclasses.functional_tensor import FunctionalTensorMode
 
-        rule = _decomposition(name, outputs, signature, packet.out)
-        torch.library.register_torch_dispatch(f"{NAMESPACE}::{name}", FunctionalTensorMode, rule, lib=lib)
+    rule = _decomposition(name, outputs, signature, out_variant, can_lower)
+    torch.library.register_torch_dispatch(f"{NAMESPACE}::{name}", FunctionalTensorMode, rule, lib=lib)
     return packet.default
 
 
@@ -201,9 +212,12 @@ def _writer(call: Any) -> Any:
     return write_prepared
 
 
-def _decomposition(name: str, outputs: Any, signature: OpSignature, out_variant: Any) -> Any:
+def _decomposition(name: str, outputs: Any, signature: OpSignature, out_variant: Any,
+                   can_lower: Any = None) -> Any:  # fmt: skip
     """The functional op under functionalization: new outputs, then the out variant writing them; or, where
-    Inductor lowers the op to a direct call (``_inductor``), the functional op kept as it is."""
+    Inductor lowers the op to a direct call (``_inductor``) or there is no out variant (None), the functional
+    op kept as it is. Functionalization traces every compile (fake kernels' results are cached), so Inductor's
+    lowering is registered here, where Inductor is loaded; ``can_lower``: as ``_inductor.lowered`` takes it."""
 
     def decompose(mode: Any, op: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         import torch
@@ -212,7 +226,7 @@ def _decomposition(name: str, outputs: Any, signature: OpSignature, out_variant:
 
         if any(t is not torch.Tensor and not issubclass(t, (FakeTensor, FunctionalTensor)) for t in types):
             return NotImplemented  # a tensor subclass of someone else's: its own rules first
-        if _static(args, kwargs) and lowered(name, signature, op):
+        if (_static(args, kwargs) and lowered(name, signature, op, can_lower)) or out_variant is None:
             return type(mode).__torch_dispatch__(mode, op, types, args, kwargs)  # the mode's own handling
         with mode:
             tensors = outputs(args, kwargs)

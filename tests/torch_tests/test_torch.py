@@ -202,8 +202,8 @@ def test_out_variants_write_the_given_outputs(on_cpu_device, tensors):
 def test_compiled_graph_calls_one_output_kernels_directly(on_cpu_device, tensors):
     """Inductor's code calls a kernel of one output directly (``torch.ops.kspec.<name>.kspec_call``, no
     dispatcher), scalars and keywords by name, on buffers it allocates (and reuses), with no check of the
-    outputs after each call; a kernel of two outputs takes the out variant; a fused function stays one
-    functional op."""
+    outputs after each call; a kernel of two outputs takes the out variant; a fused function of two outputs
+    stays one functional op."""
     from torch._inductor.utils import run_and_get_code
 
     x, y = tensors
@@ -227,6 +227,42 @@ def test_compiled_graph_calls_one_output_kernels_directly(on_cpu_device, tensors
     torch.testing.assert_close(s, (x + 3 * y).sum(1))
     torch.testing.assert_close(t, ((x + 3 * y) * y).sum(1))
     torch.testing.assert_close(w, 2 * (x + 3 * y))
+
+
+def test_compiled_graph_calls_a_one_kernel_fused_function_directly(on_cpu_device, tensors):
+    """A fused function that runs one elementwise kernel on its arguments is called directly too (its kernel
+    given the buffer to write), in a forward that records gradients as in one that does not; one that runs
+    two kernels stays its functional op."""
+    from torch._inductor.utils import run_and_get_code
+
+    x, y = tensors
+    affine = kt.register(fused_affine, scalars=["a"])
+
+    @kspec.fuse
+    def centred(x):  # a reduction, then an elementwise kernel on its result
+        return x - x.sum(axis=1, keepdims=True)
+
+    centre = kt.register(centred)
+
+    def f(x, y):
+        return centre(affine(x, 2.0, y))
+
+    got, codes = run_and_get_code(torch.compile(f, fullgraph=True), x, y)
+    code = "\n".join(codes)
+    assert re.search(r"torch\.ops\.kspec\.fused_affine\.kspec_call\(arg\d+_1, arg\d+_1, a=2\.0, out=buf\d+\)", code)
+    assert "torch.ops.kspec.centred.default(" in code and "centred.kspec_call" not in code
+    want = x * 2.0 + y
+    torch.testing.assert_close(got, want - want.sum(1, keepdim=True))
+    xg, yg = x.clone().requires_grad_(), y.clone().requires_grad_()
+    with_grad, codes = run_and_get_code(torch.compile(lambda x, y: affine(x, 3.0, y), fullgraph=True), xg, yg)
+    assert "fused_affine__single.kspec_call(" in "\n".join(codes)
+    gx, gy = torch.autograd.grad(with_grad, (xg, yg), torch.ones_like(with_grad))
+    torch.testing.assert_close(with_grad, x * 3.0 + y)
+    torch.testing.assert_close(gx, torch.full_like(x, 3.0))
+    torch.testing.assert_close(gy, torch.full_like(y, float(x.shape[0])))
+    buf = torch.empty_like(x)  # a graph from Inductor's cache may hold a direct call the function no longer fits
+    torch.ops.kspec.centred.kspec_call(x, out=buf)
+    torch.testing.assert_close(buf, x - x.sum(1, keepdim=True))
 
 
 def test_dynamic_graphs_allocate_through_the_out_variant(on_cpu_device, tensors):
