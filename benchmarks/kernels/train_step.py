@@ -22,7 +22,9 @@ per step (the kernels' device time from torch.profiler): where the host takes lo
 the events measure the host; the host's own time per step is the last column (issuing a round's steps, before
 they finish). kspec's kernels launch through its compiled call path, built first where the cache lacks it (as
 ``kspec warm`` builds it for a deploy: on a cold cache the kernels planned before it is built keep the Python
-path, which a machine that has run kspec once no longer takes). Usage::
+path, which a machine that has run kspec once no longer takes). Inductor compiles into a fresh cache directory
+unless ``TORCHINDUCTOR_CACHE_DIR`` names one: a graph cached by an older kspec calls its ops as that version did
+(a fused op through the dispatcher before it had a direct call). Usage::
 
     python benchmarks/kernels/train_step.py [--shape 16384 4096] [--reps 50] [--rounds 3] [--profile]
 """
@@ -107,6 +109,10 @@ def time_ms(torch: Any, fn: Callable[[], Any], reps: int) -> tuple[list[float], 
 
 
 def main() -> None:
+    import os
+    import tempfile
+
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="train_step_inductor_"))
     import torch
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -149,3 +149,27 @@ def test_compiled_graph_calls_the_kernels_directly(tensors):
     torch.cuda.current_stream().wait_stream(side)
     check(on_side, f(x, y))
     check(got, f(x, y))
+
+
+def test_compiled_graph_calls_a_one_kernel_fused_function_directly(tensors):
+    """A fused function of one kernel is a direct call on CUDA tensors too: its kernel writes the graph's buffer,
+    in the forward and in a forward that records gradients (``__single``), on PyTorch's stream; the values and
+    the gradients are the eager ones."""
+    from torch._inductor.utils import run_and_get_code
+
+    x, y = tensors
+    affine = kt.register(fused_affine, scalars=["a"])
+    got, codes = run_and_get_code(torch.compile(lambda x, y: affine(x, 2.0, y) * 3, fullgraph=True), x, y)
+    assert "torch.ops.kspec.fused_affine.kspec_call(" in "\n".join(codes)
+    check(got, (x * 2.0 + y) * 3)
+    xg, yg = x.clone().requires_grad_(), y.clone().requires_grad_()
+    step = torch.compile(lambda x, y: affine(x, 2.0, y), fullgraph=True)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        out, codes = run_and_get_code(step, xg, yg)
+        grads = torch.autograd.grad(out, (xg, yg), torch.ones_like(out))
+    torch.cuda.current_stream().wait_stream(side)
+    assert "torch.ops.kspec.fused_affine__single.kspec_call(" in "\n".join(codes)
+    check(out, x * 2.0 + y)
+    check(grads, (torch.full_like(x, 2.0), torch.full_like(y, float(x.shape[0]))), rtol=1e-4, atol=1e-3)
