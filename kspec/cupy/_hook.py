@@ -70,6 +70,11 @@ def install() -> None:
         from ._swap import enable
 
         enable(import_cupy=False)
+    watch_jit()
+
+
+def watch_jit() -> None:
+    """Swap ``cupyx.jit``'s names as soon as it is imported (where the constructors are swapped already)."""
     if "cupyx.jit" not in sys.modules and _finder not in sys.meta_path:
         sys.meta_path.insert(0, _finder)
 

@@ -165,6 +165,27 @@ def test_enable_rebinds_every_home_and_disable_restores(fake_cupy: Path) -> None
     assert out.stdout.strip() == "ok"
 
 
+def test_enable_leaves_cupyx_to_the_program_and_swaps_its_jit_on_import(fake_cupy: Path) -> None:
+    """``enable()`` imports no ``cupyx`` (CuPy's import does not: a program that never uses it never pays for
+    it); a later ``import cupyx.jit`` (or ``from cupyx import jit``) finds kspec's names there; after
+    ``disable()`` an import finds CuPy's."""
+    out = run(fake_cupy, """
+        import sys
+        import cupy
+        import kspec, kspec.cupy
+        kspec.cupy.enable()
+        assert "cupyx" not in sys.modules and "cupyx.jit" not in sys.modules, sorted(m for m in sys.modules if "cupyx" in m)
+        from cupyx import jit
+        assert jit.rawkernel is kspec.jit.rawkernel and jit.threadIdx is kspec.jit.threadIdx
+        import thirdparty  # imports the names after the swap: kspec's
+        assert thirdparty.rawkernel is kspec.jit.rawkernel
+        kspec.cupy.disable()
+        assert jit.rawkernel() == "cupy's jit"
+        print("ok")
+    """)
+    assert out.stdout.strip() == "ok"
+
+
 def test_raw_modules_follow_cupys_kernel_cache(fake_cupy: Path) -> None:
     """Where a program pointed CuPy's kernel cache (a backend of its own, another directory), kspec's raw modules
     are kept there too, in CuPy's entry format; CuPy's default directory is left alone; ``cupy._util.clear_memo()``
