@@ -21,12 +21,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ._hook import STARTUP_DIR, launch_environment
+from ._hook import STARTUP_DIR, launch_environment, watch_jit
 from ._hook import install as swap_on_import
-from ._swap import CONSTRUCTORS, disable, enable, is_enabled
+from ._swap import CONSTRUCTORS, disable, is_enabled
+from ._swap import enable as _enable
 
 __all__ = ["CONSTRUCTORS", "STARTUP_DIR", "disable", "enable", "enabled", "is_enabled", "launch_environment",
            "swap_on_import"]
+
+
+def enable() -> None:
+    """Serve CuPy's kernel constructors, ``cupy.fuse`` and ``cupyx.jit`` from kspec in this process (CuPy is
+    imported here; ``cupyx`` is not: where ``cupyx.jit`` is not imported yet, its names are swapped as soon as a
+    program imports it)."""
+    _enable()
+    watch_jit()
 
 
 @contextmanager

@@ -94,10 +94,11 @@ def _bindings(table: dict[int, tuple[Any, Any]]) -> list[tuple[ModuleType, str, 
 def enable(*, import_cupy: bool = True) -> None:
     """Serve CuPy's kernel constructors, ``cupy.fuse`` and ``cupyx.jit`` from kspec in this process.
 
-    ``cupyx.jit``'s names are swapped now where it is imported, else as soon as it is (:func:`swap_jit`, from
-    kspec/cupy/_hook.py's finder): importing it here would import ``cupyx``, and with it SciPy's sparse package
-    (a quarter of a second on the GPU host), in programs that use CuPy alone, as CuPy's own import does not.
-    ``import_cupy=False`` (the launcher's import hook, inside CuPy's own import): swap what is imported now."""
+    ``cupyx.jit``'s names are swapped here where it is imported; else :func:`swap_jit` swaps them once it is
+    (kspec.cupy.enable() has kspec/cupy/_hook.py's finder wait for it). Importing it here would import ``cupyx``,
+    and with it SciPy's sparse package (a quarter of a second on the GPU host), in programs that use CuPy alone,
+    as CuPy's own import does not. ``import_cupy=False`` (the launcher's import hook, inside CuPy's own import):
+    swap what is imported now."""
     with _lock:
         if _state["enabled"]:
             return
@@ -108,10 +109,6 @@ def enable(*, import_cupy: bool = True) -> None:
         _state["enabled"] = True
         if "cupyx.jit" in sys.modules and hasattr(sys.modules["cupyx.jit"], "rawkernel"):
             swap_jit()
-        else:
-            from ._hook import watch_jit
-
-            watch_jit()
         _forget_built_kernels()
     from ..kernels import preload_call_path
 
