@@ -19,7 +19,7 @@ import types
 from typing import Any
 
 from ._api import FusedFunction, fuse
-from ._program import ProgramForm, StepForm
+from ._forms import ProgramForm, StepForm
 
 __all__ = ["FusedFunction", "ProgramForm", "StepForm", "fuse"]
 

@@ -13,13 +13,16 @@ import inspect
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._errors import FuseError, KspecTypeError
 from . import _rules
-from ._program import ArgType, Program, ProgramForm, check_name, trace
+from ._forms import ArgType, ProgramForm, check_name
+
+if TYPE_CHECKING:
+    from ._program import Program
 
 _PY_SCALARS = (bool, int, float, complex)
 _modules = sys.modules
@@ -193,6 +196,8 @@ class FusedFunction:
             names = self._parameters or [f"arg{k}" for k in range(len(types))]
             if len(names) < len(types):
                 names = list(names) + [f"arg{k}" for k in range(len(names), len(types))]
+            from ._program import trace  # the tracer and the spec models load on a function's first call
+
             program = trace(self._func, self._name, self.kernel_name, names, types)
             self._by_types[types] = program
         return program

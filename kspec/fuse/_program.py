@@ -12,16 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._named_tuple import NamedTuple
 from .._errors import FuseError, KspecError, KspecOverflowError
 from . import _codegen, _cupy, _graph, _index, _plan
 from ._graph import Node
 from ._tracer import Tracer
+from ._forms import ArgType, ProgramForm, StepForm, check_name
 from ._value import TraceValue, argument
 
-# How one argument is seen by the trace: ("array", dtype, ndim), ("scalar", dtype, weak Python type or None),
-# or ("none", "", None) for None.
-ArgType = tuple[str, str, Any]
 
 
 @dataclass
@@ -34,24 +31,6 @@ class _Step:
     produces: list[int]  # node ids of the new arrays it returns, in order
     kwargs: dict[str, Any]  # axis= / keepdims= of a reduction
     scalars: frozenset[str]  # input parameters passed by value
-
-
-class StepForm(NamedTuple):
-    """One kernel of a call, as data (:meth:`kspec.fuse.FusedFunction.program_form`)."""
-
-    spec: Any  # an ElementwiseSpec or ReductionSpec
-    inputs: tuple[tuple[str, int], ...]  # per input parameter: ("arg", argument index) or ("value", node id)
-    produces: tuple[int, ...]  # node ids of its outputs, in order
-    kwargs: dict[str, Any]  # a reduction's axis= / keepdims=
-
-
-class ProgramForm(NamedTuple):
-    """The kernels a call runs and how its result is assembled (kspec.grad differentiates it)."""
-
-    steps: tuple[StepForm, ...]
-    results: list[tuple[str, Any]]  # per returned item: ("node", id), ("arg", index), ("tuple", items), ...
-    returns_tuple: bool
-    args: tuple[Any, ...]  # the call's arguments, bound to positions
 
 
 class Program:
@@ -337,11 +316,6 @@ def _source(node: _graph.Node) -> tuple[str, Any]:
     if "view" in node.attrs:
         return ("view", (node.attrs["index"], node.attrs["view"]))
     return ("arg", node.attrs["index"])
-
-
-def check_name(name: str) -> str:
-    """A kernel name for a function name that is not a C identifier (``<lambda>``)."""
-    return name if name.isidentifier() and not name.startswith("_") else "fused_kernel"
 
 
 __all__ = ["ArgType", "FuseError", "Program", "check_name", "trace"]

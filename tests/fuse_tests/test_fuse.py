@@ -7,6 +7,7 @@ are read), so everything here runs in CI.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import pickle
 import subprocess
@@ -481,3 +482,26 @@ def test_scalar_parameters_are_declared_so_builds_precompile_them():
 
     units = plan_build([spec], ["sm_90"]).units
     assert [u.scalars for u in units] == [frozenset({"a"})]
+
+
+def test_importing_fuse_and_decorating_load_no_tracer_and_no_spec_models():
+    """``import kspec.fuse`` and ``@kspec.fuse`` at a module's top load neither the tracer nor the spec models
+    (pydantic): kspec.cupy.enable() binds ``cupy.fuse`` to kspec's in programs that may never call a fused
+    function, and CuPy-style constructor calls need no spec model either. The first call traces and loads them."""
+    from helpers.child_env import child_env
+
+    script = (
+        "import json, sys\n"
+        "import numpy as np\n"
+        "import kspec.fuse\n"
+        "@kspec.fuse\n"
+        "def f(x, y):\n"
+        "    return x * y + 1\n"
+        "before = sorted(m for m in ('pydantic', 'kspec.fuse._program', 'kspec.spec._models') if m in sys.modules)\n"
+        "spec = f.spec(np.ones(3, np.float32), np.ones(3, np.float32))\n"
+        "print(json.dumps([before, 'kspec.fuse._program' in sys.modules, type(spec).__name__]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], env=child_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    before, traced, kind = json.loads(done.stdout.splitlines()[-1])
+    assert before == [] and traced and kind == "ElementwiseSpec"
