@@ -20,7 +20,6 @@ from ._forms import ArgType, ProgramForm, StepForm, check_name
 from ._value import TraceValue, argument
 
 
-
 @dataclass
 class _Step:
     """One kernel of the program and where its arguments come from."""

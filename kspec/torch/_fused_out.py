@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..kernels import ElementwiseKernel
-from ._tensors import array_spec
+from ._tensors import stand_ins
 
 
 def fused_writer(fused: Any) -> Callable[..., None]:
@@ -40,12 +40,9 @@ def fused_writer(fused: Any) -> Callable[..., None]:
 
 def lowerable(fused: Any) -> Callable[[Sequence[Any]], bool]:
     """Whether a traced call (its arguments' fake tensors and numbers) runs one kernel that can write its output."""
-    import torch
-
     def check(values: Sequence[Any]) -> bool:
-        stand_ins = [array_spec(v) if isinstance(v, torch.Tensor) else v for v in values]
         try:
-            return fused.single_kernel(*stand_ins) is not None
+            return fused.single_kernel(*stand_ins(values)) is not None
         except (TypeError, ValueError):
             return False  # the op's own call will say what is wrong
 

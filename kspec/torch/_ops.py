@@ -37,13 +37,12 @@ from ..kernels import ElementwiseKernel
 from ._inductor import ATTRIBUTE, direct_call, lowered
 from ._schema import OpSignature
 from ._tensors import (
-    array_spec,
     check_cpu_device,
     empty_like_spec,
     first_device,
     host_arrays,
     host_tensors,
-    scalar_stand_in,
+    stand_ins,
 )
 
 NAMESPACE = "kspec"
@@ -166,10 +165,7 @@ def _outputs(name: str, planner: Any, signature: OpSignature) -> Any:
     tensors while tracing)."""
 
     def outputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        import torch
-
-        specs = [array_spec(a) if isinstance(a, torch.Tensor) else scalar_stand_in(a) for a in args]
-        planned = planner(*specs, **kwargs)
+        planned = planner(*stand_ins(args), **kwargs)
         if len(planned) != signature.returns:
             raise KspecTypeError(
                 f"kspec.torch: op {NAMESPACE}::{name} is registered to return {signature.returns} tensor(s), but these "

@@ -22,7 +22,7 @@ from typing import Any
 
 from .._errors import KspecError
 from ..grad import assemble, run_forward
-from ._tensors import array_spec, check_cpu_device, empty_like_spec, first_device, host_arrays, scalar_stand_in
+from ._tensors import check_cpu_device, empty_like_spec, first_device, host_arrays, stand_ins
 
 NAMESPACE = "kspec"
 SUFFIX = "__saving"
@@ -56,15 +56,15 @@ def define_saving(lib: Any, fused: Any, name: str, signature: Any, rule: Any, pl
 
     def fake(*args: Any) -> Any:
         program = program_of(args)
-        specs = [array_spec(a) if isinstance(a, torch.Tensor) else scalar_stand_in(a) for a in args]
+        specs = stand_ins(args)
         rule.prepare(specs)  # the backward's ops, registered while the forward is traced (see FusedRule)
         device = first_device(args)
         results = [empty_like_spec(s, device) for s in fused.output_specs(*specs)]
         kept = []
         nodes = rule.kept(program)
         if nodes:
-            stand_ins = program._replace(args=tuple(specs))
-            values = run_forward(stand_ins, lambda step, inputs: step.kernel.output_specs(*inputs, **step.kwargs))
+            abstract = program._replace(args=tuple(specs))
+            values = run_forward(abstract, lambda step, inputs: step.kernel.output_specs(*inputs, **step.kwargs))
             kept = [empty_like_spec(values[node], device) for node in nodes]
         return (*results, kept)
 

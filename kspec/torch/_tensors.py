@@ -56,6 +56,13 @@ def scalar_stand_in(value: Any) -> Any:
     return value
 
 
+def stand_ins(values: Sequence[Any]) -> list[Any]:
+    """A call's arguments as planning sees them: each tensor (a FakeTensor while tracing) as its ArraySpec, each
+    number through :func:`scalar_stand_in`."""
+    tensor = _torch().Tensor
+    return [array_spec(v) if isinstance(v, tensor) else scalar_stand_in(v) for v in values]
+
+
 def empty_like_spec(spec: ArraySpec, device: Any) -> Any:
     """A new tensor for an output ArraySpec, on ``device`` (a FakeTensor inside a trace)."""
     return _torch().empty(spec.shape, dtype=torch_dtype(spec.dtype), device=device)
