@@ -5,6 +5,9 @@ The race itself, with real producers, is tests/kernels_tests/test_stream_order_g
 
 from __future__ import annotations
 
+import sys
+import types
+
 import numpy as np
 import pytest
 from helpers import fake_device
@@ -17,6 +20,7 @@ from kspec.kernels.planning import _planner
 from kspec.kernels.callpath import _prepared
 from test_kernel_plan import signature
 from kspec.runtime import _driver
+from kspec.spec import ElementwiseSpec
 
 fake = fake_device.fake  # the fixture: the fake driver, for kspec and cuda.core
 
@@ -85,6 +89,52 @@ def test_protocol_outputs_are_ordered_too(drv):
     out = Cai(ptr=0xC000, shape=(4,), stream=PRODUCER)
     k(fake_array(0xA000), fake_array(0xB000), out, stream=CONSUMER)
     assert drv.calls == [("record", PRODUCER), ("wait", CONSUMER), ("launch", CONSUMER)]
+
+
+CUPY_STREAM = 0x88  # the fake CuPy's current stream
+
+
+def _fake_cupy(monkeypatch) -> list[tuple[str, tuple[int, ...]]]:
+    """A process that imported CuPy: its current stream, and the arrays allocated in its name."""
+    allocated: list[tuple[str | None, tuple[int, ...]]] = []
+
+    def allocate(library, shape, dtype, stream=None, device=None):
+        allocated.append((library, tuple(shape)))
+        return fake_array(0xE000, shape, dtype)
+
+    current = types.SimpleNamespace(ptr=CUPY_STREAM)
+    cuda = types.SimpleNamespace(get_current_stream=lambda device_id=-1: current)
+
+    def ndarray(shape, dtype):  # what the launch reads of a cupy.ndarray output: its memory's pointer
+        allocate("cupy", shape, dtype)
+        return types.SimpleNamespace(shape=tuple(shape), dtype=np.dtype(dtype), data=types.SimpleNamespace(ptr=0xE000))
+
+    cupy = types.SimpleNamespace(__name__="cupy", cuda=cuda, ndarray=ndarray)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setattr(_prepared, "allocate", allocate)
+    return allocated
+
+
+def test_a_cai_only_first_array_answers_as_cupy_where_cupy_is_imported(drv, monkeypatch):
+    # CuPy turns an object known only by __cuda_array_interface__ into a cupy.ndarray: a CuPy-style kernel's
+    # outputs are CuPy's, launched on CuPy's current stream, its producer ordered before that
+    allocated = _fake_cupy(monkeypatch)
+    k = _add()
+    for _ in range(2):  # the prepared call serves the second call the same way
+        drv.calls.clear()
+        k(Cai(ptr=0xC000, shape=(4,), stream=PRODUCER), fake_array(0xA000))
+        assert drv.calls == [("record", PRODUCER), ("wait", CUPY_STREAM), ("launch", CUPY_STREAM)]
+    assert allocated == [("cupy", (4,))] * 2
+    # a kspec array first, a DLPack-only object (CuPy takes none) or a spec kernel: kspec's arrays, as before
+    allocated.clear()
+    k(fake_array(0xA000), Cai(ptr=0xC000, shape=(4,)))
+    k(DL(ptr=0xD000, shape=(4,)), fake_array(0xA000))
+    spec_kernel = kspec.ElementwiseKernel.from_spec(ElementwiseSpec(
+        name="stream_order_typed_add", in_params="float32 x, float32 y", out_params="float32 z", operation="z = x + y"))
+    spec_kernel(Cai(ptr=0xC000, shape=(4,)), fake_array(0xA000))
+    monkeypatch.delitem(sys.modules, "cupy")  # and a process without CuPy (another signature: no prepared call yet)
+    _add()(Cai(ptr=0xC000, shape=(2,)), fake_array(0xA000, shape=(2,)))
+    assert allocated == [(None, (4,))] * 3 + [(None, (2,))]
 
 
 def test_reduction_orders_cai_and_dlpack_inputs(drv):

@@ -9,6 +9,7 @@ tests/runtime_tests/test_runtime_gpu.py, CAI views bound to textures in tests/ru
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 
 import numpy as np
@@ -76,10 +77,27 @@ def test_elementwise_and_reduction_kernels_take_protocol_only_arrays(wrap):
     host = np.arange(12, dtype=np.float32).reshape(3, 4)
     x = wrap(kspec.asarray(host))
     y = kspec.ElementwiseKernel("T x", "T y", "y = x * 2", f"twice_{wrap.__name__}")(x)
-    assert isinstance(y, kspec.DeviceArray)  # neither JAX nor Numba: outputs are kspec's
-    np.testing.assert_array_equal(y.get(), 2 * host)
     total = kspec.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", f"sum_{wrap.__name__}")(x, axis=1)
+    # neither JAX nor Numba: kspec's arrays, but where CuPy is imported a CuPy-style kernel answers a
+    # __cuda_array_interface__ object as CuPy does, with cupy.ndarrays (CuPy takes no DLPack-only object)
+    as_cupy = wrap is CaiOnly and "cupy" in sys.modules
+    for out in (y, total):
+        assert type(out).__module__.startswith("cupy") if as_cupy else isinstance(out, kspec.DeviceArray)
+    np.testing.assert_array_equal(y.get(), 2 * host)
     np.testing.assert_array_equal(total.get(), host.sum(axis=1))
+
+
+def test_a_cai_only_object_gives_cupy_arrays_where_cupy_is_imported():
+    cupy = pytest.importorskip("cupy")
+    host = np.arange(12, dtype=np.float32).reshape(3, 4)
+    stream = cupy.cuda.Stream()
+    with stream:  # CuPy's current stream, as CuPy's own test of the protocol enters it
+        x = CaiOnly(kspec.asarray(host), stream=stream.ptr)
+        y = kspec.ElementwiseKernel("T x", "T y", "y = x * 2", "twice_as_cupy")(x)
+        total = kspec.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "sum_as_cupy")(x, axis=1)
+    assert isinstance(y, cupy.ndarray) and isinstance(total, cupy.ndarray)
+    np.testing.assert_array_equal(cupy.asnumpy(y), 2 * host)
+    np.testing.assert_array_equal(cupy.asnumpy(total), host.sum(axis=1))
 
 
 def test_the_view_keeps_a_dlpack_producer_alive():

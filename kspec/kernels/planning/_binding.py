@@ -43,6 +43,7 @@ from ...runtime import (
     default_stream_getter,
     is_texture_type,
     kind_of_object,
+    protocol_library,
     stream_handle,
 )
 from ..callpath import scalar_bytes
@@ -107,8 +108,11 @@ def bind(
     ``abstract``: every array is an :class:`~._array_spec.ArraySpec` (``output_specs`` / ``plan_launch``), read
     into the ArrayInfo a real array of its layout gives, with pointer 0.
 
-    ``cupy_rules``: CuPy's scalar rules (the module docstring); the array library of the first array argument,
-    raw or not, decides where outputs are allocated."""
+    ``cupy_rules``: CuPy's scalar rules (the module docstring). The array library of the first array argument,
+    raw or not, decides where outputs are allocated; with ``cupy_rules``, a first array known only by
+    ``__cuda_array_interface__`` answers as CuPy (:func:`_cupy_takes`). A call keyed from the dict
+    (:func:`kspec.kernels.callpath.cai_entry`) keeps the library its first call found: a process that imports
+    CuPy after such a call keeps kspec's arrays for that signature."""
     kernel = spec.name
     arrays: dict[str, ArrayArg] = {}
     scalar_inputs: dict[str, Any] = {}
@@ -136,8 +140,10 @@ def bind(
             protocol.append((param, obj, is_output, kind))
             continue
         arrays[param.name] = _array_arg(kernel, param, obj, is_output, kind)
+    as_cupy = False
     if protocol:
-        handle = _launch_stream(kernel, stream, arrays.get(order[0]))
+        as_cupy = cupy_rules and order[0] not in arrays and _cupy_takes(protocol[0])
+        handle = _launch_stream(kernel, stream, arrays.get(order[0]), CUPY if as_cupy else None)
         for param, obj, is_output, kind in protocol:
             arrays[param.name] = _array_arg(kernel, param, obj, is_output, kind, handle)
         arrays = {name: arrays[name] for name in order}
@@ -153,7 +159,7 @@ def bind(
             device_id = check_same_device(named)
         except KspecValueError as exc:
             raise KspecValueError(about_kernel(kernel, str(exc))) from None
-    library = arrays[order[0]].info.library if order else None
+    library = CUPY if as_cupy else arrays[order[0]].info.library if order else None
     scalar_types = {name: type(value) for name, value in scalar_inputs.items()}
     return Bound(kernel, arrays, scalars, scalar_types, types, param_dtypes, outputs is not None, device_id, library,
                  cupy_rules)
@@ -172,17 +178,28 @@ def library_without_arrays(stream: object, cupy_rules: bool, device_id: int) -> 
     return None
 
 
-def _launch_stream(kernel: str, stream: object, first: ArrayArg | None) -> int:
+def _cupy_takes(arg: tuple[Param, Any, bool, str]) -> bool:
+    """Whether a CuPy-style kernel whose first array is this protocol argument answers as CuPy does: CuPy
+    turns an object known only by ``__cuda_array_interface__`` into a ``cupy.ndarray`` (and takes no
+    DLPack-only object), so, in a process that imported CuPy, such a call allocates CuPy's arrays on CuPy's
+    current stream, as a call with no array does (:func:`library_without_arrays`). JAX and Numba arrays keep
+    their own library."""
+    _, obj, _, kind = arg
+    return kind == CAI and protocol_library(obj) is None and "cupy" in sys.modules
+
+
+def _launch_stream(kernel: str, stream: object, first: ArrayArg | None, library: str | None = None) -> int:
     """The handle of the stream the call will launch on. ``first`` is the first array argument when it was
-    read already (a CuPy / PyTorch / kspec array); None when it is a protocol array, whose library (JAX,
-    Numba, other) launches on the legacy default stream, as it would in PreparedCall."""
+    read already (a CuPy / PyTorch / kspec array); None when it is a protocol array, which launches on the
+    default stream of ``library`` (None: the legacy default stream, for JAX, Numba and others), as it would in
+    PreparedCall."""
     if stream is not None:
         try:
             return stream_handle(stream)
         except KspecTypeError as exc:
             raise KspecTypeError(about_kernel(kernel, str(exc))) from None
     if first is None:
-        return default_stream_getter(None)(-1)
+        return default_stream_getter(library)(-1)
     return default_stream_getter(first.info.library)(first.info.device_id)
 
 
