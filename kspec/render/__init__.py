@@ -28,7 +28,7 @@ _LAZY = {
     "Specialization": "_specialize", "specialize": "_specialize", "specialization_key": "_specialize",
     "raw_module_key": "_content", "content_data": "_content",
     "DYNAMIC_NDIM": "_variants", "INDEX_C_TYPES": "_variants", "MAX_NDIM": "_variants",
-    "VECTOR_BYTES": "_variants", "VariantKey": "_variants", "TILED_VARIANTS": "_variants",
+    "VECTOR_BYTES": "_variants", "VariantKey": "_variants", "TILED_VARIANTS": "_variants", "NARROW_TILE": "_variants",
     "tiled_variant": "_variants", "tiled_layout": "_variants", "module_variant": "_variants",
     "stand_in": "_variants",
 }
@@ -47,6 +47,7 @@ __all__ = [
     "DYNAMIC_NDIM",
     "INDEX_C_TYPES",
     "MAX_NDIM",
+    "NARROW_TILE",
     "SLAB_ACC_BYTES",
     "SLAB_BLOCK",
     "SLAB_MIN_BLOCKS",

@@ -69,11 +69,15 @@ TILE = 32
 TILE_WARPS = 8
 TILE_SMEM_LIMIT = 40 * 1024
 # Tiles of TILE * TILE elements, TILE_WIDTHS wide along dim 0: 32, or 16 / 64 where dim 0 / dim 1 is short
-# (16 elements: a 32 x 32 tile would leave half its lanes idle); ``vec`` of a tiled VariantKey is the width.
-TILE_WIDTHS = (32, 16, 64)
+# (16 elements: a 32 x 32 tile would leave half its lanes idle), or NARROW_TILE where dim 0 has at most that many
+# (the 8 channels of (512, 128, 64, 8) permuted (0, 3, 2, 1)); ``vec`` of a tiled VariantKey is the width. A first
+# call compiles only the variant it launches: a width costs NVRTC time in full builds only.
+NARROW_TILE = 8
+TILE_WIDTHS = (32, 16, 64, NARROW_TILE)
 SHAPED_TILE_GAIN = 1.25
 # a row's elements in shared memory per tile width: padded so that a warp's accesses fall in different banks
-_TILE_ROW = {16: 17, 32: 33, 64: 66}
+# (8 wide: swizzled instead, templates/include/kspec/tile.cuh)
+_TILE_ROW = {16: 17, 32: 33, 64: 66, 8: 8}
 # A block step takes TILE_SPANS[i] tiles where the largest operand has at most SPAN_ITEMSIZES[i] bytes and their
 # tiles fit: each step costs a few hundred instructions per warp (its coordinates, divisions, a block's start),
 # spread over more elements for narrow types, whose tiles move fewer bytes (benchmarks/NOTES.md v28).
@@ -144,10 +148,10 @@ TILED_VARIANTS = tuple(VariantKey("tiled", "int32", DYNAMIC_NDIM, width) for wid
 
 def tiled_step(variant: VariantKey, span: int) -> tuple[int, int]:
     """The elements a block step of the tiled entry covers along dims 0 and 1: ``span`` tiles side by side,
-    along dim 0 (along dim 1 for tiles 16 wide, 64 high)."""
+    along dim 0 (along dim 1 for tiles narrower than TILE: 16 wide and 64 high, 8 wide and 128 high)."""
     width = variant.vec
     height = TILE * TILE // width
-    return (width, height * span) if width == 16 else (width * span, height)
+    return (width, height * span) if width < TILE else (width * span, height)
 
 
 def tiled_layout(variant: VariantKey, span: int, extents: Sequence[int]) -> tuple[int, float]:
@@ -167,11 +171,15 @@ def tiled_layout(variant: VariantKey, span: int, extents: Sequence[int]) -> tupl
 
 
 def tiled_variant(extents: Sequence[int], span: int) -> VariantKey:
-    """The tiled entry for a loop of ``extents`` (innermost first) and steps of ``span`` tiles: 32 x 32 tiles,
-    unless tiles 16 or 64 wide leave SHAPED_TILE_GAIN times fewer slots of the steps idle (a dim 0 or dim 1 of
-    16-48): their rows of 16 elements coalesce less, so they must win clearly."""
-    fill = {v: tiled_layout(v, span, extents)[1] for v in TILED_VARIANTS}
-    best = max(TILED_VARIANTS, key=fill.__getitem__)  # the first (32 wide) on a tie
+    """The tiled entry for a loop of ``extents`` (innermost first) and steps of ``span`` tiles: tiles 8 wide
+    where dim 0 has at most 8 elements (a row in one tile; 16-wide tiles there ran at 0.6-0.75x their speed,
+    H200: benchmarks/NOTES.md v64), else 32 x 32 tiles, unless tiles 16 or 64 wide leave SHAPED_TILE_GAIN times
+    fewer slots of the steps idle (a dim 0 or dim 1 of 16-48): their rows of 16 elements coalesce less, so they
+    must win clearly."""
+    if extents[0] <= NARROW_TILE:
+        return TILED_VARIANTS[TILE_WIDTHS.index(NARROW_TILE)]
+    fill = {v: tiled_layout(v, span, extents)[1] for v in TILED_VARIANTS if v.vec > NARROW_TILE}
+    best = max(fill, key=fill.__getitem__)  # the first (32 wide) on a tie
     return best if fill[best] >= SHAPED_TILE_GAIN * fill[TILED_VARIANTS[0]] else TILED_VARIANTS[0]
 
 

@@ -70,19 +70,19 @@ def test_build_compiles_each_captured_variant_under_the_first_calls_cache_key(tm
     found = store.find_variant(key, "contig/int64/0/4", "sm_90")
     assert found is not None and found.read() and list(found.lowered_names) == [contig]
     assert store.find_variant(key, "contig/int64/0/4", "sm_80") is None
-    assert store.find_variant(key, "tiled/int32/0/8", "sm_90") is None
+    assert store.find_variant(key, "tiled/int32/0/128", "sm_90") is None
     # kspec warm compiles the same programs: one unit per captured variant
     warm = plan_warm([spec], ["sm_90"])
     assert [u.expression for u in warm.units] == [contig, specialization.name_expression(VariantKey("strided", "int32", 2, 1))]
 
 
 def test_a_variant_the_module_lacks_fails_its_unit_by_name():
-    spec = _spec(["tiled/int32/0/8", "contig/int64/0/4"])  # float32 tiles are 16, 32 or 64 wide
+    spec = _spec(["tiled/int32/0/128", "contig/int64/0/4"])  # tiles are 8, 16, 32 or 64 wide
     (unit,) = [u for u in plan_build([spec], ["sm_90"]).units if u.variant[0] == "tiled"]
     (result,) = precompile([unit], jobs=1, isolate=False)
     error = result.error
     assert isinstance(error, InstantiationError) and error.field == "specializations.variants"
-    assert "tiled/int32/0/8 is not a launch variant" in str(error)
+    assert "tiled/int32/0/128 is not a launch variant" in str(error)
     assert "contig/int64/0/4" in str(error)  # what the module has
 
 

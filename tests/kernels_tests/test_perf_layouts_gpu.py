@@ -214,11 +214,13 @@ def test_every_permutation_of_a_4d_shape(cp, sqd, dtype):
      ((7, 16, 16), (32, 32, 32)), ((2, 16, 40), (64, 64, 64)), ((2, 40, 16), (16, 16, 16)), ((2, 16, 17), (32, 32, 32)),
      ((3, 45, 70), (32, 64, 32)), ((9, 64, 16), (16, 16, 16)), ((5, 33, 200), (64, 64, 32)),
      ((37, 16, 16), (32, 32, 32)), ((5, 7, 20, 16), (32, 32, 32)), ((6, 5, 16, 48), (64, 64, 64)),
-     ((11, 32, 32), (32, 32, 32))],
+     ((11, 32, 32), (32, 32, 32)), ((300, 8), (8, 8, 8)), ((3, 200, 8), (8, 8, 8)), ((2, 100, 8), (8, 8, 8)),
+     ((4, 130, 7), (8, 8, 8)), ((5, 40, 6), (8, 8, 8))],
 )
 def test_short_dims_in_tiles(cp, sqd, shape, dtype, widths, monkeypatch):
     """A dim shorter than the tile's edge (16 under 2048: a permuted NHWC array of 16 channels), either way round,
-    in tiles 16 wide along it (dim 0 short) or 16 high (dim 1 short); planes of at most one tile, several to a
+    in tiles 16 wide along it (dim 0 short) or 16 high (dim 1 short), or 8 wide where dim 0 has 6 to 8 (their
+    columns swizzled, not padded: kspec/tile.cuh); planes of at most one tile, several to a
     step (consecutive along dim 2, never past its end: (5, 7, 20, 16)), extents that straddle tiles. Every case
     takes the tiled entry here, however few of a step's slots it fills (the plan's threshold set to 0)."""
     import kspec.kernels.planning._entry_point as plan_module

@@ -179,7 +179,7 @@ def test_knobs_change_the_launch_and_nothing_else(on_cpu_device):
 def test_bad_knobs_are_errors_naming_them():
     k = kspec.ElementwiseKernel("T x", "T z", "z = x", "copy_knobs")
     with pytest.raises(ValueError, match="tile must be one of"):
-        k.with_knobs({"tile": 8})
+        k.with_knobs({"tile": 12})
     with pytest.raises(ValueError, match="'slab' is not a elementwise knob"):
         k.with_knobs({"slab": 1})
     with pytest.raises(TypeError, match="knobs: expected a mapping"):

@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
 from ..._named_tuple import NamedTuple
-from ...render import DYNAMIC_NDIM, TILED_VARIANTS, Specialization, VariantKey, tiled_layout, tiled_variant
+from ...render import (DYNAMIC_NDIM, NARROW_TILE, TILED_VARIANTS, Specialization, VariantKey, tiled_layout,
+                       tiled_variant)
 
 # Grid of the strided grid-stride paths: blocks of 256 threads per SM (measured on the H200, see
 # kspec/render/_abi.py).
@@ -21,11 +22,14 @@ GRID_STRIDE_BLOCKS_PER_SM = 16
 # (x-y)^2 over 2^28 4401 against 4167 GB/s, CuPy 4383; float32 4393 against 4149; benchmarks/NOTES.md v34); a
 # tuning record's per_sm makes it a grid-stride grid again.
 CONTIG_BLOCKS_PER_SM = 0
-# The tiled entry (kspec/tile.cuh): blocks of TILE_THREADS over tiles of the two inner dims (32 x 32, 16 x 64
-# or 64 x 16: kspec.render.tiled_variant), used only when both are at least TILE_MIN_EXTENT (thinner tiles
-# would leave most of a block idle).
+# The tiled entry (kspec/tile.cuh): blocks of TILE_THREADS over tiles of the two inner dims (32 x 32, 16 x 64,
+# 64 x 16 or 8 x 128: kspec.render.tiled_variant), used only when both are at least TILE_MIN_EXTENT (thinner
+# tiles would leave most of a block idle), or dim 0 fills most of an 8-wide tile: TILE_MIN_NARROW to 8 elements
+# (float32 / float64 rows of 4 ran at 0.84 / 0.68x the strided entry's speed, of 6 at 1.12 / 1.10x; of 9-15 the
+# 16-wide tiles won and lost by dtype: benchmarks/NOTES.md v64).
 TILE_THREADS = 256
 TILE_MIN_EXTENT = 16
+TILE_MIN_NARROW = 6
 TILED_MIN_FILL = 0.3  # the share of a step's slots that must hold elements (benchmarks/NOTES.md v28)
 
 Tuning = Callable[[str], "Mapping[str, int] | None"]  # a layout label -> knobs (None: the rules)
@@ -90,6 +94,7 @@ def _tiles_pay(extents: Sequence[int], merged: Sequence[Sequence[int]]) -> bool:
     are wide enough for tiles."""
     return (
         len(extents) >= 2
-        and min(extents[-1], extents[-2]) >= TILE_MIN_EXTENT
+        and (extents[-1] >= TILE_MIN_EXTENT or TILE_MIN_NARROW <= extents[-1] <= NARROW_TILE)
+        and extents[-2] >= TILE_MIN_EXTENT
         and any(staged(s) for s in merged)
     )
