@@ -30,7 +30,7 @@ from ._tuning import TuningError, bucket
 # cols entry taken from 8 contiguous outputs (0: those layouts take the rows entry), and the fold strategy allowed
 # (short contiguous reduced pieces inside a kept dim).
 ELEMENTWISE_KNOBS: dict[str, tuple[int, ...]] = {"block": (128, 256, 512, 1024), "per_sm": (4, 8, 16, 32),
-                                                 "tile": (0, 8, 16, 32, 64)}
+                                                 "tile": (0, 4, 8, 16, 32, 64)}
 REDUCTION_KNOBS: dict[str, tuple[int, ...]] = {"block": (128, 256, 512), "per_sm": (2, 4, 8), "slab": (0, 1),
                                                "cols": (0, 1), "fold": (0, 1)}
 KNOBS = {"elementwise": ELEMENTWISE_KNOBS, "reduction": REDUCTION_KNOBS}

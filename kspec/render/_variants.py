@@ -69,15 +69,15 @@ TILE = 32
 TILE_WARPS = 8
 TILE_SMEM_LIMIT = 40 * 1024
 # Tiles of TILE * TILE elements, TILE_WIDTHS wide along dim 0: 32, or 16 / 64 where dim 0 / dim 1 is short
-# (16 elements: a 32 x 32 tile would leave half its lanes idle), or NARROW_TILE where dim 0 has at most that many
-# (the 8 channels of (512, 128, 64, 8) permuted (0, 3, 2, 1)); ``vec`` of a tiled VariantKey is the width. A first
-# call compiles only the variant it launches: a width costs NVRTC time in full builds only.
+# (16 elements: a 32 x 32 tile would leave half its lanes idle), or 8 / 4 where dim 0 has at most that many (the 8
+# channels of (512, 128, 64, 8) permuted (0, 3, 2, 1), the 4 of NCHW -> NHWC); ``vec`` of a tiled VariantKey is the
+# width. A first call compiles only the variant it launches: a width costs NVRTC time in full builds only.
 NARROW_TILE = 8
-TILE_WIDTHS = (32, 16, 64, NARROW_TILE)
+TILE_WIDTHS = (32, 16, 64, NARROW_TILE, 4)
 SHAPED_TILE_GAIN = 1.25
 # a row's elements in shared memory per tile width: padded so that a warp's accesses fall in different banks
-# (8 wide: swizzled instead, templates/include/kspec/tile.cuh)
-_TILE_ROW = {16: 17, 32: 33, 64: 66, 8: 8}
+# (8 and 4 wide: swizzled instead, templates/include/kspec/tile.cuh)
+_TILE_ROW = {16: 17, 32: 33, 64: 66, 8: 8, 4: 4}
 # A block step takes TILE_SPANS[i] tiles where the largest operand has at most SPAN_ITEMSIZES[i] bytes and their
 # tiles fit: each step costs a few hundred instructions per warp (its coordinates, divisions, a block's start),
 # spread over more elements for narrow types, whose tiles move fewer bytes (benchmarks/NOTES.md v28).
@@ -171,13 +171,13 @@ def tiled_layout(variant: VariantKey, span: int, extents: Sequence[int]) -> tupl
 
 
 def tiled_variant(extents: Sequence[int], span: int) -> VariantKey:
-    """The tiled entry for a loop of ``extents`` (innermost first) and steps of ``span`` tiles: tiles 8 wide
-    where dim 0 has at most 8 elements (a row in one tile; 16-wide tiles there ran at 0.6-0.75x their speed,
-    H200: benchmarks/NOTES.md v64), else 32 x 32 tiles, unless tiles 16 or 64 wide leave SHAPED_TILE_GAIN times
-    fewer slots of the steps idle (a dim 0 or dim 1 of 16-48): their rows of 16 elements coalesce less, so they
-    must win clearly."""
-    if extents[0] <= NARROW_TILE:
-        return TILED_VARIANTS[TILE_WIDTHS.index(NARROW_TILE)]
+    """The tiled entry for a loop of ``extents`` (innermost first) and steps of ``span`` tiles: the narrowest
+    of the tiles 4 and 8 wide that holds dim 0 where it has at most 8 elements (a row in one tile; 16-wide tiles
+    there ran at 0.6-0.75x their speed, H200: benchmarks/NOTES.md v64), else 32 x 32 tiles, unless tiles 16 or 64
+    wide leave SHAPED_TILE_GAIN times fewer slots of the steps idle (a dim 0 or dim 1 of 16-48): their rows of 16
+    elements coalesce less, so they must win clearly."""
+    if extents[0] <= NARROW_TILE:  # the narrowest tile that holds a row
+        return min((v for v in TILED_VARIANTS if v.vec >= extents[0]), key=lambda v: v.vec)
     fill = {v: tiled_layout(v, span, extents)[1] for v in TILED_VARIANTS if v.vec > NARROW_TILE}
     best = max(fill, key=fill.__getitem__)  # the first (32 wide) on a tie
     return best if fill[best] >= SHAPED_TILE_GAIN * fill[TILED_VARIANTS[0]] else TILED_VARIANTS[0]

@@ -496,12 +496,13 @@ def test_layouts_without_a_staged_operand_keep_their_entries(sqd):
     assert eplan(sqd, fake((n, n)), fake((n,)))[1].variant == VariantKey("strided", "int32", 2, 1)  # row vector
     assert eplan(sqd, fake((n, n)), fake((n, 1)))[1].variant == VariantKey("strided", "int32", 2, 1)  # column
     assert eplan(sqd, fake((n, n), strides=(8 * n, 8)), fake((n, n)))[1].variant.entry == "strided"  # x[:, ::2]
-    # a transposed operand over a thin inner dim: rows of 6-8 fill tiles 8 wide (H200: 0.67 -> 0.88 of a copy for
-    # float32 (512, 128, 64, 8) permuted (0, 3, 2, 1)); thinner, or of 9-15, the strided entry
-    assert eplan(sqd, transposed((n, 8)), fake((n, 8)))[1].variant == VariantKey("tiled", "int32", 0, 8)
-    assert eplan(sqd, transposed((n, 6)), fake((n, 6)))[1].variant == VariantKey("tiled", "int32", 0, 8)
-    for thin in (4, 12):
-        assert eplan(sqd, transposed((n, thin)), fake((n, thin)))[1].variant.entry == "strided"
+    # a transposed operand over a thin inner dim: rows of at most 8 in tiles 8 or 4 wide where they fill 0.6 of
+    # them (H200: 0.67 -> 0.88 of a copy for float32 (512, 128, 64, 8) permuted (0, 3, 2, 1)); else, and for rows
+    # of 9-15, the strided entry
+    for thin, width in ((8, 8), (6, 8), (5, 8), (4, 4), (3, 4)):
+        assert eplan(sqd, transposed((n, thin)), fake((n, thin)))[1].variant == VariantKey("tiled", "int32", 0, width)
+    for shape in ((n, 2), (n, 12), (100, 4)):  # half a tile, no narrow tile, a dim 1 that fills a fifth of a step
+        assert eplan(sqd, transposed(shape), fake(shape))[1].variant.entry == "strided"
     # an explicit block size the tiled entry cannot use
     assert eplan(sqd, transposed((n, n)), fake((n, n)), block_size=512)[1].variant.entry == "strided"
 

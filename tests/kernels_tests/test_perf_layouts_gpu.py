@@ -215,17 +215,19 @@ def test_every_permutation_of_a_4d_shape(cp, sqd, dtype):
      ((3, 45, 70), (32, 64, 32)), ((9, 64, 16), (16, 16, 16)), ((5, 33, 200), (64, 64, 32)),
      ((37, 16, 16), (32, 32, 32)), ((5, 7, 20, 16), (32, 32, 32)), ((6, 5, 16, 48), (64, 64, 64)),
      ((11, 32, 32), (32, 32, 32)), ((300, 8), (8, 8, 8)), ((3, 200, 8), (8, 8, 8)), ((2, 100, 8), (8, 8, 8)),
-     ((4, 130, 7), (8, 8, 8)), ((5, 40, 6), (8, 8, 8))],
+     ((4, 130, 7), (8, 8, 8)), ((5, 40, 6), (8, 8, 8)),
+     ((300, 4), (4, 4, 4)), ((3, 200, 3), (4, 4, 4)), ((5, 70, 2), (4, 4, 4))],
 )
 def test_short_dims_in_tiles(cp, sqd, shape, dtype, widths, monkeypatch):
     """A dim shorter than the tile's edge (16 under 2048: a permuted NHWC array of 16 channels), either way round,
-    in tiles 16 wide along it (dim 0 short) or 16 high (dim 1 short), or 8 wide where dim 0 has 6 to 8 (their
-    columns swizzled, not padded: kspec/tile.cuh); planes of at most one tile, several to a
+    in tiles 16 wide along it (dim 0 short) or 16 high (dim 1 short), or 8 / 4 wide where dim 0 has at most 8 / 4
+    (their columns swizzled, not padded: kspec/tile.cuh); planes of at most one tile, several to a
     step (consecutive along dim 2, never past its end: (5, 7, 20, 16)), extents that straddle tiles. Every case
     takes the tiled entry here, however few of a step's slots it fills (the plan's threshold set to 0)."""
     import kspec.kernels.planning._entry_point as plan_module
 
     monkeypatch.setattr(plan_module, "TILED_MIN_FILL", 0.0)
+    monkeypatch.setattr(plan_module, "NARROW_MIN_FILL", 0.0)
     width = widths[{1: 0, 2: 0, 4: 1, 8: 2}[np.dtype(dtype).itemsize]]
     rng = _rng(8)
     perm = (*range(len(shape) - 2), len(shape) - 1, len(shape) - 2)

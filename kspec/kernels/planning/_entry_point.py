@@ -23,14 +23,16 @@ GRID_STRIDE_BLOCKS_PER_SM = 16
 # tuning record's per_sm makes it a grid-stride grid again.
 CONTIG_BLOCKS_PER_SM = 0
 # The tiled entry (kspec/tile.cuh): blocks of TILE_THREADS over tiles of the two inner dims (32 x 32, 16 x 64,
-# 64 x 16 or 8 x 128: kspec.render.tiled_variant), used only when both are at least TILE_MIN_EXTENT (thinner
-# tiles would leave most of a block idle), or dim 0 fills most of an 8-wide tile: TILE_MIN_NARROW to 8 elements
-# (float32 / float64 rows of 4 ran at 0.84 / 0.68x the strided entry's speed, of 6 at 1.12 / 1.10x; of 9-15 the
-# 16-wide tiles won and lost by dtype: benchmarks/NOTES.md v64).
+# 64 x 16, or 8 x 128 / 4 x 256 where dim 0 has at most 8 / 4 elements: kspec.render.tiled_variant), used only when
+# dim 1 is at least TILE_MIN_EXTENT and dim 0 too, or fits a narrow tile (thinner tiles would leave most of a block
+# idle).
 TILE_THREADS = 256
 TILE_MIN_EXTENT = 16
-TILE_MIN_NARROW = 6
 TILED_MIN_FILL = 0.3  # the share of a step's slots that must hold elements (benchmarks/NOTES.md v28)
+# ... and for the narrow tiles: at half full they lost to the strided entry, from 0.62 on they won (H200, fractions
+# of a copy: float32 rows of 4 in 4 x 256 tiles 0.964 against 0.759 where dim 1 fills them, 0.511 against 0.570
+# where it fills half; rows of 5 / 8 in 8 x 128 tiles 0.568 / 0.884 against 0.531 / 0.673: benchmarks/NOTES.md v64)
+NARROW_MIN_FILL = 0.6
 
 Tuning = Callable[[str], "Mapping[str, int] | None"]  # a layout label -> knobs (None: the rules)
 _NO_KNOBS: Mapping[str, int] = MappingProxyType({})
@@ -74,7 +76,8 @@ def strided_choice(specialization: Specialization, extents: Sequence[int], merge
         if width is None:  # the rule: unless the planes are so small that most of a step's slots would idle
             span, inner_first = specialization.tile_span, extents[::-1]
             tiled = tiled_variant(inner_first, span)
-            if tiled_layout(tiled, span, inner_first)[1] >= TILED_MIN_FILL:
+            least = NARROW_MIN_FILL if tiled.vec <= NARROW_TILE else TILED_MIN_FILL
+            if tiled_layout(tiled, span, inner_first)[1] >= least:
                 return EntryChoice(tiled, TILE_THREADS, per_sm)
         elif (tiled := VariantKey("tiled", "int32", DYNAMIC_NDIM, width)) in TILED_VARIANTS:
             return EntryChoice(tiled, TILE_THREADS, per_sm)
@@ -94,7 +97,7 @@ def _tiles_pay(extents: Sequence[int], merged: Sequence[Sequence[int]]) -> bool:
     are wide enough for tiles."""
     return (
         len(extents) >= 2
-        and (extents[-1] >= TILE_MIN_EXTENT or TILE_MIN_NARROW <= extents[-1] <= NARROW_TILE)
+        and (extents[-1] >= TILE_MIN_EXTENT or extents[-1] <= NARROW_TILE)
         and extents[-2] >= TILE_MIN_EXTENT
         and any(staged(s) for s in merged)
     )

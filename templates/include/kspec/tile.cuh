@@ -1,7 +1,7 @@
 // kspec device header: the shared-memory tiles of the tiled elementwise path (elementwise.cu.j2, `tiled`).
 //
 // A block step covers tiles of KSPEC_TILE_ELEMENTS elements of the loop's two innermost dims, W along dim 0 by
-// KSPEC_TILE_ELEMENTS / W along dim 1 (W = 32, or 16 / 8 / 64 where dim 0 / dim 1 is that short), with
+// KSPEC_TILE_ELEMENTS / W along dim 1 (W = 32, or 16 / 8 / 4 / 64 where dim 0 / dim 1 is that short), with
 // KSPEC_TILE_WARPS warps: each thread handles KSPEC_TILE_SLOTS elements of a tile per phase. Every operand goes
 // through a tile; one whose smallest stride is along dim 1 (a transposed view) is read with its lanes along
 // dim 1 and used with the lanes along dim 0, so that every global access of a warp is to consecutive addresses.
@@ -19,20 +19,20 @@ namespace kspec {
 // Thread slot p (= (warp + k * KSPEC_TILE_WARPS) * 32 + lane for its k-th element) sits at (p % W, p / W) when
 // the lanes run along dim 0, at (p / H, p % H) when they run along dim 1. A row holds W elements and padding
 // so that a warp's 32 accesses fall in different banks either way (odd rows of 4-byte words for W <= 32; for
-// W = 64 the 16 rows a warp reads along dim 1 two columns at a time need a row of 2 mod 32 words). W = 8 tiles
-// are not padded (a padded row of 9 would make them the largest tile, and every module's shared memory grows
-// with its largest): their columns are swizzled instead, column d0 of row d1 stored at d0 ^ ((d1 / 4) % 8), so
-// that the 32 rows a warp writes along dim 1 and the 4 rows of 8 it reads along dim 0 each hit 32 banks.
+// W = 64 the 16 rows a warp reads along dim 1 two columns at a time need a row of 2 mod 32 words). Tiles 8 or 4
+// wide are not padded (a padded row would make them the largest tile, and every module's shared memory grows
+// with its largest): their columns are swizzled instead, column d0 of row d1 stored at d0 ^ ((d1 / (32 / W)) % W),
+// so that the 32 rows a warp writes along dim 1 and the 32 / W rows of W it reads along dim 0 each hit 32 banks.
 // (Enumerators here and in TileLanes, not static data members: no device global, see kspec/select.cuh.)
 template <int W>
 struct TileShape {
   enum : int {
     width = W,
     height = KSPEC_TILE_ELEMENTS / W,
-    row = W == 64 ? W + 2 : W == 8 ? W : W + 1,
+    row = W == 64 ? W + 2 : W <= 8 ? W : W + 1,
     size = height * row
   };
-  static_assert(W == 8 || W == 16 || W == 32 || W == 64, "tiles are 8, 16, 32 or 64 elements wide");
+  static_assert(W == 4 || W == 8 || W == 16 || W == 32 || W == 64, "tiles are 4, 8, 16, 32 or 64 elements wide");
 };
 
 // One tile's storage. Raw bytes because a __shared__ variable cannot have a constructor (complex<T> has one).
@@ -41,7 +41,7 @@ struct alignas(alignof(T)) Tile {
   unsigned char bytes[sizeof(T) * TileShape<W>::size];
   // element (d0, d1) of the tile
   __device__ __forceinline__ T& at(int d0, int d1) {
-    if (W == 8) d0 ^= (d1 >> 2) & 7;
+    if (W <= 8) d0 ^= (d1 / (32 / W)) & (W - 1);
     return reinterpret_cast<T*>(bytes)[d1 * TileShape<W>::row + d0];
   }
 };
@@ -56,7 +56,7 @@ struct TileLanes {
     P = 32 * KSPEC_TILE_WARPS,  // slots per pass of the block
     K0 = STAGED ? P / H : 0,
     K1 = STAGED ? 0 : P / W,
-    J0 = W >= 32 ? W : 0,  // the step's tiles sit side by side along dim 0 (along dim 1 for W = 16, 8)
+    J0 = W >= 32 ? W : 0,  // the step's tiles sit side by side along dim 0 (along dim 1 for W = 16, 8, 4)
     J1 = W >= 32 ? 0 : H
   };
   static __device__ __forceinline__ int x0(int p0) { return STAGED ? p0 / H : p0 % W; }
