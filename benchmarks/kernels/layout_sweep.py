@@ -2,7 +2,7 @@
 reductions over any set of axes, kspec against CuPy and PyTorch in the same run, as fractions of a copy of the same
 bytes.
 
-    python3 benchmarks/kernels/layout_sweep.py [--classes permute,broadcast,reduce,middle,pieces,fused]
+    python3 benchmarks/kernels/layout_sweep.py [--classes permute,narrow,broadcast,reduce,middle,pieces,fused]
                                        [--dtypes float32,float16,float64] [--cases 12] [--reps 20] [--seed N] [--no-torch]
     python3 benchmarks/kernels/layout_sweep.py --list      # the cases only (no GPU needed)
 
@@ -11,6 +11,8 @@ is given (the seed is printed, to repeat a run); ``--cases`` per class, dtype an
 
 * ``permute``: ``z = (x - y)^2`` where ``x`` is a permutation of ``y``'s layout (``x = base.transpose(p)``, every
   non-identity permutation ``p`` drawn in turn); bytes: x, y, z;
+* ``narrow``: the same where the output's innermost axis is short (2, 3, 4, 6 or 8: NCHW -> NHWC of a few
+  channels) and ``x`` is stored with another axis innermost (the permutations that move the last axis);
 * ``broadcast``: the same with ``y`` of extent 1 along one axis (each axis in turn); bytes: x, the small y, z;
 * ``reduce``: the L2 norm over a non-empty proper subset of the axes (each subset in turn); bytes: x and the
   output;
@@ -23,7 +25,7 @@ is given (the seed is printed, to repeat a run); ``--cases`` per class, dtype an
 
 PyTorch (where it is installed; ``--no-torch`` leaves it out) runs on the same arrays (DLPack, no copy) on CuPy's
 stream, writing into a given output: ``torch.linalg.vector_norm`` over the same axes for the reductions,
-``torch.sub(x, y, out=z)`` for the permuted and broadcast rows (the same bytes as ``(x - y)^2``), nothing for
+``torch.sub(x, y, out=z)`` for the permuted, narrow and broadcast rows (the same bytes as ``(x - y)^2``), nothing for
 ``fused``. Each timing is the median replay of a CUDA graph of calls alternating two inputs
 (benchmarks/kernels/layouts.py's ``replay_ms``), over the copy of the same input timed the same way just before (the
 ceiling, measured in the same run). The summary gives, per class and dtype, each library's worst and median
@@ -50,20 +52,20 @@ SIZES = (1 << 24, 1 << 27)  # elements: large enough that the copy runs at the m
 
 
 MIDDLE_AXES = ((0, 2, 3), (1,), (0, 1, 2))  # NCHW per channel, NCHW per pixel of a batch, NHWC per channel
-PIECE_DIMS = (2, 3, 4, 6, 8)  # the pieces class's innermost extents
+PIECE_DIMS = (2, 3, 4, 6, 8)  # the pieces and narrow classes' innermost extents
 PIECE_AXES = {3: ((0, 2),), 4: ((0, 1, 3), (0, 3), (1, 3))}
 REDUCTIONS = ("reduce", "middle", "pieces")
 NOISE = 0.03  # a row counts as slower past this
 
 
 class Case(NamedTuple):
-    kind: str  # permute, broadcast, reduce, middle, pieces, fused
+    kind: str  # permute, narrow, broadcast, reduce, middle, pieces, fused
     dtype: str
     shape: tuple[int, ...]  # the output's (elementwise) or the input's (reduce) shape
     detail: tuple[int, ...]  # the permutation, the broadcast axis, or the reduced axes
 
     def label(self) -> str:
-        what = {"permute": "perm", "fused": "perm", "broadcast": "axis", "reduce": "axes", "middle": "axes",
+        what = {"permute": "perm", "narrow": "perm", "fused": "perm", "broadcast": "axis", "reduce": "axes", "middle": "axes",
                 "pieces": "axes"}[self.kind]
         return f"{self.kind:9s} {self.dtype:8s} {str(self.shape):26s} {what} {self.detail}"
 
@@ -87,11 +89,13 @@ def cases(kinds: list[str], dtypes: list[str], count: int, seed: int) -> Iterato
             choices = list(PIECE_AXES[rank])
         elif kind in ("permute", "fused"):
             choices = [p for p in itertools.permutations(range(rank)) if p != tuple(range(rank))]
+        elif kind == "narrow":  # x stored with another axis innermost than the output's short last one
+            choices = [p for p in itertools.permutations(range(rank)) if p[-1] != rank - 1]
         elif kind == "broadcast":
             choices = [(a,) for a in range(rank)]
         else:  # every non-empty proper subset of the axes
             choices = [c for k in range(1, rank) for c in itertools.combinations(range(rank), k)]
-        for k, shape in enumerate(shapes(rng, rank, count, PIECE_DIMS if kind == "pieces" else DIMS)):
+        for k, shape in enumerate(shapes(rng, rank, count, PIECE_DIMS if kind in ("pieces", "narrow") else DIMS)):
             yield Case(kind, dtype, shape, choices[k % len(choices)])
 
 
@@ -130,7 +134,7 @@ def run_case(cp: Any, case: Case, kernels: dict[str, Any], reps: int, torch: Any
     else:
         other = (case.shape if case.kind != "broadcast"
                  else tuple(1 if a == case.detail[0] else n for a, n in enumerate(case.shape)))  # fmt: skip
-        if case.kind in ("permute", "fused"):  # x's memory in another order: a transposed view of a C array
+        if case.kind in ("permute", "narrow", "fused"):  # x's memory in another order: a transposed view of a C array
             inverse = tuple(sorted(range(len(case.detail)), key=lambda a: case.detail[a]))
             stored = tuple(case.shape[a] for a in inverse)
             pairs = [(array(stored, s).transpose(case.detail), array(other, s + 10)) for s in (1, 2)]
@@ -226,7 +230,7 @@ def squared_difference(x: Any, y: Any) -> Any:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--classes", default="permute,broadcast,reduce,middle,pieces,fused")
+    parser.add_argument("--classes", default="permute,narrow,broadcast,reduce,middle,pieces,fused")
     parser.add_argument("--dtypes", default="float32,float16,float64")
     parser.add_argument("--cases", type=int, default=12, help="cases per class, dtype and rank")
     parser.add_argument("--reps", type=int, default=20)

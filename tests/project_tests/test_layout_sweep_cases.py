@@ -35,3 +35,13 @@ def test_shapes_are_fresh_each_run_and_a_printed_seed_repeats_them() -> None:
     assert first[0] == f"seed {seed} (--seed {seed} repeats these cases)"
     assert first[1:] != second[1:]  # two fresh draws (the chance of equal draws is nil)
     assert _list("--cases", "4", "--seed", seed)[1:] == first[1:]
+
+
+def test_the_narrow_class_permutes_short_last_axes_away_from_innermost() -> None:
+    rows = [line for line in _list("--classes", "narrow", "--dtypes", "float16", "--cases", "5", "--seed", "3")
+            if line.startswith("narrow")]
+    assert len(rows) == 10  # 5 cases of each rank
+    for row in rows:
+        shape = ast.literal_eval(row.split("float16")[1].split("perm")[0].strip())
+        perm = ast.literal_eval(row.split("perm ")[1])
+        assert shape[-1] in (2, 3, 4, 6, 8) and perm[-1] != len(shape) - 1 and sorted(perm) == list(range(len(shape)))
