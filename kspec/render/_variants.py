@@ -148,7 +148,7 @@ TILED_VARIANTS = tuple(VariantKey("tiled", "int32", DYNAMIC_NDIM, width) for wid
 
 def tiled_step(variant: VariantKey, span: int) -> tuple[int, int]:
     """The elements a block step of the tiled entry covers along dims 0 and 1: ``span`` tiles side by side,
-    along dim 0 (along dim 1 for tiles narrower than TILE: 16 wide and 64 high, 8 wide and 128 high)."""
+    along dim 0 (along dim 1 for tiles narrower than TILE: 16, 8 and 4 wide, 64, 128 and 256 high)."""
     width = variant.vec
     height = TILE * TILE // width
     return (width, height * span) if width < TILE else (width * span, height)
