@@ -30,7 +30,8 @@ struct TileShape {
     width = W,
     height = KSPEC_TILE_ELEMENTS / W,
     row = W == 64 ? W + 2 : W <= 8 ? W : W + 1,
-    size = height * row
+    size = height * row,
+    swizzle_rows = W <= 8 ? 32 / W : 1  // rows that share a swizzle (W <= 8; 1 keeps wider tiles' code free of 32 / W)
   };
   static_assert(W == 4 || W == 8 || W == 16 || W == 32 || W == 64, "tiles are 4, 8, 16, 32 or 64 elements wide");
 };
@@ -41,7 +42,7 @@ struct alignas(alignof(T)) Tile {
   unsigned char bytes[sizeof(T) * TileShape<W>::size];
   // element (d0, d1) of the tile
   __device__ __forceinline__ T& at(int d0, int d1) {
-    if (W <= 8) d0 ^= (d1 / (32 / W)) & (W - 1);
+    if (W <= 8) d0 ^= (d1 / TileShape<W>::swizzle_rows) & (W - 1);
     return reinterpret_cast<T*>(bytes)[d1 * TileShape<W>::row + d0];
   }
 };
