@@ -110,7 +110,7 @@ def bind(
 
     ``cupy_rules``: CuPy's scalar rules (the module docstring). The array library of the first array argument,
     raw or not, decides where outputs are allocated; with ``cupy_rules``, a first array known only by
-    ``__cuda_array_interface__`` answers as CuPy (:func:`_cupy_takes`). A call keyed from the dict
+    ``__cuda_array_interface__`` answers as CuPy (:func:`_cupy_converts`). A call keyed from the dict
     (:func:`kspec.kernels.callpath.cai_entry`) keeps the library its first call found: a process that imports
     CuPy after such a call keeps kspec's arrays for that signature."""
     kernel = spec.name
@@ -142,7 +142,8 @@ def bind(
         arrays[param.name] = _array_arg(kernel, param, obj, is_output, kind)
     as_cupy = False
     if protocol:
-        as_cupy = cupy_rules and order[0] not in arrays and _cupy_takes(protocol[0])
+        _, first, _, first_kind = protocol[0]  # the first array argument when order[0] is not read yet
+        as_cupy = order[0] not in arrays and _cupy_converts(first, first_kind) and _cupy_answers(cupy_rules)
         handle = _launch_stream(kernel, stream, arrays.get(order[0]), CUPY if as_cupy else None)
         for param, obj, is_output, kind in protocol:
             arrays[param.name] = _array_arg(kernel, param, obj, is_output, kind, handle)
@@ -159,7 +160,9 @@ def bind(
             device_id = check_same_device(named)
         except KspecValueError as exc:
             raise KspecValueError(about_kernel(kernel, str(exc))) from None
-    library = CUPY if as_cupy else arrays[order[0]].info.library if order else None
+    library = None
+    if order:
+        library = CUPY if as_cupy else arrays[order[0]].info.library
     scalar_types = {name: type(value) for name, value in scalar_inputs.items()}
     return Bound(kernel, arrays, scalars, scalar_types, types, param_dtypes, outputs is not None, device_id, library,
                  cupy_rules)
@@ -173,19 +176,23 @@ def library_without_arrays(stream: object, cupy_rules: bool, device_id: int) -> 
     root = type(stream).__module__.partition(".")[0]
     if stream is not None and root in ("cupy", "cupy_backends", "torch"):
         return TORCH if root == "torch" else CUPY
-    if cupy_rules and device_id >= 0 and "cupy" in sys.modules:
+    if device_id >= 0 and _cupy_answers(cupy_rules):
         return CUPY
     return None
 
 
-def _cupy_takes(arg: tuple[Param, Any, bool, str]) -> bool:
-    """Whether a CuPy-style kernel whose first array is this protocol argument answers as CuPy does: CuPy
-    turns an object known only by ``__cuda_array_interface__`` into a ``cupy.ndarray`` (and takes no
-    DLPack-only object), so, in a process that imported CuPy, such a call allocates CuPy's arrays on CuPy's
-    current stream, as a call with no array does (:func:`library_without_arrays`). JAX and Numba arrays keep
-    their own library."""
-    _, obj, _, kind = arg
-    return kind == CAI and protocol_library(obj) is None and "cupy" in sys.modules
+def _cupy_answers(cupy_rules: bool) -> bool:
+    """Whether a call whose arguments name no array library answers as CuPy would: a kernel of the CuPy-style
+    constructors, in a process that imported CuPy (code written for CuPy indexes what it gets back)."""
+    return cupy_rules and "cupy" in sys.modules
+
+
+def _cupy_converts(obj: Any, kind: str) -> bool:
+    """Whether CuPy turns this protocol argument into a ``cupy.ndarray``: an object known only by
+    ``__cuda_array_interface__`` (CuPy takes no DLPack-only object; JAX and Numba arrays keep their library).
+    Where it is a CuPy-style kernel's first array (and :func:`_cupy_answers`), the call allocates CuPy's arrays
+    on CuPy's current stream, as a call with no array does (:func:`library_without_arrays`)."""
+    return kind == CAI and protocol_library(obj) is None
 
 
 def _launch_stream(kernel: str, stream: object, first: ArrayArg | None, library: str | None = None) -> int:
