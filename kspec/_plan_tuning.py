@@ -27,12 +27,13 @@ from ._tuning import TuningError, bucket
 # blocks of 256 threads per SM that the grid-stride paths aim at (kspec/kernels/planning/_plan.py's
 # CONTIG_BLOCKS_PER_SM), and the tiled entry's tile width (0: no tiles, the strided entry). Reduction: the block
 # the strategy starts from, the blocks per SM a split aims at (BLOCKS_PER_SM), the slab entry allowed, the
-# cols entry taken from 8 contiguous outputs (0: those layouts take the rows entry), and the fold strategy allowed
-# (short contiguous reduced pieces inside a kept dim).
+# cols entry taken from 8 contiguous outputs (0: those layouts take the rows entry), the fold strategy allowed
+# (short contiguous reduced pieces inside a kept dim), and the pieces strategy allowed (pieces shorter than a
+# vector, in one pass).
 ELEMENTWISE_KNOBS: dict[str, tuple[int, ...]] = {"block": (128, 256, 512, 1024), "per_sm": (4, 8, 16, 32),
                                                  "tile": (0, 4, 8, 16, 32, 64)}
 REDUCTION_KNOBS: dict[str, tuple[int, ...]] = {"block": (128, 256, 512), "per_sm": (2, 4, 8), "slab": (0, 1),
-                                               "cols": (0, 1), "fold": (0, 1)}
+                                               "cols": (0, 1), "fold": (0, 1), "pieces": (0, 1)}
 KNOBS = {"elementwise": ELEMENTWISE_KNOBS, "reduction": REDUCTION_KNOBS}
 PLANNER_KEY = ["layout"]  # a planner entry's key: the call's layout label
 CASE_FIELDS = {"elementwise": ("args",), "reduction": ("args", "axis", "keepdims")}

@@ -85,6 +85,12 @@ dims merge into one (any stride), else 0 (runtime, <= 16 reduced dims; two reduc
   with fewer, ``cols<I, 0, 1>`` and the split (vectorised tiles of few outputs: 0.61 -> 0.24 of copy, H200).
   ``cols<I, 0, 1>`` over one reduced dim of at most COLS_SHORT_ROWS elements, unsplit: warp w of block b takes
   tile ``b * warps + w`` (grid-stride over tiles by ``gridDim.x * warps``), no merge across warps.
+* ``pieces<I, 0, vec>`` (vec > 1): two reduced dims, the inner one P elements long with the item size as its
+  stride, P a power of two below vec, the innermost kept dim's stride P items and its extent a multiple of
+  vec / P (the launcher checks all this: any other layout is wrong here). Lane l of each warp takes outputs
+  ``o0 + l*vec/P .. o0 + (l+1)*vec/P - 1``, tiles of 32 * vec / P outputs, warp w of block b tile ``b * warps
+  + w`` (grid-stride over tiles by ``gridDim.x * warps``). blockDim.x a multiple of 32, at most
+  KSPEC_COLS_THREADS; workspace ``{0, 1, red_size}``; alignment is checked inside (element loads without it).
 * cols split (too few tiles of 32 outputs to fill the device): pass 1 is ``cols`` with a workspace and
   ``nchunks > 1`` (every chunk non-empty); lane l of a segment writes partial ``(o0 + l) * nchunks + s``,
   the split layout; pass 2 is ``split_final``.

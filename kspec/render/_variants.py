@@ -29,6 +29,8 @@ aligned, checked inside):
 ``<name>__cols<I, R, v>``       32 consecutive outputs per block, warps split the row: reduced axis outer
                                 in memory (``axis=0`` of a C-contiguous matrix); R = 0 comes with v = 1 and
                                 v = V (32 x V outputs per block where the layout allows)
+``<name>__pieces<I, 0, V>``     two reduced dims, the inner one a contiguous piece shorter than a vector
+                                (V > 1 only): a lane per VEC / P adjacent outputs, one load per row
 ``<name>__slab<int, 0, v>``     C-contiguous layouts of two reduced dims in the planner's canonical form
                                 (kspec/kernels/planning/_reduction_slab.py): a block per tile and chunk, 32-bit
 ``<name>__split_final<I>``      pass 2 of the split reduction: partials -> outputs (no atomics)
@@ -49,7 +51,7 @@ from typing import Literal
 from ._record import OrderedRecord, assign
 
 IndexType = Literal["int32", "int64"]
-Entry = Literal["contig", "strided", "dense", "tiled", "rows", "cols", "slab", "split_final", "slab_final"]
+Entry = Literal["contig", "strided", "dense", "tiled", "rows", "cols", "pieces", "slab", "split_final", "slab_final"]
 
 INDEX_C_TYPES: dict[str, str] = {"int32": "int", "int64": "long long"}
 
@@ -245,16 +247,17 @@ def reduction_variants(vec: int) -> tuple[VariantKey, ...]:
     needs more registers, which cost the one-dim case a quarter of its bandwidth when it served both. With
     ``vec`` > 1 the runtime-rank one comes twice: scalar lanes (VEC = 1: its vectorised branch compiles out)
     and lanes of VEC adjacent outputs, which the planner takes only where their tiles fill the device
-    (kspec/kernels/planning/_reduction_cols.py, ``_cols_launch``). The slab entry is 32-bit: C-contiguous layouts
-    below 2**31 elements, where the 64-bit index arithmetic was a large part of a block's fixed cost; so is
-    slab_final, the second pass of its split."""
-    wide_cols = (VariantKey("cols", "int64", DYNAMIC_NDIM, vec),) if vec > 1 else ()
+    (kspec/kernels/planning/_reduction_cols.py, ``_cols_launch``), and so does the pieces entry, whose lanes load
+    VEC elements holding several outputs' pieces (kspec/kernels/planning/_reduction_pieces.py). The slab entry
+    is 32-bit: C-contiguous layouts below 2**31 elements, where the 64-bit index arithmetic was a large part of
+    a block's fixed cost; so is slab_final, the second pass of its split."""
+    vectorised = (VariantKey("cols", "int64", DYNAMIC_NDIM, vec), VariantKey("pieces", "int64", DYNAMIC_NDIM, vec))
     return (
         VariantKey("rows", "int64", 1, vec),
         VariantKey("rows", "int64", DYNAMIC_NDIM, vec),
         VariantKey("cols", "int64", 1, 1),
         VariantKey("cols", "int64", DYNAMIC_NDIM, 1),
-        *wide_cols,
+        *(vectorised if vec > 1 else ()),
         VariantKey("slab", "int32", DYNAMIC_NDIM, vec),
         VariantKey("split_final", "int64", 0, 1),
         VariantKey("slab_final", "int32", 0, 1),
@@ -281,7 +284,7 @@ def name_expression(kernel: str, variant: VariantKey) -> str:
         args = f"{it}, {variant.ndim}"
     elif entry == "tiled":
         args = f"{it}, {variant.ndim}, {variant.vec}"
-    elif entry in ("rows", "cols", "slab"):
+    elif entry in ("rows", "cols", "pieces", "slab"):
         args = f"{it}, {variant.ndim}, {variant.vec}"
     else:
         args = it

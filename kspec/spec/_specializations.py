@@ -32,7 +32,7 @@ Specialization = dict[str, Any]  # {"types": {letter: dtype}, "scalars": [...], 
 _KEYS = ("types", "scalars", "raw_layouts", "variants")
 # the rendered modules' launch entries and index types (kspec/render/_variants.py's Entry and IndexType: a test
 # keeps the two in step; the spec layer does not import the renderer)
-VARIANT_ENTRIES = ("contig", "strided", "dense", "tiled", "rows", "cols", "slab", "split_final", "slab_final")
+VARIANT_ENTRIES = ("contig", "strided", "dense", "tiled", "rows", "cols", "pieces", "slab", "split_final", "slab_final")
 VARIANT_INDEX_TYPES = ("int32", "int64")
 Variant = tuple[str, str, int, int]  # (entry, index type, ndim, vec): a kspec.render.VariantKey's fields
 MAX_RAW_NDIM = 64  # what a spec file may say; the renderer checks the kernel's own limit when it builds

@@ -14,6 +14,7 @@ from ._reduction_plan import ReductionPlan
 from ._reduction_cols import COLS_MIN_OUTPUTS, cols_strategy, rows_share_warps
 from ._reduction_passes import REDUCE_UNROLL, Pass, PassShape, Strategy, final_pass
 from ._reduction_fold import ahead_of_slab, fold_strategy, fold_view
+from ._reduction_pieces import pieces_strategy
 from ._reduction_slab import slab_strategy
 
 
@@ -40,7 +41,7 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
     (:mod:`._reduction_slab`), which takes the C-contiguous layouts of two reduced dims that fit it. ``knobs``:
     a tuning record's choices for the layout (kspec/_plan_tuning.py): ``block`` (the block it starts from where
     ``block_size`` is not given), ``per_sm`` (the blocks per SM a split aims at), ``slab``, ``cols`` and ``fold``
-    (0: that entry or strategy is not taken)."""
+    (0: that entry or strategy is not taken), ``pieces`` (:mod:`._reduction_pieces`)."""
     if plan.out_size == 0:
         return Strategy((), kind="none")
     variants = plan.specialization.variants
@@ -53,6 +54,11 @@ def reduction_strategy(plan: ReductionPlan, sm_count: int, block_size: int | Non
     target_blocks = sm_count * blocks_per_sm
     red = plan.red_size
 
+    # pieces shorter than a vector, their outputs enough to fill the device: one pass of the pieces entry
+    # (_reduction_pieces)
+    asked = block if block_size is not None or "block" in knobs else None
+    if knobs.get("pieces", 1) and (pieces := pieces_strategy(plan, sm_count, asked, max_threads)) is not None:
+        return pieces
     # a short contiguous reduced dim inside a kept one: cols over it kept, then split_final (_reduction_fold);
     # with few outputs ahead of the slab entry
     view = fold_view(plan) if knobs.get("fold", 1) else None

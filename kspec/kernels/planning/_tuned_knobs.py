@@ -186,7 +186,7 @@ class PlanTuned:
     def with_knobs(self, knobs: Mapping[str, int]) -> Any:
         """This kernel with the planner's knobs fixed for every call, whatever a record says (``{}``: the
         planner's rules): ``block``, ``per_sm``, ``tile`` (elementwise), ``block``, ``per_sm``, ``slab``,
-        ``cols``, ``fold`` (reduction), each one of kspec/_plan_tuning.py's values. A new object with its own prepared
+        ``cols``, ``fold``, ``pieces`` (reduction), each one of kspec/_plan_tuning.py's values. A new object with its own prepared
         calls; what ``kspec tune`` times."""
         from ..._errors import KspecTypeError, KspecValueError, about_kernel
         from ..._plan_tuning import KNOBS
