@@ -33,7 +33,7 @@ def cols_strategy(plan: ReductionPlan, sm_count: int, block: int, block_given: b
     second wave of 16 blocks after 528 took as long as the first: (128, 32, 1024, 32) at 0.62 of copy
     against 0.81, H200)."""
     red = plan.red_size
-    if plan.rndim == 1 and red <= COLS_SHORT_ROWS:
+    if plan.rndim == 1 and (red <= COLS_SHORT_ROWS or _lanes_alone(plan, sm_count)):
         return _short_cols(plan, block, max_threads)
     shape = None  # the plan's own
     shared = plan.rndim == 1 and rows_share_warps(plan)
@@ -66,8 +66,10 @@ def cols_strategy(plan: ReductionPlan, sm_count: int, block: int, block_given: b
     return Strategy((Pass(cols, min(tiles, MAX_GRID), threads, chunk=red, shape=shape),), kind="cols")
 
 
-# a one-reduced-dim layout splits its vectorised tiles where they are at most this fraction of the SMs
-FEW_TILES_PER_SM = 0.25
+# a one-reduced-dim layout splits its vectorised tiles where they are at most this many per SM (float16 L2 norm,
+# fraction of a copy, H200, 128 tiles, scalar lanes -> split vector lanes: (2048, 512, 64) over 0 0.723 -> 0.907,
+# (64, 2048, 64, 8) over 1 0.717 -> 0.895, PyTorch 0.768 and 0.752; at 0.25 per SM those kept their scalar lanes)
+FEW_TILES_PER_SM = 4
 # ... and each lane of a split block still walks this many rows (half a batch of the entry's vector loads)
 FEW_TILES_MIN_ROWS = 8
 
@@ -149,15 +151,39 @@ def with_outer_unit_dim(plan: ReductionPlan) -> ReductionPlan:
     )
 
 
+# One reduced dim longer than COLS_SHORT_ROWS whose (R, 1) tiles would share each warp load between rows (the
+# innermost kept dim under 32 vectors) still walks a lane per VEC outputs, each lane its whole row alone, where
+# those lanes give at least this many warps per SM: no share, no merge (rows of 64 shared between 16 lanes spent
+# more on the tile's merge than on their loads). L2 norm, fraction of a copy,
+# H200, shared -> alone: float16 over axis 2 of (16, 2048, 64, 16) 0.338 -> 0.748, (1024, 64, 64, 16) 0.344 ->
+# 0.839, (64, 256, 128, 16) 0.544 -> 0.593 (4 warps per SM); float32 (1024, 64, 64, 16) 0.754 -> 0.976; int8
+# (64, 256, 128, 32) 0.236 -> 0.426; PyTorch 0.70, 0.79, 0.76, 0.90. Long rows held ((512, 512, 1024) over 0).
+LANES_ALONE_WARPS_PER_SM = 4
+
+
+def _lanes_alone(plan: ReductionPlan, sm_count: int) -> bool:
+    """Whether a one-reduced-dim plan whose rows are longer than COLS_SHORT_ROWS takes :func:`_short_cols`'s
+    vectorised lanes, each walking its row alone. (Rows whose tiles span a warp keep the (R, 1) lanes: there no
+    merge is shared, and NCHW statistics over the channels were tuned on them.)"""
+    wide = next((v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == DYNAMIC_NDIM and v.vec > 1), None)
+    if wide is None or not _vector_inputs(plan) or not plan.contiguous_cols or plan.kept[0] % wide.vec:
+        return False
+    if _tile_lanes(with_outer_unit_dim(plan), wide) >= 32:
+        return False
+    return plan.out_size // (32 * wide.vec) >= LANES_ALONE_WARPS_PER_SM * sm_count
+
+
 def _short_cols(plan: ReductionPlan, block: int, max_threads: Callable[[VariantKey], int] | None) -> Strategy:
-    """One reduced dim of at most COLS_SHORT_ROWS elements: the runtime-rank cols entry gives each warp a tile of
+    """One reduced dim of at most COLS_SHORT_ROWS elements (or longer, vectorised, where :func:`_lanes_alone`
+    says the lanes fill the device): the runtime-rank cols entry gives each warp a tile of
     32 outputs (cols.cu.j2 takes that path for such rows, unsplit; the one-dim entry has no registers for it), so
     blocks are full-sized and nothing is split. Before, a row of 8 made blocks of one warp (rows split over warps:
     nothing to split), 32 of them per SM: axis 0 of a float32 (8, 32, 2048, 32) array ran at 0.61 of copy, 0.75
     now (H100; 0.95 in the one-dim entry, whose long rows then lost 4-6% to spilled registers). Inputs of at most
     4 bytes (:func:`_vector_inputs`) whose innermost kept dim is contiguous and a multiple of the module's vector take the vectorised
     instantiation: VEC adjacent outputs per lane, tiles of 32 * VEC (cols.cu.j2 checks alignment and otherwise
-    runs the scalar lanes, a tile's warp then covering a fraction of it)."""
+    runs the scalar lanes, a tile's warp then covering a fraction of it: for longer rows its warps then split
+    them, correct and slower)."""
     runtime = [v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == DYNAMIC_NDIM]
     cols = next(v for v in runtime if v.vec == 1)
     wide = next((v for v in runtime if v.vec > 1), None)
@@ -250,6 +276,13 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
     # (16, 1024, 16, 1024), rows of 256, ran at 0.70 of copy on 8 warps, 0.77 on 4)
     per_warp = 2 if plan.rndim == 1 else 8 if one_dim else 16
     by_rows = -(-red // (per_warp * REDUCE_UNROLL))
+    share = 32 // _tile_lanes(plan, cols)
+    if share > 1:
+        # warps sharing each load between `share` rows: a lane walks SHARED_LOADS_PER_LANE of them at least, so
+        # that its loads outweigh the tile's merge at the end (float16 L2 norm over axis 2 of (8, 512, 256, 16),
+        # 16 rows a warp load, fraction of a copy, H200: 8 warps 0.199, 1 0.511; (64, 256, 128, 16) 0.198 ->
+        # 0.507; float32 (8, 512, 256, 16) 0.497 -> 0.798 on 2; CuPy 0.23, 0.21, 0.46)
+        by_rows = -(-red // (share * SHARED_LOADS_PER_LANE))
     if one_dim and launched * by_rows < WARPS_PER_SM * sm_count // 4:
         # one reduced dim whose warps would leave most of the device idle: more, down to 4 rounds each, up to
         # its warp slots (float32 L2 norm over axis 1 of (8, 64, 64, 512), rows of 64, 2048 tiles of 128 outputs:
@@ -261,6 +294,15 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
     if per_sm <= 0:
         per_sm = _bounded_blocks(plan, cols, warps)
     return ColsLaunch(cols, tiles, warps, per_sm * sm_count)
+
+
+SHARED_LOADS_PER_LANE = 16
+
+
+def _tile_lanes(plan: ReductionPlan, cols: VariantKey) -> int:
+    """Lanes of a warp that one tile row of entry ``cols`` takes (32 / that: the rows a warp load covers)."""
+    width = cols_tile_width(plan, cols.vec)
+    return width // cols.vec if cols_vectorised(plan, cols.vec) else width
 
 
 # what an SM holds of the cols entry without asking the loaded entry, as cols.cu.j2's __launch_bounds__ promise:
