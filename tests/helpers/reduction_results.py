@@ -49,3 +49,13 @@ def check_strided_output(xp: Any, shape: tuple[int, ...], axis: tuple[int, ...],
     got = xp.asnumpy(out)
     np.testing.assert_allclose(got[..., ::2], want, rtol=1e-6)
     assert not got[..., 1::2].any()
+
+
+def check_keepdims(xp: Any, shape: tuple[int, ...], axis: tuple[int, ...], seed: int) -> None:
+    """A float64 sum of squares with keepdims=True: the reduced axes stay, as ones."""
+    h = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    ssq = kspec.ReductionKernel("T x", "float64 y", "double(x) * x", "a + b", "y = a", "0", "checked_ssq")
+    kept = xp.asnumpy(ssq(xp.asarray(h), axis=axis, keepdims=True))
+    assert kept.shape == tuple(1 if a in axis else n for a, n in enumerate(shape))
+    want = np.sum(h.astype(np.float64) ** 2, axis=axis)
+    np.testing.assert_allclose(kept.reshape(want.shape), want, rtol=1e-6)

@@ -154,10 +154,10 @@ def with_outer_unit_dim(plan: ReductionPlan) -> ReductionPlan:
 # One reduced dim longer than COLS_SHORT_ROWS whose (R, 1) tiles would share each warp load between rows (the
 # innermost kept dim under 32 vectors) still walks a lane per VEC outputs, each lane its whole row alone, where
 # those lanes give at least this many warps per SM: no share, no merge (rows of 64 shared between 16 lanes spent
-# more on the tile's merge than on their loads). L2 norm, fraction of a copy,
-# H200, shared -> alone: float16 over axis 2 of (16, 2048, 64, 16) 0.338 -> 0.748, (1024, 64, 64, 16) 0.344 ->
-# 0.839, (64, 256, 128, 16) 0.544 -> 0.593 (4 warps per SM); float32 (1024, 64, 64, 16) 0.754 -> 0.976; int8
-# (64, 256, 128, 32) 0.236 -> 0.426; PyTorch 0.70, 0.79, 0.76, 0.90. Long rows held ((512, 512, 1024) over 0).
+# more on the tile's merge than on their loads). L2 norm, fraction of a copy, H200, shared -> alone: float16 over
+# axis 2 of (16, 2048, 64, 16) 0.338 -> 0.748, (1024, 64, 64, 16) 0.344 -> 0.839, (64, 256, 128, 16) 0.544 ->
+# 0.593 (4 warps per SM); float32 (1024, 64, 64, 16) 0.754 -> 0.976; int8 (64, 256, 128, 32) 0.236 -> 0.426;
+# PyTorch 0.70, 0.79, 0.76, 0.90. Long rows held ((512, 512, 1024) over 0).
 LANES_ALONE_WARPS_PER_SM = 4
 
 
@@ -165,12 +165,18 @@ def _lanes_alone(plan: ReductionPlan, sm_count: int) -> bool:
     """Whether a one-reduced-dim plan whose rows are longer than COLS_SHORT_ROWS takes :func:`_short_cols`'s
     vectorised lanes, each walking its row alone. (Rows whose tiles span a warp keep the (R, 1) lanes: there no
     merge is shared, and NCHW statistics over the channels were tuned on them.)"""
-    wide = next((v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == DYNAMIC_NDIM and v.vec > 1), None)
+    wide = _runtime_cols(plan, vectorised=True)
     if wide is None or not _vector_inputs(plan) or not plan.contiguous_cols or plan.kept[0] % wide.vec:
         return False
     if _tile_lanes(with_outer_unit_dim(plan), wide) >= 32:
         return False
     return plan.out_size // (32 * wide.vec) >= LANES_ALONE_WARPS_PER_SM * sm_count
+
+
+def _runtime_cols(plan: ReductionPlan, vectorised: bool) -> VariantKey | None:
+    """The module's runtime-rank cols instantiation with vector lanes (None: the module has none) or without."""
+    return next((v for v in plan.specialization.variants
+                 if v.entry == "cols" and v.ndim == DYNAMIC_NDIM and (v.vec > 1) == vectorised), None)
 
 
 def _short_cols(plan: ReductionPlan, block: int, max_threads: Callable[[VariantKey], int] | None) -> Strategy:
@@ -184,9 +190,9 @@ def _short_cols(plan: ReductionPlan, block: int, max_threads: Callable[[VariantK
     instantiation: VEC adjacent outputs per lane, tiles of 32 * VEC (cols.cu.j2 checks alignment and otherwise
     runs the scalar lanes, a tile's warp then covering a fraction of it: for longer rows its warps then split
     them, correct and slower)."""
-    runtime = [v for v in plan.specialization.variants if v.entry == "cols" and v.ndim == DYNAMIC_NDIM]
-    cols = next(v for v in runtime if v.vec == 1)
-    wide = next((v for v in runtime if v.vec > 1), None)
+    cols = _runtime_cols(plan, vectorised=False)
+    assert cols is not None  # every reduction module has it
+    wide = _runtime_cols(plan, vectorised=True)
     if wide is not None and _vector_inputs(plan) and plan.contiguous_cols and plan.kept[0] % wide.vec == 0:
         cols = wide
     warps = max(1, block // 32)
@@ -296,7 +302,7 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
     return ColsLaunch(cols, tiles, warps, per_sm * sm_count)
 
 
-SHARED_LOADS_PER_LANE = 16
+SHARED_LOADS_PER_LANE = 16  # loads a lane of a tile sharing rows walks at least (_cols_shape)
 
 
 def _tile_lanes(plan: ReductionPlan, cols: VariantKey) -> int:
