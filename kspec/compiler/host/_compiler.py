@@ -234,12 +234,16 @@ _PRELUDE_INCLUDE = ["-include", "kspec_host/cuda.h"]
 
 def precompiled_prelude(compiler: HostCompiler, args: list[str]) -> list[str]:
     """``args`` with the prelude served precompiled (GCC's .gch, built once per compiler, flags and headers
-    under the cache directory): parsing kspec's host headers is most of a small kernel's compile time.
-    Anything unusual (another compiler, a failed build, an unwritable cache) keeps the plain -include;
-    GCC itself falls back to the header when the .gch does not match the flags."""
+    in kspec's memo directory): parsing kspec's host headers is most of a small kernel's compile time.
+    Anything unusual (another compiler, a failed build, an unwritable memo directory) keeps the plain -include;
+    GCC itself falls back to the header when the .gch does not match the flags.
+
+    The memo directory, not the binary cache's: the .gch is a fact of this machine's install (its compiler, CPU
+    and kspec's headers, all in its digest) as the memos are, and the cache directory holds only cache entries
+    and may be shared. Built there, it is built once per machine rather than once per cache directory (5 s and
+    70 MB each: the tests, which give most processes a cache of their own, built dozens per run)."""
     from ..._atomic import write_atomic
-    from ..._memo import tree_digest
-    from ..cache import default_cache
+    from ..._memo import memo_dir, tree_digest
 
     import subprocess
 
@@ -249,16 +253,13 @@ def precompiled_prelude(compiler: HostCompiler, args: list[str]) -> list[str]:
     digest = sha256("\0".join([compiler.identity, host_cpu(), *flags,
                                         tree_digest(str(templates_dir() / "include_host")),
                                         tree_digest(str(templates_dir() / "include"))]).encode()).hexdigest()[:20]  # fmt: skip
-    written = default_cache().directory  # the one the cache writes: a read-only first one of KSPEC_CACHE_DIR cannot
-    if written is None:
-        return args
-    directory = written / "host-prelude" / digest
+    directory = memo_dir() / "host-prelude" / digest
     header = directory / "prelude.h"
     if not (directory / "prelude.h.gch").exists():
         try:
             # renamed into place, never truncated: another process's .gch build may be reading it (a header read
             # while a second writer had emptied it gave a .gch without the prelude: "'__device__' does not name a
-            # type" in every later compile of that cache, seen once in CI)
+            # type" in every later compile that used it, seen once in CI)
             if not header.exists():
                 write_atomic(header, b"#include <kspec_host/cuda.h>\n")
             partial = directory / f"prelude.h.gch.{os.getpid()}.{threading.get_ident()}.tmp"  # per writer
