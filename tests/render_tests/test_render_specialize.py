@@ -143,9 +143,9 @@ def test_needs(spec, types, needs):
 def test_vector_width(spec, types, scalars, vec):
     s = specialize(spec, types, scalars=scalars)
     assert s.vec == vec
-    # the contiguous entry and the rows entries carry it; the runtime-rank cols entry comes with it and with
-    # scalar lanes; every other entry loads scalars (the tiled entries' vec is their tile width)
-    vectorised = {v for v in s.variants if v.entry in ("contig", "rows", "slab")}
+    # the contiguous entry, the rows and pieces entries carry it; the runtime-rank cols entry comes with it and
+    # with scalar lanes; every other entry loads scalars (the tiled entries' vec is their tile width)
+    vectorised = {v for v in s.variants if v.entry in ("contig", "rows", "slab", "pieces")}
     assert {v.vec for v in vectorised} == {vec}
     runtime_cols = {v for v in s.variants if v.entry == "cols" and v.ndim == 0}
     if s.kind == "reduction":
@@ -191,11 +191,12 @@ def test_reduction_variants():
         "l2norm__cols<long long, 1, 1>",
         "l2norm__cols<long long, 0, 1>",
         "l2norm__cols<long long, 0, 4>",
+        "l2norm__pieces<long long, 0, 4>",
         "l2norm__slab<int, 0, 4>",
         "l2norm__split_final<long long>",
         "l2norm__slab_final<int>",
     ]
-    # scalar loads only (vec 1): one runtime-rank cols entry, no variant twice
+    # scalar loads only (vec 1): one runtime-rank cols entry, no pieces entry, no variant twice
     assert reduction_variants(1) == (
         VariantKey("rows", "int64", 1, 1),
         VariantKey("rows", "int64", 0, 1),
