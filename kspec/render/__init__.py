@@ -15,7 +15,7 @@ from .._lazy import lazy_getattr
 # Lazy exports: the serving path (kspec/kernels) needs variants, the ABI and the launch interface, never
 # Jinja (``_env``, ``_render``) or the spec models; each name loads its module on first access.
 _LAZY = {
-    "COLS_MAX_WARPS": "_abi", "COLS_SHORT_ROWS": "_abi", "COLS_WIDE_ACC": "_abi", "COLS_WIDE_WARPS": "_abi",
+    "COLS_MAX_WARPS": "_abi", "COLS_SHORT_ROWS": "_abi", "COLS_WARP_LOADS": "_abi", "COLS_WIDE_ACC": "_abi", "COLS_WIDE_WARPS": "_abi",
     "COLS_MIN_BLOCKS": "_abi", "COLS_ONE_DIM_BLOCKS": "_abi", "COLS_ONE_DIM_THREADS": "_abi", "COLS_THREADS": "_abi",
     "SLAB_ACC_BYTES": "_abi", "SLAB_BLOCK": "_abi", "SLAB_MIN_BLOCKS": "_abi",
     "EntryAbi": "_abi", "Field": "_layout", "Layout": "_layout", "Slot": "_abi",
@@ -43,6 +43,7 @@ __all__ = [
     "COLS_ONE_DIM_BLOCKS",
     "COLS_ONE_DIM_THREADS",
     "COLS_SHORT_ROWS",
+    "COLS_WARP_LOADS",
     "COLS_THREADS",
     "DYNAMIC_NDIM",
     "INDEX_C_TYPES",

@@ -83,6 +83,10 @@ dims merge into one (any stride), else 0 (runtime, <= 16 reduced dims; two reduc
   ``o0 + l*vec .. o0 + l*vec + vec - 1``, tiles of 32 * vec outputs (the launcher's grid must count those
   tiles: ``cols_tile_width``). Taken only when those tiles are at least the blocks the device holds at once;
   with fewer, ``cols<I, 0, 1>`` and the split (vectorised tiles of few outputs: 0.61 -> 0.24 of copy, H200).
+  Where the innermost kept run is under 32 vectors and the rows follow each other, a tile is that run (or a power
+  of two of runs, so that each lane walks COLS_WARP_LOADS rows at least), and a segment one warp covers in
+  2 * COLS_WARP_LOADS loads a lane or fewer is that warp's own: warp w of block b takes segment ``b * warps + w``
+  (grid-stride by ``gridDim.x * warps``; the launcher's grid counts a segment per warp: ``warps_own_segments``).
   ``cols<I, 0, 1>`` over one reduced dim of at most COLS_SHORT_ROWS elements, unsplit: warp w of block b takes
   tile ``b * warps + w`` (grid-stride over tiles by ``gridDim.x * warps``), no merge across warps.
 * ``pieces<I, 0, vec>`` (vec > 1): two reduced dims, the inner one P elements long with the item size as its
@@ -166,6 +170,10 @@ COLS_ONE_DIM_BLOCKS = 2
 # One reduced dim this short or shorter, unsplit: each warp of a cols block takes a tile of its own (the blocks
 # then cover 32 x warps outputs; KSPEC_COLS_SHORT_ROWS of reduce.cuh)
 COLS_SHORT_ROWS = 32
+# Vectorised cols tiles whose lanes share rows: each lane walks this many rows at least (short rows widen the tile),
+# and a segment one warp covers in twice as many loads a lane or fewer is that warp's own (KSPEC_COLS_WARP_LOADS of
+# reduce.cuh)
+COLS_WARP_LOADS = 16
 # The slab entry (KSPEC_SLAB_* of reduce.cuh): blockDim.x, the blocks per SM its launch bounds ask for, and
 # the most accumulator bytes per thread (VEC accumulators) it takes: the planner keeps to them.
 SLAB_BLOCK = 256

@@ -16,7 +16,7 @@ from kspec.kernels.callpath._frame import Frame
 from kspec.kernels.callpath._signature import make_dispatcher
 from kspec.kernels.planning._plan import broadcast_strides, frame_values, merge_dims, plan_elementwise
 from kspec.kernels.planning._reduction_plan import normalize_axis, plan_reduction
-from kspec.kernels.planning._reduction_cols import cols_tile_width
+from kspec.kernels.planning._cols_tiles import cols_tile_width
 from kspec.kernels.planning._reduction_strategy import pass_frame_values, reduction_strategy
 from kspec.render import VariantKey
 from kspec.runtime._devicearray import DeviceArray

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import kspec
-from kspec.kernels.planning._reduction_cols import cols_tile_width, rows_share_warps
+from kspec.kernels.planning._cols_tiles import cols_tile_width
+from kspec.kernels.planning._reduction_cols import rows_share_warps
 from kspec.kernels.planning._reduction_strategy import reduction_strategy
 from kspec.render import VariantKey
 

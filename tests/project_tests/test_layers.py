@@ -287,6 +287,7 @@ def test_allowed_private_reads_still_exist(allowed):
         ("reduce.cuh", "KSPEC_COLS_MIN_BLOCKS", "kspec.render", "COLS_MIN_BLOCKS"),
         ("reduce.cuh", "KSPEC_COLS_ONE_DIM_THREADS", "kspec.render", "COLS_ONE_DIM_THREADS"),
         ("reduce.cuh", "KSPEC_COLS_ONE_DIM_BLOCKS", "kspec.render", "COLS_ONE_DIM_BLOCKS"),
+        ("reduce.cuh", "KSPEC_COLS_WARP_LOADS", "kspec.render", "COLS_WARP_LOADS"),
     ],
 )
 def test_planner_constants_match_the_device_header(header, macro, module, name):

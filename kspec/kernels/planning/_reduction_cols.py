@@ -11,7 +11,10 @@ from typing import Callable
 from ..._named_tuple import NamedTuple
 from ...render import (
     COLS_MAX_WARPS, COLS_MIN_BLOCKS, COLS_ONE_DIM_BLOCKS, COLS_ONE_DIM_THREADS, COLS_SHORT_ROWS, COLS_THREADS,
-    COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, VariantKey,
+    COLS_WARP_LOADS, COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, VariantKey,
+)
+from ._cols_tiles import (
+    OWNED_TILE_WARPS, cols_tile_width, cols_vectorised, halves_outputs, tile_lanes, warps_own_segments, with_outer_unit_dim,
 )
 from ._plan import INT32_LIMIT, MAX_GRID
 from ._reduction_passes import REDUCE_UNROLL, WARPS_PER_SM, Pass, PassShape, Strategy, acc_bytes_at_most, final_pass
@@ -45,25 +48,27 @@ def cols_strategy(plan: ReductionPlan, sm_count: int, block: int, block_given: b
         estimate = max(_input_itemsizes(plan), default=0) > 2
         wide = _vector_launch(view, sm_count, block, block_given, max_threads, resident, estimate)
         if wide is not None:  # vectorised lanes
-            grid = min(wide.tiles, MAX_GRID)
+            grid = min(wide.blocks, MAX_GRID)
             return Strategy((Pass(wide.variant, grid, 32 * wide.warps, chunk=red, shape=view_shape),), kind="cols")
         few = _few_long_vector_tiles(view, sm_count, block, block_given, max_threads, resident, shared)
         if few is not None or shared:  # vectorised lanes split below, or scalar lanes spanning 32 / kept rows
             plan, shape = view, view_shape
     else:
         few = None
-    cols, tiles, warps, slots = few or _cols_launch(plan, sm_count, block, block_given, max_threads, resident)
+    launch = few or _cols_launch(plan, sm_count, block, block_given, max_threads, resident)
+    cols, tiles, warps, slots = launch.variant, launch.tiles, launch.warps, launch.slots
     threads = 32 * warps
-    if 2 * tiles <= slots:
-        nchunks = slots // tiles
+    if 2 * launch.blocks <= slots:
+        nchunks = slots // launch.blocks
         chunk = max(-(-red // nchunks), COLS_MIN_CHUNK * warps)
         nchunks = -(-red // chunk)
         if nchunks > 1:
             final = next(v for v in plan.specialization.variants if v.entry == "split_final")
-            first = Pass(cols, min(tiles * nchunks, MAX_GRID), threads, nchunks=nchunks, chunk=chunk, shape=shape)
+            grid = _segment_blocks(plan, cols, warps, tiles * nchunks, chunk)
+            first = Pass(cols, min(grid, MAX_GRID), threads, nchunks=nchunks, chunk=chunk, shape=shape)
             second = final_pass(final, plan.out_size, block, nchunks, chunk)
             return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
-    return Strategy((Pass(cols, min(tiles, MAX_GRID), threads, chunk=red, shape=shape),), kind="cols")
+    return Strategy((Pass(cols, min(launch.blocks, MAX_GRID), threads, chunk=red, shape=shape),), kind="cols")
 
 
 # a one-reduced-dim layout splits its vectorised tiles where they are at most this many per SM (float16 L2 norm,
@@ -100,7 +105,7 @@ def _few_long_vector_tiles(view: ReductionPlan, sm_count: int, block: int, block
         if guess.tiles > FEW_TILES_PER_SM * sm_count or not _long_rows(view, guess, lanes):
             return None
         launch = _cols_shape(view, wide, sm_count, block, block_given, max_threads, resident)
-        if 2 * launch.tiles > launch.slots or not _long_rows(view, launch, lanes):
+        if 2 * launch.blocks > launch.slots or not _long_rows(view, launch, lanes):
             return None  # unsplit (_vector_launch's), or rows too short for its split
         return launch
     return None
@@ -109,7 +114,7 @@ def _few_long_vector_tiles(view: ReductionPlan, sm_count: int, block: int, block
 def _long_rows(view: ReductionPlan, launch: ColsLaunch, lanes: int) -> bool:
     """Whether each lane of ``launch``'s split blocks walks FEW_TILES_MIN_ROWS rows at least (``lanes``: a tile
     row's lanes; a warp covers 32 / lanes rows a load)."""
-    chunk = -(-view.red_size // max(1, launch.slots // launch.tiles))
+    chunk = -(-view.red_size // max(1, launch.slots // launch.blocks))
     return chunk >= FEW_TILES_MIN_ROWS * launch.warps * (32 // lanes)
 
 
@@ -140,17 +145,6 @@ def _input_itemsizes(plan: ReductionPlan) -> list[int]:
     return [op.itemsize for op in plan.specialization.operands if op.is_array and not op.is_output]
 
 
-def with_outer_unit_dim(plan: ReductionPlan) -> ReductionPlan:
-    """A one-reduced-dim plan as the runtime-rank entries see two reduced dims: (R, 1), the outer one of stride 0.
-    The vectorised cols lanes (VEC adjacent outputs per lane, one 16-byte load each) and the warps shared between
-    rows (:func:`rows_share_warps`) exist only there."""
-    return plan._replace(
-        rndim=DYNAMIC_NDIM,
-        red=(plan.red[0], 1),
-        in_strides={n: (kept, (red[0], 0)) for n, (kept, red) in plan.in_strides.items()},
-    )
-
-
 # One reduced dim longer than COLS_SHORT_ROWS whose (R, 1) tiles would share each warp load between rows (the
 # innermost kept dim under 32 vectors) still walks a lane per VEC outputs, each lane its whole row alone, where
 # those lanes give at least this many warps per SM: no share, no merge (rows of 64 shared between 16 lanes spent
@@ -159,6 +153,15 @@ def with_outer_unit_dim(plan: ReductionPlan) -> ReductionPlan:
 # 0.593 (4 warps per SM); float32 (1024, 64, 64, 16) 0.754 -> 0.976; int8 (64, 256, 128, 32) 0.236 -> 0.426;
 # PyTorch 0.70, 0.79, 0.76, 0.90. Long rows held ((512, 512, 1024) over 0).
 LANES_ALONE_WARPS_PER_SM = 4
+# ... or, where the (R, 1) tiles' warps would each own a tile and halve its outputs between their lanes
+# (warps_own_segments, halves_outputs), this many for rows of at most LANES_ALONE_SHORT_ROWS and twice as many for
+# longer ones. Lanes alone -> owned tiles, L2 norm over axis 2, fraction of a copy, H200 (warps a SM of lanes alone):
+# float16 (64, 512, 256, 16) 0.798 -> 0.877-0.915 (15.5), (32, 512, 512, 16) 0.638 -> 0.906 (7.75), (64, 256, 128,
+# 16) 0.588 -> 0.723-0.759 (7.75), float32 (8, 1024, 64, 16) 0.640 -> 0.734 (7.75); lanes alone led on short rows
+# at 15.5 (float16 (64, 256, 128, 32) 0.853 / 0.808, (16, 2048, 64, 16) 0.751 / 0.706-0.745) and at 31-62
+# ((1024, 64, 64, 16) float16 0.852 / 0.834, float32 0.980 / 0.942)
+LANES_ALONE_OVER_OWNED_WARPS_PER_SM = 12
+LANES_ALONE_SHORT_ROWS = 128
 
 
 def _lanes_alone(plan: ReductionPlan, sm_count: int) -> bool:
@@ -168,9 +171,14 @@ def _lanes_alone(plan: ReductionPlan, sm_count: int) -> bool:
     wide = _runtime_cols(plan, vectorised=True)
     if wide is None or not _vector_inputs(plan) or not plan.contiguous_cols or plan.kept[0] % wide.vec:
         return False
-    if _tile_lanes(with_outer_unit_dim(plan), wide) >= 32:
+    lanes = tile_lanes(with_outer_unit_dim(plan), wide)
+    if lanes >= 32:
         return False
-    return plan.out_size // (32 * wide.vec) >= LANES_ALONE_WARPS_PER_SM * sm_count
+    owned = halves_outputs(plan, wide.vec) and plan.red_size <= 2 * (32 // lanes) * COLS_WARP_LOADS
+    per_sm = LANES_ALONE_WARPS_PER_SM
+    if owned:
+        per_sm = LANES_ALONE_OVER_OWNED_WARPS_PER_SM * (1 if plan.red_size <= LANES_ALONE_SHORT_ROWS else 2)
+    return plan.out_size // (32 * wide.vec) >= per_sm * sm_count
 
 
 def _runtime_cols(plan: ReductionPlan, vectorised: bool) -> VariantKey | None:
@@ -203,13 +211,21 @@ def _short_cols(plan: ReductionPlan, block: int, max_threads: Callable[[VariantK
 
 
 class ColsLaunch(NamedTuple):
-    """A cols entry and how it would run: its tiles (:func:`cols_tile_width`), warps per block, and the blocks
-    of that size the device holds at once."""
+    """A cols entry and how it would run: its tiles (:func:`cols_tile_width`), warps per block, the blocks of
+    that size the device holds at once, and the blocks its tiles make unsplit (the tiles, or a tile per warp where
+    :func:`warps_own_segments`)."""
 
     variant: VariantKey
     tiles: int
     warps: int
     slots: int
+    blocks: int
+    owned: bool = False  # a tile per warp whose rows it covers alone (OWNED_TILE_WARPS): never split
+
+
+def _segment_blocks(plan: ReductionPlan, cols: VariantKey, warps: int, segments: int, chunk: int) -> int:
+    """Blocks of ``warps`` warps of entry ``cols`` that ``segments`` segments of ``chunk`` rows take."""
+    return -(-segments // warps) if warps_own_segments(plan, cols, warps, chunk) else segments
 
 
 def _cols_launch(plan: ReductionPlan, sm_count: int, block: int, block_given: bool,
@@ -244,10 +260,10 @@ def _vector_launch(plan: ReductionPlan, sm_count: int, block: int, block_given: 
             # ``estimate``: first the launch as the warps alone bound it, which asks nothing
             if estimate:
                 guess = _cols_shape(plan, wide, sm_count, block, block_given, None, None)
-                if 2 * guess.tiles <= guess.slots:
+                if not guess.owned and 2 * guess.blocks <= guess.slots:
                     return None
             launch = _cols_shape(plan, wide, sm_count, block, block_given, max_threads, resident)
-            if 2 * launch.tiles > launch.slots:
+            if launch.owned or 2 * launch.blocks > launch.slots:
                 return launch
     return None
 
@@ -282,7 +298,12 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
     # (16, 1024, 16, 1024), rows of 256, ran at 0.70 of copy on 8 warps, 0.77 on 4)
     per_warp = 2 if plan.rndim == 1 else 8 if one_dim else 16
     by_rows = -(-red // (per_warp * REDUCE_UNROLL))
-    share = 32 // _tile_lanes(plan, cols)
+    share = 32 // tile_lanes(plan, cols)
+    if share > 1 and not block_given and warps_own_segments(plan, cols, OWNED_TILE_WARPS, red):
+        warps = min(cap, OWNED_TILE_WARPS)  # a tile per warp
+        per_sm = resident(cols, 32 * warps) if resident is not None else 0
+        per_sm = per_sm if per_sm > 0 else _bounded_blocks(plan, cols, warps)
+        return ColsLaunch(cols, tiles, warps, per_sm * sm_count, -(-tiles // warps), owned=True)
     if share > 1:
         # warps sharing each load between `share` rows: a lane walks SHARED_LOADS_PER_LANE of them at least, so
         # that its loads outweigh the tile's merge at the end (float16 L2 norm over axis 2 of (8, 512, 256, 16),
@@ -299,16 +320,10 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
     per_sm = resident(cols, 32 * warps) if resident is not None else 0
     if per_sm <= 0:
         per_sm = _bounded_blocks(plan, cols, warps)
-    return ColsLaunch(cols, tiles, warps, per_sm * sm_count)
+    return ColsLaunch(cols, tiles, warps, per_sm * sm_count, _segment_blocks(plan, cols, warps, tiles, red))
 
 
 SHARED_LOADS_PER_LANE = 16  # loads a lane of a tile sharing rows walks at least (_cols_shape)
-
-
-def _tile_lanes(plan: ReductionPlan, cols: VariantKey) -> int:
-    """Lanes of a warp that one tile row of entry ``cols`` takes (32 / that: the rows a warp load covers)."""
-    width = cols_tile_width(plan, cols.vec)
-    return width // cols.vec if cols_vectorised(plan, cols.vec) else width
 
 
 # what an SM holds of the cols entry without asking the loaded entry, as cols.cu.j2's __launch_bounds__ promise:
@@ -331,38 +346,3 @@ def _bounded_warps(plan: ReductionPlan, cols: VariantKey) -> int:
     if reduce_type is None or reduce_type.itemsize is None or reduce_type.itemsize > 4:
         blocks = 1
     return threads * blocks // 32
-
-
-def cols_tile_width(plan: ReductionPlan, vec: int) -> int:
-    """Outputs per tile of the cols entry of vector width ``vec`` (its VariantKey's): 32, or (runtime rank)
-    the innermost kept extent when it is below 32 and the innermost reduced dim lies right outside it in every
-    input: the templates' cols entry applies the same rule and shares each warp between that many outputs and
-    32 / width reduced positions (lanes past them idle). Where the entry loads ``vec`` adjacent outputs per
-    lane (:func:`cols_vectorised`), the same rule in vectors, for a power of two of them: ``vec`` times as many
-    outputs; ``cols<I, R, 1>`` never does. (Pointers the plan cannot see may keep the entry on its scalar lanes:
-    it then walks more tiles than the grid was sized for, correct but slower.)"""
-    if cols_vectorised(plan, vec):
-        lanes = plan.kept[0] // vec
-        if lanes < 32 and not lanes & (lanes - 1) and all(red[0] == plan.kept[0] * kept[0] for kept, red in plan.in_strides.values()):
-            return lanes * vec
-        return 32 * vec
-    width = plan.kept[0] if plan.kept else 32
-    if plan.rndim == 1 or width >= 32:
-        return 32
-    if all(red[0] == width * kept[0] for kept, red in plan.in_strides.values()):
-        return width
-    return 32
-
-
-def cols_vectorised(plan: ReductionPlan, vec: int) -> bool:
-    """Whether the runtime-rank cols entry of vector width ``vec`` takes its vectorised lanes for ``plan``
-    (given 16-byte aligned pointers): the template's test on the strides and extents, as the plan knows them
-    (contiguous_cols: the innermost kept stride is the item size in every input)."""
-    if vec <= 1 or plan.rndim == 1 or len(plan.red) != 2 or not plan.contiguous_cols or plan.kept[0] % vec:
-        return False
-    if plan.red_size >= INT32_LIMIT:  # the template's test: it walks the two dims in 32-bit positions
-        return False
-    return all(
-        all(k % 16 == 0 for k in kept[1:]) and red[0] % 16 == 0 and red[1] % 16 == 0
-        for kept, red in plan.in_strides.values()
-    )

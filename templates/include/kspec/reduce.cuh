@@ -92,6 +92,42 @@ __device__ __forceinline__ void warp_combine_strided(A& acc, int from, const Op&
   }
 }
 
+// Which of its VEC accumulators a lane holds totals of after warp_scatter_strided: outputs first .. first + count - 1
+// of its column; of the lanes holding the same ones, those below `writers` write them.
+struct ScatterPart {
+  int first, count, writers;
+};
+
+// Combine VEC accumulators a lane over the lanes that are `from` apart (as warp_combine_strided) by halving: each round
+// a lane keeps half of its values and trades the other half with its partner's (VEC / 2 + VEC / 4 + ... shuffles
+// rather than VEC per round), then plain butterfly rounds on the last one. The lanes of a column end with
+// different outputs' totals (ScatterPart), so that they write them side by side. All 32 lanes must call it.
+template <int VEC, typename A, typename Op>
+__device__ __forceinline__ ScatterPart warp_scatter_strided(A (&acc)[VEC], int from, const Op& op) {
+  const int lane = threadIdx.x & 31;
+  int first = 0, count = VEC, mask = from;
+#pragma unroll
+  for (int half = VEC / 2; half >= 1; half /= 2) {
+    if (mask < 32) {
+      const bool upper = (lane & mask) != 0;
+#pragma unroll
+      for (int i = 0; i < half; ++i) {  // the upper lane keeps the upper half: it swaps its halves first
+        const A low = acc[i];
+        acc[i] = upper ? acc[i + half] : low;
+        acc[i + half] = upper ? low : acc[i + half];
+      }
+#pragma unroll
+      for (int i = 0; i < half; ++i) merge(acc[i], shfl_xor(acc[i + half], mask), op);
+      first += upper ? half : 0;
+      count = half;
+      mask <<= 1;
+    }
+  }
+  const int writers = mask < 32 ? mask : 32;
+  for (; mask < 32; mask <<= 1) merge(acc[0], shfl_xor(acc[0], mask), op);
+  return ScatterPart{first, count, writers};
+}
+
 // Combine the columns of a warp seen as `share` rows of `width` lanes (width * share <= 32; width any 1..32,
 // lanes past width * share hold nothing of theirs): lane c ends with the total of lanes c, c + width, ...,
 // c + (share - 1) * width, for c < width (other lanes hold partial totals). A tree over the rows with shifts
@@ -180,6 +216,12 @@ __device__ __forceinline__ void wait_for_dependencies() {
 #endif
 #ifndef KSPEC_COLS_VEC_UNROLL
 #define KSPEC_COLS_VEC_UNROLL 16
+#endif
+// Vectorised cols tiles whose lanes share rows: each lane walks this many rows at least (short rows widen the tile
+// over several runs of outputs), and a segment one warp covers in twice as many loads a lane or fewer is that warp's
+// own, the block's warps taking segments of their own rather than splitting one (templates/reduction/cols.cu.j2).
+#ifndef KSPEC_COLS_WARP_LOADS
+#define KSPEC_COLS_WARP_LOADS 16
 #endif
 #ifndef KSPEC_COLS_MIN_BLOCKS
 #define KSPEC_COLS_MIN_BLOCKS 2
