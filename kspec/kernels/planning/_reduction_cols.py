@@ -11,10 +11,10 @@ from typing import Callable
 from ..._named_tuple import NamedTuple
 from ...render import (
     COLS_MAX_WARPS, COLS_MIN_BLOCKS, COLS_ONE_DIM_BLOCKS, COLS_ONE_DIM_THREADS, COLS_SHORT_ROWS, COLS_THREADS,
-    COLS_WARP_LOADS, COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, VariantKey,
+    COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, VariantKey,
 )
 from ._cols_tiles import (
-    OWNED_TILE_WARPS, cols_tile_width, cols_vectorised, halves_outputs, tile_lanes, warps_own_segments, with_outer_unit_dim,
+    OWNED_TILE_WARPS, cols_tile_width, cols_vectorised, tile_lanes, warps_own_segments, with_outer_unit_dim,
 )
 from ._plan import INT32_LIMIT, MAX_GRID
 from ._reduction_passes import REDUCE_UNROLL, WARPS_PER_SM, Pass, PassShape, Strategy, acc_bytes_at_most, final_pass
@@ -171,12 +171,11 @@ def _lanes_alone(plan: ReductionPlan, sm_count: int) -> bool:
     wide = _runtime_cols(plan, vectorised=True)
     if wide is None or not _vector_inputs(plan) or not plan.contiguous_cols or plan.kept[0] % wide.vec:
         return False
-    lanes = tile_lanes(with_outer_unit_dim(plan), wide)
-    if lanes >= 32:
+    view = with_outer_unit_dim(plan)
+    if tile_lanes(view, wide) >= 32:
         return False
-    owned = halves_outputs(plan, wide.vec) and plan.red_size <= 2 * (32 // lanes) * COLS_WARP_LOADS
     per_sm = LANES_ALONE_WARPS_PER_SM
-    if owned:
+    if warps_own_segments(view, wide, OWNED_TILE_WARPS, plan.red_size):
         per_sm = LANES_ALONE_OVER_OWNED_WARPS_PER_SM * (1 if plan.red_size <= LANES_ALONE_SHORT_ROWS else 2)
     return plan.out_size // (32 * wide.vec) >= per_sm * sm_count
 
