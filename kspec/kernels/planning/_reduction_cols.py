@@ -298,11 +298,6 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
     per_warp = 2 if plan.rndim == 1 else 8 if one_dim else 16
     by_rows = -(-red // (per_warp * REDUCE_UNROLL))
     share = 32 // tile_lanes(plan, cols)
-    if share > 1 and not block_given and warps_own_segments(plan, cols, OWNED_TILE_WARPS, red):
-        warps = min(cap, OWNED_TILE_WARPS)  # a tile per warp
-        per_sm = resident(cols, 32 * warps) if resident is not None else 0
-        per_sm = per_sm if per_sm > 0 else _bounded_blocks(plan, cols, warps)
-        return ColsLaunch(cols, tiles, warps, per_sm * sm_count, -(-tiles // warps), owned=True)
     if share > 1:
         # warps sharing each load between `share` rows: a lane walks SHARED_LOADS_PER_LANE of them at least, so
         # that its loads outweigh the tile's merge at the end (float16 L2 norm over axis 2 of (8, 512, 256, 16),
@@ -316,10 +311,13 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
         # eight, float16. Several reduced dims keep their rule: their vectorised tiles lost where they were few)
         by_rows = max(by_rows, min(-(-red // (4 * REDUCE_UNROLL)), held * sm_count // launched))
     warps = max(1, min(cap, warps, by_rows))
+    owned = share > 1 and not block_given and warps_own_segments(plan, cols, OWNED_TILE_WARPS, red)
+    if owned:
+        warps = min(cap, OWNED_TILE_WARPS)  # a tile per warp, whatever its rows asked
     per_sm = resident(cols, 32 * warps) if resident is not None else 0
     if per_sm <= 0:
         per_sm = _bounded_blocks(plan, cols, warps)
-    return ColsLaunch(cols, tiles, warps, per_sm * sm_count, _segment_blocks(plan, cols, warps, tiles, red))
+    return ColsLaunch(cols, tiles, warps, per_sm * sm_count, _segment_blocks(plan, cols, warps, tiles, red), owned)
 
 
 SHARED_LOADS_PER_LANE = 16  # loads a lane of a tile sharing rows walks at least (_cols_shape)
