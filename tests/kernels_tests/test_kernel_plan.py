@@ -912,3 +912,24 @@ def test_nchw_statistics_over_the_channels_take_vectorised_tiles_of_whole_batche
     assert [_bounded_blocks(plan, cols, w) for w in (1, 2, 8, 16)] == [MAX_BLOCKS_PER_SM, 16, 4, 2]
     _, wide = rplan(ssq, fake((32, 256, 256, 8), "float64"), axis=1)
     assert _bounded_blocks(wide, VariantKey("cols", "int64", 0, 1), 8) == 2
+
+
+def test_vectorised_cols_tiles_take_the_warps_of_one_wave(ssq):
+    """Vectorised tiles that one wave of the entry's 32 warps per SM holds at 2-7 warps each take that many, not
+    the default block's 8 (which made 2-4 waves); not one warp a tile, rows of 128, or tiles each one run of memory."""
+    def first(shape, axis, dtype="float32"):
+        _, plan = rplan(ssq, fake(shape, dtype), axis=axis)
+        (step,) = reduction_strategy(plan, H200_SMS, slab=False).passes
+        assert step.variant.entry == "cols" and step.variant.vec > 1 and step.nchunks == 1
+        return step
+
+    # 1,024 tiles of 128 float32 outputs: 8 a SM, 4 warps each fill its 32; 2,048 tiles: 2 warps each
+    assert (first((512, 128, 1024), 0).grid, first((512, 128, 1024), 0).block) == (1024, 128)
+    assert (first((512, 256, 512), 1).grid, first((512, 256, 512), 1).block) == (2048, 64)
+    assert first((512, 256, 512), 1, "float16").block == 128  # 1,024 tiles of 256 float16 outputs
+    # 4,096 tiles would take one warp each: the default block's rule holds
+    assert first((16, 256, 16, 2048), 1).block == 256
+    # each tile one run of memory (the whole kept row is the tile, the rows adjacent)
+    assert first((2048, 256, 256), 1, "float16").block == 256
+    # rows of 128
+    assert first((1024, 128, 8, 64), 1, "float16").block == 128

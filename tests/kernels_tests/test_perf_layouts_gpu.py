@@ -549,3 +549,21 @@ def test_the_bench_shape_at_full_size(cp, l2norm):
     got = l2norm(x, axis=(1, 3))
     ref = cp.sqrt((x.astype(cp.float64) ** 2).sum(axis=(1, 3)))
     assert float(cp.abs(got - ref).max() / ref.max()) < 1e-5
+
+
+@pytest.mark.parametrize(("shape", "axis", "dtype"), [((512, 256, 512), 1, "float32"), ((7, 300, 20004), 1, "float32"),
+                                                   ((512, 256, 512), 1, "float16"), ((256, 128, 512, 3), (0, 3), "float16"),
+                                                   ((5, 257, 40000), 1, "float16")])
+def test_vectorised_tiles_on_the_warps_of_one_wave(cp, shape, axis, dtype):
+    """Vectorised cols tiles on 2-5 warps each (one wave of them, blocks of 64-160 threads, the last tile part-filled,
+    a fold's partials): NumPy's sums, with and without an identity."""
+    l2 = kspec.ReductionKernel("T x", "float32 y", "float(x) * float(x)", "a + b", "y = sqrt(a)", "0", "wave_l2",
+                               reduce_type="float")
+    a = _rng(31).standard_normal(shape).astype(dtype)
+    x = cp.asarray(a)
+    first = _first_pass(l2, x, axis)
+    assert first.variant.entry == "cols" and first.variant.vec > 1 and 64 <= first.block <= 160
+    ref = np.sqrt((a.astype(np.float64) ** 2).sum(axis=axis))
+    np.testing.assert_allclose(l2(x, axis=axis).get(), ref, rtol=1e-4)
+    amax = kspec.ReductionKernel("T x", "T y", "x", "max(a, b)", "y = a", None, "wave_amax")  # no identity
+    np.testing.assert_array_equal(amax(x, axis=axis).get(), a.max(axis=axis))

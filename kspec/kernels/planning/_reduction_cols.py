@@ -289,7 +289,8 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
         # 32 outputs per block: with few outputs, more warps per block split each row so that one wave
         # fills the device (axis=0 of a 16384^2 matrix: 512 blocks of 8 warps fill half of an H200; of
         # 16 warps, 4 per SM, all of it)
-        warps = max(block // 32, held // -(-launched // sm_count))
+        fill = held // -(-launched // sm_count)  # warps a tile that make one wave
+        warps = fill if _one_wave(plan, cols, fill) else max(block // 32, fill)
     # rows a warp walks at least: 2 rounds of loads (the one-dim entry), 8 for one reduced dim in the runtime-rank
     # entry (blocks of one warp, which its shared memory holds 25 of per SM, walked rows of 64 alone: float32 L2
     # norm over axis 1 of (4096, 64, 128) 0.82 -> 0.93 of copy on two, PyTorch 0.94; float16 (32, 64, 32, 1024)
@@ -321,6 +322,26 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
 
 
 SHARED_LOADS_PER_LANE = 16  # loads a lane of a tile sharing rows walks at least (_cols_shape)
+
+# Vectorised tiles that one wave holds at this many warps each or more take that many, fewer than the default block's
+# 8, where their rows are this long at least: blocks of 8 warps made two to four waves (L2 norm, fraction of a copy,
+# H200, 143 layouts: geometric mean +1.7%, float32 (512, 256, 512) over 1 0.954 -> 0.977 (PyTorch 0.989), (256, 512,
+# 256) over 0 0.904 -> 0.938, float16 (512, 256, 512) over 1 0.886 -> 0.920, folds of 3-6 +1-6%). Not one warp
+# a tile (4,096 tiles: 0.88-0.93 of what 2-8 warps gave), nor rows of 128 (float16 lost up to 1.7%), nor tiles that
+# are each one run of memory (a whole kept row, the rows adjacent: float16 (2048, 256, 256) over 1 lost 4%)
+ONE_WAVE_MIN_WARPS = 2
+ONE_WAVE_MIN_ROWS = 256
+
+
+def _one_wave(plan: ReductionPlan, cols: VariantKey, fill: int) -> bool:
+    """Whether entry ``cols``'s tiles take ``fill`` warps each, the warps one wave gives them (ONE_WAVE_MIN_WARPS)."""
+    if cols.vec <= 1 or fill < ONE_WAVE_MIN_WARPS or plan.red_size < ONE_WAVE_MIN_ROWS:
+        return False
+    width = cols_tile_width(plan, cols.vec)
+    if width < 32 * cols.vec:  # tiles sharing warps between rows: sized by their own rule
+        return False
+    one_run = plan.kept[0] == width and all(red[0] == width * kept[0] for kept, red in plan.in_strides.values())
+    return not one_run
 
 
 # what an SM holds of the cols entry without asking the loaded entry, as cols.cu.j2's __launch_bounds__ promise:
