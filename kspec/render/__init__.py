@@ -17,7 +17,7 @@ from .._lazy import lazy_getattr
 _LAZY = {
     "COLS_MAX_WARPS": "_abi", "COLS_SHORT_ROWS": "_abi", "COLS_WARP_LOADS": "_abi", "COLS_WIDE_ACC": "_abi", "COLS_WIDE_WARPS": "_abi",
     "COLS_MIN_BLOCKS": "_abi", "COLS_ONE_DIM_BLOCKS": "_abi", "COLS_ONE_DIM_THREADS": "_abi", "COLS_THREADS": "_abi",
-    "SLAB_ACC_BYTES": "_abi", "SLAB_BLOCK": "_abi", "SLAB_MIN_BLOCKS": "_abi",
+    "FINAL_OWN_CHUNKS": "_abi", "FINAL_OWN_OUTPUTS": "_abi", "SLAB_ACC_BYTES": "_abi", "SLAB_BLOCK": "_abi", "SLAB_MIN_BLOCKS": "_abi",
     "EntryAbi": "_abi", "Field": "_layout", "Layout": "_layout", "Slot": "_abi",
     "make_environment": "_env", "needs_from_text": "_analysis", "needs_of_raw_source": "_analysis",
     "ModuleInterface": "_interface", "ReduceItem": "_interface", "module_interface": "_interface",
@@ -46,6 +46,8 @@ __all__ = [
     "COLS_WARP_LOADS",
     "COLS_THREADS",
     "DYNAMIC_NDIM",
+    "FINAL_OWN_CHUNKS",
+    "FINAL_OWN_OUTPUTS",
     "INDEX_C_TYPES",
     "MAX_NDIM",
     "NARROW_TILE",

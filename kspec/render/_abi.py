@@ -174,6 +174,13 @@ COLS_SHORT_ROWS = 32
 # and a segment one warp covers in twice as many loads a lane or fewer is that warp's own (KSPEC_COLS_WARP_LOADS of
 # reduce.cuh)
 COLS_WARP_LOADS = 16
+# split_final merges an output's partials in one thread where they are at most FINAL_OWN_CHUNKS and the outputs at
+# least FINAL_OWN_OUTPUTS, else in a group of lanes (KSPEC_FINAL_OWN_CHUNKS and KSPEC_FINAL_OWN_OUTPUTS of
+# reduce.cuh). Groups of 4 lanes over 2^17 outputs of 3 partials made two waves of threads each reading one: a fold's
+# second pass took 6.6 us (ncu) after a first of 30, and a thread per output took float16 (256, 128, 512, 3) over
+# (1, 3) from 0.737 to 0.807 of a copy (H200); splits of 256-16,384 outputs lost 1-2% that way
+FINAL_OWN_CHUNKS = 8
+FINAL_OWN_OUTPUTS = 65536
 # The slab entry (KSPEC_SLAB_* of reduce.cuh): blockDim.x, the blocks per SM its launch bounds ask for, and
 # the most accumulator bytes per thread (VEC accumulators) it takes: the planner keeps to them.
 SLAB_BLOCK = 256

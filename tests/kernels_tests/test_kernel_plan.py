@@ -597,14 +597,20 @@ def test_rows_many_enough_per_sm_and_not_very_long_take_a_block_each(ssq):
     assert strategy.kind == "split" and strategy.passes[0].nchunks == 2
 
 
-def test_split_final_merges_few_partials_with_a_group_of_lanes_per_output(ssq):
+def test_split_final_merges_few_partials_of_many_outputs_in_a_thread_else_with_a_group_of_lanes(ssq):
     from kspec.kernels.planning._reduction_passes import final_group
 
-    assert [final_group(n) for n in (1, 2, 3, 5, 16, 32, 33, 528)] == [1, 2, 4, 8, 16, 32, 0, 0]
+    many = 1 << 16
+    assert [final_group(n, many) for n in (1, 2, 3, 5, 8, 9, 16, 32, 33, 528)] == [1, 1, 1, 1, 1, 16, 16, 32, 0, 0]
+    assert [final_group(n, many - 1) for n in (1, 2, 3, 5, 8, 9)] == [1, 2, 4, 8, 8, 16]
     # 256 rows split in two: 256 outputs * 2 lanes / 256 threads = 2 blocks (a block per output: 256)
     _, plan = rplan(ssq, fake((16, 1024, 16, 64)), axis=(1, 3))
     second = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4, slab=False).passes[1]
     assert second.variant.entry == "split_final" and (second.nchunks, second.grid, second.block) == (2, 2, 256)
+    # a fold of pieces of 3 over 2^17 outputs: 512 blocks of a thread per output (groups of 4 lanes: 2,048)
+    _, plan = rplan(ssq, fake((256, 128, 512, 3), "float16"), axis=(1, 3))
+    second = reduction_strategy(plan, H200_SMS, slab=False).passes[1]
+    assert (second.nchunks, second.grid, second.block) == (3, 512, 256)
     # a cols split of 1024 outputs in 33 chunks: more than a group takes, a block per output, 64 threads
     _, plan = rplan(ssq, fake((1024, 16, 64, 16)), axis=(0, 2))
     first, second = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4, slab=False).passes

@@ -127,6 +127,8 @@ RESULT_CASES = [
     ((512, 4096, 3), (0, 2)),  # pieces of 3: 12288 pass-1 outputs, unsplit
     ((64, 8, 32, 2), (0, 3)),  # kept dims on both sides of the outer reduced one
     ((16, 4, 8, 64, 2), (0, 2, 4)),  # two outer reduced dims
+    ((256, 512, 6), (0, 2)),  # pieces of 6, 512 outputs: split_final merges each with a group of 8 lanes
+    ((24, 65536, 6), (0, 2)),  # 2^16 outputs of 6 partials: split_final reads each in a thread of its own
 ]
 
 

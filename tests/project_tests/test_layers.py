@@ -288,6 +288,8 @@ def test_allowed_private_reads_still_exist(allowed):
         ("reduce.cuh", "KSPEC_COLS_ONE_DIM_THREADS", "kspec.render", "COLS_ONE_DIM_THREADS"),
         ("reduce.cuh", "KSPEC_COLS_ONE_DIM_BLOCKS", "kspec.render", "COLS_ONE_DIM_BLOCKS"),
         ("reduce.cuh", "KSPEC_COLS_WARP_LOADS", "kspec.render", "COLS_WARP_LOADS"),
+        ("reduce.cuh", "KSPEC_FINAL_OWN_CHUNKS", "kspec.render", "FINAL_OWN_CHUNKS"),
+        ("reduce.cuh", "KSPEC_FINAL_OWN_OUTPUTS", "kspec.render", "FINAL_OWN_OUTPUTS"),
     ],
 )
 def test_planner_constants_match_the_device_header(header, macro, module, name):

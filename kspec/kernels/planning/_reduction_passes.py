@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 from ..._named_tuple import NamedTuple
-from ...render import VariantKey
+from ...render import FINAL_OWN_CHUNKS, FINAL_OWN_OUTPUTS, VariantKey
 from ._plan import MAX_GRID
 from ._reduction_plan import ReductionPlan
 
@@ -50,11 +50,14 @@ class Strategy(NamedTuple):
 FINAL_GROUP_MAX = 32  # partials per output that split_final merges with a group of lanes (else a whole block)
 
 
-def final_group(nchunks: int) -> int:
-    """Lanes of split_final per output: the power of two >= ``nchunks`` up to :data:`FINAL_GROUP_MAX` (the
-    template's rule), or 0 where a whole block merges each output's partials."""
+def final_group(nchunks: int, out_size: int) -> int:
+    """Lanes of split_final per output (the template's rule): one for up to FINAL_OWN_CHUNKS partials of at least
+    FINAL_OWN_OUTPUTS outputs, else the power of two >= ``nchunks`` up to :data:`FINAL_GROUP_MAX`, or 0 where a
+    whole block merges each output's partials."""
     if nchunks > FINAL_GROUP_MAX:
         return 0
+    if nchunks <= FINAL_OWN_CHUNKS and out_size >= FINAL_OWN_OUTPUTS:
+        return 1
     group = 1
     while group < nchunks:
         group *= 2
@@ -66,7 +69,7 @@ def final_pass(final: VariantKey, out_size: int, block: int, nchunks: int, chunk
     block / group outputs each; with more partials than a group takes, a block per output, a thread per
     partial in whole warps. A programmatic dependent of pass 1 (rows or cols, which let it launch as they
     begin): its launch and start overlap pass 1's last blocks."""
-    group = final_group(nchunks)
+    group = final_group(nchunks, out_size)
     if group == 0:
         threads = min(block, max(32, -(-nchunks // 32) * 32))
         return Pass(final, min(out_size, MAX_GRID), threads, nchunks=nchunks, chunk=chunk, dependent=True)

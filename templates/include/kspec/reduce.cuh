@@ -223,6 +223,14 @@ __device__ __forceinline__ void wait_for_dependencies() {
 #ifndef KSPEC_COLS_WARP_LOADS
 #define KSPEC_COLS_WARP_LOADS 16
 #endif
+// split_final merges an output's partials in one thread where they are this many or fewer and the outputs this many
+// or more (templates/reduction/split_final.cu.j2), rather than in a group of lanes
+#ifndef KSPEC_FINAL_OWN_CHUNKS
+#define KSPEC_FINAL_OWN_CHUNKS 8
+#endif
+#ifndef KSPEC_FINAL_OWN_OUTPUTS
+#define KSPEC_FINAL_OWN_OUTPUTS 65536
+#endif
 #ifndef KSPEC_COLS_MIN_BLOCKS
 #define KSPEC_COLS_MIN_BLOCKS 2
 #endif
