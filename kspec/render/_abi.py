@@ -178,7 +178,7 @@ COLS_WARP_LOADS = 16
 # least FINAL_OWN_OUTPUTS, else in a group of lanes (KSPEC_FINAL_OWN_CHUNKS and KSPEC_FINAL_OWN_OUTPUTS of
 # reduce.cuh). Groups of 4 lanes over 2^17 outputs of 3 partials made two waves of threads each reading one: a fold's
 # second pass took 6.6 us (ncu) after a first of 30, and a thread per output took float16 (256, 128, 512, 3) over
-# (1, 3) from 0.737 to 0.807 of a copy (H200); splits of 256-16,384 outputs lost 1-2% that way
+# (1, 3) from 0.73 to 0.79-0.81 of a copy (H200); splits of 256-16,384 outputs lost 1-2% that way
 FINAL_OWN_CHUNKS = 8
 FINAL_OWN_OUTPUTS = 65536
 # The slab entry (KSPEC_SLAB_* of reduce.cuh): blockDim.x, the blocks per SM its launch bounds ask for, and

@@ -325,7 +325,7 @@ SHARED_LOADS_PER_LANE = 16  # loads a lane of a tile sharing rows walks at least
 
 # Vectorised tiles that one wave holds at this many warps each or more take that many, fewer than the default block's
 # 8, where their rows are this long at least: blocks of 8 warps made two to four waves (L2 norm, fraction of a copy,
-# H200, 143 layouts: geometric mean +1.7%, float32 (512, 256, 512) over 1 0.954 -> 0.977 (PyTorch 0.989), (256, 512,
+# H200, 97 sweep layouts whose plans it changed: geometric mean +1.7%, float32 (512, 256, 512) over 1 0.954 -> 0.977 (PyTorch 0.989), (256, 512,
 # 256) over 0 0.904 -> 0.938, float16 (512, 256, 512) over 1 0.886 -> 0.920, folds of 3-6 +1-6%). Not one warp
 # a tile (4,096 tiles: 0.88-0.93 of what 2-8 warps gave), nor rows of 128 (float16 lost up to 1.7%), nor tiles that
 # are each one run of memory (a whole kept row, the rows adjacent: float16 (2048, 256, 256) over 1 lost 4%)
