@@ -63,7 +63,7 @@ def cols_tile_width(plan: ReductionPlan, vec: int) -> int:
     it then walks more tiles than the grid was sized for, correct but slower.)"""
     if cols_vectorised(plan, vec):
         lanes = plan.kept[0] // vec
-        if lanes < 32 and not lanes & (lanes - 1) and all(red[0] == plan.kept[0] * kept[0] for kept, red in plan.in_strides.values()):
+        if lanes < 32 and not lanes & (lanes - 1) and rows_follow_kept(plan):
             while lanes < 32 and 32 // lanes * COLS_WARP_LOADS > plan.red_size:
                 lanes *= 2  # rows too short for COLS_WARP_LOADS loads a lane: a tile spans several runs
             return lanes * vec
@@ -71,9 +71,13 @@ def cols_tile_width(plan: ReductionPlan, vec: int) -> int:
     width = plan.kept[0] if plan.kept else 32
     if plan.rndim == 1 or width >= 32:
         return 32
-    if all(red[0] == width * kept[0] for kept, red in plan.in_strides.values()):
-        return width
-    return 32
+    return width if rows_follow_kept(plan) else 32
+
+
+def rows_follow_kept(plan: ReductionPlan) -> bool:
+    """Whether the innermost reduced dim lies right outside the innermost kept one in every input: each row
+    starts where the one before ends (cols.cu.j2's test for tiles narrower than a warp)."""
+    return all(red[0] == plan.kept[0] * kept[0] for kept, red in plan.in_strides.values())
 
 
 def cols_vectorised(plan: ReductionPlan, vec: int) -> bool:

@@ -14,7 +14,8 @@ from ...render import (
     COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, VariantKey,
 )
 from ._cols_tiles import (
-    OWNED_TILE_WARPS, cols_tile_width, cols_vectorised, tile_lanes, warps_own_segments, with_outer_unit_dim,
+    OWNED_TILE_WARPS, cols_tile_width, cols_vectorised, rows_follow_kept, tile_lanes, warps_own_segments,
+    with_outer_unit_dim,
 )
 from ._plan import INT32_LIMIT, MAX_GRID
 from ._reduction_passes import REDUCE_UNROLL, WARPS_PER_SM, Pass, PassShape, Strategy, acc_bytes_at_most, final_pass
@@ -272,7 +273,8 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
                 resident: Callable[[VariantKey, int], int] | None) -> ColsLaunch:
     """How entry ``cols`` would run ``plan``: its tiles, warps per block and the blocks the device holds."""
     red = plan.red_size
-    tiles = -(-plan.out_size // cols_tile_width(plan, cols.vec))
+    width = cols_tile_width(plan, cols.vec)
+    tiles = -(-plan.out_size // width)
     launched = min(tiles, MAX_GRID)  # tiles the grid holds at once
     cap = COLS_MAX_WARPS if acc_bytes_at_most(plan) <= COLS_WIDE_ACC else COLS_WIDE_WARPS
     if plan.rndim != 1:
@@ -290,7 +292,7 @@ def _cols_shape(plan: ReductionPlan, cols: VariantKey, sm_count: int, block: int
         # fills the device (axis=0 of a 16384^2 matrix: 512 blocks of 8 warps fill half of an H200; of
         # 16 warps, 4 per SM, all of it)
         fill = held // -(-launched // sm_count)  # warps a tile that make one wave
-        warps = fill if _one_wave(plan, cols, fill) else max(block // 32, fill)
+        warps = fill if _one_wave(plan, cols, fill, width) else max(block // 32, fill)
     # rows a warp walks at least: 2 rounds of loads (the one-dim entry), 8 for one reduced dim in the runtime-rank
     # entry (blocks of one warp, which its shared memory holds 25 of per SM, walked rows of 64 alone: float32 L2
     # norm over axis 1 of (4096, 64, 128) 0.82 -> 0.93 of copy on two, PyTorch 0.94; float16 (32, 64, 32, 1024)
@@ -333,15 +335,14 @@ ONE_WAVE_MIN_WARPS = 2
 ONE_WAVE_MIN_ROWS = 256
 
 
-def _one_wave(plan: ReductionPlan, cols: VariantKey, fill: int) -> bool:
-    """Whether entry ``cols``'s tiles take ``fill`` warps each, the warps one wave gives them (ONE_WAVE_MIN_WARPS)."""
+def _one_wave(plan: ReductionPlan, cols: VariantKey, fill: int, width: int) -> bool:
+    """Whether entry ``cols``'s tiles of ``width`` outputs take ``fill`` warps each, the warps one wave gives them
+    (ONE_WAVE_MIN_WARPS)."""
     if cols.vec <= 1 or fill < ONE_WAVE_MIN_WARPS or plan.red_size < ONE_WAVE_MIN_ROWS:
         return False
-    width = cols_tile_width(plan, cols.vec)
     if width < 32 * cols.vec:  # tiles sharing warps between rows: sized by their own rule
         return False
-    one_run = plan.kept[0] == width and all(red[0] == width * kept[0] for kept, red in plan.in_strides.values())
-    return not one_run
+    return not (plan.kept[0] == width and rows_follow_kept(plan))  # each tile one run of memory
 
 
 # what an SM holds of the cols entry without asking the loaded entry, as cols.cu.j2's __launch_bounds__ promise:
