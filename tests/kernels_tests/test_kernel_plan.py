@@ -14,6 +14,7 @@ from kspec.compiler import rendered_module
 from kspec.kernels.planning._binding import bind, scalar_bytes
 from kspec.kernels.callpath._frame import Frame
 from kspec.kernels.callpath._signature import make_dispatcher
+from kspec.kernels.planning._loop_order import warp_sectors
 from kspec.kernels.planning._plan import broadcast_strides, frame_values, merge_dims, plan_elementwise
 from kspec.kernels.planning._reduction_plan import normalize_axis, plan_reduction
 from kspec.kernels.planning._cols_tiles import cols_tile_width
@@ -431,6 +432,51 @@ def test_a_transposed_input_or_output_takes_the_tiled_entry_with_a_block_per_til
     assert plan.variant == TILED and plan.grid(H200_SMS) == 13 * 32  # odd sizes: partial steps count
     _, plan = eplan(sqd, transposed((300, 300)), transposed((300, 300)), transposed((300, 300)))
     assert plan.variant == TILED  # every operand column-major
+
+
+def permuted(shape, perm, dtype="float32"):
+    """A fake view of a C array, permuted by ``perm`` into ``shape`` (the layout sweep's operands)."""
+    inverse = tuple(sorted(range(len(perm)), key=lambda a: perm[a]))
+    stored = np.empty(tuple(shape[a] for a in inverse), dtype).strides
+    return fake(shape, dtype, strides=tuple(stored[a] for a in perm))
+
+
+def test_warp_sectors_count_an_outputs_sectors_twice():
+    # 32 float32 elements: contiguous, 4 sectors; 8 bytes apart, 8; a row of 2 every 64 bytes, 16 (a store: 32)
+    assert warp_sectors([32], [[4]], [False]) == 4
+    assert warp_sectors([64], [[8]], [False]) == 8
+    assert warp_sectors([16, 2], [[64, 4]], [True]) == 32
+    assert warp_sectors([4, 8], [[0, 0]], [False]) == 1  # a broadcast scalar
+
+
+def test_strided_loops_with_a_short_inner_dim_keep_c_order(sqd):
+    # by_stride would put x's rows (the 2,048) next to the 2 inner elements: stores of 16 sectors a warp; C order
+    # keeps z's and y's 2 x 8 elements together (x's rows are not tiled: dim 1 has 8)
+    shape = (2048, 2048, 8, 2)
+    _, plan = eplan(sqd, permuted(shape, (0, 3, 2, 1), "float16"), fake(shape, "float16"))
+    assert plan.variant.entry == "strided" and plan.extents == (2, 8, 2048, 2048)
+    assert plan.strides["z"] == (2, 4, 32, 65536)
+    # where by_stride's order goes to the tiled entry, it stays
+    _, plan = eplan(sqd, permuted((2048, 2048, 6), (2, 1, 0)), fake((2048, 2048, 6)))
+    assert plan.variant.entry == "tiled" and plan.extents == (6, 2048, 2048)
+
+
+def test_strided_blocks_take_runs_of_chunks_where_outputs_follow_the_loop(sqd):
+    chunks = lambda plan: plan.size // (4 * plan.block)  # noqa: E731
+    shape = (2048, 1024, 16, 4)  # outputs in the loop's order, 3 dims: runs of 8 chunks (2^17 chunks)
+    _, plan = eplan(sqd, permuted(shape, (0, 1, 3, 2), "float16"), fake(shape, "float16"))
+    assert plan.variant.entry == "strided" and plan.runs and plan.grid(H200_SMS) == chunks(plan) // 8
+    small = (64, 1024, 16, 4)  # runs shorten to keep 16 blocks an SM: 4,096 chunks, 1 each
+    _, plan = eplan(sqd, permuted(small, (0, 1, 3, 2), "float16"), fake(small, "float16"))
+    assert plan.runs and plan.grid(H200_SMS) == chunks(plan) == 4096
+    # outputs written across the loop's rows: a block per chunk
+    shape = (512, 128, 64, 3)
+    _, plan = eplan(sqd, permuted(shape, (0, 3, 2, 1)), fake(shape))
+    assert plan.variant.entry == "strided" and not plan.runs and plan.grid(H200_SMS) == chunks(plan)
+    # a 2-dim loop (every other column): a block per chunk
+    x = fake((4096, 4096), strides=(8 * 4096, 8))
+    _, plan = eplan(sqd, x, fake((4096, 4096)))
+    assert plan.variant.entry == "strided" and not plan.runs and plan.grid(H200_SMS) == chunks(plan)
 
 
 @pytest.mark.parametrize(

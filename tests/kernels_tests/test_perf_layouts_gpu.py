@@ -160,6 +160,31 @@ def test_strided_paths_visit_each_element_once(cp, shape, perm, y_shape, dtype, 
     np.testing.assert_allclose(z.get().astype(np.float64), ref.astype(np.float64), rtol=2e-3 if dtype == "float16" else 1e-6, atol=2e-2 if dtype == "float16" else 1e-6)
 
 
+@pytest.mark.parametrize(("shape", "dtype", "block"), [((1000, 263, 4, 8), "float16", None), ((500, 263, 4, 8), "float32", 128)])
+def test_strided_runs_of_chunks_visit_each_element_once(cp, shape, dtype, block):
+    # channels of 8 transposed to 4 (dim 1 too short for tiles): the strided entry, its blocks in runs of chunks, the
+    # last run short and a partial chunk left to the scalar loop
+    from kspec.kernels.planning._plan import EW_UNROLL
+
+    k = kspec.ElementwiseKernel("T x, T y", "T z", "z = z + x * y + (T)(i % 64)", "accumulate_runs")
+    rng = _rng(22)
+    a = rng.standard_normal(shape).astype(dtype)
+    x = cp.asarray(a).transpose(0, 1, 3, 2)
+    b = rng.standard_normal(x.shape).astype(dtype)
+    z0 = rng.standard_normal(x.shape).astype(dtype)
+    y, z = cp.asarray(b), cp.asarray(z0)
+    bound = bind(k.spec, (x, y), (z,))
+    plan = plan_elementwise(k.spec, bound, k._specializer, block_size=block)
+    chunks = plan.size // (EW_UNROLL * plan.block)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    assert plan.variant.entry == "strided" and plan.runs and chunks // 8 < plan.grid(sms) < chunks
+    assert plan.size % (EW_UNROLL * plan.block) and chunks % -(-chunks // plan.grid(sms))  # a partial chunk, a short run
+    k(x, y, z, block_size=block)
+    flat = (np.arange(z0.size) % 64).reshape(x.shape).astype(dtype)
+    ref = z0 + a.transpose(0, 1, 3, 2) * b + flat
+    np.testing.assert_allclose(z.get().astype(np.float64), ref.astype(np.float64), rtol=2e-3 if dtype == "float16" else 1e-6, atol=3e-2 if dtype == "float16" else 1e-6)
+
+
 def test_two_outputs_one_transposed_and_a_scalar(cp):
     k = kspec.ElementwiseKernel("T x, T y, float32 s", "T u, T v", "u = x * s + y; v = x - y", "two_out")
     rng = _rng(7)

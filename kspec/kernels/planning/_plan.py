@@ -32,13 +32,23 @@ from typing import Any, TYPE_CHECKING
 if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the Pydantic models
     from ...spec import ElementwiseSpec, ReductionSpec
 from ._binding import ArrayArg, Bound
-from ._entry_point import GRID_STRIDE_BLOCKS_PER_SM, Tuning, contig_choice, strided_choice
+from ._entry_point import GRID_STRIDE_BLOCKS_PER_SM, EntryChoice, Tuning, contig_choice, strided_choice
 from ._indexed_loop import c_contiguous, cupy_loop_dims
+from ._loop_order import by_stride, merge_dims, warp_sectors
 
 INT32_LIMIT = 2**31
 MAX_BLOCK = 1024
 DEFAULT_BLOCK = 256
 EW_UNROLL = 4  # KSPEC_EW_UNROLL of indexer.cuh
+# The strided entry's chunks (EW_UNROLL elements a thread) a block runs through where its outputs are written in
+# the loop's order and the loop has 3 dims or more: a thread divides once a run to find its first element, then
+# walks (kspec::GridWalk). At a block per chunk those divisions held such float16 rows issue-bound at 0.38 of a copy
+# (ncu: 105 instructions an element, H200; runs of 8: 0.66; benchmarks/NOTES.md v68). Elsewhere a block per chunk
+# stays: outputs written across the loop's rows fill their sectors from chunks that run side by side (float32
+# (512, 128, 64, 3) permuted (0, 3, 2, 1): 0.44 of a copy, in runs 0.20), and a 2-dim walk divides once (every
+# other column of a C array: 0.80, in runs 0.69). Runs shorten so that the grid keeps RUN_MIN_BLOCKS_PER_SM blocks.
+EW_RUN_CHUNKS = 8
+RUN_MIN_BLOCKS_PER_SM = 16
 MAX_GRID = 2**31 - 1
 
 Specializer = Callable[[Bound], Specialization]  # the kernel's specialization of a bound call
@@ -68,43 +78,6 @@ def broadcast_strides(shape: tuple[int, ...], info_shape: tuple[int, ...], strid
         0 if axis < pad or info_shape[axis - pad] == 1 and shape[axis] != 1 else strides[axis - pad]
         for axis in range(len(shape))
     )
-
-
-def merge_dims(extents: Sequence[int], strides: Sequence[Sequence[int]]) -> tuple[list[int], list[list[int]]]:
-    """Drop extent-1 axes and merge neighbours that are contiguous in every operand (C order in and out).
-
-    ``strides`` holds one stride list per operand, aligned with ``extents``.
-    """
-    out_extents: list[int] = []
-    out_strides: list[list[int]] = [[] for _ in strides]
-    for axis, extent in enumerate(extents):
-        if extent == 1:
-            continue
-        if out_extents and all(s[-1] == op[axis] * extent for s, op in zip(out_strides, strides)):
-            out_extents[-1] *= extent
-            for s, op in zip(out_strides, strides):
-                s[-1] = op[axis]
-            continue
-        out_extents.append(extent)
-        for s, op in zip(out_strides, strides):
-            s.append(op[axis])
-    return out_extents, out_strides
-
-
-def by_stride(extents: Sequence[int], strides: Sequence[Sequence[int]]) -> tuple[list[int], list[list[int]]]:
-    """Merged loop dims (outermost first) reordered for locality, NumPy's nditer's way: the innermost dim stays
-    (the output's, for coalesced stores and the tiled entry's rows), the others go inner the smaller their
-    smallest nonzero stride over the operands. An operand read along an outer dim (a transposed view whose rows
-    are that dim) then has its neighbours in memory a row of the loop apart, not a plane: its sectors are read
-    once while they are in cache, and the tiled entry sees it as transposed. Ties keep C order."""
-
-    def smallest(axis: int) -> float:
-        return min((abs(s[axis]) for s in strides if s[axis]), default=math.inf)
-
-    order = [*sorted(range(len(extents) - 1), key=smallest, reverse=True), len(extents) - 1]
-    if order == sorted(order):  # already in order (always, under 3 dims)
-        return list(extents), [list(s) for s in strides]
-    return merge_dims([extents[a] for a in order], [[s[a] for a in order] for s in strides])
 
 
 def reach(extents: Sequence[int], strides: Sequence[int]) -> int:
@@ -193,6 +166,7 @@ class ElementwisePlan(NamedTuple):
     raw: Mapping[str, RawLayout] = _NONE
     block: int = DEFAULT_BLOCK
     inner_dense: bool = False  # strided: every operand's innermost stride is its item size or 0
+    runs: bool = False  # strided: blocks take runs of chunks (EW_RUN_CHUNKS)
     own_indexing: bool = False  # contig: raw operands (the body indexes memory itself) or state per thread: a thread per element
     per_sm: int = GRID_STRIDE_BLOCKS_PER_SM  # blocks of 256 threads per SM the grid-stride paths aim at; 0: none
 
@@ -224,11 +198,12 @@ class ElementwisePlan(NamedTuple):
         # the indexed entry takes one element per thread; so do bodies that gather through raw operands or keep
         # state per thread (below: the strided entry runs no chunks on a grid of a thread per element)
         if chunked and not self.specialization.indexed and not self.raw and not self.specialization.indexer.thread_state:
-            # an operand strided along the inner dim (a transposed input): a block per chunk of EW_UNROLL elements
-            # a thread (kspec::GridWalk), the blocks in flight over one window of the loop as with one element per
-            # thread, which keeps the threads that share a memory sector running together (a grid capped to the
-            # resident blocks, each thread striding over the whole loop: 0.38 of copy -> 0.11)
-            return max(1, min(chunks, MAX_GRID))
+            # an operand strided along the inner dim (a transposed input): a block per chunk of EW_UNROLL elements a
+            # thread, or per run of chunks (EW_RUN_CHUNKS), the blocks in flight over one window of the loop as with
+            # one element per thread, which keeps the threads that share a memory sector running together (a grid
+            # capped to the resident blocks, each thread striding over the whole loop: 0.38 of copy -> 0.11)
+            run = max(1, min(EW_RUN_CHUNKS, chunks // (sm_count * RUN_MIN_BLOCKS_PER_SM))) if self.runs else 1
+            return max(1, min(-(-chunks // run), MAX_GRID))
         return max(1, min(-(-self.size // self.block), MAX_GRID))
 
 
@@ -295,6 +270,7 @@ def plan_elementwise(
     indexed = specialization.indexed  # the body sees the loop's dims: CuPy's, and the indexed strided (or dense) entry
     extents: Sequence[int]
     merged: Sequence[Sequence[int]]
+    in_order: tuple[Sequence[int], Sequence[Sequence[int]]] | None = None  # the merged loop before by_stride
     if indexed:
         extents, merged = cupy_loop_dims(
             shape, [operands[n] for n in names], [itemsizes[n] for n in names],
@@ -314,6 +290,7 @@ def plan_elementwise(
         if spec.reduce_dims:
             extents, merged = merge_dims(shape, [operands[n] for n in names])
             if not specialization.indexer.flat:  # the body does not name `i`: any order of its elements will do
+                in_order = (extents, merged)
                 extents, merged = by_stride(extents, merged)
         else:
             extents, merged = list(shape), [list(operands[n]) for n in names]
@@ -323,28 +300,42 @@ def plan_elementwise(
         )
     if not launch:
         return ElementwisePlan(specialization, shape, total, allocate, None, raw=raw, block=block)
-    fits32 = total + block < INT32_LIMIT and all(
-        reach(extents, s) + itemsizes[n] < INT32_LIMIT for n, s in zip(names, merged)
-    )
-    # a static rank where the module has one (indexed modules hold 1-3 in both widths), then the runtime rank;
-    # the 64-bit runtime rank, which every strided module holds, last
-    if fits32:
-        wanted = [VariantKey("strided", "int32", len(extents), 1), VariantKey("strided", "int32", DYNAMIC_NDIM, 1)]
-    else:
-        wanted = [VariantKey("strided", "int64", len(extents), 1)]
-    wanted.append(VariantKey("strided", "int64", DYNAMIC_NDIM, 1))
-    if (indexed and not specialization.indexer.reads_index
-            and all(c_contiguous(extents, s, itemsizes[n]) for n, s in zip(names, merged))):
-        # a body that reads no n-d index over operands all C-contiguous over the loop: the module's dense entry
-        # addresses each by the flat index (templates/elementwise_indexed.cu.j2)
-        wanted = [VariantKey("dense", v.index, v.ndim, 1) for v in wanted] + wanted
-    # the indexed entry loads one element per thread at a time: one thread per element
-    inner_dense = not indexed and not specialization.indexer.thread_state and all(
-        s[-1] in (0, itemsizes[n]) for n, s in zip(names, merged) if s
-    )
-    # a transposed operand: tiles through shared memory (the tiled entry needs blocks of TILE_THREADS)
-    chosen = strided_choice(specialization, extents, merged, next(v for v in wanted if v in variants), block,
-                            block_size is not None, fits32, indexed, inner_dense, max(itemsizes.values(), default=1), tuning)  # fmt: skip
+
+    def entry(extents: Sequence[int], merged: Sequence[Sequence[int]], tiled: bool = True) -> tuple[EntryChoice, bool]:
+        """The entry that runs this order of the loop, and whether every operand is dense along its inner dim."""
+        fits32 = total + block < INT32_LIMIT and all(
+            reach(extents, s) + itemsizes[n] < INT32_LIMIT for n, s in zip(names, merged)
+        )
+        # a static rank where the module has one (indexed modules hold 1-3 in both widths), then the runtime rank;
+        # the 64-bit runtime rank, which every strided module holds, last
+        if fits32:
+            wanted = [VariantKey("strided", "int32", len(extents), 1), VariantKey("strided", "int32", DYNAMIC_NDIM, 1)]
+        else:
+            wanted = [VariantKey("strided", "int64", len(extents), 1)]
+        wanted.append(VariantKey("strided", "int64", DYNAMIC_NDIM, 1))
+        if (indexed and not specialization.indexer.reads_index
+                and all(c_contiguous(extents, s, itemsizes[n]) for n, s in zip(names, merged))):
+            # a body that reads no n-d index over operands all C-contiguous over the loop: the module's dense entry
+            # addresses each by the flat index (templates/elementwise_indexed.cu.j2)
+            wanted = [VariantKey("dense", v.index, v.ndim, 1) for v in wanted] + wanted
+        # the indexed entry loads one element per thread at a time: one thread per element
+        inner_dense = not indexed and not specialization.indexer.thread_state and all(
+            s[-1] in (0, itemsizes[n]) for n, s in zip(names, merged) if s
+        )
+        # a transposed operand: tiles through shared memory (the tiled entry needs blocks of TILE_THREADS)
+        return strided_choice(specialization, extents, merged, next(v for v in wanted if v in variants), block,
+                              block_size is not None, fits32, indexed, inner_dense, max(itemsizes.values(), default=1), tuning, tiled), inner_dense  # fmt: skip
+
+    chosen, inner_dense = entry(extents, merged)
+    outs = {p.name for p in spec.out_params}
+    if in_order is not None and chosen.variant.entry == "strided" and len(in_order[0]) <= MAX_NDIM:
+        # by_stride's order serves the tiled entry (a transposed operand's rows as loop dim 1); where the loop is
+        # strided anyway and its inner dim short, C order can leave the outputs' warps far fewer sectors (float16
+        # (2048, 2048, 8, 2) permuted (0, 3, 2, 1): a store of 16 sectors a warp in by_stride's order, 2 in C order)
+        outputs = [n in outs for n in names]
+        if warp_sectors(*in_order, outputs) < warp_sectors(extents, merged, outputs):
+            extents, merged = in_order
+            chosen, inner_dense = entry(extents, merged, tiled=False)  # strided still: C order's tiles are untried
     return ElementwisePlan(
         specialization,
         shape,
@@ -356,6 +347,7 @@ def plan_elementwise(
         raw=raw,
         block=chosen.block,
         inner_dense=inner_dense,
+        runs=chosen.variant.entry == "strided" and len(extents) >= 3 and all(c_contiguous(extents, s, itemsizes[n]) for n, s in zip(names, merged) if n in outs),
         per_sm=chosen.per_sm,
     )
 
