@@ -456,6 +456,10 @@ def test_strided_loops_with_a_short_inner_dim_keep_c_order(sqd):
     _, plan = eplan(sqd, permuted(shape, (0, 3, 2, 1), "float16"), fake(shape, "float16"))
     assert plan.variant.entry == "strided" and plan.extents == (2, 8, 2048, 2048)
     assert plan.strides["z"] == (2, 4, 32, 65536)
+    # C order keeps the strided entry where its own rows would tile (x's rows of 8 along dim 1, 16 bytes apart)
+    shape = (2048, 8, 1024, 4)
+    _, plan = eplan(sqd, permuted(shape, (0, 3, 2, 1), "float16"), fake(shape, "float16"))
+    assert plan.variant.entry == "strided" and plan.extents == (4, 1024, 8, 2048) and plan.runs
     # where by_stride's order goes to the tiled entry, it stays
     _, plan = eplan(sqd, permuted((2048, 2048, 6), (2, 1, 0)), fake((2048, 2048, 6)))
     assert plan.variant.entry == "tiled" and plan.extents == (6, 2048, 2048)

@@ -62,12 +62,12 @@ def contig_choice(variant: VariantKey, block: int, block_given: bool, itemsize: 
 
 def strided_choice(specialization: Specialization, extents: Sequence[int], merged: Sequence[Sequence[int]],
                    variant: VariantKey, block: int, block_given: bool, fits32: bool, indexed: bool, inner_dense: bool,
-                   itemsize: int, tuning: Tuning | None, tiled: bool = True) -> EntryChoice:  # fmt: skip
+                   itemsize: int, tuning: Tuning | None, allow_tiles: bool = True) -> EntryChoice:  # fmt: skip
     """The entry of a strided loop (``extents`` and each operand's ``merged`` strides outermost first):
-    ``variant`` (the strided entry of the loop's rank and index width), or, unless ``tiled`` is false, the tiled
+    ``variant`` (the strided entry of the loop's rank and index width), or, unless ``allow_tiles`` is false, the tiled
     entry where an operand is transposed and the tiles pay; a record's ``tile`` knob picks a tile width, or 0 for
     no tiles."""
-    tiles = (tiled and not indexed and fits32 and TILED_VARIANTS[0] in specialization.variants and block == TILE_THREADS
+    tiles = (allow_tiles and not indexed and fits32 and TILED_VARIANTS[0] in specialization.variants and block == TILE_THREADS
              and _tiles_pay(extents, merged))  # fmt: skip
     cls = "indexed" if indexed else "tiled" if tiles else "dense" if inner_dense else "strided"
     knobs = knobs_for(tuning, cls, itemsize, extents)

@@ -53,7 +53,8 @@ def by_stride(extents: Sequence[int], strides: Sequence[Sequence[int]]) -> tuple
 
 def warp_sectors(extents: Sequence[int], strides: Sequence[Sequence[int]], outputs: Sequence[bool]) -> int:
     """The memory sectors the first warp of the strided entry touches (its 32 consecutive elements of the loop,
-    bases aligned), summed over operands, an output's OUTPUT_WEIGHT times. Where the loop's innermost dim holds 32 elements or more every order of the outer dims costs the same."""
+    bases aligned), summed over operands, an output's OUTPUT_WEIGHT times. Where the loop's innermost dim holds 32
+    elements or more every order of the outer dims costs the same."""
     count = min(WARP, math.prod(extents))
     total = 0
     for stride, output in zip(strides, outputs):

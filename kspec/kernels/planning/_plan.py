@@ -301,7 +301,7 @@ def plan_elementwise(
     if not launch:
         return ElementwisePlan(specialization, shape, total, allocate, None, raw=raw, block=block)
 
-    def entry(extents: Sequence[int], merged: Sequence[Sequence[int]], tiled: bool = True) -> tuple[EntryChoice, bool]:
+    def entry(extents: Sequence[int], merged: Sequence[Sequence[int]], tiles: bool = True) -> tuple[EntryChoice, bool]:
         """The entry that runs this order of the loop, and whether every operand is dense along its inner dim."""
         fits32 = total + block < INT32_LIMIT and all(
             reach(extents, s) + itemsizes[n] < INT32_LIMIT for n, s in zip(names, merged)
@@ -324,7 +324,7 @@ def plan_elementwise(
         )
         # a transposed operand: tiles through shared memory (the tiled entry needs blocks of TILE_THREADS)
         return strided_choice(specialization, extents, merged, next(v for v in wanted if v in variants), block,
-                              block_size is not None, fits32, indexed, inner_dense, max(itemsizes.values(), default=1), tuning, tiled), inner_dense  # fmt: skip
+                              block_size is not None, fits32, indexed, inner_dense, max(itemsizes.values(), default=1), tuning, tiles), inner_dense  # fmt: skip
 
     chosen, inner_dense = entry(extents, merged)
     outs = {p.name for p in spec.out_params}
@@ -335,7 +335,7 @@ def plan_elementwise(
         outputs = [n in outs for n in names]
         if warp_sectors(*in_order, outputs) < warp_sectors(extents, merged, outputs):
             extents, merged = in_order
-            chosen, inner_dense = entry(extents, merged, tiled=False)  # strided still: C order's tiles are untried
+            chosen, inner_dense = entry(extents, merged, tiles=False)  # strided still: C order's tiles are untried
     return ElementwisePlan(
         specialization,
         shape,
@@ -347,7 +347,8 @@ def plan_elementwise(
         raw=raw,
         block=chosen.block,
         inner_dense=inner_dense,
-        runs=chosen.variant.entry == "strided" and len(extents) >= 3 and all(c_contiguous(extents, s, itemsizes[n]) for n, s in zip(names, merged) if n in outs),
+        runs=chosen.variant.entry == "strided" and len(extents) >= 3
+        and all(c_contiguous(extents, s, itemsizes[n]) for n, s in zip(names, merged) if n in outs),
         per_sm=chosen.per_sm,
     )
 

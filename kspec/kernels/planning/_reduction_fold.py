@@ -17,7 +17,7 @@ import math
 from typing import Callable
 
 from ...render import DYNAMIC_NDIM, MAX_NDIM, VariantKey
-from ._plan import merge_dims
+from ._loop_order import merge_dims
 from ._cols_tiles import with_outer_unit_dim
 from ._reduction_cols import cols_strategy
 from ._reduction_passes import PassShape, Strategy, final_pass

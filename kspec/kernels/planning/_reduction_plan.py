@@ -29,9 +29,9 @@ from ._plan import (
     broadcast_shape,
     broadcast_strides,
     c_strides,
-    merge_dims,
     plan_outputs,
 )
+from ._loop_order import merge_dims
 
 
 # -- reduction -------------------------------------------------------------------------------------------
