@@ -301,11 +301,13 @@ def plan_elementwise(
     if not launch:
         return ElementwisePlan(specialization, shape, total, allocate, None, raw=raw, block=block)
 
+    # the furthest element is the same in every order of the loop's dims
+    fits32 = total + block < INT32_LIMIT and all(
+        reach(extents, s) + itemsizes[n] < INT32_LIMIT for n, s in zip(names, merged)
+    )
+
     def entry(extents: Sequence[int], merged: Sequence[Sequence[int]], tiles: bool = True) -> tuple[EntryChoice, bool]:
         """The entry that runs this order of the loop, and whether every operand is dense along its inner dim."""
-        fits32 = total + block < INT32_LIMIT and all(
-            reach(extents, s) + itemsizes[n] < INT32_LIMIT for n, s in zip(names, merged)
-        )
         # a static rank where the module has one (indexed modules hold 1-3 in both widths), then the runtime rank;
         # the 64-bit runtime rank, which every strided module holds, last
         if fits32:
