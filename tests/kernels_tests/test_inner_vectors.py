@@ -96,3 +96,19 @@ def test_mixed_item_sizes_move_vectors_of_the_widest(xp):
     x, y = _data(rng, (12, 8), "float32"), _data(rng, (8,), "float64")
     got = xp.asnumpy(MIXED(xp.asarray(x), xp.asarray(y)))
     _check(got, (x * y.astype(np.float32) + x).astype(np.float32), "float32")
+
+
+@pytest.mark.parametrize("narrow", ["int8", "uint8", "int16", "float16"])
+def test_narrow_operands_beside_wider_ones_move_as_whole_words(xp, narrow):
+    """A float32 loop moves vectors of 4 elements: a 1- or 2-byte operand's vector is then one or two 32-bit
+    words, loaded whole where it is dense and made of one element repeated where it is broadcast along the
+    inner dim (kspec/array.cuh, InnerLoad)."""
+    rng = np.random.default_rng(19)
+    x = _data(rng, (6, 5, 8), "float32")
+    dx = xp.asarray(x)
+    for y_shape in ((6, 5, 1), (1, 5, 8), (6, 1, 8), (1, 1, 8)):
+        y = np.abs(_data(rng, y_shape, narrow)) if narrow == "uint8" else _data(rng, y_shape, narrow)
+        dy = xp.asarray(y.astype(narrow))
+        assert _entry(MIXED, dx, dy) == "strided"
+        got = xp.asnumpy(MIXED(dx, dy))
+        _check(got, (x * y.astype(np.float32) + x).astype(np.float32), "float32")

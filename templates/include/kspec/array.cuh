@@ -205,28 +205,60 @@ __device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& value) {
 // The strided elementwise entry's inner vectors: whether an operand of a loop of `ndim` dims moves N elements
 // of dim 0 at a time. A dense one (innermost stride = its item size) needs a base and outer strides that keep
 // every vector aligned to its size; an input broadcast along dim 0 (stride 0) is one scalar per vector; an output
-// must be dense.
-template <int N, typename T, int NDIM, typename IndexT>
+// must be dense. D bounds ndim (the entry takes runtime ranks up to 4): a test per capacity dim, 16 of them, was
+// half a float16 broadcast's instructions where each thread moved 4 vectors (ncu: benchmarks/NOTES.md v69).
+template <int N, int D, typename T, int NDIM, typename IndexT>
 __device__ __forceinline__ bool inner_vector_ok(const StridedArray<T, NDIM, IndexT>& a, int ndim, bool input) {
   if (a.stride[0] == 0) return input;
   if (a.stride[0] != static_cast<IndexT>(sizeof(T)) || address(a.ptr) % (sizeof(T) * N) != 0) return false;
 #pragma unroll
-  for (int d = 1; d < Capacity<NDIM>::value; ++d) {
+  for (int d = 1; d < D && d < Capacity<NDIM>::value; ++d) {
     if (d < ndim && a.stride[d] % static_cast<IndexT>(sizeof(T) * N) != 0) return false;
   }
   return true;
 }
 
 // N elements along dim 0 from p: a vector load where the stride is the item size, else (0: broadcast) one
-// element N times.
+// element N times. Elements narrower than a word are chosen between the two as whole words: a choice per
+// element made a float16 vector's two loads 25 byte moves (ncu: benchmarks/NOTES.md v69).
+template <int N, typename T, bool Words = (sizeof(T) < 4 && sizeof(T) * N % 4 == 0)>
+struct InnerLoad {
+  template <typename IndexT>
+  static __device__ __forceinline__ Vec<T, N> load(const T* p, IndexT stride) {
+    if (stride != 0) return load_vec<N>(p);
+    Vec<T, N> out;
+    const T value = *p;
+#pragma unroll
+    for (int e = 0; e < N; ++e) out.v[e] = value;
+    return out;
+  }
+};
+
+template <int N, typename T>
+struct InnerLoad<N, T, true> {
+  struct alignas(sizeof(T) * N) Words {
+    unsigned int w[sizeof(T) * N / 4];
+  };
+  template <typename IndexT>
+  static __device__ __forceinline__ Vec<T, N> load(const T* p, IndexT stride) {
+    Words words;
+    if (stride != 0) {
+      words = *reinterpret_cast<const Words*>(p);
+    } else {  // the element's bits in every slot of a word
+      const unsigned int bits = sizeof(T) == 2 ? *reinterpret_cast<const unsigned short*>(p) * 0x10001u
+                                               : *reinterpret_cast<const unsigned char*>(p) * 0x1010101u;
+#pragma unroll
+      for (int i = 0; i < static_cast<int>(sizeof(T) * N / 4); ++i) words.w[i] = bits;
+    }
+    Vec<T, N> out;
+    *reinterpret_cast<Words*>(&out) = words;
+    return out;
+  }
+};
+
 template <int N, typename T, typename IndexT>
 __device__ __forceinline__ Vec<T, N> load_inner(const T* p, IndexT stride) {
-  if (stride != 0) return load_vec<N>(p);
-  Vec<T, N> out;
-  const T value = *p;
-#pragma unroll
-  for (int e = 0; e < N; ++e) out.v[e] = value;
-  return out;
+  return InnerLoad<N, T>::load(p, stride);
 }
 
 }  // namespace kspec
