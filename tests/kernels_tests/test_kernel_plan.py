@@ -546,15 +546,33 @@ def test_layouts_without_a_staged_operand_keep_their_entries(sqd):
     assert eplan(sqd, fake((n, n)), fake((n,)))[1].variant == VariantKey("strided", "int32", 2, 1)  # row vector
     assert eplan(sqd, fake((n, n)), fake((n, 1)))[1].variant == VariantKey("strided", "int32", 2, 1)  # column
     assert eplan(sqd, fake((n, n), strides=(8 * n, 8)), fake((n, n)))[1].variant.entry == "strided"  # x[:, ::2]
-    # a transposed operand over a thin inner dim: rows of at most 8 in tiles 8 or 4 wide where they fill 0.6 of
-    # them (H200: 0.67 -> 0.88 of a copy for float32 (512, 128, 64, 8) permuted (0, 3, 2, 1)); else, and for rows
-    # of 9-15, the strided entry
-    for thin, width in ((8, 8), (6, 8), (5, 8), (4, 4), (3, 4)):
+    # a transposed operand over a thin inner dim: rows of at most 8 in tiles 8 or 4 wide where they fill them
+    # (H200: 0.67 -> 0.88 of a copy for float32 (512, 128, 64, 8) permuted (0, 3, 2, 1)); rows that fill part of
+    # a tile where the output is written in the loop's order (here), and rows of 9-15, the strided entry
+    for thin, width in ((8, 8), (4, 4)):
         assert eplan(sqd, transposed((n, thin)), fake((n, thin)))[1].variant == VariantKey("tiled", "int32", 0, width)
+    for thin in (6, 5, 3):
+        assert eplan(sqd, transposed((n, thin)), fake((n, thin)))[1].variant.entry == "strided"
     for shape in ((n, 2), (n, 12), (100, 4)):  # half a tile, no narrow tile, a dim 1 that fills a fifth of a step
         assert eplan(sqd, transposed(shape), fake(shape))[1].variant.entry == "strided"
     # an explicit block size the tiled entry cannot use
     assert eplan(sqd, transposed((n, n)), fake((n, n)), block_size=512)[1].variant.entry == "strided"
+
+
+def test_narrow_tiles_short_of_full_rows_keep_to_outputs_written_across_the_loop(sqd):
+    # rows of 3 or 6 fill 3/4 of a narrow tile: where the output follows the loop's order the strided entry's runs
+    # of chunks move more (H200, fractions of a copy: float32 (256, 256, 512, 3) permuted (0, 1, 3, 2) 0.758 ->
+    # 0.934, float16 (1024, 512, 16, 6) permuted (0, 2, 3, 1) 0.504 -> 0.659); written across the loop (permuted
+    # (0, 3, 2, 1): the output's rows of 6 a plane apart in the loop) the tiles stay (float16 (64, 128, 512, 6)
+    # 0.392 against 0.336), and so do full rows (float32 (2048, 2048, 4) permuted (0, 2, 1) 0.962 against 0.850)
+    for dtype, shape, perm in (("float32", (256, 256, 512, 3), (0, 1, 3, 2)), ("float16", (1024, 512, 16, 6), (0, 2, 3, 1)),
+                               ("float32", (2048, 2048, 6), (1, 2, 0))):  # fmt: skip
+        _, plan = eplan(sqd, permuted(shape, perm, dtype), fake(shape, dtype))
+        assert plan.variant.entry == "strided", (dtype, shape, perm)
+    for dtype, shape, perm, width in (("float16", (64, 128, 512, 6), (0, 3, 2, 1), 8), ("float32", (2048, 2048, 4), (0, 2, 1), 4),
+                                      ("float32", (128, 64, 512, 8), (0, 1, 3, 2), 8)):  # fmt: skip
+        _, plan = eplan(sqd, permuted(shape, perm, dtype), fake(shape, dtype))
+        assert plan.variant == VariantKey("tiled", "int32", 0, width), (dtype, shape, perm)
 
 
 def test_tiled_entry_needs_32bit_offsets_and_a_module_that_holds_it(sqd):

@@ -253,6 +253,7 @@ def test_short_dims_in_tiles(cp, sqd, shape, dtype, widths, monkeypatch):
 
     monkeypatch.setattr(plan_module, "TILED_MIN_FILL", 0.0)
     monkeypatch.setattr(plan_module, "NARROW_MIN_FILL", 0.0)
+    monkeypatch.setattr(plan_module, "NARROW_FOLLOWED_MIN_FILL", 0.0)
     width = widths[{1: 0, 2: 0, 4: 1, 8: 2}[np.dtype(dtype).itemsize]]
     rng = _rng(8)
     perm = (*range(len(shape) - 2), len(shape) - 1, len(shape) - 2)

@@ -33,6 +33,12 @@ TILED_MIN_FILL = 0.3  # the share of a step's slots that must hold elements (ben
 # of a copy: float32 rows of 4 in 4 x 256 tiles 0.964 against 0.759 where dim 1 fills them, 0.511 against 0.570
 # where it fills half; rows of 5 / 8 in 8 x 128 tiles 0.568 / 0.884 against 0.531 / 0.673: benchmarks/NOTES.md v64)
 NARROW_MIN_FILL = 0.6
+# ... unless the outputs are written in the loop's order: there the strided entry takes runs of chunks (v68), and a
+# narrow tile short of full rows (3 of 4, 6 of 8) lost to it on every such 1- to 4-byte layout measured (H200,
+# fractions of a copy: float32 (256, 256, 512, 3) permuted (0, 1, 3, 2) 0.758 against 0.934, float16 (1024, 512,
+# 16, 6) permuted (0, 2, 3, 1) 0.504 against 0.659; 8-byte ones within 1.5%), while full rows (4 of 4, 8 of 8) and
+# outputs written across the loop kept their tiles ahead (benchmarks/NOTES.md v69)
+NARROW_FOLLOWED_MIN_FILL = 0.9
 
 Tuning = Callable[[str], "Mapping[str, int] | None"]  # a layout label -> knobs (None: the rules)
 _NO_KNOBS: Mapping[str, int] = MappingProxyType({})
@@ -62,11 +68,12 @@ def contig_choice(variant: VariantKey, block: int, block_given: bool, itemsize: 
 
 def strided_choice(specialization: Specialization, extents: Sequence[int], merged: Sequence[Sequence[int]],
                    variant: VariantKey, block: int, block_given: bool, fits32: bool, indexed: bool, inner_dense: bool,
-                   itemsize: int, tuning: Tuning | None, allow_tiles: bool = True) -> EntryChoice:  # fmt: skip
+                   itemsize: int, tuning: Tuning | None, allow_tiles: bool = True,
+                   outputs_follow: bool = False) -> EntryChoice:  # fmt: skip
     """The entry of a strided loop (``extents`` and each operand's ``merged`` strides outermost first):
     ``variant`` (the strided entry of the loop's rank and index width), or, unless ``allow_tiles`` is false, the tiled
     entry where an operand is transposed and the tiles pay; a record's ``tile`` knob picks a tile width, or 0 for
-    no tiles."""
+    no tiles. ``outputs_follow``: every output is C-contiguous over this order of the loop."""
     tiles = (allow_tiles and not indexed and fits32 and TILED_VARIANTS[0] in specialization.variants and block == TILE_THREADS
              and _tiles_pay(extents, merged))  # fmt: skip
     cls = "indexed" if indexed else "tiled" if tiles else "dense" if inner_dense else "strided"
@@ -77,7 +84,8 @@ def strided_choice(specialization: Specialization, extents: Sequence[int], merge
         if width is None:  # the rule: unless the planes are so small that most of a step's slots would idle
             span, inner_first = specialization.tile_span, extents[::-1]
             tiled = tiled_variant(inner_first, span)
-            least = NARROW_MIN_FILL if tiled.vec <= NARROW_TILE else TILED_MIN_FILL
+            narrow = tiled.vec <= NARROW_TILE
+            least = (NARROW_FOLLOWED_MIN_FILL if outputs_follow else NARROW_MIN_FILL) if narrow else TILED_MIN_FILL
             if tiled_layout(tiled, span, inner_first)[1] >= least:
                 return EntryChoice(tiled, TILE_THREADS, per_sm)
         elif (tiled := VariantKey("tiled", "int32", DYNAMIC_NDIM, width)) in TILED_VARIANTS:

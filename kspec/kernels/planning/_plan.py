@@ -326,10 +326,16 @@ def plan_elementwise(
         )
         # a transposed operand: tiles through shared memory (the tiled entry needs blocks of TILE_THREADS)
         return strided_choice(specialization, extents, merged, next(v for v in wanted if v in variants), block,
-                              block_size is not None, fits32, indexed, inner_dense, max(itemsizes.values(), default=1), tuning, tiles), inner_dense  # fmt: skip
+                              block_size is not None, fits32, indexed, inner_dense, max(itemsizes.values(), default=1), tuning, tiles,
+                              outputs_follow(extents, merged)), inner_dense  # fmt: skip
+
+    outs = {p.name for p in spec.out_params}
+
+    def outputs_follow(extents: Sequence[int], merged: Sequence[Sequence[int]]) -> bool:
+        """Every output is C-contiguous over this order of the loop (written in the loop's order)."""
+        return all(c_contiguous(extents, s, itemsizes[n]) for n, s in zip(names, merged) if n in outs)
 
     chosen, inner_dense = entry(extents, merged)
-    outs = {p.name for p in spec.out_params}
     if in_order is not None and chosen.variant.entry == "strided" and len(in_order[0]) <= MAX_NDIM:
         # by_stride's order serves the tiled entry (a transposed operand's rows as loop dim 1); where the loop is
         # strided anyway and its inner dim short, C order can leave the outputs' warps far fewer sectors (float16
@@ -349,8 +355,7 @@ def plan_elementwise(
         raw=raw,
         block=chosen.block,
         inner_dense=inner_dense,
-        runs=chosen.variant.entry == "strided" and len(extents) >= 3
-        and all(c_contiguous(extents, s, itemsizes[n]) for n, s in zip(names, merged) if n in outs),
+        runs=chosen.variant.entry == "strided" and len(extents) >= 3 and outputs_follow(extents, merged),
         per_sm=chosen.per_sm,
     )
 
