@@ -12,6 +12,11 @@ from collections.abc import Sequence
 SECTOR = 32  # bytes of a memory sector
 WARP = 32
 OUTPUT_WEIGHT = 2  # an output's sectors count this many times: a partial sector written costs more than one read
+# The bytes of an operand's sectors one plane of the tiled entry may touch and still find them in the L2 when the next
+# planes read the same sectors again (H100 and H200 hold 50 MB), and how many planes may read each sector from memory
+# where they do not fit
+PLANE_CACHE_BYTES = 40 << 20
+PLANE_REREADS = 4
 
 
 def merge_dims(extents: Sequence[int], strides: Sequence[Sequence[int]]) -> tuple[list[int], list[list[int]]]:
@@ -67,3 +72,24 @@ def warp_sectors(extents: Sequence[int], strides: Sequence[Sequence[int]], outpu
             sectors.add(offset // SECTOR)
         total += len(sectors) * (OUTPUT_WEIGHT if output else 1)
     return total
+
+
+def planes_reread_in_cache(extents: Sequence[int], strides: Sequence[Sequence[int]]) -> bool:
+    """Whether the tiled entry over this order's two inner dims reads each operand's memory about once: an operand
+    read along dim 1 (staged) whose outer dims have strides under a sector shares each sector with the next planes,
+    which read it again; that stays in the L2 where a plane's footprint (its elements times the dim-1 stride) fits
+    PLANE_CACHE_BYTES, else each of those planes reads it from memory, which costs more than the tiles save past
+    PLANE_REREADS planes (H200, fractions of a copy: float32 (8, 256, 8192) fully reversed, 8 planes of a
+    64 MB footprint, 0.367 strided -> 0.319 tiled; float32 (4, 1024, 4096), 4 planes, 0.372 -> 0.531; float16
+    (8, 256, 8192), 32 MB, 0.218 -> 0.464: benchmarks/NOTES.md v69)."""
+    if len(extents) < 3:
+        return True
+    plane = extents[-1] * extents[-2]
+    for stride in strides:
+        inner = abs(stride[-2])
+        if not 0 < inner < abs(stride[-1]) or plane * inner <= PLANE_CACHE_BYTES:
+            continue
+        sharing = [min(extent, SECTOR // abs(s)) for extent, s in zip(extents[:-2], stride[:-2]) if 0 < abs(s) < SECTOR]
+        if math.prod(sharing) > PLANE_REREADS:
+            return False
+    return True

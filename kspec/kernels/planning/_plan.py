@@ -26,7 +26,7 @@ from ..._named_tuple import NamedTuple
 from ... import dtypes
 from ...dtypes import c_strides
 from ..._errors import KspecTypeError, KspecValueError, about_kernel
-from ...render import DYNAMIC_NDIM, MAX_NDIM, Specialization, VariantKey, tiled_layout
+from ...render import DYNAMIC_NDIM, MAX_NDIM, NARROW_TILE, Specialization, VariantKey, tiled_layout
 from typing import Any, TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the Pydantic models
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the 
 from ._binding import ArrayArg, Bound
 from ._entry_point import GRID_STRIDE_BLOCKS_PER_SM, EntryChoice, Tuning, contig_choice, strided_choice
 from ._indexed_loop import c_contiguous, cupy_loop_dims
-from ._loop_order import by_stride, merge_dims, warp_sectors
+from ._loop_order import by_stride, merge_dims, planes_reread_in_cache, warp_sectors
 
 INT32_LIMIT = 2**31
 MAX_BLOCK = 1024
@@ -341,7 +341,14 @@ def plan_elementwise(
         # strided anyway and its inner dim short, C order can leave the outputs' warps far fewer sectors (float16
         # (2048, 2048, 8, 2) permuted (0, 3, 2, 1): a store of 16 sectors a warp in by_stride's order, 2 in C order)
         outputs = [n in outs for n in names]
-        if warp_sectors(*in_order, outputs) < warp_sectors(extents, merged, outputs):
+        in_c_order = entry(*in_order)
+        if (in_c_order[0].variant.entry == "tiled" and in_c_order[0].variant.vec > NARROW_TILE
+                and planes_reread_in_cache(*in_order)):  # fmt: skip
+            # no tiles in by_stride's order (a dim of it too short), whole ones in C order: float16 (64, 8, 1024, 64)
+            # permuted (0, 3, 2, 1) 0.320 -> 0.568 of a copy, float32 0.637 -> 0.752 (H200, benchmarks/NOTES.md v69)
+            extents, merged = in_order
+            chosen, inner_dense = in_c_order
+        elif warp_sectors(*in_order, outputs) < warp_sectors(extents, merged, outputs):
             extents, merged = in_order
             chosen, inner_dense = entry(extents, merged, tiles=False)  # strided still: C order's tiles are untried
     return ElementwisePlan(
