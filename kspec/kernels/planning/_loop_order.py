@@ -1,5 +1,6 @@
-"""The order of an elementwise loop's dims: merged where every operand allows, reordered for locality, and the
-sectors a warp of consecutive elements touches in each order (the strided entry's cost, to choose between them).
+"""The order of an elementwise loop's dims: merged where every operand allows, reordered for locality, the
+sectors a warp of consecutive elements touches in each order (the strided entry's cost, to choose between them),
+and whether the tiled entry's planes in an order find the sectors they share still in the L2.
 
 Pure Python, dims outermost first, byte strides (the planner's convention before it reverses them for the ABI).
 """
