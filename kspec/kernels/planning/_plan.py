@@ -306,6 +306,12 @@ def plan_elementwise(
         reach(extents, s) + itemsizes[n] < INT32_LIMIT for n, s in zip(names, merged)
     )
 
+    outs = {p.name for p in spec.out_params}
+
+    def outputs_follow(extents: Sequence[int], merged: Sequence[Sequence[int]]) -> bool:
+        """Every output is C-contiguous over this order of the loop (written in the loop's order)."""
+        return all(c_contiguous(extents, s, itemsizes[n]) for n, s in zip(names, merged) if n in outs)
+
     def entry(extents: Sequence[int], merged: Sequence[Sequence[int]], tiles: bool = True) -> tuple[EntryChoice, bool]:
         """The entry that runs this order of the loop, and whether every operand is dense along its inner dim."""
         # a static rank where the module has one (indexed modules hold 1-3 in both widths), then the runtime rank;
@@ -328,12 +334,6 @@ def plan_elementwise(
         return strided_choice(specialization, extents, merged, next(v for v in wanted if v in variants), block,
                               block_size is not None, fits32, indexed, inner_dense, max(itemsizes.values(), default=1), tuning, tiles,
                               outputs_follow(extents, merged)), inner_dense  # fmt: skip
-
-    outs = {p.name for p in spec.out_params}
-
-    def outputs_follow(extents: Sequence[int], merged: Sequence[Sequence[int]]) -> bool:
-        """Every output is C-contiguous over this order of the loop (written in the loop's order)."""
-        return all(c_contiguous(extents, s, itemsizes[n]) for n, s in zip(names, merged) if n in outs)
 
     chosen, inner_dense = entry(extents, merged)
     if in_order is not None and chosen.variant.entry == "strided" and len(in_order[0]) <= MAX_NDIM:
