@@ -29,7 +29,7 @@ _LAZY = {
     "raw_module_key": "_content", "content_data": "_content",
     "DYNAMIC_NDIM": "_variants", "INDEX_C_TYPES": "_variants", "MAX_NDIM": "_variants",
     "VECTOR_BYTES": "_variants", "VariantKey": "_variants", "TILED_VARIANTS": "_variants", "NARROW_TILE": "_variants",
-    "tiled_variant": "_variants", "tiled_layout": "_variants", "module_variant": "_variants",
+    "tiled_variant": "_variants", "tiled_layout": "_variants", "stacked_planes": "_variants", "module_variant": "_variants",
     "stand_in": "_variants",
 }
 
@@ -83,5 +83,6 @@ __all__ = [
     "specialization_key",
     "stand_in",
     "tiled_layout",
+    "stacked_planes",
     "tiled_variant",
 ]

@@ -75,6 +75,13 @@ TILE_SMEM_LIMIT = 40 * 1024
 # channels of (512, 128, 64, 8) permuted (0, 3, 2, 1), the 4 of NCHW -> NHWC); ``vec`` of a tiled VariantKey is the
 # width. A first call compiles only the variant it launches: a width costs NVRTC time in full builds only.
 NARROW_TILE = 8
+# A dim 2 of at most this many elements (and at least a step's tiles): the tiled entry's steps stack tiles of
+# consecutive planes at one position (kspec/tile.cuh's KSPEC_TILE_STACK): an output's short rows along dim 2 then
+# have every sector whole by the end of a step (H200, fractions of a copy: float32 (2048, 2048, 4) fully reversed,
+# its rows of 4 moved outward, 0.248 -> 0.497; float32 (32, 2048, 1024, 2) permuted (0, 3, 2, 1) 0.887 -> 1.22;
+# float16 rows of 2 stacked two to a step of four tiles 0.58-0.65 -> 0.36-0.38: benchmarks/NOTES.md v70)
+TILE_STACK = 8
+TILE_STACK_BYTES = 32  # ... where an operand's stride along dim 2 is under a memory sector (KSPEC_TILE_STACK_BYTES)
 TILE_WIDTHS = (32, 16, 64, NARROW_TILE, 4)
 SHAPED_TILE_GAIN = 1.25
 # a row's elements in shared memory per tile width: padded so that a warp's accesses fall in different banks
@@ -156,23 +163,35 @@ def tiled_step(variant: VariantKey, span: int) -> tuple[int, int]:
     return (width, height * span) if width < TILE else (width * span, height)
 
 
-def tiled_layout(variant: VariantKey, span: int, extents: Sequence[int]) -> tuple[int, float]:
+def stacked_planes(strides: Sequence[Sequence[int]], ndim: int) -> bool:
+    """Whether an operand (``strides``: each one's byte strides, innermost first) interleaves the planes of the
+    tiled entry's dim 2 within a memory sector, 0 < |stride[2]| < TILE_STACK_BYTES: the case for stacked steps
+    (tiled_layout; elementwise.cu.j2's ``_interleaved`` decides the same way)."""
+    return ndim > 2 and any(0 < abs(s[2]) < TILE_STACK_BYTES for s in strides)
+
+
+def tiled_layout(variant: VariantKey, span: int, extents: Sequence[int], interleaved: bool = False) -> tuple[int, float]:
     """(block steps, the share of their slots that hold elements) of the tiled entry over a loop of ``extents``
-    (innermost first). Planes of at most one tile with a third dim take steps of ``span`` consecutive planes along
-    dim 2 (elementwise.cu.j2's ``_planes``: the kernel decides the same way), others steps of ``span`` tiles."""
+    (innermost first). Planes of at most one tile, or a dim 2 of ``span`` to TILE_STACK elements that an operand
+    interleaves (``interleaved``: stacked_planes), take steps of a tile at one position of ``span`` consecutive
+    planes along dim 2 (elementwise.cu.j2's ``_planes``: the kernel decides the same way), others steps of
+    ``span`` tiles side by side."""
     e0, e1 = extents[0], extents[1]
     width = variant.vec
     height = TILE * TILE // width
     planes = math.prod(extents[2:])
-    if span > 1 and len(extents) > 2 and e0 <= width and e1 <= height:
+    if len(extents) > 2 and ((span > 1 and e0 <= width and e1 <= height)
+                             or (interleaved and span <= extents[2] <= TILE_STACK)):  # fmt: skip
         groups = -(-extents[2] // span)
-        return planes // extents[2] * groups, e0 * e1 / (width * height) * extents[2] / (groups * span)
+        n0, n1 = -(-e0 // width), -(-e1 // height)
+        steps = planes // extents[2] * groups * n0 * n1
+        return steps, e0 * e1 / (n0 * width * n1 * height) * extents[2] / (groups * span)
     s0, s1 = tiled_step(variant, span)
     n0, n1 = -(-e0 // s0), -(-e1 // s1)
     return planes * n0 * n1, e0 * e1 / (n0 * s0 * n1 * s1)
 
 
-def tiled_variant(extents: Sequence[int], span: int) -> VariantKey:
+def tiled_variant(extents: Sequence[int], span: int, interleaved: bool = False) -> VariantKey:
     """The tiled entry for a loop of ``extents`` (innermost first) and steps of ``span`` tiles: the narrowest
     of the tiles 4 and 8 wide that holds dim 0 where it has at most 8 elements (a row in one tile; 16-wide tiles
     there ran at 0.6-0.75x their speed, H200: benchmarks/NOTES.md v64), else 32 x 32 tiles, unless tiles 16 or 64
@@ -180,7 +199,7 @@ def tiled_variant(extents: Sequence[int], span: int) -> VariantKey:
     elements coalesce less, so they must win clearly."""
     if extents[0] <= NARROW_TILE:  # the narrowest tile that holds a row
         return min((v for v in TILED_VARIANTS if v.vec >= extents[0]), key=lambda v: v.vec)
-    fill = {v: tiled_layout(v, span, extents)[1] for v in TILED_VARIANTS if v.vec > NARROW_TILE}
+    fill = {v: tiled_layout(v, span, extents, interleaved)[1] for v in TILED_VARIANTS if v.vec > NARROW_TILE}
     best = max(fill, key=fill.__getitem__)  # the first (32 wide) on a tie
     return best if fill[best] >= SHAPED_TILE_GAIN * fill[TILED_VARIANTS[0]] else TILED_VARIANTS[0]
 

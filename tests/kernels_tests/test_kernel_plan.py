@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import io
+import math
 import re
 
 import numpy as np
@@ -19,7 +20,9 @@ from kspec.kernels.planning._plan import broadcast_strides, frame_values, merge_
 from kspec.kernels.planning._reduction_plan import normalize_axis, plan_reduction
 from kspec.kernels.planning._cols_tiles import cols_tile_width
 from kspec.kernels.planning._reduction_strategy import pass_frame_values, reduction_strategy
-from kspec.render import VariantKey
+from kspec._resources import templates_dir
+from kspec.render import VariantKey, stacked_planes, tiled_layout
+from kspec.render._variants import TILE_STACK, TILE_STACK_BYTES
 from kspec.runtime._devicearray import DeviceArray
 
 PTR = 0x7F0000000000
@@ -453,12 +456,13 @@ def test_warp_sectors_count_an_outputs_sectors_twice():
 
 
 def test_strided_loops_with_a_short_inner_dim_keep_c_order(sqd):
-    # by_stride would put x's rows (the 2,048) next to the 2 inner elements: stores of 16 sectors a warp; C order
-    # keeps z's and y's 2 x 8 elements together (x's rows are not tiled: dim 1 has 8)
-    shape = (2048, 2048, 8, 2)
-    _, plan = eplan(sqd, permuted(shape, (0, 3, 2, 1), "float16"), fake(shape, "float16"))
-    assert plan.variant.entry == "strided" and plan.extents == (2, 8, 2048, 2048)
-    assert plan.strides["z"] == (2, 4, 32, 65536)
+    # by_stride would put x's rows (the 1,024) next to the 2 inner elements: stores of 16 sectors a warp; C order
+    # keeps z's and y's 2 x 8 elements together (x's rows are not tiled: dim 1 has 8; float16's would be, with the
+    # rows of 2 outside the tiles: test_a_short_inner_dim_moves_outward...)
+    shape = (2048, 1024, 8, 2)
+    _, plan = eplan(sqd, permuted(shape, (0, 3, 2, 1)), fake(shape))
+    assert plan.variant.entry == "strided" and plan.extents == (2, 8, 1024, 2048)
+    assert plan.strides["z"] == (4, 8, 64, 65536)
     # C order keeps the strided entry where its own rows would tile (x's rows of 8 along dim 1, 16 bytes apart)
     shape = (2048, 8, 1024, 4)
     _, plan = eplan(sqd, permuted(shape, (0, 3, 2, 1), "float16"), fake(shape, "float16"))
@@ -476,9 +480,9 @@ def test_strided_blocks_take_runs_of_chunks_where_outputs_follow_the_loop(sqd):
     small = (64, 1024, 16, 4)  # runs shorten to keep 16 blocks an SM: 4,096 chunks, 1 each
     _, plan = eplan(sqd, permuted(small, (0, 1, 3, 2), "float16"), fake(small, "float16"))
     assert plan.runs and plan.grid(H200_SMS) == chunks(plan) == 4096
-    # outputs written across the loop's rows: a block per chunk
+    # outputs written across the loop's rows: a block per chunk (float64: float32's x is read tiled in another order)
     shape = (512, 128, 64, 3)
-    _, plan = eplan(sqd, permuted(shape, (0, 3, 2, 1)), fake(shape))
+    _, plan = eplan(sqd, permuted(shape, (0, 3, 2, 1), "float64"), fake(shape, "float64"))
     assert plan.variant.entry == "strided" and not plan.runs and plan.grid(H200_SMS) == chunks(plan)
     # a 2-dim loop (every other column): a block per chunk
     x = fake((4096, 4096), strides=(8 * 4096, 8))
@@ -566,13 +570,14 @@ def test_narrow_tiles_short_of_full_rows_keep_to_outputs_written_across_the_loop
     # rows of 3 or 6 fill 3/4 of a narrow tile: where the output follows the loop's order the strided entry's runs
     # of chunks move more (H200, fractions of a copy: float32 (256, 256, 512, 3) permuted (0, 1, 3, 2) 0.758 ->
     # 0.934, float16 (1024, 512, 16, 6) permuted (0, 2, 3, 1) 0.504 -> 0.659); written across the loop (permuted
-    # (0, 3, 2, 1): the output's rows of 6 a plane apart in the loop) the tiles stay (float16 (64, 128, 512, 6)
-    # 0.392 against 0.336), and so do full rows (float32 (2048, 2048, 4) permuted (0, 2, 1) 0.962 against 0.850)
+    # (0, 3, 2, 1): the output's rows of 6 a plane apart in the loop) the tiles stay (float32 (64, 128, 512, 6)
+    # 0.648; float16's rows of 12 bytes go outside whole tiles instead, test_a_short_inner_dim_moves_outward...), and
+    # so do full rows (float32 (2048, 2048, 4) permuted (0, 2, 1) 0.962 against 0.850)
     for dtype, shape, perm in (("float32", (256, 256, 512, 3), (0, 1, 3, 2)), ("float16", (1024, 512, 16, 6), (0, 2, 3, 1)),
                                ("float32", (2048, 2048, 6), (1, 2, 0))):  # fmt: skip
         _, plan = eplan(sqd, permuted(shape, perm, dtype), fake(shape, dtype))
         assert plan.variant.entry == "strided", (dtype, shape, perm)
-    for dtype, shape, perm, width in (("float16", (64, 128, 512, 6), (0, 3, 2, 1), 8), ("float32", (2048, 2048, 4), (0, 2, 1), 4),
+    for dtype, shape, perm, width in (("float32", (64, 128, 512, 6), (0, 3, 2, 1), 8), ("float32", (2048, 2048, 4), (0, 2, 1), 4),
                                       ("float32", (128, 64, 512, 8), (0, 1, 3, 2), 8)):  # fmt: skip
         _, plan = eplan(sqd, permuted(shape, perm, dtype), fake(shape, dtype))
         assert plan.variant == VariantKey("tiled", "int32", 0, width), (dtype, shape, perm)
@@ -581,8 +586,9 @@ def test_narrow_tiles_short_of_full_rows_keep_to_outputs_written_across_the_loop
 def test_c_order_takes_whole_tiles_where_by_strides_order_has_none(sqd):
     # x (64, 8, 1024, 64) permuted (0, 3, 2, 1): by_stride puts x's rows of 8 next to the inner dim, too short for
     # tiles; in C order x is staged over the (1024, 64) planes, which whole tiles take (H200, fractions of a copy:
-    # float16 0.320 -> 0.568, float32 0.637 -> 0.752)
-    for dtype, width in (("float16", 16), ("float32", 32)):
+    # float16 0.320 -> 0.568, float32 0.637 -> 0.752), x's rows of 8 across 8 planes, which steps stack (float16
+    # four to a step, 32-wide: 0.566 -> 0.630; float32 0.755 -> 0.869)
+    for dtype, width in (("float16", 32), ("float32", 32)):
         shape = (64, 8, 1024, 64)
         _, plan = eplan(sqd, permuted(shape, (0, 3, 2, 1), dtype), fake(shape, dtype))
         assert plan.variant == VariantKey("tiled", "int32", 0, width)
@@ -596,6 +602,65 @@ def test_c_order_takes_whole_tiles_where_by_strides_order_has_none(sqd):
                                 ("float32", (12, 1024, 1024), "strided")):  # fmt: skip
         _, plan = eplan(sqd, permuted(shape, (2, 1, 0), dtype), fake(shape, dtype))
         assert plan.variant.entry == entry, (dtype, shape)
+
+
+def test_a_short_inner_dim_moves_outward_where_rows_of_a_transposed_operand_lie_beyond_it(sqd):
+    # z (32, 256, 1024, 2) from x stored (32, 2, 1024, 256): x's rows run along C order's dim 2, two dims from z's
+    # rows of 2; tiles over (1024, 256) with the rows of 2 outside them (H200, fractions of a copy: float32 0.344 ->
+    # 0.763, float16 0.208 -> 0.666)
+    shape = (32, 256, 1024, 2)
+    for dtype in ("float16", "float32", "int8"):
+        _, plan = eplan(sqd, permuted(shape, (0, 3, 2, 1), dtype), fake(shape, dtype))
+        assert plan.variant == VariantKey("tiled", "int32", 0, 32), dtype
+        itemsize = np.dtype(dtype).itemsize
+        assert plan.extents == (1024, 256, 2, 32)  # innermost first
+        assert plan.strides["z"] == tuple(itemsize * s for s in (2, 2048, 1, 524288))
+        assert plan.strides["x"] == tuple(itemsize * s for s in (256, 1, 262144, 524288))
+    # rows of 16 bytes or more stay innermost (float64 rows of 2 went either way, float32 rows of 4 lost 10-31%)
+    for dtype, rows in (("float64", 2), ("float32", 4), ("float16", 8)):
+        other = (32, 256, 1024, rows)
+        _, plan = eplan(sqd, permuted(other, (0, 3, 2, 1), dtype), fake(other, dtype))
+        assert plan.extents[0] == rows, dtype
+    # a sector of x within 128 elements of C order's loop (float32 rows of 2 x 8: 8 x 16): the strided entry's warps
+    # share it (0.876 of a copy strided, 0.756 tiled); float16's sector spans 256 elements: tiled (0.535 -> 0.629)
+    _, plan = eplan(sqd, permuted((2048, 1024, 8, 2), (0, 3, 2, 1)), fake((2048, 1024, 8, 2)))
+    assert plan.variant.entry == "strided" and plan.runs and plan.extents == (2, 8, 1024, 2048)
+    _, plan = eplan(sqd, permuted((2048, 2048, 8, 2), (0, 3, 2, 1), "float16"), fake((2048, 2048, 8, 2), "float16"))
+    assert plan.variant.entry == "tiled" and plan.extents == (8, 2048, 2, 2048)
+    # planes whose share of z spans more than the L2 keeps: 4096 x 4096 x 2 float16 (64 MB) would leave their
+    # sectors half written; C order, strided
+    big = (2, 4096, 4096, 2)
+    _, plan = eplan(sqd, permuted(big, (0, 3, 2, 1), "float16"), fake(big, "float16"))
+    assert plan.variant.entry == "strided" and plan.extents[0] == 2
+    # from by_stride's narrow tiles too: z (2048, 2048, 4) fully reversed, float16 0.236 -> 0.493 of a copy; int8
+    # (8, 1024, 1024, 4) permuted (0, 3, 2, 1) 0.147 -> 0.367 (rows of 4 stacked, a step's four tiles at one position)
+    for dtype, shape, perm, moved in (("float16", (2048, 2048, 4), (2, 1, 0), (2048, 2048, 4)),
+                                      ("int8", (8, 1024, 1024, 4), (0, 3, 2, 1), (1024, 1024, 4, 8))):  # fmt: skip
+        _, plan = eplan(sqd, permuted(shape, perm, dtype), fake(shape, dtype))
+        assert plan.variant == VariantKey("tiled", "int32", 0, 32) and plan.extents == moved, dtype
+        item = np.dtype(dtype).itemsize  # z's rows of 4 along dim 2
+        assert plan.strides["z"][:3] == (4 * item, 4 * moved[0] * item, item)
+        assert plan.grid(H200_SMS) == math.prod(shape) // (4 * 1024)  # a step: 4 planes' tiles of 32 x 32
+    _, plan = eplan(sqd, permuted((2048, 2048, 4), (2, 1, 0)), fake((2048, 2048, 4)))
+    assert plan.variant.vec == 4  # float32's rows of 16 bytes keep by_stride's narrow tiles
+
+
+def test_steps_stack_the_planes_an_operand_interleaves():
+    # a dim 2 of span to TILE_STACK planes that some operand interleaves (stride under a sector): a step takes the
+    # tiles at one position of span planes; without such an operand, span tiles of one plane side by side
+    w32 = VariantKey("tiled", "int32", 0, 32)
+    z = [4 * 2, 4 * 2 * 1024, 4, 4 * 2 * 1024 * 256]  # float32 rows of 2 along dim 2, innermost first
+    x = [4 * 256, 4, 4 * 1024 * 256, 4 * 2 * 1024 * 256]
+    assert stacked_planes([x, z], 4) and not stacked_planes([x], 4) and not stacked_planes([z[:2]], 2)
+    extents = (1000, 250, 2, 3)
+    assert tiled_layout(w32, 2, extents, interleaved=True) == (3 * 1 * 32 * 8, 1000 * 250 / (1024 * 256))
+    assert tiled_layout(w32, 2, extents)[0] == 3 * 2 * 16 * 8  # steps of 64 x 32
+    assert tiled_layout(w32, 4, extents, interleaved=True)[0] == 3 * 2 * 8 * 8  # fewer planes than a step's tiles
+    assert tiled_layout(w32, 2, (1000, 250, 9, 3), interleaved=True)[0] == 3 * 9 * 16 * 8  # more than TILE_STACK
+    # the kernel decides the same way, from its own copy of the numbers
+    tile_cuh = templates_dir() / "include" / "kspec" / "tile.cuh"
+    text = tile_cuh.read_text()
+    assert f"#define KSPEC_TILE_STACK {TILE_STACK}\n" in text and f"#define KSPEC_TILE_STACK_BYTES {TILE_STACK_BYTES}\n" in text
 
 
 def test_tiled_entry_needs_32bit_offsets_and_a_module_that_holds_it(sqd):

@@ -271,6 +271,27 @@ def test_short_dims_in_tiles(cp, sqd, shape, dtype, widths, monkeypatch):
     np.testing.assert_array_equal(w.get(), z.get())
 
 
+@pytest.mark.parametrize(
+    "dtype, shape",
+    [("float32", (3, 40, 70, 2)), ("float16", (2, 37, 130, 3)), ("int8", (4, 50, 130, 5)), ("float16", (3, 17, 300, 6)),
+     ("float32", (2, 64, 64, 3))],
+)
+def test_short_inner_dim_outside_the_tiles(cp, sqd, dtype, shape):
+    """z's short rows (2-6 elements) from x stored with another axis innermost, two dims away (x transposed (0, 3,
+    2, 1)): the plan moves the rows outside tiles over the two dims beyond them (kspec/kernels/planning/_loop_order.py,
+    short_dim_outward); every element right, extents that straddle tiles, the rows' planes written in parts."""
+    rng = _rng(10)
+    perm = (0, 3, 2, 1)
+    a = (rng.standard_normal(tuple(shape[p] for p in perm)) * 8).astype(dtype)
+    b = (rng.standard_normal(shape) * 8).astype(dtype)
+    x, y = cp.asarray(a).transpose(perm), cp.asarray(b)
+    plan = plan_elementwise(sqd.spec, bind(sqd.spec, (x, y), None), sqd._specializer)
+    assert plan.variant.entry == "tiled" and plan.extents[2] == shape[-1]
+    z = _poisoned(cp, shape, dtype)
+    sqd(x, y, z)
+    np.testing.assert_array_equal(z.get(), sqd(cp.ascontiguousarray(x), y).get())
+
+
 def test_unaligned_two_byte_views_take_scalar_lanes(cp, sqd):
     """float16 views starting one element in (not 4-byte aligned) and odd row strides, a transposed output."""
     rng = _rng(9)

@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
 from ..._named_tuple import NamedTuple
-from ...render import (DYNAMIC_NDIM, NARROW_TILE, TILED_VARIANTS, Specialization, VariantKey, tiled_layout,
-                       tiled_variant)
+from ...render import (DYNAMIC_NDIM, NARROW_TILE, TILED_VARIANTS, Specialization, VariantKey, stacked_planes,
+                       tiled_layout, tiled_variant)
 
 # Grid of the strided grid-stride paths: blocks of 256 threads per SM (measured on the H200, see
 # kspec/render/_abi.py).
@@ -83,10 +83,11 @@ def strided_choice(specialization: Specialization, extents: Sequence[int], merge
         width = knobs.get("tile")
         if width is None:  # the rule: unless the planes are so small that most of a step's slots would idle
             span, inner_first = specialization.tile_span, extents[::-1]
-            tiled = tiled_variant(inner_first, span)
+            interleaved = stacked_planes([s[::-1] for s in merged], len(extents))
+            tiled = tiled_variant(inner_first, span, interleaved)
             narrow = tiled.vec <= NARROW_TILE
             least = (NARROW_FOLLOWED_MIN_FILL if outputs_follow else NARROW_MIN_FILL) if narrow else TILED_MIN_FILL
-            if tiled_layout(tiled, span, inner_first)[1] >= least:
+            if tiled_layout(tiled, span, inner_first, interleaved)[1] >= least:
                 return EntryChoice(tiled, TILE_THREADS, per_sm)
         elif (tiled := VariantKey("tiled", "int32", DYNAMIC_NDIM, width)) in TILED_VARIANTS:
             return EntryChoice(tiled, TILE_THREADS, per_sm)

@@ -1,6 +1,7 @@
 """The order of an elementwise loop's dims: merged where every operand allows, reordered for locality, the
 sectors a warp of consecutive elements touches in each order (the strided entry's cost, to choose between them),
-and whether the tiled entry's planes in an order find the sectors they share still in the L2.
+whether the tiled entry's planes in an order find the sectors they share still in the L2, and the order that
+moves a short inner dim out of the way of tiles over the two dims beyond it.
 
 Pure Python, dims outermost first, byte strides (the planner's convention before it reverses them for the ABI).
 """
@@ -18,6 +19,18 @@ OUTPUT_WEIGHT = 2  # an output's sectors count this many times: a partial sector
 # where they do not fit
 PLANE_CACHE_BYTES = 40 << 20
 PLANE_REREADS = 4
+# Where C order's inner dim is short and a transposed operand's rows run along dim 2, short_dim_outward's order
+# (tiles over C order's dims 1 and 2, the short dim outside them, stacked: kspec/render/_variants.py's TILE_STACK)
+# against the strided entry in C order and by_stride's narrow tiles (H200, fractions of a copy, benchmarks/NOTES.md
+# v70): over 84 layouts 1.60x (geometric mean), float16 rows of 2 0.20-0.37 -> 0.60-0.67, float32 of 2 0.35-0.65 ->
+# 0.78-1.22, of 3 0.36-0.41 -> 0.57-0.59, int8 of 2-8 0.11-0.31 -> 0.25-0.38; rows of 16 bytes went either way
+# (float64 of 2 0.86-1.41x, float32 of 4 0.69-0.90x unstacked), longer ones lost (0.43-0.89x). From narrow tiles,
+# float32 rows of 3 gained 1.49-1.63x, int8 rows of 6 1.06-1.47x, float16 rows of 6 went 0.84-1.06x (0.38 of a copy
+# moved, 0.36-0.45 in tiles: still ahead of CuPy and PyTorch). Where a sector of the operand spans 128
+# elements of C order's loop or fewer the strided entry's warps share it at one step (float32 (2048, 1024, 8, 2)
+# 0.876 strided, 0.756 tiled; float16 (2048, 2048, 8, 2), 256 elements, 0.535 -> 0.629).
+MAX_ROW_BYTES = 12
+SECTOR_SHARED_SPAN = 128
 
 
 def merge_dims(extents: Sequence[int], strides: Sequence[Sequence[int]]) -> tuple[list[int], list[list[int]]]:
@@ -94,3 +107,28 @@ def planes_reread_in_cache(extents: Sequence[int], strides: Sequence[Sequence[in
         if math.prod(sharing) > PLANE_REREADS:
             return False
     return True
+
+
+def short_dim_outward(extents: Sequence[int], strides: Sequence[Sequence[int]], itemsizes: Sequence[int],
+                      outputs: Sequence[bool]) -> tuple[list[int], list[list[int]]] | None:
+    """C order (``extents`` outermost first) with its inner dim moved out to dim 2, where the outputs' rows along
+    it hold at most MAX_ROW_BYTES and an operand is read along dim 2 (its smallest stride), so that tiles over
+    the two dims beyond the short one read that operand in rows and write each plane's share of the outputs' rows
+    (NCHW -> NHWC of 2-6 channels: a transpose (0, 3, 2, 1)); None where that does not pay: the strided entry in C
+    order already shares that operand's sectors between the warps of a block's step (a sector's elements within
+    SECTOR_SHARED_SPAN elements of the loop), or the outputs' sectors a plane writes in part would leave the L2
+    before the next planes complete them (over PLANE_CACHE_BYTES)."""
+    out_itemsize = max((i for i, o in zip(itemsizes, outputs) if o), default=0)
+    if len(extents) < 3 or not 0 < extents[-1] * out_itemsize <= MAX_ROW_BYTES:
+        return None
+    inside = extents[-1] * extents[-2]  # C order's elements between neighbours along dim 2
+    read_apart = False
+    for stride, itemsize in zip(strides, itemsizes):
+        along, *rest = [abs(s) for s in stride[-3:]]
+        rest = [a for a in rest if a]
+        if rest and 0 < along < min(rest) and inside * max(1, SECTOR // itemsize) > SECTOR_SHARED_SPAN:
+            read_apart = True
+    if not read_apart or extents[-3] * inside * out_itemsize > PLANE_CACHE_BYTES:
+        return None
+    order = [*range(len(extents) - 3), len(extents) - 1, len(extents) - 3, len(extents) - 2]
+    return merge_dims([extents[a] for a in order], [[s[a] for a in order] for s in strides])

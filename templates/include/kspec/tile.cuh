@@ -12,6 +12,11 @@
 #define KSPEC_TILE_WARPS 8
 #define KSPEC_TILE_ELEMENTS 1024
 #define KSPEC_TILE_SLOTS (KSPEC_TILE_ELEMENTS / (32 * KSPEC_TILE_WARPS))
+// A dim 2 of at most this many elements, and at least a step's tiles, that an operand interleaves (its stride
+// along dim 2 under KSPEC_TILE_STACK_BYTES): a block step stacks tiles of consecutive planes at one position
+// (elementwise.cu.j2's `_planes`; kspec/render/_variants.py's TILE_STACK, TILE_STACK_BYTES)
+#define KSPEC_TILE_STACK 8
+#define KSPEC_TILE_STACK_BYTES 32
 
 namespace kspec {
 
