@@ -81,8 +81,8 @@ __all__ = [
     "render_raw",
     "specialize",
     "specialization_key",
+    "stacked_planes",
     "stand_in",
     "tiled_layout",
-    "stacked_planes",
     "tiled_variant",
 ]

@@ -122,13 +122,14 @@ def short_dim_outward(extents: Sequence[int], strides: Sequence[Sequence[int]], 
     if len(extents) < 3 or not 0 < extents[-1] * out_itemsize <= MAX_ROW_BYTES:
         return None
     inside = extents[-1] * extents[-2]  # C order's elements between neighbours along dim 2
-    read_apart = False
-    for stride, itemsize in zip(strides, itemsizes):
+
+    def read_along_dim2_apart(stride: Sequence[int], itemsize: int) -> bool:
         along, *rest = [abs(s) for s in stride[-3:]]
         rest = [a for a in rest if a]
-        if rest and 0 < along < min(rest) and inside * max(1, SECTOR // itemsize) > SECTOR_SHARED_SPAN:
-            read_apart = True
-    if not read_apart or extents[-3] * inside * out_itemsize > PLANE_CACHE_BYTES:
+        return bool(rest) and 0 < along < min(rest) and inside * max(1, SECTOR // itemsize) > SECTOR_SHARED_SPAN
+
+    if (not any(read_along_dim2_apart(s, i) for s, i in zip(strides, itemsizes))
+            or extents[-3] * inside * out_itemsize > PLANE_CACHE_BYTES):  # fmt: skip
         return None
     order = [*range(len(extents) - 3), len(extents) - 1, len(extents) - 3, len(extents) - 2]
     return merge_dims([extents[a] for a in order], [[s[a] for a in order] for s in strides])
