@@ -343,17 +343,15 @@ def plan_elementwise(
         # by_stride's order serves the tiled entry (a transposed operand's rows as loop dim 1); where the loop is
         # strided anyway or in tiles of its short inner dim, C order can do better
         outputs = [n in outs for n in names]
-        in_c_order = entry(*in_order) if strided else None
-        moved = (short_dim_outward(*in_order, [itemsizes[n] for n in names], outputs)
-                 if outputs_follow(*in_order) else None)  # fmt: skip
-        in_moved = entry(*moved) if moved is not None else None
-        if (in_c_order is not None and in_c_order[0].variant.entry == "tiled" and in_c_order[0].variant.vec > NARROW_TILE
-                and planes_reread_in_cache(*in_order)):  # fmt: skip
+        if (strided and (in_c_order := entry(*in_order))[0].variant.entry == "tiled"
+                and in_c_order[0].variant.vec > NARROW_TILE and planes_reread_in_cache(*in_order)):  # fmt: skip
             # no tiles in by_stride's order (a dim of it too short), whole ones in C order: float16 (64, 8, 1024, 64)
             # permuted (0, 3, 2, 1) 0.320 -> 0.568 of a copy, float32 0.637 -> 0.752 (H200, benchmarks/NOTES.md v69)
             extents, merged = in_order
             chosen, inner_dense = in_c_order
-        elif moved is not None and in_moved is not None and in_moved[0].variant.entry == "tiled":
+        elif (outputs_follow(*in_order)
+              and (moved := short_dim_outward(*in_order, [itemsizes[n] for n in names], outputs)) is not None
+              and (in_moved := entry(*moved))[0].variant.entry == "tiled"):  # fmt: skip
             # C order's short inner dim outside tiles over the next two (NCHW -> NHWC of a few channels): float16
             # (2048, 2048, 4) fully reversed 0.235 -> 0.507 of a copy, int8 (8, 1024, 1024, 4) permuted (0, 3, 2,
             # 1) 0.147 -> 0.367 (H200, benchmarks/NOTES.md v70)
