@@ -292,6 +292,27 @@ def test_short_inner_dim_outside_the_tiles(cp, sqd, dtype, shape):
     np.testing.assert_array_equal(z.get(), sqd(cp.ascontiguousarray(x), y).get())
 
 
+@pytest.mark.parametrize(
+    "dtype, shape, perm, extents",
+    [("float64", (3, 1024, 8, 3), (0, 3, 2, 1), (3, 8, 1024, 3)), ("float32", (3, 1024, 16, 4), (0, 3, 2, 1), (4, 16, 1024, 3)),
+     ("float64", (2, 1000, 7, 3), (0, 3, 2, 1), (3, 7, 1000, 2)), ("float64", (7, 8, 64, 32), (0, 3, 1, 2), (2048, 8, 7))],
+)
+def test_strided_loops_of_wide_items_without_runs(cp, sqd, dtype, shape, perm, extents):
+    """Narrow rows of 4- and 8-byte items that by_stride's tiles would write across the loop run strided in C order,
+    and no strided loop of 8-byte items takes runs of chunks (kspec/kernels/planning/_order_choice.py, _loop_order.py's
+    runs_pay): a block per chunk, every element right at extents that do not divide a chunk."""
+    rng = _rng(11)
+    a = (rng.standard_normal(tuple(shape[p] for p in sorted(range(4), key=lambda d: perm[d]))) * 8).astype(dtype)
+    b = (rng.standard_normal(shape) * 8).astype(dtype)
+    x, y = cp.asarray(a).transpose(perm), cp.asarray(b)
+    assert x.shape == shape
+    plan = plan_elementwise(sqd.spec, bind(sqd.spec, (x, y), None), sqd._specializer)
+    assert plan.variant.entry == "strided" and not plan.runs and plan.extents == extents
+    z = _poisoned(cp, shape, dtype)
+    sqd(x, y, z)
+    np.testing.assert_array_equal(z.get(), sqd(cp.ascontiguousarray(x), y).get())
+
+
 def test_unaligned_two_byte_views_take_scalar_lanes(cp, sqd):
     """float16 views starting one element in (not 4-byte aligned) and odd row strides, a transposed output."""
     rng = _rng(9)

@@ -1,7 +1,8 @@
 """The order of an elementwise loop's dims: merged where every operand allows, reordered for locality, the
 sectors a warp of consecutive elements touches in each order (the strided entry's cost, to choose between them),
-whether the tiled entry's planes in an order find the sectors they share still in the L2, and the order that
-moves a short inner dim out of the way of tiles over the two dims beyond it.
+whether the tiled entry's planes in an order find the sectors they share still in the L2, the order that moves a
+short inner dim out of the way of tiles over the two dims beyond it, how far apart in an order the elements of
+one of an input's sectors lie, and whether the strided entry's runs of chunks pay in an order.
 
 Pure Python, dims outermost first, byte strides (the planner's convention before it reverses them for the ABI).
 """
@@ -28,9 +29,19 @@ PLANE_REREADS = 4
 # float32 rows of 3 gained 1.49-1.63x, int8 rows of 6 1.06-1.47x, float16 rows of 6 went 0.84-1.06x (0.38 of a copy
 # moved, 0.36-0.45 in tiles: still ahead of CuPy and PyTorch). Where a sector of the operand spans 128
 # elements of C order's loop or fewer the strided entry's warps share it at one step (float32 (2048, 1024, 8, 2)
-# 0.876 strided, 0.756 tiled; float16 (2048, 2048, 8, 2), 256 elements, 0.535 -> 0.629).
+# 0.876 strided, 0.756 tiled; float16 (2048, 2048, 8, 2), 256 elements, 0.535 -> 0.629). Planes whose share of the
+# outputs spans more than the L2 gain too (v71: float16 (4096, 4096, 2) fully reversed 0.200 -> 0.439, float32
+# (2048, 2048, 3) 0.291 -> 0.608, int8 (4096, 4096, 4) 0.134 -> 0.366, over 14 such layouts of 48-128 MB).
 MAX_ROW_BYTES = 12
 SECTOR_SHARED_SPAN = 128
+# By_stride's narrow tiles where they write the outputs across the loop (rows of 3-8 of a transpose (0, 3, 2, 1))
+# against the strided entry in C order, for 4- and 8-byte items (H200, fractions of a copy, benchmarks/NOTES.md v71):
+# where a sector of the transposed input spans at most this many elements of C order's loop the strided entry's
+# blocks share it (float32 rows of 4 0.52-0.61 -> 0.61-0.64, of 5 0.535 -> 0.640; float64 rows of 4 0.86 -> 0.92-0.95,
+# of 5 0.717 -> 0.850); beyond it the tiles win (float32 rows of 4 over 4,096 elements 0.613 against 0.394, of 6
+# over 24,576 0.589 against 0.377; float64 rows of 6 over 3,072 0.835 against 0.751). Float64 rows of 3, 24 bytes
+# that straddle sectors in the tiles' rows, run strided at any span measured (0.52-0.63 -> 0.75-0.96 up to 3,072).
+STRIDED_SHARED_SPAN = 2048
 
 
 def merge_dims(extents: Sequence[int], strides: Sequence[Sequence[int]]) -> tuple[list[int], list[list[int]]]:
@@ -116,8 +127,7 @@ def short_dim_outward(extents: Sequence[int], strides: Sequence[Sequence[int]], 
     the two dims beyond the short one read that operand in rows and write each plane's share of the outputs' rows
     (NCHW -> NHWC of 2-6 channels: a transpose (0, 3, 2, 1)); None where that does not pay: the strided entry in C
     order already shares that operand's sectors between the warps of a block's step (a sector's elements within
-    SECTOR_SHARED_SPAN elements of the loop), or the outputs' sectors a plane writes in part would leave the L2
-    before the next planes complete them (over PLANE_CACHE_BYTES)."""
+    SECTOR_SHARED_SPAN elements of the loop)."""
     out_itemsize = max((i for i, o in zip(itemsizes, outputs) if o), default=0)
     if len(extents) < 3 or not 0 < extents[-1] * out_itemsize <= MAX_ROW_BYTES:
         return None
@@ -128,8 +138,36 @@ def short_dim_outward(extents: Sequence[int], strides: Sequence[Sequence[int]], 
         rest = [a for a in rest if a]
         return bool(rest) and 0 < along < min(rest) and inside * max(1, SECTOR // itemsize) > SECTOR_SHARED_SPAN
 
-    if (not any(read_along_dim2_apart(s, i) for s, i in zip(strides, itemsizes))
-            or extents[-3] * inside * out_itemsize > PLANE_CACHE_BYTES):  # fmt: skip
+    if not any(read_along_dim2_apart(s, i) for s, i in zip(strides, itemsizes)):
         return None
     order = [*range(len(extents) - 3), len(extents) - 1, len(extents) - 3, len(extents) - 2]
     return merge_dims([extents[a] for a in order], [[s[a] for a in order] for s in strides])
+
+
+def _nearest_dim(stride: Sequence[int]) -> int | None:
+    """The dim (outermost first) along which an operand's neighbours in memory lie: its smallest nonzero stride."""
+    dims = [d for d, s in enumerate(stride) if s]
+    return min(dims, key=lambda d: abs(stride[d])) if dims else None
+
+
+def sector_span(extents: Sequence[int], strides: Sequence[Sequence[int]], outputs: Sequence[bool]) -> int:
+    """The most elements of this order's loop between the first and the last element of one of an input's sectors
+    (read along its nearest dim, a sector's elements lie that dim's inner extents apart): how far the strided entry
+    must reach to read each sector once."""
+    widest = 1
+    for stride, output in zip(strides, outputs):
+        dim = _nearest_dim(stride)
+        if output or dim is None:
+            continue
+        per_sector = min(extents[dim], max(1, SECTOR // abs(stride[dim])))
+        widest = max(widest, math.prod(extents[dim + 1:]) * per_sector)
+    return widest
+
+
+def runs_pay(itemsizes: Sequence[int]) -> bool:
+    """Whether the strided entry's blocks take runs of chunks (where its outputs are written in the loop's order).
+    The runs save 1- to 4-byte items the divisions that held them issue-bound (v68); 8-byte items lost with them on
+    every layout measured (H200, fractions of a copy, benchmarks/NOTES.md v71: float64 (1024, 8, 64, 32) permuted
+    (0, 3, 1, 2) 0.468 in runs, 0.857 without; (512, 64, 2048, 2) permuted (0, 1, 3, 2) 1.237, 1.304; 40 layouts, none
+    lost)."""
+    return max(itemsizes, default=1) < 8

@@ -26,7 +26,7 @@ from ..._named_tuple import NamedTuple
 from ... import dtypes
 from ...dtypes import c_strides
 from ..._errors import KspecTypeError, KspecValueError, about_kernel
-from ...render import DYNAMIC_NDIM, MAX_NDIM, NARROW_TILE, Specialization, VariantKey, stacked_planes, tiled_layout
+from ...render import DYNAMIC_NDIM, MAX_NDIM, Specialization, VariantKey, stacked_planes, tiled_layout
 from typing import Any, TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the Pydantic models
@@ -34,7 +34,8 @@ if TYPE_CHECKING:  # annotations only: plans serve plain specs too, without the 
 from ._binding import ArrayArg, Bound
 from ._entry_point import GRID_STRIDE_BLOCKS_PER_SM, EntryChoice, Tuning, contig_choice, strided_choice
 from ._indexed_loop import c_contiguous, cupy_loop_dims
-from ._loop_order import by_stride, merge_dims, planes_reread_in_cache, short_dim_outward, warp_sectors
+from ._loop_order import by_stride, merge_dims, runs_pay
+from ._order_choice import other_order
 
 INT32_LIMIT = 2**31
 MAX_BLOCK = 1024
@@ -337,31 +338,14 @@ def plan_elementwise(
                               outputs_follow(extents, merged)), inner_dense  # fmt: skip
 
     chosen, inner_dense = entry(extents, merged)
-    strided = chosen.variant.entry == "strided"
-    narrow_tiles = chosen.variant.entry == "tiled" and chosen.variant.vec <= NARROW_TILE
-    if in_order is not None and (strided or narrow_tiles) and len(in_order[0]) <= MAX_NDIM:
+    items, outputs = [itemsizes[n] for n in names], [n in outs for n in names]
+    runs_allowed = runs_pay(items)
+    if in_order is not None and len(in_order[0]) <= MAX_NDIM:
         # by_stride's order serves the tiled entry (a transposed operand's rows as loop dim 1); where the loop is
         # strided anyway or in tiles of its short inner dim, C order can do better
-        outputs = [n in outs for n in names]
-        if (strided and (in_c_order := entry(*in_order))[0].variant.entry == "tiled"
-                and in_c_order[0].variant.vec > NARROW_TILE and planes_reread_in_cache(*in_order)):  # fmt: skip
-            # no tiles in by_stride's order (a dim of it too short), whole ones in C order: float16 (64, 8, 1024, 64)
-            # permuted (0, 3, 2, 1) 0.320 -> 0.568 of a copy, float32 0.637 -> 0.752 (H200, benchmarks/NOTES.md v69)
-            extents, merged = in_order
-            chosen, inner_dense = in_c_order
-        elif (outputs_follow(*in_order)
-              and (moved := short_dim_outward(*in_order, [itemsizes[n] for n in names], outputs)) is not None
-              and (in_moved := entry(*moved))[0].variant.entry == "tiled"):  # fmt: skip
-            # C order's short inner dim outside tiles over the next two (NCHW -> NHWC of a few channels): float16
-            # (2048, 2048, 4) fully reversed 0.235 -> 0.507 of a copy, int8 (8, 1024, 1024, 4) permuted (0, 3, 2,
-            # 1) 0.147 -> 0.367 (H200, benchmarks/NOTES.md v70)
-            extents, merged = moved
-            chosen, inner_dense = in_moved
-        elif strided and warp_sectors(*in_order, outputs) < warp_sectors(extents, merged, outputs):
-            # C order can leave the outputs' warps far fewer sectors (float32 (2048, 1024, 8, 2) permuted (0, 3, 2,
-            # 1): a store of 16 sectors a warp in by_stride's order, 4 in C order)
-            extents, merged = in_order
-            chosen, inner_dense = entry(extents, merged, tiles=False)  # strided still: C order's tiles are untried
+        better = other_order((extents, merged), chosen, in_order, entry, outputs_follow, items, outputs)
+        if better is not None:
+            (extents, merged), (chosen, inner_dense), runs_allowed = better
     return ElementwisePlan(
         specialization,
         shape,
@@ -373,7 +357,8 @@ def plan_elementwise(
         raw=raw,
         block=chosen.block,
         inner_dense=inner_dense,
-        runs=chosen.variant.entry == "strided" and len(extents) >= 3 and outputs_follow(extents, merged),
+        runs=(chosen.variant.entry == "strided" and len(extents) >= 3 and outputs_follow(extents, merged)
+              and runs_allowed),
         per_sm=chosen.per_sm,
     )
 
