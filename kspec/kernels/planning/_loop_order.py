@@ -34,7 +34,7 @@ PLANE_REREADS = 4
 # (2048, 2048, 3) 0.291 -> 0.608, int8 (4096, 4096, 4) 0.134 -> 0.366, over 14 such layouts of 48-128 MB).
 MAX_ROW_BYTES = 12
 SECTOR_SHARED_SPAN = 128
-# By_stride's narrow tiles where they write the outputs across the loop (rows of 3-8 of a transpose (0, 3, 2, 1))
+# By_stride's narrow tiles where they write the outputs across the loop (rows of 3-7 of a transpose (0, 3, 2, 1))
 # against the strided entry in C order, for 4- and 8-byte items (H200, fractions of a copy, benchmarks/NOTES.md v71):
 # where a sector of the transposed input spans at most this many elements of C order's loop the strided entry's
 # blocks share it (float32 rows of 4 0.52-0.61 -> 0.61-0.64, of 5 0.535 -> 0.640; float64 rows of 4 0.86 -> 0.92-0.95,

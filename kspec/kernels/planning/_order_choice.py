@@ -34,15 +34,14 @@ def other_order(taken: Loop, choice: EntryChoice, in_order: Loop, entry: Entry,
         # no tiles in by_stride's order (a dim of it too short), whole ones in C order: float16 (64, 8, 1024, 64)
         # permuted (0, 3, 2, 1) 0.320 -> 0.568 of a copy, float32 0.637 -> 0.752 (H200, benchmarks/NOTES.md v69)
         return in_order, in_c_order, runs
-    if not outputs_follow(*in_order):
-        return None
-    moved = short_dim_outward(*in_order, itemsizes, outputs)
+    follow = outputs_follow(*in_order)
+    moved = short_dim_outward(*in_order, itemsizes, outputs) if follow else None
     if moved is not None and (in_moved := entry(*moved))[0].variant.entry == "tiled":
         # C order's short inner dim outside tiles over the next two (NCHW -> NHWC of a few channels): float16
         # (2048, 2048, 4) fully reversed 0.235 -> 0.507 of a copy, int8 (8, 1024, 1024, 4) permuted (0, 3, 2, 1)
         # 0.147 -> 0.367 (H200, benchmarks/NOTES.md v70)
         return moved, in_moved, runs
-    if narrow_tiles and _strided_shares_sectors(taken, in_order, outputs_follow, itemsizes, outputs):
+    if narrow_tiles and follow and _strided_shares_sectors(taken, in_order, outputs_follow, itemsizes, outputs):
         # float64 (2048, 1024, 8, 3) permuted (0, 3, 2, 1) 0.623 -> 0.959 of a copy, float32 (512, 512, 16, 4)
         # 0.522 -> 0.636, without runs (float32 in runs: 0.599; H200, benchmarks/NOTES.md v71)
         return in_order, entry(*in_order, tiles=False), False
