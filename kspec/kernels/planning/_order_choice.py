@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 
 from ...render import NARROW_TILE
 from ._entry_point import EntryChoice
-from ._loop_order import (SECTOR, STRIDED_SHARED_SPAN, planes_reread_in_cache, runs_pay, sector_span,
-                          short_dim_outward, warp_sectors)
+from ._loop_order import (SECTOR, STRIDED_SHARED_SPAN, planes_reread_in_cache, sector_span, short_dim_outward,
+                          warp_sectors)
 
 Loop = tuple[Sequence[int], Sequence[Sequence[int]]]  # extents and each operand's strides, outermost first
 Entry = Callable[..., tuple[EntryChoice, bool]]  # (extents, strides, tiles=True) -> (entry, inner_dense)
@@ -22,9 +22,9 @@ Entry = Callable[..., tuple[EntryChoice, bool]]  # (extents, strides, tiles=True
 def other_order(taken: Loop, choice: EntryChoice, in_order: Loop, entry: Entry,
                 outputs_follow: Callable[[Sequence[int], Sequence[Sequence[int]]], bool],
                 itemsizes: Sequence[int], outputs: Sequence[bool]) -> tuple[Loop, tuple[EntryChoice, bool], bool] | None:  # fmt: skip
-    """The order, its entry and whether the strided entry may take runs of chunks there (:func:`runs_pay`), that
-    beats by_stride's (``taken``, run by ``choice``) from C order (``in_order``), or None where by_stride's stays."""
-    runs = runs_pay(itemsizes)
+    """The order and its entry that beat by_stride's (``taken``, run by ``choice``) from C order (``in_order``),
+    and whether the strided entry may still take runs of chunks there where the items allow (``runs_pay``); None
+    where by_stride's order stays."""
     strided = choice.variant.entry == "strided"
     narrow_tiles = choice.variant.entry == "tiled" and choice.variant.vec <= NARROW_TILE
     if not (strided or narrow_tiles):
@@ -33,14 +33,14 @@ def other_order(taken: Loop, choice: EntryChoice, in_order: Loop, entry: Entry,
             and in_c_order[0].variant.vec > NARROW_TILE and planes_reread_in_cache(*in_order):  # fmt: skip
         # no tiles in by_stride's order (a dim of it too short), whole ones in C order: float16 (64, 8, 1024, 64)
         # permuted (0, 3, 2, 1) 0.320 -> 0.568 of a copy, float32 0.637 -> 0.752 (H200, benchmarks/NOTES.md v69)
-        return in_order, in_c_order, runs
+        return in_order, in_c_order, True
     follow = outputs_follow(*in_order)
     moved = short_dim_outward(*in_order, itemsizes, outputs) if follow else None
     if moved is not None and (in_moved := entry(*moved))[0].variant.entry == "tiled":
         # C order's short inner dim outside tiles over the next two (NCHW -> NHWC of a few channels): float16
         # (2048, 2048, 4) fully reversed 0.235 -> 0.507 of a copy, int8 (8, 1024, 1024, 4) permuted (0, 3, 2, 1)
         # 0.147 -> 0.367 (H200, benchmarks/NOTES.md v70)
-        return moved, in_moved, runs
+        return moved, in_moved, True
     if narrow_tiles and follow and _strided_shares_sectors(taken, in_order, outputs_follow, itemsizes, outputs):
         # float64 (2048, 1024, 8, 3) permuted (0, 3, 2, 1) 0.623 -> 0.959 of a copy, float32 (512, 512, 16, 4)
         # 0.522 -> 0.636, without runs (float32 in runs: 0.599; H200, benchmarks/NOTES.md v71)
@@ -48,7 +48,7 @@ def other_order(taken: Loop, choice: EntryChoice, in_order: Loop, entry: Entry,
     if strided and warp_sectors(*in_order, outputs) < warp_sectors(*taken, outputs):
         # C order can leave the outputs' warps far fewer sectors (float32 (2048, 1024, 8, 2) permuted (0, 3, 2,
         # 1): a store of 16 sectors a warp in by_stride's order, 4 in C order)
-        return in_order, entry(*in_order, tiles=False), runs  # strided still: C order's tiles are untried
+        return in_order, entry(*in_order, tiles=False), True  # strided still: C order's tiles are untried
     return None
 
 

@@ -345,7 +345,8 @@ def plan_elementwise(
         # strided anyway or in tiles of its short inner dim, C order can do better
         better = other_order((extents, merged), chosen, in_order, entry, outputs_follow, items, outputs)
         if better is not None:
-            (extents, merged), (chosen, inner_dense), runs_allowed = better
+            (extents, merged), (chosen, inner_dense), keeps_runs = better
+            runs_allowed = runs_allowed and keeps_runs
     return ElementwisePlan(
         specialization,
         shape,
