@@ -134,6 +134,7 @@ def test_body_sees_the_flat_c_order_index_and_reads_its_output(cp):
         ((64, 33, 128), (0, 1, 2), (64, 1, 128), "float32", None),  # inner vectors (a middle-axis broadcast)
         ((40, 300, 12), (0, 2, 1), None, "float64", None),  # chunks, a 3-dim walk, a partial last chunk
         ((7, 9, 11, 13), (3, 1, 0, 2), None, "float32", 128),  # chunks, a 4-dim walk, other blocks
+        ((7, 9, 11, 13), (3, 1, 0, 2), None, "float32", 96),  # chunks of a block not a power of two: counted by division
         ((5000, 9), (1, 0), None, "float32", 1024),  # chunks, the static 2-dim walk
         ((3, 4, 5, 6, 7), (4, 3, 2, 1, 0), None, "float64", None),  # 5 dims: one element at a time
         ((100, 1001), (0, 1), (1001,), "float16", None),  # unaligned rows: chunks over inner-dense operands
@@ -160,7 +161,8 @@ def test_strided_paths_visit_each_element_once(cp, shape, perm, y_shape, dtype, 
     np.testing.assert_allclose(z.get().astype(np.float64), ref.astype(np.float64), rtol=2e-3 if dtype == "float16" else 1e-6, atol=2e-2 if dtype == "float16" else 1e-6)
 
 
-@pytest.mark.parametrize(("shape", "dtype", "block"), [((1000, 263, 4, 8), "float16", None), ((500, 263, 4, 8), "float32", 128)])
+@pytest.mark.parametrize(("shape", "dtype", "block"), [((1000, 263, 4, 8), "float16", None), ((500, 263, 4, 8), "float32", 128),
+                                                    ((700, 263, 4, 8), "float32", 96)])  # chunks and runs divided, not shifted
 def test_strided_runs_of_chunks_visit_each_element_once(cp, shape, dtype, block):
     # channels of 8 transposed to 4 (dim 1 too short for tiles): the strided entry, its blocks in runs of chunks, the
     # last run short and a partial chunk left to the scalar loop

@@ -157,6 +157,25 @@ __device__ __forceinline__ IndexT grid_threads() {
   return static_cast<IndexT>(static_cast<unsigned long long>(gridDim.x) * blockDim.x);
 }
 
+// The unsigned type of an index type's width: the walk's splits divide non-negative values.
+template <typename IndexT> struct UnsignedOf;
+template <> struct UnsignedOf<int> { typedef unsigned int type; };
+template <> struct UnsignedOf<long long> { typedef unsigned long long type; };
+
+// n / d for launch-wide 0 <= n and 0 < d (a loop's chunks, a block's run of them): a shift where d is a power of
+// two (the planner's blocks are), else an unsigned division, which skips the signed one's fix-ups.
+__device__ __forceinline__ unsigned int quotient(unsigned int n, unsigned int d) {
+  return (d & (d - 1u)) == 0u ? n >> (31 - __clz(d)) : n / d;
+}
+__device__ __forceinline__ unsigned long long quotient(unsigned long long n, unsigned long long d) {
+  return (d & (d - 1ull)) == 0ull ? n >> (63 - __clzll(d)) : n / d;
+}
+template <typename IndexT>
+__device__ __forceinline__ IndexT quotient(IndexT n, IndexT d) {
+  typedef typename UnsignedOf<IndexT>::type U;
+  return static_cast<IndexT>(quotient(static_cast<U>(n), static_cast<U>(d)));
+}
+
 // A thread's element coordinates in a loop of fixed steps (the strided elementwise entry: blockDim within a
 // chunk, the grid's threads over vectors), moved on without a division: the step's own coordinates are added dim by dim with a carry (a
 // coordinate plus the step's stays below twice the extent, so one subtraction wraps it). A division per dim and
@@ -169,15 +188,28 @@ template <int D, typename IndexT>
 struct GridWalk {
   IndexT c[D];  // the element's coordinates, innermost first
   IndexT s[D];  // the step's
-  // The step's coordinates; start() sets the element's.
-  __device__ __forceinline__ GridWalk(IndexT step, const IndexT* extent, int rank) { split(step, s, extent, rank); }
-  __device__ __forceinline__ void start(IndexT first, const IndexT* extent, int rank) { split(first, c, extent, rank); }
-  static __device__ __forceinline__ void split(IndexT rem, IndexT (&out)[D], const IndexT* extent, int rank) {
+  // The step's coordinates and the first element's, split together in unsigned arithmetic (both are at least 0):
+  // each dim's two divisions share one reciprocal of the extent, and an unsigned division skips the signs' fix-ups.
+  // Signed and one split at a time, the splits took ~140 of the ~450 instructions a thread of a block per chunk
+  // issues for 4 elements (float32, 4 dims: SASS; 1.20x on float32 transposes of 3-6 channels, benchmarks/NOTES.md
+  // v72).
+  __device__ __forceinline__ GridWalk(IndexT step, IndexT first, const IndexT* extent, int rank) {
+    typedef typename UnsignedOf<IndexT>::type U;
+    U rs = static_cast<U>(step), rf = static_cast<U>(first);
 #pragma unroll
     for (int d = 0; d < D; ++d) {
-      const IndexT q = d < rank - 1 ? rem / extent[d] : 0;  // the outermost dim takes what remains
-      out[d] = d < rank ? rem - q * extent[d] : 0;
-      rem = q;
+      if (d < rank - 1) {
+        const U e = static_cast<U>(extent[d]);
+        const U qs = rs / e, qf = rf / e;  // one basic block: ptxas computes 1 / e once
+        s[d] = static_cast<IndexT>(rs - qs * e);
+        c[d] = static_cast<IndexT>(rf - qf * e);
+        rs = qs;
+        rf = qf;
+      } else {  // the outermost dim takes what remains; dims above the rank hold 0
+        s[d] = d < rank ? static_cast<IndexT>(rs) : 0;
+        c[d] = d < rank ? static_cast<IndexT>(rf) : 0;
+        rs = rf = 0;
+      }
     }
   }
   // Moves to the next element.
