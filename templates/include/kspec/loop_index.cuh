@@ -33,10 +33,10 @@ struct LoopIndex {
   // most 64-bit divisions there: 3% on ndimage's correlate over such a volume, H200). The branch is the same for
   // every thread of a launch.
   __device__ __forceinline__ void set(ptrdiff_t i) {
-    if (sizeof(IndexT) > 4 && static_cast<unsigned long long>(shape_.size) <= 0xffffffffull) {
-      unravel(static_cast<unsigned int>(i));
+    if (sizeof(IndexT) == 4 || static_cast<unsigned long long>(shape_.size) <= 0xffffffffull) {
+      unravel(static_cast<unsigned int>(i));  // unsigned: no fix-ups of the signs
     } else {
-      unravel(static_cast<IndexT>(i));
+      unravel(static_cast<unsigned long long>(i));
     }
   }
 
