@@ -338,15 +338,15 @@ def plan_elementwise(
                               outputs_follow(extents, merged)), inner_dense  # fmt: skip
 
     chosen, inner_dense = entry(extents, merged)
-    items, outputs = [itemsizes[n] for n in names], [n in outs for n in names]
-    runs_allowed = runs_pay(items)
+    items = [itemsizes[n] for n in names]
+    keeps_runs = True  # the order taken lets the strided entry take runs of chunks
     if in_order is not None and len(in_order[0]) <= MAX_NDIM:
         # by_stride's order serves the tiled entry (a transposed operand's rows as loop dim 1); where the loop is
         # strided anyway or in tiles of its short inner dim, C order can do better
-        better = other_order((extents, merged), chosen, in_order, entry, outputs_follow, items, outputs)
+        better = other_order((extents, merged), chosen, in_order, entry, outputs_follow, items,
+                             [n in outs for n in names])
         if better is not None:
             (extents, merged), (chosen, inner_dense), keeps_runs = better
-            runs_allowed = runs_allowed and keeps_runs
     return ElementwisePlan(
         specialization,
         shape,
@@ -358,8 +358,8 @@ def plan_elementwise(
         raw=raw,
         block=chosen.block,
         inner_dense=inner_dense,
-        runs=(chosen.variant.entry == "strided" and len(extents) >= 3 and outputs_follow(extents, merged)
-              and runs_allowed),
+        runs=(chosen.variant.entry == "strided" and len(extents) >= 3 and keeps_runs and runs_pay(items)
+              and outputs_follow(extents, merged)),
         per_sm=chosen.per_sm,
     )
 
