@@ -144,6 +144,18 @@ def test_64bit_index_when_an_operand_reaches_beyond_2_31_bytes(sqd):
     assert plan.variant == VariantKey("strided", "int64", 0, 1)
 
 
+def test_64bit_loops_take_chunks_up_to_2_32_elements(sqd):
+    # a 64-bit launch walks its chunks in 32-bit coordinates (indexer.cuh's walk_fits): blocks of chunks up to 2**32
+    # elements, a thread per element past them; 5 dims or more: a thread per element at any size
+    for shape, chunked in (((1 << 15, 1 << 15), True), (((1 << 16) + 1, 1 << 16), False), (((1 << 16) - 1, 1 << 16), True)):
+        _, plan = eplan(sqd, transposed(shape), fake(shape))
+        assert plan.variant == VariantKey("strided", "int64", 0, 1), shape
+        assert (plan.grid(H200_SMS) * plan.block < plan.size) == chunked, shape
+    five = fake((2, 3, 1 << 10, 1 << 10, 1 << 8), strides=(1 << 30, 1 << 29, 4, 1 << 12, 1 << 22))
+    _, plan = eplan(sqd, five, fake(five.shape))
+    assert plan.variant.index == "int64" and len(plan.extents) == 5 and plan.grid(H200_SMS) * plan.block >= plan.size
+
+
 def test_an_indexed_body_beyond_2_31_bytes_keeps_its_static_rank():
     # CuPy's ndimage kernels: `_raw_y` over the loop, reduce_dims off. A 4 GiB volume needs 64-bit offsets; with a
     # runtime rank the index and the view sit in local memory, written per element (21x slower on an H100)

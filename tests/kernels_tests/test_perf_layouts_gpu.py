@@ -138,6 +138,9 @@ def test_body_sees_the_flat_c_order_index_and_reads_its_output(cp):
         ((5000, 9), (1, 0), None, "float32", 1024),  # chunks, the static 2-dim walk
         ((3, 4, 5, 6, 7), (4, 3, 2, 1, 0), None, "float64", None),  # 5 dims: one element at a time
         ((100, 1001), (0, 1), (1001,), "float16", None),  # unaligned rows: chunks over inner-dense operands
+        ((64, 33, 8), (0, 1, 2), (64, 33, 1), "int8", None),  # 1-byte rows of 8: half vectors, y one per row
+        ((64, 33, 8), (0, 1, 2), (64, 1, 8), "int8", None),  # half vectors, y's row repeated along dim 1
+        ((64, 33, 24), (0, 1, 2), (1, 33, 24), "int8", None),  # 24 = 3 half vectors
     ],
 )
 def test_strided_paths_visit_each_element_once(cp, shape, perm, y_shape, dtype, block):
@@ -185,6 +188,104 @@ def test_strided_runs_of_chunks_visit_each_element_once(cp, shape, dtype, block)
     flat = (np.arange(z0.size) % 64).reshape(x.shape).astype(dtype)
     ref = z0 + a.transpose(0, 1, 3, 2) * b + flat
     np.testing.assert_allclose(z.get().astype(np.float64), ref.astype(np.float64), rtol=2e-3 if dtype == "float16" else 1e-6, atol=3e-2 if dtype == "float16" else 1e-6)
+
+
+@pytest.mark.parametrize(
+    ("shape", "perm", "y_shape", "dtype"),
+    [
+        ((64, 33, 128), (0, 1, 2), (64, 1, 128), "float32"),  # inner vectors
+        ((40, 300, 12), (0, 2, 1), None, "float64"),  # chunks, a 3-dim walk, a partial last chunk
+        ((7, 9, 11, 13), (3, 1, 0, 2), None, "float32"),  # a 4-dim walk
+        ((1000, 263, 4, 8), (0, 1, 3, 2), None, "float16"),  # runs of chunks
+        ((3, 4, 5, 6, 7), (4, 3, 2, 1, 0), None, "float64"),  # 5 dims: one element at a time
+    ],
+)
+def test_64_bit_launches_walk_in_32_bit_coordinates(cp, shape, perm, y_shape, dtype, monkeypatch):
+    # the planner's 32-bit limit lowered, so that these loops take the 64-bit entry, which walks its chunks and
+    # vectors in 32-bit coordinates (at most 2**32 elements) with 64-bit offsets
+    import kspec.kernels.planning._plan as plan_module
+
+    monkeypatch.setattr(plan_module, "INT32_LIMIT", 1000)
+    k = kspec.ElementwiseKernel("T x, T y", "T z", "z = z + x * y + (T)(i % 64)", "accumulate_wide")
+    rng = _rng(23)
+    a = rng.standard_normal(shape).astype(dtype)
+    x = cp.asarray(a).transpose(perm)
+    b = rng.standard_normal(y_shape or x.shape).astype(dtype)
+    z0 = rng.standard_normal(x.shape).astype(dtype)
+    y, z = cp.asarray(b), cp.asarray(z0)
+    plan = plan_elementwise(k.spec, bind(k.spec, (x, y), (z,)), k._specializer)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    assert plan.variant.entry == "strided" and plan.variant.index == "int64"
+    assert (plan.grid(sms) * plan.block < plan.size) == (len(plan.extents) <= 4)  # chunks or vectors, else a thread each
+    k(x, y, z)
+    flat = (np.arange(z0.size) % 64).reshape(x.shape).astype(dtype)
+    ref = z0 + a.transpose(perm) * b + flat
+    np.testing.assert_allclose(z.get().astype(np.float64), ref.astype(np.float64), rtol=2e-3 if dtype == "float16" else 1e-6, atol=3e-2 if dtype == "float16" else 1e-6)
+
+
+def _wide_pattern(cp, rows, cols):
+    """A (rows, cols) uint8 array holding (r * cols + c) % 241, filled a band of rows at a time."""
+    base = cp.empty((rows, cols), cp.uint8)
+    for start in range(0, rows, 1 << 12):
+        r = cp.arange(start, min(start + (1 << 12), rows), dtype=cp.int64)[:, None]
+        base[start:start + (1 << 12)] = (r * cols + cp.arange(cols, dtype=cp.int64)[None, :]) % 241
+    return base
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(1 << 16, (1 << 15) + 1), ((1 << 16) + 3, 1 << 16)], ids=["2**31-bytes", "2**32-elements"])
+def test_transposes_past_2_to_the_31_bytes(cp, rows, cols):
+    # a uint8 transpose past 2**31 bytes: the 64-bit entry, its chunks walked in 32-bit coordinates; past 2**32
+    # elements, one element a thread (the walk's coordinates would wrap)
+    need = 3 * rows * cols
+    free, _total = cp.cuda.runtime.memGetInfo()
+    if free < need + (1 << 30):
+        pytest.skip(f"needs {need / 2**30:.1f} GiB of free device memory, {free / 2**30:.1f} GiB free")
+    k = kspec.ElementwiseKernel("uint8 x", "uint8 z", "z = x + (unsigned char)(i % 251)", "wide_transpose")
+    pool = cp.get_default_memory_pool()
+    try:
+        base = _wide_pattern(cp, rows, cols)
+        x = base.T
+        plan = plan_elementwise(k.spec, bind(k.spec, (x,), None), k._specializer)
+        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        assert plan.variant.entry == "strided" and plan.variant.index == "int64"
+        assert (plan.grid(sms) * plan.block < plan.size) == (plan.size < 2**32)
+        z = k(x)
+        step = 1 << 9  # output rows at a time: z[c, r] = (r * cols + c) % 241 + (c * rows + r) % 251
+        for start in list(range(0, cols, step * 4)) + [cols - 7]:
+            c = cp.arange(start, min(start + step, cols), dtype=cp.int64)[:, None]
+            r = cp.arange(rows, dtype=cp.int64)[None, :]
+            want = ((r * cols + c) % 241 + (c * rows + r) % 251).astype(cp.uint8)
+            assert bool((z[start:start + step] == want).all()), f"wrong values in output rows from {start}"
+            del c, r, want
+    finally:
+        base = x = z = None  # noqa: F841
+        pool.free_all_blocks()
+
+
+def test_inner_vectors_past_2_to_the_32_elements(cp):
+    # a uint8 row broadcast over 2**32 + 3 * 2**16 elements: the 64-bit entry's inner vectors, their walk split in
+    # 64 bits and moved in 32-bit coordinates
+    rows, cols = (1 << 16) + 3, 1 << 16
+    free, _total = cp.cuda.runtime.memGetInfo()
+    if free < 2 * rows * cols + (2 << 30):
+        pytest.skip(f"needs {2 * rows * cols / 2**30:.1f} GiB of free device memory, {free / 2**30:.1f} GiB free")
+    k = kspec.ElementwiseKernel("uint8 x, uint8 y", "uint8 z", "z = x + y", "wide_row_broadcast")
+    pool = cp.get_default_memory_pool()
+    try:
+        x = _wide_pattern(cp, rows, cols)
+        y = (cp.arange(cols, dtype=cp.int64) % 7).astype(cp.uint8)
+        plan = plan_elementwise(k.spec, bind(k.spec, (x, y), None), k._specializer)
+        assert plan.variant.entry == "strided" and plan.variant.index == "int64" and plan.inner_dense
+        z = k(x, y)
+        for start in list(range(0, rows, 1 << 13)) + [rows - 5]:
+            r = cp.arange(start, min(start + 512, rows), dtype=cp.int64)[:, None]
+            c = cp.arange(cols, dtype=cp.int64)[None, :]
+            want = ((r * cols + c) % 241 + c % 7).astype(cp.uint8)
+            assert bool((z[start:start + 512] == want).all()), f"wrong values in rows from {start}"
+            del r, c, want
+    finally:
+        x = y = z = None  # noqa: F841
+        pool.free_all_blocks()
 
 
 def test_two_outputs_one_transposed_and_a_scalar(cp):

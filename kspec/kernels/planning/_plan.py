@@ -38,6 +38,8 @@ from ._loop_order import by_stride, merge_dims, runs_pay
 from ._order_choice import other_order
 
 INT32_LIMIT = 2**31
+WALK_LIMIT = 2**32 - 1  # elements of a 64-bit launch its walks' 32-bit coordinates reach
+WALK_WRAP_LIMIT = 2**31 - 1  # and the extent of each dim they wrap (indexer.cuh's walk_fits)
 MAX_BLOCK = 1024
 DEFAULT_BLOCK = 256
 EW_UNROLL = 4  # KSPEC_EW_UNROLL of indexer.cuh
@@ -196,10 +198,14 @@ class ElementwisePlan(NamedTuple):
             # the strided entry moves a vector of the inner dim (or EW_UNROLL elements) per thread at a time where
             # the layout allows, which needs a grid that leaves each thread several elements
             return max(1, min(chunks, resident))
-        chunked = self.variant.ndim > 0 or (self.variant.index == "int32" and len(self.extents) <= 4)
         # the indexed entry takes one element per thread; so do bodies that gather through raw operands or keep
-        # state per thread (below: the strided entry runs no chunks on a grid of a thread per element)
-        if chunked and not self.specialization.indexed and not self.raw and not self.specialization.indexer.thread_state:
+        # state per thread (below: the strided entry runs no chunks on a grid of a thread per element). The chunks
+        # walk (kspec::GridWalk): a static rank or a runtime one up to 4; a 64-bit launch walks in 32-bit
+        # coordinates, so only where its loop has at most 2**32 elements, each wrapping dim under 2**31
+        # (indexer.cuh's walk_fits)
+        walks = (self.variant.ndim > 0 or len(self.extents) <= 4) and (self.variant.index == "int32" or (
+            self.size <= WALK_LIMIT and all(e <= WALK_WRAP_LIMIT for e in self.extents[:-1])))
+        if walks and not self.specialization.indexed and not self.raw and not self.specialization.indexer.thread_state:
             # an operand strided along the inner dim (a transposed input): a block per chunk of EW_UNROLL elements a
             # thread, or per run of chunks (EW_RUN_CHUNKS), the blocks in flight over one window of the loop as with
             # one element per thread, which keeps the threads that share a memory sector running together (a grid

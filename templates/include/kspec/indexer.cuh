@@ -161,6 +161,7 @@ __device__ __forceinline__ IndexT grid_threads() {
 template <typename IndexT> struct UnsignedOf;
 template <> struct UnsignedOf<int> { typedef unsigned int type; };
 template <> struct UnsignedOf<long long> { typedef unsigned long long type; };
+template <> struct UnsignedOf<unsigned int> { typedef unsigned int type; };
 
 // n / d for launch-wide 0 <= n and 0 < d (a loop's chunks, a block's run of them): a shift where d is a power of
 // two (the planner's blocks are), else an unsigned division, which skips the signed one's fix-ups.
@@ -177,58 +178,84 @@ __device__ __forceinline__ IndexT quotient(IndexT n, IndexT d) {
 }
 
 // A thread's element coordinates in a loop of fixed steps (the strided elementwise entry: blockDim within a
-// chunk, the grid's threads over vectors), moved on without a division: the step's own coordinates are added dim by dim with a carry (a
-// coordinate plus the step's stays below twice the extent, so one subtraction wraps it). A division per dim and
-// element held that entry under CuPy's thread-per-element kernel on 3- and 4-dim layouts (benchmarks/NOTES.md
-// v29). D dims: the static rank, or 4 for a runtime rank of at most 4 (coordinates 0 above it). Only the
-// coordinates live in registers: an operand's offset comes from them and its strides (parameters, constant
-// memory), which keeps the entry at 32 registers. Never moved past the loop's end, so the outermost dim never
-// wraps.
-template <int D, typename IndexT>
+// chunk, the grid's threads over vectors), moved on without a division: the step's own coordinates are added dim
+// by dim with a carry (a coordinate plus the step's stays below twice the extent, so one subtraction wraps it). A
+// division per dim and element held that entry under CuPy's thread-per-element kernel on 3- and 4-dim layouts
+// (benchmarks/NOTES.md v29). D dims: the static rank, or 4 for a runtime rank of at most 4 (coordinates 0 above
+// it). CoordT holds the coordinates: IndexT, or 32 bits in a 64-bit launch of at most 2**32 elements (arrays past
+// 2**31 bytes: CuPy's 32-bit indexer, 64-bit offsets), where 64-bit coordinates doubled the walk's arithmetic.
+// Only the coordinates live in registers: an operand's offset comes from them and its strides (parameters,
+// constant memory), which keeps the entry at 32 registers. Never moved past the loop's end, so the outermost
+// dim never wraps.
+template <int D, typename IndexT, typename CoordT = IndexT>
 struct GridWalk {
-  IndexT c[D];  // the element's coordinates, innermost first
-  IndexT s[D];  // the step's
+  CoordT c[D];  // the element's coordinates, innermost first
+  CoordT s[D];  // the step's
   // The step's coordinates and the first element's, split together in unsigned arithmetic (both are at least 0):
   // each dim's two divisions share one reciprocal of the extent, and an unsigned division skips the signs' fix-ups.
   // Signed and one split at a time, the splits took ~140 of the ~450 instructions a thread of a block per chunk
   // issues for 4 elements (float32, 4 dims: SASS; 1.20x on float32 transposes of 3-6 channels, benchmarks/NOTES.md
   // v72).
-  __device__ __forceinline__ GridWalk(IndexT step, IndexT first, const IndexT* extent, int rank) {
-    typedef typename UnsignedOf<IndexT>::type U;
+  // SplitT: the width they are split in (CoordT, or IndexT where the loop has more elements than CoordT counts).
+  template <typename SplitT>
+  __device__ __forceinline__ GridWalk(SplitT step, SplitT first, const IndexT* extent, int rank) {
+    typedef typename UnsignedOf<SplitT>::type U;
     U rs = static_cast<U>(step), rf = static_cast<U>(first);
 #pragma unroll
     for (int d = 0; d < D; ++d) {
       if (d < rank - 1) {
         const U e = static_cast<U>(extent[d]);
         const U qs = rs / e, qf = rf / e;  // one basic block: ptxas computes 1 / e once
-        s[d] = static_cast<IndexT>(rs - qs * e);
-        c[d] = static_cast<IndexT>(rf - qf * e);
+        s[d] = static_cast<CoordT>(rs - qs * e);
+        c[d] = static_cast<CoordT>(rf - qf * e);
         rs = qs;
         rf = qf;
       } else {  // the outermost dim takes what remains; dims above the rank hold 0
-        s[d] = d < rank ? static_cast<IndexT>(rs) : 0;
-        c[d] = d < rank ? static_cast<IndexT>(rf) : 0;
+        s[d] = d < rank ? static_cast<CoordT>(rs) : 0;
+        c[d] = d < rank ? static_cast<CoordT>(rf) : 0;
         rs = rf = 0;
       }
     }
   }
   // Moves to the next element.
   __device__ __forceinline__ void advance(const IndexT* extent, int rank) {
-    IndexT carry = 0;
+    CoordT carry = 0;
 #pragma unroll
     for (int d = 0; d < D; ++d) {
-      const IndexT v = c[d] + s[d] + carry;
-      carry = d < rank - 1 && v >= extent[d] ? 1 : 0;
-      c[d] = carry ? v - extent[d] : v;
+      const CoordT v = c[d] + s[d] + carry;
+      const CoordT e = static_cast<CoordT>(extent[d]);
+      carry = d < rank - 1 && v >= e ? 1 : 0;
+      c[d] = carry ? v - e : v;
     }
   }
   // The element's byte offset in an operand of these strides.
   __device__ __forceinline__ IndexT offset(const IndexT* stride) const {
     IndexT o = 0;
 #pragma unroll
-    for (int d = 0; d < D; ++d) o += c[d] * stride[d];  // 0 above the rank, whatever the stride holds
+    for (int d = 0; d < D; ++d) o += static_cast<IndexT>(c[d]) * stride[d];  // 0 above the rank, whatever the stride holds
     return o;
   }
 };
+
+// The walk's coordinates in a launch of IndexT: a 64-bit launch walks in 32 bits, where walk_fits says it may.
+template <typename IndexT> struct WalkCoord { typedef IndexT type; };
+template <> struct WalkCoord<long long> { typedef unsigned int type; };
+
+// Whether a loop's walk fits WalkCoord: every coordinate under 2**32, each wrapping dim under 2**31 (a coordinate
+// plus the step's, below twice the extent, stays under 2**32; only extent-1 dims kept by reduce_dims=False leave one
+// dim that large), and, where the first element and the step are split in WalkCoord (`narrow_split`), at most 2**32
+// elements. D bounds the rank. kspec/kernels/planning/_plan.py (`walks`) decides the chunks' grid by the same test.
+template <int D, typename IndexT>
+__device__ __forceinline__ bool walk_fits(IndexT size, const IndexT* extent, int rank, bool narrow_split) {
+  if (sizeof(IndexT) == 4) return true;
+  if (narrow_split && static_cast<unsigned long long>(size) > 0xffffffffull) return false;
+  bool fits = true;
+#pragma unroll
+  for (int d = 0; d < D; ++d) {
+    const unsigned long long e = static_cast<unsigned long long>(extent[d]);
+    fits &= d >= rank || e <= (d == rank - 1 ? 0xffffffffull : 0x7fffffffull);
+  }
+  return fits;
+}
 
 }  // namespace kspec
