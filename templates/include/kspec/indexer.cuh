@@ -182,11 +182,11 @@ __device__ __forceinline__ IndexT quotient(IndexT n, IndexT d) {
 // by dim with a carry (a coordinate plus the step's stays below twice the extent, so one subtraction wraps it). A
 // division per dim and element held that entry under CuPy's thread-per-element kernel on 3- and 4-dim layouts
 // (benchmarks/NOTES.md v29). D dims: the static rank, or 4 for a runtime rank of at most 4 (coordinates 0 above
-// it). CoordT holds the coordinates: IndexT, or 32 bits in a 64-bit launch of at most 2**32 elements (arrays past
-// 2**31 bytes: CuPy's 32-bit indexer, 64-bit offsets), where 64-bit coordinates doubled the walk's arithmetic.
-// Only the coordinates live in registers: an operand's offset comes from them and its strides (parameters,
-// constant memory), which keeps the entry at 32 registers. Never moved past the loop's end, so the outermost
-// dim never wraps.
+// it). CoordT holds the coordinates: IndexT, or 32 bits in a 64-bit launch whose dims allow it (WalkCoord and
+// walk_fits below: arrays past 2**31 bytes walked as CuPy's 32-bit indexer walks them, with 64-bit offsets), where
+// 64-bit coordinates doubled the walk's arithmetic. Only the coordinates live in registers: an operand's offset
+// comes from them and its strides (parameters, constant memory), which keeps the entry at 32 registers (40 in
+// 64 bits). Never moved past the loop's end, so the outermost dim never wraps.
 template <int D, typename IndexT, typename CoordT = IndexT>
 struct GridWalk {
   CoordT c[D];  // the element's coordinates, innermost first
