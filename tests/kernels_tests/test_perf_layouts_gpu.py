@@ -42,6 +42,18 @@ def _entry(kernel, *args):
     return plan.variant.entry if plan.variant is not None else None
 
 
+# A body that accumulates into its output and adds its flat index: an element visited twice or never shows.
+ACCUMULATE = "z = z + x * y + (T)(i % 64)"
+
+
+def _assert_accumulated(got, z0, a, perm, b, dtype, atol16):
+    """``got`` (on the host) against ``z0 + a.transpose(perm) * b + (flat index % 64)`` in ``dtype``."""
+    flat = (np.arange(z0.size) % 64).reshape(z0.shape).astype(dtype)
+    ref = z0 + a.transpose(perm) * b + flat
+    np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=2e-3 if dtype == "float16" else 1e-6,
+                               atol=atol16 if dtype == "float16" else 1e-6)
+
+
 def _poisoned(cp, shape, dtype, order="C"):
     out = cp.empty(shape, dtype=dtype, order=order)
     out.fill(np.nan if np.dtype(dtype).kind in "fc" else 0)
@@ -144,8 +156,7 @@ def test_body_sees_the_flat_c_order_index_and_reads_its_output(cp):
     ],
 )
 def test_strided_paths_visit_each_element_once(cp, shape, perm, y_shape, dtype, block):
-    # a body that accumulates into its output and adds its flat index: an element visited twice or never shows
-    k = kspec.ElementwiseKernel("T x, T y", "T z", "z = z + x * y + (T)(i % 64)", "accumulate_strided")
+    k = kspec.ElementwiseKernel("T x, T y", "T z", ACCUMULATE, "accumulate_strided")
     rng = _rng(21)
     a = rng.standard_normal(shape).astype(dtype)
     x = cp.asarray(a).transpose(perm)
@@ -159,9 +170,7 @@ def test_strided_paths_visit_each_element_once(cp, shape, perm, y_shape, dtype, 
     z = cp.asarray(z0)
     assert _entry(k, x, y, z) == "strided"
     k(x, y, z, block_size=block)
-    flat = (np.arange(z0.size) % 64).reshape(out_shape).astype(dtype)
-    ref = z0 + a.transpose(perm) * b + flat
-    np.testing.assert_allclose(z.get().astype(np.float64), ref.astype(np.float64), rtol=2e-3 if dtype == "float16" else 1e-6, atol=2e-2 if dtype == "float16" else 1e-6)
+    _assert_accumulated(z.get(), z0, a, perm, b, dtype, 2e-2)
 
 
 @pytest.mark.parametrize(("shape", "dtype", "block"), [((1000, 263, 4, 8), "float16", None), ((500, 263, 4, 8), "float32", 128),
@@ -171,7 +180,7 @@ def test_strided_runs_of_chunks_visit_each_element_once(cp, shape, dtype, block)
     # last run short and a partial chunk left to the scalar loop
     from kspec.kernels.planning._plan import EW_UNROLL
 
-    k = kspec.ElementwiseKernel("T x, T y", "T z", "z = z + x * y + (T)(i % 64)", "accumulate_runs")
+    k = kspec.ElementwiseKernel("T x, T y", "T z", ACCUMULATE, "accumulate_runs")
     rng = _rng(22)
     a = rng.standard_normal(shape).astype(dtype)
     x = cp.asarray(a).transpose(0, 1, 3, 2)
@@ -185,9 +194,7 @@ def test_strided_runs_of_chunks_visit_each_element_once(cp, shape, dtype, block)
     assert plan.variant.entry == "strided" and plan.runs and chunks // 8 < plan.grid(sms) < chunks
     assert plan.size % (EW_UNROLL * plan.block) and chunks % -(-chunks // plan.grid(sms))  # a partial chunk, a short run
     k(x, y, z, block_size=block)
-    flat = (np.arange(z0.size) % 64).reshape(x.shape).astype(dtype)
-    ref = z0 + a.transpose(0, 1, 3, 2) * b + flat
-    np.testing.assert_allclose(z.get().astype(np.float64), ref.astype(np.float64), rtol=2e-3 if dtype == "float16" else 1e-6, atol=3e-2 if dtype == "float16" else 1e-6)
+    _assert_accumulated(z.get(), z0, a, (0, 1, 3, 2), b, dtype, 3e-2)
 
 
 @pytest.mark.parametrize(
@@ -206,7 +213,7 @@ def test_64_bit_launches_walk_in_32_bit_coordinates(cp, shape, perm, y_shape, dt
     import kspec.kernels.planning._plan as plan_module
 
     monkeypatch.setattr(plan_module, "INT32_LIMIT", 1000)
-    k = kspec.ElementwiseKernel("T x, T y", "T z", "z = z + x * y + (T)(i % 64)", "accumulate_wide")
+    k = kspec.ElementwiseKernel("T x, T y", "T z", ACCUMULATE, "accumulate_wide")
     rng = _rng(23)
     a = rng.standard_normal(shape).astype(dtype)
     x = cp.asarray(a).transpose(perm)
@@ -218,9 +225,7 @@ def test_64_bit_launches_walk_in_32_bit_coordinates(cp, shape, perm, y_shape, dt
     assert plan.variant.entry == "strided" and plan.variant.index == "int64"
     assert (plan.grid(sms) * plan.block < plan.size) == (len(plan.extents) <= 4)  # chunks or vectors, else a thread each
     k(x, y, z)
-    flat = (np.arange(z0.size) % 64).reshape(x.shape).astype(dtype)
-    ref = z0 + a.transpose(perm) * b + flat
-    np.testing.assert_allclose(z.get().astype(np.float64), ref.astype(np.float64), rtol=2e-3 if dtype == "float16" else 1e-6, atol=3e-2 if dtype == "float16" else 1e-6)
+    _assert_accumulated(z.get(), z0, a, perm, b, dtype, 3e-2)
 
 
 def _wide_pattern(cp, rows, cols):

@@ -200,9 +200,7 @@ class ElementwisePlan(NamedTuple):
             return max(1, min(chunks, resident))
         # the indexed entry takes one element per thread; so do bodies that gather through raw operands or keep
         # state per thread (below: the strided entry runs no chunks on a grid of a thread per element). The chunks
-        # walk (kspec::GridWalk): a static rank or a runtime one up to 4; a 64-bit launch walks in 32-bit
-        # coordinates, so only where its loop has at most 2**32 elements, each wrapping dim under 2**31
-        # (indexer.cuh's walk_fits)
+        # walk a static rank or a runtime one up to 4, a 64-bit launch in 32 bits (indexer.cuh's walk_fits)
         walks = (self.variant.ndim > 0 or len(self.extents) <= 4) and (self.variant.index == "int32" or (
             self.size <= WALK_LIMIT and all(e <= WALK_WRAP_LIMIT for e in self.extents[:-1])))
         if walks and not self.specialization.indexed and not self.raw and not self.specialization.indexer.thread_state:
