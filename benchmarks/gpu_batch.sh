@@ -4,7 +4,7 @@
 # Steps (default: tests train jax): tests (the GPU test suite, 12 workers, then the stream-order file alone, then
 # the PyTorch tests on kspec's CPU device, which CI cannot run),
 # train (benchmarks/kernels/train_step.py), jax (benchmarks/host/jax_jit.py at 4096 elements: eager and jitted host cost),
-# cupyx (benchmarks/clients/cupyx_scipy.py, 5 processes per mode), layouts (benchmarks/kernels/layout_sweep.py, 4 cases per class,
+# cupyx (benchmarks/clients/cupyx_scipy.py: 3 processes a mode for first calls, 4 of both for later ones), layouts (benchmarks/kernels/layout_sweep.py, 4 cases per class,
 # dtype and rank), dask (examples/dask/scaling.sh on the GPUs of the machine, GPUS=1,2,4 by default; SCALING_ARGS pass
 # on). Each step prints its summary; logs land in
 # $OUT/gpu_batch.tar.gz (or /tmp/gpu_batch without $OUT). A step's time limit keeps one call under 10 minutes.
@@ -38,7 +38,7 @@ for step in $steps; do
       timeout 120 python3 benchmarks/host/jax_jit.py --sizes 4096 --chain 1 --calls 2000 --repeat 9 >"$logs/jax.log" 2>&1
       echo "jax rc=$? $((SECONDS - start)) s"; tail -10 "$logs/jax.log" ;;
     cupyx)
-      timeout 280 python3 benchmarks/clients/cupyx_scipy.py --procs 5 --reps 20 --log "$logs/cupyx.jsonl" >"$logs/cupyx.log" 2>&1
+      timeout 280 python3 benchmarks/clients/cupyx_scipy.py --procs 3 --paired 4 --reps 5 --log "$logs/cupyx.jsonl" >"$logs/cupyx.log" 2>&1
       echo "cupyx rc=$? $((SECONDS - start)) s"; tail -14 "$logs/cupyx.log" ;;
     layouts)
       timeout 480 python3 benchmarks/kernels/layout_sweep.py --cases 4 --reps 15 >"$logs/layouts.log" 2>&1

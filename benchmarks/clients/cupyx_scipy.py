@@ -2,7 +2,7 @@
 switch a program uses) against CuPy itself, in the same run.
 
     python3 benchmarks/clients/cupyx_scipy.py [--procs 3] [--reps 20] [--only NAME,...] [--cold] [--captured BUILD]
-                                      [--cupy-cold] [--profile DIR]
+                                      [--cupy-cold] [--profile DIR] [--paired N [--blocks 8]]
     python3 benchmarks/clients/cupyx_scipy.py --capture SPECS_DIR     # record the kernels the functions build (kspec capture)
 
 ``--cold``: every process starts with empty caches (kspec's and CuPy's). ``--captured BUILD`` adds a third mode,
@@ -18,6 +18,13 @@ neither takes all the warm machine state. In each process every function runs on
 kernels: the first-call column), then ``--reps`` timed calls over rotating inputs drawn fresh per process: device
 time from CUDA events around the call, host time from the wall clock around issuing it (before the end event is
 waited for). The table gives medians over all reps of all processes and kspec / CuPy ratios (below 1: kspec faster).
+
+``--paired N`` times the warm calls instead in N more processes that each run both modes, switching between them
+(``kspec.cupy.enable()`` / ``disable()``, each of which makes CuPy's routines build their kernels anew) every few
+calls: ``--blocks`` blocks of ``--reps`` calls a mode and function, after two untimed calls a block. These hosts'
+speed drifts between processes by more than the modes differ (one function's host time moved 1.8x between two
+processes of the same mode, `v74`), so the warm columns then come from calls made side by side, and the ratio column
+is the median of the processes' own ratios, with their range.
 With ``--captured`` a last column gives the served first call minus CuPy's first call of the same round, the
 median over rounds: on a host whose speed drifts between processes (an H100 host's first calls of one function
 spread over 30-50%), the difference within a round is what the two ways of serving a first call differ by.
@@ -33,6 +40,8 @@ import subprocess
 import sys
 import time
 from typing import Any, Callable
+
+from paired_modes import paired_child, warm_columns
 
 
 START_UP = "start-up"  # the results' entry of the process's start: seconds of `import cupy` and of enabling the switch
@@ -106,20 +115,30 @@ def child(mode: str, reps: int, only: list[str]) -> None:
             first = _first_call(mode, name, lambda fn=fn, a=inputs[0]: (fn(a), cp.cuda.Device().synchronize()))
             for k in range(3):  # warm: every input set once
                 fn(inputs[k])
-            device, host = [], []
-            start, end = cp.cuda.Event(), cp.cuda.Event()
-            for r in range(reps):
-                start.record()
-                t0 = time.perf_counter()
-                fn(inputs[r % 3])
-                host.append(time.perf_counter() - t0)
-                end.record()
-                end.synchronize()
-                device.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
+            device, host = _timed_calls(cp, fn, inputs, reps)
             results[name] = {"first": first, "device": device, "host": host}
         except Exception as exc:  # noqa: BLE001 (the table says which failed, and why)
-            results[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:100] if str(exc) else ''}"}
+            results[name] = {"error": _error_text(exc)}
     print(json.dumps(results))
+
+
+def _timed_calls(cp: Any, fn: Callable[[Any], Any], inputs: list[Any], reps: int) -> tuple[list[float], list[float]]:
+    """(device seconds, host seconds) of ``reps`` calls over the rotating ``inputs``, each from an idle GPU."""
+    device, host = [], []
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    for r in range(reps):
+        start.record()
+        t0 = time.perf_counter()
+        fn(inputs[r % len(inputs)])
+        host.append(time.perf_counter() - t0)
+        end.record()
+        end.synchronize()
+        device.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
+    return device, host
+
+
+def _error_text(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:100] if str(exc) else ''}"
 
 
 def _first_call(mode: str, name: str, call: Callable[[], Any]) -> float:
@@ -153,15 +172,21 @@ def main() -> int:
     parser.add_argument("--procs", type=int, default=3)
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--only", default="")
-    parser.add_argument("--child", choices=("kspec", "cupy", "served", "cupy-cold"))
+    parser.add_argument("--child", choices=("kspec", "cupy", "served", "cupy-cold", "paired"))
     parser.add_argument("--cold", action="store_true", help="empty kspec and CuPy caches in every process")
     parser.add_argument("--captured", default="", help="a kspec build of captured specs: adds the served mode")
     parser.add_argument("--capture", default="", help="record the functions' kernels as spec files in this directory")
     parser.add_argument("--cupy-cold", action="store_true", help="add CuPy's first calls with an empty CuPy cache")
     parser.add_argument("--profile", default="", help="write a profile of every first call to this directory")
     parser.add_argument("--log", default="", help="append each process's raw results (JSON lines) to this file")
+    parser.add_argument("--paired", type=int, default=0, help="time warm calls in this many processes of both modes")
+    parser.add_argument("--blocks", type=int, default=8, help="--paired: blocks of --reps calls a function, modes alternating")
+    parser.add_argument("--kspec-first", type=int, choices=(0, 1), default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     only = [o for o in args.only.split(",") if o]
+    if args.child == "paired":
+        paired_child(cases, _timed_calls, _error_text, args.reps, args.blocks, only, bool(args.kspec_first))
+        return 0
     if args.child:
         child(args.child, args.reps, only)
         return 0
@@ -173,7 +198,8 @@ def main() -> int:
         os.makedirs(args.profile, exist_ok=True)
 
     def run(mode: str, record: bool = True) -> None:
-        cmd = [sys.executable, __file__, "--child", mode, "--reps", str(args.reps if record else 1), "--only", args.only]
+        reps = args.reps if record and not args.paired else 1  # --paired: the warm calls are timed there
+        cmd = [sys.executable, __file__, "--child", mode, "--reps", str(reps), "--only", args.only]
         env = _child_env(mode, args.cold, args.captured)
         if args.profile and record:
             env["KSPEC_BENCH_PROFILE"] = args.profile
@@ -196,14 +222,30 @@ def main() -> int:
     for _ in range(args.procs):
         for mode in modes:
             run(mode)
+    both: list[dict[str, dict]] = []  # --paired: each process's {mode: {name: results}}
+    for p in range(args.paired):
+        cmd = [sys.executable, __file__, "--child", "paired", "--reps", str(args.reps), "--blocks", str(args.blocks),
+               "--only", args.only, "--kspec-first", str(1 - p % 2)]
+        done = subprocess.run(cmd, capture_output=True, text=True, env=_child_env("kspec", False, ""))
+        if done.returncode != 0:
+            print(f"paired process failed:\n{done.stderr[-2000:]}", file=sys.stderr)
+            continue
+        both.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        if args.log:
+            with open(args.log, "a") as log:
+                log.write(json.dumps({"mode": "paired", "results": both[-1]}) + "\n")
     names = list(dict.fromkeys(n for r in runs["kspec"] + runs["cupy"] for n in r if n != START_UP))
     cold = "cold, empty caches" if args.cold else "warm caches"
     served = " / served from the captured build" if args.captured else ""
     cupy_cold = "CuPy cold / " if args.cupy_cold else ""
     paired = " served - CuPy, paired by round, ms |" if args.captured else ""
+    if both:
+        print(f"warm columns: {len(both)} processes of both modes, {args.blocks} blocks of {args.reps} calls; ratio: the "
+              "median of the processes' ratios (their range)")
     print(f"| function | CuPy device ms | kspec device ms | ratio | CuPy host ms | kspec host ms | ratio | first call ms "
           f"{cupy_cold}CuPy / kspec ({cold}){served} |{paired}")
     print("|---|---|---|---|---|---|---|---|" + ("---|" if args.captured else ""))
+    ratios: list[float] = []
     for name in names:
         row = {}
         for mode in ("cupy", "kspec"):
@@ -220,6 +262,10 @@ def main() -> int:
                   f"{row['kspec'] if isinstance(row['kspec'], str) else '%.3f' % row['kspec'][0]} | | | | | |")
             continue
         c, k = row["cupy"], row["kspec"]
+        warm = warm_columns(both, name) if both else (
+            f"{c[0]:.3f} | {k[0]:.3f} | {k[0] / c[0]:.2f} | {c[1]:.3f} | {k[1]:.3f} | {k[1] / c[1]:.2f}", k[0] / c[0])
+        if warm[1] == warm[1]:  # not NaN: a process failed the function
+            ratios.append(warm[1])
         firsts = f"{c[2]:.1f} / {k[2]:.1f}"
         if args.cupy_cold:
             got = [r[name] for r in runs["cupy-cold"] if name in r and "first" in r[name]]
@@ -228,9 +274,11 @@ def main() -> int:
             got = [r[name] for r in runs["served"] if name in r]
             firsts += " / " + (f"{statistics.median(g['first'] for g in got) * 1e3:.1f}" if got and all("first" in g for g in got)
                                else (got[0].get("error", "missing") if got else "missing"))
-            firsts += f" | {_paired(runs['served'], runs['cupy'], name)}"
-        print(f"| {name} | {c[0]:.3f} | {k[0]:.3f} | {k[0] / c[0]:.2f} | {c[1]:.3f} | {k[1]:.3f} | {k[1] / c[1]:.2f} | "
-              f"{firsts} |")
+            firsts += f" | {_served_minus_cupy(runs['served'], runs['cupy'], name)}"
+        print(f"| {name} | {warm[0]} | {firsts} |")
+    if ratios:
+        mean = statistics.geometric_mean(ratios)
+        print(f"\ngeometric mean of the device ratios over {len(ratios)} functions: {mean:.3f} ({1 / mean:.3f}x CuPy's speed)")
     for mode in modes:  # what each process paid before its first call: part of a fresh process's cost too
         steps = [r[START_UP] for r in runs[mode] if START_UP in r]
         if steps:
@@ -239,7 +287,7 @@ def main() -> int:
     return 0
 
 
-def _paired(served: list[dict], cupy: list[dict], name: str) -> str:
+def _served_minus_cupy(served: list[dict], cupy: list[dict], name: str) -> str:
     """The median over rounds of (served first call - CuPy's first call) in ms, or "-" where a round lacks one (a
     process failed: its rounds no longer pair)."""
     if len(served) != len(cupy):

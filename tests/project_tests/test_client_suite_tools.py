@@ -1,5 +1,6 @@
 """The counting behind the client-suite figures: benchmarks/clients/client_compare.py over several runs of one selection,
-and benchmarks/helpers/_corpus_recorder.py's compile statistics."""
+benchmarks/helpers/_corpus_recorder.py's compile statistics, and the cupyx table's side-by-side columns
+(benchmarks/clients/paired_modes.py)."""
 
 from __future__ import annotations
 
@@ -112,3 +113,20 @@ def test_shard_table_says_what_shards_of_several_sizes_cover() -> None:
     assert coverage([(0, 5), (1, 5), (2, 5), (3, 5), (4, 10), (9, 10)]) == "whole"
     assert coverage([(2, 5), (2, 10)]) == "1 of 5 (overlapping)"
     assert coverage([(1, 3)]) == "1 of 3"
+
+
+def test_paired_columns_take_each_process_ratio_then_their_median() -> None:
+    """A process whose host ran slow for both modes moves the pooled medians, not the ratio: the ratio is the median of
+    each process's own kspec / CuPy, printed with their range."""
+    paired = _load("clients/paired_modes")
+    def proc(cupy: list[float], kspec: list[float]) -> dict[str, dict]:
+        return {"cupy": {"f": {"device": cupy, "host": cupy}}, "kspec": {"f": {"device": kspec, "host": kspec}}}
+    both = [proc([1.0, 1.0, 1.0], [0.9, 0.9, 0.9]), proc([2.0, 2.0, 2.0], [1.9, 1.9, 1.9]),
+            proc([1.0, 1.0, 1.0], [0.8, 0.8, 0.8])]
+    cells, ratio = paired.warm_columns(both, "f")
+    assert ratio == pytest.approx(0.9)  # processes' ratios 0.9, 0.95, 0.8: their median
+    assert cells.split(" | ")[:3] == ["1000.000", "900.000", "0.90 (0.80-0.95)"]  # pooled medians, in ms
+    both[1]["kspec"]["f"] = {"error": "ValueError: A must be CSR"}
+    cells, ratio = paired.warm_columns(both, "f")
+    assert ratio != ratio and cells.startswith("ValueError: A must be CSR")  # NaN: left out of the mean
+    assert paired.warm_columns(both, "g")[0].startswith("missing")
