@@ -760,7 +760,7 @@ def test_reductions_over_two_unmerged_axes_take_one_pass(ssq):
     strategy = reduction_strategy(plan, H200_SMS, slab=False)
     # 65536 outputs: 512 vectorised tiles, more than half the 528 blocks of 16 warps an H200 holds: no split,
     # so vectorised lanes
-    assert strategy.kind == "cols" and strategy.passes[0].variant == VariantKey("cols", "int64", 0, 4)
+    assert strategy.kind == "cols" and strategy.passes[0].variant == VariantKey("cols", "int32", 0, 4)  # offsets fit
     assert strategy.passes[0].grid == 512 and strategy.passes[0].chunk == 64 * 64 and strategy.passes[0].nchunks == 1
 
 
@@ -840,7 +840,7 @@ def test_a_cols_split_fills_one_wave_of_resident_blocks(ssq):
     # enough tiles for half the resident blocks: one pass (vectorised lanes: tiles of 128 outputs)
     _, plan = rplan(ssq, fake((64, 256, 16, 1024)), axis=(0, 2))
     strategy = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: 4, slab=False)
-    assert strategy.kind == "cols" and strategy.passes[0].variant == VariantKey("cols", "int64", 0, 4)
+    assert strategy.kind == "cols" and strategy.passes[0].variant == VariantKey("cols", "int32", 0, 4)
     # short rows over several reduced dims: fewer warps, each walking at least 16 rounds of loads
     _, plan = rplan(ssq, fake((16, 1024, 16, 256)), axis=(0, 2))
     assert reduction_strategy(plan, H200_SMS, slab=False).passes[0].block == 128
@@ -931,12 +931,13 @@ def test_cols_takes_vectorised_lanes_only_where_they_run_unsplit(ssq, shape, str
     asked = []
     strategy = reduction_strategy(plan, H200_SMS, resident=lambda variant, threads: asked.append(variant) or 2048 // threads, slab=False)
     first = strategy.passes[0]
-    assert first.variant == VariantKey("cols", "int64", 0, vec)
+    sized = VariantKey("cols", "int64", 0, vec)
+    assert first.variant == (VariantKey("cols", "int32", 0, vec) if vec > 1 else sized)  # unsplit vectors narrow
     # the grid counts the tiles of the entry that runs: its own width
     assert cols_tile_width(plan, first.variant.vec) == width
     tiles = -(-plan.out_size // width)
     assert first.grid == tiles * first.nchunks
-    assert asked[-1] == first.variant  # the slots that sized the grid are the chosen entry's
+    assert asked[-1] == sized  # the slots that sized the grid are the chosen entry's (its 64-bit form's)
     if vec > 1:
         # unsplit: at least one tile for every two resident blocks
         assert strategy.kind == "cols" and first.nchunks == 1 and 2 * tiles > H200_SMS * 2048 // first.block
@@ -1084,18 +1085,36 @@ def test_four_byte_inputs_take_vectorised_cols_lanes_where_their_tiles_fill_the_
     # (128, 64, 128, 128) over axis 2: one reduced dim of 128, 2^20 adjacent outputs: 16-byte loads of 4 outputs
     _, plan = rplan(ssq, fake((128, 64, 128, 128)), axis=2)
     first = reduction_strategy(plan, H200_SMS, slab=False).passes[0]
-    assert first.variant == VariantKey("cols", "int64", 0, 4) and first.shape.red == (128, 1) and first.nchunks == 1
+    assert first.variant == VariantKey("cols", "int32", 0, 4) and first.shape.red == (128, 1) and first.nchunks == 1
     # rows of 64 on 2048 tiles: one warp a tile would leave most of the device idle; two, of 32 rows each,
     # fill the 32 warps per SM the entry holds
     _, plan = rplan(ssq, fake((8, 64, 64, 512)), axis=1)
     first = reduction_strategy(plan, H200_SMS, slab=False).passes[0]
-    assert first.variant == VariantKey("cols", "int64", 0, 4) and first.block == 64 and first.grid == 2048
+    assert first.variant == VariantKey("cols", "int32", 0, 4) and first.block == 64 and first.grid == 2048
     # axis 0 of a square matrix: 128 vectorised tiles would be too few; the warps alone say so, and the
     # vectorised entry is never asked (asking loads it)
     _, plan = rplan(ssq, fake((1 << 14, 1 << 14)), axis=0)
     asked = []
     first = reduction_strategy(plan, H200_SMS, max_threads=lambda v: asked.append(v) or 1024, slab=False).passes[0]
     assert first.variant == VariantKey("cols", "int64", 1, 1) and all(v.vec == 1 for v in asked)
+
+
+def test_unsplit_vectorised_cols_launches_narrow_to_32_bits_where_their_offsets_fit(ssq):
+    """The vectorised cols entry's 32-bit twin serves an unsplit launch whose every byte offset and element count is
+    under 2**31; a layout of 2**31 bytes, a split, or a map expression naming the loop's indexers keeps 64 bits."""
+    def first_pass(kernel, shape, axis, dtype="float32"):
+        _, plan = rplan(kernel, fake(shape, dtype), axis=axis)
+        return reduction_strategy(plan, H200_SMS, slab=False).passes[0]
+
+    assert first_pass(ssq, (256, 256, 512), 0).variant == VariantKey("cols", "int32", 0, 4)
+    assert first_pass(ssq, (8, 128, 16, 1024), 1).variant == VariantKey("cols", "int32", 0, 4)
+    big = first_pass(ssq, (2048, 64, 4096), 1)  # 2**31 bytes: its furthest vector ends past 2**31
+    assert big.variant == VariantKey("cols", "int64", 0, 4) and big.nchunks == 1
+    assert first_pass(ssq, (2047, 64, 4096), 1).variant == VariantKey("cols", "int32", 0, 4)  # 2**31 - 2**20 bytes
+    split = first_pass(ssq, (1 << 14, 64, 64), (0, 1))  # 64 outputs of long columns: split over the device
+    assert split.nchunks > 1 and split.variant.index == "int64"
+    rows = kspec.ReductionKernel("T x", "T y", "x * (_J + 1)", "a + b", "y = a", "0", "row_weighted")
+    assert first_pass(rows, (256, 256, 512), 0).variant == VariantKey("cols", "int64", 0, 4)
 
 
 def test_nchw_statistics_over_the_channels_take_vectorised_tiles_of_whole_batches_of_rows(ssq):
@@ -1110,12 +1129,12 @@ def test_nchw_statistics_over_the_channels_take_vectorised_tiles_of_whole_batche
         _, plan = rplan(ssq, fake(shape), axis=1)
         strategy = reduction_strategy(plan, H200_SMS, slab=False)
         (first,) = strategy.passes
-        assert first.variant == VariantKey("cols", "int64", 0, 4) and first.block == 64, shape
+        assert first.variant == VariantKey("cols", "int32", 0, 4) and first.block == 64, shape
         assert first.nchunks == 1 and first.grid == plan.out_size // 128
     # 512 tiles of rows of 256: eight warps a tile fill one wave of the 32 warps an SM holds (16 made two)
     _, plan = rplan(ssq, fake((32, 256, 256, 8)), axis=1)
     (first,) = reduction_strategy(plan, H200_SMS, slab=False).passes
-    assert first.variant == VariantKey("cols", "int64", 0, 4) and first.block == 256 and first.grid == 512
+    assert first.variant == VariantKey("cols", "int32", 0, 4) and first.block == 256 and first.grid == 512
     # the estimate: launch bounds over warps, at most 32 blocks; wider sums hold half the threads
     cols = first.variant
     assert [_bounded_blocks(plan, cols, w) for w in (1, 2, 8, 16)] == [MAX_BLOCKS_PER_SM, 16, 4, 2]

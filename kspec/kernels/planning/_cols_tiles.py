@@ -8,7 +8,7 @@ from __future__ import annotations
 from ...render import COLS_WARP_LOADS, DYNAMIC_NDIM, VariantKey
 from ._plan import INT32_LIMIT
 from ._reduction_passes import acc_bytes_at_most
-from ._reduction_plan import ReductionPlan
+from ._reduction_plan import ReductionPlan, uses_row_names
 
 
 def with_outer_unit_dim(plan: ReductionPlan) -> ReductionPlan:
@@ -92,3 +92,27 @@ def cols_vectorised(plan: ReductionPlan, vec: int) -> bool:
         all(k % 16 == 0 for k in kept[1:]) and red[0] % 16 == 0 and red[1] % 16 == 0
         for kept, red in plan.in_strides.values()
     )
+
+
+def narrowed(plan: ReductionPlan, cols: VariantKey) -> VariantKey:
+    """The module's 32-bit twin of the vectorised cols entry ``cols`` for an unsplit launch of ``plan`` (the
+    runtime-rank view), where every offset it forms fits: each input's and output's furthest byte, and every element
+    (``out_size * red_size``); else ``cols``. Not for raw parameters or map expressions that name the loop's
+    indexers, which would see the narrower type. Splits keep 64 bits (their workspace offsets are not checked here).
+    The launch stays sized by the 64-bit entry's occupancy: both hold the entry's launch bounds, and the narrower
+    index arithmetic needs no more registers (64 each for a float32 L2 norm, sm_90)."""
+    twin = VariantKey(cols.entry, "int32", cols.ndim, cols.vec)
+    spec = plan.specialization.spec
+    if (cols.index == "int32" or twin not in plan.specialization.variants or plan.raw
+            or any(p.raw for p in spec.params) or uses_row_names(spec.map_expr)):
+        return cols
+    if plan.out_size * plan.red_size >= INT32_LIMIT:
+        return cols
+    extents = plan.kept + plan.red
+    for kept, red in plan.in_strides.values():  # a vector past the furthest element: 16 bytes
+        if sum((n - 1) * abs(s) for n, s in zip(extents, kept + red)) + 16 >= INT32_LIMIT:
+            return cols
+    for strides in plan.out_strides.values():
+        if sum((n - 1) * abs(s) for n, s in zip(plan.kept, strides)) + 16 >= INT32_LIMIT:
+            return cols
+    return twin

@@ -14,7 +14,7 @@ from ...render import (
     COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, VariantKey,
 )
 from ._cols_tiles import (
-    OWNED_TILE_WARPS, cols_tile_width, cols_vectorised, rows_follow_kept, tile_lanes, warps_own_segments,
+    OWNED_TILE_WARPS, cols_tile_width, cols_vectorised, narrowed, rows_follow_kept, tile_lanes, warps_own_segments,
     with_outer_unit_dim,
 )
 from ._plan import INT32_LIMIT, MAX_GRID
@@ -50,7 +50,8 @@ def cols_strategy(plan: ReductionPlan, sm_count: int, block: int, block_given: b
         wide = _vector_launch(view, sm_count, block, block_given, max_threads, resident, estimate)
         if wide is not None:  # vectorised lanes
             grid = min(wide.blocks, MAX_GRID)
-            return Strategy((Pass(wide.variant, grid, 32 * wide.warps, chunk=red, shape=view_shape),), kind="cols")
+            return Strategy((Pass(narrowed(view, wide.variant), grid, 32 * wide.warps, chunk=red, shape=view_shape),),
+                            kind="cols")
         few = _few_long_vector_tiles(view, sm_count, block, block_given, max_threads, resident, shared)
         if few is not None or shared:  # vectorised lanes split below, or scalar lanes spanning 32 / kept rows
             plan, shape = view, view_shape
@@ -69,7 +70,8 @@ def cols_strategy(plan: ReductionPlan, sm_count: int, block: int, block_given: b
             first = Pass(cols, min(grid, MAX_GRID), threads, nchunks=nchunks, chunk=chunk, shape=shape)
             second = final_pass(final, plan.out_size, block, nchunks, chunk)
             return Strategy((first, second), workspace_items=plan.out_size * nchunks, kind="cols split")
-    return Strategy((Pass(cols, min(launch.blocks, MAX_GRID), threads, chunk=red, shape=shape),), kind="cols")
+    return Strategy((Pass(narrowed(plan, cols), min(launch.blocks, MAX_GRID), threads, chunk=red, shape=shape),),
+                    kind="cols")
 
 
 # a one-reduced-dim layout splits its vectorised tiles where they are at most this many per SM (float16 L2 norm,
@@ -97,7 +99,8 @@ def _few_long_vector_tiles(view: ReductionPlan, sm_count: int, block: int, block
     if not sizes or max(sizes) > (4 if shared else 2):
         return None
     for wide in view.specialization.variants:
-        if wide.entry != "cols" or wide.ndim != view.rndim or wide.vec <= 1 or not cols_vectorised(view, wide.vec):
+        if (wide.entry != "cols" or wide.index != "int64" or wide.ndim != view.rndim or wide.vec <= 1
+                or not cols_vectorised(view, wide.vec)):
             continue
         lanes = cols_tile_width(view, wide.vec) // wide.vec
         if shared and lanes == 32:
@@ -184,7 +187,8 @@ def _lanes_alone(plan: ReductionPlan, sm_count: int) -> bool:
 def _runtime_cols(plan: ReductionPlan, vectorised: bool) -> VariantKey | None:
     """The module's runtime-rank cols instantiation with vector lanes (None: the module has none) or without."""
     return next((v for v in plan.specialization.variants
-                 if v.entry == "cols" and v.ndim == DYNAMIC_NDIM and (v.vec > 1) == vectorised), None)
+                 if v.entry == "cols" and v.index == "int64" and v.ndim == DYNAMIC_NDIM and (v.vec > 1) == vectorised),
+                None)
 
 
 def _short_cols(plan: ReductionPlan, block: int, max_threads: Callable[[VariantKey], int] | None) -> Strategy:
@@ -254,7 +258,8 @@ def _vector_launch(plan: ReductionPlan, sm_count: int, block: int, block_given: 
     """The vectorised cols entry's launch for ``plan`` where the layout allows it and its tiles fill the device
     unsplit (:func:`_cols_launch`), else None."""
     for wide in plan.specialization.variants:
-        if wide.entry == "cols" and wide.ndim == plan.rndim and wide.vec > 1 and cols_vectorised(plan, wide.vec):
+        if (wide.entry == "cols" and wide.index == "int64" and wide.ndim == plan.rndim and wide.vec > 1
+                and cols_vectorised(plan, wide.vec)):
             # the vectorised entry's own block cap and occupancy decide (asking them loads it: a first call whose
             # layout allows vectors but has few outputs compiles both entries when nothing is precompiled);
             # ``estimate``: first the launch as the warps alone bound it, which asks nothing
