@@ -270,8 +270,8 @@ def reduction_variants(vec: int) -> tuple[VariantKey, ...]:
     VEC elements holding several outputs' pieces (kspec/kernels/planning/_reduction_pieces.py). The slab entry
     is 32-bit: C-contiguous layouts below 2**31 elements, where the 64-bit index arithmetic was a large part of
     a block's fixed cost; so is slab_final, the second pass of its split. The vectorised cols entry comes in 32 bits
-    too, last (the planner's searches take the 64-bit one, then narrow an unsplit launch whose offsets fit: a tile's
-    setup before its first load was ~700 instructions a warp in 64 bits, ~520 in 32; benchmarks/NOTES.md v74)."""
+    too, last (the planner's searches take the 64-bit one, then narrow an unsplit launch whose offsets fit: a segment's
+    work outside the inner loop was ~700 instructions a warp in 64 bits, ~520 in 32; benchmarks/NOTES.md v74)."""
     vectorised = (VariantKey("cols", "int64", DYNAMIC_NDIM, vec), VariantKey("pieces", "int64", DYNAMIC_NDIM, vec))
     return (
         VariantKey("rows", "int64", 1, vec),
