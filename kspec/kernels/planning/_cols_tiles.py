@@ -6,7 +6,7 @@ test the template makes on the launch's shape and strides; pure Python and drive
 from __future__ import annotations
 
 from ...render import COLS_WARP_LOADS, DYNAMIC_NDIM, VariantKey
-from ._plan import INT32_LIMIT
+from ._plan import INT32_LIMIT, reach
 from ._reduction_passes import acc_bytes_at_most
 from ._reduction_plan import ReductionPlan, uses_row_names
 
@@ -109,10 +109,6 @@ def narrowed(plan: ReductionPlan, cols: VariantKey) -> VariantKey:
     if plan.out_size * plan.red_size >= INT32_LIMIT:
         return cols
     extents = plan.kept + plan.red
-    for kept, red in plan.in_strides.values():  # a vector past the furthest element: 16 bytes
-        if sum((n - 1) * abs(s) for n, s in zip(extents, kept + red)) + 16 >= INT32_LIMIT:
-            return cols
-    for strides in plan.out_strides.values():
-        if sum((n - 1) * abs(s) for n, s in zip(plan.kept, strides)) + 16 >= INT32_LIMIT:
-            return cols
-    return twin
+    fits = all(reach(extents, kept + red) + 16 < INT32_LIMIT for kept, red in plan.in_strides.values()) and all(
+        reach(plan.kept, strides) + 16 < INT32_LIMIT for strides in plan.out_strides.values())  # + a vector past the last
+    return twin if fits else cols
