@@ -195,8 +195,9 @@ def test_reduction_variants():
         "l2norm__slab<int, 0, 4>",
         "l2norm__split_final<long long>",
         "l2norm__slab_final<int>",
+        "l2norm__cols<int, 0, 4>",  # the vectorised cols entry in 32 bits, for unsplit launches whose offsets fit
     ]
-    # scalar loads only (vec 1): one runtime-rank cols entry, no pieces entry, no variant twice
+    # scalar loads only (vec 1): one runtime-rank cols entry, no pieces entry, no 32-bit cols, no variant twice
     assert reduction_variants(1) == (
         VariantKey("rows", "int64", 1, 1),
         VariantKey("rows", "int64", 0, 1),
