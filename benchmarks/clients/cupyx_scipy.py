@@ -41,7 +41,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from paired_modes import paired_child, warm_columns
+from paired_modes import error_text, paired_child, timed_calls, warm_columns
 
 
 START_UP = "start-up"  # the results' entry of the process's start: seconds of `import cupy` and of enabling the switch
@@ -115,30 +115,11 @@ def child(mode: str, reps: int, only: list[str]) -> None:
             first = _first_call(mode, name, lambda fn=fn, a=inputs[0]: (fn(a), cp.cuda.Device().synchronize()))
             for k in range(3):  # warm: every input set once
                 fn(inputs[k])
-            device, host = _timed_calls(cp, fn, inputs, reps)
+            device, host = timed_calls(cp, fn, inputs, reps)
             results[name] = {"first": first, "device": device, "host": host}
         except Exception as exc:  # noqa: BLE001 (the table says which failed, and why)
-            results[name] = {"error": _error_text(exc)}
+            results[name] = {"error": error_text(exc)}
     print(json.dumps(results))
-
-
-def _timed_calls(cp: Any, fn: Callable[[Any], Any], inputs: list[Any], reps: int) -> tuple[list[float], list[float]]:
-    """(device seconds, host seconds) of ``reps`` calls over the rotating ``inputs``, each from an idle GPU."""
-    device, host = [], []
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    for r in range(reps):
-        start.record()
-        t0 = time.perf_counter()
-        fn(inputs[r % len(inputs)])
-        host.append(time.perf_counter() - t0)
-        end.record()
-        end.synchronize()
-        device.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
-    return device, host
-
-
-def _error_text(exc: Exception) -> str:
-    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:100] if str(exc) else ''}"
 
 
 def _first_call(mode: str, name: str, call: Callable[[], Any]) -> float:
@@ -185,7 +166,7 @@ def main() -> int:
     args = parser.parse_args()
     only = [o for o in args.only.split(",") if o]
     if args.child == "paired":
-        paired_child(cases, _timed_calls, _error_text, args.reps, args.blocks, only, bool(args.kspec_first))
+        paired_child(cases, args.reps, args.blocks, only, bool(args.kspec_first))
         return 0
     if args.child:
         child(args.child, args.reps, only)

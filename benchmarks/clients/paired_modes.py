@@ -1,4 +1,5 @@
-"""kspec's and CuPy's kernels timed side by side in one process, for ``cupyx_scipy.py --paired``.
+"""kspec's and CuPy's kernels timed side by side in one process, for ``cupyx_scipy.py --paired`` (and the timing
+of a call both that script's processes use).
 
 The modes switch every few calls (``kspec.cupy.enable()`` / ``disable()``, each clearing CuPy's memo of built
 kernels, so that CuPy's routines build theirs anew with the constructors now in place). cupyx's Python modules are
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+import time
 from types import ModuleType
 from typing import Any, Callable
 
@@ -45,8 +47,26 @@ def _switch(mode: str, modules: dict[str, ModuleType]) -> None:
         kspec.cupy.disable()
 
 
+def timed_calls(cp: Any, fn: Callable[[Any], Any], inputs: list[Any], reps: int) -> tuple[list[float], list[float]]:
+    """(device seconds, host seconds) of ``reps`` calls over the rotating ``inputs``, each from an idle GPU."""
+    device, host = [], []
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    for r in range(reps):
+        start.record()
+        t0 = time.perf_counter()
+        fn(inputs[r % len(inputs)])
+        host.append(time.perf_counter() - t0)
+        end.record()
+        end.synchronize()
+        device.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
+    return device, host
+
+
+def error_text(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:100] if str(exc) else ''}"
+
+
 def paired_child(cases: Callable[[Any], dict[str, tuple[Callable[[Any], Any], Callable[[int], Any]]]],
-                 timed_calls: Callable[..., tuple[list[float], list[float]]], error_text: Callable[[Exception], str],
                  reps: int, blocks: int, only: list[str], kspec_first: bool) -> None:
     """Print {mode: {name: {"device": [...], "host": [...]} or {"error": ...}}}: ``blocks`` blocks of ``reps`` calls of
     every function, the modes alternating, each block after two untimed calls."""

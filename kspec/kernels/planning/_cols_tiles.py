@@ -103,8 +103,7 @@ def narrowed(plan: ReductionPlan, cols: VariantKey) -> VariantKey:
     index arithmetic needs no more registers (64 each for a float32 L2 norm, sm_90)."""
     twin = VariantKey(cols.entry, "int32", cols.ndim, cols.vec)
     spec = plan.specialization.spec
-    if (cols.index == "int32" or twin not in plan.specialization.variants or plan.raw
-            or any(p.raw for p in spec.params) or uses_row_names(spec.map_expr)):
+    if twin not in plan.specialization.variants or any(p.raw for p in spec.params) or uses_row_names(spec.map_expr):
         return cols
     if plan.out_size * plan.red_size >= INT32_LIMIT:
         return cols
@@ -112,3 +111,9 @@ def narrowed(plan: ReductionPlan, cols: VariantKey) -> VariantKey:
     fits = all(reach(extents, kept + red) + 16 < INT32_LIMIT for kept, red in plan.in_strides.values()) and all(
         reach(plan.kept, strides) + 16 < INT32_LIMIT for strides in plan.out_strides.values())  # + a vector past the last
     return twin if fits else cols
+
+
+def sized_cols(plan: ReductionPlan) -> list[VariantKey]:
+    """The module's vectorised cols entries the planner sizes launches by: the 64-bit ones (an unsplit launch then
+    narrows to its 32-bit twin, :func:`narrowed`)."""
+    return [v for v in plan.specialization.variants if v.entry == "cols" and v.index == "int64" and v.vec > 1]

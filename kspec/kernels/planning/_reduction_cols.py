@@ -14,8 +14,8 @@ from ...render import (
     COLS_WIDE_ACC, COLS_WIDE_WARPS, DYNAMIC_NDIM, VariantKey,
 )
 from ._cols_tiles import (
-    OWNED_TILE_WARPS, cols_tile_width, cols_vectorised, narrowed, rows_follow_kept, tile_lanes, warps_own_segments,
-    with_outer_unit_dim,
+    OWNED_TILE_WARPS, cols_tile_width, cols_vectorised, narrowed, rows_follow_kept, sized_cols, tile_lanes,
+    warps_own_segments, with_outer_unit_dim,
 )
 from ._plan import INT32_LIMIT, MAX_GRID
 from ._reduction_passes import REDUCE_UNROLL, WARPS_PER_SM, Pass, PassShape, Strategy, acc_bytes_at_most, final_pass
@@ -98,9 +98,8 @@ def _few_long_vector_tiles(view: ReductionPlan, sm_count: int, block: int, block
     sizes = _input_itemsizes(view)
     if not sizes or max(sizes) > (4 if shared else 2):
         return None
-    for wide in view.specialization.variants:
-        if (wide.entry != "cols" or wide.index != "int64" or wide.ndim != view.rndim or wide.vec <= 1
-                or not cols_vectorised(view, wide.vec)):
+    for wide in sized_cols(view):
+        if wide.ndim != view.rndim or not cols_vectorised(view, wide.vec):
             continue
         lanes = cols_tile_width(view, wide.vec) // wide.vec
         if shared and lanes == 32:
@@ -257,9 +256,8 @@ def _vector_launch(plan: ReductionPlan, sm_count: int, block: int, block_given: 
                    resident: Callable[[VariantKey, int], int] | None, estimate: bool = False) -> ColsLaunch | None:
     """The vectorised cols entry's launch for ``plan`` where the layout allows it and its tiles fill the device
     unsplit (:func:`_cols_launch`), else None."""
-    for wide in plan.specialization.variants:
-        if (wide.entry == "cols" and wide.index == "int64" and wide.ndim == plan.rndim and wide.vec > 1
-                and cols_vectorised(plan, wide.vec)):
+    for wide in sized_cols(plan):
+        if wide.ndim == plan.rndim and cols_vectorised(plan, wide.vec):
             # the vectorised entry's own block cap and occupancy decide (asking them loads it: a first call whose
             # layout allows vectors but has few outputs compiles both entries when nothing is precompiled);
             # ``estimate``: first the launch as the warps alone bound it, which asks nothing
