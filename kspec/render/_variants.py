@@ -75,13 +75,15 @@ TILE_SMEM_LIMIT = 40 * 1024
 # channels of (512, 128, 64, 8) permuted (0, 3, 2, 1), the 4 of NCHW -> NHWC); ``vec`` of a tiled VariantKey is the
 # width. A first call compiles only the variant it launches: a width costs NVRTC time in full builds only.
 NARROW_TILE = 8
-# A dim 2 of at most this many elements (and at least a step's tiles): the tiled entry's steps stack tiles of
-# consecutive planes at one position (kspec/tile.cuh's KSPEC_TILE_STACK): an output's short rows along dim 2 then
-# have every sector whole by the end of a step (H200, fractions of a copy: float32 (2048, 2048, 4) fully reversed,
-# its rows of 4 moved outward, 0.248 -> 0.497; float32 (32, 2048, 1024, 2) permuted (0, 3, 2, 1) 0.887 -> 1.22;
-# float16 rows of 2 stacked two to a step of four tiles 0.58-0.65 -> 0.36-0.38: benchmarks/NOTES.md v70)
-TILE_STACK = 8
-TILE_STACK_BYTES = 32  # ... where an operand's stride along dim 2 is under a memory sector (KSPEC_TILE_STACK_BYTES)
+# Where an operand's stride along dim 2 is under a memory sector (kspec/tile.cuh's KSPEC_TILE_STACK_BYTES) and dim
+# 2 holds at least a step's tiles, the tiled entry's steps stack tiles of consecutive planes at one position: an
+# output's short rows along dim 2 then have every sector whole by the end of a step (H200, fractions of a copy:
+# float32 (2048, 2048, 4) fully reversed, its rows of 4 moved outward, 0.248 -> 0.497; float32 (32, 2048, 1024, 2)
+# permuted (0, 3, 2, 1) 0.887 -> 1.22: benchmarks/NOTES.md v70; with no cap on dim 2 (v75, 8 before), rows of 4-8
+# at dim 0 interleaved along a long dim 2: float32 (32, 1024, 1024, 4) permuted (0, 3, 2, 1) 0.551 -> 0.863, float16
+# (8, 2048, 1024, 8) 0.340 -> 0.507, 44 layouts 1.02-1.73x). Fewer planes than a step's tiles lose (float16 rows of
+# 2 stacked two to a step of four tiles 0.58-0.65 -> 0.36-0.38), so they stay side by side.
+TILE_STACK_BYTES = 32
 TILE_WIDTHS = (32, 16, 64, NARROW_TILE, 4)
 SHAPED_TILE_GAIN = 1.25
 # a row's elements in shared memory per tile width: padded so that a warp's accesses fall in different banks
@@ -155,12 +157,20 @@ class VariantKey(OrderedRecord):
 TILED_VARIANTS = tuple(VariantKey("tiled", "int32", DYNAMIC_NDIM, width) for width in TILE_WIDTHS)
 
 
-def tiled_step(variant: VariantKey, span: int) -> tuple[int, int]:
-    """The elements a block step of the tiled entry covers along dims 0 and 1: ``span`` tiles side by side,
-    along dim 0 (along dim 1 for tiles narrower than TILE: 16, 8 and 4 wide, 64, 128 and 256 high)."""
+def tiled_step(variant: VariantKey, span: int, extents: Sequence[int], turn: bool = True) -> tuple[int, int]:
+    """The elements a block step of the tiled entry covers along dims 0 and 1 of a loop of ``extents`` (innermost
+    first): ``span`` tiles side by side, along dim 0 (along dim 1 for tiles narrower than TILE: 16, 8 and 4 wide,
+    64, 128 and 256 high), or the other way where the default pads the plane SHAPED_TILE_GAIN times as much (a dim
+    0 of one tile's width under a long dim 1; kspec/tile.cuh's step_along_dim1 decides the same way, its margin
+    written 5 / 4; ``turn`` False: never the other way)."""
     width = variant.vec
     height = TILE * TILE // width
-    return (width, height * span) if width < TILE else (width * span, height)
+    e0, e1 = extents[0], extents[1]
+    along0 = -(-e0 // (width * span)) * width * span * -(-e1 // height) * height
+    along1 = -(-e0 // width) * width * -(-e1 // (height * span)) * height * span
+    default_dim1 = width < TILE
+    turned = turn and (along1 > SHAPED_TILE_GAIN * along0 if default_dim1 else along0 > SHAPED_TILE_GAIN * along1)
+    return (width, height * span) if default_dim1 != turned else (width * span, height)
 
 
 def stacked_planes(strides: Sequence[Sequence[int]], ndim: int) -> bool:
@@ -170,38 +180,46 @@ def stacked_planes(strides: Sequence[Sequence[int]], ndim: int) -> bool:
     return ndim > 2 and any(0 < abs(s[2]) < TILE_STACK_BYTES for s in strides)
 
 
-def tiled_layout(variant: VariantKey, span: int, extents: Sequence[int], interleaved: bool = False) -> tuple[int, float]:
+def tiled_layout(variant: VariantKey, span: int, extents: Sequence[int], interleaved: bool = False,
+                 turn: bool = True) -> tuple[int, float]:  # fmt: skip
     """(block steps, the share of their slots that hold elements) of the tiled entry over a loop of ``extents``
-    (innermost first). Planes of at most one tile, or a dim 2 of ``span`` to TILE_STACK elements that an operand
+    (innermost first). Planes of at most one tile, or a dim 2 of ``span`` elements or more that an operand
     interleaves (``interleaved``: stacked_planes), take steps of a tile at one position of ``span`` consecutive
     planes along dim 2 (elementwise.cu.j2's ``_planes``: the kernel decides the same way), others steps of
-    ``span`` tiles side by side."""
+    ``span`` tiles side by side (tiled_step; ``turn`` passed to it)."""
     e0, e1 = extents[0], extents[1]
     width = variant.vec
     height = TILE * TILE // width
     planes = math.prod(extents[2:])
     if len(extents) > 2 and ((span > 1 and e0 <= width and e1 <= height)
-                             or (interleaved and span <= extents[2] <= TILE_STACK)):  # fmt: skip
+                             or (interleaved and span <= extents[2])):  # fmt: skip
         groups = -(-extents[2] // span)
         n0, n1 = -(-e0 // width), -(-e1 // height)
         steps = planes // extents[2] * groups * n0 * n1
         return steps, e0 * e1 / (n0 * width * n1 * height) * extents[2] / (groups * span)
-    s0, s1 = tiled_step(variant, span)
+    s0, s1 = tiled_step(variant, span, extents, turn)
     n0, n1 = -(-e0 // s0), -(-e1 // s1)
     return planes * n0 * n1, e0 * e1 / (n0 * s0 * n1 * s1)
 
 
-def tiled_variant(extents: Sequence[int], span: int, interleaved: bool = False) -> VariantKey:
+def tiled_variant(extents: Sequence[int], span: int, interleaved: bool = False, turn: bool = True) -> VariantKey:
     """The tiled entry for a loop of ``extents`` (innermost first) and steps of ``span`` tiles: the narrowest
     of the tiles 4 and 8 wide that holds dim 0 where it has at most 8 elements (a row in one tile; 16-wide tiles
     there ran at 0.6-0.75x their speed, H200: benchmarks/NOTES.md v64), else 32 x 32 tiles, unless tiles 16 or 64
     wide leave SHAPED_TILE_GAIN times fewer slots of the steps idle (a dim 0 or dim 1 of 16-48): their rows of 16
-    elements coalesce less, so they must win clearly."""
+    elements coalesce less, so they must win clearly. Widths are weighed with their steps unturned (tiled_step);
+    with ``turn``, 16-wide tiles turned along dim 0 then replace 32 x 32 ones they beat by as much (float16 (3917,
+    84, 51) permuted (0, 2, 1) 0.44 -> 0.58 of a copy, int8 (5593, 50, 60) 0.22 -> 0.38; weighed against 64-wide
+    tiles or against 32-wide ones turned they lost 1-10%: H200, benchmarks/NOTES.md v75)."""
     if extents[0] <= NARROW_TILE:  # the narrowest tile that holds a row
         return min((v for v in TILED_VARIANTS if v.vec >= extents[0]), key=lambda v: v.vec)
-    fill = {v: tiled_layout(v, span, extents, interleaved)[1] for v in TILED_VARIANTS if v.vec > NARROW_TILE}
+    square, sixteen = TILED_VARIANTS[0], TILED_VARIANTS[1]
+    fill = {v: tiled_layout(v, span, extents, interleaved, turn=False)[1] for v in TILED_VARIANTS if v.vec > NARROW_TILE}
     best = max(fill, key=fill.__getitem__)  # the first (32 wide) on a tie
-    return best if fill[best] >= SHAPED_TILE_GAIN * fill[TILED_VARIANTS[0]] else TILED_VARIANTS[0]
+    chosen = best if fill[best] >= SHAPED_TILE_GAIN * fill[square] else square
+    if turn and chosen == square and tiled_layout(sixteen, span, extents, interleaved)[1] >= SHAPED_TILE_GAIN * fill[square]:
+        return sixteen
+    return chosen
 
 
 @lru_cache(maxsize=None)  # the same few tuples for every kernel: made once, not per call

@@ -21,8 +21,8 @@ from kspec.kernels.planning._reduction_plan import normalize_axis, plan_reductio
 from kspec.kernels.planning._cols_tiles import cols_tile_width
 from kspec.kernels.planning._reduction_strategy import pass_frame_values, reduction_strategy
 from kspec._resources import templates_dir
-from kspec.render import VariantKey, stacked_planes, tiled_layout
-from kspec.render._variants import TILE_STACK, TILE_STACK_BYTES
+from kspec.render import VariantKey, stacked_planes, tiled_layout, tiled_variant
+from kspec.render._variants import SHAPED_TILE_GAIN, TILE_STACK_BYTES, tiled_step
 from kspec.runtime._devicearray import DeviceArray
 
 PTR = 0x7F0000000000
@@ -628,11 +628,19 @@ def test_a_short_inner_dim_moves_outward_where_rows_of_a_transposed_operand_lie_
         assert plan.extents == (1024, 256, 2, 32)  # innermost first
         assert plan.strides["z"] == tuple(itemsize * s for s in (2, 2048, 1, 524288))
         assert plan.strides["x"] == tuple(itemsize * s for s in (256, 1, 262144, 524288))
-    # rows of 16 bytes or more stay innermost (float64 rows of 2 went either way, float32 rows of 4 lost 10-31%)
-    for dtype, rows in (("float64", 2), ("float32", 4), ("float16", 8)):
+    # rows of 16 bytes or more stay innermost (float32 rows of 4 and float16 rows of 8 lost moved), but for rows of
+    # two 8-byte items (float64 (16, 1024, 2048, 2) 0.414 -> 0.972 of a copy, benchmarks/NOTES.md v75)
+    for dtype, rows in (("float32", 4), ("float16", 8), ("float64", 3)):
         other = (32, 256, 1024, rows)
         _, plan = eplan(sqd, permuted(other, (0, 3, 2, 1), dtype), fake(other, dtype))
         assert plan.extents[0] == rows, dtype
+    _, plan = eplan(sqd, permuted((32, 256, 1024, 2), (0, 3, 2, 1), "float64"), fake((32, 256, 1024, 2), "float64"))
+    assert plan.variant == VariantKey("tiled", "int32", 0, 32) and plan.extents == (1024, 256, 2, 32)
+    # ... unless x's sectors lie within 2,048 elements of C order's loop: the strided entry in C order, CuPy's
+    # (float64 (2048, 512, 32, 2): 256 elements, 0.631 -> 1.272; (1024, 128, 128, 2): 1,024, 0.789 -> 1.027)
+    for shape in ((2048, 512, 32, 2), (1024, 128, 128, 2)):
+        _, plan = eplan(sqd, permuted(shape, (0, 3, 2, 1), "float64"), fake(shape, "float64"))
+        assert plan.variant.entry == "strided" and plan.extents == shape[::-1], shape
     # a sector of x within 128 elements of C order's loop (float32 rows of 2 x 8: 8 x 16): the strided entry's warps
     # share it (0.876 of a copy strided, 0.756 tiled); float16's sector spans 256 elements: tiled (0.535 -> 0.629)
     _, plan = eplan(sqd, permuted((2048, 1024, 8, 2), (0, 3, 2, 1)), fake((2048, 1024, 8, 2)))
@@ -693,8 +701,8 @@ def test_strided_loops_of_eight_byte_items_take_a_block_per_chunk(sqd):
 
 
 def test_steps_stack_the_planes_an_operand_interleaves():
-    # a dim 2 of span to TILE_STACK planes that some operand interleaves (stride under a sector): a step takes the
-    # tiles at one position of span planes; without such an operand, span tiles of one plane side by side
+    # a dim 2 of span planes or more that some operand interleaves (stride under a sector): a step takes the tiles at
+    # one position of span planes; without such an operand, span tiles of one plane side by side
     w32 = VariantKey("tiled", "int32", 0, 32)
     z = [4 * 2, 4 * 2 * 1024, 4, 4 * 2 * 1024 * 256]  # float32 rows of 2 along dim 2, innermost first
     x = [4 * 256, 4, 4 * 1024 * 256, 4 * 2 * 1024 * 256]
@@ -703,12 +711,33 @@ def test_steps_stack_the_planes_an_operand_interleaves():
     assert tiled_layout(w32, 2, extents, interleaved=True) == (3 * 1 * 32 * 8, 1000 * 250 / (1024 * 256))
     assert tiled_layout(w32, 2, extents)[0] == 3 * 2 * 16 * 8  # steps of 64 x 32
     assert tiled_layout(w32, 4, extents, interleaved=True)[0] == 3 * 2 * 8 * 8  # fewer planes than a step's tiles
-    assert tiled_layout(w32, 2, (1000, 250, 9, 3), interleaved=True)[0] == 3 * 9 * 16 * 8  # more than TILE_STACK
+    # any depth: 9 planes in groups of 2, the last group half idle
+    assert tiled_layout(w32, 2, (1000, 250, 9, 3), interleaved=True) == (3 * 5 * 32 * 8, 1000 * 250 / (1024 * 256) * 9 / 10)
+    assert tiled_layout(w32, 2, (1000, 250, 2048, 3), interleaved=True)[0] == 3 * 1024 * 32 * 8
     # the kernel decides the same way, from its own copy of the numbers
     tile_cuh = templates_dir() / "include" / "kspec" / "tile.cuh"
     text = tile_cuh.read_text()
-    assert f"#define KSPEC_TILE_STACK {TILE_STACK}\n" in text and f"#define KSPEC_TILE_STACK_BYTES {TILE_STACK_BYTES}\n" in text
+    assert f"#define KSPEC_TILE_STACK_BYTES {TILE_STACK_BYTES}\n" in text
 
+
+
+def test_steps_turn_where_that_pads_the_plane_less():
+    # a step's tiles sit along dim 0 (32 and 64 wide) or dim 1 (narrower), the other way where the default pads the
+    # plane SHAPED_TILE_GAIN times as much; the kernel's kspec::step_along_dim1 decides the same way
+    w32, w16 = VariantKey("tiled", "int32", 0, 32), VariantKey("tiled", "int32", 0, 16)
+    assert tiled_step(w32, 2, (32, 64, 100)) == (32, 64)  # dim 0 one tile wide: along dim 1
+    assert tiled_step(w32, 2, (32, 64, 100), turn=False) == (64, 32)
+    assert tiled_step(w32, 4, (520, 100)) == (128, 32)  # 640 x 128 padded, against 544 x 128: not a quarter more
+    assert tiled_step(w32, 2, (64, 64)) == (64, 32)  # a tie
+    assert tiled_step(w16, 4, (64, 64, 9)) == (64, 64)  # 16-wide tiles along dim 0: a 64 x 64 plane fills a step
+    assert tiled_step(w16, 4, (16, 256)) == (16, 256)
+    assert tiled_layout(w32, 2, (32, 64, 100)) == (100, 1.0)
+    # widths are chosen with 32- and 64-wide tiles unturned (turned where 16-wide ones fill as well, they ran float32
+    # 1.5% slower: benchmarks/NOTES.md v75); 16-wide tiles turned along dim 0 fill (64, 64) planes
+    assert tiled_variant((32, 64, 100), 2).vec == 16
+    assert tiled_variant((64, 64, 100), 4).vec == 16
+    tile_cuh = (templates_dir() / "include" / "kspec" / "tile.cuh").read_text()
+    assert SHAPED_TILE_GAIN == 5 / 4 and "return W < 32 ? 4 * along1 <= 5 * along0 : 4 * along0 > 5 * along1;" in tile_cuh
 
 def test_tiled_entry_needs_32bit_offsets_and_a_module_that_holds_it(sqd):
     n = 1 << 16  # a transposed (2^16, 2^16) float32 view reaches 16 GiB: the 64-bit strided entry

@@ -349,14 +349,18 @@ def test_every_permutation_of_a_4d_shape(cp, sqd, dtype):
      ((37, 16, 16), (32, 32, 32)), ((5, 7, 20, 16), (32, 32, 32)), ((6, 5, 16, 48), (64, 64, 64)),
      ((11, 32, 32), (32, 32, 32)), ((300, 8), (8, 8, 8)), ((3, 200, 8), (8, 8, 8)), ((2, 100, 8), (8, 8, 8)),
      ((4, 130, 7), (8, 8, 8)), ((5, 40, 6), (8, 8, 8)),
-     ((300, 4), (4, 4, 4)), ((3, 200, 3), (4, 4, 4)), ((5, 70, 2), (4, 4, 4))],
+     ((300, 4), (4, 4, 4)), ((3, 200, 3), (4, 4, 4)), ((5, 70, 2), (4, 4, 4)),
+     ((5, 64, 32), (16, 16, 32)), ((4, 64, 64), (16, 32, 32)), ((3, 99, 72), (32, 16, 32)), ((2, 655, 81), (32, 32, 32))],
 )
 def test_short_dims_in_tiles(cp, sqd, shape, dtype, widths, monkeypatch):
     """A dim shorter than the tile's edge (16 under 2048: a permuted NHWC array of 16 channels), either way round,
     in tiles 16 wide along it (dim 0 short) or 16 high (dim 1 short), or 8 / 4 wide where dim 0 has at most 8 / 4
     (their columns swizzled, not padded: kspec/tile.cuh); planes of at most one tile, several to a
-    step (consecutive along dim 2, never past its end: (5, 7, 20, 16)), extents that straddle tiles. Every case
-    takes the tiled entry here, however few of a step's slots it fills (the plan's threshold set to 0)."""
+    step (consecutive along dim 2, never past its end: (5, 7, 20, 16)), extents that straddle tiles; steps turned
+    the other way where that pads the plane a quarter less ((3, 99, 72) of 1- and 2-byte types and (2, 655, 81) of
+    float32 in 32-wide tiles along dim 1, (5, 64, 32) in 16-wide ones along dim 0: kspec/tile.cuh's
+    step_along_dim1). Every case takes the tiled entry here, however few of a step's slots it fills (the plan's
+    threshold set to 0)."""
     import kspec.kernels.planning._entry_point as plan_module
 
     monkeypatch.setattr(plan_module, "TILED_MIN_FILL", 0.0)
@@ -400,10 +404,39 @@ def test_short_inner_dim_outside_the_tiles(cp, sqd, dtype, shape):
     np.testing.assert_array_equal(z.get(), sqd(cp.ascontiguousarray(x), y).get())
 
 
+
+@pytest.mark.parametrize(
+    "dtype, shape, perm, extents",
+    [("float32", (33, 71, 4), (2, 1, 0), (4, 33, 71)), ("float16", (5, 37, 19, 8), (0, 3, 2, 1), (8, 37, 19, 5)),
+     ("float64", (2, 130, 300, 2), (0, 3, 2, 1), (300, 130, 2, 2))],
+)
+def test_steps_stack_planes_along_a_deep_dim_2(cp, sqd, dtype, shape, perm, extents, monkeypatch):
+    """z's rows of 16 bytes interleaved along a dim 2 deeper than a step's tiles (71 and 19 planes: the last group of
+    a step's planes part-filled), stacked at one position per step (templates/elementwise.cu.j2's `_planes`), and
+    float64 rows of 2 moved outside tiles over the two dims beyond them (kspec/kernels/planning/_loop_order.py,
+    MAX_WIDE_ROW_BYTES): every element right, a transposed output too."""
+    import kspec.kernels.planning._entry_point as plan_module
+
+    monkeypatch.setattr(plan_module, "TILED_MIN_FILL", 0.0)
+    monkeypatch.setattr(plan_module, "NARROW_MIN_FILL", 0.0)
+    monkeypatch.setattr(plan_module, "NARROW_FOLLOWED_MIN_FILL", 0.0)
+    rng = _rng(12)
+    a = (rng.standard_normal(tuple(shape[p] for p in sorted(range(len(shape)), key=lambda d: perm[d]))) * 8).astype(dtype)
+    b = (rng.standard_normal(shape) * 8).astype(dtype)
+    x, y = cp.asarray(a).transpose(perm), cp.asarray(b)
+    assert x.shape == shape
+    plan = plan_elementwise(sqd.spec, bind(sqd.spec, (x, y), None), sqd._specializer)
+    assert plan.variant.entry == "tiled" and plan.extents == extents
+    assert any(0 < abs(s[2]) < 32 for s in plan.strides.values())  # an operand interleaves dim 2: stacked steps
+    z = _poisoned(cp, shape, dtype)
+    sqd(x, y, z)
+    np.testing.assert_array_equal(z.get(), sqd(cp.ascontiguousarray(x), y).get())
+
 @pytest.mark.parametrize(
     "dtype, shape, perm, extents",
     [("float64", (3, 1024, 8, 3), (0, 3, 2, 1), (3, 8, 1024, 3)), ("float32", (3, 1024, 16, 4), (0, 3, 2, 1), (4, 16, 1024, 3)),
-     ("float64", (2, 1000, 7, 3), (0, 3, 2, 1), (3, 7, 1000, 2)), ("float64", (7, 8, 64, 32), (0, 3, 1, 2), (2048, 8, 7))],
+     ("float64", (2, 1000, 7, 3), (0, 3, 2, 1), (3, 7, 1000, 2)), ("float64", (7, 8, 64, 32), (0, 3, 1, 2), (2048, 8, 7)),
+     ("float64", (3, 50, 40, 2), (0, 3, 2, 1), (2, 40, 50, 3))],  # rows of 2 whose x sectors lie 320 elements apart
 )
 def test_strided_loops_of_wide_items_without_runs(cp, sqd, dtype, shape, perm, extents):
     """Narrow rows of 4- and 8-byte items that by_stride's tiles would write across the loop run strided in C order,

@@ -87,7 +87,10 @@ def strided_choice(specialization: Specialization, extents: Sequence[int], merge
             tiled = tiled_variant(inner_first, span, interleaved)
             narrow = tiled.vec <= NARROW_TILE
             least = (NARROW_FOLLOWED_MIN_FILL if outputs_follow else NARROW_MIN_FILL) if narrow else TILED_MIN_FILL
-            if tiled_layout(tiled, span, inner_first, interleaved)[1] >= least:
+            # judged by the unturned steps' fill: planes that fill steps only turned (batches of 40-60 x 17-60
+            # planes) ran 0.4-0.8x as fast tiled as strided (H200, benchmarks/NOTES.md v75)
+            unturned = tiled_variant(inner_first, span, interleaved, turn=False)
+            if tiled_layout(unturned, span, inner_first, interleaved, turn=False)[1] >= least:
                 return EntryChoice(tiled, TILE_THREADS, per_sm)
         elif (tiled := VariantKey("tiled", "int32", DYNAMIC_NDIM, width)) in TILED_VARIANTS:
             return EntryChoice(tiled, TILE_THREADS, per_sm)

@@ -21,7 +21,7 @@ OUTPUT_WEIGHT = 2  # an output's sectors count this many times: a partial sector
 PLANE_CACHE_BYTES = 40 << 20
 PLANE_REREADS = 4
 # Where C order's inner dim is short and a transposed operand's rows run along dim 2, short_dim_outward's order
-# (tiles over C order's dims 1 and 2, the short dim outside them, stacked: kspec/render/_variants.py's TILE_STACK)
+# (tiles over C order's dims 1 and 2, the short dim outside them, in stacked steps: kspec/render/_variants.py)
 # against the strided entry in C order and by_stride's narrow tiles (H200, fractions of a copy, benchmarks/NOTES.md
 # v70): over 84 layouts 1.60x (geometric mean), float16 rows of 2 0.20-0.37 -> 0.60-0.67, float32 of 2 0.35-0.65 ->
 # 0.78-1.22, of 3 0.36-0.41 -> 0.57-0.59, int8 of 2-8 0.11-0.31 -> 0.25-0.38; rows of 16 bytes went either way
@@ -33,6 +33,12 @@ PLANE_REREADS = 4
 # outputs spans more than the L2 gain too (v71: float16 (4096, 4096, 2) fully reversed 0.200 -> 0.439, float32
 # (2048, 2048, 3) 0.291 -> 0.608, int8 (4096, 4096, 4) 0.134 -> 0.366, over 14 such layouts of 48-128 MB).
 MAX_ROW_BYTES = 12
+# Rows of 16 bytes of 8-byte items (float64 rows of 2) move too, where the dim beyond them holds more than
+# SECTOR_SHARED_SPAN elements of rows (H200, fractions of a copy, benchmarks/NOTES.md v75: float64 (8, 2048, 2048, 2)
+# permuted (0, 3, 2, 1) 0.402 -> 0.972, (32, 128, 2048, 2) 0.678 -> 0.768); over fewer, by_stride's strided order
+# writes each sector's halves from warps of one step (rows of 2 x 16-64: 0.93-0.97x moved). Float32 rows of 4 and
+# float16 rows of 8 lost moved (0.49-0.75 against 0.57-0.86 in narrow tiles, stacked).
+MAX_WIDE_ROW_BYTES = 16
 SECTOR_SHARED_SPAN = 128
 # By_stride's narrow tiles where they write the outputs across the loop (rows of 3-7 of a transpose (0, 3, 2, 1))
 # against the strided entry in C order, for 4- and 8-byte items (H200, fractions of a copy, benchmarks/NOTES.md v71):
@@ -123,13 +129,17 @@ def planes_reread_in_cache(extents: Sequence[int], strides: Sequence[Sequence[in
 def short_dim_outward(extents: Sequence[int], strides: Sequence[Sequence[int]], itemsizes: Sequence[int],
                       outputs: Sequence[bool]) -> tuple[list[int], list[list[int]]] | None:
     """C order (``extents`` outermost first) with its inner dim moved out to dim 2, where the outputs' rows along
-    it hold at most MAX_ROW_BYTES and an operand is read along dim 2 (its smallest stride), so that tiles over
+    it hold at most MAX_ROW_BYTES (MAX_WIDE_ROW_BYTES of 8-byte items, whose dim 2 holds more than
+    SECTOR_SHARED_SPAN elements of rows) and an operand is read along dim 2 (its smallest stride), so that tiles over
     the two dims beyond the short one read that operand in rows and write each plane's share of the outputs' rows
     (NCHW -> NHWC of 2-6 channels: a transpose (0, 3, 2, 1)); None where that does not pay: the strided entry in C
     order already shares that operand's sectors between the warps of a block's step (a sector's elements within
     SECTOR_SHARED_SPAN elements of the loop)."""
     out_itemsize = max((i for i, o in zip(itemsizes, outputs) if o), default=0)
-    if len(extents) < 3 or not 0 < extents[-1] * out_itemsize <= MAX_ROW_BYTES:
+    if len(extents) < 3 or not 0 < extents[-1] * out_itemsize <= MAX_WIDE_ROW_BYTES:
+        return None
+    wide_rows = extents[-1] * out_itemsize > MAX_ROW_BYTES
+    if wide_rows and (out_itemsize < 8 or extents[-1] * extents[-3] <= SECTOR_SHARED_SPAN):
         return None
     inside = extents[-1] * extents[-2]  # C order's elements between neighbours along dim 2
 

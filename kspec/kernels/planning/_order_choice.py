@@ -35,6 +35,8 @@ def other_order(taken: Loop, choice: EntryChoice, in_order: Loop, entry: Entry,
         # permuted (0, 3, 2, 1) 0.320 -> 0.568 of a copy, float32 0.637 -> 0.752 (H200, benchmarks/NOTES.md v69)
         return in_order, in_c_order, True
     follow = outputs_follow(*in_order)
+    if strided and follow and _c_order_shares_sectors(in_order, itemsizes, outputs):
+        return in_order, entry(*in_order, tiles=False), True
     moved = short_dim_outward(*in_order, itemsizes, outputs) if follow else None
     if moved is not None and (in_moved := entry(*moved))[0].variant.entry == "tiled":
         # C order's short inner dim outside tiles over the next two (NCHW -> NHWC of a few channels): float16
@@ -65,3 +67,15 @@ def _strided_shares_sectors(taken: Loop, in_order: Loop,
     if widest < 4 or rows >= NARROW_TILE or outputs_follow(*taken):
         return False
     return sector_span(*in_order, outputs) <= STRIDED_SHARED_SPAN or (widest >= 8 and rows * widest < SECTOR)
+
+
+def _c_order_shares_sectors(in_order: Loop, itemsizes: Sequence[int], outputs: Sequence[bool]) -> bool:
+    """Whether the strided entry in C order (CuPy's) beats by_stride's strided order for rows of 8-byte items shorter
+    than a sector: C order's warps write whole sectors and share the transposed input's where they lie within
+    STRIDED_SHARED_SPAN elements of its loop (H200, fractions of a copy, benchmarks/NOTES.md v75: float64 (2048, 512,
+    32, 2) permuted (0, 3, 2, 1), 256 elements, 0.645 -> 1.269; (256, 2048, 128, 2), 1,024, 0.561 -> 1.168; rows of
+    3 (2048, 128, 32, 3) 0.612 -> 0.941; from 2,048 elements short_dim_outward's order wins; rows of 4 and 8 lost
+    there, 0.92-0.95x)."""
+    widest = max(itemsizes, default=1)
+    rows = in_order[0][-1]
+    return widest >= 8 and rows * widest < SECTOR and sector_span(*in_order, outputs) < STRIDED_SHARED_SPAN

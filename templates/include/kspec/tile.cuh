@@ -12,10 +12,9 @@
 #define KSPEC_TILE_WARPS 8
 #define KSPEC_TILE_ELEMENTS 1024
 #define KSPEC_TILE_SLOTS (KSPEC_TILE_ELEMENTS / (32 * KSPEC_TILE_WARPS))
-// A dim 2 of at most this many elements, and at least a step's tiles, that an operand interleaves (its stride
-// along dim 2 under KSPEC_TILE_STACK_BYTES): a block step stacks tiles of consecutive planes at one position
-// (elementwise.cu.j2's `_planes`; kspec/render/_variants.py's TILE_STACK, TILE_STACK_BYTES)
-#define KSPEC_TILE_STACK 8
+// A dim 2 of at least a step's tiles that an operand interleaves (its stride along dim 2 under this many bytes): a
+// block step stacks tiles of consecutive planes at one position (elementwise.cu.j2's `_planes`;
+// kspec/render/_variants.py's TILE_STACK_BYTES)
 #define KSPEC_TILE_STACK_BYTES 32
 
 namespace kspec {
@@ -53,26 +52,38 @@ struct alignas(alignof(T)) Tile {
 };
 
 // Where a thread's elements sit in a block step, for an operand whose lanes run along dim 0 (STAGED false) or
-// along dim 1: its k-th element of tile j is (x0 + k K0 + j J0, x1 + k K1 + j J1) of the step. All compile-time
-// but the thread's slot p0, so the loops below fold to constant offsets from one base.
+// along dim 1: its k-th element of tile j is (x0 + k K0 + j j0, x1 + k K1 + j j1) of the step (j0, j1: StepTiles).
+// All compile-time but the thread's slot p0 and the step's direction, so the loops below fold to a few offsets.
 template <int W, int SPAN, bool STAGED>
 struct TileLanes {
   enum : int {
     H = TileShape<W>::height,
     P = 32 * KSPEC_TILE_WARPS,  // slots per pass of the block
     K0 = STAGED ? P / H : 0,
-    K1 = STAGED ? 0 : P / W,
-    J0 = W >= 32 ? W : 0,  // the step's tiles sit side by side along dim 0 (along dim 1 for W = 16, 8, 4)
-    J1 = W >= 32 ? 0 : H
+    K1 = STAGED ? 0 : P / W
   };
   static __device__ __forceinline__ int x0(int p0) { return STAGED ? p0 / H : p0 % W; }
   static __device__ __forceinline__ int x1(int p0) { return STAGED ? p0 % H : p0 / W; }
 };
 
-// The tiles of a block step: tile j starts `step` bytes after tile j - 1 in an operand, its elements j * J0
-// (j * J1) further along dim 0 (dim 1) than the first tile's, and only the first `count` tiles are in the loop.
-// Side by side in a plane (J0 / J1 from TileLanes, count SPAN), or consecutive planes (J0 = J1 = 0, step the
-// operand's stride along dim 2): a plane of at most one tile.
+// Whether a block step's SPAN tiles sit side by side along dim 1 of a loop whose two inner dims are (e0, e1): tiles
+// narrower than 32 do, wider ones along dim 0, unless the other way pads the plane a quarter less or more (H200:
+// float32 (550, 318, 96) permuted (0, 2, 1), 32 x 32 tiles two to a step, 1.24 -> 1.36 of a copy turned along dim 1;
+// the margin is kspec/render/_variants.py's SHAPED_TILE_GAIN, whose tiled_step decides the same way). The padded
+// planes stay under 2**45: the tiled entry's planes hold fewer than 2**31 elements.
+template <int W, int SPAN, typename IndexT>
+__device__ __forceinline__ bool step_along_dim1(IndexT e0, IndexT e1) {
+  constexpr unsigned long long H = TileShape<W>::height, A = SPAN * W, B = SPAN * H;
+  const unsigned long long n0 = static_cast<unsigned long long>(e0), n1 = static_cast<unsigned long long>(e1);
+  const unsigned long long along0 = (n0 + A - 1) / A * A * ((n1 + H - 1) / H * H);
+  const unsigned long long along1 = (n0 + W - 1) / W * W * ((n1 + B - 1) / B * B);
+  return W < 32 ? 4 * along1 <= 5 * along0 : 4 * along0 > 5 * along1;
+}
+
+// The tiles of a block step: tile j starts `step` bytes after tile j - 1 in an operand, its elements j * j0
+// (j * j1) further along dim 0 (dim 1) than the first tile's, and only the first `count` tiles are in the loop.
+// Side by side in a plane (j0 = W or j1 = H: step_along_dim1; count SPAN), or consecutive planes (j0 = j1 = 0,
+// step the operand's stride along dim 2: stacked).
 template <typename IndexT>
 struct StepTiles {
   IndexT step;
